@@ -1,0 +1,87 @@
+"""Export a History as Jepsen events (invoke + completion) in JSONL or EDN.
+
+Other checkers (Elle, Knossos, Porcupine) read these; times are ns, as Jepsen's ``:time``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from replicalab.history.core import NEMESIS, History, Op
+
+
+def _value(op: Op, values: tuple[str | None, ...]) -> Any:
+    if len(op.keys) == 1:
+        return values[0]
+    return dict(zip(op.keys, values, strict=False))
+
+
+def events(h: History) -> Iterator[dict[str, Any]]:
+    """Yield Jepsen-style events ordered by time: each op's invoke, then its completion."""
+    rows: list[tuple[int, int, dict[str, Any]]] = []
+    for op in h:
+        proc: Any = "nemesis" if op.process == NEMESIS else op.process
+        key = op.keys[0] if len(op.keys) == 1 else list(op.keys)
+        base = {"process": proc, "f": op.f, "key": key, "consistency": op.consistency}
+        inv_val = _value(op, op.values) if op.f != "read" else None
+        rows.append((op.invoke_ns, 2 * op.index,
+                     {**base, "type": "invoke", "value": inv_val, "time": op.invoke_ns}))
+        if op.type != "invoke":
+            done = {**base, "type": op.type, "value": _value(op, op.values),
+                    "time": op.complete_ns}
+            if op.node:
+                done["node"] = op.node
+            if op.error:
+                done["error"] = op.error
+            rows.append((op.complete_ns, 2 * op.index + 1, done))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    for i, (_, _, ev) in enumerate(rows):
+        yield {"index": i, **ev}
+
+
+def to_jsonl(h: History, path: Path) -> int:
+    """Write events as JSON lines to ``path``; return the number of events."""
+    n = 0
+    with path.open("w") as out:
+        for ev in events(h):
+            out.write(json.dumps(ev) + "\n")
+            n += 1
+    return n
+
+
+def _edn(v: Any) -> str:
+    if v is None:
+        return "nil"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + " ".join(_edn(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_edn(k)} {_edn(x)}" for k, x in v.items()) + "}"
+    raise TypeError(f"cannot write {type(v).__name__} as EDN")
+
+
+_KEYWORD_FIELDS = {"type", "f", "consistency"}
+
+
+def to_edn(h: History, path: Path) -> int:
+    """Write events as one EDN map per line (Jepsen's history.edn); return the count."""
+    n = 0
+    with path.open("w") as out:
+        for ev in events(h):
+            parts = []
+            for k, v in ev.items():
+                if k in _KEYWORD_FIELDS or (k == "process" and v == "nemesis"):
+                    parts.append(f":{k} :{v}")
+                else:
+                    parts.append(f":{k} {_edn(v)}")
+            out.write("{" + ", ".join(parts) + "}\n")
+            n += 1
+    return n

@@ -1,0 +1,44 @@
+"""Real time: a thin layer over asyncio with the machine-wide monotonic clock."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class RealRuntime:
+    """Runtime backed by asyncio; ``now_ns`` is ``time.monotonic_ns`` (shared by all processes)."""
+
+    virtual = False
+
+    def now_ns(self) -> int:
+        """Return ``time.monotonic_ns()``."""
+        return time.monotonic_ns()
+
+    def sleep_ns(self, ns: int) -> Awaitable[None]:
+        """Return an awaitable sleeping ``ns`` nanoseconds of wall time."""
+        return asyncio.sleep(max(ns, 0) / 1e9)
+
+    def spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """Start ``coro`` as an asyncio task."""
+        return asyncio.get_running_loop().create_task(coro)
+
+    async def gather(self, *aws: Awaitable[Any]) -> list[Any]:
+        """Return the results of ``aws`` run concurrently."""
+        return list(await asyncio.gather(*aws))
+
+    async def timeout(self, aw: Coroutine[Any, Any, T], ns: int) -> T:
+        """Return ``aw``'s result or raise TimeoutError after ``ns`` ns."""
+        return await asyncio.wait_for(aw, max(ns, 0) / 1e9)
+
+    def call_later(self, ns: int, fn: Callable[..., Any], *args: Any) -> asyncio.TimerHandle:
+        """Schedule ``fn(*args)`` after ``ns`` ns on the running loop."""
+        return asyncio.get_running_loop().call_later(max(ns, 0) / 1e9, fn, *args)
+
+    def run(self, main: Coroutine[Any, Any, T]) -> T:
+        """Run ``main`` with ``asyncio.run`` and return its result."""
+        return asyncio.run(main)

@@ -1,0 +1,13 @@
+"""Outcomes the simulator reports; the sim store adapter maps them onto store errors."""
+
+
+class Lost(Exception):
+    """The request or its reply was lost (crash, partition): the outcome is unknown."""
+
+
+class ConditionNotMet(Exception):
+    """A conditional write found other current values at the deciding replica."""
+
+
+class NotExpressible(Exception):
+    """The scheme cannot do this in one call (e.g. a multi-element read across domains)."""

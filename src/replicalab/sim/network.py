@@ -1,0 +1,138 @@
+"""The network kernel: nodes with processing queues, links with one-way delay distributions.
+
+Delays are drawn per message: ``mean + sd * N(0,1)`` plus an optional exponential tail,
+never below ``floor``. A node serves requests FIFO, one at a time, each taking its service
+time; a crashed node or a partitioned pair drops messages (callers time out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from replicalab.regions import RegionSet
+from replicalab.runtime.virtual import VirtualRuntime
+from replicalab.sim.random import Stream
+from replicalab.sim.errors import Lost
+
+NS_PER_MS = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Delay:
+    """A delay distribution in ns: normal(mean, sd) + exponential(tail mean), floored."""
+
+    mean_ns: int
+    sd_ns: int = 0
+    tail_ns: int = 0
+    floor_ns: int = 0
+
+    @classmethod
+    def ms(cls, mean: float, sd: float = 0.0, tail: float = 0.0) -> Delay:
+        """Return a Delay from ms figures; the floor is a tenth of the mean."""
+        return cls(int(mean * NS_PER_MS), int(sd * NS_PER_MS), int(tail * NS_PER_MS),
+                   int(mean * NS_PER_MS / 10))
+
+    def draw(self, s: Stream) -> int:
+        """Return one delay in ns."""
+        d = self.mean_ns
+        if self.sd_ns:
+            d += int(self.sd_ns * s.normal())
+        if self.tail_ns:
+            d += int(self.tail_ns * s.exponential())
+        return d if d > self.floor_ns else self.floor_ns
+
+
+@dataclass(slots=True)
+class Node:
+    """A server: region, service time per request, FIFO queue, key/value state, up or down."""
+
+    name: str
+    region: str
+    service: Delay
+    state: dict[str, Any] = field(default_factory=dict)
+    free_at_ns: int = 0
+    up: bool = True
+
+
+class Network:
+    """Places nodes and clients in regions and moves messages between them in virtual time."""
+
+    def __init__(self, rt: VirtualRuntime, stream: Stream, regions: RegionSet,
+                 client_link: Delay | None = None, timeout_ms: float = 5000.0) -> None:
+        self.rt = rt
+        self.s = stream
+        self.regions = regions
+        self.client_link = client_link
+        self.timeout_ns = int(timeout_ms * NS_PER_MS)
+        self.nodes: dict[str, Node] = {}
+        self.cut: set[frozenset[str]] = set()  # partitioned region/node pairs
+        self._links: dict[tuple[str, str], Delay] = {}
+
+    def add_node(self, name: str, region: str, service: Delay) -> Node:
+        """Create and return a node in ``region``."""
+        self.regions.index(region)
+        node = Node(name, region, service)
+        self.nodes[name] = node
+        return node
+
+    def link(self, src: str, dst: str) -> Delay:
+        """Return the one-way delay distribution between regions ``src`` and ``dst``."""
+        key = (src, dst)
+        d = self._links.get(key)
+        if d is None:
+            mean, sd = self.regions.one_way_ms(src, dst)
+            d = self._links[key] = Delay.ms(mean, sd)
+        return d
+
+    def client_delay(self, client_region: str, node: Node) -> Delay:
+        """Return the one-way delay between a client and ``node`` (client link if same region)."""
+        if self.client_link is not None and client_region == node.region:
+            return self.client_link
+        return self.link(client_region, node.region)
+
+    def reachable(self, a: str, b: str) -> bool:
+        """Return False if regions/nodes ``a`` and ``b`` are partitioned from each other."""
+        return not self.cut or frozenset((a, b)) not in self.cut
+
+    def _admit(self, node: Node) -> int:
+        now = self.rt._now
+        start = node.free_at_ns if node.free_at_ns > now else now
+        node.free_at_ns = done = start + node.service.draw(self.s)
+        return done - now
+
+    async def to_node(self, client_region: str, node: Node) -> None:
+        """Carry a client request to ``node`` and through its queue; raise Unavailable if lost."""
+        rt = self.rt
+        t0 = rt._now
+        await rt.sleep_ns(self.client_delay(client_region, node).draw(self.s))
+        if not node.up or not self.reachable(client_region, node.region):
+            await rt.sleep_ns(self.timeout_ns - (rt._now - t0))
+            raise Lost(f"no reply from {node.name} within {self.timeout_ns / 1e6:.0f} ms")
+        wait = self._admit(node)
+        if wait:
+            await rt.sleep_ns(wait)
+
+    async def to_client(self, node: Node, client_region: str) -> None:
+        """Carry a reply from ``node`` back to a client."""
+        await self.rt.sleep_ns(self.client_delay(client_region, node).draw(self.s))
+
+    def send(self, src: Node, dst: Node, fn: Callable[..., Any], *args: Any) -> int:
+        """Deliver ``fn(*args)`` at ``dst`` after link delay and its queue; return the delay ns.
+
+        Lost messages (crashed destination, partition) are dropped silently.
+        """
+        delay = self.link(src.region, dst.region).draw(self.s)
+        if dst.up and self.reachable(src.region, dst.region):
+            self.rt.call_later(delay, self._arrive, dst, fn, args)
+        return delay
+
+    def _arrive(self, dst: Node, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        if not dst.up:
+            return
+        wait = self._admit(dst)
+        if wait:
+            self.rt.call_later(wait, fn, *args)
+        else:
+            fn(*args)

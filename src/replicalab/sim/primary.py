@@ -1,0 +1,113 @@
+"""Primary/backup replication to replicas in regions, asynchronous or synchronous.
+
+The primary (node 0, first region) applies a write at once and forwards it to every
+replica; ``async`` acknowledges after the local commit, ``sync`` after every replica has
+acknowledged. An eventual read goes to the nearest node (ties broken at random); a
+consistent read and a conditional write go to the primary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
+
+from replicalab.regions import LAN_RTT_MS, LAN_SD_MS, RegionSet
+from replicalab.runtime.virtual import VirtualRuntime
+from replicalab.sim.errors import ConditionNotMet
+from replicalab.sim.network import Delay, Network, Node
+from replicalab.sim.params import require
+from replicalab.sim.random import Stream
+from replicalab.sim.scheme import expectation_holds
+
+
+@dataclass(frozen=True)
+class PrimaryParams:
+    """Parameters of ``sim://primary`` (times in ms; replicas=0 means one per region, min 3)."""
+
+    replication: str = "async"
+    regions: str = "lan"
+    replicas: int = 0
+    client_rtt_ms: float = LAN_RTT_MS
+    client_sd_ms: float = LAN_SD_MS
+    commit_ms: float = 1.0
+    timeout_ms: float = 5000.0
+
+    def check(self, what: str) -> None:
+        """Raise ValueError naming the first invalid parameter."""
+        require(self.replication in ("async", "sync"), what,
+                f"replication={self.replication!r} must be async or sync")
+        require(self.replicas >= 0, what, "replicas must not be negative")
+        require(self.client_rtt_ms > 0 and self.timeout_ms > 0 and self.commit_ms >= 0, what,
+                "client_rtt_ms and timeout_ms must be positive, commit_ms not negative")
+
+
+class Primary:
+    """One primary and its replicas; nodes placed round-robin over the regions."""
+
+    name: ClassVar[str] = "primary"
+    features: ClassVar[frozenset[str]] = frozenset(
+        {"eventual-read", "consistent-read", "conditional-write", "atomic-multi-write",
+         "multi-read", "delete"})
+    eventual_read_served_by: ClassVar[str] = "the node nearest the client (ties at random)"
+
+    def __init__(self, rt: VirtualRuntime, stream: Stream, regions: RegionSet,
+                 p: PrimaryParams) -> None:
+        self.p = p
+        self.rt = rt
+        self.s = stream
+        self.net = Network(rt, stream, regions,
+                           Delay.ms(p.client_rtt_ms / 2, p.client_sd_ms / 2), p.timeout_ms)
+        count = p.replicas or max(3, len(regions.regions))
+        service = Delay.ms(0.05)
+        self.nodes = [self.net.add_node(f"n{i}", regions.regions[i % len(regions.regions)],
+                                        service) for i in range(count)]
+        self.primary = self.nodes[0]
+        self.commit = Delay.ms(p.commit_ms, p.commit_ms / 10)
+        self._nearest: dict[str, list[Node]] = {}
+
+    def describe(self) -> dict[str, Any]:
+        """Return the effective parameters and node placement."""
+        return {"scheme": self.name, **asdict(self.p),
+                "nodes": {n.name: n.region for n in self.nodes}}
+
+    def _near(self, region: str) -> list[Node]:
+        near = self._nearest.get(region)
+        if near is None:
+            dist = {n.name: self.net.client_delay(region, n).mean_ns for n in self.nodes}
+            best = min(dist.values())
+            near = self._nearest[region] = [n for n in self.nodes if dist[n.name] == best]
+        return near
+
+    async def read(self, region: str, keys: Sequence[str], consistent: bool
+                   ) -> tuple[tuple[str | None, ...], str]:
+        """Return values from the primary (consistent) or the nearest node (eventual)."""
+        if consistent:
+            node = self.primary
+        else:
+            near = self._near(region)
+            node = near[self.s.index(len(near))] if len(near) > 1 else near[0]
+        await self.net.to_node(region, node)
+        state = node.state
+        values = tuple(state.get(k) for k in keys)
+        await self.net.to_client(node, region)
+        return values, node.name
+
+    async def write(self, region: str, values: Mapping[str, str | None],
+                    expect: Mapping[str, Any] | None, absent: Any = None) -> str:
+        """Apply at the primary, forward to replicas; ack per the replication mode."""
+        rt, net, s = self.rt, self.net, self.s
+        primary = self.primary
+        await net.to_node(region, primary)
+        if expect and not expectation_holds(primary.state, expect, absent):
+            await net.to_client(primary, region)
+            raise ConditionNotMet(f"condition failed at {primary.name}")
+        primary.state.update(values)
+        wait = self.commit.draw(s)
+        for node in self.nodes[1:]:
+            fwd = net.send(primary, node, node.state.update, values)
+            if self.p.replication == "sync":
+                wait = max(wait, fwd + net.link(node.region, primary.region).draw(s))
+        await rt.sleep_ns(wait)
+        await net.to_client(primary, region)
+        return primary.name

@@ -1,0 +1,146 @@
+"""The Store contract: an async client of one replicated store, addressed SimpleDB-style.
+
+An element is ``domain/item/attribute``. An item is what one call can write atomically;
+a domain is the unit that shares replicas. Reads take ``consistent=True|False``; writes may
+be conditional on the current values (``ABSENT`` = must not exist). A failed condition
+raises :class:`ConditionFailed`; an unknown outcome (timeout, crash) :class:`Unavailable`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from replicalab.runtime import Runtime
+
+
+class Feature(StrEnum):
+    """What a store can express; workloads skip variants a store does not declare."""
+
+    EVENTUAL_READ = "eventual-read"
+    CONSISTENT_READ = "consistent-read"
+    CONDITIONAL_WRITE = "conditional-write"
+    ATOMIC_MULTI_WRITE = "atomic-multi-write"
+    MULTI_READ = "multi-read"
+    DELETE = "delete"
+
+
+class _Absent:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+"""Expected value meaning "this element must not exist" in a conditional write."""
+
+
+class StoreError(Exception):
+    """Base of store errors; the message names the problem and the fix."""
+
+
+class ConditionFailed(StoreError):
+    """A conditional write found other current values: it certainly did not happen."""
+
+
+class Unavailable(StoreError):
+    """No answer in time or the node is down: the outcome is unknown."""
+
+
+class Unsupported(StoreError):
+    """The store cannot express this operation (e.g. a multi-element read across domains)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """Values read, in the order of the keys asked (None = absent), and the serving node."""
+
+    values: tuple[str | None, ...]
+    node: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """The node that accepted the write (empty if unknown)."""
+
+    node: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Element:
+    """A parsed ``domain/item/attribute`` address."""
+
+    domain: str
+    item: str
+    attribute: str
+
+
+def parse_element(key: str) -> Element:
+    """Return the Element for ``key`` or raise ValueError explaining the expected form."""
+    parts = key.split("/")
+    if len(parts) != 3 or not all(parts):
+        raise ValueError(f"element {key!r} is not of the form domain/item/attribute")
+    return Element(*parts)
+
+
+class Client(Protocol):
+    """One client session of a store (a connection; in the simulator, a placed client)."""
+
+    async def read(self, keys: Sequence[str], *, consistent: bool) -> ReadResult:
+        """Return the current values of ``keys`` as seen by one call."""
+        ...
+
+    async def write(
+        self, values: Mapping[str, str], *, expect: Mapping[str, Any] | None = None
+    ) -> WriteResult:
+        """Write ``values`` in one call, optionally only if ``expect`` holds at the store."""
+        ...
+
+    async def delete(self, keys: Sequence[str]) -> WriteResult:
+        """Delete ``keys`` in one call."""
+        ...
+
+    async def close(self) -> None:
+        """Release the session."""
+        ...
+
+
+@dataclass
+class StoreInfo:
+    """Static description of an opened store, saved in the run config (no credentials)."""
+
+    url: str
+    kind: str
+    features: frozenset[Feature]
+    regions: tuple[str, ...] = ("local",)
+    params: dict[str, Any] = field(default_factory=dict)
+    eventual_read_served_by: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return a JSON-ready dict of this description."""
+        return {
+            "url": self.url,
+            "kind": self.kind,
+            "features": sorted(f.value for f in self.features),
+            "regions": list(self.regions),
+            "params": self.params,
+            "eventual_read_served_by": self.eventual_read_served_by,
+        }
+
+
+class Store(Protocol):
+    """An opened store: its description, the runtime it runs in, and client sessions."""
+
+    info: StoreInfo
+    runtime: Runtime
+
+    async def connect(self, region: str | None = None) -> Client:
+        """Return a new client session placed in ``region`` (simulator) or connected (real)."""
+        ...
+
+    async def close(self) -> None:
+        """Release everything the store holds."""
+        ...
