@@ -74,10 +74,8 @@ def staleness_figure(freshness: Mapping[str, Any], consistency: str = "") -> Fig
     xmax = freshness_xmax_ms(t, total, bucket_ms)
     keep = t < xmax
     t, fresh, total = t[keep], fresh[keep], total[keep]
-    factor = next(
-        (f for f in (1, 2, 5, 10, 20, 50) if total.sum() * f / (xmax / bucket_ms) >= MIN_READS_PER_BUCKET),
-        100,
-    )
+    per_bucket = total.sum() / (xmax / bucket_ms)
+    factor = next((f for f in (1, 2, 5, 10, 20, 50) if per_bucket * f >= MIN_READS_PER_BUCKET), 100)
     if factor == 1:
         p = _floats(freshness["p"])[keep]
         lo, hi = _floats(freshness["lo"])[keep], _floats(freshness["hi"])[keep]
@@ -92,9 +90,9 @@ def staleness_figure(freshness: Mapping[str, Any], consistency: str = "") -> Fig
     width = bucket_ms * factor
     fig, ax = _new()
     x = t + width / 2
-    ax.fill_between(x, lo, hi, color="#1f77b4", alpha=0.25, linewidth=0, label="95 % band")
     label = f"{plain(consistency)} read" if consistency else "read"
     ax.plot(x, p, color="#1f77b4", linewidth=1.3, label=f"{label}, {width:g} ms buckets")
+    ax.fill_between(x, lo, hi, color="#1f77b4", alpha=0.25, linewidth=0, label="95 % band")
     ax.set_xlim(0, xmax)
     ax.set_ylim(-0.02, 1.02)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
@@ -197,7 +195,8 @@ def latency_figure(latency: Mapping[str, Mapping[str, float]]) -> Figure:
     names = [plain(name) for name in latency][::-1]
     stats = list(latency.values())[::-1]
     values = []
-    for key, label, marker in (("p50_ms", "p50", "o"), ("p99_ms", "p99", "s"), ("p999_ms", "p99.9", "^")):
+    percentiles = (("p50_ms", "p50", "o"), ("p99_ms", "p99", "s"), ("p999_ms", "p99.9", "^"))
+    for key, label, marker in percentiles:
         xs = [s[key] for s in stats]
         values += xs
         ax.plot(xs, names, marker, linestyle="none", markersize=6, label=label)

@@ -1,0 +1,35 @@
+# replicalab: `make demo` and `make test` work on a fresh machine (they bootstrap everything).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean setup browser
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# Headless Chromium for the report-rendering test (Debian package; needs root or sudo).
+browser:
+	@scripts/install-chromium.sh
+
+demo: $(STAMP)
+	$(BIN)/replicalab demo
+
+test: $(STAMP) browser
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_sim_probe.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .ruff_cache

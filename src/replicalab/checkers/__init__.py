@@ -1,0 +1,1 @@
+"""Pure functions History -> results. No I/O here (histogram files are written by report/)."""

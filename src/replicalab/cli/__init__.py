@@ -1,0 +1,1 @@
+"""The ``replicalab`` command line: one module per verb, thin (parse, call, render)."""

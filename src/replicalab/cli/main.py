@@ -1,0 +1,63 @@
+"""Entry point: the Typer app, one command per verb, and the error policy."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from replicalab import __version__
+from replicalab.cli.demo import demo
+from replicalab.cli.errors import DEBUG, err_console, fail
+from replicalab.cli.probe import probe, report
+
+app = typer.Typer(
+    name="replicalab",
+    help="A lab for replicated data: measure what consistency and latency a store gives "
+         "its clients.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+) -> None:
+    DEBUG["on"] = debug
+    if version:
+        typer.echo(__version__)
+        raise typer.Exit(0)
+
+
+app.command()(probe)
+app.command()(report)
+app.command()(demo)
+
+
+def main() -> None:
+    """Run the CLI: bad input exits 2 with one line, Ctrl-C 130, tracebacks only with --debug."""
+    # Typer's command-line exceptions come from click (vendored in newer Typer): recognise
+    # them by shape rather than by import so any Typer release works.
+    try:
+        code = app(standalone_mode=False)
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+    except Exception as e:
+        if hasattr(e, "format_message"):
+            fail(" ".join(e.format_message().split()))
+        if type(e).__name__ == "Abort":
+            fail("interrupted", 130)
+        if hasattr(e, "exit_code"):
+            sys.exit(e.exit_code)
+        if DEBUG["on"] or "--debug" in sys.argv:
+            err_console.print_exception()
+        fail(f"{type(e).__name__}: {e} (run with --debug for the traceback)", 1)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""``replicalab probe`` and ``replicalab report``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from replicalab.cli.errors import UserError, fail
+from replicalab.cli.progress import progress_bar
+from replicalab.cli.timeparse import parse_duration_s
+from replicalab.report import render_report
+from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads.runner import ProbeRun, ProbeSpec, recheck, run_probe
+from replicalab.workloads.staleness import StalenessConfig
+
+out_console = Console(highlight=False, soft_wrap=True)
+
+
+def summary_table(results: dict[str, Any], title: str) -> Table:
+    """Return a terminal table with the headline figures of one probe's results."""
+    t = Table(title=title, title_justify="left")
+    t.add_column("measure")
+    t.add_column("value", justify="right")
+    ops = results["ops"]
+    t.add_row("reads / writes", f"{ops['reads']:,} / {ops['writes']:,}")
+    if results["workload"] == "staleness":
+        for r in results["fresh_by_range"]:
+            p = "n/a" if r["p"] is None else f"{100 * r['p']:.2f}%"
+            t.add_row(f"fresh in [{r['from_ms']:g}, {r['to_ms']:g}) ms",
+                      f"{p} ({r['fresh']:,}/{r['total']:,})")
+        med = results["periods"]["first_ge_99_median_ms"]
+        t.add_row("median first time >= 99% fresh", "n/a" if med is None else f"{med:.1f} ms")
+        s = results["successive_reads"]
+        if s["pairs"]:
+            t.add_row("monotonic-read violations (fresh then stale)",
+                      f"{100 * s['fresh_stale']:.2f}% of {s['pairs']:,} pairs")
+        ryw = results["read_your_writes"]
+        if ryw["applicable"]:
+            t.add_row("read-your-writes violations", f"{ryw['violations']:,} of {ryw['reads']:,}")
+    elif results["workload"] == "monotonic-writes":
+        for attr, fr in results["version_fraction"].items():
+            t.add_row(f"{attr} versions in [50, 400) ms",
+                      "  ".join(f"{k} {100 * v:.2f}%" for k, v in fr.items() if v is not None))
+    else:
+        for e in results["table3"]:
+            label = f"{e['placement']}, {e['write']}, {e['read']}"
+            t.add_row(label, "N/A" if e["abcd"] is None else "  ".join(
+                f"{k} {100 * v:.1f}%" for k, v in e["abcd"].items()))
+    for name, lat in results["latency"].items():
+        t.add_row(f"latency {name} p50/p99/p99.9",
+                  f"{lat['p50_ms']:.1f} / {lat['p99_ms']:.1f} / {lat['p999_ms']:.1f} ms")
+    return t
+
+
+def finish(run: ProbeRun, as_json: bool) -> None:
+    """Render the report, print the outcome, and exit 130/2 if the run was cut short."""
+    report = render_report(run.results, run.run_dir)
+    if as_json:
+        sys.stdout.write(json.dumps({**run.results, "run_dir": str(run.run_dir),
+                                     "report": str(report)}, sort_keys=True) + "\n")
+    else:
+        out_console.print(summary_table(run.results, f"{run.results['workload']} on "
+                                        f"{run.results['store']} ({run.results['consistency']})"))
+        out_console.print(f"report: {report}")
+    if run.interrupted:
+        fail(f"interrupted; the history so far and a partial report are in {run.run_dir}", 130)
+    if run.error:
+        fail(f"the run stopped early ({run.error}); what was recorded is in {run.run_dir}")
+
+
+def probe(
+    store: Annotated[str, typer.Option(help="Store URL, e.g. sim://simpledb, "
+                                      "sim://quorum?n=3&r=1&w=1&regions=aws5.")] = "sim://simpledb",
+    workload: Annotated[str, typer.Option(
+        help="staleness | monotonic-writes | inter-element.")] = "staleness",
+    consistency: Annotated[str, typer.Option(help="eventual | consistent reads.")] = "eventual",
+    duration: Annotated[str, typer.Option(help="How long to probe: 300s, 5m, 1h.")] = "5m",
+    seed: Annotated[int, typer.Option(help="Seed: same seed, same simulated history.")] = 1,
+    out: Annotated[Path, typer.Option(help="Directory that receives the run directory.")] = Path(
+        "runs"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    write_interval: Annotated[str, typer.Option(help="Time between writes.")] = "3s",
+    read_rate: Annotated[float, typer.Option(help="Reads per second per reader.")] = 50.0,
+    period: Annotated[str, typer.Option(help="Measurement period for per-period "
+                                        "statistics.")] = "5m",
+    placement: Annotated[str, typer.Option(
+        help="staleness: same-client | separate-clients; inter-element: same-item | "
+             "same-domain | diff-domains | all.")] = "",
+    readers: Annotated[int, typer.Option(help="Reader clients (separate-clients).")] = 1,
+    writer_region: Annotated[str | None, typer.Option(help="Region of the writer (sim).")] = None,
+    reader_region: Annotated[str | None, typer.Option(help="Region of the readers (sim).")
+                             ] = None,
+    ranges: Annotated[str, typer.Option(help="Aggregate ranges in ms since the write "
+                                        "started.")] = "0-450,500-1000",
+    variant: Annotated[str, typer.Option(
+        help="monotonic-writes: different | three | same | two-then-one | "
+             "two-then-one-same.")] = "different",
+    write_mode: Annotated[str, typer.Option(help="inter-element: one-call | two-calls | all."
+                                            )] = "all",
+    read_mode: Annotated[str, typer.Option(help="inter-element: two-single | one-multi | all."
+                                           )] = "all",
+) -> None:
+    """Probe a store's consistency as its clients see it.
+
+    Example: replicalab probe --store sim://simpledb --workload staleness --duration 1h
+    """
+    try:
+        opts = ProbeOptions(consistency=consistency, duration_s=parse_duration_s(duration,
+                            "--duration"), write_interval_s=parse_duration_s(
+                                write_interval, "--write-interval"),
+                            read_rate=read_rate, period_s=parse_duration_s(period, "--period"),
+                            seed=seed)
+        spec = ProbeSpec(
+            store=store, workload=workload, options=opts,
+            staleness=StalenessConfig(placement=placement or "same-client", readers=readers,
+                                      writer_region=writer_region, reader_region=reader_region,
+                                      ranges=ranges),
+            variant=variant, placement=placement or "all", write_mode=write_mode,
+            read_mode=read_mode)
+        with progress_bar(f"{workload} on {store}", not as_json) as tick:
+            run = run_probe(spec, out, tick)
+    except (ValueError, UserError) as err:
+        fail(str(err))
+    finish(run, as_json)
+
+
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by probe.")],
+) -> None:
+    """Re-check a saved run from its history and re-render its report.
+
+    Example: replicalab report runs/20261122T010203Z-staleness-sim-simpledb
+    """
+    try:
+        results = recheck(run_dir)
+    except ValueError as err:
+        fail(str(err))
+    out_console.print(f"report: {render_report(results, run_dir)}")

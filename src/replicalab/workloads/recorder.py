@@ -1,0 +1,81 @@
+"""Issue store calls and record each one in the History, invoke then completion."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from replicalab.history import History
+from replicalab.runtime import Runtime
+from replicalab.stores import (
+    Client,
+    ConditionFailed,
+    ReadResult,
+    StoreError,
+    Unavailable,
+    Unsupported,
+)
+
+_TICK_EVERY = 4096
+
+
+class Recorder:
+    """Wraps store calls: an op row at invoke, closed ok/fail/info at completion."""
+
+    def __init__(self, history: History, runtime: Runtime,
+                 tick: Callable[[int], None] | None = None) -> None:
+        self.h = history
+        self.rt = runtime
+        self.tick = tick
+        self._count = 0
+
+    def _ticked(self) -> None:
+        self._count += 1
+        if self.tick is not None and self._count % _TICK_EVERY == 0:
+            self.tick(self.rt.now_ns())
+
+    async def read(self, client: Client, process: int, keys: Sequence[str], consistent: bool
+                   ) -> ReadResult | None:
+        """Return the read result, or None if the read failed or its outcome is unknown."""
+        h, rt = self.h, self.rt
+        keys = tuple(keys)
+        i = h.invoke(process, "read", keys, (None,) * len(keys),
+                     "consistent" if consistent else "eventual", rt.now_ns())
+        try:
+            res = await client.read(keys, consistent=consistent)
+        except Unsupported as err:
+            h.fail(i, rt.now_ns(), str(err))
+            raise
+        except (Unavailable, TimeoutError) as err:
+            h.info(i, rt.now_ns(), str(err) or "timeout")
+            return None
+        except StoreError as err:
+            h.fail(i, rt.now_ns(), str(err))
+            return None
+        h.ok(i, rt.now_ns(), res.values, res.node)
+        self._ticked()
+        return res
+
+    async def write(self, client: Client, process: int, values: Mapping[str, str],
+                    expect: Mapping[str, Any] | None = None) -> bool:
+        """Return True if the write happened (False if it failed or its outcome is unknown)."""
+        h, rt = self.h, self.rt
+        i = h.invoke(process, "cas" if expect else "write", tuple(values),
+                     tuple(values.values()), "none", rt.now_ns())
+        try:
+            res = await client.write(values, expect=expect)
+        except ConditionFailed as err:
+            h.fail(i, rt.now_ns(), str(err))
+            return False
+        except Unsupported as err:
+            h.fail(i, rt.now_ns(), str(err))
+            raise
+        except (Unavailable, TimeoutError) as err:
+            h.info(i, rt.now_ns(), str(err) or "timeout")
+            return False
+        except StoreError as err:
+            h.fail(i, rt.now_ns(), str(err))
+            return False
+        h.ok(i, rt.now_ns(), node=res.node)
+        self._ticked()
+        return True

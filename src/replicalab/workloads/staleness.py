@@ -1,0 +1,121 @@
+"""Staleness probe (seed 003 §2): one writer writes a unique value every interval; readers
+read at a fixed rate; every read is judged fresh or stale against the latest write."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from replicalab.checkers.extract import element_ops
+from replicalab.checkers.freshness import by_range, curve, judge, k_staleness, periods
+from replicalab.checkers.sessions import (
+    monotonic_read_violations,
+    read_your_writes,
+    successive_reads,
+)
+from replicalab.checkers.stats import parse_ranges
+from replicalab.history import History, encode_value
+from replicalab.stores import Feature, Store
+from replicalab.workloads.base import NS_PER_S, ProbeOptions, deadline, envelope
+from replicalab.workloads.recorder import Recorder
+
+KEY = "probe/item/value"
+WRITER = 0
+
+
+@dataclass(frozen=True)
+class StalenessConfig:
+    """How clients are placed: one client doing both, or a writer and separate readers."""
+
+    placement: str = "same-client"
+    readers: int = 1
+    writer_region: str | None = None
+    reader_region: str | None = None
+    ranges: str = "0-450,500-1000"
+    successive_window_ms: tuple[float, float] = (0.0, 450.0)
+    hold_ms: float = 50.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def check(self) -> None:
+        """Raise ValueError naming the first invalid option."""
+        if self.placement not in ("same-client", "separate-clients"):
+            raise ValueError(f"--placement {self.placement!r}: use same-client or "
+                             "separate-clients")
+        if self.readers < 1:
+            raise ValueError(f"--readers must be at least 1 (got {self.readers})")
+        parse_ranges(self.ranges)
+
+
+async def _read_until(rec: Recorder, client: Any, process: int, consistent: bool,
+                      rate: float, until_ns: int, stop_ns: int) -> None:
+    rt = rec.rt
+    gap = int(NS_PER_S / rate)
+    nxt = rt.now_ns()
+    while True:
+        now = rt.now_ns()
+        if nxt >= until_ns or now >= stop_ns:
+            return
+        if nxt > now:
+            await rt.sleep_ns(nxt - now)
+        await rec.read(client, process, (KEY,), consistent)
+        nxt += gap
+
+
+async def generate(store: Store, h: History, opts: ProbeOptions, cfg: StalenessConfig,
+                   rec: Recorder) -> None:
+    """Drive the probe until ``opts.duration_s`` has passed on the store's runtime."""
+    rt = store.runtime
+    consistent = opts.consistency == "consistent"
+    stop = deadline(rt, opts.duration_s)
+    interval = int(opts.write_interval_s * NS_PER_S)
+    writer = await store.connect(cfg.writer_region)
+    if cfg.placement == "same-client":
+        seq = 0
+        t = rt.now_ns()
+        while t < stop:
+            seq += 1
+            await rec.write(writer, WRITER, {KEY: encode_value(WRITER, seq, rt.now_ns())})
+            await _read_until(rec, writer, WRITER, consistent, opts.read_rate, t + interval,
+                              stop)
+            t += interval
+            if t > rt.now_ns():
+                await rt.sleep_ns(t - rt.now_ns())
+        return
+    readers = [await store.connect(cfg.reader_region) for _ in range(cfg.readers)]
+
+    async def write_loop() -> None:
+        seq = 0
+        t = rt.now_ns()
+        while t < stop:
+            seq += 1
+            await rec.write(writer, WRITER, {KEY: encode_value(WRITER, seq, rt.now_ns())})
+            t += interval
+            if t > rt.now_ns():
+                await rt.sleep_ns(t - rt.now_ns())
+
+    await rt.gather(write_loop(), *(
+        _read_until(rec, c, WRITER + 1 + i, consistent, opts.read_rate, stop, stop)
+        for i, c in enumerate(readers)))
+
+
+def check(h: History, store_url: str, opts: ProbeOptions, cfg: StalenessConfig
+          ) -> dict[str, Any]:
+    """Return the staleness results (see docs/probe.md for every field)."""
+    writes, reads = element_ops(h, KEY)
+    j = judge(writes, reads)
+    out = envelope("staleness", store_url, opts, h)
+    out["config"] = {**asdict(opts), **{k: v for k, v in asdict(cfg).items() if k != "extra"}}
+    out["freshness"] = curve(j, 1.0)
+    out["fresh_by_range"] = by_range(j, parse_ranges(cfg.ranges))
+    out["periods"] = periods(j, writes, opts.period_s, cfg.hold_ms)
+    out["k_staleness"] = k_staleness(j)
+    out["read_your_writes"] = read_your_writes(writes, reads)
+    out["successive_reads"] = successive_reads(j, reads, cfg.successive_window_ms)
+    out["monotonic_reads"] = monotonic_read_violations(reads)
+    return out
+
+
+def required_features(opts: ProbeOptions) -> set[Feature]:
+    """Return the store features this probe needs."""
+    return {Feature.CONSISTENT_READ if opts.consistency == "consistent"
+            else Feature.EVENTUAL_READ}
