@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replicalab.regions import RegionSet
-from replicalab.runtime.virtual import VirtualRuntime
+from replicalab.runtime import Runtime
 from replicalab.sim.random import Stream
 from replicalab.sim.errors import Lost
 
@@ -59,7 +59,7 @@ class Node:
 class Network:
     """Places nodes and clients in regions and moves messages between them in virtual time."""
 
-    def __init__(self, rt: VirtualRuntime, stream: Stream, regions: RegionSet,
+    def __init__(self, rt: Runtime, stream: Stream, regions: RegionSet,
                  client_link: Delay | None = None, timeout_ms: float = 5000.0) -> None:
         self.rt = rt
         self.s = stream
@@ -97,7 +97,7 @@ class Network:
         return not self.cut or frozenset((a, b)) not in self.cut
 
     def _admit(self, node: Node) -> int:
-        now = self.rt._now
+        now = self.rt.now_ns()
         start = node.free_at_ns if node.free_at_ns > now else now
         node.free_at_ns = done = start + node.service.draw(self.s)
         return done - now
@@ -105,10 +105,10 @@ class Network:
     async def to_node(self, client_region: str, node: Node) -> None:
         """Carry a client request to ``node`` and through its queue; raise Unavailable if lost."""
         rt = self.rt
-        t0 = rt._now
+        t0 = rt.now_ns()
         await rt.sleep_ns(self.client_delay(client_region, node).draw(self.s))
         if not node.up or not self.reachable(client_region, node.region):
-            await rt.sleep_ns(self.timeout_ns - (rt._now - t0))
+            await rt.sleep_ns(self.timeout_ns - (rt.now_ns() - t0))
             raise Lost(f"no reply from {node.name} within {self.timeout_ns / 1e6:.0f} ms")
         wait = self._admit(node)
         if wait:

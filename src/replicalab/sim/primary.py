@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 from replicalab.regions import LAN_RTT_MS, LAN_SD_MS, RegionSet
-from replicalab.runtime.virtual import VirtualRuntime
+from replicalab.runtime import Runtime
 from replicalab.sim.errors import ConditionNotMet
 from replicalab.sim.network import Delay, Network, Node
 from replicalab.sim.params import require
@@ -51,7 +51,7 @@ class Primary:
          "multi-read", "delete"})
     eventual_read_served_by: ClassVar[str] = "the node nearest the client (ties at random)"
 
-    def __init__(self, rt: VirtualRuntime, stream: Stream, regions: RegionSet,
+    def __init__(self, rt: Runtime, stream: Stream, regions: RegionSet,
                  p: PrimaryParams) -> None:
         self.p = p
         self.rt = rt

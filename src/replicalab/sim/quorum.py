@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 from replicalab.regions import LAN_RTT_MS, LAN_SD_MS, RegionSet
-from replicalab.runtime.virtual import VirtualRuntime
+from replicalab.runtime import Runtime
 from replicalab.sim.errors import Lost
 from replicalab.sim.network import NS_PER_MS, Delay, Network, Node
 from replicalab.sim.params import require
@@ -58,7 +58,7 @@ class Quorum:
     eventual_read_served_by: ClassVar[str] = (
         "all N replicas are asked; the newest of the first R replies is returned")
 
-    def __init__(self, rt: VirtualRuntime, stream: Stream, regions: RegionSet,
+    def __init__(self, rt: Runtime, stream: Stream, regions: RegionSet,
                  p: QuorumParams) -> None:
         self.p = p
         self.rt = rt

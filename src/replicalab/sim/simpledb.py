@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 from replicalab.regions import RegionSet
-from replicalab.runtime.virtual import VirtualRuntime
+from replicalab.runtime import Runtime
 from replicalab.sim.errors import ConditionNotMet, NotExpressible
 from replicalab.sim.network import NS_PER_MS, Delay, Network, Node
 from replicalab.sim.params import require
@@ -71,7 +71,7 @@ class SimpleDB:
     eventual_read_served_by: ClassVar[str] = (
         "one of the domain's replicas (primary or secondary) chosen uniformly at random")
 
-    def __init__(self, rt: VirtualRuntime, stream: Stream, regions: RegionSet,
+    def __init__(self, rt: Runtime, stream: Stream, regions: RegionSet,
                  p: SimpleDBParams) -> None:
         self.p = p
         self.rt = rt

@@ -3,7 +3,8 @@
 ``sim://simpledb`` (seed 003 §4.3), ``sim://quorum?n=3&r=1&w=1&regions=aws5``,
 ``sim://primary?replication=async|sync&regions=dc3``. Every run with the same seed gives the
 same history. Clients are placed in a region with ``connect(region=...)``; by default the
-first region of the scheme's region set.
+first region of the scheme's region set. ``clock=real`` runs the same simulation in real
+time on asyncio (slow, but it exercises the real-time path of workloads end to end).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 import numpy as np
 
 from replicalab.regions import region_set
-from replicalab.runtime.virtual import VirtualRuntime
+from replicalab.runtime import RealRuntime, VirtualRuntime
 from replicalab.sim.errors import ConditionNotMet, Lost, NotExpressible
 from replicalab.sim.params import parse_params
 from replicalab.sim.primary import Primary, PrimaryParams
@@ -92,10 +93,13 @@ class SimStore:
             raise ValueError(f"unknown simulated store {kind!r} in {url!r}; use one of: "
                              f"{', '.join('sim://' + k for k in _SCHEMES)}")
         scheme_cls, params_cls = _SCHEMES[kind]
-        params = parse_params(params_cls, parse_qs(parts.query, keep_blank_values=True),
-                              f"sim://{kind}")
+        query = parse_qs(parts.query, keep_blank_values=True)
+        clock = query.pop("clock", ["virtual"])[-1]
+        if clock not in ("virtual", "real"):
+            raise ValueError(f"parameter clock={clock!r} for sim://{kind} must be virtual or real")
+        params = parse_params(params_cls, query, f"sim://{kind}")
         regions = region_set(getattr(params, "regions", "lan"))
-        self.runtime = VirtualRuntime()
+        self.runtime = VirtualRuntime() if clock == "virtual" else RealRuntime()
         self.scheme = scheme_cls(self.runtime, Stream(np.random.default_rng(seed)), regions,
                                  params)
         self.info = StoreInfo(

@@ -1,0 +1,36 @@
+"""The staleness probe on the quorum and primary schemes, and reproducibility by seed."""
+
+from __future__ import annotations
+
+from replicalab.workloads.staleness import StalenessConfig
+
+
+def test_quorum_r1_w1_stale_and_r2_w2_fresh(probe):
+    weak = probe("sim://quorum?n=3&r=1&w=1", duration_s=600).results
+    strong = probe("sim://quorum?n=3&r=2&w=2", duration_s=600).results
+    assert weak["fresh_by_range"][0]["p"] < 0.99
+    assert sum(weak["k_staleness"]["count"][1:]) > 0
+    assert all(r["p"] == 1.0 for r in strong["fresh_by_range"])
+    assert strong["k_staleness"]["k"] == [0]
+
+
+def test_primary_async_remote_replica_stale_for_one_replication_delay(probe):
+    cfg = StalenessConfig(placement="separate-clients", writer_region="US-E",
+                          reader_region="US-W", ranges="0-35,45-3000")
+    url = "sim://primary?replication=async&regions=dc3"
+    remote = probe(url, duration_s=900, staleness=cfg).results
+    early, late = remote["fresh_by_range"]
+    assert early["p"] < 0.05 and early["total"] > 100   # US-E -> US-W one way is ~40 ms
+    assert late["p"] == 1.0
+    assert 30 <= remote["periods"]["last_lt_100_median_ms"] <= 50
+    at_primary = probe(url, duration_s=900, consistency="consistent", staleness=cfg).results
+    assert all(r["p"] == 1.0 for r in at_primary["fresh_by_range"])
+
+
+def test_same_seed_byte_identical_results(probe):
+    a = probe(duration_s=600, seed=11)
+    b = probe(duration_s=600, seed=11)
+    c = probe(duration_s=600, seed=12)
+    text = (a.run_dir / "results.json").read_bytes()
+    assert text == (b.run_dir / "results.json").read_bytes()
+    assert text != (c.run_dir / "results.json").read_bytes()
