@@ -8,8 +8,8 @@ from replicalab.history.core import (
     History,
     OpType,
 )
-from replicalab.history.io import load_history, save_history
 from replicalab.history.export import to_edn, to_jsonl
+from replicalab.history.io import load_history, save_history
 from replicalab.history.values import ProbeValue, decode_value, encode_value
 
 __all__ = [

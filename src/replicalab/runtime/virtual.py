@@ -206,8 +206,9 @@ class VirtualRuntime:
                             task._waiting_on = req
                             req._waiters.append(task)
                     else:
-                        ready.append((task, None, TypeError(
-                            f"virtual runtime cannot await {req!r}; use the runtime's sleep/futures")))
+                        err = TypeError(f"virtual runtime cannot await {req!r}; "
+                                        "use the runtime's sleep and futures")
+                        ready.append((task, None, err))
                 elif heap:
                     when, _, timer, target, arg = heappop(heap)
                     if timer is None:

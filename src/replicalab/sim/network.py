@@ -13,8 +13,8 @@ from typing import Any
 
 from replicalab.regions import RegionSet
 from replicalab.runtime import Runtime
-from replicalab.sim.random import Stream
 from replicalab.sim.errors import Lost
+from replicalab.sim.random import Stream
 
 NS_PER_MS = 1_000_000
 

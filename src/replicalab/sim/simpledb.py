@@ -85,6 +85,7 @@ class SimpleDB:
         self.cond_extra_ns = int(p.conditional_extra_ms * NS_PER_MS)
         self.cons_extra_ns = int(p.consistent_extra_ms * NS_PER_MS)
         self.groups: dict[str, _Group] = {}
+        self._by_key: dict[str, _Group] = {}
         self.buffered: dict[str, tuple[Mapping[str, str | None], Any]] = {}
 
     def describe(self) -> dict[str, Any]:
@@ -92,6 +93,15 @@ class SimpleDB:
         return {"scheme": self.name, **asdict(self.p)}
 
     def _group(self, keys: Sequence[str] | Mapping[str, Any]) -> _Group:
+        if len(keys) == 1:  # the hot path: one element, its group memoised
+            (key,) = keys
+            g = self._by_key.get(key)
+            if g is None:
+                g = self._by_key[key] = self._group_of(keys)
+            return g
+        return self._group_of(keys)
+
+    def _group_of(self, keys: Sequence[str] | Mapping[str, Any]) -> _Group:
         it = iter(keys)
         domain = domain_of(next(it))
         for k in it:
@@ -113,7 +123,7 @@ class SimpleDB:
         node = g.primary if consistent else g.nodes[self.s.index(len(g.nodes))]
         await self.net.to_node(region, node)
         state = node.state
-        values = tuple(state.get(k) for k in keys)
+        values = (state.get(keys[0]),) if len(keys) == 1 else tuple(state.get(k) for k in keys)
         if consistent and self.cons_extra_ns:
             await self.rt.sleep_ns(self.cons_extra_ns)
         await self.net.to_client(node, region)

@@ -1,0 +1,134 @@
+"""The command line: results, --json, and bad input (one line, exit 2, no traceback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+EXE = [sys.executable, "-m", "replicalab.cli.main"]
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*EXE, *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "120"})
+
+
+def _one_line_error(p: subprocess.CompletedProcess[str], code: int, *needles: str) -> None:
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == code, p.stderr
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("error: ")
+    assert "Traceback" not in p.stderr + p.stdout
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_probe_json_staleness(tmp_path: Path):
+    p = run("probe", "--store", "sim://simpledb", "--duration", "10m", "--json",
+            "--out", str(tmp_path), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["workload"] == "staleness"
+    assert {"from_ms", "to_ms", "fresh", "total"} <= set(out["fresh_by_range"][0])
+    assert set(out["successive_reads"]) >= {"stale_stale", "stale_fresh", "fresh_stale",
+                                             "fresh_fresh", "pearson"}
+    run_dir = Path(out["run_dir"])
+    for name in ("config.json", "history.parquet", "results.json", "report.html"):
+        assert (run_dir / name).is_file(), name
+    assert list((run_dir / "figures").glob("*.png"))
+    hlogs = list((run_dir / "histograms").glob("*.hlog"))
+    assert {h.name for h in hlogs} == {"read_eventual.hlog", "write_none.hlog"}
+    assert "#[StartTime" in hlogs[0].read_text() or "HIST" in hlogs[0].read_text()
+
+
+def test_probe_json_other_workloads(tmp_path: Path):
+    p = run("probe", "--workload", "monotonic-writes", "--variant", "same", "--duration", "5m",
+            "--json", "--out", str(tmp_path), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert set(json.loads(p.stdout)["version_fraction"]["A1"]) == {"v0", "v1", "v2"}
+    p = run("probe", "--workload", "inter-element", "--placement", "same-item",
+            "--write-mode", "one-call", "--read-mode", "one-multi", "--duration", "5m",
+            "--json", "--out", str(tmp_path), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    abcd = json.loads(p.stdout)["abcd"]
+    assert set(abcd) == {"A", "B", "C", "D"} and abcd["B"] == abcd["C"] == 0
+
+
+def test_report_rerenders_from_saved_history(tmp_path: Path):
+    p = run("probe", "--duration", "5m", "--json", "--out", str(tmp_path), cwd=tmp_path)
+    run_dir = Path(json.loads(p.stdout)["run_dir"])
+    before = (run_dir / "results.json").read_bytes()
+    (run_dir / "report.html").unlink()
+    (run_dir / "results.json").unlink()
+    p = run("report", str(run_dir), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (run_dir / "report.html").is_file()
+    assert (run_dir / "results.json").read_bytes() == before
+
+
+@pytest.mark.parametrize(("args", "needles"), [
+    (["--store", "foo://x"], ["unknown store URL scheme 'foo'", "sim://"]),
+    (["--store", "sim://quorum?n=3&x=1"], ["unknown parameter 'x'", "valid:"]),
+    (["--store", "sim://quorum?r=0"], ["r=0 must be between 1 and n=3"]),
+    (["--read-rate", "0"], ["--read-rate must be positive"]),
+    (["--read-rate", "-5"], ["--read-rate must be positive"]),
+    (["--write-interval", "0s"], ["--write-interval", "positive duration"]),
+    (["--duration", "-1m"], ["--duration", "positive duration"]),
+    (["--duration", "soon"], ["--duration 'soon'"]),
+    (["--consistency", "strong"], ["--consistency 'strong'", "eventual or consistent"]),
+    (["--workload", "nope"], ["--workload 'nope'"]),
+    (["--ranges", "450-0"], ["range '450-0'"]),
+    (["--store", "sim://quorum", "--workload", "monotonic-writes", "--variant",
+      "two-then-one"], ["cannot do atomic-multi-write"]),
+    (["--placement", "same-item", "--workload", "inter-element", "--write-mode", "three"],
+     ["--write-mode 'three'"]),
+    (["--bogus"], ["No such option"]),
+])
+def test_bad_input_one_line_exit_2(tmp_path: Path, args, needles):
+    _one_line_error(run("probe", "--duration", "1m", "--out", str(tmp_path), *args,
+                        cwd=tmp_path), 2, *needles)
+
+
+def test_unwritable_output_directory(tmp_path: Path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    _one_line_error(run("probe", "--duration", "1m", "--out", str(blocker / "runs"),
+                        cwd=tmp_path), 2, "cannot write to output directory", "--out")
+
+
+def test_report_of_missing_or_malformed_run(tmp_path: Path):
+    _one_line_error(run("report", str(tmp_path / "nope"), cwd=tmp_path), 2,
+                    "not a run directory")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "history.parquet").write_text("garbage")
+    (bad / "config.json").write_text("{}")
+    _one_line_error(run("report", str(bad), cwd=tmp_path), 2, "malformed")
+
+
+def test_ctrl_c_saves_history_and_partial_report(tmp_path: Path):
+    proc = subprocess.Popen([*EXE, "probe", "--duration", "200h", "--out", str(tmp_path)],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(4)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "interrupted" in lines[0] and "Traceback" not in err
+    (run_dir,) = list(tmp_path.glob("*-staleness-*"))
+    table = pq.read_table(run_dir / "history.parquet")
+    assert table.num_rows > 1000
+    assert "invoke" not in set(table["type"].to_pylist())  # in-flight ops closed as info
+    assert (run_dir / "report.html").is_file()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert any("cut short" in n for n in results["notes"])
+    assert "report:" in out
