@@ -34,3 +34,10 @@ def test_same_seed_byte_identical_results(probe):
     text = (a.run_dir / "results.json").read_bytes()
     assert text == (b.run_dir / "results.json").read_bytes()
     assert text != (c.run_dir / "results.json").read_bytes()
+
+
+def test_reads_stay_inside_their_write_interval(probe):
+    r = probe(duration_s=900).results
+    # reads are slower (22 ms) than the read gap (20 ms): the loop must still stop on time
+    assert max(r["freshness"]["t_ms"]) < 3000
+    assert 40 <= r["ops"]["reads"] / 900 <= 50

@@ -25,11 +25,11 @@ _SVG_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
 # Inline SVGs share one document, so their ids (and references to them) get a per-figure prefix.
 _SVG_ID = re.compile(r'(\bid="|url\(#|href="#)([^")]+)')
 _VARIANTS = {
-    "different": "two writes to one attribute, v1 ≠ v2 (paper Figure 4)",
-    "same": "the same value written twice, v1 = v2 (paper Figure 5)",
-    "three": "three consecutive writes to one attribute",
-    "two-then-one": "write A1 and A2 together, then A1 alone, v1 ≠ v2 (paper Figure 6)",
-    "two-then-one-same": "write A1 and A2 together, then A1 alone with the same value",
+    "different": "Two writes to one attribute, v1 ≠ v2 (cf. paper Figure 4).",
+    "same": "The same value written twice, v1 = v2 (cf. paper Figure 5).",
+    "three": "Three consecutive writes to one attribute.",
+    "two-then-one": "Write A1 and A2 together, then A1 alone, v1 ≠ v2 (cf. paper Figure 6).",
+    "two-then-one-same": "Write A1 and A2 together, then A1 alone with the same value.",
 }
 _ABCD = {
     "A": "X and Y both fresh",
@@ -37,7 +37,10 @@ _ABCD = {
     "C": "X stale, Y fresh",
     "D": "X and Y both stale",
 }
-_READ_ORDER = ("two-single", "one-multi")
+_READS = {"two-single": "two single-element reads", "one-multi": "one multi-element read"}
+_WIDE = ("Store", "Operations")
+_WIDE_CARD = ' class="wide"'
+_OPS = {"reads": "reads", "writes": "writes", "failed": "failed", "info": "indeterminate"}
 
 
 def esc(value: object) -> str:
@@ -154,15 +157,16 @@ def _summary(page: _Page, r: Mapping[str, Any]) -> None:
         "Consistency": r["consistency"],
         "Seed": r["seed"],
         "Duration": f"{num(r['duration_s'])} s",
-        "Operations": f"{sum(ops.get(k, 0) for k in ('reads', 'writes', 'failed', 'info')):,}",
-        "Reads / writes": f"{ops['reads']:,} / {ops['writes']:,}",
-        "Failed / indeterminate": f"{ops['failed']:,} / {ops['info']:,}",
+        "Operations": f"{sum(ops[k] for k in _OPS):,}: "
+        + ", ".join(f"{ops[k]:,} {name}" for k, name in _OPS.items()),
     }
+    cards = "".join(
+        f"<div{_WIDE_CARD if k in _WIDE else ''}><dt>{esc(k)}</dt><dd>{esc(v)}</dd></div>"
+        for k, v in items.items()
+    )
     page.add(
         f'<h1>replicalab report <span class="sub">· {esc(r["workload"])}</span></h1>'
-        '<dl class="summary">'
-        + "".join(f"<div><dt>{esc(k)}</dt><dd>{esc(v)}</dd></div>" for k, v in items.items())
-        + "</dl>"
+        f'<dl class="summary">{cards}</dl>'
     )
     if notes := r.get("notes"):
         page.add('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
@@ -185,9 +189,9 @@ def _staleness(page: _Page, r: Mapping[str, Any]) -> None:
     page.heading("Probability of reading the freshest value")
     page.figure(
         "fig-staleness",
-        f"Probability that a {r['consistency']} read returns the freshest value, against the time "
-        "from the start of the write to the start of the read (cf. paper Figure 2). "
-        "Shaded: 95 % Wilson confidence band.",
+        f"Probability that a read with {r['consistency']} consistency returns the freshest value, "
+        "against the time from the start of the write to the start of the read "
+        "(cf. paper Figure 2). Shaded: 95 % Wilson confidence band.",
         plots.staleness_figure(r["freshness"], r["consistency"]),
     )
     page.table(
@@ -207,7 +211,7 @@ def _staleness(page: _Page, r: Mapping[str, Any]) -> None:
     page.heading("Time to see freshness per measurement period", 3)
     page.figure(
         "fig-periods",
-        f"Per {num(per['period_s'])} s measurement period: the first time the freshness "
+        f"Per {per['period_s']:g} s measurement period: the first time the freshness "
         "probability reaches 99 % and the last time it is below 100 % (cf. paper Figure 3)."
         + (" Shaded: injected faults." if r.get("faults") else ""),
         plots.periods_figure(per, r.get("faults") or ()),
@@ -282,7 +286,7 @@ def _monotonic_writes(page: _Page, r: Mapping[str, Any]) -> None:
     lo_ms, hi_ms = r["window_ms"]
     variant = r["variant"]
     page.heading(f"Monotonic writes: variant {variant}")
-    page.para(_VARIANTS.get(variant, variant).capitalize() + ".")
+    page.para(_VARIANTS.get(variant, f"Variant {variant}."))
     for i, (attr, curve) in enumerate(r["curves"].items()):
         page.figure(
             "fig-versions" if i == 0 else f"fig-versions-{i + 1}",
@@ -310,7 +314,8 @@ def _inter_element(page: _Page, r: Mapping[str, Any]) -> None:
     page.heading("Reading two elements X and Y")
     page.para(
         f"Placement: {_label(combo['placement'])}; write: {_label(combo['write'])}; "
-        f"read: {_label(combo['read'])}; reads {num(lo_ms, 0)}–{num(hi_ms, 0)} ms after a write."
+        f"read: {_READS.get(combo['read'], combo['read'])}; "
+        f"reads {num(lo_ms, 0)}–{num(hi_ms, 0)} ms after a write."
     )
     page.table(
         ["Outcome", "Meaning", "Fraction", "Reads"],
@@ -333,11 +338,11 @@ def _inter_element(page: _Page, r: Mapping[str, Any]) -> None:
 def _table3(page: _Page, entries: Sequence[Mapping[str, Any]], current: Mapping[str, Any]) -> None:
     rows = list(dict.fromkeys((e["placement"], e["write"]) for e in entries))
     present = list(dict.fromkeys(e["read"] for e in entries))
-    reads = [m for m in _READ_ORDER if m in present] + [m for m in present if m not in _READ_ORDER]
+    reads = [m for m in _READS if m in present] + [m for m in present if m not in _READS]
     cells = {(e["placement"], e["write"], e["read"]): e.get("abcd") for e in entries}
     head = (
         '<tr><th rowspan="2">Placement</th><th rowspan="2">Write</th>'
-        + "".join(f'<th colspan="4" class="num">{esc(_label(m))}</th>' for m in reads)
+        + "".join(f'<th colspan="4" class="group">{esc(_READS.get(m, m))}</th>' for m in reads)
         + "</tr><tr>"
         + "".join(f'<th class="num">{k} (%)</th>' for _ in reads for k in _ABCD)
         + "</tr>"
@@ -409,10 +414,10 @@ def render_report(results: dict, run_dir: Path) -> Path:
         f"{esc(results['schema_version'])} · the full results are embedded in this file as JSON "
         "(<code>script#results-data</code>).</footer>"
     )
-    template = resources.files(__package__)
-    text = Template(template.joinpath("template.html").read_text(encoding="utf-8")).substitute(
+    package = resources.files(__package__)
+    text = Template(package.joinpath("template.html").read_text(encoding="utf-8")).substitute(
         title=esc(f"replicalab · {workload} · {results['store']}"),
-        css=template.joinpath("report.css").read_text(encoding="utf-8"),
+        css=package.joinpath("report.css").read_text(encoding="utf-8"),
         body="\n".join(page.parts),
         results_json=results_json(results),
     )

@@ -13,13 +13,16 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import PercentFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, PercentFormatter
+
+from replicalab.checkers.stats import wilson
 
 WIDE = (7.5, 3.8)
 VERSION_COLORS = {"v0": "#7f7f7f", "v1": "#1f77b4", "v2": "#ff7f0e", "v3": "#2ca02c"}
 ABCD_COLORS = {"A": "#2ca02c", "B": "#98df8a", "C": "#ffbb78", "D": "#d62728"}
-MIN_READS_PER_BUCKET = 30
-"""Below this mean bucket size the freshness curve is mostly noise, so buckets are merged."""
+MIN_READS_PER_BUCKET = 100
+"""Below this mean bucket size the freshness curve is mostly noise, so buckets are merged
+(up to 20x, which keeps the ~50 ms rise after a write visible)."""
 
 
 def plain(text: str) -> str:
@@ -38,16 +41,6 @@ def _new(figsize: tuple[float, float] = WIDE) -> tuple[Figure, Axes]:
     ax.set_axisbelow(True)
     ax.spines[["top", "right"]].set_visible(False)
     return fig, ax
-
-
-def wilson(fresh: np.ndarray, total: np.ndarray, z: float = 1.96) -> tuple[np.ndarray, ...]:
-    """Return ``(p, lo, hi)`` arrays: proportion and Wilson score band (NaN where total is 0)."""
-    n = np.where(total > 0, total, np.nan)
-    p = fresh / n
-    denom = 1 + z**2 / n
-    centre = (p + z**2 / (2 * n)) / denom
-    half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / denom
-    return p, centre - half, centre + half
 
 
 def freshness_xmax_ms(t_ms: Sequence[float], total: Sequence[int], bucket_ms: float) -> float:
@@ -75,19 +68,20 @@ def staleness_figure(freshness: Mapping[str, Any], consistency: str = "") -> Fig
     keep = t < xmax
     t, fresh, total = t[keep], fresh[keep], total[keep]
     per_bucket = total.sum() / (xmax / bucket_ms)
-    factor = next((f for f in (1, 2, 5, 10, 20, 50) if per_bucket * f >= MIN_READS_PER_BUCKET), 100)
+    factor = next((f for f in (1, 2, 5, 10) if per_bucket * f >= MIN_READS_PER_BUCKET), 20)
+    width = bucket_ms * factor
     if factor == 1:
         p = _floats(freshness["p"])[keep]
         lo, hi = _floats(freshness["lo"])[keep], _floats(freshness["hi"])[keep]
         p[total == 0] = np.nan
     else:
-        width = bucket_ms * factor
         idx = (t // width).astype(int)
         fresh = np.bincount(idx, weights=fresh)
         total = np.bincount(idx, weights=total)
         t = np.arange(len(total)) * width
-        p, lo, hi = wilson(fresh, total)
-    width = bucket_ms * factor
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = np.where(total > 0, fresh / np.where(total > 0, total, 1), np.nan)
+        lo, hi = wilson(fresh, total)
     fig, ax = _new()
     x = t + width / 2
     label = f"{plain(consistency)} read" if consistency else "read"
@@ -128,14 +122,14 @@ def periods_figure(periods: Mapping[str, Any], faults: Sequence[Mapping[str, Any
     ax.set_ylim(bottom=0)
     ax.set_xlabel("start of measurement period in the run (s)")
     ax.set_ylabel("time since the write started (ms)")
-    ax.legend(loc="upper right", frameon=False, fontsize="small")
+    ax.legend(ncols=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     return fig
 
 
 def k_staleness_figure(k: Sequence[int], count: Sequence[int]) -> Figure:
     """Return a bar chart of the number of reads (count) that were k versions behind
     (k = 0 is fresh); the y axis is logarithmic when counts span more than 100x."""
-    fig, ax = _new((6.0, 3.2))
+    fig, ax = _new((7.5, 3.0))
     counts = np.asarray(count, dtype=float)
     ax.bar([str(v) for v in k], counts, color="#1f77b4")
     positive = counts[counts > 0]
@@ -164,7 +158,7 @@ def versions_figure(curve: Mapping[str, Any], window_ms: Sequence[float] = ()) -
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_xlabel(f"time since the cycle started (ms, {width:g} ms buckets)")
     ax.set_ylabel("probability of reading version")
-    ax.legend(loc="center right", frameon=False)
+    ax.legend(ncols=5, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     return fig
 
 
@@ -201,7 +195,11 @@ def latency_figure(latency: Mapping[str, Mapping[str, float]]) -> Figure:
         values += xs
         ax.plot(xs, names, marker, linestyle="none", markersize=6, label=label)
     if min(values) > 0 and max(values) / min(values) > 20:
+        # Plain 1-2-5 labels: matplotlib's default 2x10^1 style is hard to read for latencies.
         ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_ylim(-0.6, len(names) - 0.4)
     ax.set_xlabel("latency (ms)")
     ax.legend(ncols=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)

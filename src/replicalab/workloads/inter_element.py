@@ -88,7 +88,7 @@ async def generate(store: Store, h: History, opts: ProbeOptions, combo: Combinat
             await rec.write(client, process, {y: vy})
         nxt = rt.now_ns()
         end = t + interval
-        while nxt < end and rt.now_ns() < stop:
+        while nxt < end and rt.now_ns() < min(end, stop):
             if nxt > rt.now_ns():
                 await rt.sleep_ns(nxt - rt.now_ns())
             if combo.read == "one-multi":

@@ -68,7 +68,7 @@ async def generate(store: Store, h: History, opts: ProbeOptions, variant: str,
             await rec.write(client, 0, w)
         end = start + int(CYCLE_S * NS_PER_S)
         nxt = rt.now_ns()
-        while nxt < end and rt.now_ns() < stop:
+        while nxt < end and rt.now_ns() < min(end, stop):
             if nxt > rt.now_ns():
                 await rt.sleep_ns(nxt - rt.now_ns())
             await rec.read(client, 0, keys, consistent)

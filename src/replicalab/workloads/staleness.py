@@ -48,12 +48,13 @@ class StalenessConfig:
 
 async def _read_until(rec: Recorder, client: Any, process: int, consistent: bool,
                       rate: float, until_ns: int, stop_ns: int) -> None:
+    """Read at ``rate`` (closed loop: a slow read delays the next) until ``until_ns``."""
     rt = rec.rt
     gap = int(NS_PER_S / rate)
     nxt = rt.now_ns()
     while True:
         now = rt.now_ns()
-        if nxt >= until_ns or now >= stop_ns:
+        if nxt >= until_ns or now >= until_ns or now >= stop_ns:
             return
         if nxt > now:
             await rt.sleep_ns(nxt - now)
