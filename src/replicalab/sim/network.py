@@ -70,6 +70,15 @@ class Network:
         self.cut: set[frozenset[str]] = set()  # partitioned region/node pairs
         self._links: dict[tuple[str, str], Delay] = {}
 
+    @classmethod
+    def with_client_link(cls, rt: Runtime, stream: Stream, regions: RegionSet,
+                         client_rtt_ms: float, client_sd_ms: float, timeout_ms: float
+                         ) -> Network:
+        """Return a network whose same-region clients reach nodes over an RTT of
+        ``client_rtt_ms`` (sd ``client_sd_ms``); requests time out after ``timeout_ms``."""
+        return cls(rt, stream, regions, Delay.ms(client_rtt_ms / 2, client_sd_ms / 2),
+                   timeout_ms)
+
     def add_node(self, name: str, region: str, service: Delay) -> Node:
         """Create and return a node in ``region``."""
         self.regions.index(region)

@@ -56,8 +56,8 @@ class Primary:
         self.p = p
         self.rt = rt
         self.s = stream
-        self.net = Network(rt, stream, regions,
-                           Delay.ms(p.client_rtt_ms / 2, p.client_sd_ms / 2), p.timeout_ms)
+        self.net = Network.with_client_link(rt, stream, regions, p.client_rtt_ms,
+                                            p.client_sd_ms, p.timeout_ms)
         count = p.replicas or max(3, len(regions.regions))
         service = Delay.ms(0.05)
         self.nodes = [self.net.add_node(f"n{i}", regions.regions[i % len(regions.regions)],

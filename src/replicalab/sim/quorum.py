@@ -63,8 +63,8 @@ class Quorum:
         self.p = p
         self.rt = rt
         self.s = stream
-        self.net = Network(rt, stream, regions,
-                           Delay.ms(p.client_rtt_ms / 2, p.client_sd_ms / 2), p.timeout_ms)
+        self.net = Network.with_client_link(rt, stream, regions, p.client_rtt_ms,
+                                            p.client_sd_ms, p.timeout_ms)
         service = Delay.ms(0.05)
         self.replicas = [self.net.add_node(f"r{i}", regions.regions[i % len(regions.regions)],
                                            service) for i in range(p.n)]

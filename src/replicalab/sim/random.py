@@ -2,49 +2,46 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 _BLOCK = 8192
 
 
-class Stream:
-    """Draws from one numpy Generator in blocks: same seed, same sequence of draws."""
+class _Block:
+    """Values drawn ``_BLOCK`` at a time from one numpy sampler, handed out one by one."""
 
-    __slots__ = ("_exp", "_ie", "_in", "_iu", "_norm", "_rng", "_unif")
+    __slots__ = ("_fill", "_i", "_values")
+
+    def __init__(self, fill: Callable[[int], np.ndarray]) -> None:
+        self._fill = fill
+        self._values: list[float] = fill(_BLOCK).tolist()
+        self._i = 0
+
+    def next(self) -> float:
+        i = self._i
+        if i == _BLOCK:
+            self._values = self._fill(_BLOCK).tolist()
+            i = 0
+        self._i = i + 1
+        return self._values[i]
+
+
+class Stream:
+    """Draws from one numpy Generator in blocks: same seed, same sequence of draws.
+
+    ``normal()`` returns a standard normal draw, ``uniform()`` one in [0, 1),
+    ``exponential()`` a standard exponential (mean 1); each is a bound method of its block,
+    so a draw costs one call.
+    """
+
+    __slots__ = ("exponential", "normal", "uniform")
 
     def __init__(self, rng: np.random.Generator) -> None:
-        self._rng = rng
-        self._norm = rng.standard_normal(_BLOCK).tolist()
-        self._unif = rng.random(_BLOCK).tolist()
-        self._exp = rng.standard_exponential(_BLOCK).tolist()
-        self._in = self._iu = self._ie = 0
-
-    def normal(self) -> float:
-        """Return one standard normal draw."""
-        i = self._in
-        if i == _BLOCK:
-            self._norm = self._rng.standard_normal(_BLOCK).tolist()
-            i = 0
-        self._in = i + 1
-        return self._norm[i]
-
-    def uniform(self) -> float:
-        """Return one uniform draw in [0, 1)."""
-        i = self._iu
-        if i == _BLOCK:
-            self._unif = self._rng.random(_BLOCK).tolist()
-            i = 0
-        self._iu = i + 1
-        return self._unif[i]
-
-    def exponential(self) -> float:
-        """Return one standard exponential draw (mean 1)."""
-        i = self._ie
-        if i == _BLOCK:
-            self._exp = self._rng.standard_exponential(_BLOCK).tolist()
-            i = 0
-        self._ie = i + 1
-        return self._exp[i]
+        self.normal = _Block(rng.standard_normal).next
+        self.uniform = _Block(rng.random).next
+        self.exponential = _Block(rng.standard_exponential).next
 
     def index(self, n: int) -> int:
         """Return a uniform integer in [0, n)."""

@@ -77,8 +77,8 @@ class SimpleDB:
         self.rt = rt
         self.s = stream
         self.region = regions.regions[0]
-        self.net = Network(rt, stream, regions,
-                           Delay.ms(p.client_rtt_ms / 2, p.client_sd_ms / 2), p.timeout_ms)
+        self.net = Network.with_client_link(rt, stream, regions, p.client_rtt_ms,
+                                            p.client_sd_ms, p.timeout_ms)
         self.commit = Delay.ms(p.commit_ms, p.commit_sd_ms)
         self.service = Delay.ms(p.service_ms)
         self.flush_ns = int(p.flush_ms * NS_PER_MS)

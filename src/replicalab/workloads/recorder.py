@@ -9,7 +9,6 @@ from replicalab.history import History
 from replicalab.runtime import Runtime
 from replicalab.stores import (
     Client,
-    ConditionFailed,
     ReadResult,
     StoreError,
     Unavailable,
@@ -34,6 +33,15 @@ class Recorder:
         if self.tick is not None and self._count % _TICK_EVERY == 0:
             self.tick(self.rt.now_ns())
 
+    def _close_failed(self, index: int, err: Exception) -> None:
+        """Close op ``index``: unknown outcome -> info, refused -> fail; re-raise Unsupported."""
+        if isinstance(err, Unavailable | TimeoutError):
+            self.h.info(index, self.rt.now_ns(), str(err) or "timeout")
+            return
+        self.h.fail(index, self.rt.now_ns(), str(err))
+        if isinstance(err, Unsupported):
+            raise err
+
     async def read(self, client: Client, process: int, keys: Sequence[str], consistent: bool
                    ) -> ReadResult | None:
         """Return the read result, or None if the read failed or its outcome is unknown."""
@@ -43,14 +51,8 @@ class Recorder:
                      "consistent" if consistent else "eventual", rt.now_ns())
         try:
             res = await client.read(keys, consistent=consistent)
-        except Unsupported as err:
-            h.fail(i, rt.now_ns(), str(err))
-            raise
-        except (Unavailable, TimeoutError) as err:
-            h.info(i, rt.now_ns(), str(err) or "timeout")
-            return None
-        except StoreError as err:
-            h.fail(i, rt.now_ns(), str(err))
+        except (StoreError, TimeoutError) as err:
+            self._close_failed(i, err)
             return None
         h.ok(i, rt.now_ns(), res.values, res.node)
         self._ticked()
@@ -64,17 +66,8 @@ class Recorder:
                      tuple(values.values()), "none", rt.now_ns())
         try:
             res = await client.write(values, expect=expect)
-        except ConditionFailed as err:
-            h.fail(i, rt.now_ns(), str(err))
-            return False
-        except Unsupported as err:
-            h.fail(i, rt.now_ns(), str(err))
-            raise
-        except (Unavailable, TimeoutError) as err:
-            h.info(i, rt.now_ns(), str(err) or "timeout")
-            return False
-        except StoreError as err:
-            h.fail(i, rt.now_ns(), str(err))
+        except (StoreError, TimeoutError) as err:
+            self._close_failed(i, err)
             return False
         h.ok(i, rt.now_ns(), node=res.node)
         self._ticked()
