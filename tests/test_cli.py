@@ -132,3 +132,33 @@ def test_ctrl_c_saves_history_and_partial_report(tmp_path: Path):
     results = json.loads((run_dir / "results.json").read_text())
     assert any("cut short" in n for n in results["notes"])
     assert "report:" in out
+
+
+def test_export_edn_and_jsonl(tmp_path: Path):
+    p = run("probe", "--duration", "1m", "--json", "--out", str(tmp_path), cwd=tmp_path)
+    run_dir = Path(json.loads(p.stdout)["run_dir"])
+    ops = pq.read_table(run_dir / "history.parquet").num_rows
+    p = run("export", str(run_dir), "--format", "jsonl", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    events = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]
+    assert len(events) == 2 * ops
+    assert {e["type"] for e in events} == {"invoke", "ok"}
+    p = run("export", str(run_dir), "--output", str(tmp_path / "h.edn"), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "h.edn").read_text().startswith("{:index 0, :process 0, :f :write")
+    _one_line_error(run("export", str(run_dir), "--format", "xml", cwd=tmp_path), 2,
+                    "--format 'xml'")
+
+
+def test_histogram_logs_read_back(tmp_path: Path):
+    from hdrh.histogram import HdrHistogram
+    from hdrh.log import HistogramLogReader
+
+    p = run("probe", "--duration", "2m", "--json", "--out", str(tmp_path), cwd=tmp_path)
+    out = json.loads(p.stdout)
+    path = Path(out["run_dir"]) / "histograms" / "read_eventual.hlog"
+    hist = HistogramLogReader(str(path), HdrHistogram(1, 3_600_000_000, 3)
+                              ).get_next_interval_histogram()
+    lat = out["latency"]["read/eventual"]
+    assert hist.get_total_count() == lat["count"] == out["ops"]["reads"]
+    assert abs(hist.get_value_at_percentile(99) / 1000 - lat["p99_ms"]) < 0.05

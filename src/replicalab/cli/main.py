@@ -10,6 +10,7 @@ import typer
 from replicalab import __version__
 from replicalab.cli.demo import demo
 from replicalab.cli.errors import DEBUG, err_console, fail
+from replicalab.cli.export import export
 from replicalab.cli.probe import probe, report
 
 app = typer.Typer(
@@ -36,6 +37,7 @@ def _root(
 app.command()(probe)
 app.command()(report)
 app.command()(demo)
+app.command()(export)
 
 
 def main() -> None:
