@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import traceback
 from collections.abc import Callable, Coroutine
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -193,7 +194,7 @@ def run_probe(spec: ProbeSpec, out: Path,
             progress(min(1.0, (now_ns - start[0]) / span))
 
     rec = Recorder(h, rt, tick)
-    interrupted, error = False, ""
+    interrupted, error, trace = False, "", ""
     wall0 = time.perf_counter()
 
     async def main() -> None:
@@ -208,11 +209,12 @@ def run_probe(spec: ProbeSpec, out: Path,
     except KeyboardInterrupt:
         interrupted, error = True, "interrupted"
     except Exception as err:  # the store failed: keep what was recorded, report the cause
-        error = f"{type(err).__name__}: {err}"
+        error, trace = f"{type(err).__name__}: {err}", traceback.format_exc()
     h.close_in_flight(rt.now_ns(), error or "interrupted")
     config = {"spec": spec.to_json(), "store": store.info.to_json(),
               "wall_s": round(time.perf_counter() - wall0, 3), "interrupted": interrupted,
-              "error": error, "runtime": "virtual" if rt.virtual else "real"}
+              "error": error, "error_traceback": trace,
+              "runtime": "virtual" if rt.virtual else "real"}
     save_history(h, run_dir, config)
     results = check(spec, h, store.info.features)
     if interrupted or error:

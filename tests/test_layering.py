@@ -1,0 +1,55 @@
+"""Imports only point down the layering of DESIGN.md; nothing imports cli."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import replicalab
+
+ROOT = Path(replicalab.__file__).parent
+# Each part and the parts it may import (besides itself), from DESIGN.md "Layering".
+BASE = {"history", "runtime", "regions"}
+ALLOWED = {
+    "cli": {"report", "workloads", "checkers", "stores", "sim", *BASE},
+    "report": {"workloads", "checkers", "stores", "sim", *BASE},
+    "workloads": {"checkers", "stores", "sim", *BASE},
+    "checkers": {"stores", "sim", *BASE},
+    "stores": {"sim", *BASE},
+    "sim": BASE,
+    "history": set(),
+    "runtime": set(),
+    "regions": set(),
+}
+
+
+def _part(path: Path) -> str:
+    rel = path.relative_to(ROOT)
+    return rel.parts[0].removesuffix(".py")
+
+
+def _imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "replicalab" and len(parts) > 1:
+                found.add(parts[1])
+    return found
+
+
+def test_imports_point_down():
+    bad = []
+    for path in ROOT.rglob("*.py"):
+        part = _part(path)
+        if part not in ALLOWED:
+            continue
+        for target in _imports(path) - {part} - ALLOWED[part]:
+            bad.append(f"{path.relative_to(ROOT)} imports replicalab.{target}")
+    assert not bad, "\n".join(bad)
