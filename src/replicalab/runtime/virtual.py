@@ -185,44 +185,44 @@ class VirtualRuntime:
                     task, value, exc = ready.popleft()
                     if task._done:
                         continue
-                    coro = task._coro
-                    try:
-                        req = coro.send(value) if exc is None else coro.throw(exc)
-                    except StopIteration as stop:
-                        self._finish(task, stop.value, None)
-                        continue
-                    except (KeyboardInterrupt, SystemExit):
-                        raise
-                    except BaseException as err:
-                        self._finish(task, None, err)
-                        continue
-                    if type(req) is int:
-                        self._seq += 1
-                        heappush(heap, (self._now + req, self._seq, None, task, task._token))
-                    elif isinstance(req, VFuture):
-                        if req._done:
-                            ready.append((task, None, None))
-                        else:
-                            task._waiting_on = req
-                            req._waiters.append(task)
-                    else:
-                        err = TypeError(f"virtual runtime cannot await {req!r}; "
-                                        "use the runtime's sleep and futures")
-                        ready.append((task, None, err))
                 elif heap:
                     when, _, timer, target, arg = heappop(heap)
-                    if timer is None:
-                        if arg != target._token or target._done:
-                            continue
-                        self._now = when
-                        ready.append((target, None, None))
-                    elif not timer.cancelled:
-                        self._now = when
-                        target(*arg)
+                    if timer is not None:
+                        if not timer.cancelled:
+                            self._now = when
+                            target(*arg)
+                        continue
+                    if arg != target._token or target._done:
+                        continue  # a stale wake-up: the task was cancelled or re-armed
+                    self._now = when
+                    task, value, exc = target, None, None
                 else:
                     raise RuntimeError(
                         "virtual-time deadlock: the main coroutine waits on something that "
                         "nothing will ever complete")
+                try:
+                    req = task._coro.send(value) if exc is None else task._coro.throw(exc)
+                except StopIteration as stop:
+                    self._finish(task, stop.value, None)
+                    continue
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except BaseException as err:
+                    self._finish(task, None, err)
+                    continue
+                if type(req) is int:
+                    self._seq += 1
+                    heappush(heap, (self._now + req, self._seq, None, task, task._token))
+                elif isinstance(req, VFuture):
+                    if req._done:
+                        ready.append((task, None, None))
+                    else:
+                        task._waiting_on = req
+                        req._waiters.append(task)
+                else:
+                    err = TypeError(f"virtual runtime cannot await {req!r}; "
+                                    "use the runtime's sleep and futures")
+                    ready.append((task, None, err))
         finally:
             self._close_all()
         return root.result()
