@@ -18,6 +18,27 @@ class RegionSet:
     rtt_ms: tuple[tuple[float, ...], ...]
     sd_ms: float
     source: str
+    intra_rtt_ms: float = 0.427
+    intra_sd_ms: float = 0.0476
+
+    @classmethod
+    def from_matrix(cls, name: str, regions: tuple[str, ...] | list[str],
+                    rtt_ms: list[list[float]] | tuple[tuple[float, ...], ...],
+                    sd_ms: float = 0.0, source: str = "user supplied",
+                    intra_rtt_ms: float = 0.427, intra_sd_ms: float = 0.0476) -> RegionSet:
+        """Return a validated RegionSet (ValueError names a non-square or negative matrix)."""
+        n = len(regions)
+        if len(set(regions)) != n or n == 0:
+            raise ValueError(f"region set {name!r}: region names must be unique and non-empty")
+        if len(rtt_ms) != n or any(len(row) != n for row in rtt_ms):
+            raise ValueError(f"region set {name!r}: the RTT matrix must be {n}x{n}, "
+                             "one row and one column per region")
+        flat = [float(x) for row in rtt_ms for x in row]
+        if any(not x >= 0 for x in flat) or sd_ms < 0 or intra_rtt_ms <= 0 or intra_sd_ms < 0:
+            raise ValueError(f"region set {name!r}: RTTs and standard deviations must be "
+                             "non-negative numbers (intra-region RTT positive)")
+        return cls(name, tuple(regions), tuple(tuple(float(x) for x in row) for row in rtt_ms),
+                   float(sd_ms), source, float(intra_rtt_ms), float(intra_sd_ms))
 
     def index(self, region: str) -> int:
         """Return the position of ``region`` (raises ValueError naming the valid ones)."""
@@ -31,7 +52,7 @@ class RegionSet:
     def one_way_ms(self, src: str, dst: str) -> tuple[float, float]:
         """Return (mean, sd) of the one-way delay src -> dst in ms."""
         if src == dst:
-            return LAN_RTT_MS / 2, LAN_SD_MS / 2
+            return self.intra_rtt_ms / 2, self.intra_sd_ms / 2
         return self.rtt_ms[self.index(src)][self.index(dst)] / 2, self.sd_ms / 2
 
 

@@ -46,13 +46,14 @@ class Delay:
 
 @dataclass(slots=True)
 class Node:
-    """A server: region, service time per request, FIFO queue, key/value state, up or down."""
+    """A server: region, service time per request, a FIFO queue served by ``pipelines``
+    parallel workers, key/value state, up or down."""
 
     name: str
     region: str
     service: Delay
     state: dict[str, Any] = field(default_factory=dict)
-    free_at_ns: int = 0
+    free_at_ns: list[int] = field(default_factory=lambda: [0])
     up: bool = True
 
 
@@ -79,10 +80,12 @@ class Network:
         return cls(rt, stream, regions, Delay.ms(client_rtt_ms / 2, client_sd_ms / 2),
                    timeout_ms)
 
-    def add_node(self, name: str, region: str, service: Delay) -> Node:
-        """Create and return a node in ``region``."""
+    def add_node(self, name: str, region: str, service: Delay, pipelines: int = 1) -> Node:
+        """Create and return a node in ``region`` whose queue has ``pipelines`` workers."""
         self.regions.index(region)
-        node = Node(name, region, service)
+        if pipelines < 1:
+            raise ValueError(f"node {name}: pipelines={pipelines} must be at least 1")
+        node = Node(name, region, service, free_at_ns=[0] * pipelines)
         self.nodes[name] = node
         return node
 
@@ -105,11 +108,24 @@ class Network:
         """Return False if regions/nodes ``a`` and ``b`` are partitioned from each other."""
         return not self.cut or frozenset((a, b)) not in self.cut
 
-    def _admit(self, node: Node) -> int:
+    def process(self, node: Node, service_ns: int) -> int:
+        """Queue ``service_ns`` of work at ``node`` now; return ns until it is done.
+
+        The work goes to the worker that frees up first (FIFO across workers).
+        """
         now = self.rt.now_ns()
-        start = node.free_at_ns if node.free_at_ns > now else now
-        node.free_at_ns = done = start + node.service.draw(self.s)
+        free = node.free_at_ns
+        if len(free) == 1:
+            start = free[0] if free[0] > now else now
+            free[0] = done = start + service_ns
+        else:
+            i = min(range(len(free)), key=free.__getitem__)
+            start = free[i] if free[i] > now else now
+            free[i] = done = start + service_ns
         return done - now
+
+    def _admit(self, node: Node) -> int:
+        return self.process(node, node.service.draw(self.s))
 
     async def to_node(self, client_region: str, node: Node) -> None:
         """Carry a client request to ``node`` and through its queue; raise Unavailable if lost."""
