@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -34,9 +36,10 @@ def test_region_matrices_are_square_and_one_way_is_half_rtt():
         n = len(rs.regions)
         assert len(rs.rtt_ms) == n and all(len(r) == n for r in rs.rtt_ms)
     dc3 = region_set("dc3")
-    assert dc3.one_way_ms("US-W", "EU") == (163 / 2, 1.0)
-    assert dc3.one_way_ms("EU", "US-W") == (161 / 2, 1.0)
-    assert region_set("aws5").one_way_ms("VA", "VA") == (0.427 / 2, 0.0476 / 2)
+    sd = 2.0 / math.sqrt(2)  # two one-way legs add up to the stated RTT deviation
+    assert dc3.one_way_ms("US-W", "EU") == (163 / 2, sd)
+    assert dc3.one_way_ms("EU", "US-W") == (161 / 2, sd)
+    assert region_set("aws5").one_way_ms("VA", "VA") == (0.427 / 2, 0.0476 / math.sqrt(2))
 
 
 @pytest.mark.parametrize(("rtt", "message"), [
@@ -52,5 +55,5 @@ def test_from_matrix_rejects_bad_input(rtt, message):
 def test_from_matrix_custom_lan():
     rs = RegionSet.from_matrix("lab", ["a", "b"], [[0, 10], [12, 0]], sd_ms=1,
                                intra_rtt_ms=0.2, intra_sd_ms=0.01)
-    assert rs.one_way_ms("a", "b") == (5.0, 0.5)
-    assert rs.one_way_ms("b", "b") == (0.1, 0.005)
+    assert rs.one_way_ms("a", "b") == (5.0, 1 / math.sqrt(2))
+    assert rs.one_way_ms("b", "b") == (0.1, 0.01 / math.sqrt(2))

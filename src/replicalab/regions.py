@@ -1,11 +1,14 @@
 """Named region sets and their round-trip-time matrices (data, with sources).
 
 One-way delay from region ``a`` to ``b`` is taken as half the RTT measured from ``a``
-(asymmetric matrices keep their asymmetry); inside one region the ``lan`` figures apply.
+(asymmetric matrices keep their asymmetry), with standard deviation ``sd / sqrt(2)`` so
+that a round trip of two independent one-way delays has the stated RTT deviation; inside
+one region the set's intra-region figures (``lan`` by default) apply.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -52,8 +55,8 @@ class RegionSet:
     def one_way_ms(self, src: str, dst: str) -> tuple[float, float]:
         """Return (mean, sd) of the one-way delay src -> dst in ms."""
         if src == dst:
-            return self.intra_rtt_ms / 2, self.intra_sd_ms / 2
-        return self.rtt_ms[self.index(src)][self.index(dst)] / 2, self.sd_ms / 2
+            return self.intra_rtt_ms / 2, self.intra_sd_ms / math.sqrt(2)
+        return self.rtt_ms[self.index(src)][self.index(dst)] / 2, self.sd_ms / math.sqrt(2)
 
 
 LAN_RTT_MS = 0.427

@@ -7,6 +7,7 @@ time; a crashed node or a partitioned pair drops messages (callers time out).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,8 +78,8 @@ class Network:
                          ) -> Network:
         """Return a network whose same-region clients reach nodes over an RTT of
         ``client_rtt_ms`` (sd ``client_sd_ms``); requests time out after ``timeout_ms``."""
-        return cls(rt, stream, regions, Delay.ms(client_rtt_ms / 2, client_sd_ms / 2),
-                   timeout_ms)
+        return cls(rt, stream, regions,
+                   Delay.ms(client_rtt_ms / 2, client_sd_ms / math.sqrt(2)), timeout_ms)
 
     def add_node(self, name: str, region: str, service: Delay, pipelines: int = 1) -> Node:
         """Create and return a node in ``region`` whose queue has ``pipelines`` workers."""
