@@ -1,0 +1,35 @@
+"""Figures for the performance models: latency vs throughput curves."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from matplotlib.figure import Figure
+
+from replicalab.models.base import Curve
+
+
+def curves_figure(curves: Sequence[Curve], title: str = "",
+                  ylabel: str = "mean latency (ms)") -> Figure:
+    """Return latency (ms) vs throughput (requests/s) with one line per curve; a dotted
+    vertical line marks each curve's maximum throughput."""
+    fig = Figure(figsize=(7.5, 4.2), layout="constrained", facecolor="white")
+    ax = fig.add_subplot()
+    ax.grid(True, color="#e5e5e5", linewidth=0.8)
+    ax.set_axisbelow(True)
+    ax.spines[["top", "right"]].set_visible(False)
+    for c in curves:
+        pts = [p for p in c.points if p.latency_ms is not None]
+        (line,) = ax.plot([p.offered_rps for p in pts], [p.latency_ms for p in pts],
+                          marker="o", markersize=2.5, linewidth=1.3,
+                          label=c.label.replace("$", r"\$"))
+        if c.max_throughput_rps and c.max_throughput_rps < float("inf"):
+            ax.axvline(c.max_throughput_rps, color=line.get_color(), linestyle=":",
+                       linewidth=0.9)
+    ax.set_xlabel("throughput (requests/s)")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title.replace("$", r"\$"), fontsize=10)
+    ax.set_ylim(bottom=0)
+    ax.legend(frameon=False, fontsize=8)
+    return fig
