@@ -130,3 +130,31 @@ def k_staleness(j: Judged) -> dict[str, list[int]]:
     counts = np.bincount(j.k)
     ks = np.flatnonzero(counts)
     return {"k": ks.tolist(), "count": counts[ks].tolist()}
+
+
+def since_ack(writes: WriteLog, reads: ReadLog, bucket_ms: float = 1.0) -> dict[str, list]:
+    """Return freshness vs ms since the latest write was acknowledged (PBS's t-visibility).
+
+    Each read is judged against the latest write completed before the read started;
+    reads with no such write are left out. ``t_mean_ms`` is the mean t of each bucket's
+    reads (the point to compare a model at: reads crowd at the start of a bucket).
+    """
+    order = np.argsort(writes.complete_ns, kind="stable")
+    done = writes.complete_ns[order]
+    last = np.searchsorted(done, reads.invoke_ns, side="right") - 1
+    has = last >= 0
+    w = order[last[has]]
+    t_ms = (reads.invoke_ns[has] - writes.complete_ns[w]) / NS_PER_MS
+    fresh = reads.version[has] >= writes.version[w]
+    if len(t_ms) == 0:
+        return {"bucket_ms": bucket_ms, "t_ms": [], "t_mean_ms": [], "fresh": [], "total": [],
+                "p": []}
+    b = (t_ms // bucket_ms).astype(np.int64)
+    total = np.bincount(b)
+    good = np.bincount(b, weights=fresh.astype(float), minlength=len(total)).astype(np.int64)
+    t_sum = np.bincount(b, weights=t_ms, minlength=len(total))
+    keep = np.flatnonzero(total)
+    return {"bucket_ms": bucket_ms, "t_ms": (keep * bucket_ms).astype(float).tolist(),
+            "t_mean_ms": np.round(t_sum[keep] / total[keep], 6).tolist(),
+            "fresh": good[keep].tolist(), "total": total[keep].tolist(),
+            "p": np.round(good[keep] / total[keep], 6).tolist()}
