@@ -11,6 +11,7 @@ from replicalab import __version__
 from replicalab.cli.demo import demo
 from replicalab.cli.errors import DEBUG, err_console, fail
 from replicalab.cli.export import export
+from replicalab.cli.model import model_app
 from replicalab.cli.probe import probe, report
 
 app = typer.Typer(
@@ -38,6 +39,7 @@ app.command()(probe)
 app.command()(report)
 app.command()(demo)
 app.command()(export)
+app.add_typer(model_app, name="model")
 
 
 def main() -> None:

@@ -33,3 +33,23 @@ def curves_figure(curves: Sequence[Curve], title: str = "",
     ax.set_ylim(bottom=0)
     ax.legend(frameon=False, fontsize=8)
     return fig
+
+
+def visibility_figure(t_ms: Sequence[float], curves: dict[str, Sequence[float]],
+                      measured: tuple[Sequence[float], Sequence[float]] | None = None) -> Figure:
+    """Return P(consistent read) vs ms after the write committed, one line per curve, with
+    optional measured points (t_ms, p) drawn as dots."""
+    fig = Figure(figsize=(7.5, 4.0), layout="constrained", facecolor="white")
+    ax = fig.add_subplot()
+    ax.grid(True, color="#e5e5e5", linewidth=0.8)
+    ax.set_axisbelow(True)
+    ax.spines[["top", "right"]].set_visible(False)
+    for label, p in curves.items():
+        ax.plot(t_ms, p, linewidth=1.4, label=label.replace("$", r"\$"))
+    if measured is not None:
+        ax.plot(measured[0], measured[1], "o", markersize=2.5, alpha=0.7, label="measured")
+    ax.set_xlabel("time since the write was acknowledged (ms)")
+    ax.set_ylabel("probability of a consistent read")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(frameon=False, fontsize=8)
+    return fig

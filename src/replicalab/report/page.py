@@ -103,7 +103,7 @@ def svg_markup(fig: Figure, id_prefix: str) -> str:
     return _SVG_ID.sub(lambda m: f"{m[1]}{id_prefix}-{m[2]}", text[text.index("<svg") :])
 
 
-class _Page:
+class Page:
     """Accumulates escaped HTML fragments and the figures to save as PNG."""
 
     def __init__(self) -> None:
@@ -149,7 +149,7 @@ class _Page:
         )
 
 
-def _summary(page: _Page, r: Mapping[str, Any]) -> None:
+def _summary(page: Page, r: Mapping[str, Any]) -> None:
     ops = r["ops"]
     items = {
         "Workload": r["workload"],
@@ -185,7 +185,7 @@ def _range(lo: float, hi: float | None) -> str:
     return f"[{num(lo, 0)}, {'∞' if _missing(hi) or math.isinf(hi) else num(hi, 0)})"
 
 
-def _staleness(page: _Page, r: Mapping[str, Any]) -> None:
+def _staleness(page: Page, r: Mapping[str, Any]) -> None:
     page.heading("Probability of reading the freshest value")
     page.figure(
         "fig-staleness",
@@ -282,7 +282,7 @@ def _staleness(page: _Page, r: Mapping[str, Any]) -> None:
     )
 
 
-def _monotonic_writes(page: _Page, r: Mapping[str, Any]) -> None:
+def _monotonic_writes(page: Page, r: Mapping[str, Any]) -> None:
     lo_ms, hi_ms = r["window_ms"]
     variant = r["variant"]
     page.heading(f"Monotonic writes: variant {variant}")
@@ -308,7 +308,7 @@ def _combo_label(entry: Mapping[str, Any]) -> str:
     return " · ".join(_label(entry[k]) for k in ("placement", "write", "read"))
 
 
-def _inter_element(page: _Page, r: Mapping[str, Any]) -> None:
+def _inter_element(page: Page, r: Mapping[str, Any]) -> None:
     combo = r["combination"]
     lo_ms, hi_ms = r["window_ms"]
     page.heading("Reading two elements X and Y")
@@ -335,7 +335,7 @@ def _inter_element(page: _Page, r: Mapping[str, Any]) -> None:
         _table3(page, table3, combo)
 
 
-def _table3(page: _Page, entries: Sequence[Mapping[str, Any]], current: Mapping[str, Any]) -> None:
+def _table3(page: Page, entries: Sequence[Mapping[str, Any]], current: Mapping[str, Any]) -> None:
     rows = list(dict.fromkeys((e["placement"], e["write"]) for e in entries))
     present = list(dict.fromkeys(e["read"] for e in entries))
     reads = [m for m in _READS if m in present] + [m for m in present if m not in _READS]
@@ -369,7 +369,7 @@ def _table3(page: _Page, entries: Sequence[Mapping[str, Any]], current: Mapping[
     )
 
 
-def _latency(page: _Page, r: Mapping[str, Any]) -> None:
+def _latency(page: Page, r: Mapping[str, Any]) -> None:
     latency = r["latency"]
     page.heading("Latency")
     if not latency:
@@ -387,7 +387,7 @@ def _latency(page: _Page, r: Mapping[str, Any]) -> None:
     )
 
 
-_SECTIONS: dict[str, Callable[[_Page, Mapping[str, Any]], None]] = {
+_SECTIONS: dict[str, Callable[[Page, Mapping[str, Any]], None]] = {
     "staleness": _staleness,
     "monotonic-writes": _monotonic_writes,
     "inter-element": _inter_element,
@@ -399,7 +399,7 @@ def render_report(results: dict, run_dir: Path) -> Path:
     from a checker's results dict; return the path of report.html."""
     run_dir = Path(run_dir)
     results = {**results, "store": redact_url(str(results["store"]))}
-    page = _Page()
+    page = Page()
     _summary(page, results)
     workload = results["workload"]
     if section := _SECTIONS.get(workload):
@@ -409,6 +409,13 @@ def render_report(results: dict, run_dir: Path) -> Path:
             f"No views for workload {workload!r}; the embedded results hold all data.", "muted"
         )
     _latency(page, results)
+    return write_page(page, results, f"replicalab · {workload} · {results['store']}", run_dir)
+
+
+def write_page(page: Page, results: Mapping[str, Any], title: str, run_dir: Path) -> Path:
+    """Write ``page`` as ``run_dir/report.html`` (results embedded) and its figures as PNGs
+    under ``run_dir/figures``; return the path of report.html."""
+    run_dir = Path(run_dir)
     page.add(
         f"<footer>replicalab {esc(__version__)} · results schema version "
         f"{esc(results['schema_version'])} · the full results are embedded in this file as JSON "
@@ -416,7 +423,7 @@ def render_report(results: dict, run_dir: Path) -> Path:
     )
     package = resources.files(__package__)
     text = Template(package.joinpath("template.html").read_text(encoding="utf-8")).substitute(
-        title=esc(f"replicalab · {workload} · {results['store']}"),
+        title=esc(title),
         css=package.joinpath("report.css").read_text(encoding="utf-8"),
         body="\n".join(page.parts),
         results_json=results_json(results),
