@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -14,10 +15,14 @@ from rich.table import Table
 from replicalab.checkers.extract import element_ops
 from replicalab.checkers.freshness import since_ack
 from replicalab.cli.errors import fail
+from replicalab.cli.model_params import build, describe, load_toml, parse_compare, parse_sets
 from replicalab.cli.probe import out_console
 from replicalab.cli.progress import progress_bar
 from replicalab.history import load_history
 from replicalab.models import pbs as pbs_model
+from replicalab.models.base import Curve
+from replicalab.models.registry import MODELS, ModelSpec
+from replicalab.models.validate import validate
 from replicalab.report.model_page import render_model_report
 from replicalab.report.model_plots import visibility_figure
 from replicalab.workloads.base import ProbeOptions
@@ -152,3 +157,160 @@ def pbs(
     out_console.print("consistent with p=0.99 after "
                       f"{t_at[0.99]:.2f} ms; p=0.999 after {t_at[0.999]:.2f} ms")
     out_console.print(f"report: {report}")
+
+
+def _loads(max_rps: float, points: int, loads: str | None) -> list[float]:
+    """Return offered loads (req/s): explicit ``loads`` or ``points`` spread to 98 % of max."""
+    if loads:
+        try:
+            values = [float(x) for x in loads.split(",")]
+        except ValueError:
+            raise ValueError(f"--loads {loads!r}: give comma-separated requests/s, "
+                             "e.g. 1000,2000") from None
+        if any(not v > 0 for v in values):
+            raise ValueError(f"--loads {loads!r}: every load must be positive")
+        return values
+    if points < 2:
+        raise ValueError(f"--points {points} must be at least 2")
+    if not max_rps > 0 or max_rps == float("inf"):
+        raise ValueError("the model reports no finite maximum throughput; pass --loads")
+    return [float(x) for x in np.linspace(0.05, 0.98, points) * max_rps]
+
+
+def model_command(spec: ModelSpec) -> Callable[..., None]:
+    """Return the Typer command for one model of the registry."""
+
+    def command(
+        set_: Annotated[list[str] | None, typer.Option(
+            "--set", help="Parameter KEY=VALUE (repeatable), e.g. --set n=5.")] = None,
+        params: Annotated[Path | None, typer.Option(
+            help="TOML file with parameters (top level or a [params] table).")] = None,
+        compare: Annotated[str | None, typer.Option(
+            help="One curve per value: KEY=V1,V2,..., e.g. n=3,5,7,9.")] = None,
+        points: Annotated[int, typer.Option(help="Loads per curve, up to 98% of max.")] = 20,
+        loads: Annotated[str | None, typer.Option(help="Explicit loads in requests/s.")
+                         ] = None,
+        twin: Annotated[bool, typer.Option(help="Also run the discrete-event twin.")] = False,
+        rounds: Annotated[int, typer.Option(help="Rounds per load for the twin.")] = 20_000,
+        seed: Annotated[int, typer.Option(help="Seed of the twin.")] = 1,
+        out: Annotated[Path, typer.Option(help="Directory that receives the run directory.")
+                       ] = Path("runs"),
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")
+                           ] = False,
+    ) -> None:
+        try:
+            base = load_toml(params)
+            sets = parse_sets(spec.params_cls, set_ or [])
+            cmp = parse_compare(spec.params_cls, compare)
+            variants = [(f"{cmp[0]}={v}", {cmp[0]: v}) for v in cmp[1]] if cmp else [("", {})]
+            configs = [(label, build(spec.params_cls, base, {**sets, **extra}, spec.name))
+                       for label, extra in variants]
+            curves = []
+            for label, p in configs:
+                max_rps = spec.curve(p, [1.0]).max_throughput_rps
+                grid = _loads(max_rps, points, loads)
+                c = spec.curve(p, grid)
+                curves.append(_relabel(c, label or c.label))
+                if twin:
+                    t = spec.twin(p, grid, seed, rounds)
+                    curves.append(_relabel(t, f"{label or c.label} (twin)"))
+            run_dir = make_run_dir(out, "model", spec.name)
+        except ValueError as err:
+            fail(str(err))
+        results = {
+            "schema_version": 1, "model": spec.name, "title": spec.title,
+            "params": describe(configs[0][1]),
+            "compare": None if cmp is None else {"key": cmp[0], "values": cmp[1]},
+            "curves": [c.to_json() for c in curves],
+            "tables": [t for _, p in configs[:1] for t in spec.tables(p)],
+        }
+        save_results(results, run_dir)
+        report = render_model_report(results, run_dir, curves)
+        if as_json:
+            sys.stdout.write(json.dumps({**results, "run_dir": str(run_dir),
+                                         "report": str(report)}, sort_keys=True) + "\n")
+            return
+        table = Table(title=spec.title, title_justify="left")
+        table.add_column("curve")
+        table.add_column("max throughput (req/s)", justify="right")
+        table.add_column("latency at 50% / 90% of max (ms)", justify="right")
+        for c in curves:
+            table.add_row(c.label, f"{c.max_throughput_rps:,.0f}", _at_fractions(c))
+        out_console.print(table)
+        for t in results["tables"]:
+            out_console.print(_rich_table(t))
+        out_console.print(f"report: {report}")
+
+    command.__doc__ = f"{spec.title}.\n\nExample: {spec.example}"
+    return command
+
+
+def _relabel(c: Curve, label: str) -> Curve:
+    return Curve(label, c.points, c.max_throughput_rps, c.extra)
+
+
+def _at_fractions(c: Curve) -> str:
+    def at(frac: float) -> str:
+        target = frac * c.max_throughput_rps
+        best = min(c.points, key=lambda pt: abs(pt.offered_rps - target), default=None)
+        if best is None or best.latency_ms is None:
+            return "saturated"
+        return f"{best.latency_ms:.3f}"
+
+    return f"{at(0.5)} / {at(0.9)}"
+
+
+def _rich_table(t: dict) -> Table:
+    table = Table(title=t.get("caption", ""), title_justify="left")
+    for h in t["header"]:
+        table.add_column(str(h))
+    for row in t["rows"]:
+        table.add_row(*(str(x) for x in row))
+    return table
+
+
+@model_app.command("validate")
+def validate_command(
+    model: Annotated[str | None, typer.Option(help="Only this model (default: all).")] = None,
+    rounds: Annotated[int, typer.Option(help="Rounds per load for the twins.")] = 20_000,
+    tolerance: Annotated[float, typer.Option(help="Allowed relative gap in mean latency.")
+                         ] = 0.10,
+    seed: Annotated[int, typer.Option(help="Seed of the twins.")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Run every model and its discrete-event twin over a grid; report where they diverge.
+
+    Example: replicalab model validate --model paxos-lan
+    """
+    names = [model] if model else list(MODELS)
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        fail(f"--model {unknown[0]!r}: use one of {', '.join(MODELS)}")
+    if not 0 < tolerance < 1 or rounds < 100:
+        fail("--tolerance must be in (0, 1) and --rounds at least 100")
+    rows = []
+    with progress_bar("model vs twin") as tick:
+        for i, name in enumerate(names):
+            spec = MODELS[name]
+            for d in validate(spec.grid(), spec.curve, spec.twin, rounds, seed, tolerance):
+                rows.append({"model": name, **d.to_json()})
+            tick((i + 1) / len(names))
+    if as_json:
+        sys.stdout.write(json.dumps({"tolerance": tolerance, "rows": rows}) + "\n")
+    else:
+        table = Table(title=f"model vs twin (mean latency below 80% utilisation, "
+                      f"tolerance {100 * tolerance:g}%)", title_justify="left")
+        for h in ("model", "grid entry", "points", "worst gap", "at load (req/s)", "verdict"):
+            table.add_column(h)
+        for r in rows:
+            gap = "n/a" if r["worst_gap"] is None else f"{100 * r['worst_gap']:.1f}%"
+            load = "" if r["worst_load_rps"] is None else f"{r['worst_load_rps']:,.0f}"
+            table.add_row(r["model"], r["label"], str(r["points_compared"]), gap, load,
+                          "ok" if r["ok"] else f"diverges: {r['why']}")
+        out_console.print(table)
+    if not all(r["ok"] for r in rows):
+        sys.exit(1)
+
+
+for _spec in MODELS.values():
+    model_app.command(_spec.name)(model_command(_spec))

@@ -1,0 +1,94 @@
+"""Model parameters from the command line (``--set k=v``, ``--compare k=a,b``) and TOML."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import typing
+from pathlib import Path
+from typing import Any
+
+from replicalab.models.base import from_dict
+
+_SCALARS = (bool, int, float, str)
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def convert(cls: type, key: str, text: str) -> Any:
+    """Return ``text`` converted to the type of ``cls``'s field ``key`` (ValueError if not)."""
+    types = _field_types(cls)
+    if key not in types:
+        raise ValueError(f"unknown parameter {key!r}; valid: {', '.join(sorted(types))}")
+    kind = types[key]
+    options = [t for t in typing.get_args(kind) if t is not type(None)] or [kind]
+    for t in options:
+        if t is bool:
+            if text.lower() in ("true", "yes", "1"):
+                return True
+            if text.lower() in ("false", "no", "0"):
+                return False
+        elif t in _SCALARS:
+            try:
+                return t(text)
+            except ValueError:
+                continue
+        elif typing.get_origin(t) is typing.Literal and text in typing.get_args(t):
+            return text
+    if text.lower() == "none" and type(None) in typing.get_args(kind):
+        return None
+    raise ValueError(f"parameter {key}={text!r} must be {kind}; set it in a TOML file "
+                     "with --params if it is not a plain number or word")
+
+
+def parse_sets(cls: type, items: list[str]) -> dict[str, Any]:
+    """Return {key: value} from ``key=value`` strings, typed by ``cls``'s fields."""
+    out = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise ValueError(f"--set {item!r}: write it as KEY=VALUE, e.g. --set n=5")
+        out[key.strip()] = convert(cls, key.strip(), text.strip())
+    return out
+
+
+def parse_compare(cls: type, item: str | None) -> tuple[str, list[Any]] | None:
+    """Return (key, values) from ``key=a,b,c`` or None."""
+    if not item:
+        return None
+    key, sep, text = item.partition("=")
+    if not sep or not text:
+        raise ValueError(f"--compare {item!r}: write it as KEY=V1,V2,..., e.g. n=3,5,7")
+    return key.strip(), [convert(cls, key.strip(), v.strip()) for v in text.split(",")]
+
+
+def load_toml(path: Path | None) -> dict[str, Any]:
+    """Return the parameters in a TOML file (top-level keys or a [params] table)."""
+    if path is None:
+        return {}
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"--params {path}: no such file") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"--params {path} is not valid TOML: {err}") from None
+    return dict(data.get("params", data))
+
+
+def build(cls: type, toml: dict[str, Any], sets: dict[str, Any], what: str) -> Any:
+    """Return ``cls`` from TOML values overridden by --set values (validated by cls)."""
+    try:
+        return from_dict(cls, {**toml, **sets}, what)
+    except TypeError as err:
+        raise ValueError(f"{what}: {err}") from None
+
+
+def describe(params: Any) -> dict[str, Any]:
+    """Return a flat, JSON-ready view of a params dataclass (complex values as text)."""
+    out = {}
+    for f in dataclasses.fields(params):
+        v = getattr(params, f.name)
+        out[f.name] = v if isinstance(v, _SCALARS) or v is None else str(v)
+    return out
