@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean setup browser
+.PHONY: demo test lint bench clean setup browser servers
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,10 +18,14 @@ setup: $(STAMP)
 browser:
 	@scripts/install-chromium.sh
 
+# Real servers for the integration tests: Debian packages and Toxiproxy (Go module proxy).
+servers:
+	@scripts/install-servers.sh
+
 demo: $(STAMP)
 	$(BIN)/replicalab demo
 
-test: $(STAMP) browser
+test: $(STAMP) browser servers
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q
 

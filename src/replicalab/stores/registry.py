@@ -16,7 +16,13 @@ def _open_sim(url: str, seed: int) -> Store:
     return open_sim(url, seed)
 
 
-_OPENERS: dict[str, Opener] = {"sim": _open_sim}
+def _open_redis(url: str, seed: int) -> Store:
+    from replicalab.stores.redis import open_redis
+
+    return open_redis(url, seed)
+
+
+_OPENERS: dict[str, Opener] = {"sim": _open_sim, "redis": _open_redis}
 
 
 def schemes() -> list[str]:

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install what the real-store integration tests need, if missing: Debian's redis-server,
+# postgresql, etcd-server and zookeeper, and Toxiproxy built from the Go module proxy into
+# .replicalab/bin. Safe to rerun. Services the packages may start are not used: replicalab
+# starts its own server processes on 127.0.0.1 ports of its choosing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server etcd-client)
+[ -e /usr/share/zookeeper/bin/zkServer.sh ] || missing+=(zookeeper)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]} (Debian packages)..."
+  $SUDO apt-get update -qq
+  # policy-rc.d keeps the packages from starting their own services during install
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+  $SUDO chmod +x /usr/sbin/policy-rc.d
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  $SUDO rm -f /usr/sbin/policy-rc.d
+fi
+
+mkdir -p .replicalab/bin
+if [ ! -x .replicalab/bin/toxiproxy-server ]; then
+  command -v go >/dev/null 2>&1 || { echo "error: Go is needed to build Toxiproxy" >&2; exit 2; }
+  echo "building Toxiproxy v2.5.0 from the Go module proxy..."
+  GOBIN="$PWD/.replicalab/bin" go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0
+  mv .replicalab/bin/server .replicalab/bin/toxiproxy-server
+fi

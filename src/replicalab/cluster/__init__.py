@@ -1,0 +1,1 @@
+"""Real local clusters (redis, postgres, etcd, zookeeper) with WAN links through Toxiproxy."""

@@ -1,0 +1,162 @@
+"""Bring clusters up and down: ports, Toxiproxy links from the region matrix, the drivers.
+
+A driver knows one server kind (how to start a node, which links it needs, the store URL,
+how to read its role and lag); everything else is shared here.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Protocol
+
+from replicalab.cluster import process, toxiproxy
+from replicalab.cluster.ports import allocate
+from replicalab.cluster.state import ROOT, Cluster, Link, Node, load, names
+from replicalab.regions import region_set
+
+
+class Driver(Protocol):
+    """One kind of server."""
+
+    kind: str
+    ports_per_node: int  # consecutive ports each node needs (client, peer, ...)
+
+    def check_installed(self) -> None:
+        """Raise ValueError naming the missing binary and how to install it."""
+        ...
+
+    def start(self, c: Cluster, links: LinkMaker, root: Path) -> None:
+        """Start every node of ``c`` (filling pids/roles), create the links it needs."""
+        ...
+
+    def start_node(self, c: Cluster, node: Node, root: Path) -> None:
+        """(Re)start one node from its data directory (used after a crash)."""
+        ...
+
+    def url(self, c: Cluster) -> str:
+        """Return the store URL a probe should use."""
+        ...
+
+    def status(self, c: Cluster) -> list[dict[str, str]]:
+        """Return one row per node: role, replication state or lag (strings)."""
+        ...
+
+
+class LinkMaker:
+    """Creates Toxiproxy proxies carrying the region matrix's one-way delays."""
+
+    def __init__(self, c: Cluster, tp: toxiproxy.Toxiproxy) -> None:
+        self.c = c
+        self.tp = tp
+        self.rs = region_set(c.regions)
+
+    def delays(self, src_region: str, dst_region: str) -> tuple[float, float, float]:
+        """Return (src->dst ms, dst->src ms, jitter ms) for a connection from src to dst.
+
+        Inside one region the delay (~0.2 ms) is below Toxiproxy's 1 ms resolution: no toxic.
+        """
+        if src_region == dst_region:
+            return 0.0, 0.0, 0.0
+        there, sd = self.rs.one_way_ms(src_region, dst_region)
+        back, _ = self.rs.one_way_ms(dst_region, src_region)
+        return there, back, sd
+
+    def link(self, name: str, src: str, src_region: str, dst: Node, kind: str = "replication",
+             dst_port: int | None = None) -> int:
+        """Create a proxy for ``src`` connecting to ``dst``; return the port to connect to."""
+        listen = allocate(1)[0]
+        upstream = dst_port or dst.port
+        there, back, jitter = self.delays(src_region, dst.region)
+        self.tp.create(name, listen, upstream)
+        # toxiproxy: upstream = client->server (src->dst), downstream = server->client
+        self.tp.set_latency(name, downstream_ms=back, upstream_ms=there, jitter_ms=jitter)
+        self.c.links.append(Link(name, listen, upstream, src, f"n{dst.index}", src_region,
+                                 dst.region, back, there, jitter, kind))
+        return listen
+
+
+def _drivers() -> dict[str, type]:
+    from replicalab.cluster.redis import RedisDriver
+
+    return {"redis": RedisDriver}
+
+
+def kinds() -> list[str]:
+    """Return the cluster kinds replicalab can start."""
+    return sorted(_drivers())
+
+
+def driver(kind: str) -> Driver:
+    """Return the driver for ``kind`` (ValueError listing the known kinds)."""
+    try:
+        return _drivers()[kind]()
+    except KeyError:
+        raise ValueError(f"unknown cluster kind {kind!r}; use one of "
+                         f"{', '.join(kinds())}") from None
+
+
+def up(kind: str, nodes: int, regions: str, name: str | None = None,
+       base_port: int | None = None, client_region: str | None = None,
+       root: Path = ROOT) -> Cluster:
+    """Start a cluster and return its saved description (ValueError on bad input)."""
+    drv = driver(kind)
+    rs = region_set(regions)
+    if nodes < 1 or nodes > 15:
+        raise ValueError(f"--nodes {nodes} must be between 1 and 15")
+    if client_region is not None:
+        rs.index(client_region)
+    name = name or f"{kind}-{regions}"
+    if name in names(root):
+        raise ValueError(f"a cluster named {name!r} exists; `replicalab cluster down {name}` "
+                         "first or pick another --name")
+    drv.check_installed()
+    ports = allocate(nodes * drv.ports_per_node + 1, base_port)
+    c = Cluster(kind, name, regions, [], toxiproxy_port=ports[-1],
+                client_region=client_region)
+    base = c.directory(root)
+    k = drv.ports_per_node
+    for i in range(nodes):
+        mine = ports[i * k:(i + 1) * k]
+        c.nodes.append(Node(i, rs.regions[i % len(rs.regions)], "", mine[0],
+                            str(base / f"n{i}"), peer_port=mine[1] if k > 1 else 0,
+                            client_port=mine[0], extra={"ports": mine}))
+    c.save(root)
+    try:
+        c.toxiproxy_pid = toxiproxy.start_server(root, c.toxiproxy_port, base / "toxiproxy.log")
+        c.save(root)
+        tp = toxiproxy.Toxiproxy(c.toxiproxy_port)
+        try:
+            links = LinkMaker(c, tp)
+            drv.start(c, links, root)
+            if client_region is not None:
+                for node in c.nodes:
+                    node.client_port = links.link(f"client-{node.index}", "client",
+                                                  client_region, node, kind="client")
+        finally:
+            tp.close()
+        c.url = drv.url(c)
+        c.save(root)
+    except BaseException:
+        down(name, root)
+        raise
+    return c
+
+
+def down(name: str, root: Path = ROOT) -> list[int]:
+    """Stop exactly what cluster ``name`` started and delete its directory; return the pids."""
+    c = load(name, root)
+    pids = [n.pid for n in c.nodes if n.pid] + ([c.toxiproxy_pid] if c.toxiproxy_pid else [])
+    for pid in pids:
+        process.stop(pid)
+    shutil.rmtree(c.directory(root), ignore_errors=True)
+    return pids
+
+
+def status(name: str, root: Path = ROOT) -> tuple[Cluster, list[dict[str, str]]]:
+    """Return the cluster and one status row per node (alive, role, ports, lag)."""
+    c = load(name, root)
+    rows = driver(c.kind).status(c)
+    for node, row in zip(c.nodes, rows, strict=True):
+        row.setdefault("alive", "yes" if process.alive(node.pid) else "no")
+    return c, rows

@@ -1,0 +1,101 @@
+"""Toxiproxy: one proxy per directed link, latency toxics from the region matrix.
+
+The server binary is built by ``scripts/install-servers.sh`` into ``.replicalab/bin``
+(or found on PATH as ``toxiproxy-server``). A proxy's *downstream* is what the upstream
+server sends back to the connecting client; *upstream* is what the client sends. For a
+link where node B connects to node A, downstream carries A→B and upstream B→A.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from replicalab.cluster import process
+from replicalab.cluster.ports import wait_listening
+
+
+def binary(root: Path) -> Path:
+    """Return the toxiproxy-server executable (ValueError saying how to install it).
+
+    Looked for in $REPLICALAB_TOXIPROXY, ``<root>/bin``, the checkout's ``.replicalab/bin``
+    (where scripts/install-servers.sh builds it), then PATH.
+    """
+    checkout = Path(__file__).resolve().parents[3] / ".replicalab" / "bin"
+    for candidate in (os.environ.get("REPLICALAB_TOXIPROXY"), root / "bin" / "toxiproxy-server",
+                      checkout / "toxiproxy-server"):
+        if candidate and Path(candidate).exists():
+            return Path(candidate)
+    found = shutil.which("toxiproxy-server")
+    if found:
+        return Path(found)
+    raise ValueError("toxiproxy-server is not installed; run scripts/install-servers.sh "
+                     "(or make test), which builds it from the Go module proxy")
+
+
+def start_server(root: Path, api_port: int, log: Path) -> int:
+    """Start a Toxiproxy server with its API on 127.0.0.1:``api_port``; return its pid."""
+    pid = process.start([str(binary(root)), "-host", "127.0.0.1", "-port", str(api_port)], log)
+    if not wait_listening(api_port, 15):
+        process.stop(pid)
+        raise ValueError(f"Toxiproxy did not start on port {api_port}; see {log}")
+    return pid
+
+
+class Toxiproxy:
+    """A client of one Toxiproxy server's HTTP API."""
+
+    def __init__(self, api_port: int) -> None:
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{api_port}", timeout=5.0)
+
+    def close(self) -> None:
+        """Close the HTTP client."""
+        self.http.close()
+
+    def _ok(self, r: httpx.Response) -> Any:
+        if r.status_code >= 400:
+            raise ValueError(f"Toxiproxy refused {r.request.method} {r.request.url.path}: "
+                             f"{r.text.strip()}")
+        return r.json() if r.content else None
+
+    def create(self, name: str, listen_port: int, upstream_port: int) -> None:
+        """Create proxy ``name`` from 127.0.0.1:listen_port to 127.0.0.1:upstream_port."""
+        self._ok(self.http.post("/proxies", json={
+            "name": name, "listen": f"127.0.0.1:{listen_port}",
+            "upstream": f"127.0.0.1:{upstream_port}", "enabled": True}))
+
+    def set_latency(self, name: str, downstream_ms: float, upstream_ms: float,
+                    jitter_ms: float) -> None:
+        """Set (replace) the latency toxics of ``name``: one per direction, in ms."""
+        for stream, ms in (("downstream", downstream_ms), ("upstream", upstream_ms)):
+            toxic = f"latency_{stream}"
+            self.http.delete(f"/proxies/{name}/toxics/{toxic}")
+            if ms > 0:
+                self._ok(self.http.post(f"/proxies/{name}/toxics", json={
+                    "name": toxic, "type": "latency", "stream": stream, "toxicity": 1.0,
+                    "attributes": {"latency": round(ms),
+                                   "jitter": round(jitter_ms)}}))
+
+    def set_enabled(self, name: str, enabled: bool) -> None:
+        """Enable or disable proxy ``name`` (disabled: connections refused and cut)."""
+        self._ok(self.http.post(f"/proxies/{name}", json={"enabled": enabled}))
+
+    def add_timeout(self, name: str) -> None:
+        """Make ``name`` swallow all data without closing (a partition, not a refusal)."""
+        for stream in ("downstream", "upstream"):
+            self._ok(self.http.post(f"/proxies/{name}/toxics", json={
+                "name": f"partition_{stream}", "type": "timeout", "stream": stream,
+                "toxicity": 1.0, "attributes": {"timeout": 0}}))
+
+    def remove_timeout(self, name: str) -> None:
+        """Undo :meth:`add_timeout`."""
+        for stream in ("downstream", "upstream"):
+            self.http.delete(f"/proxies/{name}/toxics/partition_{stream}")
+
+    def proxies(self) -> dict[str, Any]:
+        """Return the server's proxies and their toxics."""
+        return self._ok(self.http.get("/proxies"))

@@ -1,0 +1,80 @@
+"""Real Redis on emulated dc3 links: staleness at a remote replica, and clean shutdown."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from replicalab.cluster import base, process
+from replicalab.cluster.ports import is_free
+from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads.runner import ProbeSpec, run_probe
+from replicalab.workloads.staleness import StalenessConfig
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def redis_dc3(tmp_path_factory):
+    root = tmp_path_factory.mktemp("replicalab")
+    c = base.up("redis", 3, "dc3", name="it-redis", root=root)
+    yield c, root
+    if (root / "clusters" / "it-redis").exists():
+        base.down("it-redis", root)
+
+
+def _probe(url: str, consistency: str, out: Path) -> dict:
+    spec = ProbeSpec(store=url, workload="staleness",
+                     options=ProbeOptions(consistency=consistency, duration_s=12,
+                                          write_interval_s=1.0, read_rate=100),
+                     staleness=StalenessConfig(placement="separate-clients",
+                                               writer_region="US-E", reader_region="US-W",
+                                               ranges="0-25,60-1000"))
+    run = run_probe(spec, out)
+    assert not run.error, run.error
+    return run.results
+
+
+def test_remote_replica_stale_for_the_injected_delay(redis_dc3, tmp_path):
+    c, _ = redis_dc3
+    injected = next(x for x in c.links if x.dst_region == "US-E" and x.src_region == "US-W")
+    one_way_ms = injected.downstream_ms  # primary (US-E) -> replica (US-W): 40 ms
+    r = _probe(c.url, "eventual", tmp_path)
+    early, late = r["fresh_by_range"]
+    assert early["p"] < 0.05 and late["p"] == 1.0
+    window = r["periods"]["last_lt_100_median_ms"]
+    assert abs(window - one_way_ms) <= 0.3 * one_way_ms
+    consistent = _probe(c.url, "consistent", tmp_path)
+    assert all(x["p"] == 1.0 for x in consistent["fresh_by_range"])
+
+
+def test_status_and_down_leave_nothing(redis_dc3):
+    c, root = redis_dc3
+    _, rows = base.status(c.name, root)
+    assert [r["role"] for r in rows] == ["primary", "replica", "replica"]
+    assert all(r["alive"] == "yes" for r in rows)
+    assert all("link up" in r["state"] for r in rows[1:])
+    pids = base.down(c.name, root)
+    assert len(pids) == 4
+    assert not any(process.alive(p) for p in pids)
+    ports = [n.port for n in c.nodes] + [x.listen_port for x in c.links] + [c.toxiproxy_port]
+    assert all(is_free(p) for p in ports)
+
+
+def test_bad_cluster_input(tmp_path):
+    with pytest.raises(ValueError, match="unknown cluster kind 'mongo'"):
+        base.up("mongo", 3, "dc3", root=tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        busy = s.getsockname()[1]
+        with pytest.raises(ValueError, match=f"port {busy} on 127.0.0.1 is already in use"):
+            base.up("redis", 3, "dc3", name="busy", base_port=busy, root=tmp_path)
+    c = base.up("redis", 1, "lan", name="dup", root=tmp_path)
+    try:
+        with pytest.raises(ValueError, match="a cluster named 'dup' exists"):
+            base.up("redis", 1, "lan", name="dup", root=tmp_path)
+    finally:
+        base.down(c.name, tmp_path)
