@@ -6,6 +6,7 @@ how to read its role and lag); everything else is shared here.
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from pathlib import Path
 from typing import Protocol
@@ -76,24 +77,27 @@ class LinkMaker:
         return listen
 
 
-def _drivers() -> dict[str, type]:
-    from replicalab.cluster.redis import RedisDriver
-
-    return {"redis": RedisDriver}
+_DRIVERS = {
+    "redis": "replicalab.cluster.redis:RedisDriver",
+    "postgres": "replicalab.cluster.postgres:PostgresDriver",
+    "etcd": "replicalab.cluster.etcd:EtcdDriver",
+    "zookeeper": "replicalab.cluster.zookeeper:ZookeeperDriver",
+}
 
 
 def kinds() -> list[str]:
     """Return the cluster kinds replicalab can start."""
-    return sorted(_drivers())
+    return sorted(_DRIVERS)
 
 
 def driver(kind: str) -> Driver:
     """Return the driver for ``kind`` (ValueError listing the known kinds)."""
     try:
-        return _drivers()[kind]()
+        module, cls = _DRIVERS[kind].split(":")
     except KeyError:
         raise ValueError(f"unknown cluster kind {kind!r}; use one of "
                          f"{', '.join(kinds())}") from None
+    return getattr(importlib.import_module(module), cls)()
 
 
 def up(kind: str, nodes: int, regions: str, name: str | None = None,

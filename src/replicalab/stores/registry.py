@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -10,19 +11,24 @@ from replicalab.stores.base import Store
 Opener = Callable[[str, int], Store]
 
 
-def _open_sim(url: str, seed: int) -> Store:
-    from replicalab.stores.sim import open_sim
-
-    return open_sim(url, seed)
-
-
-def _open_redis(url: str, seed: int) -> Store:
-    from replicalab.stores.redis import open_redis
-
-    return open_redis(url, seed)
+_ADAPTERS = {
+    "sim": "replicalab.stores.sim:open_sim",
+    "redis": "replicalab.stores.redis:open_redis",
+    "postgresql": "replicalab.stores.postgres:open_postgres",
+    "etcd": "replicalab.stores.etcd:open_etcd",
+    "zk": "replicalab.stores.zookeeper:open_zk",
+}
 
 
-_OPENERS: dict[str, Opener] = {"sim": _open_sim, "redis": _open_redis}
+def _lazy(target: str) -> Opener:
+    def opener(url: str, seed: int) -> Store:
+        module, fn = target.split(":")
+        return getattr(importlib.import_module(module), fn)(url, seed)
+
+    return opener
+
+
+_OPENERS: dict[str, Opener] = {scheme: _lazy(t) for scheme, t in _ADAPTERS.items()}
 
 
 def schemes() -> list[str]:
