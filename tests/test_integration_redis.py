@@ -9,6 +9,7 @@ import pytest
 
 from replicalab.cluster import base, process
 from replicalab.cluster.ports import is_free
+from replicalab.faults.schedule import parse_fault
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec, run_probe
 from replicalab.workloads.staleness import StalenessConfig
@@ -48,6 +49,25 @@ def test_remote_replica_stale_for_the_injected_delay(redis_dc3, tmp_path):
     assert abs(window - one_way_ms) <= 0.3 * one_way_ms
     consistent = _probe(c.url, "consistent", tmp_path)
     assert all(x["p"] == 1.0 for x in consistent["fresh_by_range"])
+
+
+def test_crash_and_partition_availability_drops_and_returns(redis_dc3, tmp_path):
+    c, root = redis_dc3
+    faults = (parse_fault("at=3s crash node=1 for=3s"),
+              parse_fault("at=8s partition node=1 for=2s"))
+    spec = ProbeSpec(store=c.url, workload="staleness",
+                     options=ProbeOptions(duration_s=12, write_interval_s=0.5, read_rate=50),
+                     staleness=StalenessConfig(placement="separate-clients",
+                                               writer_region="US-E", reader_region="US-W"),
+                     cluster=c.name, cluster_root=str(root), faults=faults)
+    r = run_probe(spec, tmp_path).results
+    a = dict(zip(r["availability"]["t_s"], r["availability"]["ok_fraction"], strict=True))
+    assert a[4.0] < 0.2 and a[5.0] < 0.2          # the reader's replica is down
+    assert a[1.0] == 1.0 and a[11.0] == 1.0       # ... and back after the restart
+    assert [f["label"] for f in r["faults"]] == ["crash n1", "partition n1"]
+    assert r["lost_writes"]["checked"] and r["lost_writes"]["lost"] == 0
+    # cut off from the primary, the replica serves ever older data: reads go stale
+    assert max(r["k_staleness"]["k"]) >= 2
 
 
 def test_status_and_down_leave_nothing(redis_dc3):

@@ -43,7 +43,7 @@ def element_ops(h: History, key: str) -> tuple[WriteLog, ReadLog]:
     """Return the ok writes and ok reads touching ``key`` (multi-key ops contribute their part)."""
     types = h.types()
     f = h.column("f")
-    ok = np.flatnonzero(types == 1)
+    ok = np.flatnonzero((types == 1) & (h.column("process") >= 0))  # client ops only
     read_code, write_code = h.f_code("read"), h.f_code("write")
     w_idx, w_val, r_idx, r_val = [], [], [], []
     keys, values = h.keys, h.values

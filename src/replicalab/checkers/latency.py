@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from replicalab.history import CONSISTENCY_NAMES, F_NAMES, NEMESIS, History
+from replicalab.history import CONSISTENCY_NAMES, F_NAMES, History
 
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000  # one hour
@@ -19,7 +19,7 @@ def latency_histograms(h: History) -> dict[str, HdrHistogram]:
         return out
     types = h.types()
     done = (types == 1) | (types == 2)
-    done &= h.column("process") != NEMESIS
+    done &= h.column("process") >= 0  # client ops: not the nemesis, not final reads
     f = h.column("f")
     cons = h.column("consistency")
     lat_us = (h.column("complete_ns") - h.column("invoke_ns")) // 1000

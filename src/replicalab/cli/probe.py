@@ -14,6 +14,8 @@ from rich.table import Table
 from replicalab.cli.errors import UserError, fail
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
+from replicalab.cluster.state import load, names
+from replicalab.faults.schedule import load_faults, parse_fault
 from replicalab.report import render_report
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeRun, ProbeSpec, recheck, run_probe
@@ -74,6 +76,21 @@ def finish(run: ProbeRun, as_json: bool) -> None:
         fail(f"the run stopped early ({run.error}); what was recorded is in {run.run_dir}")
 
 
+def _fault_options(store: str, texts: list[str], path: Path | None,
+                   cluster: str | None) -> dict[str, Any]:
+    """Return the ProbeSpec fields for faults (ValueError if they cannot be carried out)."""
+    plan = [parse_fault(t) for t in texts] + (load_faults(path) if path else [])
+    if not plan:
+        return {}
+    if cluster is None:
+        matches = [n for n in names() if load(n).url == store]
+        if not matches:
+            raise ValueError("faults need a cluster started by `replicalab cluster up`; pass "
+                             "its URL as --store or name it with --cluster")
+        cluster = matches[0]
+    return {"cluster": cluster, "faults": tuple(plan)}
+
+
 def probe(
     store: Annotated[str, typer.Option(help="Store URL, e.g. sim://simpledb, "
                                       "sim://quorum?n=3&r=1&w=1&regions=aws5.")] = "sim://simpledb",
@@ -105,6 +122,12 @@ def probe(
                                             )] = "all",
     read_mode: Annotated[str, typer.Option(help="inter-element: two-single | one-multi | all."
                                            )] = "all",
+    fault: Annotated[list[str] | None, typer.Option(
+        help='Fault on the cluster, repeatable: "at=30s crash node=2 for=20s" (crash, pause, '
+             'partition, slow ... ms=200; node=N or region=NAME).')] = None,
+    faults: Annotated[Path | None, typer.Option(help="TOML file of [[fault]] tables.")] = None,
+    cluster: Annotated[str | None, typer.Option(
+        help="Cluster the faults act on (default: the one whose URL is --store).")] = None,
 ) -> None:
     """Probe a store's consistency as its clients see it.
 
@@ -122,7 +145,7 @@ def probe(
                                       writer_region=writer_region, reader_region=reader_region,
                                       ranges=ranges),
             variant=variant, placement=placement or "all", write_mode=write_mode,
-            read_mode=read_mode)
+            read_mode=read_mode, **_fault_options(store, fault or [], faults, cluster))
         with progress_bar(f"{workload} on {store}", not as_json) as tick:
             run = run_probe(spec, out, tick)
     except (ValueError, UserError) as err:

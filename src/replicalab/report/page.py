@@ -387,6 +387,26 @@ def _latency(page: Page, r: Mapping[str, Any]) -> None:
     )
 
 
+def _accounting(page: Page, r: Mapping[str, Any]) -> None:
+    avail = r.get("availability")
+    faults = r.get("faults") or []
+    if avail and avail.get("t_s") and (faults or (avail.get("overall") or 1) < 1):
+        page.heading("Availability")
+        page.figure("fig-availability",
+                    f"Fraction of client operations that succeeded per {avail['window_s']:g} s "
+                    f"window ({pct(avail['overall'])} overall); shaded: injected faults.",
+                    plots.availability_figure(avail, faults))
+    lost = r.get("lost_writes")
+    if lost and lost.get("checked"):
+        page.heading("Acknowledged writes")
+        page.para(f"A final read of each of the {lost['keys']:,} keys found "
+                  f"{lost['lost']:,} of {lost['acknowledged']:,} acknowledged writes lost.")
+        if lost["examples"]:
+            page.table(["Key", "Lost value", "Final version"],
+                       [[x["key"], x["value"], x["final"] or "absent"]
+                        for x in lost["examples"]], caption="Lost acknowledged writes")
+
+
 _SECTIONS: dict[str, Callable[[Page, Mapping[str, Any]], None]] = {
     "staleness": _staleness,
     "monotonic-writes": _monotonic_writes,
@@ -408,6 +428,7 @@ def render_report(results: dict, run_dir: Path) -> Path:
         page.para(
             f"No views for workload {workload!r}; the embedded results hold all data.", "muted"
         )
+    _accounting(page, results)
     _latency(page, results)
     return write_page(page, results, f"replicalab · {workload} · {results['store']}", run_dir)
 

@@ -107,21 +107,38 @@ def periods_figure(periods: Mapping[str, Any], faults: Sequence[Mapping[str, Any
         ("first_ge_99_ms", "first time ≥ 99 %", "o"),
     ):
         ax.plot(start_s, _floats(periods[key]), marker, markersize=4, linestyle="none", label=label)
-    shaded: set[str] = set()
-    for fault in faults:
-        name = plain(fault.get("label", "fault"))
-        ax.axvspan(
-            fault["start_ms"] / 1000,
-            fault["end_ms"] / 1000,
-            color="#d62728",
-            alpha=0.12,
-            linewidth=0,
-            label=None if name in shaded else f"fault: {name}",
-        )
-        shaded.add(name)
+    shade_faults(ax, faults)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("start of measurement period in the run (s)")
     ax.set_ylabel("time since the write started (ms)")
+    ax.legend(ncols=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+    return fig
+
+
+def shade_faults(ax: Axes, faults: Sequence[Mapping[str, Any]]) -> None:
+    """Shade each fault period (x in seconds of the run) with a legend entry per label."""
+    shaded: set[str] = set()
+    for fault in faults:
+        name = plain(fault.get("label", "fault"))
+        ax.axvspan(fault["start_ms"] / 1000, fault["end_ms"] / 1000, color="#d62728",
+                   alpha=0.12, linewidth=0,
+                   label=None if name in shaded else f"fault: {name}")
+        shaded.add(name)
+
+
+def availability_figure(avail: Mapping[str, Any],
+                        faults: Sequence[Mapping[str, Any]] = ()) -> Figure:
+    """Return the fraction of client operations that succeeded per window against the run
+    time (s), with fault periods shaded."""
+    fig, ax = _new((7.5, 3.2))
+    t = np.asarray(avail["t_s"], dtype=float)
+    ax.step(t, _floats(avail["ok_fraction"]), where="post", color="#1f77b4",
+            label=f"ok per {avail['window_s']:g} s window")
+    shade_faults(ax, faults)
+    ax.set_ylim(-0.02, 1.05)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_xlabel("time in the run (s)")
+    ax.set_ylabel("operations ok")
     ax.legend(ncols=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     return fig
 

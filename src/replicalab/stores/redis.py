@@ -19,6 +19,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -121,8 +123,11 @@ class RedisStore:
         self._clients: list[aioredis.Redis] = []
 
     def _client(self, node: _Node) -> aioredis.Redis:
+        # No client-side retries: a failure must show up as a failed or unknown operation
+        # in the history, not as one very slow success.
         c = aioredis.Redis(host=node.host, port=node.port, decode_responses=True,
-                           socket_timeout=self.timeout_s, socket_connect_timeout=self.timeout_s)
+                           socket_timeout=self.timeout_s, socket_connect_timeout=self.timeout_s,
+                           retry=Retry(NoBackoff(), 0))
         self._clients.append(c)
         return c
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from replicalab.history import History
 from replicalab.runtime import Runtime
 
@@ -40,7 +42,8 @@ def deadline(rt: Runtime, duration_s: float) -> int:
 
 def envelope(workload: str, store: str, opts: ProbeOptions, h: History) -> dict[str, Any]:
     """Return the fields every results.json starts with."""
-    types = h.types()
+    client = h.column("process") >= 0
+    types = np.where(client, h.types(), -1)
     f = h.column("f")
     ok = types == 1
     return {

@@ -104,7 +104,8 @@ def check(h: History, store_url: str, opts: ProbeOptions, variant: str) -> dict[
     cycles = _cycles(h)
     starts = np.array([c[0] for c in cycles], dtype=np.int64)
     types, f = h.types(), h.column("f")
-    reads = np.flatnonzero((types == OpType.OK) & (f == h.f_code("read")))
+    reads = np.flatnonzero((types == OpType.OK) & (f == h.f_code("read"))
+                           & (h.column("process") >= 0))
     curves, fractions = {}, {}
     nver = 4 if variant == "three" else 3
     for key in attributes(variant):

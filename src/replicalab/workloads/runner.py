@@ -20,7 +20,10 @@ from typing import Any
 
 from hdrh.log import HistogramLogWriter
 
+from replicalab.checkers.accounting import FINAL, availability, fault_periods, lost_writes
 from replicalab.checkers.latency import latency_histograms, latency_summary
+from replicalab.faults.nemesis import Nemesis
+from replicalab.faults.schedule import Fault
 from replicalab.history import History, load_history, save_history
 from replicalab.stores import Feature, Store, open_store
 from replicalab.workloads import inter_element, monotonic_writes, staleness
@@ -42,6 +45,9 @@ class ProbeSpec:
     placement: str = "all"
     write_mode: str = "all"
     read_mode: str = "all"
+    cluster: str | None = None
+    cluster_root: str = ".replicalab"
+    faults: tuple[Fault, ...] = ()
 
     def check(self) -> None:
         """Raise ValueError naming the first invalid option."""
@@ -66,7 +72,9 @@ class ProbeSpec:
         st["successive_window_ms"] = tuple(st["successive_window_ms"])
         return cls(store=d["store"], workload=d["workload"], options=ProbeOptions(**d["options"]),
                    staleness=staleness.StalenessConfig(**st), variant=d["variant"],
-                   placement=d["placement"], write_mode=d["write_mode"], read_mode=d["read_mode"])
+                   placement=d["placement"], write_mode=d["write_mode"], read_mode=d["read_mode"],
+                   cluster=d.get("cluster"), cluster_root=d.get("cluster_root", ".replicalab"),
+                   faults=tuple(Fault(**f) for f in d.get("faults", [])))
 
 
 @dataclass
@@ -94,8 +102,8 @@ def _combos(spec: ProbeSpec, store: Store) -> tuple[list[Any], dict[Any, str]]:
     return combos, skipped
 
 
-def _main(spec: ProbeSpec, store: Store, h: History, rec: Recorder
-          ) -> Coroutine[Any, Any, None]:
+def _workload(spec: ProbeSpec, store: Store, h: History, rec: Recorder
+              ) -> Coroutine[Any, Any, None]:
     if spec.workload == "staleness":
         return staleness.generate(store, h, spec.options, spec.staleness, rec)
     if spec.workload == "monotonic-writes":
@@ -110,6 +118,32 @@ def _main(spec: ProbeSpec, store: Store, h: History, rec: Recorder
     return all_combinations()
 
 
+async def _final_reads(store: Store, h: History) -> None:
+    """Read every key written, consistently where the store can, as process FINAL."""
+    written = sorted({k for i, ks in enumerate(h.keys) if h.process[i] >= 0
+                      and h.f[i] in (h.f_code("write"), h.f_code("cas")) for k in ks})
+    if not written:
+        return
+    client = await store.connect()
+    rec = Recorder(h, store.runtime)
+    consistent = Feature.CONSISTENT_READ in store.info.features
+    for key in written:
+        await rec.read(client, FINAL, (key,), consistent)
+    await client.close()
+
+
+async def _run(spec: ProbeSpec, store: Store, h: History, rec: Recorder,
+               nemesis: Nemesis | None) -> None:
+    rt = store.runtime
+    t0 = rt.now_ns()
+    jobs = [_workload(spec, store, h, rec)]
+    if nemesis is not None:
+        jobs.append(nemesis.run(list(spec.faults), h, rt, t0,
+                                t0 + int(spec.options.duration_s * 1e9)))
+    await rt.gather(*jobs)
+    await _final_reads(store, h)
+
+
 def check(spec: ProbeSpec, h: History, features: frozenset[Feature]) -> dict[str, Any]:
     """Return the results of ``spec``'s checkers over ``h`` (pure: no I/O)."""
     if spec.workload == "staleness":
@@ -122,6 +156,9 @@ def check(spec: ProbeSpec, h: History, features: frozenset[Feature]) -> dict[str
         skipped = {c: why for c in combos if (why := c.feasible(features))}
         out = inter_element.check(h, spec.store, spec.options, combos, skipped)
     out["latency"] = latency_summary(latency_histograms(h))
+    out["availability"] = availability(h)
+    out["faults"] = fault_periods(h)
+    out["lost_writes"] = lost_writes(h)
     return out
 
 
@@ -184,6 +221,12 @@ def run_probe(spec: ProbeSpec, out: Path,
         raise ValueError(f"{spec.store} cannot do {', '.join(sorted(m.value for m in missing))}; "
                          "pick another --consistency/--variant or another store")
     run_dir = make_run_dir(out, spec.workload, spec.store)
+    nemesis = None
+    if spec.faults:
+        if spec.cluster is None:
+            raise ValueError("faults need the cluster they act on: pass --cluster NAME")
+        nemesis = Nemesis(spec.cluster, Path(spec.cluster_root))
+        nemesis.check(list(spec.faults))
     rt = store.runtime
     h = History()
     start = [0]
@@ -200,7 +243,7 @@ def run_probe(spec: ProbeSpec, out: Path,
     async def main() -> None:
         start[0] = rt.now_ns()
         try:
-            await _main(spec, store, h, rec)
+            await _run(spec, store, h, rec, nemesis)
         finally:
             await store.close()
 

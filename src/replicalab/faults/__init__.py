@@ -1,0 +1,1 @@
+"""The nemesis: crash, pause, partition and slow nodes or regions on a schedule."""

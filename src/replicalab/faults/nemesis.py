@@ -1,0 +1,125 @@
+"""Carry out faults on a running cluster and record them in the history as nemesis ops.
+
+crash: SIGKILL the node's process group, restart it from its data directory when the fault
+ends. pause: SIGSTOP, then SIGCONT. partition: a timeout toxic on every proxied link to or
+from the node (or every link crossing the region's border), removed at the end. slow: add
+``ms`` to both directions of those links, restored at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from replicalab.cluster import base, process
+from replicalab.cluster.state import Cluster, Link, load
+from replicalab.cluster.toxiproxy import Toxiproxy
+from replicalab.faults.schedule import Fault
+from replicalab.history import NEMESIS, History
+from replicalab.runtime import Runtime
+
+
+@dataclass
+class Nemesis:
+    """Acts on the cluster ``name`` saved under ``root``."""
+
+    name: str
+    root: Path
+
+    def cluster(self) -> Cluster:
+        """Return the cluster as saved now (pids change on restart)."""
+        return load(self.name, self.root)
+
+    def check(self, faults: list[Fault]) -> None:
+        """Raise ValueError if a fault names a node or region the cluster does not have."""
+        c = self.cluster()
+        regions = {n.region for n in c.nodes}
+        for f in faults:
+            if f.node is not None and f.node >= len(c.nodes):
+                raise ValueError(f"fault {f.label!r}: cluster {c.name} has nodes n0..n"
+                                 f"{len(c.nodes) - 1}")
+            if f.region is not None and f.region not in regions:
+                raise ValueError(f"fault {f.label!r}: cluster {c.name} has regions "
+                                 f"{', '.join(sorted(regions))}")
+            if f.action in ("partition", "slow") and not self._links(c, f):
+                raise ValueError(f"fault {f.label!r}: no proxied link touches that target, so "
+                                 "it cannot be cut or slowed")
+
+    @staticmethod
+    def _links(c: Cluster, f: Fault) -> list[Link]:
+        if f.node is not None:
+            me = f"n{f.node}"
+            return [x for x in c.links if me in (x.src, x.dst)]
+        return [x for x in c.links if (x.src_region == f.region) != (x.dst_region == f.region)]
+
+    def _nodes(self, c: Cluster, f: Fault) -> list[int]:
+        return [f.node] if f.node is not None else [n.index for n in c.nodes
+                                                     if n.region == f.region]
+
+    def start(self, f: Fault) -> None:
+        """Begin fault ``f`` (blocking; call from a thread)."""
+        c = self.cluster()
+        if f.action == "crash":
+            for i in self._nodes(c, f):
+                process.kill9(c.nodes[i].pid)
+        elif f.action == "pause":
+            for i in self._nodes(c, f):
+                process.signal_group(c.nodes[i].pid, signal.SIGSTOP)
+        else:
+            tp = Toxiproxy(c.toxiproxy_port)
+            try:
+                for link in self._links(c, f):
+                    if f.action == "partition":
+                        tp.add_timeout(link.name)
+                    else:
+                        tp.set_latency(link.name, link.downstream_ms + f.extra_ms,
+                                       link.upstream_ms + f.extra_ms, link.jitter_ms)
+            finally:
+                tp.close()
+
+    def end(self, f: Fault) -> None:
+        """End fault ``f``: restart, resume, heal or restore (blocking; call from a thread)."""
+        c = self.cluster()
+        if f.action == "crash":
+            drv = base.driver(c.kind)
+            for i in self._nodes(c, f):
+                drv.start_node(c, c.nodes[i], self.root)
+            c.save(self.root)
+        elif f.action == "pause":
+            for i in self._nodes(c, f):
+                process.signal_group(c.nodes[i].pid, signal.SIGCONT)
+        else:
+            tp = Toxiproxy(c.toxiproxy_port)
+            try:
+                for link in self._links(c, f):
+                    if f.action == "partition":
+                        tp.remove_timeout(link.name)
+                    else:
+                        tp.set_latency(link.name, link.downstream_ms, link.upstream_ms,
+                                       link.jitter_ms)
+            finally:
+                tp.close()
+
+    async def run(self, faults: list[Fault], h: History, rt: Runtime, t0_ns: int,
+                  stop_ns: int) -> None:
+        """Carry out ``faults`` on schedule (times from ``t0_ns``), recording each as an op
+        of process nemesis: ``f`` is the action while it starts, the heal when it ends."""
+        events = sorted([(f.at_s, 0, f) for f in faults] + [(f.at_s + f.for_s, 1, f)
+                                                             for f in faults],
+                        key=lambda e: (e[0], e[1]))
+        for at_s, ending, f in events:
+            due = t0_ns + int(at_s * 1e9)
+            if due > rt.now_ns():
+                await rt.sleep_ns(due - rt.now_ns())
+            if not ending and rt.now_ns() >= stop_ns:
+                continue
+            f_name = "heal" if ending else f.action
+            i = h.invoke(NEMESIS, f_name, (f.target,), (f.label,), "none", rt.now_ns())
+            try:
+                await asyncio.to_thread(self.end if ending else self.start, f)
+            except Exception as err:  # a failed fault action is recorded, not fatal
+                h.fail(i, rt.now_ns(), f"{type(err).__name__}: {err}")
+            else:
+                h.ok(i, rt.now_ns(), node=f.target)

@@ -1,0 +1,99 @@
+"""Fault schedules: ``--fault "at=30s crash node=2 for=20s"`` or a TOML file of [[fault]]."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ACTIONS = ("crash", "pause", "partition", "slow")
+_DURATION = re.compile(r"([0-9]*\.?[0-9]+)(ms|s|m)?")
+_UNIT_S = {"ms": 1e-3, "s": 1.0, "m": 60.0, None: 1.0}
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One scheduled fault: what, on which node or region, when and for how long (s)."""
+
+    action: str
+    at_s: float
+    for_s: float
+    node: int | None = None
+    region: str | None = None
+    extra_ms: float = 0.0  # slow: added one-way delay
+
+    @property
+    def target(self) -> str:
+        """Return ``n2`` or ``region US-W``."""
+        return f"n{self.node}" if self.node is not None else f"region {self.region}"
+
+    @property
+    def label(self) -> str:
+        """Return a short description for reports, e.g. ``crash n2``."""
+        extra = f" +{self.extra_ms:g} ms" if self.action == "slow" else ""
+        return f"{self.action} {self.target}{extra}"
+
+
+def _seconds(text: str, what: str) -> float:
+    m = _DURATION.fullmatch(str(text).strip())
+    if not m:
+        raise ValueError(f"{what}={text!r} is not a duration like 500ms, 30s or 2m")
+    return float(m.group(1)) * _UNIT_S[m.group(2)]
+
+
+def _build(fields: dict[str, Any], source: str) -> Fault:
+    action = fields.pop("action", None)
+    if action not in ACTIONS:
+        raise ValueError(f"{source}: action {action!r} must be one of {', '.join(ACTIONS)}")
+    known = {"at", "for", "node", "region", "ms"}
+    unknown = set(fields) - known
+    if unknown:
+        raise ValueError(f"{source}: unknown field {sorted(unknown)[0]!r}; use at=, for=, "
+                         "node= or region=, and ms= for slow")
+    if "at" not in fields or "for" not in fields:
+        raise ValueError(f"{source}: give both at= (when) and for= (how long)")
+    if ("node" in fields) == ("region" in fields):
+        raise ValueError(f"{source}: name exactly one target, node=N or region=NAME")
+    try:
+        node = int(fields["node"]) if "node" in fields else None
+    except ValueError:
+        raise ValueError(f"{source}: node={fields['node']!r} must be a node number") from None
+    if action == "slow" and "ms" not in fields:
+        raise ValueError(f"{source}: slow needs ms= (extra one-way delay)")
+    try:
+        extra = float(fields.get("ms", 0.0))
+    except ValueError:
+        raise ValueError(f"{source}: ms={fields['ms']!r} must be a number of ms") from None
+    fault = Fault(action, _seconds(fields["at"], "at"), _seconds(fields["for"], "for"), node,
+                  fields.get("region"), extra)
+    if fault.for_s <= 0 or fault.at_s < 0 or (node is not None and node < 0) or extra < 0:
+        raise ValueError(f"{source}: at= must be >= 0, for= positive, node= and ms= not "
+                         "negative")
+    return fault
+
+
+def parse_fault(text: str) -> Fault:
+    """Return the Fault in ``"at=30s crash node=2 for=20s"`` (ValueError names the problem)."""
+    fields: dict[str, Any] = {}
+    for word in text.split():
+        key, sep, value = word.partition("=")
+        if sep:
+            fields[key] = value
+        elif "action" in fields:
+            raise ValueError(f"--fault {text!r}: two actions ({fields['action']}, {word})")
+        else:
+            fields["action"] = word
+    return _build(fields, f"--fault {text!r}")
+
+
+def load_faults(path: Path) -> list[Fault]:
+    """Return the faults of a TOML file with ``[[fault]]`` tables."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"--faults {path}: no such file") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"--faults {path} is not valid TOML: {err}") from None
+    return [_build(dict(f), f"{path} fault {i + 1}") for i, f in enumerate(data.get("fault", []))]
