@@ -18,8 +18,18 @@ def _field_types(cls: type) -> dict[str, Any]:
 
 
 def convert(cls: type, key: str, text: str) -> Any:
-    """Return ``text`` converted to the type of ``cls``'s field ``key`` (ValueError if not)."""
+    """Return ``text`` converted to the type of ``cls``'s field ``key`` (ValueError if not).
+
+    A dotted key (``wan.leader``) names a field of a nested parameters dataclass.
+    """
     types = _field_types(cls)
+    head, dot, rest = key.partition(".")
+    if dot:
+        inner = next((t for t in [types.get(head), *typing.get_args(types.get(head))]
+                      if dataclasses.is_dataclass(t)), None)
+        if inner is None:
+            raise ValueError(f"parameter {head!r} has no fields to set with {key!r}")
+        return convert(inner, rest, text)
     if key not in types:
         raise ValueError(f"unknown parameter {key!r}; valid: {', '.join(sorted(types))}")
     kind = types[key]
@@ -39,7 +49,8 @@ def convert(cls: type, key: str, text: str) -> Any:
             return text
     if text.lower() == "none" and type(None) in typing.get_args(kind):
         return None
-    raise ValueError(f"parameter {key}={text!r} must be {kind}; set it in a TOML file "
+    names = " or ".join(getattr(t, "__name__", str(t)) for t in options)
+    raise ValueError(f"parameter {key}={text!r} must be a {names}; set it in a TOML file "
                      "with --params if it is not a plain number or word")
 
 
@@ -50,7 +61,13 @@ def parse_sets(cls: type, items: list[str]) -> dict[str, Any]:
         key, sep, text = item.partition("=")
         if not sep:
             raise ValueError(f"--set {item!r}: write it as KEY=VALUE, e.g. --set n=5")
-        out[key.strip()] = convert(cls, key.strip(), text.strip())
+        key = key.strip()
+        value = convert(cls, key, text.strip())
+        node = out
+        *path, last = key.split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
     return out
 
 
@@ -77,10 +94,17 @@ def load_toml(path: Path | None) -> dict[str, Any]:
     return dict(data.get("params", data))
 
 
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
 def build(cls: type, toml: dict[str, Any], sets: dict[str, Any], what: str) -> Any:
     """Return ``cls`` from TOML values overridden by --set values (validated by cls)."""
     try:
-        return from_dict(cls, {**toml, **sets}, what)
+        return from_dict(cls, _merge(toml, sets), what)
     except TypeError as err:
         raise ValueError(f"{what}: {err}") from None
 

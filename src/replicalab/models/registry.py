@@ -27,4 +27,66 @@ class ModelSpec:
     tables: Callable[[Any], list[dict[str, Any]]] = field(default=_no_tables)
 
 
-MODELS: dict[str, ModelSpec] = {}
+def _wan_tables(p: Any) -> list[dict[str, Any]]:
+    from replicalab.models import paxos_wan
+
+    table = paxos_wan.leader_table(p)
+    best = paxos_wan.best_leader(p)
+    return [{"caption": "Mean client latency at low load by leader region (best marked)",
+             "header": ["leader", "mean latency (ms)"],
+             "rows": [[r + (" (best)" if r == best else ""), f"{v:.1f}"]
+                      for r, v in table.items()]}]
+
+
+def _epaxos_tables(p: Any) -> list[dict[str, Any]]:
+    from dataclasses import replace
+
+    from replicalab.models import epaxos, paxos_wan
+
+    paxos = paxos_wan.max_throughput_rps(p.wan)
+    rows = [[f"{100 * c:g}%", f"{rps:,.0f}", f"{rps / paxos:.2f}x"]
+            for c, rps in epaxos.max_throughput_vs_conflict(replace(p),
+                                                            (0.0, 0.02, 0.1, 0.25, 0.5, 1.0))]
+    return [{"caption": "Aggregate maximum throughput vs conflict (and vs Paxos)",
+             "header": ["conflict", "max throughput (req/s)", "vs Paxos"], "rows": rows}]
+
+
+def _pig_tables(p: Any) -> list[dict[str, Any]]:
+    from replicalab.models import pigpaxos
+
+    rows = pigpaxos.scaling_table()
+    header = list(rows[0])
+    def cell(v: Any) -> str:
+        return f"{v:,.1f}" if isinstance(v, float) else str(v)
+
+    return [{"caption": "PigPaxos vs Paxos maximum throughput by cluster size",
+             "header": header, "rows": [[cell(r[h]) for h in header] for r in rows]}]
+
+
+def _models() -> dict[str, ModelSpec]:
+    from replicalab.models import epaxos, paxos_wan, pigpaxos, wpaxos
+    from replicalab.models.twins import pigpaxos as pig_twin
+    from replicalab.models.twins import wan as wan_twin
+
+    specs = [
+        ModelSpec("paxos-wan", "Multi-Paxos over WAN regions (one node per region)",
+                  "replicalab model paxos-wan --compare leader=VA,CA,JP",
+                  paxos_wan.WanParams, paxos_wan.curve, wan_twin.simulate_paxos_wan,
+                  paxos_wan.validation_grid, _wan_tables),
+        ModelSpec("epaxos", "EPaxos over WAN regions",
+                  "replicalab model epaxos --compare conflict=0.02,0.5,1.0",
+                  epaxos.EPaxosParams, epaxos.curve, wan_twin.simulate_epaxos,
+                  epaxos.validation_grid, _epaxos_tables),
+        ModelSpec("wpaxos", "WPaxos: per-zone leaders, grid quorums, object stealing",
+                  "replicalab model wpaxos --compare locality=0.5,0.7,0.9",
+                  wpaxos.WPaxosParams, wpaxos.curve, wan_twin.simulate_wpaxos,
+                  wpaxos.validation_grid),
+        ModelSpec("pigpaxos", "PigPaxos: relay groups between the leader and followers",
+                  "replicalab model pigpaxos --compare n=9,25,99",
+                  pigpaxos.PigPaxosParams, pigpaxos.curve, pig_twin.simulate,
+                  pigpaxos.validation_grid, _pig_tables),
+    ]
+    return {s.name: s for s in specs}
+
+
+MODELS: dict[str, ModelSpec] = _models()

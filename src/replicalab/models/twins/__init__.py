@@ -1,0 +1,1 @@
+"""Discrete-event twins of the analytic models."""

@@ -1,0 +1,441 @@
+"""Discrete-event twins of the WAN Paxos, EPaxos and WPaxos models (message-level).
+
+Each twin runs the protocol's messages on the ``sim/`` network kernel in virtual time with the
+same :class:`~replicalab.models.paxos_wan.WanParams`: one-way link delays from the region set,
+and every message handled at its destination as one FIFO *job* on the node's ``pipelines``
+workers — deserialise (``mu_md``) and, if the handler sends something, serialise (``mu_ms``),
+normal draws floored at a tenth of the mean. Clients in each region issue requests open loop:
+inter-arrival times are gamma distributed with mean ``1/rate`` and sd ``sigma_r_factor`` times
+the mean (the seed draws a normal with sd = 2x mean, which would be negative half the time; a
+gamma keeps the mean and the sd and stays positive).
+
+All three share the engine :class:`_Engine` and return a :class:`~replicalab.models.base.Curve`
+whose points hold, over the requests after a 10 % warm-up, the mean latency (per client region,
+then weighted by the regions' shares, as the models do), the p99, ``lat_<region>_ms`` per
+client region, and the busiest node's utilisation (offered load x its measured work per
+request / workers). The curve's ``max_throughput_rps`` is measured the same way. Same params,
+loads and seed give the same curve.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from replicalab.models.base import Curve, CurvePoint, point, require
+from replicalab.models.epaxos import EPaxosParams
+from replicalab.models.paxos_wan import WanParams
+from replicalab.models.wpaxos import WPaxosParams, nearest_zones
+from replicalab.runtime.virtual import VirtualRuntime
+from replicalab.sim.network import Delay, Network, Node
+from replicalab.sim.random import Stream
+
+__all__ = ["simulate_epaxos", "simulate_paxos_wan", "simulate_wpaxos"]
+
+_WARMUP = 0.1
+
+
+class _Engine:
+    """Nodes, links, jobs and open-loop clients of one simulated run."""
+
+    def __init__(self, p: WanParams, seed: int, index: int,
+                 nodes: Sequence[tuple[str, str]]) -> None:
+        self.p = p
+        self.rt = VirtualRuntime()
+        self.s = Stream(np.random.default_rng([seed, index, 0]))
+        self.arrival_rng = np.random.default_rng([seed, index, 1])
+        self.net = Network(self.rt, self.s, p.rs)
+        # The node's own service Delay is unused: every job's cost is drawn in ``job``.
+        self.nodes: list[Node] = [self.net.add_node(name, region, Delay.ms(p.mu_md_ms),
+                                                    pipelines=p.pipelines)
+                                  for name, region in nodes]
+        self.work_ns = [[0] * p.n for _ in self.nodes]  # [node][client region]
+        self.md = Delay.ms(p.mu_md_ms, p.sigma_md_ms)
+        self.ms = Delay.ms(p.mu_ms_ms, p.sigma_ms_ms)
+        self.lat_ns: list[int] = []
+        self.lat_index: list[int] = []
+        self.t0: list[int] = []
+        self.region_of: list[int] = []
+        self.expected = 0
+        self.done = self.rt.future()
+
+    # ---- jobs and messages
+    def job(self, i: int, k: int, send: bool, fn: Callable[..., Any] | None = None,
+            *args: Any) -> None:
+        """Queue the handling of one message of request ``k`` at node ``i``; call ``fn(*args)``
+        when it is done. ``send``: the handler also serialises a message."""
+        s = self.s
+        svc = self.md.draw(s) + (self.ms.draw(s) if send else 0)
+        self.work_ns[i][self.region_of[k]] += svc
+        wait = self.net.process(self.nodes[i], svc)
+        if fn is not None:
+            self.rt.call_later(wait, fn, *args)
+
+    def send(self, src_region: str, dst_region: str, fn: Callable[..., Any], *args: Any) -> None:
+        """Deliver ``fn(*args)`` after one one-way link delay."""
+        self.rt.call_later(self.net.link(src_region, dst_region).draw(self.s), fn, *args)
+
+    # ---- clients
+    def schedule_clients(self, load_rps: float, rounds: int,
+                         start: Callable[[int], None]) -> None:
+        """Schedule about ``rounds`` open-loop requests at ``load_rps`` over all regions."""
+        p = self.p
+        horizon_ms = rounds / load_rps * 1000.0
+        times, regions = [], []
+        for c, share in enumerate(p.shares):
+            rate = load_rps * share / 1000.0  # per ms
+            if rate <= 0:
+                continue
+            mean = 1.0 / rate
+            n = int(horizon_ms * rate * 1.3) + 64
+            # A random phase, so deterministic or bursty streams of regions do not align.
+            t = np.cumsum(self._gaps(mean, n)) - self.arrival_rng.random() * mean
+            while t[-1] < horizon_ms:
+                t = np.concatenate([t, t[-1] + np.cumsum(self._gaps(mean, n))])
+            t = t[(t >= 0) & (t < horizon_ms)]
+            times.append(t)
+            regions.append(np.full(len(t), c))
+        all_t = np.concatenate(times)
+        order = np.argsort(all_t, kind="stable")
+        all_t, all_r = all_t[order], np.concatenate(regions)[order]
+        self.expected = len(all_t)
+        self.t0 = [int(x * 1_000_000) for x in all_t]
+        self.region_of = all_r.tolist()
+        for k in range(self.expected):
+            self.rt.call_later(self.t0[k], start, k)
+
+    def _gaps(self, mean_ms: float, n: int) -> np.ndarray:
+        """Return ``n`` inter-arrival times (ms): gamma with the given mean, sd = f x mean."""
+        f = self.p.sigma_r_factor
+        if f == 0:
+            return np.full(n, mean_ms)
+        return self.arrival_rng.gamma(1.0 / f ** 2, mean_ms * f ** 2, n)
+
+    def finish(self, k: int) -> None:
+        """Record request ``k`` as answered at its client now."""
+        self.lat_ns.append(self.rt.now_ns() - self.t0[k])
+        self.lat_index.append(k)
+        if len(self.lat_ns) == self.expected:
+            self.done.set_result(None)
+
+    def run(self) -> None:
+        """Run the virtual loop until every scheduled request is answered."""
+        async def main() -> None:
+            if self.expected:
+                await self.done
+
+        self.rt.run(main())
+
+    def counts(self) -> np.ndarray:
+        """Number of requests issued from each client region."""
+        return np.bincount(np.asarray(self.region_of, dtype=int), minlength=self.p.n)
+
+    def result(self, load_rps: float) -> CurvePoint:
+        """Return the curve point: mean/p99 latency after warm-up, busiest node's utilisation."""
+        p = self.p
+        lat = np.asarray(self.lat_ns, dtype=float) / 1e6
+        idx = np.asarray(self.lat_index)
+        keep = idx >= int(self.expected * _WARMUP)
+        lat, idx = lat[keep], idx[keep]
+        reg = np.asarray(self.region_of)[idx]
+        util = _busiest_work_ms(p, np.asarray(self.work_ns, float), self.counts()) \
+            * load_rps / 1000.0 / p.pipelines
+        extra, mean, weight = {}, 0.0, 0.0
+        for c, r in enumerate(p.rs.regions):
+            if np.any(reg == c):
+                extra[f"lat_{r}_ms"] = v = float(lat[reg == c].mean())
+                mean += p.shares[c] * v
+                weight += p.shares[c]
+        # The mean over client regions weighted by their nominal shares, as the models report
+        # it: bursty arrivals make each region's request count stray from its share, and the
+        # plain mean over requests would carry that noise (~1 % on WAN latencies).
+        return point(load_rps, mean / weight, util, float(np.percentile(lat, 99)), **extra)
+
+
+def _busiest_work_ms(p: WanParams, work_ns: np.ndarray, counts: np.ndarray) -> float:
+    """Busiest node's measured work (ms) per request of the nominal client mix.
+
+    Work is measured per node and per client region and normalised by that region's own
+    request count: bursty arrivals make a region's count stray several % from its share,
+    which would otherwise show up as (and bias the max towards) extra work.
+    """
+    per_request = np.divide(work_ns, counts, out=np.zeros_like(work_ns), where=counts > 0)
+    return float((per_request @ np.asarray(p.shares)).max()) / 1e6
+
+
+def _curve(label: str, p: WanParams, loads_rps: Sequence[float], rounds: int,
+           one: Callable[[float, int], _Engine]) -> Curve:
+    for x in loads_rps:
+        require(isinstance(x, int | float) and x > 0 and math.isfinite(x),
+                f"load {x!r} req/s: twin loads must be finite numbers > 0")
+    require(isinstance(rounds, int) and rounds >= 100,
+            f"rounds={rounds!r}: simulate at least 100 requests per load")
+    pts: list[CurvePoint] = []
+    work_ns = np.zeros((0, 0))
+    counts = np.zeros(p.n)
+    for i, load in enumerate(loads_rps):
+        eng = one(load, i)
+        eng.run()
+        pts.append(eng.result(load))
+        w = np.asarray(eng.work_ns, dtype=float)
+        work_ns = w if work_ns.size == 0 else work_ns + w
+        counts = counts + eng.counts()
+    # Capacity measured, not assumed: workers over the busiest node's work per request,
+    # pooled over all loads (utilisation = offered load x that work / workers).
+    cap = math.inf
+    if work_ns.size:
+        cap = 1000.0 * p.pipelines / _busiest_work_ms(p, work_ns, counts)
+    return Curve(label + " (twin)", pts, cap, {"rounds": rounds})
+
+
+# ----------------------------------------------------------------------------- WAN Paxos
+
+def simulate_paxos_wan(p: WanParams, loads_rps: Sequence[float], seed: int = 0,
+                       rounds: int = 10_000) -> Curve:
+    """Return the message-level twin's latency curve (ms vs req/s) of Multi-Paxos over WAN.
+
+    One node per region; every client sends to the leader, which sends phase-2 to all other
+    nodes and answers after ``floor(N/2)`` replies.
+    """
+    regions = p.rs.regions
+    lead = p.leader_index
+    n = len(regions)
+    need = n // 2
+
+    def one(load: float, index: int) -> _Engine:
+        eng = _Engine(p, seed, index, [(f"n{r}", r) for r in regions])
+        lr = regions[lead]
+        got: list[int] = []
+
+        def start(k: int) -> None:
+            eng.send(regions[eng.region_of[k]], lr, at_leader, k)
+
+        def at_leader(k: int) -> None:
+            eng.job(lead, k, True, broadcast, k)
+
+        def broadcast(k: int) -> None:
+            for j in range(n):
+                if j != lead:
+                    eng.send(lr, regions[j], at_follower, k, j)
+
+        def at_follower(k: int, j: int) -> None:
+            eng.job(j, k, True, eng.send, regions[j], lr, reply, k)
+
+        def reply(k: int) -> None:
+            got[k] += 1
+            if got[k] == need:
+                eng.job(lead, k, True, eng.send, lr, regions[eng.region_of[k]], eng.finish, k)
+            else:
+                eng.job(lead, k, False)
+
+        eng.schedule_clients(load, rounds, start)
+        got.extend([0] * eng.expected)
+        return eng
+
+    label = f"Paxos WAN, leader {regions[lead]} ({p.rs.name})"
+    return _curve(label, p, loads_rps, rounds, one)
+
+
+# ----------------------------------------------------------------------------- EPaxos
+
+def simulate_epaxos(p: EPaxosParams, loads_rps: Sequence[float], seed: int = 0,
+                    rounds: int = 10_000) -> Curve:
+    """Return the twin's latency curve (ms vs req/s) of EPaxos: each region's node leads its
+    clients' commands; PreAccept to the peers, fast path after ``fast_quorum - 1`` replies,
+    else (probability ``conflict``) an Accept round answered by ``floor(N/2)`` peers."""
+    w = p.wan
+    regions = w.rs.regions
+    n = len(regions)
+    fq_need, slow_need = p.fast_quorum_size - 1, n // 2
+    pre_targets = [p.preaccept_targets(i) for i in range(n)]
+    acc_targets = [p.accept_targets(i) for i in range(n)]
+
+    def one(load: float, index: int) -> _Engine:
+        eng = _Engine(w, seed, index, [(f"n{r}", r) for r in regions])
+        uni = eng.s.uniform
+        got: list[int] = []
+        slow: list[bool] = []
+        phase: list[int] = []
+
+        def start(k: int) -> None:
+            c = eng.region_of[k]
+            eng.send(regions[c], regions[c], at_leader, k)
+
+        def at_leader(k: int) -> None:
+            eng.job(eng.region_of[k], k, True, send_all, k, 0)
+
+        def send_all(k: int, ph: int) -> None:
+            i = eng.region_of[k]
+            got[k] = 0
+            phase[k] = ph
+            for j in (pre_targets[i] if ph == 0 else acc_targets[i]):
+                eng.send(regions[i], regions[j], at_follower, k, j, ph)
+
+        def at_follower(k: int, j: int, ph: int) -> None:
+            i = eng.region_of[k]
+            eng.job(j, k, True, eng.send, regions[j], regions[i], reply, k, ph)
+
+        def reply(k: int, ph: int) -> None:
+            i = eng.region_of[k]
+            if ph != phase[k]:
+                eng.job(i, k, False)  # a late PreAcceptOK after the Accept round began
+                return
+            got[k] += 1
+            if got[k] == (fq_need if ph == 0 else slow_need):
+                if ph == 0 and slow[k]:
+                    eng.job(i, k, True, send_all, k, 1)
+                else:
+                    eng.job(i, k, True, eng.send, regions[i], regions[i], eng.finish, k)
+            else:
+                eng.job(i, k, False)
+
+        eng.schedule_clients(load, rounds, start)
+        got.extend([0] * eng.expected)
+        phase.extend([0] * eng.expected)
+        slow.extend(uni() < p.conflict for _ in range(eng.expected))
+        return eng
+
+    label = f"EPaxos, conflict {p.conflict:.0%} ({w.rs.name})"
+    return _curve(label, w, loads_rps, rounds, one)
+
+
+# ----------------------------------------------------------------------------- WPaxos
+
+def simulate_wpaxos(p: WPaxosParams, loads_rps: Sequence[float], seed: int = 0,
+                    rounds: int = 10_000) -> Curve:
+    """Return the twin's latency curve (ms vs req/s) of WPaxos: zones = regions with
+    ``nodes_per_zone`` nodes, the first ``leaders_per_zone`` of them leading objects.
+
+    A request goes to a random leader of its zone: with probability ``locality`` it owns the
+    object and commits with a phase-2 to its thrifty grid quorum; with probability ``steal``
+    it first runs phase-1 on all nodes (grid quorum: ``l - fn`` nodes in ``Z - fz`` zones);
+    otherwise it forwards the request to a random leader of a random other zone and relays the
+    answer back.
+    """
+    w = p.wan
+    regions = w.rs.regions
+    zones, per = len(regions), p.nodes_per_zone
+    n = zones * per
+    lz = p.leaders
+    zone_of = [i // per for i in range(n)]
+    far = [nearest_zones(w, z, p.fz) for z in range(zones)]
+    p1_need = [per - p.fn_ - 1 if u == z else per - p.fn_ for z in range(zones)
+               for u in range(zones)]  # flattened [z * zones + u]
+    p1_zones = zones - p.fz
+
+    def one(load: float, index: int) -> _Engine:
+        eng = _Engine(w, seed, index,
+                      [(f"{regions[i // per]}{i % per}", regions[i // per]) for i in range(n)])
+        s = eng.s
+        entry: list[int] = []
+        got: list[int] = []
+        zone_got: list[list[int]] = []
+        zones_ok: list[int] = []
+
+        def pick(k: int, first: int) -> list[int]:
+            # k distinct nodes of a zone starting at node index ``first`` (per nodes)
+            pool = list(range(first, first + per))
+            out = []
+            for m in range(k):
+                j = m + s.index(len(pool) - m)
+                pool[m], pool[j] = pool[j], pool[m]
+                out.append(pool[m])
+            return out
+
+        def phase2_targets(x: int) -> list[int]:
+            z = zone_of[x]
+            peers = [y for y in range(z * per, z * per + per) if y != x]
+            out = []
+            for m in range(p.fn_):
+                j = m + s.index(len(peers) - m)
+                peers[m], peers[j] = peers[j], peers[m]
+                out.append(peers[m])
+            for u in far[z]:
+                out.extend(pick(p.fn_ + 1, u * per))
+            return out
+
+        def start(k: int) -> None:
+            c = eng.region_of[k]
+            x = c * per + s.index(lz)
+            entry[k] = x
+            eng.send(regions[c], regions[c], at_entry, k, x)
+
+        def at_entry(k: int, x: int) -> None:
+            u = s.uniform()
+            if u < p.locality:
+                eng.job(x, k, True, phase2, k, x, -1)
+            elif u < p.locality + p.steal:
+                eng.job(x, k, True, phase1, k, x)
+            else:
+                z = zone_of[x]
+                oz = s.index(zones - 1)
+                oz += oz >= z
+                y = oz * per + s.index(lz)
+                eng.job(x, k, True, eng.send, regions[z], regions[oz], at_owner, k, y)
+
+        def at_owner(k: int, y: int) -> None:
+            eng.job(y, k, True, phase2, k, y, entry[k])
+
+        def phase2(k: int, x: int, back: int) -> None:
+            targets = phase2_targets(x)
+            got[k] = len(targets)
+            for t in targets:
+                eng.send(regions[zone_of[x]], regions[zone_of[t]], p2_follower, k, x, t, back)
+
+        def p2_follower(k: int, x: int, t: int, back: int) -> None:
+            eng.job(t, k, True, eng.send, regions[zone_of[t]], regions[zone_of[x]],
+                    p2_reply, k, x, back)
+
+        def p2_reply(k: int, x: int, back: int) -> None:
+            got[k] -= 1
+            if got[k]:
+                eng.job(x, k, False)
+                return
+            zx = regions[zone_of[x]]
+            if back < 0:  # answer the client in this zone
+                eng.job(x, k, True, eng.send, zx, regions[eng.region_of[k]], eng.finish, k)
+            else:         # relay to the forwarding node, which answers its client
+                eng.job(x, k, True, eng.send, zx, regions[zone_of[back]], relay, k, back)
+
+        def relay(k: int, x: int) -> None:
+            eng.job(x, k, True, eng.send, regions[zone_of[x]], regions[eng.region_of[k]],
+                    eng.finish, k)
+
+        def phase1(k: int, x: int) -> None:
+            zone_got[k] = [0] * zones
+            zones_ok[k] = 1 if p1_need[zone_of[x] * zones + zone_of[x]] == 0 else 0
+            if zones_ok[k] >= p1_zones:  # cannot happen with a valid grid, kept for safety
+                eng.job(x, k, True, phase2, k, x, -1)
+                return
+            for t in range(n):
+                if t != x:
+                    eng.send(regions[zone_of[x]], regions[zone_of[t]], p1_follower, k, x, t)
+
+        def p1_follower(k: int, x: int, t: int) -> None:
+            eng.job(t, k, True, eng.send, regions[zone_of[t]], regions[zone_of[x]],
+                    p1_reply, k, x, zone_of[t])
+
+        def p1_reply(k: int, x: int, u: int) -> None:
+            zg = zone_got[k]
+            zg[u] += 1
+            if zg[u] == p1_need[zone_of[x] * zones + u]:
+                zones_ok[k] += 1
+                if zones_ok[k] == p1_zones:
+                    eng.job(x, k, True, phase2, k, x, -1)
+                    return
+            eng.job(x, k, False)
+
+        eng.schedule_clients(load, rounds, start)
+        m = eng.expected
+        entry.extend([0] * m)
+        got.extend([0] * m)
+        zone_got.extend([[]] * m)
+        zones_ok.extend([0] * m)
+        return eng
+
+    label = (f"WPaxos {n} nodes, locality {p.locality:.0%}, steal {p.steal:.0%}, "
+             f"fz={p.fz} ({w.rs.name})")
+    return _curve(label, w, loads_rps, rounds, one)
