@@ -45,6 +45,15 @@ def summary_table(results: dict[str, Any], title: str) -> Table:
         ryw = results["read_your_writes"]
         if ryw["applicable"]:
             t.add_row("read-your-writes violations", f"{ryw['violations']:,} of {ryw['reads']:,}")
+    elif results["workload"] == "latency":
+        for v, x in results["variants"].items():
+            t.add_row(f"{v} mean / p50 / p99 / p99.9",
+                      f"{x['mean_ms']:.2f} / {x['p50_ms']:.2f} / {x['p99_ms']:.2f} / "
+                      f"{x['p999_ms']:.2f} ms")
+        for d in results["differences"]:
+            t.add_row(f"{d['a']} - {d['b']}",
+                      f"{d['mean_diff_ms']:+.2f} ms [{d['lo_ms']:+.2f}, {d['hi_ms']:+.2f}] "
+                      f"{d['verdict']}")
     elif results["workload"] == "monotonic-writes":
         for attr, fr in results["version_fraction"].items():
             t.add_row(f"{attr} versions in [50, 400) ms",
@@ -95,7 +104,7 @@ def probe(
     store: Annotated[str, typer.Option(help="Store URL, e.g. sim://simpledb, "
                                       "sim://quorum?n=3&r=1&w=1&regions=aws5.")] = "sim://simpledb",
     workload: Annotated[str, typer.Option(
-        help="staleness | monotonic-writes | inter-element.")] = "staleness",
+        help="staleness | monotonic-writes | inter-element | latency.")] = "staleness",
     consistency: Annotated[str, typer.Option(help="eventual | consistent reads.")] = "eventual",
     duration: Annotated[str, typer.Option(help="How long to probe: 300s, 5m, 1h.")] = "5m",
     seed: Annotated[int, typer.Option(help="Seed: same seed, same simulated history.")] = 1,
@@ -122,6 +131,7 @@ def probe(
                                             )] = "all",
     read_mode: Annotated[str, typer.Option(help="inter-element: two-single | one-multi | all."
                                            )] = "all",
+    ops: Annotated[int, typer.Option(help="latency: operations per variant.")] = 1000,
     fault: Annotated[list[str] | None, typer.Option(
         help='Fault on the cluster, repeatable: "at=30s crash node=2 for=20s" (crash, pause, '
              'partition, slow ... ms=200; node=N or region=NAME).')] = None,
@@ -145,7 +155,7 @@ def probe(
                                       writer_region=writer_region, reader_region=reader_region,
                                       ranges=ranges),
             variant=variant, placement=placement or "all", write_mode=write_mode,
-            read_mode=read_mode, **_fault_options(store, fault or [], faults, cluster))
+            read_mode=read_mode, ops=ops, **_fault_options(store, fault or [], faults, cluster))
         with progress_bar(f"{workload} on {store}", not as_json) as tick:
             run = run_probe(spec, out, tick)
     except (ValueError, UserError) as err:

@@ -407,10 +407,23 @@ def _accounting(page: Page, r: Mapping[str, Any]) -> None:
                         for x in lost["examples"]], caption="Lost acknowledged writes")
 
 
+def _latency_workload(page: Page, r: Mapping[str, Any]) -> None:
+    page.heading("Latency by kind of operation (cf. seed 000)")
+    page.table(["Variant", "Count", "Mean (ms)", "p50", "p99", "p99.9"],
+               [[v, f"{x['count']:,}", *(num(x[k], 3) for k in ("mean_ms", "p50_ms", "p99_ms",
+                                                                 "p999_ms"))]
+                for v, x in r["variants"].items()])
+    page.table(["A", "B", "Mean A - B (ms)", "95 % bootstrap interval", "Verdict"],
+               [[d["a"], d["b"], num(d["mean_diff_ms"], 3),
+                 f"[{num(d['lo_ms'], 3)}, {num(d['hi_ms'], 3)}]", d["verdict"]]
+                for d in r["differences"]], caption="Pairwise differences of the means")
+
+
 _SECTIONS: dict[str, Callable[[Page, Mapping[str, Any]], None]] = {
     "staleness": _staleness,
     "monotonic-writes": _monotonic_writes,
     "inter-element": _inter_element,
+    "latency": _latency_workload,
 }
 
 

@@ -26,11 +26,11 @@ from replicalab.faults.nemesis import Nemesis
 from replicalab.faults.schedule import Fault
 from replicalab.history import History, load_history, save_history
 from replicalab.stores import Feature, Store, open_store
-from replicalab.workloads import inter_element, monotonic_writes, staleness
+from replicalab.workloads import inter_element, latency, monotonic_writes, staleness
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.recorder import Recorder
 
-WORKLOADS = ("staleness", "monotonic-writes", "inter-element")
+WORKLOADS = ("staleness", "monotonic-writes", "inter-element", "latency")
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ class ProbeSpec:
     placement: str = "all"
     write_mode: str = "all"
     read_mode: str = "all"
+    ops: int = 1000
     cluster: str | None = None
     cluster_root: str = ".replicalab"
     faults: tuple[Fault, ...] = ()
@@ -58,6 +59,9 @@ class ProbeSpec:
             self.staleness.check()
         elif self.workload == "monotonic-writes":
             monotonic_writes.check_variant(self.variant)
+        elif self.workload == "latency":
+            if self.ops < 2:
+                raise ValueError(f"--ops {self.ops} must be at least 2")
         else:
             inter_element.parse_combinations(self.placement, self.write_mode, self.read_mode)
 
@@ -73,6 +77,7 @@ class ProbeSpec:
         return cls(store=d["store"], workload=d["workload"], options=ProbeOptions(**d["options"]),
                    staleness=staleness.StalenessConfig(**st), variant=d["variant"],
                    placement=d["placement"], write_mode=d["write_mode"], read_mode=d["read_mode"],
+                   ops=d.get("ops", 1000),
                    cluster=d.get("cluster"), cluster_root=d.get("cluster_root", ".replicalab"),
                    faults=tuple(Fault(**f) for f in d.get("faults", [])))
 
@@ -92,6 +97,8 @@ def _needed(spec: ProbeSpec) -> set[Feature]:
         return staleness.required_features(spec.options)
     if spec.workload == "monotonic-writes":
         return monotonic_writes.required_features(spec.options, spec.variant)
+    if spec.workload == "latency":
+        return set()
     return {Feature.CONSISTENT_READ if spec.options.consistency == "consistent"
             else Feature.EVENTUAL_READ}
 
@@ -108,6 +115,8 @@ def _workload(spec: ProbeSpec, store: Store, h: History, rec: Recorder
         return staleness.generate(store, h, spec.options, spec.staleness, rec)
     if spec.workload == "monotonic-writes":
         return monotonic_writes.generate(store, h, spec.options, spec.variant, rec)
+    if spec.workload == "latency":
+        return latency.generate(store, h, spec.options, spec.ops, rec)
     combos, skipped = _combos(spec, store)
 
     async def all_combinations() -> None:
@@ -150,6 +159,8 @@ def check(spec: ProbeSpec, h: History, features: frozenset[Feature]) -> dict[str
         out = staleness.check(h, spec.store, spec.options, spec.staleness)
     elif spec.workload == "monotonic-writes":
         out = monotonic_writes.check(h, spec.store, spec.options, spec.variant)
+    elif spec.workload == "latency":
+        out = latency.check(h, spec.store, spec.options, spec.ops)
     else:
         combos = inter_element.parse_combinations(spec.placement, spec.write_mode,
                                                   spec.read_mode)
