@@ -9,6 +9,7 @@ import typer
 
 from replicalab import __version__
 from replicalab.cli.cluster import cluster_app
+from replicalab.cli.compare import compare
 from replicalab.cli.demo import demo
 from replicalab.cli.errors import DEBUG, err_console, fail
 from replicalab.cli.export import export
@@ -40,6 +41,7 @@ app.command()(probe)
 app.command()(report)
 app.command()(demo)
 app.command()(export)
+app.command()(compare)
 app.add_typer(model_app, name="model")
 app.add_typer(cluster_app, name="cluster")
 

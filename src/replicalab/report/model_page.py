@@ -15,15 +15,18 @@ from replicalab.report.page import Page, esc, write_page
 
 def render_model_report(results: Mapping[str, Any], run_dir: Path,
                         curves: Sequence[Curve] = (),
-                        figures: Sequence[tuple[str, str, Figure]] = ()) -> Path:
+                        figures: Sequence[tuple[str, str, Figure]] = (),
+                        kind: str = "model") -> Path:
     """Write ``run_dir/report.html`` and PNGs for a model run; return the HTML path.
 
     ``results`` holds ``model``, ``title``, ``params`` (name -> value with unit in the name),
     optional ``tables`` ([{caption, header, rows}]) and ``notes``; ``curves`` are drawn as
-    latency vs throughput; ``figures`` are extra (id, caption, Figure) triples.
+    latency vs throughput; ``figures`` are extra (id, caption, Figure) triples; ``kind``
+    names the page ("model", "comparison").
     """
     page = Page()
-    page.add(f'<h1>replicalab model <span class="sub">· {esc(results["title"])}</span></h1>')
+    page.add(f'<h1>replicalab {esc(kind)} <span class="sub">· {esc(results["title"])}</span>'
+             "</h1>")
     if notes := results.get("notes"):
         page.add('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
     params = results.get("params", {})
@@ -41,4 +44,4 @@ def render_model_report(results: Mapping[str, Any], run_dir: Path,
         page.figure(fig_id, caption, fig)
     for t in results.get("tables", []):
         page.table(t["header"], t["rows"], caption=t.get("caption", ""))
-    return write_page(page, results, f"replicalab · model · {results['title']}", run_dir)
+    return write_page(page, results, f"replicalab · {kind} · {results['title']}", run_dir)

@@ -53,3 +53,21 @@ def visibility_figure(t_ms: Sequence[float], curves: dict[str, Sequence[float]],
     ax.set_ylim(-0.02, 1.02)
     ax.legend(frameon=False, fontsize=8)
     return fig
+
+
+def freshness_overlay_figure(curves: dict[str, tuple[Sequence[float], Sequence[float]]],
+                             xmax_ms: float) -> Figure:
+    """Return P(fresh read) vs ms since the write started, one line per store (t_ms, p)."""
+    fig = Figure(figsize=(7.5, 4.0), layout="constrained", facecolor="white")
+    ax = fig.add_subplot()
+    ax.grid(True, color="#e5e5e5", linewidth=0.8)
+    ax.set_axisbelow(True)
+    ax.spines[["top", "right"]].set_visible(False)
+    for label, (t, p) in curves.items():
+        ax.plot(t, p, linewidth=1.3, label=label.replace("$", r"\$"))
+    ax.set_xlim(0, xmax_ms)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("time since the write started (ms)")
+    ax.set_ylabel("probability of reading the freshest value")
+    ax.legend(frameon=False, fontsize=8)
+    return fig
