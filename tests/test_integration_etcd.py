@@ -1,0 +1,278 @@
+"""Real etcd 3.4 on emulated dc3 peer links: stale serializable reads at a remote member,
+never-stale linearizable reads and what they cost, CAS/multi-key semantics, a 5-member
+cluster surviving a crash and restart, and clean shutdown.
+
+What the staleness test asserts, and why it is not simply "the one-way delay": the writer
+talks to the US-E member, the reader to the US-W member. A write is proposed to the leader
+L (one way from the writer's member when that is not L), committed when a quorum has it
+(the fastest ``n // 2`` followers' round trips), and a follower applies it only when the
+*next* message from L carries the new commit index (one more L→follower trip). So the
+reader's member shows the new value
+
+    window = d(W→L) + commit RTT(L) + d(L→R)          (d = one-way delay, 0 inside a region)
+
+after the write started. With the leader in US-E that is 40 + (40 + 41.5) + 40 = 121.5 ms,
+three times the 40 ms US-E→US-W one-way delay. The test finds the leader, computes this
+window from the injected delays, and asserts the measured window is within 30% of it.
+A linearizable read at R costs d(R→L) + commit RTT(L) + d(L→R) more than a serializable one
+(ReadIndex: L confirms its leadership with a quorum heartbeat round); the test asserts the
+p50 difference is at least 60% of that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from replicalab.checkers.extract import element_ops
+from replicalab.checkers.freshness import since_ack
+from replicalab.cluster import base, process
+from replicalab.cluster.etcd import EtcdDriver
+from replicalab.cluster.ports import free_port, is_free
+from replicalab.cluster.state import Cluster
+from replicalab.history import load_history
+from replicalab.regions import region_set
+from replicalab.stores import ABSENT, ConditionFailed, open_store
+from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads.runner import ProbeSpec, run_probe
+from replicalab.workloads.staleness import KEY, StalenessConfig
+
+pytestmark = pytest.mark.integration
+
+WRITER, READER = "US-E", "US-W"
+
+
+@pytest.fixture(scope="module")
+def etcd_dc3(tmp_path_factory):
+    root = tmp_path_factory.mktemp("replicalab")
+    c = base.up("etcd", 3, "dc3", name="it-etcd", root=root)
+    yield c, root
+    if (root / "clusters" / "it-etcd").exists():
+        base.down("it-etcd", root)
+
+
+def _leader(c: Cluster, root: Path) -> int:
+    _, rows = base.status(c.name, root)
+    leaders = [i for i, r in enumerate(rows) if r["role"] == "leader"]
+    assert len(leaders) == 1, rows
+    return leaders[0]
+
+
+def _move_leader(c: Cluster, root: Path, target: int) -> None:
+    """Hand leadership to member ``target`` (v3 gateway, asked of the current leader)."""
+    _, rows = base.status(c.name, root)
+    leader = _leader(c, root)
+    httpx.post(f"http://127.0.0.1:{c.nodes[leader].port}/v3/maintenance/transfer-leadership",
+               json={"targetID": str(int(rows[target]["member_id"], 16))},
+               timeout=10).raise_for_status()
+    deadline = time.monotonic() + 10
+    while _leader(c, root) != target:
+        assert time.monotonic() < deadline, "leadership did not move"
+        time.sleep(0.1)
+
+
+def _model(c: Cluster, leader: int, writer: int, reader: int) -> tuple[float, float]:
+    """Return (stale window at ``reader``, extra cost of a linearizable read there) in ms."""
+    rs = region_set(c.regions)
+
+    def d(a: int, b: int) -> float:
+        ra, rb = c.nodes[a].region, c.nodes[b].region
+        return 0.0 if ra == rb else rs.one_way_ms(ra, rb)[0]
+
+    rtts = sorted(d(leader, f) + d(f, leader) for f in range(len(c.nodes)) if f != leader)
+    commit_rtt = rtts[len(c.nodes) // 2 - 1]
+    window = d(writer, leader) + commit_rtt + d(leader, reader)
+    read_index = d(reader, leader) + commit_rtt + d(leader, reader)
+    return window, read_index
+
+
+def _probe(url: str, consistency: str, out: Path, ranges: str, duration_s: float = 10):
+    spec = ProbeSpec(store=url, workload="staleness",
+                     options=ProbeOptions(consistency=consistency, duration_s=duration_s,
+                                          write_interval_s=1.0, read_rate=100, period_s=1.0),
+                     staleness=StalenessConfig(placement="separate-clients",
+                                               writer_region=WRITER, reader_region=READER,
+                                               ranges=ranges))
+    run = run_probe(spec, out)
+    assert not run.error, run.error
+    return run
+
+
+def test_serializable_stale_linearizable_fresh_and_slower(etcd_dc3, tmp_path):
+    c, root = etcd_dc3
+    writer = next(n.index for n in c.nodes if n.region == WRITER)
+    reader = next(n.index for n in c.nodes if n.region == READER)
+    leader = _leader(c, root)
+    window_ms, read_index_ms = _model(c, leader, writer, reader)
+    ranges = f"0-{int(0.7 * window_ms)},{int(1.5 * window_ms) + 20}-1000"
+
+    ev = _probe(c.url, "eventual", tmp_path / "ev", ranges)
+    r = ev.results
+    early, late = r["fresh_by_range"]
+    assert early["total"] > 50 and early["p"] < 0.05, early  # before the window: stale
+    assert late["p"] == 1.0, late  # well after it: fresh
+    measured = r["periods"]["last_lt_100_median_ms"]
+    assert measured is not None
+    assert abs(measured - window_ms) <= 0.3 * window_ms, (leader, measured, window_ms)
+
+    co = _probe(c.url, "consistent", tmp_path / "co", ranges)
+    rc = co.results
+    assert rc["ops"]["info"] == 0 and rc["ops"]["failed"] == 0
+    # linearizable: never older than a write acknowledged before the read began
+    h, _ = load_history(co.run_dir)
+    writes, reads = element_ops(h, KEY)
+    after_ack = since_ack(writes, reads)
+    assert sum(after_ack["total"]) > 20 and all(p == 1.0 for p in after_ack["p"])
+    assert rc["fresh_by_range"][1]["p"] == 1.0
+    # ... and it costs the ReadIndex round trip through the leader
+    ser_p50 = r["latency"]["read/eventual"]["p50_ms"]
+    lin_p50 = rc["latency"]["read/consistent"]["p50_ms"]
+    assert lin_p50 > ser_p50 + 0.6 * read_index_ms, (ser_p50, lin_p50, read_index_ms)
+    print(f"\netcd dc3 leader n{leader} ({c.nodes[leader].region}): stale window "
+          f"{measured:.1f} ms (model {window_ms:.1f}); read p50/p99 serializable "
+          f"{ser_p50}/{r['latency']['read/eventual']['p99_ms']} ms, linearizable "
+          f"{lin_p50}/{rc['latency']['read/consistent']['p99_ms']} ms "
+          f"(model extra {read_index_ms:.1f}); write p50 "
+          f"{rc['latency']['write/none']['p50_ms']} ms")
+
+    # no acknowledged write lost: a linearizable read returns the last one
+    last = writes.value[int(writes.complete_ns.argmax())]
+
+    async def final() -> str | None:
+        store = open_store(c.url)
+        try:
+            client = await store.connect(READER)
+            return (await client.read([KEY], consistent=True)).values[0]
+        finally:
+            await store.close()
+
+    assert asyncio.run(final()) == last
+
+
+def test_stale_window_follows_the_leader(etcd_dc3, tmp_path):
+    """Move the leader to the member whose window differs most (EU: 223 ms vs 121.5 ms for
+    US-E or US-W) and check the measured window follows the model again."""
+    c, root = etcd_dc3
+    writer = next(n.index for n in c.nodes if n.region == WRITER)
+    reader = next(n.index for n in c.nodes if n.region == READER)
+    now, _ = _model(c, _leader(c, root), writer, reader)
+    target = max(range(len(c.nodes)), key=lambda L: abs(_model(c, L, writer, reader)[0] - now))
+    window_ms, _ = _model(c, target, writer, reader)
+    assert abs(window_ms - now) > 0.6 * min(window_ms, now)  # the two cases are told apart
+    _move_leader(c, root, target)
+    r = _probe(c.url, "eventual", tmp_path, "0-450,500-1000", duration_s=6).results
+    measured = r["periods"]["last_lt_100_median_ms"]
+    assert measured is not None
+    assert abs(measured - window_ms) <= 0.3 * window_ms, (target, measured, window_ms)
+    print(f"\netcd dc3 leader moved to n{target} ({c.nodes[target].region}): stale window "
+          f"{measured:.1f} ms (model {window_ms:.1f}); write p50 "
+          f"{r['latency']['write/none']['p50_ms']} ms")
+
+
+def test_conditional_multi_key_and_delete(etcd_dc3):
+    c, _ = etcd_dc3
+
+    async def scenario() -> None:
+        store = open_store(c.url)
+        try:
+            a = await store.connect(READER)
+            b = await store.connect("EU")
+            assert (a.member, b.member) == ("n1", "n2")
+            keys = ["d/i/x", "d/i/y"]
+            await a.write({"d/i/x": "1", "d/i/y": "1"}, expect={"d/i/x": ABSENT})
+            with pytest.raises(ConditionFailed):
+                await b.write({"d/i/x": "2"}, expect={"d/i/x": ABSENT})
+            with pytest.raises(ConditionFailed):
+                await b.write({"d/i/x": "2", "d/i/y": "2"}, expect={"d/i/x": "0"})
+            await b.write({"d/i/x": "2", "d/i/y": "2"}, expect={"d/i/x": "1", "d/i/y": "1"})
+            got = await a.read([*keys, "d/i/none"], consistent=True)
+            assert got.values == ("2", "2", None) and got.node == "n1"
+            await a.delete(keys)
+            assert (await b.read(keys, consistent=True)).values == (None, None)
+            await b.write({"d/i/x": "3"}, expect={"d/i/x": ABSENT})
+        finally:
+            await store.close()
+        with pytest.raises(ValueError, match=r"^cannot reach etcd at 127\.0\.0\.1:\d+ .*"
+                                             r"is the cluster up\? \(`replicalab cluster"):
+            await open_store(f"etcd://127.0.0.1:{free_port()}?timeout_ms=500").connect()
+
+    asyncio.run(scenario())
+
+
+def test_status_and_down_leave_nothing(etcd_dc3):
+    c, root = etcd_dc3
+    _, rows = base.status(c.name, root)
+    assert sorted(r["role"] for r in rows) == ["follower", "follower", "leader"]
+    assert all(r["alive"] == "yes" for r in rows)
+    assert len({r["member_id"] for r in rows}) == 3
+    assert len({r["leader_id"] for r in rows}) == 1
+    assert all(r["behind"].isdigit() for r in rows)
+    assert len(c.links) == 6 and {x.name for x in c.links} == {
+        f"peer-{i}-{j}" for i in range(3) for j in range(3) if i != j}
+    pids = base.down(c.name, root)
+    assert len(pids) == 4
+    assert not any(process.alive(p) for p in pids)
+    ports = [p for n in c.nodes for p in n.extra["ports"]]
+    ports += [x.listen_port for x in c.links] + [c.toxiproxy_port]
+    assert all(is_free(p) for p in ports)
+
+
+def test_five_members_survive_a_crash_and_restart(tmp_path):
+    c = base.up("etcd", 5, "dc3", name="it-etcd5", root=tmp_path)
+    try:
+        leader = _leader(c, tmp_path)
+        victim = next(n for n in c.nodes if n.index not in (leader, 0))
+        process.kill9(victim.pid)
+
+        async def write() -> None:
+            store = open_store(c.url)
+            try:
+                await (await store.connect()).write({"r/i/a": "after-crash"})
+            finally:
+                await store.close()
+
+        asyncio.run(write())  # 4 of 5 members: still a quorum
+        EtcdDriver().start_node(c, victim, tmp_path)
+        c.save(tmp_path)
+
+        async def caught_up() -> bool:  # serializable read at the restarted member itself
+            store = open_store(f"etcd://127.0.0.1:{victim.client_port}?timeout_ms=1000")
+            try:
+                deadline = time.monotonic() + 15
+                while time.monotonic() < deadline:
+                    try:
+                        client = await store.connect()
+                        got = await client.read(["r/i/a"], consistent=False)
+                        if got.values == ("after-crash",):
+                            return True
+                    except Exception:
+                        pass
+                    await asyncio.sleep(0.1)
+                return False
+            finally:
+                await store.close()
+
+        assert asyncio.run(caught_up())
+        _, rows = base.status(c.name, tmp_path)
+        assert [r["role"] for r in rows].count("leader") == 1
+        assert all(r["alive"] == "yes" and r["role"] != "unreachable" for r in rows)
+        assert len(c.links) == 20
+    finally:
+        pids = base.down(c.name, tmp_path)
+    assert not any(process.alive(p) for p in pids)
+
+
+def test_missing_etcd_is_one_clear_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    for call in (EtcdDriver().check_installed,
+                 lambda: base.up("etcd", 3, "dc3", name="none", root=tmp_path)):
+        with pytest.raises(ValueError) as err:
+            call()
+        msg = str(err.value)
+        assert "etcd is not installed" in msg and "scripts/install-servers.sh" in msg
+        assert "\n" not in msg
+    assert not (tmp_path / "clusters").exists()
