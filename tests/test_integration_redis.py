@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from replicalab.cluster import base, process
 from replicalab.cluster.ports import is_free
 from replicalab.faults.schedule import parse_fault
+from replicalab.history import load_history
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec, run_probe
 from replicalab.workloads.staleness import StalenessConfig
@@ -98,3 +100,15 @@ def test_bad_cluster_input(tmp_path):
             base.up("redis", 1, "lan", name="dup", root=tmp_path)
     finally:
         base.down(c.name, tmp_path)
+
+
+def test_store_unreachable_mid_run_is_an_error_and_history_is_kept(tmp_path):
+    c = base.up("redis", 1, "lan", name="gone", root=tmp_path / "root")
+    threading.Timer(3.0, base.down, args=("gone", tmp_path / "root")).start()
+    spec = ProbeSpec(store=c.url, workload="staleness",
+                     options=ProbeOptions(duration_s=8, write_interval_s=0.5, read_rate=50))
+    run = run_probe(spec, tmp_path / "runs")
+    assert "became unreachable" in run.error and "3." in run.error
+    h, _ = load_history(run.run_dir)
+    assert len(h) > 100 and (run.run_dir / "results.json").exists()
+    assert run.results["availability"]["ok_fraction"][-1] == 0.0

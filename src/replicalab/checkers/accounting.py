@@ -88,3 +88,23 @@ def lost_writes(h: History, limit: int = 50) -> dict[str, Any]:
                              else f"{now.seq}.{now.writer}"})
     return {"checked": True, "keys": len(final), "acknowledged": n, "lost": len(lost),
             "examples": lost[:limit]}
+
+
+def unreachable_since(h: History, min_s: float = 2.0, min_ops: int = 5) -> float | None:
+    """Return seconds into the run from which no client op succeeded to the end, if that
+    stretch lasts at least ``min_s`` and holds at least ``min_ops`` ops (else None)."""
+    proc, types = h.column("process"), h.types()
+    client = np.flatnonzero((proc >= 0) & (types != 0))
+    if len(client) == 0:
+        return None
+    inv = h.column("invoke_ns")[client]
+    order = np.argsort(inv, kind="stable")
+    ok = types[client][order] == 1
+    last_ok = np.flatnonzero(ok)
+    tail = order[last_ok[-1] + 1:] if len(last_ok) else order
+    if len(tail) < min_ops:
+        return None
+    start, end = inv[tail].min(), h.column("complete_ns")[client][tail].max()
+    if (end - start) / 1e9 < min_s:
+        return None
+    return (start - run_start_ns(h)) / 1e9

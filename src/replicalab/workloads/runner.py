@@ -20,12 +20,18 @@ from typing import Any
 
 from hdrh.log import HistogramLogWriter
 
-from replicalab.checkers.accounting import FINAL, availability, fault_periods, lost_writes
+from replicalab.checkers.accounting import (
+    FINAL,
+    availability,
+    fault_periods,
+    lost_writes,
+    unreachable_since,
+)
 from replicalab.checkers.latency import latency_histograms, latency_summary
 from replicalab.faults.nemesis import Nemesis
 from replicalab.faults.schedule import Fault
 from replicalab.history import History, load_history, save_history
-from replicalab.stores import Feature, Store, open_store
+from replicalab.stores import Feature, Store, StoreError, open_store
 from replicalab.workloads import inter_element, latency, monotonic_writes, staleness
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.recorder import Recorder
@@ -133,7 +139,10 @@ async def _final_reads(store: Store, h: History) -> None:
                       and h.f[i] in (h.f_code("write"), h.f_code("cas")) for k in ks})
     if not written:
         return
-    client = await store.connect()
+    try:
+        client = await store.connect()
+    except (ValueError, StoreError):
+        return  # the store is gone: lost writes stay unchecked, the run reports why
     rec = Recorder(h, store.runtime)
     consistent = Feature.CONSISTENT_READ in store.info.features
     for key in written:
@@ -222,6 +231,18 @@ def save_results(results: dict[str, Any], run_dir: Path) -> Path:
     return path
 
 
+def _unreachable(spec: ProbeSpec, h: History) -> str:
+    """Return why the run failed if the store stopped answering for good, else ""."""
+    since = unreachable_since(h)
+    if since is None:
+        return ""
+    if any(f.at_s <= since + 1 and f.at_s + f.for_s >= spec.options.duration_s
+           for f in spec.faults):
+        return ""  # a scheduled fault explains it
+    last = next((e for e in reversed(h.error) if e), "no answer")
+    return f"the store became unreachable {since:.1f} s into the run ({last})"
+
+
 def run_probe(spec: ProbeSpec, out: Path,
               progress: Callable[[float], None] | None = None) -> ProbeRun:
     """Run ``spec`` and save it under ``out``; returns even when interrupted (see ProbeRun)."""
@@ -265,6 +286,8 @@ def run_probe(spec: ProbeSpec, out: Path,
     except Exception as err:  # the store failed: keep what was recorded, report the cause
         error, trace = f"{type(err).__name__}: {err}", traceback.format_exc()
     h.close_in_flight(rt.now_ns(), error or "interrupted")
+    if not error and not interrupted:
+        error = _unreachable(spec, h)
     config = {"spec": spec.to_json(), "store": store.info.to_json(),
               "wall_s": round(time.perf_counter() - wall0, 3), "interrupted": interrupted,
               "error": error, "error_traceback": trace,
