@@ -37,3 +37,40 @@ def test_model_pbs_bad_input(tmp_path: Path):
     _one_line_error(run("model", "pbs", "--t-max-ms", "0", cwd=tmp_path), 2, "--t-max-ms")
     _one_line_error(run("model", "pbs", "--from-run", str(tmp_path), cwd=tmp_path), 2,
                     "not a run directory")
+
+
+def test_model_command_compare_and_twin(tmp_path: Path):
+    p = run("model", "epaxos", "--set", "wan.leader=JP", "--compare", "conflict=0.02,0.5",
+            "--points", "5", "--twin", "--rounds", "2000", "--json", "--out", str(tmp_path),
+            cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    labels = [c["label"] for c in out["curves"]]
+    assert labels == ["conflict=0.02", "conflict=0.02 (twin)", "conflict=0.5",
+                      "conflict=0.5 (twin)"]
+    low, high = out["curves"][0], out["curves"][2]
+    assert low["max_throughput_rps"] > 1.3 * high["max_throughput_rps"]
+    assert out["tables"][0]["header"][0] == "conflict"
+    assert (Path(out["run_dir"]) / "figures" / "curves.png").is_file()
+
+
+def test_model_validate_one_model(tmp_path: Path):
+    p = run("model", "validate", "--model", "paxos-wan", "--rounds", "3000", "--json",
+            cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)["rows"]
+    assert len(rows) >= 5 and all(r["ok"] for r in rows)
+
+
+def test_model_bad_parameters(tmp_path: Path):
+    _one_line_error(run("model", "wpaxos", "--set", "locality=2", cwd=tmp_path), 2,
+                    "locality")
+    _one_line_error(run("model", "epaxos", "--set", "wan.nope=1", cwd=tmp_path), 2,
+                    "unknown parameter 'nope'")
+    _one_line_error(run("model", "epaxos", "--set", "conflict", cwd=tmp_path), 2, "KEY=VALUE")
+    _one_line_error(run("model", "validate", "--model", "raft", cwd=tmp_path), 2,
+                    "--model 'raft'")
+    bad = tmp_path / "p.toml"
+    bad.write_text("[params\n")
+    _one_line_error(run("model", "pigpaxos", "--params", str(bad), cwd=tmp_path), 2,
+                    "not valid TOML")
