@@ -63,12 +63,35 @@ def _pig_tables(p: Any) -> list[dict[str, Any]]:
              "header": header, "rows": [[cell(r[h]) for h in header] for r in rows]}]
 
 
+def _lan_tables(p: Any) -> list[dict[str, Any]]:
+    from dataclasses import replace
+
+    from replicalab.models import paxos_lan
+
+    rows = []
+    for n in (3, 4, 5, 6, 7, 9):
+        q = replace(p, n=n, q2=None)
+        rows.append([n, f"{paxos_lan.network_only_latency_ms(q):.4f}",
+                     f"{paxos_lan.throughput_one_client_rps(q):,.0f}",
+                     f"{paxos_lan.max_throughput_rps(q):,.0f}"])
+    return [{"caption": "By cluster size: network-only round latency and one client's "
+                        "throughput (part 1), saturation throughput with queueing (part 2)",
+             "header": ["N", "network-only latency (ms)", "one client (rounds/s)",
+                        "max throughput (rounds/s)"], "rows": rows}]
+
+
 def _models() -> dict[str, ModelSpec]:
-    from replicalab.models import epaxos, paxos_wan, pigpaxos, wpaxos
+    from replicalab.models import epaxos, paxos_lan, paxos_wan, pigpaxos, wpaxos
+    from replicalab.models.twins import paxos_lan as lan_twin
     from replicalab.models.twins import pigpaxos as pig_twin
     from replicalab.models.twins import wan as wan_twin
 
     specs = [
+        ModelSpec("paxos-lan", "Multi-Paxos on a LAN with processing queues (and FPaxos)",
+                  "replicalab model paxos-lan --compare n=3,5,7,9 "
+                  "(FPaxos: --set n=9 --set q2=3 --compare talk_to=all,quorum)",
+                  paxos_lan.PaxosLanParams, paxos_lan.refined_curve, lan_twin.simulate,
+                  paxos_lan.validation_grid, _lan_tables),
         ModelSpec("paxos-wan", "Multi-Paxos over WAN regions (one node per region)",
                   "replicalab model paxos-wan --compare leader=VA,CA,JP",
                   paxos_wan.WanParams, paxos_wan.curve, wan_twin.simulate_paxos_wan,
