@@ -43,14 +43,39 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
+def descendants(pid: int) -> list[int]:
+    """Return the pids of every live descendant of ``pid`` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(") ", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
 def signal_group(pid: int, sig: int) -> None:
-    """Send ``sig`` to the process group led by ``pid`` (the server and its children)."""
+    """Send ``sig`` to the process group led by ``pid`` and to every descendant (servers
+    such as PostgreSQL put their children in groups of their own)."""
+    targets = descendants(pid)
     try:
         os.killpg(pid, sig)
     except ProcessLookupError:
         pass
     except PermissionError:
         os.kill(pid, sig)
+    for child in targets:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(child, sig)
 
 
 def stop(pid: int, timeout_s: float = 10.0) -> None:

@@ -12,12 +12,12 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from matplotlib.figure import Figure
 
 from replicalab import __version__
 from replicalab.report import plots
+from replicalab.stores.base import redact_url
 
 PNG_DPI = 120
 # All-None metadata drops matplotlib's <metadata> block (dates, creator URL) from the SVG.
@@ -46,16 +46,6 @@ _OPS = {"reads": "reads", "writes": "writes", "failed": "failed", "info": "indet
 def esc(value: object) -> str:
     """Return ``value`` as text safe to place in HTML content or attributes."""
     return html.escape(str(value))
-
-
-def redact_url(url: str) -> str:
-    """Return ``url`` with any password in its userinfo replaced by ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    userinfo, _, hostport = parts.netloc.rpartition("@")
-    user = userinfo.partition(":")[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}"))
 
 
 def _missing(x: float | None) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 from replicalab.runtime import Runtime
 
@@ -76,6 +77,16 @@ class Element:
     domain: str
     item: str
     attribute: str
+
+
+def redact_url(url: str) -> str:
+    """Return ``url`` with any password in its userinfo replaced by ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user = userinfo.partition(":")[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}"))
 
 
 def parse_element(key: str) -> Element:

@@ -32,6 +32,7 @@ from replicalab.faults.nemesis import Nemesis
 from replicalab.faults.schedule import Fault
 from replicalab.history import History, load_history, save_history
 from replicalab.stores import Feature, Store, StoreError, open_store
+from replicalab.stores.base import redact_url
 from replicalab.workloads import inter_element, latency, monotonic_writes, staleness
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.recorder import Recorder
@@ -72,8 +73,8 @@ class ProbeSpec:
             inter_element.parse_combinations(self.placement, self.write_mode, self.read_mode)
 
     def to_json(self) -> dict[str, Any]:
-        """Return a JSON-ready dict of this spec."""
-        return asdict(self)
+        """Return a JSON-ready dict of this spec (a password in the URL is masked)."""
+        return {**asdict(self), "store": redact_url(self.store)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ProbeSpec:
@@ -294,6 +295,7 @@ def run_probe(spec: ProbeSpec, out: Path,
               "runtime": "virtual" if rt.virtual else "real"}
     save_history(h, run_dir, config)
     results = check(spec, h, store.info.features)
+    results["store"] = redact_url(spec.store)
     if interrupted or error:
         results["notes"].append(f"run cut short: {error}")
     save_results(results, run_dir)

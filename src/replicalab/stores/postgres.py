@@ -1,0 +1,399 @@
+"""``postgresql://`` — PostgreSQL primary + hot standbys (psycopg 3 async), in real time.
+
+URL: ``postgresql://postgres@127.0.0.1:P/postgres?standbys=127.0.0.1:P1,127.0.0.1:P2
+&node_regions=US-E,US-W,EU&regions=dc3&read=nearest|random
+&synchronous_commit=local|off|on|remote_write|remote_apply&timeout_ms=2000`` (what
+``replicalab cluster up postgres`` prints). User, password and database come from the URL or
+libpq's ``PG*`` environment; the password is never logged or saved.
+
+Data model: one table ``replicalab_kv(domain, item, attr, value)`` keyed by the element's
+three parts, created on the primary at the first connect. A consistent read asks the
+primary; an eventual read asks one hot standby: ``nearest`` = a standby in the client's
+region (else the first), ``random`` = chosen at random per client. A multi-element read is
+one SELECT (one snapshot of one server); a write is one upsert statement (atomic for any
+number of elements); a conditional write is one transaction at the primary that locks and
+checks every expectation (``UPDATE ... WHERE value = expected``; ``INSERT ... ON CONFLICT
+DO NOTHING`` for ``ABSENT``) before writing, and raises ConditionFailed if any fails.
+``synchronous_commit`` is set for every session (default ``local``: commits do not wait for
+standbys; ``remote_apply``: a commit returns once every standby has applied it, with the
+cluster's ``synchronous_standby_names = 'ANY n (*)'``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import random
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import psycopg
+from psycopg import errors as pgerr
+
+from replicalab.regions import region_set
+from replicalab.runtime import RealRuntime
+from replicalab.stores.base import (
+    ABSENT,
+    ConditionFailed,
+    Feature,
+    ReadResult,
+    StoreError,
+    StoreInfo,
+    Unavailable,
+    WriteResult,
+    parse_element,
+)
+
+T = TypeVar("T")
+
+_PARAMS = ("standbys", "regions", "node_regions", "read", "synchronous_commit", "timeout_ms")
+_SYNC = ("off", "local", "on", "remote_write", "remote_apply")
+TABLE = "replicalab_kv"
+_CREATE = (f"CREATE TABLE IF NOT EXISTS {TABLE} (domain text NOT NULL, item text NOT NULL, "
+           "attr text NOT NULL, value text NOT NULL, PRIMARY KEY (domain, item, attr))")
+_GET_ONE = f"SELECT value FROM {TABLE} WHERE domain = %s AND item = %s AND attr = %s"
+_GET_MANY = (f"SELECT t.value FROM unnest(%s::text[], %s::text[], %s::text[]) WITH ORDINALITY "
+             f"AS k(d, i, a, n) LEFT JOIN {TABLE} t ON t.domain = k.d AND t.item = k.i "
+             "AND t.attr = k.a ORDER BY k.n")
+_UPSERT = (f"INSERT INTO {TABLE} (domain, item, attr, value) SELECT * FROM unnest(%s::text[], "
+           "%s::text[], %s::text[], %s::text[]) ON CONFLICT (domain, item, attr) "
+           "DO UPDATE SET value = EXCLUDED.value")
+_CHECK = (f"UPDATE {TABLE} SET value = value WHERE domain = %s AND item = %s AND attr = %s "
+          "AND value = %s")
+_CLAIM = (f"INSERT INTO {TABLE} (domain, item, attr, value) VALUES (%s, %s, %s, '') "
+          "ON CONFLICT (domain, item, attr) DO NOTHING")
+_DELETE = (f"DELETE FROM {TABLE} t USING unnest(%s::text[], %s::text[], %s::text[]) "
+           "AS k(d, i, a) WHERE t.domain = k.d AND t.item = k.i AND t.attr = k.a")
+# the server lets a commit return, with only this warning, when its wait is cancelled
+_SYNC_CANCELLED = "canceling wait for synchronous replication"
+
+
+def _hostport(text: str, url: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    try:
+        return host or "127.0.0.1", int(port)
+    except ValueError:
+        raise ValueError(f"{text!r} in {_redact(url)!r} is not HOST:PORT") from None
+
+
+def _columns(keys: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    els = [parse_element(k) for k in keys]
+    return [e.domain for e in els], [e.item for e in els], [e.attribute for e in els]
+
+
+def _redact(url: str) -> str:
+    """Return ``url`` without its password (the user name stays)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return parts._replace(netloc=f"{user}:***@{netloc}").geturl()
+
+
+@dataclass(frozen=True)
+class _Node:
+    name: str
+    host: str
+    port: int
+    region: str
+
+
+class PostgresStore:
+    """An opened PostgreSQL deployment (primary plus hot standbys)."""
+
+    def __init__(self, url: str, seed: int) -> None:
+        parts = urlsplit(url)
+        q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        for k in q:
+            if k not in _PARAMS:
+                raise ValueError(f"unknown parameter {k!r} for postgresql://; valid: "
+                                 f"{', '.join(_PARAMS)}")
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if not port:
+            raise ValueError(f"{_redact(url)!r} needs a port: "
+                             "postgresql://postgres@127.0.0.1:5432/postgres")
+        addrs = [(parts.hostname or "127.0.0.1", port)]
+        addrs += [_hostport(x, url) for x in q.get("standbys", "").split(",") if x]
+        node_regions = [x for x in q.get("node_regions", "").split(",") if x]
+        if node_regions and len(node_regions) != len(addrs):
+            raise ValueError(f"node_regions lists {len(node_regions)} regions for "
+                             f"{len(addrs)} nodes in {_redact(url)!r}; give one per node")
+        if node_regions:
+            known = region_set(q.get("regions", "lan")).regions
+            for r in node_regions:
+                if r not in known:
+                    raise ValueError(f"node region {r!r} is not in region set "
+                                     f"{q.get('regions', 'lan')!r} ({', '.join(known)})")
+        regions = node_regions or ["local"] * len(addrs)
+        self.nodes = [_Node(f"n{i}", h, p, regions[i]) for i, (h, p) in enumerate(addrs)]
+        self.read_policy = q.get("read", "nearest")
+        if self.read_policy not in ("nearest", "random"):
+            raise ValueError(f"parameter read={self.read_policy!r} for postgresql:// must be "
+                             "nearest or random")
+        self.synchronous_commit = q.get("synchronous_commit", "local")
+        if self.synchronous_commit not in _SYNC:
+            raise ValueError(f"parameter synchronous_commit={self.synchronous_commit!r} for "
+                             f"postgresql:// must be one of {', '.join(_SYNC)}")
+        try:
+            self.timeout_s = float(q.get("timeout_ms", "2000")) / 1000
+        except ValueError:
+            raise ValueError("parameter timeout_ms of postgresql:// must be a number") from None
+        if not self.timeout_s > 0:
+            raise ValueError("postgresql:// timeout_ms must be positive")
+        # credentials: from the URL, else libpq reads PGUSER/PGPASSWORD/PGDATABASE itself
+        self._auth: dict[str, str] = {}
+        if parts.username:
+            self._auth["user"] = unquote(parts.username)
+        if parts.password is not None:
+            self._auth["password"] = unquote(parts.password)
+        dbname = unquote(parts.path.lstrip("/"))
+        if dbname:
+            self._auth["dbname"] = dbname
+        self.rng = random.Random(seed)
+        self.runtime = RealRuntime()
+        self.info = StoreInfo(
+            url=_redact(url), kind="postgres",
+            features=frozenset({Feature.EVENTUAL_READ, Feature.CONSISTENT_READ,
+                                Feature.CONDITIONAL_WRITE, Feature.ATOMIC_MULTI_WRITE,
+                                Feature.MULTI_READ, Feature.DELETE}),
+            regions=tuple(dict.fromkeys(regions)),
+            params={"read": self.read_policy, "synchronous_commit": self.synchronous_commit,
+                    "timeout_ms": round(self.timeout_s * 1000), "table": TABLE,
+                    "nodes": {n.name: f"{n.host}:{n.port} ({n.region})" for n in self.nodes}},
+            eventual_read_served_by=f"one hot standby per client ({self.read_policy}: "
+                                    + ("the standby in the client's region, else the first"
+                                       if self.read_policy == "nearest" else "at random")
+                                    + "); the primary when there is no standby")
+        self._conns: list[_Conn] = []
+        self._table_ready = False
+        self._table_lock = asyncio.Lock()
+
+    def _conn(self, node: _Node) -> _Conn:
+        c = _Conn(self, node)
+        self._conns.append(c)
+        return c
+
+    def _standby_for(self, region: str | None) -> _Node:
+        standbys = self.nodes[1:]
+        if not standbys:
+            return self.nodes[0]
+        if self.read_policy == "random":
+            return self.rng.choice(standbys)
+        local = [n for n in standbys if n.region == region]
+        return local[0] if local else standbys[0]
+
+    async def _ensure_table(self, primary: _Conn, standby: _Conn) -> None:
+        """Create the table on the primary if missing; wait (bounded) for the standby."""
+        async with self._table_lock:
+            if self._table_ready:
+                return
+            conn = await primary.get()
+            row = await (await conn.execute("SELECT pg_is_in_recovery(), "
+                                            f"to_regclass('{TABLE}') IS NOT NULL")).fetchone()
+            assert row is not None
+            if row[0]:
+                n = primary.node
+                raise ValueError(f"{n.host}:{n.port} is a standby (in recovery); the "
+                                 "postgresql:// URL's host:port must be the primary")
+            if not row[1]:
+                # another client may create it at the same moment
+                with contextlib.suppress(pgerr.UniqueViolation, pgerr.DuplicateTable):
+                    await conn.execute(_CREATE)
+            if standby is not primary:
+                sconn = await standby.get()
+                deadline = asyncio.get_running_loop().time() + max(self.timeout_s, 5.0)
+                while asyncio.get_running_loop().time() < deadline:
+                    cur = await sconn.execute(f"SELECT to_regclass('{TABLE}') IS NOT NULL")
+                    got = await cur.fetchone()
+                    if got and got[0]:
+                        break
+                    await asyncio.sleep(0.01)
+            self._table_ready = True
+
+    async def connect(self, region: str | None = None) -> PostgresClient:
+        """Return a client; ``region`` picks the nearest standby for eventual reads."""
+        if region is not None and region not in self.info.regions:
+            raise ValueError(f"region {region!r} is not one of this store's regions "
+                             f"({', '.join(self.info.regions)})")
+        primary_node = self.nodes[0]
+        standby_node = self._standby_for(region or primary_node.region)
+        primary = self._conn(primary_node)
+        standby = primary if standby_node is primary_node else self._conn(standby_node)
+        for c in (primary, standby):
+            try:
+                await c.get()
+            except Unavailable as err:
+                raise ValueError(f"cannot reach PostgreSQL at {c.node.host}:{c.node.port} "
+                                 f"({err}); is the cluster up? (`replicalab cluster status`)"
+                                 ) from None
+        try:
+            await asyncio.wait_for(self._ensure_table(primary, standby), self.timeout_s + 5.0)
+        except (psycopg.Error, TimeoutError) as err:
+            raise ValueError(f"cannot prepare table {TABLE} on {primary_node.host}:"
+                             f"{primary_node.port}: {_first_line(err)}; is the cluster up? "
+                             "(`replicalab cluster status`)") from None
+        return PostgresClient(self, primary, standby)
+
+    async def close(self) -> None:
+        """Close every connection this store opened."""
+        for c in self._conns:
+            await c.close()
+        self._conns.clear()
+
+
+@dataclass(eq=False)
+class _Conn:
+    """One lazily (re)opened autocommit connection to one server."""
+
+    store: PostgresStore
+    node: _Node
+    conn: psycopg.AsyncConnection[Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    async def _open(self) -> psycopg.AsyncConnection[Any]:
+        s = self.store
+        conn = await psycopg.AsyncConnection.connect(
+            host=self.node.host, port=self.node.port, autocommit=True,
+            connect_timeout=max(2, math.ceil(s.timeout_s)), application_name="replicalab",
+            options=f"-c synchronous_commit={s.synchronous_commit}", **s._auth)
+        conn.add_notice_handler(self._notice)
+        return conn
+
+    def _notice(self, diag: psycopg.errors.Diagnostic) -> None:
+        if diag.message_primary and _SYNC_CANCELLED in diag.message_primary:
+            self.warnings.append(diag.message_primary)
+
+    async def get(self) -> psycopg.AsyncConnection[Any]:
+        """Return the open connection, opening a new one if there is none or it broke."""
+        if self.conn is not None and not self.conn.closed and not self.conn.broken:
+            return self.conn
+        await self.close()
+        try:
+            self.conn = await asyncio.wait_for(self._open(), self.store.timeout_s + 1.0)
+        except (psycopg.OperationalError, TimeoutError, OSError) as err:
+            raise Unavailable(f"{self.node.name}: {_first_line(err) or 'connect timeout'}"
+                              ) from None
+        return self.conn
+
+    async def run(self, fn: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
+        """Return ``fn(connection)`` within the timeout, mapping errors to store errors."""
+        conn = await self.get()
+        self.warnings.clear()
+        try:
+            out = await asyncio.wait_for(fn(conn), self.store.timeout_s)
+        except TimeoutError:
+            await self.close()  # its state is unknown; the next call reconnects
+            raise Unavailable(f"{self.node.name}: no answer within "
+                              f"{self.store.timeout_s * 1000:.0f} ms") from None
+        except (psycopg.OperationalError, psycopg.InterfaceError) as err:
+            await self.close()
+            raise Unavailable(f"{self.node.name}: {_first_line(err)}") from None
+        except psycopg.Error as err:
+            raise StoreError(f"{self.node.name}: {_first_line(err)}") from None
+        if self.warnings:
+            raise Unavailable(f"{self.node.name}: committed locally, but {self.warnings[0]}")
+        return out
+
+    async def close(self) -> None:
+        """Close the connection (if any)."""
+        if self.conn is not None:
+            conn, self.conn = self.conn, None
+            with contextlib.suppress(psycopg.Error, TimeoutError, OSError):
+                await asyncio.wait_for(conn.close(), 1.0)
+
+
+def _first_line(err: BaseException) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+@dataclass
+class PostgresClient:
+    """One client session: a connection to the primary and one to its read standby."""
+
+    store: PostgresStore
+    primary: _Conn
+    standby: _Conn
+
+    async def read(self, keys: Sequence[str], *, consistent: bool) -> ReadResult:
+        """Return the values of ``keys`` (one SELECT) from the primary or this client's
+        standby."""
+        target = self.primary if consistent else self.standby
+        d, i, a = _columns(keys)
+
+        async def select(conn: psycopg.AsyncConnection[Any]) -> tuple[str | None, ...]:
+            try:
+                if len(keys) == 1:
+                    cur = await conn.execute(_GET_ONE, (d[0], i[0], a[0]))
+                    row = await cur.fetchone()
+                    return (row[0] if row else None,)
+                cur = await conn.execute(_GET_MANY, (d, i, a))
+                return tuple(r[0] for r in await cur.fetchall())
+            except pgerr.UndefinedTable:
+                return (None,) * len(keys)  # a standby that has not replayed the CREATE yet
+
+        return ReadResult(await target.run(select), target.node.name)
+
+    async def write(self, values: Mapping[str, str], *,
+                    expect: Mapping[str, Any] | None = None) -> WriteResult:
+        """Write ``values`` atomically at the primary (only if ``expect`` holds)."""
+        d, i, a = _columns(list(values))
+        v = list(values.values())
+        if not expect:
+            async def upsert(conn: psycopg.AsyncConnection[Any]) -> None:
+                await conn.execute(_UPSERT, (d, i, a, v))
+
+            await self.primary.run(upsert)
+            return WriteResult(self.primary.node.name)
+        # lock and check expectations in key order (no deadlock between two such writes)
+        ordered = sorted(expect.items(), key=lambda kv: kv[0])
+        checks = [(parse_element(k), want) for k, want in ordered if want is not ABSENT]
+        claims = [parse_element(k) for k, want in ordered if want is ABSENT]
+        claimed_only = [parse_element(k) for k, want in ordered
+                        if want is ABSENT and k not in values]
+
+        async def cas(conn: psycopg.AsyncConnection[Any]) -> None:
+            async with conn.transaction():
+                for e, want in checks:
+                    cur = await conn.execute(_CHECK, (e.domain, e.item, e.attribute, str(want)))
+                    if cur.rowcount != 1:
+                        raise ConditionFailed(f"{self.primary.node.name}: "
+                                              f"{e.domain}/{e.item}/{e.attribute} is not "
+                                              f"{want!r}")
+                for e in claims:
+                    cur = await conn.execute(_CLAIM, (e.domain, e.item, e.attribute))
+                    if cur.rowcount != 1:
+                        raise ConditionFailed(f"{self.primary.node.name}: "
+                                              f"{e.domain}/{e.item}/{e.attribute} exists")
+                await conn.execute(_UPSERT, (d, i, a, v))
+                if claimed_only:
+                    await conn.execute(_DELETE, ([e.domain for e in claimed_only],
+                                                 [e.item for e in claimed_only],
+                                                 [e.attribute for e in claimed_only]))
+
+        await self.primary.run(cas)
+        return WriteResult(self.primary.node.name)
+
+    async def delete(self, keys: Sequence[str]) -> WriteResult:
+        """Delete ``keys`` at the primary (one statement)."""
+        d, i, a = _columns(keys)
+
+        async def delete(conn: psycopg.AsyncConnection[Any]) -> None:
+            await conn.execute(_DELETE, (d, i, a))
+
+        await self.primary.run(delete)
+        return WriteResult(self.primary.node.name)
+
+    async def close(self) -> None:
+        """Connections are closed by the store."""
+
+
+def open_postgres(url: str, seed: int) -> PostgresStore:
+    """Return a PostgreSQL store for ``url``."""
+    return PostgresStore(url, seed)
