@@ -96,6 +96,15 @@ class Toxiproxy:
         for stream in ("downstream", "upstream"):
             self.http.delete(f"/proxies/{name}/toxics/partition_{stream}")
 
+    def set_reset(self, name: str, on: bool) -> None:
+        """Make ``name`` reset every new connection before any byte passes (or stop it)."""
+        if on:
+            self._ok(self.http.post(f"/proxies/{name}/toxics", json={
+                "name": "hold", "type": "reset_peer", "stream": "upstream", "toxicity": 1.0,
+                "attributes": {"timeout": 0}}))
+        else:
+            self.http.delete(f"/proxies/{name}/toxics/hold")
+
     def proxies(self) -> dict[str, Any]:
         """Return the server's proxies and their toxics."""
         return self._ok(self.http.get("/proxies"))

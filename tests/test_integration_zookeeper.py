@@ -1,0 +1,187 @@
+"""Real ZooKeeper on emulated dc3 links: stale plain reads at a follower, fresh sync+reads,
+no lost acknowledged writes, status, clean shutdown, missing installation."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from replicalab.checkers.extract import element_ops
+from replicalab.checkers.freshness import since_ack
+from replicalab.cluster import base, process, zookeeper
+from replicalab.cluster.ports import is_free
+from replicalab.cluster.state import Cluster
+from replicalab.history import load_history
+from replicalab.stores import ABSENT, ConditionFailed, open_store
+from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads.runner import ProbeSpec, run_probe
+from replicalab.workloads.staleness import KEY, StalenessConfig
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def zk_dc3(tmp_path_factory):
+    root = tmp_path_factory.mktemp("replicalab")
+    c = base.up("zookeeper", 3, "dc3", name="it-zk", root=root)
+    yield c, root
+    if (root / "clusters" / "it-zk").exists():
+        base.down("it-zk", root)
+
+
+def _one_way_ms(c: Cluster, a: int, b: int) -> float:
+    """Injected delay from server a to server b (the a->b quorum proxy's upstream)."""
+    return next(x.upstream_ms for x in c.links if x.name == f"quorum-{a}-{b}")
+
+
+def _write_path_ms(c: Cluster, leader: int, writer: int, reader: int) -> tuple[float, float]:
+    """Return (visible at the reader's server, acknowledged to the writer) in ms after a write
+    is sent to the writer's server: forward to the leader, proposal + ack to the fastest
+    majority, then COMMIT from the leader to the reader's (and the writer's) server."""
+    def d(a: int, b: int) -> float:
+        return 0.0 if a == b else _one_way_ms(c, a, b)
+
+    n = len(c.nodes)
+    acks = sorted(d(leader, f) + d(f, leader) for f in range(n) if f != leader)
+    commit = d(writer, leader) + acks[n // 2 - 1]  # the leader plus n//2 followers
+    return commit + d(leader, reader), commit + d(leader, writer)
+
+
+def _probe(url: str, consistency: str, out: Path) -> tuple[dict, Path]:
+    spec = ProbeSpec(store=url, workload="staleness",
+                     options=ProbeOptions(consistency=consistency, duration_s=12,
+                                          write_interval_s=1.0, read_rate=100),
+                     staleness=StalenessConfig(placement="separate-clients",
+                                               writer_region="US-E", reader_region="US-W",
+                                               ranges="0-50,400-1000"))
+    run = run_probe(spec, out)
+    assert not run.error, run.error
+    return run.results, run.run_dir
+
+
+def _after_ack(run_dir: Path) -> tuple[int, int]:
+    """Return (fresh, total) over reads started after some write was acknowledged, judged
+    against the latest acknowledged write (the linearizability view of staleness)."""
+    h, _ = load_history(run_dir)
+    writes, reads = element_ops(h, KEY)
+    r = since_ack(writes, reads)
+    return sum(r["fresh"]), sum(r["total"])
+
+
+async def _ops(url: str, *steps, region: str | None = "US-W"):
+    store = open_store(url, 1)
+    try:
+        client = await store.connect(region)
+        return [await step(client) for step in steps]
+    finally:
+        await store.close()
+
+
+def test_plain_reads_stale_for_the_leader_path_sync_reads_never(zk_dc3, tmp_path):
+    c, root = zk_dc3
+    _, rows = base.status(c.name, root)
+    leader = next(i for i, r in enumerate(rows) if r["role"] == "leader")
+    writer = next(n.index for n in c.nodes if n.region == "US-E")
+    reader = next(n.index for n in c.nodes if n.region == "US-W")
+    visible_ms, acked_ms = _write_path_ms(c, leader, writer, reader)
+    # the probe's element exists before timing starts: creating it costs extra round trips
+    asyncio.run(_ops(c.url, lambda cl: cl.write({KEY: "warm-up"})))
+
+    # What we assert: a plain read at the reader's server (US-W) returns the new value once
+    # the leader's COMMIT reached that server, i.e. `visible_ms` after the write was sent
+    # (US-E server -> leader -> quorum ack -> COMMIT -> US-W server); the last stale read
+    # must fall within 30% of that.
+    r, run_dir = _probe(c.url, "eventual", tmp_path)
+    early, late = r["fresh_by_range"]
+    assert early["p"] < 0.05 and late["p"] == 1.0
+    window = r["periods"]["last_lt_100_median_ms"]
+    assert abs(window - visible_ms) <= 0.3 * visible_ms, (window, visible_ms, leader)
+    fresh, total = _after_ack(run_dir)
+    if reader != leader and visible_ms > acked_ms + 10:
+        # the commit reaches US-W after the writer has its ack: stale even after the ack
+        assert fresh < total
+
+    # sync + read: never older than the last write acknowledged before the read started
+    r, run_dir = _probe(c.url, "consistent", tmp_path)
+    assert r["ops"]["reads"] > 20
+    fresh, total = _after_ack(run_dir)
+    assert total > 20 and fresh == total
+    assert r["fresh_by_range"][1]["p"] == 1.0
+
+    # no lost acknowledged write: a consistent read returns the last acknowledged value
+    h, _ = load_history(run_dir)
+    writes, _ = element_ops(h, KEY)
+    last = writes.value[int(writes.complete_ns.argmax())]
+    (got,) = asyncio.run(_ops(c.url, lambda cl: cl.read([KEY], consistent=True)))
+    assert got.values == (last,)
+
+
+def test_store_operations(zk_dc3):
+    c, _ = zk_dc3
+
+    async def fail_cas(cl, values, expect):
+        with pytest.raises(ConditionFailed):
+            await cl.write(values, expect=expect)
+
+    steps = [
+        lambda cl: cl.delete(["t/i/a", "t/i/b", "t/j/c", "t/k/new"]),
+        lambda cl: cl.write({"t/i/a": "1", "t/i/b": "2", "t/j/c": "3"}),
+        lambda cl: cl.write({"t/i/a": "4"}, expect={"t/i/a": "1"}),
+        lambda cl: fail_cas(cl, {"t/i/a": "5"}, {"t/i/a": "1"}),
+        lambda cl: fail_cas(cl, {"t/i/b": "5"}, {"t/j/c": ABSENT}),
+        lambda cl: cl.write({"t/k/new": "6"}, expect={"t/k/new": ABSENT, "t/k/none": ABSENT}),
+        lambda cl: cl.delete(["t/j/c", "t/j/never"]),
+        lambda cl: cl.read(["t/i/a", "t/i/b", "t/j/c", "t/k/new"], consistent=True),
+    ]
+    got = asyncio.run(_ops(c.url, *steps))[-1]
+    assert got.values == ("4", "2", None, "6")
+    assert got.node == "n1"  # the US-W client's session is on the US-W server
+    with pytest.raises(ValueError, match=r"cannot reach ZooKeeper at 127\.0\.0\.1:1 ") as err:
+        asyncio.run(_ops("zk://127.0.0.1:1?timeout_ms=500", region=None))
+    assert "\n" not in str(err.value)
+
+
+def _group(pgid: int) -> list[int]:
+    """Return the pids of process group ``pgid`` (the wrapper and its JVM)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[2]) == pgid:
+                        out.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+def test_status_one_leader_all_links_proxied_and_down_leaves_nothing(zk_dc3):
+    c, root = zk_dc3
+    _, rows = base.status(c.name, root)
+    assert [r["role"] for r in rows] == ["follower", "follower", "leader"]  # the last node
+    assert all(r["alive"] == "yes" and r["zxid"].startswith("0x") for r in rows)
+    assert all(r["behind"] == "0" for r in rows)
+    assert zookeeper.direct_connections(c) == []
+    assert {x.name.split("-")[0] for x in c.links} == {"quorum", "election"}
+    assert len(c.links) == 2 * 3 * 2
+    groups = [p for n in c.nodes for p in _group(n.pid)]
+    assert len(groups) == 6  # a relay wrapper and a JVM per server
+    pids = base.down(c.name, root)
+    assert len(pids) == 4
+    assert not any(process.alive(p) for p in pids + groups)
+    ports = [p for n in c.nodes for p in n.extra["ports"]] + [x.listen_port for x in c.links]
+    assert all(is_free(p) for p in [*ports, c.toxiproxy_port])
+
+
+def test_missing_installation_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(zookeeper, "ZOOKEEPER_JAR", tmp_path / "nowhere" / "zookeeper.jar")
+    with pytest.raises(ValueError, match=r"scripts/install-servers\.sh") as err:
+        base.up("zookeeper", 3, "dc3", name="missing", root=tmp_path)
+    assert "zookeeper.jar" in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "clusters" / "missing").exists()
+    monkeypatch.setattr(zookeeper, "JAVA", "no-such-java-binary")
+    with pytest.raises(ValueError, match="no-such-java-binary"):
+        base.up("zookeeper", 3, "dc3", name="missing", root=tmp_path)
