@@ -26,11 +26,9 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
-from replicalab.regions import region_set
 from replicalab.runtime import RealRuntime
 from replicalab.stores.base import (
     ABSENT,
@@ -43,8 +41,8 @@ from replicalab.stores.base import (
     Unsupported,
     WriteResult,
 )
+from replicalab.stores.url import Endpoint, parse_store_url
 
-_PARAMS = ("endpoints", "regions", "node_regions", "read", "timeout_ms")
 MAX_TXN_OPS = 128  # etcd's default --max-txn-ops
 # gRPC codes meaning "no answer, outcome unknown": CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE
 _UNKNOWN_CODES = {1, 4, 14}
@@ -58,56 +56,16 @@ def _text(b64: str) -> str:
     return base64.b64decode(b64).decode()
 
 
-def _hostport(text: str, url: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    try:
-        return host or "127.0.0.1", int(port)
-    except ValueError:
-        raise ValueError(f"{text!r} in {url!r} is not HOST:PORT") from None
-
-
-@dataclass(frozen=True)
-class _Member:
-    name: str
-    host: str
-    port: int
-    region: str
-
-
 class EtcdStore:
     """An opened etcd cluster (its members' client endpoints)."""
 
     def __init__(self, url: str, seed: int) -> None:
-        parts = urlsplit(url)
-        q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-        for k in q:
-            if k not in _PARAMS:
-                raise ValueError(f"unknown parameter {k!r} for etcd://; valid: "
-                                 f"{', '.join(_PARAMS)}")
-        if not parts.port:
-            raise ValueError(f"{url!r} needs a port: etcd://127.0.0.1:2379")
-        addrs = [(parts.hostname or "127.0.0.1", parts.port)]
-        addrs += [_hostport(x, url) for x in q.get("endpoints", "").split(",") if x]
-        node_regions = [x for x in q.get("node_regions", "").split(",") if x]
-        if node_regions and len(node_regions) != len(addrs):
-            raise ValueError(f"node_regions lists {len(node_regions)} regions for "
-                             f"{len(addrs)} members in {url!r}; give one per member")
-        self.regions = region_set(q.get("regions", "lan")) if node_regions else None
-        if self.regions is not None:
-            for r in node_regions:
-                self.regions.index(r)
-        regions = node_regions or ["local"] * len(addrs)
-        self.members = [_Member(f"n{i}", h, p, regions[i]) for i, (h, p) in enumerate(addrs)]
-        self.read_policy = q.get("read", "nearest")
-        if self.read_policy not in ("nearest", "random"):
-            raise ValueError(f"parameter read={self.read_policy!r} for etcd:// must be "
-                             "nearest or random")
-        try:
-            self.timeout_s = float(q.get("timeout_ms", "2000")) / 1000
-        except ValueError:
-            raise ValueError("parameter timeout_ms of etcd:// must be a number") from None
-        if not self.timeout_s > 0:
-            raise ValueError("etcd:// timeout_ms must be positive")
+        u = parse_store_url(url, "endpoints", (), "etcd://127.0.0.1:2379")
+        self.url = u
+        self.regions = u.regions
+        self.members = list(u.nodes)
+        self.read_policy = u.read
+        self.timeout_s = u.timeout_s
         self.rng = random.Random(seed)
         self.runtime = RealRuntime()
         self.info = StoreInfo(
@@ -115,7 +73,7 @@ class EtcdStore:
             features=frozenset({Feature.EVENTUAL_READ, Feature.CONSISTENT_READ,
                                 Feature.CONDITIONAL_WRITE, Feature.ATOMIC_MULTI_WRITE,
                                 Feature.MULTI_READ, Feature.DELETE}),
-            regions=tuple(dict.fromkeys(regions)),
+            regions=u.region_names(),
             params={"read": self.read_policy, "timeout_ms": round(self.timeout_s * 1000),
                     "members": {m.name: f"{m.host}:{m.port} ({m.region})"
                                 for m in self.members}},
@@ -124,19 +82,8 @@ class EtcdStore:
                                     "behind the leader)")
         self._http: list[httpx.AsyncClient] = []
 
-    def _member_for(self, region: str | None) -> _Member:
-        if self.read_policy == "random":
-            return self.rng.choice(self.members)
-        if region is None:
-            return self.members[0]
-        local = [m for m in self.members if m.region == region]
-        if local:
-            return local[0]
-        if self.regions is not None and region in self.regions.regions:
-            rs = self.regions
-            rtt = [rs.rtt_ms[rs.index(region)][rs.index(m.region)] for m in self.members]
-            return self.members[min(range(len(rtt)), key=lambda i: (rtt[i], i))]
-        return self.members[0]
+    def _member_for(self, region: str | None) -> Endpoint:
+        return self.url.pick(self.members, region, self.rng)
 
     async def connect(self, region: str | None = None) -> EtcdClient:
         """Return a client of one member (see the module doc for which); ValueError if that

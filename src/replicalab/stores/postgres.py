@@ -28,12 +28,11 @@ import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import psycopg
 from psycopg import errors as pgerr
 
-from replicalab.regions import region_set
 from replicalab.runtime import RealRuntime
 from replicalab.stores.base import (
     ABSENT,
@@ -45,11 +44,12 @@ from replicalab.stores.base import (
     Unavailable,
     WriteResult,
     parse_element,
+    redact_url,
 )
+from replicalab.stores.url import Endpoint, parse_store_url
 
 T = TypeVar("T")
 
-_PARAMS = ("standbys", "regions", "node_regions", "read", "synchronous_commit", "timeout_ms")
 _SYNC = ("off", "local", "on", "remote_write", "remote_apply")
 TABLE = "replicalab_kv"
 _CREATE = (f"CREATE TABLE IF NOT EXISTS {TABLE} (domain text NOT NULL, item text NOT NULL, "
@@ -71,82 +71,23 @@ _DELETE = (f"DELETE FROM {TABLE} t USING unnest(%s::text[], %s::text[], %s::text
 _SYNC_CANCELLED = "canceling wait for synchronous replication"
 
 
-def _hostport(text: str, url: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    try:
-        return host or "127.0.0.1", int(port)
-    except ValueError:
-        raise ValueError(f"{text!r} in {_redact(url)!r} is not HOST:PORT") from None
-
-
 def _columns(keys: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
     els = [parse_element(k) for k in keys]
     return [e.domain for e in els], [e.item for e in els], [e.attribute for e in els]
-
-
-def _redact(url: str) -> str:
-    """Return ``url`` without its password (the user name stays)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return parts._replace(netloc=f"{user}:***@{netloc}").geturl()
-
-
-@dataclass(frozen=True)
-class _Node:
-    name: str
-    host: str
-    port: int
-    region: str
 
 
 class PostgresStore:
     """An opened PostgreSQL deployment (primary plus hot standbys)."""
 
     def __init__(self, url: str, seed: int) -> None:
+        u = parse_store_url(url, "standbys", ("synchronous_commit",),
+                            "postgresql://postgres@127.0.0.1:5432/postgres")
+        self.url = u
+        self.nodes = list(u.nodes)
+        self.read_policy = u.read
+        self.timeout_s = u.timeout_s
+        self.synchronous_commit = u.choice("synchronous_commit", _SYNC, "local")
         parts = urlsplit(url)
-        q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-        for k in q:
-            if k not in _PARAMS:
-                raise ValueError(f"unknown parameter {k!r} for postgresql://; valid: "
-                                 f"{', '.join(_PARAMS)}")
-        try:
-            port = parts.port
-        except ValueError:
-            port = None
-        if not port:
-            raise ValueError(f"{_redact(url)!r} needs a port: "
-                             "postgresql://postgres@127.0.0.1:5432/postgres")
-        addrs = [(parts.hostname or "127.0.0.1", port)]
-        addrs += [_hostport(x, url) for x in q.get("standbys", "").split(",") if x]
-        node_regions = [x for x in q.get("node_regions", "").split(",") if x]
-        if node_regions and len(node_regions) != len(addrs):
-            raise ValueError(f"node_regions lists {len(node_regions)} regions for "
-                             f"{len(addrs)} nodes in {_redact(url)!r}; give one per node")
-        if node_regions:
-            known = region_set(q.get("regions", "lan")).regions
-            for r in node_regions:
-                if r not in known:
-                    raise ValueError(f"node region {r!r} is not in region set "
-                                     f"{q.get('regions', 'lan')!r} ({', '.join(known)})")
-        regions = node_regions or ["local"] * len(addrs)
-        self.nodes = [_Node(f"n{i}", h, p, regions[i]) for i, (h, p) in enumerate(addrs)]
-        self.read_policy = q.get("read", "nearest")
-        if self.read_policy not in ("nearest", "random"):
-            raise ValueError(f"parameter read={self.read_policy!r} for postgresql:// must be "
-                             "nearest or random")
-        self.synchronous_commit = q.get("synchronous_commit", "local")
-        if self.synchronous_commit not in _SYNC:
-            raise ValueError(f"parameter synchronous_commit={self.synchronous_commit!r} for "
-                             f"postgresql:// must be one of {', '.join(_SYNC)}")
-        try:
-            self.timeout_s = float(q.get("timeout_ms", "2000")) / 1000
-        except ValueError:
-            raise ValueError("parameter timeout_ms of postgresql:// must be a number") from None
-        if not self.timeout_s > 0:
-            raise ValueError("postgresql:// timeout_ms must be positive")
         # credentials: from the URL, else libpq reads PGUSER/PGPASSWORD/PGDATABASE itself
         self._auth: dict[str, str] = {}
         if parts.username:
@@ -159,11 +100,11 @@ class PostgresStore:
         self.rng = random.Random(seed)
         self.runtime = RealRuntime()
         self.info = StoreInfo(
-            url=_redact(url), kind="postgres",
+            url=redact_url(url), kind="postgres",
             features=frozenset({Feature.EVENTUAL_READ, Feature.CONSISTENT_READ,
                                 Feature.CONDITIONAL_WRITE, Feature.ATOMIC_MULTI_WRITE,
                                 Feature.MULTI_READ, Feature.DELETE}),
-            regions=tuple(dict.fromkeys(regions)),
+            regions=u.region_names(),
             params={"read": self.read_policy, "synchronous_commit": self.synchronous_commit,
                     "timeout_ms": round(self.timeout_s * 1000), "table": TABLE,
                     "nodes": {n.name: f"{n.host}:{n.port} ({n.region})" for n in self.nodes}},
@@ -175,19 +116,14 @@ class PostgresStore:
         self._table_ready = False
         self._table_lock = asyncio.Lock()
 
-    def _conn(self, node: _Node) -> _Conn:
+    def _conn(self, node: Endpoint) -> _Conn:
         c = _Conn(self, node)
         self._conns.append(c)
         return c
 
-    def _standby_for(self, region: str | None) -> _Node:
+    def _standby_for(self, region: str | None) -> Endpoint:
         standbys = self.nodes[1:]
-        if not standbys:
-            return self.nodes[0]
-        if self.read_policy == "random":
-            return self.rng.choice(standbys)
-        local = [n for n in standbys if n.region == region]
-        return local[0] if local else standbys[0]
+        return self.url.pick(standbys, region, self.rng) if standbys else self.nodes[0]
 
     async def _ensure_table(self, primary: _Conn, standby: _Conn) -> None:
         """Create the table on the primary if missing; wait (bounded) for the standby."""
@@ -253,7 +189,7 @@ class _Conn:
     """One lazily (re)opened autocommit connection to one server."""
 
     store: PostgresStore
-    node: _Node
+    node: Endpoint
     conn: psycopg.AsyncConnection[Any] | None = None
     warnings: list[str] = field(default_factory=list)
 

@@ -16,7 +16,6 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
@@ -25,7 +24,6 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from replicalab.regions import region_set
 from replicalab.runtime import RealRuntime
 from replicalab.stores.base import (
     ABSENT,
@@ -37,8 +35,7 @@ from replicalab.stores.base import (
     Unavailable,
     WriteResult,
 )
-
-_PARAMS = ("replicas", "regions", "node_regions", "read", "wait", "wait_ms", "timeout_ms")
+from replicalab.stores.url import Endpoint, parse_store_url
 
 # Compare every expected value, then set all: atomic because Redis runs a script alone.
 # KEYS = expected keys then keys to set; ARGV = count of expected, expected values, new values.
@@ -57,57 +54,17 @@ return 1
 _ABSENT_MARK = "\0absent"
 
 
-def _hostport(text: str, url: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    try:
-        return host or "127.0.0.1", int(port)
-    except ValueError:
-        raise ValueError(f"{text!r} in {url!r} is not HOST:PORT") from None
-
-
-@dataclass(frozen=True)
-class _Node:
-    name: str
-    host: str
-    port: int
-    region: str
-
-
 class RedisStore:
     """An opened Redis deployment (primary plus replicas)."""
 
     def __init__(self, url: str, seed: int) -> None:
-        parts = urlsplit(url)
-        q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-        for k in q:
-            if k not in _PARAMS:
-                raise ValueError(f"unknown parameter {k!r} for redis://; valid: "
-                                 f"{', '.join(_PARAMS)}")
-        if not parts.port:
-            raise ValueError(f"{url!r} needs a port: redis://127.0.0.1:6379")
-        addrs = [(parts.hostname or "127.0.0.1", parts.port)]
-        addrs += [_hostport(x, url) for x in q.get("replicas", "").split(",") if x]
-        node_regions = [x for x in q.get("node_regions", "").split(",") if x]
-        if node_regions and len(node_regions) != len(addrs):
-            raise ValueError(f"node_regions lists {len(node_regions)} regions for "
-                             f"{len(addrs)} nodes in {url!r}; give one per node")
-        self.regions = region_set(q.get("regions", "lan")) if node_regions else None
-        regions = node_regions or ["local"] * len(addrs)
-        self.nodes = [_Node(f"n{i}", h, p, regions[i]) for i, (h, p) in enumerate(addrs)]
-        self.read_policy = q.get("read", "nearest")
-        if self.read_policy not in ("nearest", "random"):
-            raise ValueError(f"parameter read={self.read_policy!r} for redis:// must be "
-                             "nearest or random")
-        try:
-            self.wait = int(q.get("wait", "0"))
-            self.wait_ms = int(q.get("wait_ms", "100"))
-            self.timeout_s = float(q.get("timeout_ms", "2000")) / 1000
-        except ValueError:
-            raise ValueError("parameters wait, wait_ms and timeout_ms of redis:// must be "
-                             "numbers") from None
-        if self.wait < 0 or self.wait_ms < 0 or not self.timeout_s > 0:
-            raise ValueError("redis:// wait and wait_ms must not be negative, timeout_ms "
-                             "must be positive")
+        u = parse_store_url(url, "replicas", ("wait", "wait_ms"), "redis://127.0.0.1:6379")
+        self.url = u
+        self.nodes = list(u.nodes)
+        self.read_policy = u.read
+        self.timeout_s = u.timeout_s
+        self.wait = int(u.number("wait", 0))
+        self.wait_ms = int(u.number("wait_ms", 100))
         self.rng = random.Random(seed)
         self.runtime = RealRuntime()
         self.info = StoreInfo(
@@ -115,14 +72,14 @@ class RedisStore:
             features=frozenset({Feature.EVENTUAL_READ, Feature.CONSISTENT_READ,
                                 Feature.CONDITIONAL_WRITE, Feature.ATOMIC_MULTI_WRITE,
                                 Feature.MULTI_READ, Feature.DELETE}),
-            regions=tuple(dict.fromkeys(regions)),
+            regions=u.region_names(),
             params={"read": self.read_policy, "wait": self.wait, "wait_ms": self.wait_ms,
                     "nodes": {n.name: f"{n.host}:{n.port} ({n.region})" for n in self.nodes}},
             eventual_read_served_by=f"one replica per client ({self.read_policy}); the "
                                     "primary when there is no replica")
         self._clients: list[aioredis.Redis] = []
 
-    def _client(self, node: _Node) -> aioredis.Redis:
+    def _client(self, node: Endpoint) -> aioredis.Redis:
         # No client-side retries: a failure must show up as a failed or unknown operation
         # in the history, not as one very slow success.
         c = aioredis.Redis(host=node.host, port=node.port, decode_responses=True,
@@ -131,14 +88,9 @@ class RedisStore:
         self._clients.append(c)
         return c
 
-    def _replica_for(self, region: str | None) -> _Node:
+    def _replica_for(self, region: str | None) -> Endpoint:
         replicas = self.nodes[1:]
-        if not replicas:
-            return self.nodes[0]
-        if self.read_policy == "random":
-            return self.rng.choice(replicas)
-        local = [n for n in replicas if n.region == region]
-        return local[0] if local else replicas[0]
+        return self.url.pick(replicas, region, self.rng) if replicas else self.nodes[0]
 
     async def connect(self, region: str | None = None) -> RedisClient:
         """Return a client; ``region`` picks the nearest replica for eventual reads."""

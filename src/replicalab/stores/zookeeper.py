@@ -33,7 +33,6 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -52,7 +51,6 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
-from replicalab.regions import region_set
 from replicalab.runtime import RealRuntime
 from replicalab.stores.base import (
     ABSENT,
@@ -65,8 +63,8 @@ from replicalab.stores.base import (
     WriteResult,
     parse_element,
 )
+from replicalab.stores.url import Endpoint, parse_store_url
 
-_PARAMS = ("servers", "regions", "node_regions", "read", "timeout_ms", "session_ms")
 ROOT = "/replicalab"
 _RETRIES = 5  # races with other writers on elements the caller did not put conditions on
 
@@ -84,58 +82,19 @@ def znode(key: str) -> str:
     return f"{ROOT}/{e.domain}/{e.item}/{e.attribute}"
 
 
-def _hostport(text: str, url: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    try:
-        return host or "127.0.0.1", int(port)
-    except ValueError:
-        raise ValueError(f"{text!r} in {url!r} is not HOST:PORT") from None
-
-
-@dataclass(frozen=True)
-class _Node:
-    name: str
-    host: str
-    port: int
-    region: str
-
-
 class ZkStore:
     """An opened ZooKeeper ensemble."""
 
     def __init__(self, url: str, seed: int) -> None:
-        parts = urlsplit(url)
-        q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-        for k in q:
-            if k not in _PARAMS:
-                raise ValueError(f"unknown parameter {k!r} for zk://; valid: "
-                                 f"{', '.join(_PARAMS)}")
-        if not parts.port:
-            raise ValueError(f"{url!r} needs a port: zk://127.0.0.1:2181")
-        addrs = [(parts.hostname or "127.0.0.1", parts.port)]
-        addrs += [_hostport(x, url) for x in q.get("servers", "").split(",") if x]
-        node_regions = [x for x in q.get("node_regions", "").split(",") if x]
-        if node_regions and len(node_regions) != len(addrs):
-            raise ValueError(f"node_regions lists {len(node_regions)} regions for "
-                             f"{len(addrs)} servers in {url!r}; give one per server")
-        self.regions = region_set(q.get("regions", "lan")) if node_regions else None
-        regions = node_regions or ["local"] * len(addrs)
-        if self.regions is not None:
-            for r in regions:
-                self.regions.index(r)
-        self.nodes = [_Node(f"n{i}", h, p, regions[i]) for i, (h, p) in enumerate(addrs)]
-        self.read_policy = q.get("read", "nearest")
-        if self.read_policy not in ("nearest", "random"):
-            raise ValueError(f"parameter read={self.read_policy!r} for zk:// must be "
-                             "nearest or random")
-        try:
-            self.timeout_s = float(q.get("timeout_ms", "2000")) / 1000
-            self.session_s = float(q.get("session_ms", "10000")) / 1000
-        except ValueError:
-            raise ValueError("parameters timeout_ms and session_ms of zk:// must be "
-                             "numbers") from None
-        if not self.timeout_s > 0 or not self.session_s > 0:
-            raise ValueError("zk:// timeout_ms and session_ms must be positive")
+        u = parse_store_url(url, "servers", ("session_ms",), "zk://127.0.0.1:2181")
+        self.url = u
+        self.regions = u.regions
+        self.nodes = list(u.nodes)
+        self.read_policy = u.read
+        self.timeout_s = u.timeout_s
+        self.session_s = u.number("session_ms", 10_000.0) / 1000
+        if not self.session_s > 0:
+            raise ValueError("zk:// session_ms must be positive")
         self.rng = random.Random(seed)
         self.runtime = RealRuntime()
         self.info = StoreInfo(
@@ -143,7 +102,7 @@ class ZkStore:
             features=frozenset({Feature.EVENTUAL_READ, Feature.CONSISTENT_READ,
                                 Feature.CONDITIONAL_WRITE, Feature.ATOMIC_MULTI_WRITE,
                                 Feature.MULTI_READ, Feature.DELETE}),
-            regions=tuple(dict.fromkeys(regions)),
+            regions=u.region_names(),
             params={"read": self.read_policy, "timeout_ms": round(self.timeout_s * 1000),
                     "session_ms": round(self.session_s * 1000),
                     "nodes": {n.name: f"{n.host}:{n.port} ({n.region})" for n in self.nodes},
@@ -157,19 +116,9 @@ class ZkStore:
         self._clients: list[ZkClient] = []
         self._parents: set[str] = set()
 
-    def server_for(self, region: str | None) -> _Node:
+    def server_for(self, region: str | None) -> Endpoint:
         """Return the server a client in ``region`` connects to."""
-        if self.read_policy == "random":
-            return self.rng.choice(self.nodes)
-        if region is None:
-            return self.nodes[0]
-        local = [n for n in self.nodes if n.region == region]
-        if local:
-            return local[0]
-        if self.regions is not None:
-            rs = self.regions
-            return min(self.nodes, key=lambda n: rs.one_way_ms(region, n.region)[0])
-        return self.nodes[0]
+        return self.url.pick(self.nodes, region, self.rng)
 
     async def connect(self, region: str | None = None) -> ZkClient:
         """Return a client session connected to one server (see the module doc)."""
