@@ -28,6 +28,10 @@ class Feature(StrEnum):
     DELETE = "delete"
 
 
+ALL_FEATURES: frozenset[Feature] = frozenset(Feature)
+"""Every feature: what a store that can express all operations declares."""
+
+
 class _Absent:
     __slots__ = ()
 

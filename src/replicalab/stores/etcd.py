@@ -32,8 +32,8 @@ import httpx
 from replicalab.runtime import RealRuntime
 from replicalab.stores.base import (
     ABSENT,
+    ALL_FEATURES,
     ConditionFailed,
-    Feature,
     ReadResult,
     StoreError,
     StoreInfo,
@@ -70,9 +70,7 @@ class EtcdStore:
         self.runtime = RealRuntime()
         self.info = StoreInfo(
             url=url, kind="etcd",
-            features=frozenset({Feature.EVENTUAL_READ, Feature.CONSISTENT_READ,
-                                Feature.CONDITIONAL_WRITE, Feature.ATOMIC_MULTI_WRITE,
-                                Feature.MULTI_READ, Feature.DELETE}),
+            features=ALL_FEATURES,
             regions=u.region_names(),
             params={"read": self.read_policy, "timeout_ms": round(self.timeout_s * 1000),
                     "members": {m.name: f"{m.host}:{m.port} ({m.region})"

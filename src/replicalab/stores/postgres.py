@@ -36,8 +36,8 @@ from psycopg import errors as pgerr
 from replicalab.runtime import RealRuntime
 from replicalab.stores.base import (
     ABSENT,
+    ALL_FEATURES,
     ConditionFailed,
-    Feature,
     ReadResult,
     StoreError,
     StoreInfo,
@@ -101,9 +101,7 @@ class PostgresStore:
         self.runtime = RealRuntime()
         self.info = StoreInfo(
             url=redact_url(url), kind="postgres",
-            features=frozenset({Feature.EVENTUAL_READ, Feature.CONSISTENT_READ,
-                                Feature.CONDITIONAL_WRITE, Feature.ATOMIC_MULTI_WRITE,
-                                Feature.MULTI_READ, Feature.DELETE}),
+            features=ALL_FEATURES,
             regions=u.region_names(),
             params={"read": self.read_policy, "synchronous_commit": self.synchronous_commit,
                     "timeout_ms": round(self.timeout_s * 1000), "table": TABLE,

@@ -27,8 +27,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from replicalab.runtime import RealRuntime
 from replicalab.stores.base import (
     ABSENT,
+    ALL_FEATURES,
     ConditionFailed,
-    Feature,
     ReadResult,
     StoreError,
     StoreInfo,
@@ -69,9 +69,7 @@ class RedisStore:
         self.runtime = RealRuntime()
         self.info = StoreInfo(
             url=url, kind="redis",
-            features=frozenset({Feature.EVENTUAL_READ, Feature.CONSISTENT_READ,
-                                Feature.CONDITIONAL_WRITE, Feature.ATOMIC_MULTI_WRITE,
-                                Feature.MULTI_READ, Feature.DELETE}),
+            features=ALL_FEATURES,
             regions=u.region_names(),
             params={"read": self.read_policy, "wait": self.wait, "wait_ms": self.wait_ms,
                     "nodes": {n.name: f"{n.host}:{n.port} ({n.region})" for n in self.nodes}},

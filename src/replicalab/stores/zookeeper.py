@@ -54,8 +54,8 @@ from kazoo.handlers.threading import KazooTimeoutError
 from replicalab.runtime import RealRuntime
 from replicalab.stores.base import (
     ABSENT,
+    ALL_FEATURES,
     ConditionFailed,
-    Feature,
     ReadResult,
     StoreError,
     StoreInfo,
@@ -99,9 +99,7 @@ class ZkStore:
         self.runtime = RealRuntime()
         self.info = StoreInfo(
             url=url, kind="zookeeper",
-            features=frozenset({Feature.EVENTUAL_READ, Feature.CONSISTENT_READ,
-                                Feature.CONDITIONAL_WRITE, Feature.ATOMIC_MULTI_WRITE,
-                                Feature.MULTI_READ, Feature.DELETE}),
+            features=ALL_FEATURES,
             regions=u.region_names(),
             params={"read": self.read_policy, "timeout_ms": round(self.timeout_s * 1000),
                     "session_ms": round(self.session_s * 1000),
