@@ -28,6 +28,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from faultcheck import crash_reader_node
 from replicalab.checkers.extract import element_ops
 from replicalab.checkers.freshness import since_ack
 from replicalab.cluster import base, process
@@ -203,6 +204,11 @@ def test_conditional_multi_key_and_delete(etcd_dc3):
     asyncio.run(scenario())
 
 
+def test_crash_of_the_readers_node_availability_drops_and_returns(etcd_dc3, tmp_path):
+    c, root = etcd_dc3
+    r = crash_reader_node(c, root, tmp_path)
+    assert r["lost_writes"]["lost"] == 0
+
 def test_status_and_down_leave_nothing(etcd_dc3):
     c, root = etcd_dc3
     _, rows = base.status(c.name, root)
@@ -276,3 +282,4 @@ def test_missing_etcd_is_one_clear_line(tmp_path, monkeypatch):
         assert "etcd is not installed" in msg and "scripts/install-servers.sh" in msg
         assert "\n" not in msg
     assert not (tmp_path / "clusters").exists()
+

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from faultcheck import crash_reader_node
 from replicalab.checkers.extract import element_ops
 from replicalab.checkers.freshness import judge, since_ack
 from replicalab.cluster import base, process
@@ -169,6 +170,11 @@ def test_crashed_standby_restarts_from_its_data(pg_dc3):
     assert rows[2]["state"].startswith("standby, streaming"), rows[2]
 
 
+def test_crash_of_the_readers_node_availability_drops_and_returns(pg_dc3, tmp_path):
+    c, root = pg_dc3
+    r = crash_reader_node(c, root, tmp_path)
+    assert r["lost_writes"]["lost"] == 0
+
 def test_status_and_down_leave_nothing(pg_dc3):
     c, root = pg_dc3
     _, rows = base.status(c.name, root)
@@ -211,3 +217,4 @@ def test_bad_postgres_input(tmp_path, monkeypatch):
     assert "\n" not in msg
     assert "'initdb' not found" in msg and "scripts/install-servers.sh" in msg
     assert not (tmp_path / "clusters" / "nobin").exists()
+

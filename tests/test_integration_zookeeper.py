@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from faultcheck import crash_reader_node
 from replicalab.checkers.extract import element_ops
 from replicalab.checkers.freshness import since_ack
 from replicalab.cluster import base, process, zookeeper
@@ -185,3 +186,15 @@ def test_missing_installation_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(zookeeper, "JAVA", "no-such-java-binary")
     with pytest.raises(ValueError, match="no-such-java-binary"):
         base.up("zookeeper", 3, "dc3", name="missing", root=tmp_path)
+
+
+def test_crash_of_the_readers_node_availability_drops_and_returns(tmp_path):
+    # its own ensemble: a restarted server gets unproxied election connections from
+    # higher ids (see docs/stores/zookeeper.md), which the shared cluster's checks exclude
+    root = tmp_path / "root"
+    c = base.up("zookeeper", 3, "dc3", name="it-zk-crash", root=root)
+    try:
+        r = crash_reader_node(c, root, tmp_path / "runs")
+        assert r["lost_writes"]["lost"] == 0
+    finally:
+        base.down(c.name, root)
