@@ -66,7 +66,7 @@ class LinkMaker:
     def link(self, name: str, src: str, src_region: str, dst: Node, kind: str = "replication",
              dst_port: int | None = None) -> int:
         """Create a proxy for ``src`` connecting to ``dst``; return the port to connect to."""
-        listen = allocate(1)[0]
+        listen = allocate(1, avoid=self.c.reserved_ports())[0]
         upstream = dst_port or dst.port
         there, back, jitter = self.delays(src_region, dst.region)
         self.tp.create(name, listen, upstream)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Collection
 
 
 def free_port() -> int:
@@ -27,14 +28,15 @@ def is_free(port: int) -> bool:
         return True
 
 
-def allocate(count: int, base: int | None = None) -> list[int]:
+def allocate(count: int, base: int | None = None, avoid: Collection[int] = ()) -> list[int]:
     """Return ``count`` free ports: consecutive from ``base`` (ValueError naming a busy one),
-    or picked by the OS when ``base`` is None."""
+    or picked by the OS when ``base`` is None, never one of ``avoid`` (ports promised to
+    servers that have not bound them yet)."""
     if base is None:
         ports: list[int] = []
         while len(ports) < count:
             p = free_port()
-            if p not in ports:
+            if p not in ports and p not in avoid:
                 ports.append(p)
         return ports
     if not 1024 <= base <= 65535 - count:

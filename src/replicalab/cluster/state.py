@@ -57,6 +57,13 @@ class Cluster:
     url: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def reserved_ports(self) -> set[int]:
+        """Return every port this cluster uses or has promised to one of its servers."""
+        ports = {self.toxiproxy_port}
+        for n in self.nodes:
+            ports |= {n.port, n.peer_port, n.client_port, *n.extra.get("ports", [])}
+        return ports | {x.listen_port for x in self.links}
+
     def directory(self, root: Path = ROOT) -> Path:
         """Return ``.replicalab/clusters/<name>``."""
         return root / "clusters" / self.name
