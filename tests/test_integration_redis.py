@@ -112,3 +112,17 @@ def test_store_unreachable_mid_run_is_an_error_and_history_is_kept(tmp_path):
     h, _ = load_history(run.run_dir)
     assert len(h) > 100 and (run.run_dir / "results.json").exists()
     assert run.results["availability"]["ok_fraction"][-1] == 0.0
+
+
+def test_client_region_routes_client_links_through_proxies(tmp_path):
+    c = base.up("redis", 3, "dc3", name="client-eu", client_region="EU", root=tmp_path)
+    try:
+        assert {x.kind for x in c.links} == {"replication", "client"}
+        spec = ProbeSpec(store=c.url, workload="latency", ops=20,
+                         options=ProbeOptions(duration_s=30))
+        v = run_probe(spec, tmp_path / "runs").results["variants"]
+        # a consistent read goes to the primary in US-E: EU->US-E 93/2 + US-E->EU 96/2 ms
+        assert abs(v["consistent read"]["p50_ms"] - 94.5) < 0.3 * 94.5
+        assert v["eventual read"]["p50_ms"] < 10  # the EU replica is local to the client
+    finally:
+        base.down(c.name, tmp_path)

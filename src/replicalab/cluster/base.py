@@ -139,7 +139,7 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
                                                   client_region, node, kind="client")
         finally:
             tp.close()
-        c.url = drv.url(c)
+        c.url = drv.url(c) + (f"&client_region={client_region}" if client_region else "")
         c.save(root)
     except BaseException:
         down(name, root)

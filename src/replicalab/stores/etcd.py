@@ -86,9 +86,7 @@ class EtcdStore:
     async def connect(self, region: str | None = None) -> EtcdClient:
         """Return a client of one member (see the module doc for which); ValueError if that
         member cannot be reached."""
-        if region is not None and region not in self.info.regions:
-            raise ValueError(f"region {region!r} is not one of this store's regions "
-                             f"({', '.join(self.info.regions)})")
+        region = self.url.placed(region)
         m = self._member_for(region)
         http = httpx.AsyncClient(base_url=f"http://{m.host}:{m.port}",
                                  timeout=self.timeout_s)

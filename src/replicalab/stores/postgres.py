@@ -153,9 +153,7 @@ class PostgresStore:
 
     async def connect(self, region: str | None = None) -> PostgresClient:
         """Return a client; ``region`` picks the nearest standby for eventual reads."""
-        if region is not None and region not in self.info.regions:
-            raise ValueError(f"region {region!r} is not one of this store's regions "
-                             f"({', '.join(self.info.regions)})")
+        region = self.url.placed(region)
         primary_node = self.nodes[0]
         standby_node = self._standby_for(region or primary_node.region)
         primary = self._conn(primary_node)

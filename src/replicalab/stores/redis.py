@@ -92,9 +92,7 @@ class RedisStore:
 
     async def connect(self, region: str | None = None) -> RedisClient:
         """Return a client; ``region`` picks the nearest replica for eventual reads."""
-        if region is not None and region not in self.info.regions:
-            raise ValueError(f"region {region!r} is not one of this store's regions "
-                             f"({', '.join(self.info.regions)})")
+        region = self.url.placed(region)
         primary = self.nodes[0]
         replica = self._replica_for(region or primary.region)
         client = RedisClient(self, self._client(primary), primary.name,

@@ -62,6 +62,16 @@ class StoreUrl:
                              f"{' or '.join(allowed)}")
         return value
 
+    def placed(self, region: str | None) -> str | None:
+        """Return the region a client is in: ``region`` (ValueError if unknown), else the
+        URL's ``client_region`` (what ``cluster up --client-region`` prints), else None."""
+        region = region if region is not None else self.query.get("client_region")
+        known = self.regions.regions if self.regions is not None else self.region_names()
+        if region is not None and region not in known:
+            raise ValueError(f"region {region!r} is not one of this store's regions "
+                             f"({', '.join(known)})")
+        return region
+
     def region_names(self) -> tuple[str, ...]:
         """Return the regions clients may be placed in, in node order, each once."""
         return tuple(dict.fromkeys(n.region for n in self.nodes))
@@ -97,7 +107,7 @@ def parse_store_url(url: str, peers: str, extra: Sequence[str] = (),
     ``extra`` the kind-specific parameters (ValueError names any problem)."""
     parts = urlsplit(url)
     scheme = parts.scheme
-    allowed = (peers, "regions", "node_regions", "read", "timeout_ms", *extra)
+    allowed = (peers, "regions", "node_regions", "read", "timeout_ms", "client_region", *extra)
     q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
     for k in q:
         if k not in allowed:
@@ -126,4 +136,6 @@ def parse_store_url(url: str, peers: str, extra: Sequence[str] = (),
     timeout_ms = u.number("timeout_ms", 2000.0)
     if not timeout_ms > 0:
         raise ValueError(f"parameter timeout_ms of {scheme}:// must be positive")
-    return StoreUrl(scheme, nodes, regions, read, timeout_ms / 1000, q)
+    u = StoreUrl(scheme, nodes, regions, read, timeout_ms / 1000, q)
+    u.placed(None)  # validates client_region
+    return u

@@ -120,9 +120,7 @@ class ZkStore:
 
     async def connect(self, region: str | None = None) -> ZkClient:
         """Return a client session connected to one server (see the module doc)."""
-        if region is not None and region not in self.info.regions:
-            raise ValueError(f"region {region!r} is not one of this store's regions "
-                             f"({', '.join(self.info.regions)})")
+        region = self.url.placed(region)
         node = self.server_for(region)
         kz = KazooClient(hosts=f"{node.host}:{node.port}", timeout=self.session_s,
                          randomize_hosts=False, command_retry=None, logger=_KAZOO_LOG,
