@@ -15,9 +15,10 @@ ROOT = Path(replicalab.__file__).parent
 BASE = {"history", "runtime", "regions"}
 MIDDLE = {"workloads", "faults", "cluster"}
 BELOW = {"checkers", "stores", "sim", *BASE}
+SIBLINGS = {"models", "clt", "hlc", "counters"}
 ALLOWED = {
-    "cli": {"report", "models", *MIDDLE, *BELOW},
-    "report": {"models", *MIDDLE, *BELOW},
+    "cli": {"report", *SIBLINGS, *MIDDLE, *BELOW},
+    "report": {*SIBLINGS, *MIDDLE, *BELOW},
     "workloads": {*MIDDLE, *BELOW},
     "faults": {*MIDDLE, *BELOW},
     "cluster": {*MIDDLE, *BELOW},
@@ -25,6 +26,10 @@ ALLOWED = {
     "stores": {"sim", *BASE},
     "sim": BASE,
     "models": {"sim", "stores", *BASE},
+    # siblings that need real servers or WAN links start them through cluster/
+    "clt": {"hlc", "cluster", "checkers", *BASE},
+    "hlc": BASE,
+    "counters": {"cluster", "stores", "sim", *BASE},
     "history": set(),
     "runtime": set(),
     "regions": set(),

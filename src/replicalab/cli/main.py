@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from replicalab import __version__
+from replicalab.cli import clt, counter, hlc, load, watch
 from replicalab.cli.cluster import cluster_app
 from replicalab.cli.compare import compare
 from replicalab.cli.demo import demo
@@ -44,6 +45,8 @@ app.command()(export)
 app.command()(compare)
 app.add_typer(model_app, name="model")
 app.add_typer(cluster_app, name="cluster")
+for _module in (counter, clt, hlc, load, watch):
+    _module.register(app)
 
 
 def main() -> None:
