@@ -1,0 +1,203 @@
+"""Data centres on one machine: one store instance per region and WAN links between them.
+
+Each data centre of a region set (``dc3`` by default: US-E, US-W, EU) gets its own store —
+a one-node Redis or PostgreSQL started through ``cluster/``, or an in-process simulated store
+in real time — and every ordered pair of data centres gets a Toxiproxy link carrying the
+region matrix's one-way delays in both directions. A middleware in data centre A reaches B's
+store (or B's middleware server) only through such a link, so a cross-DC call pays the WAN
+round trip and a local one does not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from replicalab.cluster import base as cluster
+from replicalab.cluster import process, toxiproxy
+from replicalab.cluster.ports import allocate
+from replicalab.regions import region_set
+from replicalab.stores import Store, open_store
+from replicalab.stores.base import Client, ReadResult, StoreInfo, WriteResult
+
+KINDS = ("redis", "postgresql", "sim")
+_CLUSTER_KIND = {"redis": "redis", "postgresql": "postgres"}
+# a single-node primary: consistent reads and conditional writes, answered locally
+_SIM_URL = "sim://primary?clock=real&regions=lan&replication=async"
+
+
+def _with_port(url: str, port: int) -> str:
+    parts = urlsplit(url)
+    user = parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else ""
+    return urlunsplit(parts._replace(netloc=f"{user}127.0.0.1:{port}"))
+
+
+@dataclass
+class DataCentres:
+    """The stores of several data centres and the WAN links between them."""
+
+    kind: str
+    regions: str
+    dcs: tuple[str, ...]
+    root: Path
+    name: str
+    urls: dict[str, str] = field(default_factory=dict)
+    clusters: list[str] = field(default_factory=list)
+    toxiproxy_pid: int = 0
+    toxiproxy_port: int = 0
+    links: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    _sim: dict[str, Store] = field(default_factory=dict)
+
+    def one_way_ms(self, src_dc: str, dst_dc: str) -> float:
+        """Return the mean one-way delay from ``src_dc`` to ``dst_dc`` in ms (0 inside one)."""
+        if src_dc == dst_dc:
+            return 0.0
+        return region_set(self.regions).one_way_ms(src_dc, dst_dc)[0]
+
+    def _check(self, *dcs: str | None) -> None:
+        for dc in dcs:
+            if dc is not None and dc not in self.dcs:
+                raise ValueError(f"data centre {dc!r} is not one of {', '.join(self.dcs)}")
+
+    def proxy(self, src_dc: str, dst_dc: str, upstream_port: int) -> int:
+        """Return the port of a link from ``src_dc`` to ``dst_dc`` in front of
+        127.0.0.1:``upstream_port`` (created once, carrying both one-way delays)."""
+        self._check(src_dc, dst_dc)
+        key = (src_dc, dst_dc, upstream_port)
+        if key not in self.links:
+            if not self.toxiproxy_port:
+                self.toxiproxy_port = allocate(1)[0]
+                self.root.mkdir(parents=True, exist_ok=True)
+                self.toxiproxy_pid = toxiproxy.start_server(
+                    self.root, self.toxiproxy_port, self.root / f"{self.name}-toxiproxy.log")
+            listen = allocate(1, avoid=set(self.links.values()) | {self.toxiproxy_port})[0]
+            rs = region_set(self.regions)
+            there, sd = rs.one_way_ms(src_dc, dst_dc) if src_dc != dst_dc else (0.0, 0.0)
+            back = rs.one_way_ms(dst_dc, src_dc)[0] if src_dc != dst_dc else 0.0
+            tp = toxiproxy.Toxiproxy(self.toxiproxy_port)
+            try:
+                link = f"{src_dc}-{dst_dc}-{upstream_port}"
+                tp.create(link, listen, upstream_port)
+                # upstream = client->server (src->dst), downstream = the reply
+                tp.set_latency(link, downstream_ms=back, upstream_ms=there, jitter_ms=sd)
+            finally:
+                tp.close()
+            self.links[key] = listen
+        return self.links[key]
+
+    def url(self, dc: str, from_dc: str | None = None) -> str:
+        """Return the URL of ``dc``'s store as reached from ``from_dc`` (direct when None or
+        the same data centre, else through a WAN link). Simulated stores have no URL: use
+        :meth:`store`."""
+        self._check(dc, from_dc)
+        if self.kind == "sim":
+            raise ValueError("simulated data centres live in this process: use store(dc)")
+        url = self.urls[dc]
+        if from_dc is None or from_dc == dc:
+            return url
+        return _with_port(url, self.proxy(from_dc, dc, urlsplit(url).port or 0))
+
+    def store(self, dc: str, from_dc: str | None = None) -> Store:
+        """Return an opened Store of ``dc`` as reached from ``from_dc`` (the caller closes
+        stores of real kinds; simulated ones are shared and closed by :meth:`down`)."""
+        self._check(dc, from_dc)
+        if self.kind != "sim":
+            return open_store(self.url(dc, from_dc))
+        if dc not in self._sim:
+            self._sim[dc] = open_store(_SIM_URL)
+        if from_dc is None or from_dc == dc:
+            return self._sim[dc]
+        return LinkedStore(self._sim[dc], self.one_way_ms(from_dc, dc),
+                           self.one_way_ms(dc, from_dc))
+
+    def down(self) -> None:
+        """Stop every server and link this topology started."""
+        for name in self.clusters:
+            with contextlib.suppress(ValueError, OSError):  # already gone
+                cluster.down(name, self.root)
+        self.clusters.clear()
+        if self.toxiproxy_pid:
+            process.stop(self.toxiproxy_pid)
+            self.toxiproxy_pid = 0
+        self.links.clear()
+        self._sim.clear()  # simulated stores hold no OS resources
+
+    def __enter__(self) -> DataCentres:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+
+
+def start(kind: str, root: Path, name: str, regions: str = "dc3") -> DataCentres:
+    """Start one store per data centre of ``regions`` and return the topology (ValueError
+    naming the problem on bad input; everything started is stopped on failure)."""
+    if kind not in KINDS:
+        raise ValueError(f"store kind {kind!r}: use one of {', '.join(KINDS)}")
+    dcs = tuple(region_set(regions).regions)
+    t = DataCentres(kind, regions, dcs, Path(root), name)
+    if kind == "sim":
+        return t
+    try:
+        for dc in dcs:
+            cname = f"{name}-{dc}".lower()
+            c = cluster.up(_CLUSTER_KIND[kind], 1, "lan", name=cname, root=t.root)
+            t.clusters.append(cname)
+            t.urls[dc] = c.url
+    except BaseException:
+        t.down()
+        raise
+    return t
+
+
+class LinkedStore:
+    """A store reached over a WAN link: every call waits the one-way delay each way."""
+
+    def __init__(self, inner: Store, there_ms: float, back_ms: float) -> None:
+        self.inner = inner
+        self.runtime = inner.runtime
+        self.there_ms = there_ms
+        self.back_ms = back_ms
+
+    @property
+    def info(self) -> StoreInfo:
+        """The inner store's description."""
+        return self.inner.info
+
+    async def connect(self, region: str | None = None) -> Client:
+        """Return a client whose calls pay the link's delays."""
+        return _LinkedClient(await self.inner.connect(region), self)
+
+    async def close(self) -> None:
+        """Nothing to release: the inner store belongs to the topology."""
+
+
+@dataclass
+class _LinkedClient:
+    inner: Client
+    link: LinkedStore
+
+    async def _call(self, coro: Any) -> Any:
+        await asyncio.sleep(self.link.there_ms / 1000)
+        try:
+            return await coro
+        finally:
+            await asyncio.sleep(self.link.back_ms / 1000)
+
+    async def read(self, keys: Sequence[str], *, consistent: bool) -> ReadResult:
+        return await self._call(self.inner.read(keys, consistent=consistent))
+
+    async def write(self, values: Mapping[str, Any], *,
+                    expect: Mapping[str, Any] | None = None) -> WriteResult:
+        return await self._call(self.inner.write(values, expect=expect))
+
+    async def delete(self, keys: Sequence[str]) -> WriteResult:
+        return await self._call(self.inner.delete(keys))
+
+    async def close(self) -> None:
+        await self.inner.close()
