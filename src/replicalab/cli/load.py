@@ -1,9 +1,227 @@
-"""``replicalab load ...``: (being written)."""
+"""``replicalab load run|ramp|sla``: open-loop load, a rising ramp, and an SLA search."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from replicalab.checkers.load import SIMPLEDB_2011, PriceTable, p99_ms, parse_prices
+from replicalab.cli.errors import UserError, fail
+from replicalab.cli.progress import progress_bar
+from replicalab.cli.timeparse import parse_duration_s
+from replicalab.report.load import render_load_report
+from replicalab.workloads.distributed import RayMissing
+from replicalab.workloads.load import LoadSpec
+from replicalab.workloads.load_runner import LoadRun, RampPlan, parse_ramp, run_load
+
+load_app = typer.Typer(help="Open-loop load: offered rate, ramp until failure, SLA search.",
+                       no_args_is_help=True)
+out_console = Console(highlight=False, soft_wrap=True)
+
+Store = Annotated[str, typer.Option(help="Store URL, e.g. sim://simpledb or "
+                                    "redis://127.0.0.1:6379.")]
+Arrivals = Annotated[str, typer.Option(help="uniform | poisson arrivals.")]
+ReadRatio = Annotated[float, typer.Option(help="Fraction of reads: 0.99, 0.75, 0.5 ...")]
+Keyspace = Annotated[int, typer.Option(help="Keys chosen at random from this many.")]
+MaxInFlight = Annotated[int, typer.Option(
+    help="Connections per worker, one request in flight on each; due requests beyond that "
+         "wait in the generator (timed from their intended start).")]
+Consistency = Annotated[str, typer.Option(help="eventual | consistent reads.")]
+Timeout = Annotated[float, typer.Option(help="Per-request timeout in ms (from the send).")]
+Drain = Annotated[str, typer.Option(help="After the schedule ends, how long queued requests "
+                                    "may still be sent; the rest count as unsent.")]
+Client = Annotated[str, typer.Option(help="store (the store adapter) | fast (lean Redis "
+                                     "GET/SET client, redis:// only).")]
+Workers = Annotated[int, typer.Option(help="Worker processes (local spawn, or Ray actors "
+                                      "with --ray).")]
+Ray = Annotated[str | None, typer.Option(help="Ray cluster address, or 'local' to start a "
+                                         "local instance; needs replicalab[ray].")]
+Prices = Annotated[str | None, typer.Option(help="Price table: a TOML file with [prices] "
+                                            "or 'simpledb-2011' (seed 003 §4.2).")]
+Seed = Annotated[int, typer.Option(help="Seed of arrivals, keys and the simulator.")]
+Out = Annotated[Path, typer.Option(help="Directory that receives the run directory.")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+Ramp = Annotated[str, typer.Option(help="Offered rates start:stop:step per second.")]
+StepDuration = Annotated[str, typer.Option(help="Duration of each ramp step.")]
+MaxErrorRate = Annotated[float, typer.Option(help="A step fails above this error fraction.")]
+FailP99 = Annotated[float, typer.Option(help="A step fails above this response p99 (ms).")]
+
+
+def _prices(text: str | None) -> PriceTable | None:
+    if text is None:
+        return None
+    if text == "simpledb-2011":
+        return SIMPLEDB_2011
+    path = Path(text)
+    try:
+        body = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ValueError(f"--prices {text}: cannot read it ({err.strerror}); give a TOML file "
+                         "or simpledb-2011") from None
+    return parse_prices(body, str(path))
+
+
+def _spec(store: str, rate: float, duration: str, arrivals: str, read_ratio: float,
+          keyspace: int, max_in_flight: int, consistency: str, timeout_ms: float, drain: str,
+          client: str, seed: int) -> LoadSpec:
+    drain_s = 0.0 if drain.strip() in ("0", "0s") else parse_duration_s(drain, "--drain")
+    spec = LoadSpec(store=store, rate_per_s=rate, duration_s=parse_duration_s(
+        duration, "--duration"), arrivals=arrivals, read_ratio=read_ratio, keyspace=keyspace,
+        max_in_flight=max_in_flight, consistency=consistency, timeout_ms=timeout_ms,
+        drain_s=drain_s, client=client, seed=seed)
+    spec.check()
+    return spec
+
+
+def _f(x: float | None, digits: int = 2) -> str:
+    return "n/a" if x is None or x != x or x == float("inf") else f"{x:,.{digits}f}"
+
+
+def summary_table(results: dict[str, Any]) -> Table:
+    """Return a terminal table with one row per step."""
+    t = Table(title=f"load {results['mode']} on {results['store']}", title_justify="left")
+    for col in ("offered/s", "done/s", "% offered", "errors", "resp p50 ms", "resp p99 ms",
+                "serv p99 ms", "failure"):
+        t.add_column(col, justify="left" if col == "failure" else "right")
+    for s in results["steps"]:
+        lat = s["latency"]
+        t.add_row(_f(s["rate_per_s"], 1), _f(s["throughput_rps"], 1),
+                  _f(s["throughput_pct"], 1), f"{100 * s['error_rate']:.2f}%",
+                  _f(lat["response/all"].get("p50_ms")), _f(p99_ms(s)),
+                  _f(p99_ms(s, "service/all")), s.get("failure", ""))
+    return t
+
+
+def _finish(run: LoadRun, as_json: bool) -> None:
+    report = render_load_report(run.results, run.run_dir)
+    r = run.results
+    if as_json:
+        sys.stdout.write(json.dumps({**r, "run_dir": str(run.run_dir), "report": str(report)},
+                                    sort_keys=True) + "\n")
+    else:
+        out_console.print(summary_table(r))
+        if r.get("stopped"):
+            out_console.print(r["stopped"])
+        if c := r.get("cost"):
+            per = "n/a" if c["per_operation"] is None else f"{c['per_operation']:.3e}"
+            out_console.print(f"cost: {c['total']:.6f} {c['currency']} total, {per} per "
+                              f"operation ({c['prices']})")
+        if (sla := r.get("sla")) and sla["best_rate_per_s"] is not None:
+            out_console.print(f"SLA p99 < {sla['sla_p99_ms']:g} ms: highest rate "
+                              f"{sla['best_rate_per_s']:g}/s (first missed at "
+                              f"{_f(sla['first_miss_rate_per_s'], 1)}/s)")
+        out_console.print(f"report: {report}")
+    if run.interrupted:
+        fail(f"interrupted; the steps so far and a partial report are in {run.run_dir}", 130)
+    if run.error:
+        fail(f"the run stopped early ({run.error}); what was recorded is in {run.run_dir}")
+    sla = r.get("sla")
+    if sla is not None and sla["best_rate_per_s"] is None:
+        lowest = min(s["rate_per_s"] for s in r["steps"])
+        fail(f"no offered rate meets p99 < {sla['sla_p99_ms']:g} ms (not even {lowest:g}/s); "
+             f"lower the ramp's start or raise --sla-p99-ms; results are in {run.run_dir}")
+
+
+def _go(spec: LoadSpec, mode: str, plan: RampPlan | None, workers: int, ray: str | None,
+        prices: str | None, out: Path, as_json: bool) -> None:
+    try:
+        table = _prices(prices)
+        with progress_bar(f"load {mode} on {spec.store}", not as_json) as tick:
+            run = run_load(spec, out, mode, plan, workers, ray, table, tick)
+    except (ValueError, UserError, RayMissing) as err:
+        fail(str(err))
+    _finish(run, as_json)
+
+
+@load_app.command("run")
+def run_cmd(
+    store: Store = "sim://simpledb",
+    rate: Annotated[float, typer.Option(help="Offered rate, requests per second.")] = 100.0,
+    duration: Annotated[str, typer.Option(help="How long to offer load: 30s, 5m.")] = "30s",
+    arrivals: Arrivals = "poisson", read_ratio: ReadRatio = 0.99, keyspace: Keyspace = 1000,
+    max_in_flight: MaxInFlight = 16, consistency: Consistency = "eventual",
+    timeout_ms: Timeout = 2000.0, drain: Drain = "5s", client: Client = "store",
+    workers: Workers = 1, ray: Ray = None, prices: Prices = None, seed: Seed = 1,
+    out: Out = Path("runs"), as_json: AsJson = False,
+) -> None:
+    """Offer load at a fixed rate and report throughput, errors and latency.
+
+    Example: replicalab load run --store sim://simpledb --rate 200 --duration 30s
+    """
+    try:
+        spec = _spec(store, rate, duration, arrivals, read_ratio, keyspace, max_in_flight,
+                     consistency, timeout_ms, drain, client, seed)
+    except ValueError as err:
+        fail(str(err))
+    _go(spec, "run", None, workers, ray, prices, out, as_json)
+
+
+def _plan(ramp: str, step_duration: str, max_error_rate: float, fail_p99_ms: float,
+          sla_p99_ms: float | None = None, refine: int = 0) -> RampPlan:
+    start, stop, step = parse_ramp(ramp)
+    plan = RampPlan(start, stop, step, parse_duration_s(step_duration, "--step-duration"),
+                    max_error_rate, fail_p99_ms, sla_p99_ms, refine)
+    plan.check()
+    return plan
+
+
+@load_app.command("ramp")
+def ramp_cmd(
+    ramp: Ramp, store: Store = "sim://simpledb", step_duration: StepDuration = "10s",
+    max_error_rate: MaxErrorRate = 0.01, fail_p99_ms: FailP99 = 1000.0,
+    arrivals: Arrivals = "poisson", read_ratio: ReadRatio = 0.99, keyspace: Keyspace = 1000,
+    max_in_flight: MaxInFlight = 16, consistency: Consistency = "eventual",
+    timeout_ms: Timeout = 2000.0, drain: Drain = "5s", client: Client = "store",
+    workers: Workers = 1, ray: Ray = None, prices: Prices = None, seed: Seed = 1,
+    out: Out = Path("runs"), as_json: AsJson = False,
+) -> None:
+    """Raise the offered rate step by step until the store fails (errors or p99 too high).
+
+    Example: replicalab load ramp --store sim://simpledb --ramp 100:1000:100 --step-duration 10s
+    """
+    try:
+        plan = _plan(ramp, step_duration, max_error_rate, fail_p99_ms)
+        spec = _spec(store, plan.start_per_s, step_duration, arrivals, read_ratio, keyspace,
+                     max_in_flight, consistency, timeout_ms, drain, client, seed)
+    except ValueError as err:
+        fail(str(err))
+    _go(spec, "ramp", plan, workers, ray, prices, out, as_json)
+
+
+@load_app.command("sla")
+def sla_cmd(
+    ramp: Ramp,
+    sla_p99_ms: Annotated[float, typer.Option(help="Target: response-time p99 below this "
+                                              "(ms).")],
+    store: Store = "sim://simpledb", step_duration: StepDuration = "10s",
+    refine: Annotated[int, typer.Option(help="Extra bisection steps between the highest rate "
+                                        "that met the SLA and the lowest that missed.")] = 3,
+    max_error_rate: MaxErrorRate = 0.01, fail_p99_ms: FailP99 = 1000.0,
+    arrivals: Arrivals = "poisson", read_ratio: ReadRatio = 0.99, keyspace: Keyspace = 1000,
+    max_in_flight: MaxInFlight = 16, consistency: Consistency = "eventual",
+    timeout_ms: Timeout = 2000.0, drain: Drain = "5s", client: Client = "store",
+    workers: Workers = 1, ray: Ray = None, prices: Prices = None, seed: Seed = 1,
+    out: Out = Path("runs"), as_json: AsJson = False,
+) -> None:
+    """Find the highest offered rate whose response-time p99 stays under a target.
+
+    Example: replicalab load sla --store sim://simpledb --ramp 100:2000:100 --sla-p99-ms 100
+    """
+    try:
+        plan = _plan(ramp, step_duration, max_error_rate, fail_p99_ms, sla_p99_ms, refine)
+        spec = _spec(store, plan.start_per_s, step_duration, arrivals, read_ratio, keyspace,
+                     max_in_flight, consistency, timeout_ms, drain, client, seed)
+    except ValueError as err:
+        fail(str(err))
+    _go(spec, "sla", plan, workers, ray, prices, out, as_json)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add ``replicalab load run|ramp|sla`` to the root app."""
+    app.add_typer(load_app, name="load")
