@@ -1,0 +1,1 @@
+"""Hybrid logical clocks, HLC trace alignment and consistent-cut queries (seed 002)."""
