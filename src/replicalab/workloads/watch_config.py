@@ -1,0 +1,109 @@
+"""The backends file of ``replicalab watch``: one ``[backends.NAME]`` table per store.
+
+```toml
+[backends.redis]
+url = "redis://127.0.0.1:6379"
+durability = "weak (lost on restart without AOF)"
+availability = "fair"
+transactional = "good"
+geo = "none"
+records = 100000          # optional, default --records
+read = "consistent"       # optional: consistent | eventual
+```
+
+``sim://`` backends run in real time (``clock=real`` is added when the URL has no clock).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from replicalab.stores.registry import schemes
+
+DECLARED = ("durability", "availability", "transactional", "geo")
+_KEYS = {"url", "records", "read", *DECLARED}
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """One backend: its name, store URL, declared properties (free text) and keyspace."""
+
+    name: str
+    url: str
+    durability: str = ""
+    availability: str = ""
+    transactional: str = ""
+    geo: str = ""
+    records: int | None = None
+    read: str = "consistent"
+
+
+def real_time_url(url: str) -> str:
+    """Return ``url`` with ``clock=real`` added to a ``sim://`` URL that names no clock
+    (ValueError if it asks for virtual time, which cannot be watched on a wall clock)."""
+    parts = urlsplit(url)
+    if parts.scheme != "sim":
+        return url
+    clock = parse_qs(parts.query).get("clock", [""])[-1]
+    if clock == "virtual":
+        raise ValueError(f"{url!r} asks for virtual time; watch measures on the wall clock, "
+                         "use clock=real")
+    if clock:
+        return url
+    return url + ("&" if parts.query else "?") + "clock=real"
+
+
+def _backend(name: str, table: Any, where: str) -> BackendSpec:
+    if not isinstance(table, dict):
+        raise ValueError(f"{where}: [backends.{name}] must be a table with url = \"...\"")
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise ValueError(f"{where}: [backends.{name}] has unknown key(s) {', '.join(unknown)}; "
+                         f"valid: {', '.join(sorted(_KEYS))}")
+    url = table.get("url")
+    if not isinstance(url, str) or "://" not in url:
+        raise ValueError(f"{where}: [backends.{name}] needs url = \"SCHEME://...\", e.g. "
+                         "\"sim://simpledb\" or \"redis://127.0.0.1:6379\"")
+    scheme = urlsplit(url).scheme
+    if scheme not in schemes():
+        raise ValueError(f"{where}: backend {name!r} has unknown URL scheme {scheme!r}; use "
+                         f"one of: {', '.join(s + '://' for s in schemes())}")
+    records = table.get("records")
+    if records is not None and (not isinstance(records, int) or records < 1):
+        raise ValueError(f"{where}: [backends.{name}] records must be a positive integer")
+    read = table.get("read", "consistent")
+    if read not in ("consistent", "eventual"):
+        raise ValueError(f"{where}: [backends.{name}] read must be consistent or eventual")
+    declared = {}
+    for key in DECLARED:
+        value = table.get(key, "")
+        if not isinstance(value, str):
+            raise ValueError(f"{where}: [backends.{name}] {key} must be a string")
+        declared[key] = value
+    return BackendSpec(name=name, url=real_time_url(url), records=records, read=read,
+                       **declared)
+
+
+def parse_backends(data: dict[str, Any], where: str = "backends file") -> list[BackendSpec]:
+    """Return the backends of a parsed TOML document (ValueError naming any problem)."""
+    tables = data.get("backends")
+    if not isinstance(tables, dict) or not tables:
+        raise ValueError(f"{where} lists no backends; add a table like "
+                         "[backends.sim] url = \"sim://simpledb\"")
+    return [_backend(name, table, where) for name, table in tables.items()]
+
+
+def load_backends(path: Path) -> list[BackendSpec]:
+    """Return the backends listed in the TOML file ``path`` (ValueError naming any problem)."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"backends file {str(path)!r} does not exist; see "
+                         "docs/examples/backends.toml") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"{path} is not valid TOML ({err})") from None
+    return parse_backends(data, str(path))
