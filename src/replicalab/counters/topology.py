@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -182,22 +182,24 @@ class _LinkedClient:
     inner: Client
     link: LinkedStore
 
-    async def _call(self, coro: Any) -> Any:
+    async def _call(self, fn: Callable[..., Awaitable[Any]], *args: Any, **kw: Any) -> Any:
+        # the call is created only once the request has crossed the link, so a caller that
+        # gives up during the delay leaves no un-awaited coroutine behind
         await asyncio.sleep(self.link.there_ms / 1000)
         try:
-            return await coro
+            return await fn(*args, **kw)
         finally:
             await asyncio.sleep(self.link.back_ms / 1000)
 
     async def read(self, keys: Sequence[str], *, consistent: bool) -> ReadResult:
-        return await self._call(self.inner.read(keys, consistent=consistent))
+        return await self._call(self.inner.read, keys, consistent=consistent)
 
     async def write(self, values: Mapping[str, Any], *,
                     expect: Mapping[str, Any] | None = None) -> WriteResult:
-        return await self._call(self.inner.write(values, expect=expect))
+        return await self._call(self.inner.write, values, expect=expect)
 
     async def delete(self, keys: Sequence[str]) -> WriteResult:
-        return await self._call(self.inner.delete(keys))
+        return await self._call(self.inner.delete, keys)
 
     async def close(self) -> None:
         await self.inner.close()

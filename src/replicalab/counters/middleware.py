@@ -1,0 +1,239 @@
+"""What the client-based and server-based middlewares share: the CounterService face,
+strictly-local vs global decrements, and the background synchroniser and rights policy.
+
+A subclass decides how one DC's operations on a counter are serialised (``_apply``) and
+how its durable state is read and merged into (``durable``/``absorb``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from replicalab.counters import rights
+from replicalab.counters.crdt import BoundedCounter, CounterError, InsufficientRights
+from replicalab.counters.service import (
+    CounterExists,
+    Placement,
+    Stores,
+    UnknownCounter,
+    write_state,
+)
+from replicalab.counters.sync import Syncer
+from replicalab.stores import ConditionFailed, StoreError
+
+log = logging.getLogger(__name__)
+
+HINT_GLOBAL = "retry with allow_global=True"
+HINT_EXHAUSTED = "counter exhausted"
+
+
+@dataclass(frozen=True)
+class Options:
+    """Tuning of one DC's middleware (times in ms, amounts in counter units)."""
+
+    sync_ms: float = 200.0
+    full_every: int = 10  # exchange every known counter every this many sync rounds
+    threshold: int = 20  # background policy asks for rights below this many
+    throttle_ms: float = 500.0  # at most one background request per counter and donor
+    policy_ms: float = 100.0  # how often the background policy looks at the counters
+    retries: int = 10  # conditional-write attempts per operation before Contended
+    global_rounds: int = 3  # rounds of asking donors for one global decrement
+    pool: int = 16  # client sessions to this DC's own store (each used by one op at a time)
+    seed: int = 0
+
+
+class Middleware:
+    """Base of the two middlewares: one data centre's CounterService."""
+
+    name = "middleware"
+
+    def __init__(self, placement: Placement, options: Options | None = None, *,
+                 now_ns: Callable[[], int] = time.monotonic_ns) -> None:
+        self.placement = placement
+        self.dc = placement.dc
+        self.opt = options or Options()
+        self.stores = Stores(placement, pool=self.opt.pool)
+        self.links = Stores(placement, pool=2)  # sessions to peers' stores over the WAN links
+        self.rng = random.Random(self.opt.seed)
+        self.now_ns = now_ns
+        self.syncer = Syncer(self, placement, self.links, self.opt.sync_ms,
+                             self.opt.full_every, seed=self.opt.seed)
+        self.throttle = rights.Throttle(int(self.opt.throttle_ms * 1e6))
+        self.transfers: list[tuple[str, str, int, bool]] = []  # (key, donor, given, on demand)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the synchroniser and the background rights policy (needs a running loop)."""
+        if not self._tasks:
+            self._tasks = [asyncio.get_running_loop().create_task(self.syncer.run()),
+                           asyncio.get_running_loop().create_task(self._policy_loop())]
+
+    async def close(self) -> None:
+        """Stop background work and close every session."""
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._tasks = []
+        await self._close_serialisers()
+        await self.stores.close()
+        await self.links.close()
+
+    async def _close_serialisers(self) -> None:
+        """Subclasses stop their per-key work here."""
+
+    async def __aenter__(self) -> Middleware:
+        self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- to be provided by a middleware -------------------------------------------------
+    async def _apply(self, key: str, op: str, n: int) -> int:
+        """Apply ``op`` ("inc"/"dec") of ``n`` to this DC's replica durably; return the
+        value after it."""
+        raise NotImplementedError
+
+    async def durable(self, key: str) -> BoundedCounter | None:
+        """Return ``key`` as durably stored in this DC (None if absent)."""
+        raise NotImplementedError
+
+    async def absorb(self, key: str, other: BoundedCounter) -> None:
+        """Merge ``other`` into this DC's durable state of ``key``."""
+        raise NotImplementedError
+
+    # -- CounterService -----------------------------------------------------------------
+    async def create(self, key: str, initial: int, lower: int = 0) -> None:
+        """Create ``key`` in this DC's store (CounterExists if there) with its slack split
+        evenly over the DCs, then push it to the peers (best effort; sync catches up)."""
+        state = BoundedCounter.create(self.placement.dcs, initial=initial, lower=lower)
+        try:
+            async with self.stores.session(self.dc) as client:
+                await write_state(client, key, state, None)
+        except ConditionFailed:
+            raise CounterExists(f"counter {key!r} already exists in {self.dc}; pick another "
+                                "name") from None
+        self.syncer.touch(key)
+        await self.syncer.sync_key(key)
+
+    async def inc(self, key: str, n: int = 1) -> int:
+        """Return the value here after adding ``n`` (never needs rights: lower bound)."""
+        self.syncer.known.add(key)
+        return await self._apply(key, "inc", n)
+
+    async def dec(self, key: str, n: int = 1, *, allow_global: bool = False) -> int:
+        """Return the value here after subtracting ``n``.
+
+        Strictly local (default): InsufficientRights at once when this DC lacks the rights,
+        with a hint whether a global attempt could succeed. Global: ask peers for rights
+        (half the difference each, richest first) and retry, failing only when they cannot
+        give enough.
+        """
+        self.syncer.known.add(key)
+        try:
+            return await self._apply(key, "dec", n)
+        except InsufficientRights as err:
+            if not allow_global:
+                raise await self._hinted(key, err) from None
+            last = err
+        for _ in range(self.opt.global_rounds):
+            await self.obtain(key, n)
+            try:
+                return await self._apply(key, "dec", n)
+            except InsufficientRights as err:
+                last = err
+        raise await self._hinted(key, last, global_tried=True) from None
+
+    async def value(self, key: str) -> int:
+        """Return the value as this DC knows it."""
+        state = await self.durable(key)
+        if state is None:
+            raise self.unknown(key)
+        self.syncer.known.add(key)
+        return state.value()
+
+    # -- helpers ------------------------------------------------------------------------
+    def unknown(self, key: str) -> UnknownCounter:
+        """Return the error for a counter absent from this DC's store."""
+        return UnknownCounter(f"no counter {key!r} in {self.dc}'s store; create it first "
+                              "(or wait for the next sync if it was created elsewhere)")
+
+    async def _hinted(self, key: str, err: InsufficientRights,
+                      global_tried: bool = False) -> InsufficientRights:
+        state = await self.durable(key)
+        slack = 0 if state is None else state.value() - (state.lower or 0)
+        hint = HINT_EXHAUSTED if global_tried or slack < err.needed else HINT_GLOBAL
+        what = "after asking the other DCs" if global_tried else "locally"
+        return InsufficientRights(
+            f"{self.dc} holds {err.available} rights for {key!r} and needs {err.needed} "
+            f"{what} (value here {state.value() if state else '?'}): {hint}",
+            err.available, err.needed)
+
+    def note_transfer(self, key: str, donor: str, given: int, on_demand: bool) -> None:
+        """Record a transfer received (for reports and tests)."""
+        self.transfers.append((key, donor, given, on_demand))
+        log.debug("%s got %d rights for %s from %s", self.dc, given, key, donor)
+
+    async def request(self, req: rights.TransferRequest, on_demand: bool) -> int:
+        """Execute ``req`` at the donor's store, merge the donor's new state here at once
+        and push it on; return the rights given (0 when nothing was due)."""
+        async with self.links.session(req.donor) as client:
+            donor_state, given = await rights.execute(client, req, retries=self.opt.retries,
+                                                      rng=self.rng, where=req.donor)
+        await self.absorb(req.key, donor_state)
+        if given:
+            self.note_transfer(req.key, req.donor, given, on_demand)
+            self.syncer.touch(req.key)
+        return given
+
+    async def obtain(self, key: str, needed: int) -> int:
+        """Ask donors, richest first, for half the difference each until this DC holds
+        ``needed`` rights; return the rights received (store errors of one donor are
+        skipped)."""
+        got = 0
+        state = await self.durable(key)
+        if state is None:
+            raise self.unknown(key)
+        for donor, _ in rights.donors_by_wealth(state, self.dc):
+            if rights.rights_of(state, self.dc) >= needed:
+                break
+            req = rights.request_to(state, key, self.dc, donor)
+            if req is None:
+                continue
+            try:
+                got += await self.request(req, on_demand=True)
+            except (StoreError, CounterError) as err:
+                log.debug("on-demand transfer from %s failed: %s", donor, err)
+                continue
+            state = await self.durable(key) or state
+        return got
+
+    async def _policy_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.opt.policy_ms / 1000)
+            keys = sorted(self.syncer.known)
+            await asyncio.gather(*(self.rebalance(k) for k in keys))
+
+    async def rebalance(self, key: str) -> int:
+        """Run the background policy once for ``key``; return the rights received."""
+        try:
+            state = await self.durable(key)
+            if state is None:
+                return 0
+            req = rights.plan_background(state, key, self.dc, self.opt.threshold)
+            if req is None or not self.throttle.allow(key, req.donor, self.now_ns()):
+                return 0
+            return await self.request(req, on_demand=False)
+        except (StoreError, CounterError) as err:
+            log.debug("background transfer for %s failed: %s", key, err)
+            return 0
+
