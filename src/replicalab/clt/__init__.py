@@ -1,0 +1,1 @@
+"""Cloud Latency Tester: agents, coordinator, records and analysis (seed 002)."""
