@@ -32,8 +32,9 @@ from replicalab.checkers.load import (
 )
 from replicalab.history import History, load_history
 from replicalab.stores import open_store
+from replicalab.workloads import resp
 from replicalab.workloads.arrivals import arrival_offsets_ns
-from replicalab.workloads.load import LoadSpec, drive, run_worker
+from replicalab.workloads.load import LoadSpec, default_loop, drive, run_worker
 from replicalab.workloads.load_runner import RampPlan, run_load
 
 NS = 1_000_000_000
@@ -280,6 +281,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     (("ramp", "--ramp", "100:50"), "--ramp"),
     (("ramp", "--ramp", "200:100:10"), "start <= stop"),
     (("run", "--prices", "/nonexistent.toml"), "--prices"),
+    (("run", "--loop", "tokio"), "--loop"),
 ])
 def test_cli_bad_input_is_one_line_and_exit_2(args, needle, tmp_path: Path):
     r = _cli(*args, "--out", str(tmp_path), cwd=tmp_path)
@@ -314,3 +316,49 @@ def test_cli_ray_without_an_importable_ray_is_one_line(tmp_path: Path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2
     assert "--ray needs Ray" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+# --- the fast Redis path's pieces ----------------------------------------------------------
+
+def test_commands_are_packed_as_resp_arrays_of_bulk_strings():
+    assert resp.pack_command("GET", "load/k1/v") == b"*2\r\n$3\r\nGET\r\n$9\r\nload/k1/v\r\n"
+    assert resp.pack_command("SET", "k", "1.2@3") == (
+        b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\n1.2@3\r\n")
+
+
+def test_the_reader_returns_values_nil_errors_and_waits_for_split_replies():
+    r = resp.new_reader()
+    r.feed(b"$3\r\nxy")
+    assert r.gets() is resp._MORE  # half a reply is not a reply
+    r.feed(b"z\r\n$-1\r\n-BUSY Redis is busy\r\n+OK\r\n")
+    assert r.gets() == "xyz"
+    assert r.gets() is None
+    err = r.gets()
+    assert isinstance(err, resp.RespError) and str(err) == "BUSY Redis is busy"
+    assert classify_error(str(err)) == "busy"
+    assert r.gets() == "OK"
+    assert r.gets() is resp._MORE
+
+
+def test_a_load_record_closes_only_the_open_requests_it_sent():
+    rec = resp.LoadRecord.allocate(5)
+    rec.taken = 3
+    rec.outcome[0], rec.outcome[1] = resp.OK, resp.FAIL
+    assert rec.close_open(42, "timeout: no reply by the drain limit") == 1
+    assert list(rec.outcome) == [resp.OK, resp.FAIL, resp.INFO, resp.OPEN, resp.OPEN]
+    assert rec.done_ns[2] == 42 and rec.errors == {2: "timeout: no reply by the drain limit"}
+
+
+def test_the_event_loop_is_uvloop_when_installed_and_checked():
+    pytest.importorskip("uvloop")
+    assert default_loop() == "uvloop"
+    assert LoadSpec(store="sim://simpledb").loop == "uvloop"
+    LoadSpec(store="sim://simpledb", loop="asyncio").check()
+    with pytest.raises(ValueError, match="--loop"):
+        LoadSpec(store="sim://simpledb", loop="tokio").check()
+
+
+def test_a_simulated_run_records_its_loop_as_virtual(tmp_path: Path):
+    run = run_load(LoadSpec(store="sim://simpledb", rate_per_s=50, duration_s=1), tmp_path)
+    assert run.results["config"]["loop"] == default_loop()
+    assert run.results["steps"][0]["workers"][0]["loop"] == "virtual"

@@ -17,7 +17,7 @@ from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
 from replicalab.report.load import render_load_report
 from replicalab.workloads.distributed import RayMissing
-from replicalab.workloads.load import LoadSpec
+from replicalab.workloads.load import LoadSpec, default_loop
 from replicalab.workloads.load_runner import LoadRun, RampPlan, parse_ramp, run_load
 
 load_app = typer.Typer(help="Open-loop load: offered rate, ramp until failure, SLA search.",
@@ -38,6 +38,9 @@ Drain = Annotated[str, typer.Option(help="After the schedule ends, how long queu
                                     "may still be sent; the rest count as unsent.")]
 Client = Annotated[str, typer.Option(help="store (the store adapter) | fast (lean Redis "
                                      "GET/SET client, redis:// only).")]
+Loop = Annotated[str | None, typer.Option(
+    help="Event loop of real-time runs: uvloop | asyncio (default: uvloop when installed). "
+         "sim:// runs in virtual time and ignores it.")]
 Workers = Annotated[int, typer.Option(help="Worker processes (local spawn, or Ray actors "
                                       "with --ray).")]
 Ray = Annotated[str | None, typer.Option(help="Ray cluster address, or 'local' to start a "
@@ -69,12 +72,12 @@ def _prices(text: str | None) -> PriceTable | None:
 
 def _spec(store: str, rate: float, duration: str, arrivals: str, read_ratio: float,
           keyspace: int, max_in_flight: int, consistency: str, timeout_ms: float, drain: str,
-          client: str, seed: int) -> LoadSpec:
+          client: str, seed: int, loop: str | None = None) -> LoadSpec:
     drain_s = 0.0 if drain.strip() in ("0", "0s") else parse_duration_s(drain, "--drain")
     spec = LoadSpec(store=store, rate_per_s=rate, duration_s=parse_duration_s(
         duration, "--duration"), arrivals=arrivals, read_ratio=read_ratio, keyspace=keyspace,
         max_in_flight=max_in_flight, consistency=consistency, timeout_ms=timeout_ms,
-        drain_s=drain_s, client=client, seed=seed)
+        drain_s=drain_s, client=client, seed=seed, loop=loop or default_loop())
     spec.check()
     return spec
 
@@ -147,16 +150,19 @@ def run_cmd(
     arrivals: Arrivals = "poisson", read_ratio: ReadRatio = 0.99, keyspace: Keyspace = 1000,
     max_in_flight: MaxInFlight = 16, consistency: Consistency = "eventual",
     timeout_ms: Timeout = 2000.0, drain: Drain = "5s", client: Client = "store",
-    workers: Workers = 1, ray: Ray = None, prices: Prices = None, seed: Seed = 1,
+    loop: Loop = None, workers: Workers = 1, ray: Ray = None, prices: Prices = None, seed: Seed = 1,
     out: Out = Path("runs"), as_json: AsJson = False,
 ) -> None:
     """Offer load at a fixed rate and report throughput, errors and latency.
 
     Example: replicalab load run --store sim://simpledb --rate 200 --duration 30s
+
+    Example: replicalab load run --store redis://127.0.0.1:6379 --client fast --loop uvloop
+    --rate 20000 --max-in-flight 50 --duration 10s
     """
     try:
         spec = _spec(store, rate, duration, arrivals, read_ratio, keyspace, max_in_flight,
-                     consistency, timeout_ms, drain, client, seed)
+                     consistency, timeout_ms, drain, client, seed, loop)
     except ValueError as err:
         fail(str(err))
     _go(spec, "run", None, workers, ray, prices, out, as_json)
@@ -178,7 +184,7 @@ def ramp_cmd(
     arrivals: Arrivals = "poisson", read_ratio: ReadRatio = 0.99, keyspace: Keyspace = 1000,
     max_in_flight: MaxInFlight = 16, consistency: Consistency = "eventual",
     timeout_ms: Timeout = 2000.0, drain: Drain = "5s", client: Client = "store",
-    workers: Workers = 1, ray: Ray = None, prices: Prices = None, seed: Seed = 1,
+    loop: Loop = None, workers: Workers = 1, ray: Ray = None, prices: Prices = None, seed: Seed = 1,
     out: Out = Path("runs"), as_json: AsJson = False,
 ) -> None:
     """Raise the offered rate step by step until the store fails (errors or p99 too high).
@@ -188,7 +194,7 @@ def ramp_cmd(
     try:
         plan = _plan(ramp, step_duration, max_error_rate, fail_p99_ms)
         spec = _spec(store, plan.start_per_s, step_duration, arrivals, read_ratio, keyspace,
-                     max_in_flight, consistency, timeout_ms, drain, client, seed)
+                     max_in_flight, consistency, timeout_ms, drain, client, seed, loop)
     except ValueError as err:
         fail(str(err))
     _go(spec, "ramp", plan, workers, ray, prices, out, as_json)
@@ -206,7 +212,7 @@ def sla_cmd(
     arrivals: Arrivals = "poisson", read_ratio: ReadRatio = 0.99, keyspace: Keyspace = 1000,
     max_in_flight: MaxInFlight = 16, consistency: Consistency = "eventual",
     timeout_ms: Timeout = 2000.0, drain: Drain = "5s", client: Client = "store",
-    workers: Workers = 1, ray: Ray = None, prices: Prices = None, seed: Seed = 1,
+    loop: Loop = None, workers: Workers = 1, ray: Ray = None, prices: Prices = None, seed: Seed = 1,
     out: Out = Path("runs"), as_json: AsJson = False,
 ) -> None:
     """Find the highest offered rate whose response-time p99 stays under a target.
@@ -216,7 +222,7 @@ def sla_cmd(
     try:
         plan = _plan(ramp, step_duration, max_error_rate, fail_p99_ms, sla_p99_ms, refine)
         spec = _spec(store, plan.start_per_s, step_duration, arrivals, read_ratio, keyspace,
-                     max_in_flight, consistency, timeout_ms, drain, client, seed)
+                     max_in_flight, consistency, timeout_ms, drain, client, seed, loop)
     except ValueError as err:
         fail(str(err))
     _go(spec, "sla", plan, workers, ray, prices, out, as_json)

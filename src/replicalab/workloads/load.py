@@ -9,11 +9,17 @@ limit passes (``duration + drain``) are never sent and are counted as ``unsent``
 One call of :func:`run_worker` is one worker's share of one step: it opens the store, runs
 the schedule in the store's runtime (virtual for ``sim://``, real otherwise) and returns a
 :class:`WorkerResult` with its history, intended start times, encoded histograms, counts
-and the machine's clocks.
+and the machine's clocks. Real time runs on the event loop ``LoadSpec.loop`` names (uvloop
+by default when it is installed), in a loop of its own: nothing else in replicalab changes
+its event loop. ``client="fast"`` drives Redis through :mod:`replicalab.workloads.resp`
+(callbacks, no per-request coroutine) and turns its per-request arrays into History rows
+after the run.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import itertools
 import os
 import socket
@@ -31,6 +37,7 @@ from replicalab.checkers.load import (
     load_histograms,
 )
 from replicalab.history import History, encode_value
+from replicalab.history.core import OpType
 from replicalab.runtime import Runtime
 from replicalab.stores import Client, Feature, Store, open_store
 from replicalab.workloads.arrivals import arrival_offsets_ns, check_arrivals
@@ -38,9 +45,15 @@ from replicalab.workloads.recorder import Recorder
 
 NS_PER_S = 1_000_000_000
 CLIENTS = ("store", "fast")
+LOOPS = ("uvloop", "asyncio")
 KEY_DOMAIN = "load"
 PROCESS_STRIDE = 100_000
 """Worker w's connections are processes w*PROCESS_STRIDE + c in a merged history."""
+
+
+def default_loop() -> str:
+    """Return "uvloop" when uvloop can be imported, else "asyncio"."""
+    return "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
 
 
 @dataclass(frozen=True)
@@ -59,6 +72,7 @@ class LoadSpec:
     drain_s: float = 5.0
     client: str = "store"
     seed: int = 1
+    loop: str = field(default_factory=default_loop)  # real time only; sim:// is virtual
 
     def check(self) -> None:
         """Raise ValueError naming the first invalid option and its fix."""
@@ -81,6 +95,11 @@ class LoadSpec:
         if self.client == "fast" and not self.store.startswith("redis://"):
             raise ValueError("--client fast speaks Redis only; use a redis:// store or "
                              "--client store")
+        if self.loop not in LOOPS:
+            raise ValueError(f"--loop {self.loop!r}: use uvloop or asyncio")
+        if self.loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
+            raise ValueError("--loop uvloop needs the uvloop package (pip install uvloop); "
+                             "or use --loop asyncio")
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-ready dict (a password in the store URL is masked)."""
@@ -147,6 +166,7 @@ class WorkerResult:
     history: History
     intended_ns: array = field(default_factory=lambda: array("q"))
     error: str = ""
+    loop: str = ""  # the event loop that ran it ("uvloop 0.23.0", "asyncio") or "virtual"
 
 
 class TimedClient:
@@ -184,13 +204,56 @@ def key_name(index: int) -> str:
     return f"{KEY_DOMAIN}/k{index}/v"
 
 
-async def _connect(store: Store, spec: LoadSpec) -> Client:
-    if spec.client == "fast":
-        from replicalab.workloads import resp
-        primary = store.nodes[0]  # type: ignore[attr-defined]
-        return await resp.connect(primary.host, primary.port, primary.name,
-                                  spec.timeout_ms / 1000)
-    return await store.connect()
+def _append_record(h: History, intended: array, rec: Any, sched: Any, spec: LoadSpec,
+                   node: str, process_base: int) -> None:
+    """Append the sent requests of a fast-path record to ``h`` (in schedule order) and their
+    intended starts to ``intended`` (aligned with h's rows)."""
+    taken = rec.taken
+    send = np.frombuffer(rec.send_ns, np.int64, taken)
+    sent = np.flatnonzero(send > 0)  # 0 = taken but never sent (interrupted while waiting)
+    if len(intended) < len(h):
+        intended.extend([-1] * (len(h) - len(intended)))
+    offsets = np.frombuffer(sched.offsets_ns, np.int64, taken)[sent]
+    intended.frombytes((rec.t0_ns + offsets).astype(np.int64).tobytes())
+    reads = np.frombuffer(sched.is_read, np.int8, taken)[sent].astype(bool)
+    outcome = np.frombuffer(rec.outcome, np.int8, taken)[sent]
+    conn = np.frombuffer(rec.conn, np.int32, taken)[sent]
+    h.process.frombytes((process_base + conn).astype(np.int32).tobytes())
+    h.type.frombytes(outcome.astype(np.int8).tobytes())
+    h.f.frombytes(np.where(reads, h.f_code("read"), h.f_code("write"))
+                  .astype(np.int8).tobytes())
+    h.consistency.frombytes(np.where(reads, h.consistency_code(spec.consistency),
+                                     h.consistency_code("none")).astype(np.int8).tobytes())
+    h.invoke_ns.frombytes(send[sent].tobytes())
+    h.complete_ns.frombytes(np.frombuffer(rec.done_ns, np.int64, taken)[sent].tobytes())
+    idx = sent.tolist()
+    key_idx = np.frombuffer(sched.key_index, np.int64, taken)[sent].tolist()
+    h.keys.extend((sched.keys[k],) for k in key_idx)
+    h.values.extend((rec.values[i],) for i in idx)
+    h.node.extend(node if o == OpType.OK else "" for o in outcome.tolist())
+    h.error.extend(rec.errors.get(i, "") for i in idx)
+
+
+async def _drive_fast(store: Store, spec: LoadSpec, offsets_ns: np.ndarray, h: History,
+                      intended: array, process_base: int, on_start: Any) -> tuple[int, int]:
+    """``drive`` for ``client="fast"``: Redis GET/SET at the primary through resp.py."""
+    from replicalab.workloads import resp
+    primary = store.nodes[0]  # type: ignore[attr-defined]
+    is_read, key_idx = plan_ops(spec, len(offsets_ns), spec.seed)
+    sched = resp.Schedule(array("q", np.asarray(offsets_ns, np.int64).tobytes()),
+                          array("b", is_read.astype(np.int8).tobytes()),
+                          array("q", key_idx.astype(np.int64).tobytes()),
+                          {int(k): key_name(int(k)) for k in np.unique(key_idx)})
+    rec = resp.LoadRecord.allocate(len(sched))
+    try:
+        await resp.drive_schedule(
+            primary.host, primary.port, spec.max_in_flight, sched, rec,
+            process_base=process_base, stop_after_ns=int((spec.duration_s + spec.drain_s)
+                                                         * NS_PER_S),
+            timeout_ns=int(spec.timeout_ms * 1e6), on_start=on_start)
+    finally:
+        _append_record(h, intended, rec, sched, spec, primary.name, process_base)
+    return rec.t0_ns, rec.end_ns
 
 
 async def drive(store: Store, spec: LoadSpec, offsets_ns: np.ndarray, h: History,
@@ -198,6 +261,8 @@ async def drive(store: Store, spec: LoadSpec, offsets_ns: np.ndarray, h: History
                 on_start: Any = None) -> tuple[int, int]:
     """Run the schedule ``offsets_ns`` against ``store``, recording into ``h`` and
     ``intended`` (aligned with h's rows); return (t0_ns, end_ns) in the runtime's clock."""
+    if spec.client == "fast":
+        return await _drive_fast(store, spec, offsets_ns, h, intended, process_base, on_start)
     rt = store.runtime
     consistent = spec.consistency == "consistent"
     need = Feature.CONSISTENT_READ if consistent else Feature.EVENTUAL_READ
@@ -207,8 +272,7 @@ async def drive(store: Store, spec: LoadSpec, offsets_ns: np.ndarray, h: History
     clients: list[Client] = []
     try:
         for _ in range(spec.max_in_flight):
-            c = await _connect(store, spec)
-            clients.append(c if spec.client == "fast" else TimedClient(c, rt, timeout_ns))
+            clients.append(TimedClient(await store.connect(), rt, timeout_ns))
         is_read, key_idx = plan_ops(spec, len(offsets_ns), spec.seed)
         reads, keys = is_read.tolist(), key_idx.tolist()
         offsets = offsets_ns.tolist()
@@ -233,8 +297,9 @@ async def drive(store: Store, spec: LoadSpec, offsets_ns: np.ndarray, h: History
                 if now >= stop_ns:
                     return  # the rest stay unsent: the generator's backlog at the limit
                 cursor[0] = i + 1
-                if due > now:
+                while due > now:  # uvloop's timers are in whole ms and may fire early
                     await rt.sleep_ns(due - now)
+                    now = rt.now_ns()
                 key = names[keys[i]] if names is not None else key_name(keys[i])
                 if len(intended) < len(h):
                     intended.extend([-1] * (len(h) - len(intended)))
@@ -291,8 +356,12 @@ def run_worker(spec: LoadSpec, worker: int = 0, workers: int = 1,
             span[1] = span[1] or rt.now_ns()
             await store.close()
 
+    loop = "virtual"
     try:
-        rt.run(main())
+        if rt.virtual:
+            rt.run(main())
+        else:
+            loop = _run_real(main(), share.loop)
     except KeyboardInterrupt:
         error = "interrupted"
     except ValueError as err:
@@ -306,4 +375,18 @@ def run_worker(spec: LoadSpec, worker: int = 0, workers: int = 1,
     counts = count_outcomes(h, len(offsets))
     hists = encode_histograms(load_histograms(h, intended))
     return WorkerResult(worker, rate, share.duration_s, rt.virtual, span[0], span[1], clock,
-                        counts, hists, h, intended, error)
+                        counts, hists, h, intended, error, loop)
+
+
+def _run_real(main: Any, loop: str) -> str:
+    """Run coroutine ``main`` to completion on a new event loop of kind ``loop`` (uvloop or
+    asyncio, closed afterwards; the process's loop policy is left alone) and return the
+    loop's name and version."""
+    factory = None
+    name = "asyncio"
+    if loop == "uvloop":
+        import uvloop
+        factory, name = uvloop.new_event_loop, f"uvloop {uvloop.__version__}"
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(main)
+    return name

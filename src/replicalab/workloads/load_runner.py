@@ -122,7 +122,7 @@ def merge_step(results: list[WorkerResult], rate_per_s: float, duration_s: float
     out["histograms"] = {name: h.encode().decode("ascii") for name, h in hists.items()}
     out["workers"] = [{
         "worker": r.worker, "rate_per_s": r.rate_per_s, "hostname": r.clock.hostname,
-        "pid": r.clock.pid, "runtime": "virtual" if r.virtual else "real",
+        "pid": r.clock.pid, "runtime": "virtual" if r.virtual else "real", "loop": r.loop,
         "clock": {"wall_start_ns": r.clock.wall_start_ns, "mono_start_ns": r.clock.mono_start_ns,
                   "wall_end_ns": r.clock.wall_end_ns, "mono_end_ns": r.clock.mono_end_ns,
                   "wall_minus_mono_ns": r.clock.offset_ns, "drift_ns": r.clock.drift_ns},

@@ -1,163 +1,311 @@
-"""A lean Redis client for the load generator's hot path: one connection, one request in
-flight, GET and SET only, over a bare asyncio Protocol.
+"""The load generator's lean Redis path: an open-loop schedule of GETs and SETs driven from
+the event loop's callbacks over bare asyncio Protocols, one request in flight per connection.
 
-redis-py's asyncio client spends most of each call in its connection pool, command packing
-and response machinery; under open-loop load that overhead, not Redis, limits the rate a
-single core can offer. This client writes a pre-packed RESP command and wakes the caller
-from ``data_received``: one write, one future and one await per operation. No pipelining:
-the caller awaits each reply before it sends the next request on the same connection.
-It implements the read/write part of :class:`replicalab.stores.Client` against the primary
-only (reads of a primary are always current, so ``consistent`` changes nothing here).
+Why not the store adapter: redis-py's asyncio client spends most of each call in its
+connection pool, command packing and response machinery, and even a lean client awaited from
+one coroutine per connection pays a future, a task switch and a coroutine resumption per
+request. Here each connection is a small state machine: ``data_received`` parses the reply
+(hiredis's C reader), stamps its completion time and immediately sends that connection's next
+due request, or arms a timer for its intended start. That is the shape redis-benchmark has on
+its own event loop, with the same rule: no pipelining, the next request on a connection is
+sent only after the previous reply arrived.
+
+Every request is still recorded: :class:`LoadRecord` holds preallocated typed arrays indexed
+by the request's position in the schedule (connection, send time, completion time, outcome)
+plus its value and error, and the caller turns them into History rows after the run. A
+request's intended start is ``t0 + offset``; its send and completion times are
+``time.monotonic_ns()`` readings (the real runtime's clock). One reading serves as both the
+completion of a reply and the send of the next request when that one is already due (they
+happen in the same callback, microseconds apart; the service time then also includes the
+reply's bookkeeping, so it errs on the long side).
+
+Reads go to the primary only (reads of a primary are always current, so ``consistent``
+changes nothing here).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import time
+from array import array
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from replicalab.stores.base import ReadResult, StoreError, Unavailable, WriteResult
+import hiredis
+
+from replicalab.history import encode_value
+from replicalab.stores.base import StoreError, Unavailable
+
+OPEN, OK, FAIL, INFO = 0, 1, 2, 3
+"""Outcome codes of a recorded request (the History's type codes)."""
+
+_MORE = object()  # what the reader returns while a reply is still incomplete
+_WATCHDOG_MAX_S = 0.1
 
 
 class RespError(StoreError):
     """Redis answered with an error reply (``-ERR ...``, ``-BUSY ...``, ...)."""
 
 
-def _bulk(data: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(data), data)
-
-
 def pack_command(*args: str | bytes) -> bytes:
-    """Return the RESP encoding (bytes) of one command with its arguments."""
-    parts = [b"*%d\r\n" % len(args)]
-    for a in args:
-        parts.append(_bulk(a.encode() if isinstance(a, str) else a))
-    return b"".join(parts)
+    """Return the RESP encoding (bytes) of one command with its arguments (hiredis packs)."""
+    return hiredis.pack_command(args)
 
 
-def parse_reply(buf: bytes | bytearray, start: int = 0) -> tuple[Any, int] | None:
-    """Return (reply, end offset) for the RESP reply at ``start`` of ``buf``, or None if it is
-    not complete yet. Bulk strings come back as str, nil as None, errors as RespError."""
-    end = buf.find(b"\r\n", start)
-    if end < 0:
-        return None
-    kind = buf[start]
-    head = bytes(buf[start + 1:end])
-    if kind == 0x24:  # '$' bulk string
-        n = int(head)
-        if n < 0:
-            return None, end + 2
-        stop = end + 2 + n
-        if len(buf) < stop + 2:
-            return None
-        return bytes(buf[end + 2:stop]).decode(), stop + 2
-    if kind == 0x2B:  # '+' simple string
-        return head.decode(), end + 2
-    if kind == 0x3A:  # ':' integer
-        return int(head), end + 2
-    if kind == 0x2D:  # '-' error
-        return RespError(head.decode()), end + 2
-    raise StoreError(f"unexpected Redis reply type {chr(kind)!r}; is this a Redis server?")
+def new_reader() -> hiredis.Reader:
+    """Return a RESP reply reader: bulk strings come back as str (undecodable bytes
+    replaced), nil as None, error replies as RespError instances, and ``gets()`` returns a
+    private sentinel while a reply is incomplete."""
+    return hiredis.Reader(encoding="utf-8", errors="replace", replyError=RespError,
+                          notEnoughData=_MORE)
+
+
+@dataclass
+class Schedule:
+    """What to send (parallel arrays, one entry per request, in intended-start order)."""
+
+    offsets_ns: array  # intended start minus t0 (ns), nondecreasing
+    is_read: array  # 1 = GET, 0 = SET
+    key_index: array  # index into ``keys``
+    keys: Mapping[int, str]  # key index -> key name
+
+    def __len__(self) -> int:
+        return len(self.offsets_ns)
+
+
+@dataclass
+class LoadRecord:
+    """Per-request results, indexed like the schedule; rows ``0..taken-1`` were sent (or
+    failed at once on a lost connection), the rest were never sent."""
+
+    conn: array  # connection number (0..C-1)
+    send_ns: array  # actual send time (monotonic ns)
+    done_ns: array  # completion time (monotonic ns), -1 while open
+    outcome: array  # OPEN / OK / FAIL / INFO
+    values: list[str | None]  # value a GET saw, or the value a SET wrote
+    errors: dict[int, str] = field(default_factory=dict)  # request index -> error message
+    taken: int = 0
+    t0_ns: int = 0
+    end_ns: int = 0
+
+    @classmethod
+    def allocate(cls, n: int) -> LoadRecord:
+        """Return an empty record for ``n`` requests (arrays preallocated)."""
+        return cls(array("i", bytes(4 * n)), array("q", bytes(8 * n)),
+                   array("q", [-1]) * n, array("b", bytes(n)), [None] * n)
+
+    def close_open(self, now_ns: int, reason: str) -> int:
+        """Close every sent request still open as INFO with ``reason``; return how many."""
+        closed = 0
+        for i in range(self.taken):
+            if self.outcome[i] == OPEN:
+                self.outcome[i], self.done_ns[i], self.errors[i] = INFO, now_ns, reason
+                closed += 1
+        return closed
 
 
 class _Conn(asyncio.Protocol):
-    """The protocol object: hands each complete reply to the waiting future."""
+    """One connection: hands each complete reply to the driver."""
 
-    def __init__(self) -> None:
+    def __init__(self, driver: _Driver, number: int) -> None:
+        self.driver = driver
+        self.number = number
+        self.process = driver.process_base + number
+        self.reader = new_reader()
         self.transport: asyncio.Transport | None = None
-        self.buf = bytearray()
-        self.waiter: asyncio.Future[Any] | None = None
-        self.lost: Exception | None = None
+        self.current = -1  # index of the request in flight, -1 when none
+        self.late = False  # the request in flight already timed out: drop its reply
+        self.lost: str = ""
+        self.pending: asyncio.TimerHandle | None = None
+        self.idle = False  # got nothing more to send: the schedule is out or stop passed
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
-        # Fast path: exactly one whole bulk reply (what a GET usually gets in one segment).
-        if not self.buf and data[:1] == b"$" and data.endswith(b"\r\n"):
-            head_end = data.find(b"\r\n")
-            n = int(data[1:head_end])
-            if n < 0 or len(data) == head_end + 4 + n:
-                w, self.waiter = self.waiter, None
-                if w is not None and not w.done():
-                    w.set_result(None if n < 0 else data[head_end + 2:head_end + 2 + n]
-                                 .decode())
-                return
-        buf = self.buf
-        buf += data
-        parsed = parse_reply(buf)
-        if parsed is None:
+        reader = self.reader
+        reader.feed(data)
+        reply = reader.gets()
+        if reply is _MORE:
             return
-        reply, end = parsed
-        del buf[:end]
-        w, self.waiter = self.waiter, None
-        if w is not None and not w.done():
-            w.set_result(reply)
+        now = time.monotonic_ns()
+        d = self.driver
+        i = self.current
+        if i < 0:
+            return  # nothing in flight (one request at a time): not a reply of ours
+        self.current = -1
+        if self.late:
+            self.late = False
+        else:
+            rec = d.rec
+            rec.done_ns[i] = now
+            if type(reply) is RespError:
+                rec.outcome[i] = FAIL
+                rec.errors[i] = str(reply)
+            else:
+                rec.outcome[i] = OK
+                if d.is_read[i]:
+                    rec.values[i] = reply
+        d.advance(self, now)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.lost = Unavailable(f"connection lost: {exc or 'closed by server'}")
-        w, self.waiter = self.waiter, None
-        if w is not None and not w.done():
-            w.set_exception(self.lost)
+        self.lost = f"connection lost: {exc or 'closed by server'}"
+        d = self.driver
+        if d.finished.done():
+            return
+        now = time.monotonic_ns()
+        i = self.current
+        self.current = -1
+        if i >= 0 and not self.late:
+            d.rec.outcome[i], d.rec.done_ns[i], d.rec.errors[i] = INFO, now, self.lost
+        self.late = False
+        if self.pending is None and not self.idle:
+            d.advance(self, now)  # the rest of its requests fail at once, at their due time
 
 
-class RespClient:
-    """One connection to one Redis node; GET for reads, SET for writes, no retries."""
+class _Driver:
+    """Hands out the schedule first come first served to the connections that are free."""
 
-    def __init__(self, conn: _Conn, name: str) -> None:
-        self._conn = conn
-        self.name = name
-        self._gets: dict[str, bytes] = {}  # packed once per key: the hot path only writes
+    def __init__(self, sched: Schedule, rec: LoadRecord, process_base: int,
+                 stop_after_ns: int, timeout_ns: int) -> None:
+        self.offsets = sched.offsets_ns
+        self.is_read = sched.is_read
+        self.key_index = sched.key_index
+        self.keys = sched.keys
+        self.rec = rec
+        self.process_base = process_base
+        self.stop_after_ns = stop_after_ns
+        self.timeout_ns = timeout_ns
+        self.n = len(sched)
+        self.t0 = 0
+        self.stop_ns = 0
+        self.cursor = 0
+        self.active = 0
+        self.seq = 0
+        self.conns: list[_Conn] = []
+        self.gets: dict[int, bytes] = {}  # GET packed once per key: the hot path only writes
+        self.loop = asyncio.get_running_loop()
+        self.finished: asyncio.Future[None] = self.loop.create_future()
 
-    async def _call(self, payload: bytes) -> Any:
-        conn = self._conn
-        if conn.lost is not None:
-            raise conn.lost
-        fut = asyncio.get_running_loop().create_future()
-        conn.waiter = fut
+    def start(self) -> None:
+        """Start the clock (t0 = now) and give every connection its first request."""
+        self.t0 = self.rec.t0_ns = time.monotonic_ns()
+        self.stop_ns = self.t0 + self.stop_after_ns
+        self.active = len(self.conns)
+        for c in self.conns:
+            self.advance(c, time.monotonic_ns())
+        self._watchdog()
+
+    def advance(self, conn: _Conn, now: int) -> None:
+        """Give ``conn`` the next request: sent now if it is due, else at its intended start;
+        a connection finds nothing more once the schedule is out or ``stop_ns`` has passed."""
+        offsets, t0 = self.offsets, self.t0
+        while now < self.stop_ns and self.cursor < self.n:
+            i = self.cursor
+            self.cursor = i + 1
+            due = t0 + offsets[i]
+            if due > now:
+                conn.pending = self.loop.call_later((due - now) / 1e9, self._due, conn, i)
+                return
+            if self._send(conn, i, now):
+                return
+            now = time.monotonic_ns()  # the connection is gone: op i failed at once
+        conn.idle = True
+        self.active -= 1
+        if self.active == 0 and not self.finished.done():
+            self.finished.set_result(None)
+
+    def _due(self, conn: _Conn, i: int) -> None:
+        now = time.monotonic_ns()
+        wait_ns = self.t0 + self.offsets[i] - now
+        if wait_ns > 0:  # a timer may fire early (uvloop's are in whole ms): never send early
+            conn.pending = self.loop.call_later(wait_ns / 1e9, self._due, conn, i)
+            return
+        conn.pending = None
+        if not self._send(conn, i, now):
+            self.advance(conn, now)
+
+    def _send(self, conn: _Conn, i: int, now: int) -> bool:
+        """Send request ``i`` on ``conn``; False if the connection is lost (op i then fails
+        at once, as a lost connection refuses the call)."""
+        rec = self.rec
+        rec.send_ns[i] = now
+        rec.conn[i] = conn.number
+        k = self.key_index[i]
+        if self.is_read[i]:
+            payload = self.gets.get(k)
+            if payload is None:
+                payload = self.gets[k] = pack_command("GET", self.keys[k])
+        else:
+            self.seq += 1
+            value = rec.values[i] = encode_value(conn.process, self.seq, now)
+            payload = pack_command("SET", self.keys[k], value)
+        if conn.lost:
+            rec.outcome[i], rec.done_ns[i], rec.errors[i] = INFO, now, conn.lost
+            return False
+        conn.current = i
         conn.transport.write(payload)  # type: ignore[union-attr]
-        reply = await fut
-        if isinstance(reply, RespError):
-            raise reply
-        return reply
+        return True
 
-    async def read(self, keys: Sequence[str], *, consistent: bool) -> ReadResult:
-        """Return the value of the single key in ``keys`` (GET at the primary)."""
-        if len(keys) != 1:
-            raise StoreError("the fast Redis client reads one key per call")
-        key = keys[0]
-        payload = self._gets.get(key)
-        if payload is None:
-            payload = self._gets[key] = pack_command("GET", key)
-        return ReadResult((await self._call(payload),), self.name)
+    def _watchdog(self) -> None:
+        """Every ~timeout/10 (≤ 100 ms), close requests older than the timeout as INFO
+        ``timeout``; their connection stays busy until the late reply arrives (no second
+        request is sent on it before that: still one in flight)."""
+        if self.finished.done():
+            return
+        now = time.monotonic_ns()
+        rec = self.rec
+        for c in self.conns:
+            i = c.current
+            if i >= 0 and not c.late and now - rec.send_ns[i] > self.timeout_ns:
+                rec.outcome[i], rec.done_ns[i], rec.errors[i] = INFO, now, "timeout"
+                c.late = True
+        self.loop.call_later(min(max(self.timeout_ns / 1e10, 1e-3), _WATCHDOG_MAX_S),
+                             self._watchdog)
 
-    async def write(self, values: Mapping[str, str], *,
-                    expect: Mapping[str, Any] | None = None) -> WriteResult:
-        """SET the single key in ``values`` (unconditional)."""
-        if expect or len(values) != 1:
-            raise StoreError("the fast Redis client writes one key per call, unconditionally")
-        ((k, v),) = values.items()
-        await self._call(pack_command("SET", k, v))
-        return WriteResult(self.name)
-
-    async def delete(self, keys: Sequence[str]) -> WriteResult:
-        """DEL ``keys``."""
-        await self._call(pack_command("DEL", *keys))
-        return WriteResult(self.name)
-
-    async def close(self) -> None:
-        """Close the connection."""
-        if self._conn.transport is not None:
-            self._conn.transport.close()
+    def close(self) -> None:
+        """Cancel pending sends and close every connection."""
+        for c in self.conns:
+            if c.pending is not None:
+                c.pending.cancel()
+            if c.transport is not None:
+                c.transport.close()
 
 
-async def connect(host: str, port: int, name: str = "n0",
-                  timeout_s: float = 2.0) -> RespClient:
-    """Return a connected client (Unavailable naming the address if it cannot connect)."""
-    loop = asyncio.get_running_loop()
+async def drive_schedule(host: str, port: int, connections: int,
+                         sched: Schedule, rec: LoadRecord, *, process_base: int = 0,
+                         stop_after_ns: int, timeout_ns: int,
+                         on_start: Callable[[], Any] | None = None) -> None:
+    """Run ``sched`` against the Redis at ``host:port`` over ``connections`` connections and
+    fill ``rec`` (times in monotonic ns). Requests not yet sent ``stop_after_ns`` after the
+    start stay unsent; replies missing ``timeout_ns`` after their send are closed as
+    timeouts, and whatever is still open ``stop_after_ns + timeout_ns`` after the start is
+    closed as "timeout: no reply by the drain limit". Raises Unavailable if it cannot
+    connect; what was recorded stays in ``rec`` whatever happens."""
+    d = _Driver(sched, rec, process_base, stop_after_ns, timeout_ns)
+    loop = d.loop
     try:
-        _, conn = await asyncio.wait_for(
-            loop.create_connection(_Conn, host, port), timeout_s)
-    except (OSError, TimeoutError) as err:
-        raise Unavailable(f"cannot connect to Redis at {host}:{port}: {err}") from None
-    return RespClient(conn, name)
+        for c in range(connections):
+            try:
+                _, conn = await asyncio.wait_for(
+                    loop.create_connection(lambda c=c: _Conn(d, c), host, port),
+                    timeout_ns / 1e9)
+            except (OSError, TimeoutError) as err:
+                raise Unavailable(f"cannot connect to Redis at {host}:{port}: {err}") from None
+            d.conns.append(conn)
+        if on_start is not None:
+            on_start()
+        d.start()
+        try:
+            await asyncio.wait_for(asyncio.shield(d.finished),
+                                   (stop_after_ns + timeout_ns) / 1e9)
+        except TimeoutError:
+            rec.taken = d.cursor
+            rec.close_open(time.monotonic_ns(), "timeout: no reply by the drain limit")
+    finally:
+        rec.taken = d.cursor
+        rec.end_ns = time.monotonic_ns()
+        if not d.finished.done():
+            d.finished.set_result(None)
+        d.close()
