@@ -71,6 +71,96 @@ def _one(kind: str, regions: str, duration_s: float, ops: int, out: Path) -> dic
         base.down(c.name)
 
 
+def latency_row(kind: str, lat: dict[str, Any], leader_region: str | None
+                ) -> dict[str, Any]:
+    """Return one store's row of the latency comparison: per variant mean/p50/p99 (ms) and
+    consistent minus eventual read mean (ms) with its bootstrap 95 % interval and verdict."""
+    row: dict[str, Any] = {"store": kind, "leader_region": leader_region}
+    for v, x in lat["variants"].items():
+        for k in ("count", "mean_ms", "p50_ms", "p99_ms"):
+            row[f"{v} {k}"] = x[k]
+    for d in lat["differences"]:
+        if {d["a"], d["b"]} == {"eventual read", "consistent read"}:
+            sign = 1 if d["a"] == "consistent read" else -1
+            lo, hi = sorted((sign * d["lo_ms"], sign * d["hi_ms"]))
+            row.update({"consistent_minus_eventual_ms": sign * d["mean_diff_ms"],
+                        "ci_lo_ms": lo, "ci_hi_ms": hi, "verdict": d["verdict"]})
+    return row
+
+
+def _latency_one(kind: str, regions: str, ops: int, seed: int, out: Path) -> dict[str, Any]:
+    """Bring one cluster up, run the latency workload from one client at the first node,
+    bring it down; return its row."""
+    c = base.up(kind, 3, regions, name=f"compare-latency-{kind}")
+    try:
+        _, status = base.status(c.name)
+        leader = next((c.nodes[i].region for i, s in enumerate(status)
+                       if s.get("role") in ("leader", "primary")), None)
+        run = run_probe(ProbeSpec(store=c.url, workload="latency", ops=ops,
+                                  options=ProbeOptions(duration_s=60, seed=seed)), out)
+        if run.error:
+            raise ValueError(f"{kind}: the latency probe stopped early ({run.error}); what "
+                             f"was recorded is in {run.run_dir}")
+        return latency_row(kind, run.results, leader)
+    finally:
+        base.down(c.name)
+
+
+def _latency_table(rows: list[dict[str, Any]], regions: str) -> dict[str, Any]:
+    """Return the comparison table (caption, header, rows of strings) of ``rows``."""
+    variants = ("eventual read", "consistent read", "put", "conditional put")
+    header = ["store", "leader/primary region",
+              *(f"{v} mean / p50 / p99 (ms)" for v in variants),
+              "consistent - eventual read mean (ms) [95 % CI]", "verdict"]
+    body = []
+    for r in rows:
+        cells = [r["store"], r["leader_region"] or "-"]
+        for v in variants:
+            cells.append(f"{r[f'{v} mean_ms']:.2f} / {r[f'{v} p50_ms']:.2f} / "
+                         f"{r[f'{v} p99_ms']:.2f}" if f"{v} mean_ms" in r else "n/a")
+        if "verdict" in r:
+            cells += [f"{r['consistent_minus_eventual_ms']:+.2f} [{r['ci_lo_ms']:+.2f}, "
+                      f"{r['ci_hi_ms']:+.2f}]", r["verdict"]]
+        else:
+            cells += ["n/a", "n/a"]
+        body.append(cells)
+    return {"caption": f"3-node clusters on {regions}: latency from one client at the first "
+                       "node (first region), operations interleaved one at a time",
+            "header": header, "rows": body}
+
+
+def compare_latency(names: list[str], regions: str, ops: int, seed: int, out: Path,
+                    as_json: bool) -> None:
+    """Run the latency comparison of ``names`` and print/save it (see :func:`compare`)."""
+    try:
+        run_dir = make_run_dir(out, "compare-latency", "-".join(names))
+        rows = []
+        with progress_bar("comparing read latency", not as_json) as tick:
+            for i, k in enumerate(names):
+                rows.append(_latency_one(k, regions, ops, seed, run_dir / "runs"))
+                tick((i + 1) / len(names))
+    except ValueError as err:
+        fail(str(err))
+    table = _latency_table(rows, regions)
+    results = {"schema_version": 1, "model": "compare-latency",
+               "title": f"consistent vs eventual read latency on {regions}",
+               "params": {"kinds": ",".join(names), "regions": regions, "latency_ops": ops,
+                          "seed": seed},
+               "rows": rows, "tables": [table]}
+    save_results(results, run_dir)
+    report = render_model_report(results, run_dir, kind="comparison")
+    if as_json:
+        sys.stdout.write(json.dumps({**results, "report": str(report)}) + "\n")
+        return
+    t = Table(title=table["caption"], title_justify="left")
+    for h in table["header"]:
+        t.add_column(h)
+    for r in table["rows"]:
+        t.add_row(*r)
+    out_console.print(t)
+    out_console.print(f"report: {report}")
+
+
 def compare(
     kinds: Annotated[str, typer.Option(help="Comma-separated cluster kinds.")
                      ] = "redis,postgres,etcd,zookeeper",
@@ -81,11 +171,18 @@ def compare(
     out: Annotated[Path, typer.Option(help="Directory that receives the run directories.")
                    ] = Path("runs"),
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    workload: Annotated[str, typer.Option(
+        help="staleness: staleness probes plus a short latency probe; latency: only the "
+             "latency workload, with consistent vs eventual read differences and verdicts."
+    )] = "staleness",
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap intervals.")] = 1,
 ) -> None:
     """Start each store as a 3-node cluster on the same regions (writer in the first region,
     reader in the second) and compare staleness and latency side by side.
 
     Example: replicalab compare --kinds redis,postgres,etcd,zookeeper --regions dc3
+
+    Example: replicalab compare --workload latency --ops 300 --kinds etcd,zookeeper
     """
     names = [k.strip() for k in kinds.split(",") if k.strip()]
     try:
@@ -93,6 +190,14 @@ def compare(
             base.driver(k).check_installed()
         if not duration > 0 or ops < 2:
             raise ValueError("--duration must be positive and --ops at least 2")
+        if workload not in ("staleness", "latency"):
+            raise ValueError(f"--workload {workload!r}: use staleness or latency")
+    except ValueError as err:
+        fail(str(err))
+    if workload == "latency":
+        compare_latency(names, regions, ops, seed, out, as_json)
+        return
+    try:
         run_dir = make_run_dir(out, "compare", "-".join(names))
         done = []
         with progress_bar("comparing stores") as tick:

@@ -20,6 +20,7 @@ from replicalab.report import render_report
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeRun, ProbeSpec, recheck, run_probe
 from replicalab.workloads.staleness import StalenessConfig
+from replicalab.workloads.sweep import SweepConfig
 
 out_console = Console(highlight=False, soft_wrap=True)
 
@@ -54,6 +55,13 @@ def summary_table(results: dict[str, Any], title: str) -> Table:
             t.add_row(f"{d['a']} - {d['b']}",
                       f"{d['mean_diff_ms']:+.2f} ms [{d['lo_ms']:+.2f}, {d['hi_ms']:+.2f}] "
                       f"{d['verdict']}")
+    elif results["workload"] == "sweep":
+        for pt in results["points"]:
+            t.add_row(f"{pt['variant']}, {pt['items']:,} item(s), {pt['clients']} clients",
+                      f"{pt['total_s']:.1f} s, {pt['throughput_per_s'] or 0:.1f}/s, "
+                      f"p50 {pt['p50_ms'] or 0:.1f} / p99 {pt['p99_ms'] or 0:.1f} ms")
+        for v, why in results["skipped"].items():
+            t.add_row(f"{v} skipped", why)
     elif results["workload"] == "monotonic-writes":
         for attr, fr in results["version_fraction"].items():
             t.add_row(f"{attr} versions in [50, 400) ms",
@@ -104,7 +112,7 @@ def probe(
     store: Annotated[str, typer.Option(help="Store URL, e.g. sim://simpledb, "
                                       "sim://quorum?n=3&r=1&w=1&regions=aws5.")] = "sim://simpledb",
     workload: Annotated[str, typer.Option(
-        help="staleness | monotonic-writes | inter-element | latency.")] = "staleness",
+        help="staleness | monotonic-writes | inter-element | latency | sweep.")] = "staleness",
     consistency: Annotated[str, typer.Option(help="eventual | consistent reads.")] = "eventual",
     duration: Annotated[str, typer.Option(help="How long to probe: 300s, 5m, 1h.")] = "5m",
     seed: Annotated[int, typer.Option(help="Seed: same seed, same simulated history.")] = 1,
@@ -132,6 +140,16 @@ def probe(
     read_mode: Annotated[str, typer.Option(help="inter-element: two-single | one-multi | all."
                                            )] = "all",
     ops: Annotated[int, typer.Option(help="latency: operations per variant.")] = 1000,
+    clients: Annotated[str, typer.Option(help="sweep: closed-loop client counts, one point "
+                                         "each.")] = "1,2,5,10,20,50,100,200",
+    total: Annotated[int, typer.Option(help="sweep: requests per point.")] = 10_000,
+    items: Annotated[str, typer.Option(help="sweep: item counts (requests pick one item at "
+                                       "random).")] = "1,1000",
+    variants: Annotated[str, typer.Option(
+        help="sweep: put, conditional put, eventual read, consistent read (comma-separated)."
+    )] = "put,conditional put,eventual read,consistent read",
+    writers: Annotated[int, typer.Option(help="sweep: background writers during read "
+                                         "points.")] = 5,
     fault: Annotated[list[str] | None, typer.Option(
         help='Fault on the cluster, repeatable: "at=30s crash node=2 for=20s" (crash, pause, '
              'partition, slow ... ms=200; node=N or region=NAME).')] = None,
@@ -142,6 +160,8 @@ def probe(
     """Probe a store's consistency as its clients see it.
 
     Example: replicalab probe --store sim://simpledb --workload staleness --duration 1h
+
+    Example: replicalab probe --workload sweep --clients 1,10,100 --total 2000 --variants put
     """
     try:
         opts = ProbeOptions(consistency=consistency, duration_s=parse_duration_s(duration,
@@ -155,7 +175,9 @@ def probe(
                                       writer_region=writer_region, reader_region=reader_region,
                                       ranges=ranges),
             variant=variant, placement=placement or "all", write_mode=write_mode,
-            read_mode=read_mode, ops=ops, **_fault_options(store, fault or [], faults, cluster))
+            read_mode=read_mode, ops=ops,
+            sweep=SweepConfig.parse(clients, total, items, variants, writers),
+            **_fault_options(store, fault or [], faults, cluster))
         with progress_bar(f"{workload} on {store}", not as_json) as tick:
             run = run_probe(spec, out, tick)
     except (ValueError, UserError) as err:

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from replicalab import __version__
 from replicalab.report import plots
+from replicalab.report.sweep import sweep_section
 from replicalab.stores.base import redact_url
 
 PNG_DPI = 120
@@ -414,6 +415,7 @@ _SECTIONS: dict[str, Callable[[Page, Mapping[str, Any]], None]] = {
     "monotonic-writes": _monotonic_writes,
     "inter-element": _inter_element,
     "latency": _latency_workload,
+    "sweep": sweep_section,
 }
 
 

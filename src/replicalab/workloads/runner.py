@@ -33,11 +33,11 @@ from replicalab.faults.schedule import Fault
 from replicalab.history import History, load_history, save_history
 from replicalab.stores import Feature, Store, StoreError, open_store
 from replicalab.stores.base import redact_url
-from replicalab.workloads import inter_element, latency, monotonic_writes, staleness
+from replicalab.workloads import inter_element, latency, monotonic_writes, staleness, sweep
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.recorder import Recorder
 
-WORKLOADS = ("staleness", "monotonic-writes", "inter-element", "latency")
+WORKLOADS = ("staleness", "monotonic-writes", "inter-element", "latency", "sweep")
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,7 @@ class ProbeSpec:
     write_mode: str = "all"
     read_mode: str = "all"
     ops: int = 1000
+    sweep: sweep.SweepConfig = field(default_factory=sweep.SweepConfig)
     cluster: str | None = None
     cluster_root: str = ".replicalab"
     faults: tuple[Fault, ...] = ()
@@ -69,6 +70,8 @@ class ProbeSpec:
         elif self.workload == "latency":
             if self.ops < 2:
                 raise ValueError(f"--ops {self.ops} must be at least 2")
+        elif self.workload == "sweep":
+            self.sweep.check()
         else:
             inter_element.parse_combinations(self.placement, self.write_mode, self.read_mode)
 
@@ -85,6 +88,8 @@ class ProbeSpec:
                    staleness=staleness.StalenessConfig(**st), variant=d["variant"],
                    placement=d["placement"], write_mode=d["write_mode"], read_mode=d["read_mode"],
                    ops=d.get("ops", 1000),
+                   sweep=sweep.SweepConfig.from_json(d["sweep"]) if "sweep" in d
+                   else sweep.SweepConfig(),
                    cluster=d.get("cluster"), cluster_root=d.get("cluster_root", ".replicalab"),
                    faults=tuple(Fault(**f) for f in d.get("faults", [])))
 
@@ -104,7 +109,7 @@ def _needed(spec: ProbeSpec) -> set[Feature]:
         return staleness.required_features(spec.options)
     if spec.workload == "monotonic-writes":
         return monotonic_writes.required_features(spec.options, spec.variant)
-    if spec.workload == "latency":
+    if spec.workload in ("latency", "sweep"):
         return set()
     return {Feature.CONSISTENT_READ if spec.options.consistency == "consistent"
             else Feature.EVENTUAL_READ}
@@ -124,6 +129,8 @@ def _workload(spec: ProbeSpec, store: Store, h: History, rec: Recorder
         return monotonic_writes.generate(store, h, spec.options, spec.variant, rec)
     if spec.workload == "latency":
         return latency.generate(store, h, spec.options, spec.ops, rec)
+    if spec.workload == "sweep":
+        return sweep.generate(store, h, spec.options, spec.sweep, rec)
     combos, skipped = _combos(spec, store)
 
     async def all_combinations() -> None:
@@ -171,6 +178,8 @@ def check(spec: ProbeSpec, h: History, features: frozenset[Feature]) -> dict[str
         out = monotonic_writes.check(h, spec.store, spec.options, spec.variant)
     elif spec.workload == "latency":
         out = latency.check(h, spec.store, spec.options, spec.ops)
+    elif spec.workload == "sweep":
+        out = sweep.check(h, spec.store, spec.options, spec.sweep, features)
     else:
         combos = inter_element.parse_combinations(spec.placement, spec.write_mode,
                                                   spec.read_mode)
@@ -265,9 +274,13 @@ def run_probe(spec: ProbeSpec, out: Path,
     start = [0]
     span = spec.options.duration_s * 1e9
 
+    planned = spec.sweep.planned_ops() if spec.workload == "sweep" else 0
+
     def tick(now_ns: int) -> None:
         if progress is not None:
-            progress(min(1.0, (now_ns - start[0]) / span))
+            # a sweep ends after a number of requests, not after a duration
+            done = sweep.measured_count(h) / planned if planned else (now_ns - start[0]) / span
+            progress(min(1.0, done))
 
     rec = Recorder(h, rt, tick)
     interrupted, error, trace = False, "", ""
