@@ -2,7 +2,11 @@
 
 Reports simulated client operations per wall-clock second and simulated seconds per wall
 second for replicalab's virtual runtime, the same figures for a SimPy implementation of the
-same model (SimPy is the standard Python discrete-event library), and their ratio. Then
+same model (SimPy is the standard Python discrete-event library), and their ratio. The peer
+implements ``sim/simpledb.py`` as calibrated to seed 000 (client CPU, per-item commit
+batches, slow calls) with the same wake-ups per call and the same buffered random stream
+drawn in the same order, so with the same seed both compute the same history: equal op
+counts and fresh fractions show they did the same work. Then
 times the full single-thread study of seed 003 §2.1.1 (26,500 writes, 3,975,000 reads
 issued at 50/s) end to end: simulation, checkers, Parquet history, results.
 
@@ -12,6 +16,7 @@ Run: .venv/bin/python benchmarks/bench_sim_probe.py [--repeats 3] [--hours 2] [-
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import tempfile
 import time
@@ -20,6 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from replicalab.history import History, encode_value
+from replicalab.regions import region_set
+from replicalab.sim.random import Stream
+from replicalab.sim.simpledb import SimpleDBParams
 from replicalab.stores import open_store
 from replicalab.workloads import staleness
 from replicalab.workloads.base import ProbeOptions
@@ -44,66 +52,138 @@ def ours(hours: float, seed: int) -> tuple[int, float, float]:
 
 
 def simpy_peer(hours: float, seed: int) -> tuple[int, float, float]:
-    """Return (ops, wall s, fresh fraction) for the same model written on SimPy."""
+    """Return (ops, wall s, fresh fraction) for the same model written on SimPy.
+
+    The model of ``sim/simpledb.py`` with its defaults, in integer ns like ours: the client
+    machine's single core (FIFO reservation, its wait folded into the request's trip), the
+    node's FIFO service queue, per-item commit batches at every replica (a read waits for
+    the batch in progress), buffered secondaries flushed by the next write or after
+    ``flush_ms``, and the 1 % slow calls. It draws from the same kind of buffered stream in
+    the same order, so with the same seed both engines compute the same history.
+    """
     import simpy
 
+    p = SimpleDBParams()
     env = simpy.Environment()
-    rng = np.random.default_rng(seed)
+    s = Stream(np.random.default_rng(seed))
     h = History()
     replicas: list[dict[str, str]] = [{}, {}, {}]
-    pending: dict[int, tuple[str, object]] = {}
-    free_at = [0.0, 0.0, 0.0]
+    names = ("probe/p", "probe/s1", "probe/s2")
+    free_at = [0, 0, 0]  # each node's FIFO service queue
+    batch: list[list[int] | None] = [None, None, None]  # [start, end] of the item's batch
+    pending: dict[int, tuple[str, object]] = {}  # secondary -> (buffered value, its token)
+    cpu_free = [0]  # the client machine's single core
+    hold = int(p.item_hold_share * p.commit_ms * MS)
+    cpu = int(p.client_cpu_ms * MS)
+    svc = int(p.service_ms * MS)
+    flush_ns = int(p.flush_ms * MS)
+    c_mean, c_sd = int(p.client_rtt_ms / 2 * MS), int(p.client_sd_ms / math.sqrt(2) * MS)
+    w_mean, w_sd = int(p.commit_ms * MS), int(p.commit_sd_ms * MS)
+    lan_ms, lan_sd_ms = region_set("lan").one_way_ms("local", "local")
+    l_mean, l_sd = int(lan_ms * MS), int(lan_sd_ms * MS)
 
-    def link() -> float:
-        return max(11.0 + rng.normal() * 1.0, 1.1)
+    def draw(mean: int, sd: int) -> int:  # normal, floored at a tenth of the mean
+        d = mean + int(sd * s.normal())
+        return d if d > mean // 10 else mean // 10
 
-    def flush(i: int, value: str, token: object):
-        yield env.timeout(500.0)
-        if pending.get(i, (None, None))[1] is token:
-            replicas[i][KEY] = value
-            del pending[i]
+    def hiccup(prob: float, mean_ms: float) -> int:
+        return int(mean_ms * MS * s.exponential()) if s.uniform() < prob else 0
 
-    def receive(i: int, value: str):
-        yield env.timeout(max(0.2135 + rng.normal() * 0.0238, 0.02))
+    def admit(i: int) -> int:  # queue one request's service at node i; ns until done
+        now = env.now
+        start = free_at[i] if free_at[i] > now else now
+        free_at[i] = start + svc
+        return free_at[i] - now
+
+    def cpu_wait() -> int:
+        now = env.now
+        start = cpu_free[0] if cpu_free[0] > now else now
+        cpu_free[0] = start + cpu
+        return cpu_free[0] - now
+
+    def commit(i: int) -> int:  # start committing the item at node i; ns until it starts
+        now = env.now
+        b = batch[i]
+        if b is None:
+            batch[i] = [now, now + hold]
+        elif now >= b[1]:
+            b[0], b[1] = now, now + hold
+        elif now >= b[0]:
+            b[0], b[1] = b[1], b[1] + hold
+            return b[0] - now
+        else:
+            return b[0] - now
+        return 0
+
+    def busy(i: int) -> int:  # ns until the item's commit in progress at node i ends
+        now = env.now
+        b = batch[i]
+        if b is None or now >= b[1]:
+            return 0
+        return (b[1] if now >= b[0] else b[0]) - now
+
+    def apply_pending(i: int) -> None:
+        value, _ = pending.pop(i)
+        replicas[i][KEY] = value
+        commit(i)
+
+    def flush(i: int, token: object):
+        yield env.timeout(flush_ns)
+        if i in pending and pending[i][1] is token:
+            apply_pending(i)
+
+    def receive(i: int, value: str, delay: int):
+        yield env.timeout(delay)
+        yield env.timeout(admit(i))
         if i in pending:
-            replicas[i][KEY] = pending.pop(i)[0]
+            apply_pending(i)
         token = object()
         pending[i] = (value, token)
-        env.process(flush(i, value, token))
+        env.process(flush(i, token))
 
-    def serve(i: int):
-        start = max(env.now, free_at[i])
-        free_at[i] = start + 0.05
-        yield env.timeout(free_at[i] - env.now)
+    def write(value: str):
+        yield env.timeout(cpu_wait() + draw(c_mean, c_sd))
+        yield env.timeout(admit(0))
+        wait = draw(w_mean, w_sd) + hiccup(p.write_hiccup_p, p.write_hiccup_ms)
+        replicas[0][KEY] = value
+        for i in (1, 2):
+            env.process(receive(i, value, draw(l_mean, l_sd)))
+        wait += commit(0)
+        yield env.timeout(wait + draw(c_mean, c_sd))
+
+    def read():
+        i = int(s.uniform() * 3)
+        yield env.timeout(cpu_wait() + draw(c_mean, c_sd))
+        yield env.timeout(admit(i))
+        b = busy(i)
+        if b:
+            yield env.timeout(b)
+        seen = replicas[i].get(KEY)
+        yield env.timeout(hiccup(p.read_hiccup_p, p.read_hiccup_ms) + draw(c_mean, c_sd))
+        return seen, names[i]
 
     def client():
+        stop = int(hours * 3600 * 1e9)
+        gap = int(1e9 / 50)
+        interval = 3 * 10**9
         seq = 0
-        stop = hours * 3600_000.0
         t = env.now
         while t < stop:
             seq += 1
-            value = encode_value(0, seq, int(env.now * MS))
-            op = h.invoke(0, "write", (KEY,), (value,), "none", int(env.now * MS))
-            yield env.timeout(link())
-            yield from serve(0)
-            replicas[0][KEY] = value
-            for i in (1, 2):
-                env.process(receive(i, value))
-            yield env.timeout(max(88.0 + rng.normal() * 8.0, 8.8) + link())
-            h.ok(op, int(env.now * MS), node="p")
+            value = encode_value(0, seq, env.now)
+            op = h.invoke(0, "write", (KEY,), (value,), "none", env.now)
+            yield from write(value)
+            h.ok(op, env.now, node=names[0])
+            until = t + interval
             nxt = env.now
-            while nxt < t + 3000.0 and env.now < stop:
+            while not (nxt >= until or env.now >= until or env.now >= stop):
                 if nxt > env.now:
                     yield env.timeout(nxt - env.now)
-                op = h.invoke(0, "read", (KEY,), (None,), "eventual", int(env.now * MS))
-                i = int(rng.integers(3))
-                yield env.timeout(link())
-                yield from serve(i)
-                seen = replicas[i].get(KEY)
-                yield env.timeout(link())
-                h.ok(op, int(env.now * MS), (seen,), str(i))
-                nxt += 20.0
-            t += 3000.0
+                op = h.invoke(0, "read", (KEY,), (None,), "eventual", env.now)
+                seen, node = yield from read()
+                h.ok(op, env.now, (seen,), node)
+                nxt += gap
+            t = until
             if t > env.now:
                 yield env.timeout(t - env.now)
 

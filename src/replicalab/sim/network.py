@@ -128,15 +128,23 @@ class Network:
     def _admit(self, node: Node) -> int:
         return self.process(node, node.service.draw(self.s))
 
-    async def to_node(self, client_region: str, node: Node) -> None:
-        """Carry a client request to ``node`` and through its queue; raise Unavailable if lost."""
+    async def to_node(self, client_region: str, node: Node, depart_ns: int = 0) -> None:
+        """Carry a client request to ``node`` and through its queue; raise Lost if it is lost.
+
+        ``depart_ns`` is how long (ns) the request waits on the client before it leaves
+        (e.g. for the client's CPU); it is folded into the trip, so the caller wakes once.
+        """
         rt = self.rt
-        t0 = rt.now_ns()
-        await rt.sleep_ns(self.client_delay(client_region, node).draw(self.s))
-        if not node.up or not self.reachable(client_region, node.region):
+        t0 = rt.now_ns() + depart_ns
+        # client_delay, reachable and _admit inlined: this runs once per simulated call
+        link = self.client_link
+        if link is None or client_region != node.region:
+            link = self.link(client_region, node.region)
+        await rt.sleep_ns(depart_ns + link.draw(self.s))
+        if not node.up or (self.cut and frozenset((client_region, node.region)) in self.cut):
             await rt.sleep_ns(self.timeout_ns - (rt.now_ns() - t0))
             raise Lost(f"no reply from {node.name} within {self.timeout_ns / 1e6:.0f} ms")
-        wait = self._admit(node)
+        wait = self.process(node, node.service.draw(self.s))
         if wait:
             await rt.sleep_ns(wait)
 
