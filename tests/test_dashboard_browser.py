@@ -4,37 +4,26 @@ port) and check that the comparison table is filled and the charts are drawn."""
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import subprocess
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from browser import fetch_from_live_server, run_chromium
 from replicalab.cluster.ports import allocate
 from replicalab.report.dashboard import make_server
 from replicalab.workloads.watch import SuiteOptions, Watcher
 from replicalab.workloads.watch_config import parse_backends
 from replicalab.workloads.watch_db import SampleDB
-from test_report_browser import OFFLINE_FLAGS, _chromium
 
 pytestmark = pytest.mark.browser
 
 
-def _flags(port: int) -> list[str]:
-    """The report test's offline flags, with only the dashboard's port let through."""
-    return [f"--proxy-bypass-list=<-loopback>;127.0.0.1:{port}"
-            if f.startswith("--proxy-bypass-list") else f for f in OFFLINE_FLAGS]
-
-
 def _run(tmp_path: Path, port: int, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [_chromium(), *_flags(port), f"--user-data-dir={tmp_path / 'profile'}", *args],
-        capture_output=True, text=True, timeout=60, check=False,
-        env={**os.environ, "HOME": str(tmp_path)})
+    return run_chromium(tmp_path, *args, allow_port=port)
 
 
 @pytest.fixture(scope="module")
@@ -99,24 +88,8 @@ def test_dashboard_table_filled_and_charts_drawn_offline(dashboard: int, tmp_pat
 
 def test_flags_block_every_other_local_port(dashboard: int, tmp_path: Path) -> None:
     """Guard for the test above: with the same flags, another local server is unreachable."""
-    hits: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            hits.append(self.path)
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    with ThreadingHTTPServer(("127.0.0.1", 0), Handler) as other:
-        threading.Thread(target=other.serve_forever, daemon=True).start()
-        page = tmp_path / "probe.html"
-        page.write_text('<!DOCTYPE html><body><img src="http://127.0.0.1:'
-                        f'{other.server_port}/x" onerror="document.body.dataset.net=\'off\'">')
-        proc = _run(tmp_path, dashboard, "--dump-dom", page.as_uri())
-        other.shutdown()
+    proc, hits = fetch_from_live_server(
+        tmp_path, lambda page: _run(tmp_path, dashboard, "--dump-dom", page.as_uri()))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert 'data-net="off"' in proc.stdout
     assert hits == []
