@@ -1,9 +1,303 @@
-"""``replicalab counter ...``: (being written)."""
+"""``replicalab counter ...``: Bounded Counters on per-DC stores, and the seed-004 bench."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.table import Table
+
+from replicalab.cli.errors import fail
+from replicalab.cli.probe import out_console
+from replicalab.cli.progress import progress_bar
+from replicalab.counters.bench import CONFIGS, EXPERIMENTS
+from replicalab.counters.bench_run import BenchSpec, run_bench
+from replicalab.counters.crdt import CounterError
+from replicalab.report.counters import LABELS, render_counter_report
+from replicalab.stores import Store, StoreError, open_store
+from replicalab.workloads.runner import make_run_dir, save_results
+
+counter_app = typer.Typer(
+    help="Bounded Counters: numeric invariants (value >= bound) over eventually consistent "
+         "stores across data centres (seed 004).", no_args_is_help=True)
+
+OP_CONFIGS = ("client-based", "weak", "strong")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add ``replicalab counter ...`` to the root app."""
+    app.add_typer(counter_app, name="counter")
+
+
+# --------------------------------------------------------------------------- one operation
+
+
+@dataclass
+class UrlTopology:
+    """Data centres given as one store URL each (the CLI's ``--store DC=URL``)."""
+
+    dcs: tuple[str, ...]
+    urls: dict[str, str]
+
+    def store(self, dc: str, from_dc: str | None = None) -> Store:
+        """Return ``dc``'s store (reached directly: the CLI runs next to every store)."""
+        return open_store(self.urls[dc])
+
+
+def parse_stores(stores: list[str] | None) -> UrlTopology:
+    """Return the data centres of ``--store DC=URL`` options (ValueError naming the fix)."""
+    if not stores:
+        raise ValueError("give each data centre's store: --store US-E=redis://127.0.0.1:6379 "
+                         "--store US-W=... (the DC names are the counter's replicas)")
+    urls: dict[str, str] = {}
+    for item in stores:
+        dc, sep, url = item.partition("=")
+        if not sep or not dc or "://" not in url:
+            raise ValueError(f"--store {item!r}: use DC=URL, e.g. US-E=redis://127.0.0.1:6379")
+        if dc in urls:
+            raise ValueError(f"--store names data centre {dc!r} twice; give one URL per DC")
+        urls[dc] = url
+    return UrlTopology(tuple(urls), urls)
+
+
+async def _with_service(topo: UrlTopology, dc: str, config: str,
+                        fn: Callable[[Any], Awaitable[Any]], key: str) -> Any:
+    """Return ``fn(service)`` for a one-shot session of ``config`` in ``dc``; the change is
+    pushed to the other DCs before returning."""
+    if dc not in topo.dcs:
+        raise ValueError(f"--dc {dc!r} is not one of the data centres given with --store "
+                         f"({', '.join(topo.dcs)})")
+    if config == "client-based":
+        from replicalab.counters.client_mw import ClientMiddleware
+        from replicalab.counters.middleware import Options
+        from replicalab.counters.service import Placement
+
+        urls = topo.urls
+        mw = ClientMiddleware(Placement.from_urls(dc, topo.dcs, urls), Options(pool=1))
+        try:
+            out = await fn(mw)
+            await mw.syncer.sync_key(key)
+            return out
+        finally:
+            await mw.close()
+    from replicalab.counters.baselines import StrongDeployment, WeakDeployment
+
+    dep: Any = (await WeakDeployment(topo).open() if config == "weak"
+                else await StrongDeployment(topo, home=topo.dcs[0]).open())
+    try:
+        svc = await dep.service(dc)
+        try:
+            return await fn(svc)
+        finally:
+            await svc.close()
+    finally:
+        await dep.close()
+
+
+def _run_op(stores: list[str] | None, dc: str | None, config: str, key: str,
+            fn: Callable[[Any], Awaitable[Any]]) -> Any:
+    try:
+        if config not in OP_CONFIGS:
+            raise ValueError(f"--config {config!r}: use one of {', '.join(OP_CONFIGS)}")
+        topo = parse_stores(stores)
+        return asyncio.run(_with_service(topo, dc or topo.dcs[0], config, fn, key))
+    except StoreError as err:
+        fail(f"data centre unreachable: {err}")
+    except (CounterError, ValueError) as err:
+        fail(str(err))
+
+
+def _print(as_json: bool, doc: dict[str, Any], line: str) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(doc, sort_keys=True) + "\n")
+    else:
+        out_console.print(line)
+
+
+StoreOpt = Annotated[list[str] | None, typer.Option(
+    "--store", help="A data centre and its store, DC=URL; repeat once per DC (the first is "
+                    "the default --dc and Strong's home).")]
+DcOpt = Annotated[str | None, typer.Option(help="The data centre whose view to use.")]
+ConfigOpt = Annotated[str, typer.Option(help="client-based (the Bounded Counter), weak or "
+                                             "strong.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
+@counter_app.command("create")
+def create(
+    key: Annotated[str, typer.Argument(help="Counter name (no '/').")],
+    initial: Annotated[int, typer.Option(help="Initial value.")] = 0,
+    lower: Annotated[int, typer.Option(help="Invariant: value >= lower.")] = 0,
+    store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
+    as_json: JsonOpt = False,
+) -> None:
+    """Create a counter with its slack split over the data centres.
+
+    Example: replicalab counter create stock --initial 100 --store US-E=redis://127.0.0.1:7001
+    --store US-W=redis://127.0.0.1:7002 --store EU=redis://127.0.0.1:7003
+    """
+    _run_op(store, dc, config, key, lambda s: s.create(key, initial, lower))
+    _print(as_json, {"key": key, "initial": initial, "lower": lower, "created": True},
+           f"created {key} = {initial} (invariant: value >= {lower})")
+
+
+@counter_app.command("inc")
+def inc(
+    key: Annotated[str, typer.Argument(help="Counter name.")],
+    by: Annotated[int, typer.Option(help="Amount to add.")] = 1,
+    store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
+    as_json: JsonOpt = False,
+) -> None:
+    """Add to a counter in one data centre; prints the value that DC sees.
+
+    Example: replicalab counter inc stock --by 5 --dc US-W --store US-E=... --store US-W=...
+    """
+    v = _run_op(store, dc, config, key, lambda s: s.inc(key, by))
+    _print(as_json, {"key": key, "value": v}, f"{key} = {v}")
+
+
+@counter_app.command("dec")
+def dec(
+    key: Annotated[str, typer.Argument(help="Counter name.")],
+    by: Annotated[int, typer.Option(help="Amount to subtract.")] = 1,
+    allow_global: Annotated[bool, typer.Option(
+        "--global", help="Ask other DCs for rights when this DC lacks them.")] = False,
+    store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
+    as_json: JsonOpt = False,
+) -> None:
+    """Subtract from a counter in one data centre without breaking its bound.
+
+    Example: replicalab counter dec stock --by 2 --global --store US-E=... --store US-W=...
+    """
+    v = _run_op(store, dc, config, key, lambda s: s.dec(key, by, allow_global=allow_global))
+    _print(as_json, {"key": key, "value": v}, f"{key} = {v}")
+
+
+@counter_app.command("value")
+def value(
+    key: Annotated[str, typer.Argument(help="Counter name.")],
+    store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
+    as_json: JsonOpt = False,
+) -> None:
+    """Print a counter's value as one data centre knows it.
+
+    Example: replicalab counter value stock --dc EU --store US-E=... --store EU=...
+    """
+    v = _run_op(store, dc, config, key, lambda s: s.value(key))
+    _print(as_json, {"key": key, "value": v}, f"{key} = {v}")
+
+
+# --------------------------------------------------------------------------- bench
+
+
+def _ints(text: str, option: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"{option} {text!r}: give comma-separated integers, e.g. 3,15,30"
+                         ) from None
+    if not values:
+        raise ValueError(f"{option} is empty: give e.g. 3,15,30")
+    return values
+
+
+def _names(text: str, option: str) -> tuple[str, ...]:
+    values = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not values:
+        raise ValueError(f"{option} is empty")
+    return values
+
+
+def _summary_table(results: dict[str, Any]) -> Table:
+    dcs = results["dcs"]
+    t = Table(title=results["title"], title_justify="left")
+    for col in ("experiment", "config", "clients", "counters", "ok ops/s", "failed",
+                "p50 ms", "p99 ms", "p50 ms " + "/".join(dcs), "excess"):
+        t.add_column(col, justify="left" if col in ("experiment", "config") else "right")
+    for p in results["points"]:
+        s, lat = p["spec"], p["latency_ms"]["all"]
+        reg = p["latency_by_region_ms"]
+        t.add_row(s["experiment"], LABELS.get(s["config"], s["config"]), str(s["clients"]),
+                  str(s["counters"]), f"{p['throughput_ops_s']:,.1f}", f"{p['failed']:,}",
+                  f"{lat['p50'] or 0:.1f}", f"{lat['p99'] or 0:.1f}",
+                  "/".join(f"{(reg[d]['p50'] or 0):.1f}" for d in dcs),
+                  str(p["violations"]["final_excess"]))
+    return t
+
+
+@counter_app.command("bench")
+def bench(
+    store: Annotated[str, typer.Option(help="Store of every data centre: redis, postgresql "
+                                            "or sim (in-process, no server).")] = "redis",
+    configs: Annotated[str, typer.Option(help="Configurations: " + ", ".join(CONFIGS) + ".")
+                       ] = ",".join(CONFIGS),
+    experiments: Annotated[str, typer.Option(help="Experiments: " + ", ".join(EXPERIMENTS)
+                                             + ".")] = ",".join(EXPERIMENTS),
+    clients: Annotated[str, typer.Option(help="Client counts (spread evenly over the DCs).")
+                       ] = "3,15,30",
+    counters: Annotated[str, typer.Option(help="Numbers of counters for the throughput "
+                                               "experiment.")] = "1,100",
+    duration: Annotated[float, typer.Option(help="Seconds per point.")] = 20.0,
+    think_ms: Annotated[float, typer.Option(help="Think time between a client's ops (ms).")
+                        ] = 100.0,
+    inc_fraction: Annotated[float, typer.Option(help="Fraction of increments.")] = 0.2,
+    low_load_clients: Annotated[int, typer.Option(help="Clients of the by-region experiment.")
+                                ] = 15,
+    exhaust_initial: Annotated[int, typer.Option(help="Initial value of the exhaustion run.")
+                               ] = 6000,
+    exhaust_clients: Annotated[int, typer.Option(help="Clients of the exhaustion run.")] = 30,
+    exhaust_max_s: Annotated[float, typer.Option(help="Cap on the exhaustion run (s).")
+                             ] = 120.0,
+    violation_initial: Annotated[int, typer.Option(help="Initial value of the violations "
+                                                        "experiment.")] = 100,
+    sync_ms: Annotated[float, typer.Option(help="Inter-DC synchronisation period (ms).")
+                       ] = 200.0,
+    seed: Annotated[int, typer.Option(help="Seed of the clients' choices.")] = 1,
+    out: Annotated[Path, typer.Option(help="Directory that receives the run directory.")
+                   ] = Path("runs"),
+    as_json: JsonOpt = False,
+) -> None:
+    """Run seed 004's experiments on three data centres (dc3) and write an HTML report.
+
+    Example: replicalab counter bench --store redis --clients 3,15,30 --duration 20
+    """
+    try:
+        spec = BenchSpec(store=store, configs=_names(configs, "--configs"),
+                         experiments=_names(experiments, "--experiments"),
+                         clients=_ints(clients, "--clients"),
+                         counters=_ints(counters, "--counters"), duration_s=duration,
+                         think_ms=think_ms, inc_fraction=inc_fraction,
+                         low_load_clients=low_load_clients, exhaust_initial=exhaust_initial,
+                         exhaust_clients=exhaust_clients, exhaust_max_s=exhaust_max_s,
+                         violation_initial=violation_initial, sync_ms=sync_ms, seed=seed)
+        spec.check()
+        run_dir = make_run_dir(out, "counter-bench", store)
+    except ValueError as err:
+        fail(str(err))
+    try:
+        with progress_bar(f"counter bench on {store}", enabled=not as_json) as tick:
+            run = run_bench(spec, lambda r: save_results(r, run_dir), tick, root=None)
+    except ValueError as err:
+        fail(f"{err}; the data centres could not be started (try --store sim)")
+    report = render_counter_report(run.results, run_dir)
+    if as_json:
+        sys.stdout.write(json.dumps({**run.results, "run_dir": str(run_dir),
+                                     "report": str(report)}, sort_keys=True) + "\n")
+    else:
+        out_console.print(_summary_table(run.results))
+        for n in run.results["notes"]:
+            out_console.print(f"note: {n}")
+        out_console.print(f"report: {report}")
+    if run.interrupted:
+        fail("interrupted; the points measured so far are saved in " + str(run_dir), 130)
+    if run.error:
+        fail(f"the bench stopped early ({run.error}); what it measured is saved in {run_dir}")
+
+
+__all__ = ["counter_app", "register"]
