@@ -62,6 +62,8 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path):
     one_line_error(invoke("bench", "--store", "cassandra"), "redis, postgresql, sim")
     one_line_error(invoke("bench", "--clients", "3,x"), "--clients")
     one_line_error(invoke("bench", "--experiments", "latency"), "throughput")
+    one_line_error(invoke("serve", "--dc", "Mars", "--store", f"US-E={SIM}"), "Mars")
+    one_line_error(invoke("serve", "--dc", "US-E"), "--store US-E=")
 
 
 def test_bench_on_simulated_dcs_json_and_report(tmp_path: Path):

@@ -32,12 +32,10 @@ VICTIM = "US-E"
 
 
 def _launch(t: topology.DataCentres, dc: str, port: int, log: Path) -> int:
-    argv = [sys.executable, "-m", "replicalab.counters.server", "--dc", dc,
-            "--store", t.url(dc), "--dcs", ",".join(t.dcs), "--port", str(port),
-            "--sync-ms", "100", "--threshold", "10", "--batch-ms", "2"]
-    for peer in t.dcs:
-        if peer != dc:
-            argv += ["--peer", f"{peer}={t.url(peer, from_dc=dc)}"]
+    argv = [sys.executable, "-m", "replicalab.cli.main", "counter", "serve", "--dc", dc,
+            "--port", str(port), "--sync-ms", "100", "--threshold", "10", "--batch-ms", "2"]
+    for other in t.dcs:  # in replica order; other DCs' stores through the WAN links
+        argv += ["--store", f"{other}={t.url(other, from_dc=dc)}"]
     pid = process.start(argv, log)
     if not wait_listening(port, 30):
         process.stop(pid)

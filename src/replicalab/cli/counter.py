@@ -301,3 +301,47 @@ def bench(
 
 
 __all__ = ["counter_app", "register"]
+
+
+@counter_app.command("serve")
+def serve(
+    dc: Annotated[str, typer.Option(help="The data centre this middleware serves.")],
+    stores: StoreOpt = None,
+    port: Annotated[int, typer.Option(help="TCP port to serve on.")] = 7400,
+    host: Annotated[str, typer.Option(help="Address to bind (loopback unless told).")
+                    ] = "127.0.0.1",
+    batch_ms: Annotated[float, typer.Option(help="Group commit: longest wait before a batch "
+                                            "is written (ms); 0 = no batching.")] = 2.0,
+    batch_max: Annotated[int, typer.Option(help="Group commit: most operations per write.")
+                         ] = 256,
+    sync_ms: Annotated[float, typer.Option(help="Period of state sync with the other DCs "
+                                           "(ms).")] = 200.0,
+    threshold: Annotated[int, typer.Option(help="Ask another DC for rights below this many."
+                                           )] = 20,
+    seed: Annotated[int, typer.Option(help="Seed of retry jitter.")] = 0,
+) -> None:
+    """Run one data centre's server-based middleware until Ctrl-C or SIGTERM: one serialiser
+    per counter, group commit, and an acknowledgement only after the durable write.
+
+    Clients speak JSON lines over TCP (counters.server.RemoteCounterService).
+
+    Example: replicalab counter serve --dc US-E --store US-E=redis://127.0.0.1:6379
+    --store US-W=redis://127.0.0.1:6380 --store EU=redis://127.0.0.1:6381 --port 7400
+    """
+    from replicalab.counters import server
+
+    try:
+        topo = parse_stores(stores)
+        if dc not in topo.dcs:
+            raise ValueError(f"--dc {dc!r} is not one of the data centres given with --store "
+                             f"({', '.join(topo.dcs)})")
+        peers = {d: u for d, u in topo.urls.items() if d != dc}
+        out_console.print(f"counter middleware for {dc} on {host}:{port} "
+                          f"(peers: {', '.join(peers) or 'none'}); Ctrl-C stops it")
+        server.serve(dc, topo.urls[dc], peers, port, host=host, dcs=topo.dcs,
+                     batch_ms=batch_ms, batch_max=batch_max, sync_ms=sync_ms,
+                     threshold=threshold, seed=seed)
+    except StoreError as err:
+        fail(f"data centre unreachable: {err}")
+    except (CounterError, ValueError, OSError) as err:
+        fail(str(err))

@@ -1,8 +1,8 @@
 """The server-based middleware as its own process, and a client of it.
 
-``python -m replicalab.counters.server --dc US-E --store URL --peer US-W=URL --peer EU=URL
---port P`` serves one data centre's CounterService over TCP on 127.0.0.1: one JSON object
-per line each way. A request ``{"id": 7, "op": "dec", "key": "stock", "n": 1,
+``replicalab counter serve --dc US-E --store US-E=URL --store US-W=URL --store EU=URL
+--port P`` (:func:`serve`) serves one data centre's CounterService over TCP on 127.0.0.1:
+one JSON object per line each way. A request ``{"id": 7, "op": "dec", "key": "stock", "n": 1,
 "allow_global": false}`` gets ``{"id": 7, "ok": true, "value": 41}`` or ``{"id": 7, "ok":
 false, "error": "InsufficientRights", "message": "...", "available": 0, "needed": 1}``.
 Requests on one connection may be pipelined; answers carry the request's id and may come
@@ -13,14 +13,12 @@ back in any order (that is what lets one connection feed a group commit). Ops: `
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import itertools
 import json
 import logging
 import signal
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -258,40 +256,3 @@ class RemoteCounterService:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._task
-
-
-def _peer(text: str) -> tuple[str, str]:
-    dc, sep, url = text.partition("=")
-    if not sep or not dc or not url:
-        raise argparse.ArgumentTypeError(f"--peer {text!r}: use DC=URL, e.g. EU=redis://...")
-    return dc, url
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Command line of the counter server process (see the module docstring)."""
-    p = argparse.ArgumentParser(prog="python -m replicalab.counters.server",
-                                description="Serve one DC's server-based counter middleware.")
-    p.add_argument("--dc", required=True)
-    p.add_argument("--store", required=True, help="this DC's store URL")
-    p.add_argument("--peer", type=_peer, action="append", default=[],
-                   help="another DC's store URL as reached from here: DC=URL (repeat)")
-    p.add_argument("--port", type=int, required=True)
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--dcs", default="", help="all DCs in replica order, comma-separated")
-    p.add_argument("--batch-ms", type=float, default=2.0)
-    p.add_argument("--batch-max", type=int, default=256)
-    p.add_argument("--sync-ms", type=float, default=200.0)
-    p.add_argument("--threshold", type=int, default=20)
-    p.add_argument("--seed", type=int, default=0)
-    a = p.parse_args(argv)
-    try:
-        serve(a.dc, a.store, dict(a.peer), a.port, host=a.host,
-              dcs=[d for d in a.dcs.split(",") if d] or None, batch_ms=a.batch_ms,
-              batch_max=a.batch_max, sync_ms=a.sync_ms, threshold=a.threshold, seed=a.seed)
-    except (ValueError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
-
-
-if __name__ == "__main__":
-    main()
