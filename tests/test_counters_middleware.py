@@ -352,6 +352,30 @@ def test_sync_converges_every_data_centre(dcs, kind: str) -> None:
     run(go())
 
 
+def test_news_from_one_peer_goes_on_to_the_others(dcs) -> None:
+    """US-E learns EU's decrement from EU; its next round carries it to US-W, without a full
+    round and without EU ever exchanging with US-W (a partitioned pair)."""
+    async def go() -> None:
+        mws = [make(dcs, "client", dc) for dc in DCS]
+        try:
+            await mws[0].create("k", 90)
+            for m in mws:
+                m.syncer.full_every = 0
+            await mws[0].syncer.sync_key("k")  # every DC has the counter
+            await mws[2].dec("k", 3)  # EU, not synchronised yet
+            mws[0].syncer.touch("k")
+            await mws[0].syncer.round()  # US-E <-> EU and US-E <-> US-W
+            assert "k" in mws[0].syncer.dirty  # it learnt something: goes on next round
+            await mws[0].syncer.round()
+            west = (await stored(dcs, "US-W", "k"))[0]
+            assert west is not None and west.value() == 87
+        finally:
+            for m in mws:
+                await m.close()
+
+    run(go())
+
+
 # -- conditions and durability ----------------------------------------------------------------
 
 @pytest.mark.parametrize("pair", [("client", "client"), ("server", "server+batch"),

@@ -5,7 +5,8 @@ with each peer: it reads the peer's state through the WAN link, merges it into i
 (through its middleware, so a server-based middleware's serialiser sees it), and writes
 the merge of both into the peer's store conditionally on what it read. Every
 ``full_every`` rounds it exchanges every counter it knows, changed or not, so a DC also
-learns what it never pushed. Merge is the CRDT's pointwise max: lost, duplicated or
+learns what it never pushed; a counter that brought news from one peer is exchanged with
+the others at the next round. Merge is the CRDT's pointwise max: lost, duplicated or
 reordered exchanges are harmless.
 
 Only *durable* local state is ever pushed: a peer must never learn of a transfer that a
@@ -106,6 +107,9 @@ class Syncer:
                 if remote.state is not None and (local is None or not remote.state.leq(local)):
                     await self.replica.absorb(key, remote.state)
                     self.stats.pulled += 1
+                    # what this DC just learnt goes on to the other peers next round, so
+                    # news spreads epidemically instead of waiting for a full round
+                    self.dirty.add(key)
                     local = await self.replica.durable(key)
                 if local is None or (remote.state is not None and local.leq(remote.state)):
                     return True
