@@ -45,6 +45,7 @@ class Options:
     retries: int = 10  # conditional-write attempts per operation before Contended
     global_rounds: int = 3  # rounds of asking donors for one global decrement
     pool: int = 16  # client sessions to this DC's own store (each used by one op at a time)
+    link_pool: int = 8  # sessions to each peer's store over the WAN (sync and transfers)
     seed: int = 0
 
 
@@ -59,7 +60,7 @@ class Middleware:
         self.dc = placement.dc
         self.opt = options or Options()
         self.stores = Stores(placement, pool=self.opt.pool)
-        self.links = Stores(placement, pool=2)  # sessions to peers' stores over the WAN links
+        self.links = Stores(placement, pool=self.opt.link_pool)
         self.rng = random.Random(self.opt.seed)
         self.now_ns = now_ns
         self.syncer = Syncer(self, placement, self.links, self.opt.sync_ms,
@@ -67,6 +68,7 @@ class Middleware:
         self.throttle = rights.Throttle(int(self.opt.throttle_ms * 1e6))
         self.transfers: list[tuple[str, str, int, bool]] = []  # (key, donor, given, on demand)
         self._tasks: list[asyncio.Task[None]] = []
+        self._obtaining: dict[str, asyncio.Future[int]] = {}
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -83,6 +85,8 @@ class Middleware:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
         self._tasks = []
+        for f in list(self._obtaining.values()):
+            f.cancel()
         await self._close_serialisers()
         await self.stores.close()
         await self.links.close()
@@ -198,7 +202,17 @@ class Middleware:
     async def obtain(self, key: str, needed: int) -> int:
         """Ask donors, richest first, for half the difference each until this DC holds
         ``needed`` rights; return the rights received (store errors of one donor are
-        skipped)."""
+        skipped). Concurrent callers for one counter share one round of requests: many
+        clients short of rights at once would otherwise race each other on the donors'
+        stores."""
+        pending = self._obtaining.get(key)
+        if pending is None:
+            pending = asyncio.ensure_future(self._obtain(key, needed))
+            self._obtaining[key] = pending
+            pending.add_done_callback(lambda _f: self._obtaining.pop(key, None))
+        return await asyncio.shield(pending)
+
+    async def _obtain(self, key: str, needed: int) -> int:
         got = 0
         state = await self.durable(key)
         if state is None:
