@@ -162,3 +162,11 @@ def test_histogram_logs_read_back(tmp_path: Path):
     lat = out["latency"]["read/eventual"]
     assert hist.get_total_count() == lat["count"] == out["ops"]["reads"]
     assert abs(hist.get_value_at_percentile(99) / 1000 - lat["p99_ms"]) < 0.05
+
+
+def test_version_prints_and_exits_0(tmp_path: Path):
+    from replicalab import __version__
+
+    p = run("--version", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == __version__

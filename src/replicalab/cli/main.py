@@ -27,15 +27,19 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
-    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", help="Print the version.", callback=_print_version, is_eager=True)] = False,
 ) -> None:
     DEBUG["on"] = debug
-    if version:
-        typer.echo(__version__)
-        raise typer.Exit(0)
 
 
 app.command()(probe)
