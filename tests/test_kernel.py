@@ -31,6 +31,15 @@ def test_parallel_workers_share_the_queue():
         net.add_node("m", "local", Delay.ms(1.0), pipelines=0)
 
 
+def test_pause_holds_queued_and_new_work_like_sigstop():
+    net = _net()
+    node = net.add_node("n", "local", Delay.ms(1.0), pipelines=2)
+    assert net.process(node, 10) == 10  # one worker busy for 10 ns, the other idle
+    net.pause(node, 1000)
+    # queued work waits the pause out; new work starts after it on the first free worker
+    assert [net.process(node, 10) for _ in range(3)] == [1010, 1020, 1020]
+
+
 def test_region_matrices_are_square_and_one_way_is_half_rtt():
     for rs in REGION_SETS.values():
         n = len(rs.regions)

@@ -84,8 +84,9 @@ def _stalled_run(stall: bool) -> dict[str, dict]:
     h, intended = History(), array("q")
 
     def pause() -> None:
-        for node in store.scheme.net.nodes.values():
-            node.free_at_ns[:] = [max(f, rt.now_ns()) + NS for f in node.free_at_ns]
+        net = store.scheme.net
+        for node in net.nodes.values():
+            net.pause(node, NS)
 
     async def main() -> None:
         if stall:

@@ -109,6 +109,12 @@ class Network:
         """Return False if regions/nodes ``a`` and ``b`` are partitioned from each other."""
         return not self.cut or frozenset((a, b)) not in self.cut
 
+    def pause(self, node: Node, duration_ns: int) -> None:
+        """Stop ``node`` serving for ``duration_ns`` from now, like SIGSTOP: work already
+        queued waits that much longer, new work queues behind it, nothing is lost."""
+        now = self.rt.now_ns()
+        node.free_at_ns[:] = [(f if f > now else now) + duration_ns for f in node.free_at_ns]
+
     def process(self, node: Node, service_ns: int) -> int:
         """Queue ``service_ns`` of work at ``node`` now; return ns until it is done.
 
