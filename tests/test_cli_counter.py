@@ -101,6 +101,16 @@ def test_operations_on_real_redis_dcs(tmp_path: Path):
         assert json.loads(cmd("dec", "stock", "--by", "7", "--dc", "US-W", "--global").stdout
                           )["value"] == 21
         assert json.loads(cmd("value", "stock", "--dc", "US-E").stdout)["value"] == 21
+        # an upper bound: 9 seats, 3 rights to increment per DC
+        p = cmd("create", "seats", "--upper", "9")
+        assert p.returncode == 0 and json.loads(p.stdout)["upper"] == 9, p.stderr
+        assert json.loads(cmd("inc", "seats", "--by", "3", "--dc", "EU").stdout)["value"] == 3
+        one_line_error(cmd("inc", "seats", "--dc", "EU"), "rights to inc", "allow_global")
+        assert json.loads(cmd("inc", "seats", "--dc", "EU", "--global").stdout)["value"] == 4
+        one_line_error(cmd("create", "u", "--initial", "5", "--upper", "2"),
+                       "above the upper bound 2")
+        one_line_error(cmd("create", "u", "--upper", "2", "--config", "weak"),
+                       "lower bound only")
         # the baselines through the same command
         assert cmd("create", "w", "--initial", "3", "--config", "weak").returncode == 0
         assert json.loads(cmd("dec", "w", "--config", "weak", "--dc", "EU").stdout

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from replicalab.cluster.ports import free_port
 from replicalab.counters import rights, topology
+from replicalab.counters.baselines import StrongDeployment, WeakDeployment
 from replicalab.counters.client_mw import ClientMiddleware
 from replicalab.counters.crdt import (
     BoundedCounter,
@@ -583,6 +584,138 @@ async def _concurrent_clients(topo: topology.DataCentres, kind: str, initial: in
             await m.close()
 
 
+# -- upper and two-sided bounds: increments spend rights to increment ------------------------
+
+def test_rights_rules_work_in_the_increment_direction() -> None:
+    seats = BoundedCounter.create(DCS, initial=0, upper=90, lower=None, holder="US-W")
+    assert rights.directions(seats) == ("inc",)
+    assert rights.directions(counter()) == ("dec",)
+    two = BoundedCounter.create(DCS, initial=10, lower=0, upper=40)
+    assert rights.directions(two) == ("dec", "inc")
+    assert rights.rights_of(seats, "US-W", "inc") == 90 and rights.rights_of(seats, "US-W") == 0
+    req = rights.plan_background(seats, "k", "EU", threshold=10, direction="inc")
+    assert req is not None and (req.donor, req.amount, req.direction) == ("US-W", 45, "inc")
+    assert rights.plan_background(seats, "k", "EU", threshold=10) is None  # no dec rights
+    after, given = rights.serve(seats, req)
+    assert given == 45 and after.local_rights("EU", "inc") == 45
+    assert rights.serve(after, req) == (after, 0)  # idempotent in this direction too
+    assert after.value() == seats.value() == 0  # a transfer moves rights, not the value
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_upper_bound_increments_are_local_until_rights_run_out(dcs, kind: str) -> None:
+    async def go() -> None:
+        opts = Options(sync_ms=10_000, policy_ms=10_000, threshold=0)
+        mws = [make(dcs, kind, dc, opts) for dc in DCS]
+        try:
+            await mws[0].create("seats", 0, lower=0, upper=30)  # 10 rights to inc per DC
+            for m in mws:
+                await m.syncer.sync_key("seats")
+            assert await mws[2].inc("seats", 10) == 10
+            with pytest.raises(InsufficientRights) as err:
+                await mws[2].inc("seats")
+            assert HINT_GLOBAL in str(err.value) and "rights to inc" in str(err.value)
+            assert await mws[2].inc("seats", 4, allow_global=True) == 14
+            (key, donor, given, on_demand), = mws[2].transfers
+            assert (key, given, on_demand) == ("seats", 5, True)  # half of 10 - 0
+            assert donor in ("US-E", "US-W")
+            with pytest.raises(InsufficientRights) as err:
+                await mws[2].inc("seats", 17, allow_global=True)  # only 16 seats are left
+            assert HINT_EXHAUSTED in str(err.value)
+            assert await mws[2].dec("seats", 14) == 0  # decrements spend the other side
+            with pytest.raises(InsufficientRights):
+                await mws[2].dec("seats")
+            state, _ = await stored(dcs, "EU", "seats")
+            assert state is not None and state.value() == 0 and state.up is not None
+        finally:
+            for m in mws:
+                await m.close()
+
+    run(go())
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_two_sided_counter_keeps_both_bounds_under_concurrent_clients(dcs, kind: str) -> None:
+    async def go() -> None:
+        lower, upper, initial = 0, 24, 12
+        mws = {dc: make(dcs, kind, dc) for dc in DCS}
+        incs = dict.fromkeys(DCS, 0)
+        decs = dict.fromkeys(DCS, 0)
+        try:
+            for m in mws.values():
+                m.start()
+            await mws["US-E"].create("seats", initial, lower=lower, upper=upper)
+            await asyncio.sleep(0.1)
+
+            async def client(dc: str, i: int) -> None:
+                for j in range(40):
+                    # each DC leans one way for a while, so both bounds are reached
+                    up = (j // 10 + i + DCS.index(dc)) % 2 == 0
+                    with contextlib.suppress(InsufficientRights, Contended):
+                        if up:
+                            assert await mws[dc].inc("seats", allow_global=True) <= upper
+                            incs[dc] += 1
+                        else:
+                            assert await mws[dc].dec("seats", allow_global=True) >= lower
+                            decs[dc] += 1
+
+            await asyncio.gather(*(client(dc, i) for dc in DCS for i in range(3)))
+            for _ in range(200):
+                await asyncio.sleep(0.03)
+                states = [(await stored(dcs, dc, "seats"))[0] for dc in DCS]
+                if all(s == states[0] for s in states):
+                    break
+            final = states[0]
+            assert final is not None and final.up is not None and final.down is not None
+            assert all(s == final for s in states)
+            for i, dc in enumerate(DCS):  # every acknowledged operation, nothing more
+                assert final.up.u[i] == incs[dc] and final.down.u[i] == decs[dc]
+            assert final.value() == initial + sum(incs.values()) - sum(decs.values())
+            assert lower <= final.value() <= upper
+            assert sum(incs.values()) > upper - initial and sum(decs.values()) > initial
+        finally:
+            for m in mws.values():
+                await m.close()
+
+    run(go())
+
+
+def test_background_policy_refills_rights_to_increment(dcs) -> None:
+    async def go() -> None:
+        mws = [make(dcs, "server+batch", dc) for dc in DCS]
+        try:
+            for m in mws:
+                m.start()
+            await mws[0].create("budget", 0, lower=None, upper=60)  # spend <= budget
+            await mws[1].inc("budget", 18)  # US-W: 2 rights to increment left
+            for _ in range(100):
+                await asyncio.sleep(0.02)
+                if mws[1].transfers:
+                    break
+            (_, donor, given, on_demand), *_ = mws[1].transfers
+            assert donor in ("US-E", "EU") and given == 9 and not on_demand
+        finally:
+            for m in mws:
+                await m.close()
+
+    run(go())
+
+
+def test_baselines_say_they_keep_a_lower_bound_only(dcs) -> None:
+    async def go() -> None:
+        for dep in (WeakDeployment(dcs), StrongDeployment(dcs)):
+            await dep.open()
+            svc = await dep.service("EU")
+            try:
+                with pytest.raises(CounterError, match="lower bound only"):
+                    await svc.create("seats", 0, upper=10)
+            finally:
+                await svc.close()
+                await dep.close()
+
+    run(go())
+
+
 # -- the server process protocol ---------------------------------------------------------------
 
 def test_counter_server_over_tcp() -> None:
@@ -608,6 +741,10 @@ def test_counter_server_over_tcp() -> None:
                 await svc.dec("missing")
             with pytest.raises(CounterError, match="positive integer"):
                 await svc.dec("k", -1)
+            await svc.create("seats", 0, lower=0, upper=2)
+            assert await svc.inc("seats", 2, allow_global=True) == 2
+            with pytest.raises(InsufficientRights, match=r"rights to inc.*counter exhausted"):
+                await svc.inc("seats")
         finally:
             await svc.close()
             task.cancel()

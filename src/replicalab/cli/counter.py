@@ -127,6 +127,8 @@ DcOpt = Annotated[str | None, typer.Option(help="The data centre whose view to u
 ConfigOpt = Annotated[str, typer.Option(help="client-based (the Bounded Counter), weak or "
                                              "strong.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+GlobalOpt = Annotated[bool, typer.Option(
+    "--global", help="Ask other DCs for rights when this DC lacks them.")]
 
 
 @counter_app.command("create")
@@ -134,31 +136,37 @@ def create(
     key: Annotated[str, typer.Argument(help="Counter name (no '/').")],
     initial: Annotated[int, typer.Option(help="Initial value.")] = 0,
     lower: Annotated[int, typer.Option(help="Invariant: value >= lower.")] = 0,
+    upper: Annotated[int | None, typer.Option(
+        help="Invariant: value <= upper (e.g. seats taken <= capacity); increments then "
+             "spend rights as decrements do.")] = None,
     store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
     as_json: JsonOpt = False,
 ) -> None:
-    """Create a counter with its slack split over the data centres.
+    """Create a counter with its slack to each bound split over the data centres.
 
     Example: replicalab counter create stock --initial 100 --store US-E=redis://127.0.0.1:7001
     --store US-W=redis://127.0.0.1:7002 --store EU=redis://127.0.0.1:7003
     """
-    _run_op(store, dc, config, key, lambda s: s.create(key, initial, lower))
-    _print(as_json, {"key": key, "initial": initial, "lower": lower, "created": True},
-           f"created {key} = {initial} (invariant: value >= {lower})")
+    _run_op(store, dc, config, key, lambda s: s.create(key, initial, lower, upper))
+    bounds = f"{lower} <= value" + (f" <= {upper}" if upper is not None else "")
+    _print(as_json, {"key": key, "initial": initial, "lower": lower, "upper": upper,
+                     "created": True}, f"created {key} = {initial} (invariant: {bounds})")
 
 
 @counter_app.command("inc")
 def inc(
     key: Annotated[str, typer.Argument(help="Counter name.")],
     by: Annotated[int, typer.Option(help="Amount to add.")] = 1,
+    allow_global: GlobalOpt = False,
     store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
     as_json: JsonOpt = False,
 ) -> None:
-    """Add to a counter in one data centre; prints the value that DC sees.
+    """Add to a counter in one data centre without breaking its upper bound, if it has one;
+    prints the value that DC sees.
 
     Example: replicalab counter inc stock --by 5 --dc US-W --store US-E=... --store US-W=...
     """
-    v = _run_op(store, dc, config, key, lambda s: s.inc(key, by))
+    v = _run_op(store, dc, config, key, lambda s: s.inc(key, by, allow_global=allow_global))
     _print(as_json, {"key": key, "value": v}, f"{key} = {v}")
 
 
@@ -166,8 +174,7 @@ def inc(
 def dec(
     key: Annotated[str, typer.Argument(help="Counter name.")],
     by: Annotated[int, typer.Option(help="Amount to subtract.")] = 1,
-    allow_global: Annotated[bool, typer.Option(
-        "--global", help="Ask other DCs for rights when this DC lacks them.")] = False,
+    allow_global: GlobalOpt = False,
     store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
     as_json: JsonOpt = False,
 ) -> None:

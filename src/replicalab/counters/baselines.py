@@ -57,6 +57,17 @@ def check_key(key: str) -> str:
     return key
 
 
+def _check_bounds(initial: int, lower: int | None, upper: int | None) -> int:
+    """Return ``lower`` once the baselines can keep these bounds (CounterError: they keep
+    a lower bound only; BoundViolation: ``initial < lower``)."""
+    if upper is not None or lower is None:
+        raise CounterError("the weak and strong baselines keep a lower bound only; use the "
+                           "client- or server-based middleware for an upper bound")
+    if initial < lower:
+        raise BoundViolation(f"initial value {initial} is below the lower bound {lower}")
+    return lower
+
+
 def _amount(n: int, what: str) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
         raise CounterError(f"{what} amount {n!r} must be a positive integer")
@@ -210,12 +221,12 @@ class Weak:
         value, lower = weak_value(texts, key)
         return value, lower, texts[names.index(self._shard(key))]
 
-    async def create(self, key: str, initial: int, lower: int = 0) -> None:
+    async def create(self, key: str, initial: int, lower: int | None = 0,
+                     upper: int | None = None) -> None:
         """Create ``key`` with value ``initial`` in every DC's store (BoundViolation if
-        ``initial < lower``; CounterError if it exists)."""
+        ``initial < lower``; CounterError if it exists or an upper bound is asked for)."""
         check_key(key)
-        if initial < lower:
-            raise BoundViolation(f"initial value {initial} is below the lower bound {lower}")
+        lower = _check_bounds(initial, lower, upper)
         stores = [self.local, *self.replicator.peers.values()]
         text = f"{initial},{lower}"
         name = f"{DOMAIN}/{key}/weak-init"
@@ -256,8 +267,9 @@ class Weak:
         await self._add(key, 0, n, old)
         return value - n
 
-    async def inc(self, key: str, n: int = 1) -> int:
-        """Return the value this DC believed after adding ``n``."""
+    async def inc(self, key: str, n: int = 1, *, allow_global: bool = False) -> int:
+        """Return the value this DC believed after adding ``n`` (no upper bound here, so
+        ``allow_global`` changes nothing)."""
         _amount(n, "increment")
         value, _, old = await self._read(check_key(key))
         await self._add(key, n, 0, old)
@@ -301,10 +313,11 @@ class Strong:
         v, lower = _pair(text, el)
         return text, v, lower
 
-    async def create(self, key: str, initial: int, lower: int = 0) -> None:
-        """Create ``key`` at the home store (BoundViolation / CounterError if it exists)."""
-        if initial < lower:
-            raise BoundViolation(f"initial value {initial} is below the lower bound {lower}")
+    async def create(self, key: str, initial: int, lower: int | None = 0,
+                     upper: int | None = None) -> None:
+        """Create ``key`` at the home store (BoundViolation / CounterError if it exists or
+        an upper bound is asked for)."""
+        lower = _check_bounds(initial, lower, upper)
         el = strong_element(check_key(key))
         try:
             await self.client.write({el: f"{initial},{lower}"}, expect={el: ABSENT})
@@ -332,8 +345,9 @@ class Strong:
         concurrent writer won and retries are used up)."""
         return await self._update(key, -_amount(n, "decrement"), n)
 
-    async def inc(self, key: str, n: int = 1) -> int:
-        """Return the value after adding ``n`` at the home store."""
+    async def inc(self, key: str, n: int = 1, *, allow_global: bool = False) -> int:
+        """Return the value after adding ``n`` at the home store (``allow_global`` changes
+        nothing: every operation is global)."""
         return await self._update(key, _amount(n, "increment"), n)
 
     async def value(self, key: str) -> int:

@@ -34,14 +34,15 @@ class _Session:
     def __post_init__(self) -> None:
         self.dc, self.name = self.mw.dc, self.mw.name
 
-    async def create(self, key: str, initial: int, lower: int = 0) -> None:
-        await self.mw.create(key, initial, lower)
+    async def create(self, key: str, initial: int, lower: int | None = 0,
+                     upper: int | None = None) -> None:
+        await self.mw.create(key, initial, lower, upper)
 
     async def dec(self, key: str, n: int = 1, *, allow_global: bool = False) -> int:
         return await self.mw.dec(key, n, allow_global=allow_global)
 
-    async def inc(self, key: str, n: int = 1) -> int:
-        return await self.mw.inc(key, n)
+    async def inc(self, key: str, n: int = 1, *, allow_global: bool = False) -> int:
+        return await self.mw.inc(key, n, allow_global=allow_global)
 
     async def value(self, key: str) -> int:
         return await self.mw.value(key)

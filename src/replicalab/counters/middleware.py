@@ -1,5 +1,8 @@
 """What the client-based and server-based middlewares share: the CounterService face,
-strictly-local vs global decrements, and the background synchroniser and rights policy.
+strictly-local vs global operations, and the background synchroniser and rights policy.
+
+A decrement spends rights to decrement (a lower bound), an increment spends rights to
+increment (an upper bound); an operation in an unbounded direction needs no rights.
 
 A subclass decides how one DC's operations on a counter are serialised (``_apply``) and
 how its durable state is read and merged into (``durable``/``absorb``).
@@ -68,7 +71,7 @@ class Middleware:
         self.throttle = rights.Throttle(int(self.opt.throttle_ms * 1e6))
         self.transfers: list[tuple[str, str, int, bool]] = []  # (key, donor, given, on demand)
         self._tasks: list[asyncio.Task[None]] = []
-        self._obtaining: dict[str, asyncio.Future[int]] = {}
+        self._obtaining: dict[tuple[str, str], asyncio.Future[int]] = {}
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -116,10 +119,13 @@ class Middleware:
         raise NotImplementedError
 
     # -- CounterService -----------------------------------------------------------------
-    async def create(self, key: str, initial: int, lower: int = 0) -> None:
-        """Create ``key`` in this DC's store (CounterExists if there) with its slack split
+    async def create(self, key: str, initial: int, lower: int | None = 0,
+                     upper: int | None = None) -> None:
+        """Create ``key`` with invariant ``lower <= value <= upper`` (either bound may be
+        None) in this DC's store (CounterExists if there), its slack to each bound split
         evenly over the DCs, then push it to the peers (best effort; sync catches up)."""
-        state = BoundedCounter.create(self.placement.dcs, initial=initial, lower=lower)
+        state = BoundedCounter.create(self.placement.dcs, initial=initial, lower=lower,
+                                      upper=upper)
         try:
             async with self.stores.session(self.dc) as client:
                 await write_state(client, key, state, None)
@@ -129,10 +135,10 @@ class Middleware:
         self.syncer.touch(key)
         await self.syncer.sync_key(key)
 
-    async def inc(self, key: str, n: int = 1) -> int:
-        """Return the value here after adding ``n`` (never needs rights: lower bound)."""
-        self.syncer.known.add(key)
-        return await self._apply(key, "inc", n)
+    async def inc(self, key: str, n: int = 1, *, allow_global: bool = False) -> int:
+        """Return the value here after adding ``n``; under an upper bound it spends rights
+        to increment, as ``dec`` spends rights to decrement."""
+        return await self._spend(key, "inc", n, allow_global)
 
     async def dec(self, key: str, n: int = 1, *, allow_global: bool = False) -> int:
         """Return the value here after subtracting ``n``.
@@ -142,20 +148,23 @@ class Middleware:
         (half the difference each, richest first) and retry, failing only when they cannot
         give enough.
         """
+        return await self._spend(key, "dec", n, allow_global)
+
+    async def _spend(self, key: str, op: str, n: int, allow_global: bool) -> int:
         self.syncer.known.add(key)
         try:
-            return await self._apply(key, "dec", n)
+            return await self._apply(key, op, n)
         except InsufficientRights as err:
             if not allow_global:
-                raise await self._hinted(key, err) from None
+                raise await self._hinted(key, op, err) from None
             last = err
         for _ in range(self.opt.global_rounds):
-            await self.obtain(key, n)
+            await self.obtain(key, n, op)
             try:
-                return await self._apply(key, "dec", n)
+                return await self._apply(key, op, n)
             except InsufficientRights as err:
                 last = err
-        raise await self._hinted(key, last, global_tried=True) from None
+        raise await self._hinted(key, op, last, global_tried=True) from None
 
     async def value(self, key: str) -> int:
         """Return the value as this DC knows it."""
@@ -171,15 +180,15 @@ class Middleware:
         return UnknownCounter(f"no counter {key!r} in {self.dc}'s store; create it first "
                               "(or wait for the next sync if it was created elsewhere)")
 
-    async def _hinted(self, key: str, err: InsufficientRights,
+    async def _hinted(self, key: str, direction: str, err: InsufficientRights,
                       global_tried: bool = False) -> InsufficientRights:
         state = await self.durable(key)
-        slack = 0 if state is None else state.value() - (state.lower or 0)
+        slack = 0 if state is None else _slack(state, direction)
         hint = HINT_EXHAUSTED if global_tried or slack < err.needed else HINT_GLOBAL
         what = "after asking the other DCs" if global_tried else "locally"
         return InsufficientRights(
-            f"{self.dc} holds {err.available} rights for {key!r} and needs {err.needed} "
-            f"{what} (value here {state.value() if state else '?'}): {hint}",
+            f"{self.dc} holds {err.available} rights to {direction} {key!r} and needs "
+            f"{err.needed} {what} (value here {state.value() if state else '?'}): {hint}",
             err.available, err.needed)
 
     def note_transfer(self, key: str, donor: str, given: int, on_demand: bool) -> None:
@@ -199,28 +208,29 @@ class Middleware:
             self.syncer.touch(req.key)
         return given
 
-    async def obtain(self, key: str, needed: int) -> int:
+    async def obtain(self, key: str, needed: int, direction: str = "dec") -> int:
         """Ask donors, richest first, for half the difference each until this DC holds
-        ``needed`` rights; return the rights received (store errors of one donor are
-        skipped). Concurrent callers for one counter share one round of requests: many
-        clients short of rights at once would otherwise race each other on the donors'
-        stores."""
-        pending = self._obtaining.get(key)
+        ``needed`` rights in ``direction``; return the rights received (store errors of one
+        donor are skipped). Concurrent callers for one counter and direction share one
+        round of requests: many clients short of rights at once would otherwise race each
+        other on the donors' stores."""
+        at = (key, direction)
+        pending = self._obtaining.get(at)
         if pending is None:
-            pending = asyncio.ensure_future(self._obtain(key, needed))
-            self._obtaining[key] = pending
-            pending.add_done_callback(lambda _f: self._obtaining.pop(key, None))
+            pending = asyncio.ensure_future(self._obtain(key, needed, direction))
+            self._obtaining[at] = pending
+            pending.add_done_callback(lambda _f: self._obtaining.pop(at, None))
         return await asyncio.shield(pending)
 
-    async def _obtain(self, key: str, needed: int) -> int:
+    async def _obtain(self, key: str, needed: int, direction: str) -> int:
         got = 0
         state = await self.durable(key)
         if state is None:
             raise self.unknown(key)
-        for donor, _ in rights.donors_by_wealth(state, self.dc):
-            if rights.rights_of(state, self.dc) >= needed:
+        for donor, _ in rights.donors_by_wealth(state, self.dc, direction):
+            if rights.rights_of(state, self.dc, direction) >= needed:
                 break
-            req = rights.request_to(state, key, self.dc, donor)
+            req = rights.request_to(state, key, self.dc, donor, direction)
             if req is None:
                 continue
             try:
@@ -238,16 +248,29 @@ class Middleware:
             await asyncio.gather(*(self.rebalance(k) for k in keys))
 
     async def rebalance(self, key: str) -> int:
-        """Run the background policy once for ``key``; return the rights received."""
+        """Run the background policy once for ``key`` in each bounded direction; return the
+        rights received."""
+        got = 0
         try:
             state = await self.durable(key)
             if state is None:
                 return 0
-            req = rights.plan_background(state, key, self.dc, self.opt.threshold)
-            if req is None or not self.throttle.allow(key, req.donor, self.now_ns()):
-                return 0
-            return await self.request(req, on_demand=False)
+            for direction in rights.directions(state):
+                req = rights.plan_background(state, key, self.dc, self.opt.threshold,
+                                             direction)
+                if req is None or not self.throttle.allow(key, req.donor, self.now_ns(),
+                                                          direction):
+                    continue
+                got += await self.request(req, on_demand=False)
         except (StoreError, CounterError) as err:
             log.debug("background transfer for %s failed: %s", key, err)
-            return 0
+        return got
+
+
+def _slack(state: BoundedCounter, direction: str) -> int:
+    """Return how far the value may still move in ``direction`` before its bound, summed
+    over every replica's rights (units; as ``state`` knows it)."""
+    if direction == "dec":
+        return state.value() - state.lower if state.lower is not None else 0
+    return state.upper - state.value() if state.upper is not None else 0
 

@@ -33,19 +33,19 @@ from replicalab.counters.crdt import BoundedCounter
 from replicalab.counters.service import Contended, UnknownCounter, read_state, write_state
 from replicalab.stores import Client, ConditionFailed
 
-DIRECTION = "dec"  # the middlewares serve lower-bounded counters: rights to decrement
-
 
 @dataclass(frozen=True)
 class TransferRequest:
-    """``to`` asks ``donor`` to bring the rights it gave ``to`` (counter ``key``) up to
-    ``already + amount`` in total."""
+    """``to`` asks ``donor`` to bring the rights in ``direction`` it gave ``to`` (counter
+    ``key``) up to ``already + amount`` in total. Rights to decrement ("dec") guard a lower
+    bound, rights to increment ("inc") an upper bound."""
 
     key: str
     donor: str
     to: str
     already: int
     amount: int
+    direction: str = "dec"
 
     @property
     def target(self) -> int:
@@ -53,15 +53,23 @@ class TransferRequest:
         return self.already + self.amount
 
 
-def rights_of(state: BoundedCounter, replica: str) -> int:
-    """Return ``replica``'s rights to decrement as ``state`` believes (0 if unbounded)."""
-    return state.local_rights(replica, DIRECTION) or 0
+def directions(state: BoundedCounter) -> tuple[str, ...]:
+    """Return the directions in which ``state``'s value is bounded: ("dec",) for a lower
+    bound, ("inc",) for an upper bound, both for a two-sided counter."""
+    return tuple(d for d, b in (("dec", state.lower), ("inc", state.upper)) if b is not None)
 
 
-def donors_by_wealth(state: BoundedCounter, me: str) -> list[tuple[str, int]]:
-    """Return the other replicas with their believed rights, richest first (ties in replica
-    order), leaving out those believed to hold nothing."""
-    others = [(r, rights_of(state, r)) for r in state.replicas if r != me]
+def rights_of(state: BoundedCounter, replica: str, direction: str = "dec") -> int:
+    """Return ``replica``'s rights in ``direction`` as ``state`` believes (0 if that
+    direction is unbounded)."""
+    return state.local_rights(replica, direction) or 0
+
+
+def donors_by_wealth(state: BoundedCounter, me: str,
+                     direction: str = "dec") -> list[tuple[str, int]]:
+    """Return the other replicas with their believed rights in ``direction``, richest first
+    (ties in replica order), leaving out those believed to hold nothing."""
+    others = [(r, rights_of(state, r, direction)) for r in state.replicas if r != me]
     return sorted((x for x in others if x[1] > 0), key=lambda x: -x[1])
 
 
@@ -71,23 +79,27 @@ def half_difference(theirs: int, mine: int) -> int:
     return max(theirs - mine, 0) // 2
 
 
-def request_to(state: BoundedCounter, key: str, me: str, donor: str) -> TransferRequest | None:
-    """Return the request ``me`` sends ``donor`` by the half-difference rule, or None when
-    there is nothing to ask for."""
-    amount = half_difference(rights_of(state, donor), rights_of(state, me))
+def request_to(state: BoundedCounter, key: str, me: str, donor: str,
+               direction: str = "dec") -> TransferRequest | None:
+    """Return the request ``me`` sends ``donor`` for rights in ``direction`` by the
+    half-difference rule, or None when there is nothing to ask for."""
+    amount = half_difference(rights_of(state, donor, direction),
+                             rights_of(state, me, direction))
     if amount <= 0:
         return None
-    return TransferRequest(key, donor, me, state.transferred(donor, me, DIRECTION), amount)
+    return TransferRequest(key, donor, me, state.transferred(donor, me, direction), amount,
+                           direction)
 
 
-def plan_background(state: BoundedCounter, key: str, me: str,
-                    threshold: int) -> TransferRequest | None:
-    """Return the background request of ``me`` when its rights are below ``threshold``:
-    to the replica believed richest, for half the difference (None when not needed)."""
-    if rights_of(state, me) >= threshold:
+def plan_background(state: BoundedCounter, key: str, me: str, threshold: int,
+                    direction: str = "dec") -> TransferRequest | None:
+    """Return the background request of ``me`` when its rights in ``direction`` are below
+    ``threshold``: to the replica believed richest, for half the difference (None when not
+    needed)."""
+    if rights_of(state, me, direction) >= threshold:
         return None
-    for donor, _ in donors_by_wealth(state, me):
-        return request_to(state, key, me, donor)
+    for donor, _ in donors_by_wealth(state, me, direction):
+        return request_to(state, key, me, donor, direction)
     return None
 
 
@@ -97,12 +109,12 @@ def serve(state: BoundedCounter, req: TransferRequest) -> tuple[BoundedCounter, 
     Gives what is missing to the request's total, at most half of what the donor holds;
     a request already satisfied (a duplicate, or overtaken by an earlier one) gives 0.
     """
-    have = state.transferred(req.donor, req.to, DIRECTION)
+    have = state.transferred(req.donor, req.to, req.direction)
     missing = req.target - have
-    give = min(missing, rights_of(state, req.donor) // 2)
+    give = min(missing, rights_of(state, req.donor, req.direction) // 2)
     if give <= 0:
         return state, 0
-    return state.transfer(req.donor, req.to, give, DIRECTION), give
+    return state.transfer(req.donor, req.to, give, req.direction), give
 
 
 def due(now_ns: int, last_ns: int | None, interval_ns: int) -> bool:
@@ -113,16 +125,18 @@ def due(now_ns: int, last_ns: int | None, interval_ns: int) -> bool:
 
 @dataclass
 class Throttle:
-    """Last request time per (counter, donor); ``allow`` says whether one is due now."""
+    """Last request time per (counter, donor, direction); ``allow`` says whether one is due
+    now."""
 
     interval_ns: int
-    last_ns: dict[tuple[str, str], int] = field(default_factory=dict)
+    last_ns: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
-    def allow(self, key: str, donor: str, now_ns: int) -> bool:
+    def allow(self, key: str, donor: str, now_ns: int, direction: str = "dec") -> bool:
         """Return True (and record ``now_ns``) when a request to ``donor`` is due."""
-        if not due(now_ns, self.last_ns.get((key, donor)), self.interval_ns):
+        at = (key, donor, direction)
+        if not due(now_ns, self.last_ns.get(at), self.interval_ns):
             return False
-        self.last_ns[(key, donor)] = now_ns
+        self.last_ns[at] = now_ns
         return True
 
 

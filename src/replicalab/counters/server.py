@@ -7,8 +7,8 @@ one JSON object per line each way. A request ``{"id": 7, "op": "dec", "key": "st
 false, "error": "InsufficientRights", "message": "...", "available": 0, "needed": 1}``.
 Requests on one connection may be pipelined; answers carry the request's id and may come
 back in any order (that is what lets one connection feed a group commit). Ops: ``create``
-(key, initial, lower), ``dec`` (key, n, allow_global), ``inc`` (key, n), ``value`` (key),
-``ping``. A decrement is answered only after the write holding it has returned.
+(key, initial, lower, upper), ``dec`` and ``inc`` (key, n, allow_global), ``value`` (key),
+``ping``. An operation is answered only after the write holding it has returned.
 """
 
 from __future__ import annotations
@@ -64,11 +64,11 @@ async def _answer(mw: ServerMiddleware, req: dict[str, Any]) -> dict[str, Any]:
         if op == "dec":
             value = await mw.dec(key, req.get("n", 1), allow_global=bool(req.get("allow_global")))
         elif op == "inc":
-            value = await mw.inc(key, req.get("n", 1))
+            value = await mw.inc(key, req.get("n", 1), allow_global=bool(req.get("allow_global")))
         elif op == "value":
             value = await mw.value(key)
         elif op == "create":
-            await mw.create(key, req["initial"], req.get("lower", 0))
+            await mw.create(key, req["initial"], req.get("lower", 0), req.get("upper"))
             value = None
         elif op == "ping":
             return {"ok": True, "dc": mw.dc, "name": mw.name}
@@ -231,18 +231,21 @@ class RemoteCounterService:
             raise _error_from(doc)
         return doc
 
-    async def create(self, key: str, initial: int, lower: int = 0) -> None:
+    async def create(self, key: str, initial: int, lower: int | None = 0,
+                     upper: int | None = None) -> None:
         """Create ``key`` at the server's DC."""
-        await self._call({"op": "create", "key": key, "initial": initial, "lower": lower})
+        await self._call({"op": "create", "key": key, "initial": initial, "lower": lower,
+                          "upper": upper})
 
     async def dec(self, key: str, n: int = 1, *, allow_global: bool = False) -> int:
         """Return the value after subtracting ``n`` at the server's DC."""
         return int((await self._call({"op": "dec", "key": key, "n": n,
                                       "allow_global": allow_global}))["value"])
 
-    async def inc(self, key: str, n: int = 1) -> int:
+    async def inc(self, key: str, n: int = 1, *, allow_global: bool = False) -> int:
         """Return the value after adding ``n`` at the server's DC."""
-        return int((await self._call({"op": "inc", "key": key, "n": n}))["value"])
+        return int((await self._call({"op": "inc", "key": key, "n": n,
+                                      "allow_global": allow_global}))["value"])
 
     async def value(self, key: str) -> int:
         """Return the value as the server's DC knows it."""

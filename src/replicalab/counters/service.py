@@ -27,8 +27,10 @@ class CounterService(Protocol):
     dc: str
     name: str  # "weak", "strong", "client-based", "server-based", "server-based+batch"
 
-    async def create(self, key: str, initial: int, lower: int = 0) -> None:
-        """Create counter ``key`` with value ``initial`` and invariant ``value >= lower``."""
+    async def create(self, key: str, initial: int, lower: int | None = 0,
+                     upper: int | None = None) -> None:
+        """Create counter ``key`` with value ``initial`` and invariant
+        ``lower <= value <= upper`` (a None bound is no bound)."""
         ...
 
     async def dec(self, key: str, n: int = 1, *, allow_global: bool = False) -> int:
@@ -36,8 +38,9 @@ class CounterService(Protocol):
         hint) when it cannot without risking the invariant."""
         ...
 
-    async def inc(self, key: str, n: int = 1) -> int:
-        """Return the value this DC saw after adding ``n``."""
+    async def inc(self, key: str, n: int = 1, *, allow_global: bool = False) -> int:
+        """Return the value this DC saw after adding ``n``; InsufficientRights (with a
+        hint) at an upper bound it cannot pass without risking the invariant."""
         ...
 
     async def value(self, key: str) -> int:
