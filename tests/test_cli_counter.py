@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +16,7 @@ import redis
 from typer.testing import CliRunner
 
 from replicalab.cli.main import app
-from replicalab.cluster.ports import allocate
+from replicalab.cluster.ports import allocate, wait_listening
 from replicalab.counters import topology
 
 EXE = [sys.executable, "-m", "replicalab.cli.main", "counter"]
@@ -127,3 +129,24 @@ def test_operations_on_real_redis_dcs(tmp_path: Path):
         one_line_error(cmd("dec", "bad", "--dc", "US-E"), "counters/bad/state")
         assert r.get("counters/bad/state") == b"{not json"
         r.close()
+
+
+def test_serve_stops_cleanly_on_ctrl_c_with_a_client_connected(tmp_path: Path):
+    (port,) = allocate(1)
+    proc = subprocess.Popen([*EXE, "serve", "--dc", "US-E", "--store", f"US-E={SIM}",
+                             "--port", str(port)], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_listening(port, 30), proc.stderr
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b'{"id": 1, "op": "ping"}\n')
+            assert json.loads(s.makefile().readline())["ok"] is True
+            proc.send_signal(signal.SIGINT)  # the client is still connected
+            out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert err == "", err  # no traceback from the connection being cut
+    assert "listening on" in out

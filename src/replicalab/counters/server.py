@@ -109,6 +109,13 @@ async def _serve_conn(mw: ServerMiddleware, reader: asyncio.StreamReader,
             t.add_done_callback(pending.discard)
     except (ConnectionError, asyncio.LimitOverrunError, ValueError):
         pass
+    except asyncio.CancelledError:
+        # The server is stopping with this client still connected. End normally: Python
+        # 3.11's stream callback logs a cancelled handler as an error with a traceback.
+        for t in pending:
+            t.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        pending.clear()
     finally:
         for t in list(pending):
             with contextlib.suppress(Exception):
