@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import pytest
 
+from replicalab.history import History
 from replicalab.runtime import RealRuntime, VirtualRuntime
 
 
@@ -127,3 +130,20 @@ def test_real_runtime_uses_monotonic_clock():
     a = rt.now_ns()
     b = time.monotonic_ns()
     assert 0 <= b - a < 1_000_000_000
+
+
+def test_ctrl_c_stops_the_virtual_loop_between_events_not_inside_one():
+    rt = VirtualRuntime()
+    h = History()
+
+    async def main() -> None:
+        for _ in range(1000):
+            i = h.invoke(0, "read", ("k",), (None,), "eventual", rt.now_ns())
+            os.kill(os.getpid(), signal.SIGINT)  # arrives in the middle of this event
+            h.ok(i, rt.now_ns(), ("v",))  # still runs: the loop stops after the event
+            await rt.sleep_ns(1000)
+
+    with pytest.raises(KeyboardInterrupt):
+        rt.run(main())
+    assert len(h) == 1 and list(h.column("type")) == [1]  # one op, whole and completed
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored

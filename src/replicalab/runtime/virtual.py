@@ -8,6 +8,8 @@ what lets the simulated store reach 10^5 client operations per wall-clock second
 
 from __future__ import annotations
 
+import signal
+import threading
 import types
 from asyncio import CancelledError
 from collections import deque
@@ -21,6 +23,21 @@ T = TypeVar("T")
 @types.coroutine
 def _sleep(ns: int) -> Generator[int, None, None]:
     yield ns
+
+
+def _defer_sigint(flag: list[bool]) -> Any:
+    """Make Ctrl-C set ``flag[0]`` instead of raising wherever the loop happens to be, and
+    return the handler to restore (None when left alone: not the main thread, or a
+    handler of the caller's own is installed). The loop raises KeyboardInterrupt between
+    events, so a history is never left half-appended."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        return None
+
+    def note(_sig: int, _frame: Any) -> None:
+        flag[0] = True
+
+    return signal.signal(signal.SIGINT, note)
 
 
 class VFuture:
@@ -179,8 +196,12 @@ class VirtualRuntime:
         root = self.spawn(main)
         ready = self._ready
         heap = self._heap
+        interrupted = [False]
+        previous = _defer_sigint(interrupted)
         try:
             while not root._done:
+                if interrupted[0]:
+                    raise KeyboardInterrupt
                 if ready:
                     task, value, exc = ready.popleft()
                     if task._done:
@@ -224,6 +245,8 @@ class VirtualRuntime:
                                     "use the runtime's sleep and futures")
                     ready.append((task, None, err))
         finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
             self._close_all()
         return root.result()
 
