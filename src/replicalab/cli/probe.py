@@ -99,6 +99,8 @@ def _fault_options(store: str, texts: list[str], path: Path | None,
     plan = [parse_fault(t) for t in texts] + (load_faults(path) if path else [])
     if not plan:
         return {}
+    if store.startswith("sim://") and cluster is None:
+        return {"faults": tuple(plan)}  # the simulated store's own nodes take them
     if cluster is None:
         matches = [n for n in names() if load(n).url == store]
         if not matches:
@@ -151,8 +153,9 @@ def probe(
     writers: Annotated[int, typer.Option(help="sweep: background writers during read "
                                          "points.")] = 5,
     fault: Annotated[list[str] | None, typer.Option(
-        help='Fault on the cluster, repeatable: "at=30s crash node=2 for=20s" (crash, pause, '
-             'partition, slow ... ms=200; node=N or region=NAME).')] = None,
+        help='Fault on the cluster or on sim://primary and sim://quorum, repeatable: '
+             '"at=30s crash node=2 for=20s" (crash, pause, partition, slow ... ms=200; '
+             'node=N or region=NAME).')] = None,
     faults: Annotated[Path | None, typer.Option(help="TOML file of [[fault]] tables.")] = None,
     cluster: Annotated[str | None, typer.Option(
         help="Cluster the faults act on (default: the one whose URL is --store).")] = None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,22 +105,37 @@ class Nemesis:
 
     async def run(self, faults: list[Fault], h: History, rt: Runtime, t0_ns: int,
                   stop_ns: int) -> None:
-        """Carry out ``faults`` on schedule (times from ``t0_ns``), recording each as an op
-        of process nemesis: ``f`` is the action while it starts, the heal when it ends."""
-        events = sorted([(f.at_s, 0, f) for f in faults] + [(f.at_s + f.for_s, 1, f)
-                                                             for f in faults],
-                        key=lambda e: (e[0], e[1]))
-        for at_s, ending, f in events:
-            due = t0_ns + int(at_s * 1e9)
-            if due > rt.now_ns():
-                await rt.sleep_ns(due - rt.now_ns())
-            if not ending and rt.now_ns() >= stop_ns:
-                continue
-            f_name = "heal" if ending else f.action
-            i = h.invoke(NEMESIS, f_name, (f.target,), (f.label,), "none", rt.now_ns())
-            try:
-                await asyncio.to_thread(self.end if ending else self.start, f)
-            except Exception as err:  # a failed fault action is recorded, not fatal
-                h.fail(i, rt.now_ns(), f"{type(err).__name__}: {err}")
-            else:
-                h.ok(i, rt.now_ns(), node=f.target)
+        """Carry out ``faults`` on schedule (see :func:`run_schedule`), each action in a
+        thread: they block on processes and the Toxiproxy API."""
+
+        async def act(f: Fault, ending: bool) -> None:
+            await asyncio.to_thread(self.end if ending else self.start, f)
+
+        await run_schedule(faults, h, rt, t0_ns, stop_ns, act)
+
+
+async def run_schedule(faults: list[Fault], h: History, rt: Runtime, t0_ns: int, stop_ns: int,
+                       act: Callable[[Fault, bool], Awaitable[None]]) -> None:
+    """Carry out ``faults`` on schedule (times from ``t0_ns``) by ``act(fault, ending)``,
+    recording each as an op of process nemesis: ``f`` is the action while it starts, the
+    heal when it ends. Faults due after ``stop_ns`` are not started; a failed action is
+    recorded as a failed op, not raised."""
+    events = sorted([(f.at_s, 0, f) for f in faults] + [(f.at_s + f.for_s, 1, f)
+                                                         for f in faults],
+                    key=lambda e: (e[0], e[1]))
+    started: set[int] = set()
+    for at_s, ending, f in events:
+        due = t0_ns + int(at_s * 1e9)
+        if (ending and id(f) not in started) or (not ending and due >= stop_ns):
+            continue  # never started, or due after the run: nothing to do or undo
+        if due > rt.now_ns():
+            await rt.sleep_ns(due - rt.now_ns())
+        started.add(id(f))
+        f_name = "heal" if ending else f.action
+        i = h.invoke(NEMESIS, f_name, (f.target,), (f.label,), "none", rt.now_ns())
+        try:
+            await act(f, bool(ending))
+        except Exception as err:  # a failed fault action is recorded, not fatal
+            h.fail(i, rt.now_ns(), f"{type(err).__name__}: {err}")
+        else:
+            h.ok(i, rt.now_ns(), node=f.target)

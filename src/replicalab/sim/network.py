@@ -3,6 +3,12 @@
 Delays are drawn per message: ``mean + sd * N(0,1)`` plus an optional exponential tail,
 never below ``floor``. A node serves requests FIFO, one at a time, each taking its service
 time; a crashed node or a partitioned pair drops messages (callers time out).
+
+Faults (driven by ``faults.sim.SimNemesis`` on a schedule): ``crash``/``restart`` a node
+(it keeps its state, as a restart from its data directory would), ``cut_region``/
+``heal_region`` (messages between the region and every other one are lost), ``pause``
+(its queue stalls), ``slow`` (extra one-way delay on every message to or from it). A
+scheme that can catch a node up after a restart or a heal registers ``on_rejoin``.
 """
 
 from __future__ import annotations
@@ -69,7 +75,9 @@ class Network:
         self.client_link = client_link
         self.timeout_ns = int(timeout_ms * NS_PER_MS)
         self.nodes: dict[str, Node] = {}
-        self.cut: set[frozenset[str]] = set()  # partitioned region/node pairs
+        self.cut: set[frozenset[str]] = set()  # partitioned region pairs
+        self.slow_ns: dict[str, int] = {}  # node name -> extra one-way delay (ns)
+        self.on_rejoin: list[Callable[[Node], None]] = []  # catch-up after restart/heal
         self._links: dict[tuple[str, str], Delay] = {}
 
     @classmethod
@@ -109,6 +117,52 @@ class Network:
         """Return False if regions/nodes ``a`` and ``b`` are partitioned from each other."""
         return not self.cut or frozenset((a, b)) not in self.cut
 
+    def crash(self, node: Node) -> None:
+        """Take ``node`` down: messages to it are lost until ``restart``, which finds its
+        queue empty."""
+        node.up = False
+        node.free_at_ns[:] = [0] * len(node.free_at_ns)
+
+    def restart(self, node: Node) -> None:
+        """Bring ``node`` back with the state it had, then let the scheme catch it up."""
+        node.up = True
+        self._rejoined([node])
+
+    def cut_region(self, region: str) -> None:
+        """Partition ``region`` from every other region (clients included)."""
+        for other in self.regions.regions:
+            if other != region:
+                self.cut.add(frozenset((region, other)))
+
+    def heal_region(self, region: str) -> None:
+        """End ``region``'s partition; the scheme catches its nodes up."""
+        self.cut = {pair for pair in self.cut if region not in pair}
+        self._rejoined([n for n in self.nodes.values() if n.up])
+
+    def slow(self, node: Node, extra_ns: int) -> None:
+        """Add ``extra_ns`` (may be negative, to undo) to every message to or from ``node``."""
+        left = self.slow_ns.get(node.name, 0) + extra_ns
+        if left:
+            self.slow_ns[node.name] = left
+        else:
+            self.slow_ns.pop(node.name, None)
+
+    def extra_ns(self, node: Node) -> int:
+        """Return the extra one-way delay of messages to or from ``node`` (ns; 0 unless
+        slowed)."""
+        return self.slow_ns.get(node.name, 0) if self.slow_ns else 0
+
+    def held_ns(self, node: Node, at_ns: int) -> int:
+        """Return how long a message reaching ``node`` at ``at_ns`` waits for a pause to
+        end, for schemes that bypass the node's queue (ns)."""
+        free = node.free_at_ns[0]
+        return free - at_ns if free > at_ns else 0
+
+    def _rejoined(self, nodes: list[Node]) -> None:
+        for hook in self.on_rejoin:
+            for node in nodes:
+                hook(node)
+
     def pause(self, node: Node, duration_ns: int) -> None:
         """Stop ``node`` serving for ``duration_ns`` from now, like SIGSTOP: work already
         queued waits that much longer, new work queues behind it, nothing is lost."""
@@ -146,7 +200,10 @@ class Network:
         link = self.client_link
         if link is None or client_region != node.region:
             link = self.link(client_region, node.region)
-        await rt.sleep_ns(depart_ns + link.draw(self.s))
+        trip = link.draw(self.s)
+        if self.slow_ns:
+            trip += self.slow_ns.get(node.name, 0)
+        await rt.sleep_ns(depart_ns + trip)
         if not node.up or (self.cut and frozenset((client_region, node.region)) in self.cut):
             await rt.sleep_ns(self.timeout_ns - (rt.now_ns() - t0))
             raise Lost(f"no reply from {node.name} within {self.timeout_ns / 1e6:.0f} ms")
@@ -156,7 +213,8 @@ class Network:
 
     async def to_client(self, node: Node, client_region: str) -> None:
         """Carry a reply from ``node`` back to a client."""
-        await self.rt.sleep_ns(self.client_delay(client_region, node).draw(self.s))
+        await self.rt.sleep_ns(self.client_delay(client_region, node).draw(self.s)
+                               + self.extra_ns(node))
 
     def send(self, src: Node, dst: Node, fn: Callable[..., Any], *args: Any) -> int:
         """Deliver ``fn(*args)`` at ``dst`` after link delay and its queue; return the delay ns.
@@ -164,6 +222,8 @@ class Network:
         Lost messages (crashed destination, partition) are dropped silently.
         """
         delay = self.link(src.region, dst.region).draw(self.s)
+        if self.slow_ns:
+            delay += self.slow_ns.get(src.name, 0) + self.slow_ns.get(dst.name, 0)
         if dst.up and self.reachable(src.region, dst.region):
             self.rt.call_later(delay, self._arrive, dst, fn, args)
         return delay

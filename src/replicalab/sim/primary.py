@@ -2,8 +2,11 @@
 
 The primary (node 0, first region) applies a write at once and forwards it to every
 replica; ``async`` acknowledges after the local commit, ``sync`` after every replica has
-acknowledged. An eventual read goes to the nearest node (ties broken at random); a
-consistent read and a conditional write go to the primary.
+acknowledged (a replica it cannot reach makes the write time out, outcome unknown, as a
+synchronous standby that is gone blocks commits). An eventual read goes to the nearest
+node (ties broken at random); a consistent read and a conditional write go to the primary.
+A replica that rejoins after a crash or a partition gets a full copy of the primary's
+state (a resync), then the stream of writes again.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any, ClassVar
 
 from replicalab.regions import LAN_RTT_MS, LAN_SD_MS, RegionSet
 from replicalab.runtime import Runtime
-from replicalab.sim.errors import ConditionNotMet
+from replicalab.sim.errors import ConditionNotMet, Lost
 from replicalab.sim.network import Delay, Network, Node
 from replicalab.sim.params import require
 from replicalab.sim.random import Stream
@@ -65,6 +68,17 @@ class Primary:
         self.primary = self.nodes[0]
         self.commit = Delay.ms(p.commit_ms, p.commit_ms / 10)
         self._nearest: dict[str, list[Node]] = {}
+        self.net.on_rejoin.append(self._resync)
+
+    def _resync(self, node: Node) -> None:
+        """Send ``node`` a copy of the primary's state (every replica, when the primary
+        itself rejoins: writes may have missed any of them)."""
+        primary = self.primary
+        if not primary.up:
+            return
+        for replica in (self.nodes[1:] if node is primary else (node,)):
+            if replica is not primary:
+                self.net.send(primary, replica, replica.state.update, dict(primary.state))
 
     def describe(self) -> dict[str, Any]:
         """Return the effective parameters and node placement."""
@@ -104,10 +118,18 @@ class Primary:
             raise ConditionNotMet(f"condition failed at {primary.name}")
         primary.state.update(values)
         wait = self.commit.draw(s)
+        missing = ""
         for node in self.nodes[1:]:
             fwd = net.send(primary, node, node.state.update, values)
             if self.p.replication == "sync":
-                wait = max(wait, fwd + net.link(node.region, primary.region).draw(s))
+                if not node.up or not net.reachable(primary.region, node.region):
+                    missing = node.name
+                wait = max(wait, fwd + net.link(node.region, primary.region).draw(s)
+                           + net.extra_ns(node) + net.extra_ns(primary))
+        if missing:
+            await rt.sleep_ns(net.timeout_ns)
+            raise Lost(f"replica {missing} did not acknowledge the synchronous write "
+                       f"within {net.timeout_ns / 1e6:.0f} ms")
         await rt.sleep_ns(wait)
         await net.to_client(primary, region)
         return primary.name

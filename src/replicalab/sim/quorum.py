@@ -91,11 +91,14 @@ class Quorum:
         self.clock += 1
         stamp = (rt.now_ns(), self.clock)
         acks: list[tuple[int, str]] = []
+        now = rt.now_ns()
         for node in self._usable(region):
             link = net.client_delay(region, node)
-            arrive = link.draw(s) + int(self.apply_tail_ns * s.exponential())
+            extra = net.extra_ns(node) if net.slow_ns else 0
+            arrive = link.draw(s) + extra + int(self.apply_tail_ns * s.exponential())
+            arrive += net.held_ns(node, now + arrive)  # a paused replica answers late
             rt.call_later(arrive, self._apply, node, stamp, values)
-            acks.append((arrive + link.draw(s), node.name))
+            acks.append((arrive + link.draw(s) + extra, node.name))
         if len(acks) < self.p.w:
             await self._lost(rt.now_ns(), "write")
         acks.sort()
@@ -119,11 +122,14 @@ class Quorum:
         need = self.p.n - self.p.w + 1 if consistent else self.p.r
         seen: dict[str, tuple[Any, ...]] = {}
         replies: list[tuple[int, Node]] = []
+        now = rt.now_ns()
         for node in self._usable(region):
             link = net.client_delay(region, node)
-            arrive = link.draw(s)
+            extra = net.extra_ns(node) if net.slow_ns else 0
+            arrive = link.draw(s) + extra
+            arrive += net.held_ns(node, now + arrive)
             rt.call_later(arrive, self._snapshot, node, keys, seen)
-            replies.append((arrive + link.draw(s), node))
+            replies.append((arrive + link.draw(s) + extra, node))
         if len(replies) < need:
             await self._lost(rt.now_ns(), "read")
         replies.sort(key=lambda r: r[0])

@@ -30,6 +30,7 @@ from replicalab.checkers.accounting import (
 from replicalab.checkers.latency import latency_histograms, latency_summary
 from replicalab.faults.nemesis import Nemesis
 from replicalab.faults.schedule import Fault
+from replicalab.faults.sim import SimNemesis
 from replicalab.history import History, load_history, save_history
 from replicalab.stores import Feature, Store, StoreError, open_store
 from replicalab.stores.base import redact_url
@@ -159,7 +160,7 @@ async def _final_reads(store: Store, h: History) -> None:
 
 
 async def _run(spec: ProbeSpec, store: Store, h: History, rec: Recorder,
-               nemesis: Nemesis | None) -> None:
+               nemesis: Nemesis | SimNemesis | None) -> None:
     rt = store.runtime
     t0 = rt.now_ns()
     jobs = [_workload(spec, store, h, rec)]
@@ -262,13 +263,16 @@ def run_probe(spec: ProbeSpec, out: Path,
     if missing:
         raise ValueError(f"{spec.store} cannot do {', '.join(sorted(m.value for m in missing))}; "
                          "pick another --consistency/--variant or another store")
-    run_dir = make_run_dir(out, spec.workload, spec.store)
-    nemesis = None
+    nemesis: Nemesis | SimNemesis | None = None
     if spec.faults:
-        if spec.cluster is None:
+        if store.info.kind.startswith("sim/"):
+            nemesis = SimNemesis.of(store)  # acts in the store's own virtual time
+        elif spec.cluster is None:
             raise ValueError("faults need the cluster they act on: pass --cluster NAME")
-        nemesis = Nemesis(spec.cluster, Path(spec.cluster_root))
+        else:
+            nemesis = Nemesis(spec.cluster, Path(spec.cluster_root))
         nemesis.check(list(spec.faults))
+    run_dir = make_run_dir(out, spec.workload, spec.store)
     rt = store.runtime
     h = History()
     start = [0]
