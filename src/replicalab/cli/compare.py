@@ -15,6 +15,7 @@ from replicalab.cli.errors import fail
 from replicalab.cli.probe import out_console
 from replicalab.cli.progress import progress_bar
 from replicalab.cluster import base
+from replicalab.faults.schedule import Fault, parse_fault
 from replicalab.regions import region_set
 from replicalab.report.model_page import render_model_report
 from replicalab.report.model_plots import freshness_overlay_figure
@@ -35,6 +36,24 @@ def _smooth(freshness: dict[str, list], width_ms: float = 5.0) -> tuple[list, li
     return ((np.flatnonzero(keep) * width_ms).tolist(), (fresh[keep] / total[keep]).tolist())
 
 
+def _check_faults(faults: tuple[Fault, ...], regions: tuple[str, ...], duration_s: float
+                  ) -> None:
+    """Raise ValueError for a fault the 3-node clusters of ``regions`` cannot take within a
+    probe of ``duration_s``, before any cluster is started."""
+    for f in faults:
+        if f.node is not None and f.node > 2:
+            raise ValueError(f"fault {f.label!r}: the clusters have nodes 0..2")
+        if f.region is not None and f.region not in regions:
+            raise ValueError(f"fault {f.label!r}: the regions are {', '.join(regions)}")
+        if f.at_s >= duration_s:
+            raise ValueError(f"fault {f.label!r} starts after the {duration_s:g} s probe; "
+                             "make at= smaller or --duration longer")
+
+
+def _percent(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
 def _stale(r: dict[str, Any]) -> tuple[float, float | None]:
     """Return (fraction of reads stale, median over writes of the last stale ms after the
     write started): per write, so one slow write (a first write creating parents) does
@@ -44,8 +63,10 @@ def _stale(r: dict[str, Any]) -> tuple[float, float | None]:
     return (1 - fresh / total if total else 0.0), r["periods"]["last_lt_100_median_ms"]
 
 
-def _one(kind: str, regions: str, duration_s: float, ops: int, out: Path) -> dict[str, Any]:
-    """Bring one cluster up, probe it, bring it down; return its row and eventual curve."""
+def _one(kind: str, regions: str, duration_s: float, ops: int, out: Path,
+         faults: tuple[Fault, ...] = ()) -> dict[str, Any]:
+    """Bring one cluster up, probe it (under ``faults``, the same schedule in each
+    staleness probe), bring it down; return its row and eventual curve."""
     rs = region_set(regions)
     writer, reader = rs.regions[0], rs.regions[1 % len(rs.regions)]
     c = base.up(kind, 3, regions, name=f"compare-{kind}")
@@ -57,9 +78,12 @@ def _one(kind: str, regions: str, duration_s: float, ops: int, out: Path) -> dic
                 consistency=consistency, duration_s=duration_s, write_interval_s=1.0,
                 read_rate=50, period_s=1.0),
                 staleness=StalenessConfig(placement="separate-clients", writer_region=writer,
-                                          reader_region=reader))
+                                          reader_region=reader),
+                cluster=c.name if faults else None, faults=faults)
             r = run_probe(spec, out).results
             row[f"{consistency}_stale_fraction"], row[f"{consistency}_stale_window_ms"] = _stale(r)
+            row[f"{consistency}_availability"] = r["availability"]["overall"]
+            row[f"{consistency}_lost_writes"] = r["lost_writes"]["lost"]
             if consistency == "eventual":
                 curve = _smooth(r["freshness"])
         lat = run_probe(ProbeSpec(store=c.url, workload="latency", ops=ops,
@@ -176,11 +200,17 @@ def compare(
              "latency workload, with consistent vs eventual read differences and verdicts."
     )] = "staleness",
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap intervals.")] = 1,
+    fault: Annotated[list[str] | None, typer.Option(
+        help='Fault for every staleness probe, repeatable: "at=10s partition region=US-W '
+             'for=10s" (crash, pause, partition, slow ... ms=200; node=0..2 or '
+             'region=NAME); adds availability and lost acknowledged writes.')] = None,
 ) -> None:
     """Start each store as a 3-node cluster on the same regions (writer in the first region,
     reader in the second) and compare staleness and latency side by side.
 
     Example: replicalab compare --kinds redis,postgres,etcd,zookeeper --regions dc3
+
+    Example: replicalab compare --kinds redis,etcd --fault "at=10s partition region=US-W for=10s"
 
     Example: replicalab compare --workload latency --ops 300 --kinds etcd,zookeeper
     """
@@ -192,6 +222,11 @@ def compare(
             raise ValueError("--duration must be positive and --ops at least 2")
         if workload not in ("staleness", "latency"):
             raise ValueError(f"--workload {workload!r}: use staleness or latency")
+        faults = tuple(parse_fault(f) for f in fault or [])
+        if faults and workload != "staleness":
+            raise ValueError("--fault applies to the staleness comparison; drop it or use "
+                             "--workload staleness")
+        _check_faults(faults, region_set(regions).regions, duration)
     except ValueError as err:
         fail(str(err))
     if workload == "latency":
@@ -202,13 +237,15 @@ def compare(
         done = []
         with progress_bar("comparing stores") as tick:
             for i, k in enumerate(names):
-                done.append(_one(k, regions, duration, ops, run_dir / "runs"))
+                done.append(_one(k, regions, duration, ops, run_dir / "runs", faults))
                 tick((i + 1) / len(names))
     except ValueError as err:
         fail(str(err))
     rows = [d["row"] for d in done]
     header = ["store", "eventual: stale reads", "eventual: stale window (ms, median per write)",
               "consistent: stale reads", "consistent: stale window (ms)"]
+    if faults:
+        header += ["eventual: ops ok", "consistent: ops ok", "lost acknowledged writes"]
     variants = ("eventual read", "consistent read", "put", "conditional put")
     header += [f"{v} p50 / p99 (ms)" for v in variants]
 
@@ -217,17 +254,24 @@ def compare(
         for c in ("eventual", "consistent"):
             w = row[f"{c}_stale_window_ms"]
             cells += [f"{100 * row[f'{c}_stale_fraction']:.2f}%", "-" if w is None else f"{w:g}"]
+        if faults:
+            cells += [_percent(row["eventual_availability"]),
+                      _percent(row["consistent_availability"]),
+                      str(row["eventual_lost_writes"] + row["consistent_lost_writes"])]
         for v in variants:
             cells.append(f"{row[f'{v} p50_ms']:.2f} / {row[f'{v} p99_ms']:.2f}"
                          if f"{v} p50_ms" in row else "n/a")
         return cells
 
-    table = {"caption": f"3-node clusters on {regions}: staleness of reads at the second "
-                        "region's replica, latency from one client", "header": header,
+    under = f" under {', '.join(f.label for f in faults)}" if faults else ""
+    table = {"caption": f"3-node clusters on {regions}{under}: staleness of reads at the "
+                        "second region's replica, latency from one client", "header": header,
              "rows": [fmt(r) for r in rows]}
     results = {"schema_version": 1, "model": "compare", "title": f"stores on {regions}",
                "params": {"kinds": ",".join(names), "regions": regions,
-                          "probe_duration_s": duration, "latency_ops": ops},
+                          "probe_duration_s": duration, "latency_ops": ops,
+                          "faults": [f.label + f" at {f.at_s:g}s for {f.for_s:g}s"
+                                     for f in faults]},
                "rows": rows, "tables": [table]}
     save_results(results, run_dir)
     fig = freshness_overlay_figure({d["row"]["store"]: d["curve"] for d in done}, 300.0)
