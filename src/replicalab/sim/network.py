@@ -79,6 +79,7 @@ class Network:
         self.slow_ns: dict[str, int] = {}  # node name -> extra one-way delay (ns)
         self.on_rejoin: list[Callable[[Node], None]] = []  # catch-up after restart/heal
         self._links: dict[tuple[str, str], Delay] = {}
+        self._last_arrival: dict[tuple[str, str], int] = {}  # fifo sends, per node pair
 
     @classmethod
     def with_client_link(cls, rt: Runtime, stream: Stream, regions: RegionSet,
@@ -216,14 +217,24 @@ class Network:
         await self.rt.sleep_ns(self.client_delay(client_region, node).draw(self.s)
                                + self.extra_ns(node))
 
-    def send(self, src: Node, dst: Node, fn: Callable[..., Any], *args: Any) -> int:
+    def send(self, src: Node, dst: Node, fn: Callable[..., Any], *args: Any,
+             fifo: bool = False) -> int:
         """Deliver ``fn(*args)`` at ``dst`` after link delay and its queue; return the delay ns.
 
-        Lost messages (crashed destination, partition) are dropped silently.
+        Lost messages (crashed destination, partition) are dropped silently. ``fifo``: never
+        arrive before an earlier fifo message from ``src`` to ``dst`` (a TCP stream, e.g. a
+        replication log); otherwise each message draws its delay alone and may overtake.
         """
         delay = self.link(src.region, dst.region).draw(self.s)
         if self.slow_ns:
             delay += self.slow_ns.get(src.name, 0) + self.slow_ns.get(dst.name, 0)
+        if fifo:
+            now = self.rt.now_ns()
+            pair = (src.name, dst.name)
+            last = self._last_arrival.get(pair, 0)
+            if now + delay < last:
+                delay = last - now
+            self._last_arrival[pair] = now + delay
         if dst.up and self.reachable(src.region, dst.region):
             self.rt.call_later(delay, self._arrive, dst, fn, args)
         return delay

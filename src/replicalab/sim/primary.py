@@ -1,7 +1,8 @@
 """Primary/backup replication to replicas in regions, asynchronous or synchronous.
 
 The primary (node 0, first region) applies a write at once and forwards it to every
-replica; ``async`` acknowledges after the local commit, ``sync`` after every replica has
+replica over an ordered stream (a log: a write never overtakes an earlier one);
+``async`` acknowledges after the local commit, ``sync`` after every replica has
 acknowledged (a replica it cannot reach makes the write time out, outcome unknown, as a
 synchronous standby that is gone blocks commits). An eventual read goes to the nearest
 node (ties broken at random); a consistent read and a conditional write go to the primary.
@@ -78,7 +79,8 @@ class Primary:
             return
         for replica in (self.nodes[1:] if node is primary else (node,)):
             if replica is not primary:
-                self.net.send(primary, replica, replica.state.update, dict(primary.state))
+                self.net.send(primary, replica, replica.state.update, dict(primary.state),
+                              fifo=True)
 
     def describe(self) -> dict[str, Any]:
         """Return the effective parameters and node placement."""
@@ -120,7 +122,7 @@ class Primary:
         wait = self.commit.draw(s)
         missing = ""
         for node in self.nodes[1:]:
-            fwd = net.send(primary, node, node.state.update, values)
+            fwd = net.send(primary, node, node.state.update, values, fifo=True)  # a log
             if self.p.replication == "sync":
                 if not node.up or not net.reachable(primary.region, node.region):
                     missing = node.name
