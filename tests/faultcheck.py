@@ -18,7 +18,7 @@ def crash_reader_node(c: Cluster, root: Path, out: Path, duration_s: float = 16.
     spec = ProbeSpec(store=c.url, workload="staleness",
                      options=ProbeOptions(duration_s=duration_s, write_interval_s=0.5,
                                           read_rate=50),
-                     staleness=StalenessConfig(placement="separate-clients",
+                     config=StalenessConfig(placement="separate-clients",
                                                writer_region="US-E", reader_region="US-W"),
                      cluster=c.name, cluster_root=str(root),
                      faults=(parse_fault("at=4s crash node=1 for=3s"),))

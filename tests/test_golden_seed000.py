@@ -13,6 +13,7 @@ import statistics
 import pytest
 
 from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads.latency import LatencyConfig
 from replicalab.workloads.runner import ProbeSpec, run_probe
 from replicalab.workloads.sweep import SweepConfig
 
@@ -21,7 +22,8 @@ PAIRS = {("eventual read", "consistent read"), ("put", "conditional put")}
 
 
 def _latency(tmp_path, seed: int) -> dict:
-    return run_probe(ProbeSpec(store="sim://simpledb", workload="latency", ops=1000,
+    return run_probe(ProbeSpec(store="sim://simpledb", workload="latency",
+                               config=LatencyConfig(ops=1000),
                                options=ProbeOptions(seed=seed)), tmp_path / "runs").results
 
 
@@ -62,7 +64,7 @@ def test_one_item_slower_at_low_concurrency_converges_by_100_clients(tmp_path):
                       variants=("put", "eventual read"))
     ratios: dict[tuple[str, int], list[float]] = {}
     for seed in (1, 2, 3):
-        r = run_probe(ProbeSpec(store="sim://simpledb", workload="sweep", sweep=cfg,
+        r = run_probe(ProbeSpec(store="sim://simpledb", workload="sweep", config=cfg,
                                 options=ProbeOptions(seed=seed)), tmp_path / "runs").results
         assert all(p["ok"] == 4000 for p in r["points"])
         for s in r["shapes"]:

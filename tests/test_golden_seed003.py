@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from replicalab.workloads.monotonic_writes import MonotonicWritesConfig
 from replicalab.workloads.staleness import StalenessConfig
 
 pytestmark = pytest.mark.golden
@@ -15,7 +16,7 @@ RANGES = "0-450,510-1000"
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_eventual_reads_single_thread(probe, seed):
-    run = probe(duration_s=2 * 3600, seed=seed, staleness=StalenessConfig(ranges=RANGES))
+    run = probe(duration_s=2 * 3600, seed=seed, config=StalenessConfig(ranges=RANGES))
     r = run.results
     early, late = r["fresh_by_range"]
     assert abs(early["p"] - 0.33) <= 0.03      # paper: 33.40% in [0, 450)
@@ -30,14 +31,14 @@ def test_eventual_reads_single_thread(probe, seed):
 
 def test_consistent_reads_always_fresh(probe):
     r = probe(duration_s=3600, consistency="consistent",
-              staleness=StalenessConfig(ranges=RANGES)).results
+              config=StalenessConfig(ranges=RANGES)).results
     assert [x["p"] for x in r["fresh_by_range"]] == [1.0, 1.0]   # paper: 100.00%
     assert r["read_your_writes"]["violations"] == 0
     assert r["k_staleness"]["k"] == [0]
 
 
 def _fractions(probe, variant):
-    return probe(workload="monotonic-writes", variant=variant, duration_s=3600
+    return probe(workload="monotonic-writes", config=MonotonicWritesConfig(variant), duration_s=3600
                  ).results["version_fraction"]
 
 

@@ -40,6 +40,7 @@ from replicalab.history import load_history
 from replicalab.regions import region_set
 from replicalab.stores import ABSENT, ConditionFailed, open_store
 from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads.latency import LatencyConfig
 from replicalab.workloads.runner import ProbeSpec, run_probe
 from replicalab.workloads.staleness import KEY, StalenessConfig
 from replicalab.workloads.sweep import SweepConfig
@@ -99,7 +100,7 @@ def _probe(url: str, consistency: str, out: Path, ranges: str, duration_s: float
     spec = ProbeSpec(store=url, workload="staleness",
                      options=ProbeOptions(consistency=consistency, duration_s=duration_s,
                                           write_interval_s=1.0, read_rate=100, period_s=1.0),
-                     staleness=StalenessConfig(placement="separate-clients",
+                     config=StalenessConfig(placement="separate-clients",
                                                writer_region=WRITER, reader_region=READER,
                                                ranges=ranges))
     run = run_probe(spec, out)
@@ -212,7 +213,7 @@ def test_linearizable_read_pays_one_quorum_round_trip(etcd_dc3, tmp_path):
     expected_ms = nearest_majority_rtt_ms(c.regions, c.nodes[0].region,
                                           [n.region for n in c.nodes[1:]])
     assert expected_ms == pytest.approx(81.5)
-    run = run_probe(ProbeSpec(store=c.url, workload="latency", ops=60,
+    run = run_probe(ProbeSpec(store=c.url, workload="latency", config=LatencyConfig(ops=60),
                               options=ProbeOptions(duration_s=60)), tmp_path / "runs")
     assert not run.error, run.error
     assert _leader(c, root) == 0, "leadership moved during the run"
@@ -235,7 +236,7 @@ def test_sweep_runs_in_real_time_on_etcd(etcd_dc3, tmp_path):
     _move_leader(c, root, 0)
     cfg = SweepConfig(clients=(1, 4), total=24, items=(1, 100),
                       variants=("eventual read", "consistent read"), writers=2)
-    run = run_probe(ProbeSpec(store=c.url, workload="sweep", sweep=cfg), tmp_path / "runs")
+    run = run_probe(ProbeSpec(store=c.url, workload="sweep", config=cfg), tmp_path / "runs")
     assert not run.error, run.error
     pts = {(p["variant"], p["items"], p["clients"]): p for p in run.results["points"]}
     assert len(pts) == 8 and all(p["ok"] == 24 for p in pts.values())

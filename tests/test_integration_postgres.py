@@ -46,7 +46,7 @@ def _probe(url: str, consistency: str, out: Path, duration_s: float = 10) -> Pro
     spec = ProbeSpec(store=url, workload="staleness",
                      options=ProbeOptions(consistency=consistency, duration_s=duration_s,
                                           write_interval_s=1.0, read_rate=100),
-                     staleness=StalenessConfig(placement="separate-clients",
+                     config=StalenessConfig(placement="separate-clients",
                                                writer_region="US-E", reader_region="US-W",
                                                ranges="0-25,60-1000"))
     run = run_probe(spec, out)

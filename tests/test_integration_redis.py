@@ -13,6 +13,7 @@ from replicalab.cluster.ports import is_free
 from replicalab.faults.schedule import parse_fault
 from replicalab.history import load_history
 from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads.latency import LatencyConfig
 from replicalab.workloads.runner import ProbeSpec, run_probe
 from replicalab.workloads.staleness import StalenessConfig
 
@@ -32,7 +33,7 @@ def _probe(url: str, consistency: str, out: Path) -> dict:
     spec = ProbeSpec(store=url, workload="staleness",
                      options=ProbeOptions(consistency=consistency, duration_s=12,
                                           write_interval_s=1.0, read_rate=100),
-                     staleness=StalenessConfig(placement="separate-clients",
+                     config=StalenessConfig(placement="separate-clients",
                                                writer_region="US-E", reader_region="US-W",
                                                ranges="0-25,60-1000"))
     run = run_probe(spec, out)
@@ -59,7 +60,7 @@ def test_crash_and_partition_availability_drops_and_returns(redis_dc3, tmp_path)
               parse_fault("at=8s partition node=1 for=2s"))
     spec = ProbeSpec(store=c.url, workload="staleness",
                      options=ProbeOptions(duration_s=12, write_interval_s=0.5, read_rate=50),
-                     staleness=StalenessConfig(placement="separate-clients",
+                     config=StalenessConfig(placement="separate-clients",
                                                writer_region="US-E", reader_region="US-W"),
                      cluster=c.name, cluster_root=str(root), faults=faults)
     r = run_probe(spec, tmp_path).results
@@ -118,7 +119,7 @@ def test_client_region_routes_client_links_through_proxies(tmp_path):
     c = base.up("redis", 3, "dc3", name="client-eu", client_region="EU", root=tmp_path)
     try:
         assert {x.kind for x in c.links} == {"replication", "client"}
-        spec = ProbeSpec(store=c.url, workload="latency", ops=20,
+        spec = ProbeSpec(store=c.url, workload="latency", config=LatencyConfig(ops=20),
                          options=ProbeOptions(duration_s=30))
         v = run_probe(spec, tmp_path / "runs").results["variants"]
         # a consistent read goes to the primary in US-E: EU->US-E 93/2 + US-E->EU 96/2 ms

@@ -55,7 +55,7 @@ def _probe(url: str, consistency: str, out: Path) -> tuple[dict, Path]:
     spec = ProbeSpec(store=url, workload="staleness",
                      options=ProbeOptions(consistency=consistency, duration_s=12,
                                           write_interval_s=1.0, read_rate=100),
-                     staleness=StalenessConfig(placement="separate-clients",
+                     config=StalenessConfig(placement="separate-clients",
                                                writer_region="US-E", reader_region="US-W",
                                                ranges="0-50,400-1000"))
     run = run_probe(spec, out)

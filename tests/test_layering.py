@@ -15,7 +15,7 @@ ROOT = Path(replicalab.__file__).parent
 BASE = {"history", "runtime", "regions"}
 MIDDLE = {"workloads", "faults", "cluster"}
 BELOW = {"checkers", "stores", "sim", *BASE}
-SIBLINGS = {"models", "clt", "hlc", "counters"}
+SIBLINGS = {"models", "clt", "hlc", "counters", "watch"}
 ALLOWED = {
     "cli": {"report", *SIBLINGS, *MIDDLE, *BELOW},
     "report": {*SIBLINGS, *MIDDLE, *BELOW},
@@ -29,6 +29,7 @@ ALLOWED = {
     # siblings that need real servers or WAN links start them through cluster/
     "clt": {"hlc", "cluster", "checkers", *BASE},
     "hlc": BASE,
+    "watch": {"stores", *BASE},
     "counters": {"cluster", "stores", "sim", *BASE},
     "history": set(),
     "runtime": set(),
@@ -66,3 +67,10 @@ def test_imports_point_down():
         for target in _imports(path) - {part} - ALLOWED[part]:
             bad.append(f"{path.relative_to(ROOT)} imports replicalab.{target}")
     assert not bad, "\n".join(bad)
+
+
+def test_every_part_has_its_place_in_the_layering():
+    parts = {p.name.removesuffix(".py") for p in ROOT.iterdir()
+             if (p.is_dir() and not p.name.startswith("_")) or
+             (p.suffix == ".py" and p.name != "__init__.py")}
+    assert parts - ALLOWED.keys() == set(), "add the new part to ALLOWED (and DESIGN.md)"

@@ -18,12 +18,12 @@ def test_primary_async_remote_replica_stale_for_one_replication_delay(probe):
     cfg = StalenessConfig(placement="separate-clients", writer_region="US-E",
                           reader_region="US-W", ranges="0-35,45-3000")
     url = "sim://primary?replication=async&regions=dc3"
-    remote = probe(url, duration_s=900, staleness=cfg).results
+    remote = probe(url, duration_s=900, config=cfg).results
     early, late = remote["fresh_by_range"]
     assert early["p"] < 0.05 and early["total"] > 100   # US-E -> US-W one way is ~40 ms
     assert late["p"] == 1.0
     assert 30 <= remote["periods"]["last_lt_100_median_ms"] <= 50
-    at_primary = probe(url, duration_s=900, consistency="consistent", staleness=cfg).results
+    at_primary = probe(url, duration_s=900, consistency="consistent", config=cfg).results
     assert all(r["p"] == 1.0 for r in at_primary["fresh_by_range"])
 
 

@@ -25,11 +25,11 @@ WRITER_E_READER_W = StalenessConfig(placement="separate-clients", writer_region=
 
 
 def probe(tmp_path: Path, store: str, *faults: str, duration_s: float = 20.0,
-          consistency: str = "eventual", staleness: StalenessConfig = WRITER_E_READER_W
+          consistency: str = "eventual", config: StalenessConfig = WRITER_E_READER_W
           ) -> tuple[dict, History]:
     spec = ProbeSpec(store=store, workload="staleness",
                      options=ProbeOptions(duration_s=duration_s, consistency=consistency),
-                     staleness=staleness, faults=tuple(parse_fault(f) for f in faults))
+                     config=config, faults=tuple(parse_fault(f) for f in faults))
     run = run_probe(spec, tmp_path)
     assert run.error == "", run.error
     h, _ = load_history(run.run_dir)
@@ -74,7 +74,7 @@ def test_a_crashed_replica_times_out_then_rejoins_fresh(tmp_path: Path):
 def test_a_crashed_primary_makes_writes_time_out_until_it_restarts(tmp_path: Path):
     same = StalenessConfig(placement="separate-clients", writer_region="US-E",
                            reader_region="US-E")
-    r, h = probe(tmp_path, DC3, "at=4s crash node=0 for=3s", staleness=same)
+    r, h = probe(tmp_path, DC3, "at=4s crash node=0 for=3s", config=same)
     writes = np.flatnonzero((h.column("f") == h.f_code("write"))
                             & (h.column("process") >= 0))
     kinds = h.column("type")[writes]
@@ -85,7 +85,7 @@ def test_a_crashed_primary_makes_writes_time_out_until_it_restarts(tmp_path: Pat
 
 def test_sync_replication_blocks_while_a_replica_is_cut_off(tmp_path: Path):
     _, h = probe(tmp_path, DC3 + "&replication=sync", "at=2s partition region=EU for=4s",
-                 staleness=StalenessConfig(placement="separate-clients",
+                 config=StalenessConfig(placement="separate-clients",
                                            writer_region="US-E", reader_region="US-E"))
     writes = np.flatnonzero((h.column("f") == h.f_code("write")) & (h.column("process") >= 0))
     inv = (h.column("invoke_ns")[writes] - h.column("invoke_ns").min()) / 1e9
@@ -98,7 +98,7 @@ def test_pause_queues_requests_and_slow_adds_delay_nothing_lost(tmp_path: Path):
     same = StalenessConfig(placement="separate-clients", writer_region="US-E",
                            reader_region="US-E")
     r, h = probe(tmp_path, DC3, "at=2s pause node=0 for=1s", "at=6s slow node=0 ms=20 for=2s",
-                 consistency="consistent", staleness=same, duration_s=10)
+                 consistency="consistent", config=same, duration_s=10)
     assert r["ops"]["info"] == r["ops"]["failed"] == 0
     before, _ = reads(h, 0.5, 1.9)
     paused, _ = reads(h, 1.95, 2.05)
@@ -112,7 +112,7 @@ def test_quorum_replicas_take_faults_too(tmp_path: Path):
     store = "sim://quorum?n=3&r=3&w=3&regions=lan"
     r, h = probe(tmp_path, store, "at=2s pause node=1 for=1s", "at=5s slow node=2 ms=10 for=2s",
                  "at=8s crash node=0 for=2s", duration_s=12,
-                 staleness=StalenessConfig(placement="separate-clients"))
+                 config=StalenessConfig(placement="separate-clients"))
     assert 900 < reads(h, 1.95, 2.05)[0].max() < 1100  # R=3 waits for the paused replica
     assert 20 <= np.median(reads(h, 5.1, 6.9)[0]) < 22
     assert r["ops"]["info"] >= 1  # R=3 cannot be met with a replica down

@@ -24,7 +24,7 @@ MS = 1_000_000
 
 
 def _sweep(tmp_path: Path, store: str = "sim://simpledb", seed: int = 1, **cfg):
-    spec = ProbeSpec(store=store, workload="sweep", sweep=SweepConfig(**cfg),
+    spec = ProbeSpec(store=store, workload="sweep", config=SweepConfig(**cfg),
                      options=ProbeOptions(seed=seed))
     return run_probe(spec, tmp_path / "runs")
 
@@ -64,7 +64,7 @@ def test_every_point_finishes_its_requests_and_reports_time_throughput_percentil
 def test_closed_loop_law_exactly_total_requests_never_more_than_clients_in_flight(
         tmp_path, clients, total, items, seed):
     run = run_probe(ProbeSpec(store="sim://simpledb", workload="sweep",
-                              sweep=SweepConfig(clients=(clients,), total=total,
+                              config=SweepConfig(clients=(clients,), total=total,
                                                 items=(items,), variants=("put",)),
                               options=ProbeOptions(seed=seed)), tmp_path / f"r{seed}")
     h, _ = load_history(run.run_dir)
@@ -120,7 +120,7 @@ def test_same_seed_same_sweep(tmp_path):
 def test_bad_sweep_options_name_the_option(tmp_path, cfg, message):
     with pytest.raises(ValueError, match=message):
         run_probe(ProbeSpec(store="sim://simpledb", workload="sweep",
-                            sweep=SweepConfig(**cfg)), tmp_path)
+                            config=SweepConfig(**cfg)), tmp_path)
 
 
 def test_parse_rejects_non_numbers():
@@ -300,7 +300,7 @@ def test_a_store_that_stops_answering_ends_the_sweep_after_100_failures_in_a_row
 def test_progress_counts_measured_requests_not_background_writes(tmp_path):
     seen: list[float] = []
     spec = ProbeSpec(store="sim://simpledb", workload="sweep",
-                     sweep=SweepConfig(clients=(1,), total=5000, items=(1,),
+                     config=SweepConfig(clients=(1,), total=5000, items=(1,),
                                        variants=("eventual read",), writers=5))
     run_probe(spec, tmp_path, seen.append)
     # 5 writers on a hot item write about twice as often as the one reader reads: counting

@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 from replicalab.cluster import base
 from replicalab.cluster.ports import allocate
 from replicalab.report.dashboard import dashboard_data, make_server
-from replicalab.workloads.watch import SuiteOptions, Watcher, record_key
-from replicalab.workloads.watch_config import load_backends, parse_backends, real_time_url
-from replicalab.workloads.watch_db import SampleDB
-from replicalab.workloads.watch_stats import (
+from replicalab.watch.watcher import SuiteOptions, Watcher, record_key
+from replicalab.watch.config import load_backends, parse_backends, real_time_url
+from replicalab.watch.db import SampleDB
+from replicalab.watch.stats import (
     Sample,
     histogram,
     histogram_edges_ms,
@@ -35,7 +35,7 @@ from replicalab.workloads.watch_stats import (
     time_series,
     window_summary,
 )
-from replicalab.workloads.watch_vehicle import Vehicle, gauge, steering
+from replicalab.watch.vehicle import Vehicle, gauge, steering
 
 CLI = [sys.executable, "-m", "replicalab.cli.main"]
 FAST = "sim://quorum?n=3&r=1&w=1"

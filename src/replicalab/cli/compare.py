@@ -20,6 +20,7 @@ from replicalab.regions import region_set
 from replicalab.report.model_page import render_model_report
 from replicalab.report.model_plots import freshness_overlay_figure
 from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads.latency import LatencyConfig
 from replicalab.workloads.runner import ProbeSpec, make_run_dir, run_probe, save_results
 from replicalab.workloads.staleness import StalenessConfig
 
@@ -77,7 +78,7 @@ def _one(kind: str, regions: str, duration_s: float, ops: int, out: Path,
             spec = ProbeSpec(store=c.url, workload="staleness", options=ProbeOptions(
                 consistency=consistency, duration_s=duration_s, write_interval_s=1.0,
                 read_rate=50, period_s=1.0),
-                staleness=StalenessConfig(placement="separate-clients", writer_region=writer,
+                config=StalenessConfig(placement="separate-clients", writer_region=writer,
                                           reader_region=reader),
                 cluster=c.name if faults else None, faults=faults)
             r = run_probe(spec, out).results
@@ -86,7 +87,7 @@ def _one(kind: str, regions: str, duration_s: float, ops: int, out: Path,
             row[f"{consistency}_lost_writes"] = r["lost_writes"]["lost"]
             if consistency == "eventual":
                 curve = _smooth(r["freshness"])
-        lat = run_probe(ProbeSpec(store=c.url, workload="latency", ops=ops,
+        lat = run_probe(ProbeSpec(store=c.url, workload="latency", config=LatencyConfig(ops=ops),
                                   options=ProbeOptions(duration_s=60)), out).results
         for v, x in lat["variants"].items():
             row[f"{v} p50_ms"], row[f"{v} p99_ms"] = x["p50_ms"], x["p99_ms"]
@@ -120,7 +121,7 @@ def _latency_one(kind: str, regions: str, ops: int, seed: int, out: Path) -> dic
         _, status = base.status(c.name)
         leader = next((c.nodes[i].region for i, s in enumerate(status)
                        if s.get("role") in ("leader", "primary")), None)
-        run = run_probe(ProbeSpec(store=c.url, workload="latency", ops=ops,
+        run = run_probe(ProbeSpec(store=c.url, workload="latency", config=LatencyConfig(ops=ops),
                                   options=ProbeOptions(duration_s=60, seed=seed)), out)
         if run.error:
             raise ValueError(f"{kind}: the latency probe stopped early ({run.error}); what "

@@ -45,7 +45,7 @@ def _measure(n: int, r: int, w: int, regions: str, apply_ms: float, client_rtt_m
     spec = ProbeSpec(store=url, workload="staleness",
                      options=ProbeOptions(duration_s=300, write_interval_s=0.1,
                                           read_rate=2000, seed=seed),
-                     staleness=StalenessConfig(writer_region=client_region))
+                     config=StalenessConfig(writer_region=client_region))
     with progress_bar(f"measuring {url}") as tick:
         probe_run = run_probe(spec, out, tick)
     h, _ = load_history(probe_run.run_dir)

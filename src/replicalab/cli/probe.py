@@ -17,7 +17,11 @@ from replicalab.cli.timeparse import parse_duration_s
 from replicalab.cluster.state import load, names
 from replicalab.faults.schedule import load_faults, parse_fault
 from replicalab.report import render_report
+from replicalab.workloads import registry
 from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads.inter_element import InterElementConfig
+from replicalab.workloads.latency import LatencyConfig
+from replicalab.workloads.monotonic_writes import MonotonicWritesConfig
 from replicalab.workloads.runner import ProbeRun, ProbeSpec, recheck, run_probe
 from replicalab.workloads.staleness import StalenessConfig
 from replicalab.workloads.sweep import SweepConfig
@@ -172,15 +176,21 @@ def probe(
                                 write_interval, "--write-interval"),
                             read_rate=read_rate, period_s=parse_duration_s(period, "--period"),
                             seed=seed)
-        spec = ProbeSpec(
-            store=store, workload=workload, options=opts,
-            staleness=StalenessConfig(placement=placement or "same-client", readers=readers,
-                                      writer_region=writer_region, reader_region=reader_region,
-                                      ranges=ranges),
-            variant=variant, placement=placement or "all", write_mode=write_mode,
-            read_mode=read_mode, ops=ops,
-            sweep=SweepConfig.parse(clients, total, items, variants, writers),
-            **_fault_options(store, fault or [], faults, cluster))
+        configs = {
+            "staleness": lambda: StalenessConfig(
+                placement=placement or "same-client", readers=readers,
+                writer_region=writer_region, reader_region=reader_region, ranges=ranges),
+            "monotonic-writes": lambda: MonotonicWritesConfig(variant=variant),
+            "inter-element": lambda: InterElementConfig(placement=placement or "all",
+                                                        write_mode=write_mode,
+                                                        read_mode=read_mode),
+            "latency": lambda: LatencyConfig(ops=ops),
+            "sweep": lambda: SweepConfig.parse(clients, total, items, variants, writers),
+        }
+        registry.get(workload)
+        spec = ProbeSpec(store=store, workload=workload, options=opts,
+                         config=configs[workload](),
+                         **_fault_options(store, fault or [], faults, cluster))
         with progress_bar(f"{workload} on {store}", not as_json) as tick:
             run = run_probe(spec, out, tick)
     except (ValueError, UserError) as err:

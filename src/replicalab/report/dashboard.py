@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from replicalab.workloads.watch_db import SampleDB
-from replicalab.workloads.watch_stats import (
+from replicalab.watch.db import SampleDB
+from replicalab.watch.stats import (
     histogram,
     histogram_edges_ms,
     summarize,

@@ -1,14 +1,20 @@
-"""What all probe workloads share: common options and the result envelope."""
+"""What all probe workloads share: common options, the result envelope, and the Workload
+object each workload module exports as ``WORKLOAD``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from replicalab.history import History
 from replicalab.runtime import Runtime
+from replicalab.stores import Feature, Store
+
+if TYPE_CHECKING:
+    from replicalab.workloads.recorder import Recorder
 
 NS_PER_S = 1_000_000_000
 SCHEMA_VERSION = 1
@@ -62,3 +68,32 @@ def envelope(workload: str, store: str, opts: ProbeOptions, h: History) -> dict[
         "faults": [],
         "notes": [],
     }
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One probe workload, found by name in ``workloads.registry``.
+
+    ``config`` is a frozen dataclass whose defaults make a valid probe and whose ``check()``
+    raises ValueError naming the bad option; ``generate`` drives clients until the run ends;
+    ``check`` is pure and turns a history into results; ``required_features`` names what the
+    store must declare; ``done_fraction``, if given, tells progress for workloads that end
+    after a number of requests rather than after ``--duration``.
+    """
+
+    name: str
+    config: type
+    generate: Callable[[Store, History, ProbeOptions, Any, Recorder], Coroutine[Any, Any, None]]
+    check: Callable[[History, str, ProbeOptions, Any, frozenset[Feature]], dict[str, Any]]
+    required_features: Callable[[ProbeOptions, Any], set[Feature]] = lambda _o, _c: set()
+    done_fraction: Callable[[History, Any], float] | None = None
+
+
+def config_from_json(cls: type, d: dict[str, Any]) -> Any:
+    """Return a ``cls`` config from its ``asdict`` form (JSON lists back to tuples)."""
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(d) - set(known))
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} field(s) {', '.join(unknown)}")
+    return cls(**{k: tuple(v) if isinstance(v, list) and str(known[k].type).startswith("tuple")
+                  else v for k, v in d.items()})

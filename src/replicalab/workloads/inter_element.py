@@ -18,7 +18,7 @@ import numpy as np
 from replicalab.checkers.extract import element_ops
 from replicalab.history import History, encode_value
 from replicalab.stores import Feature, Store
-from replicalab.workloads.base import NS_PER_S, ProbeOptions, deadline, envelope
+from replicalab.workloads.base import NS_PER_S, ProbeOptions, Workload, deadline, envelope
 from replicalab.workloads.recorder import Recorder
 
 PLACEMENTS = ("same-item", "same-domain", "diff-domains")
@@ -65,8 +65,39 @@ def parse_combinations(placement: str, write: str, read: str) -> list[Combinatio
     return [Combination(p, w, r) for p, w, r in itertools.product(*choices)]
 
 
-async def generate(store: Store, h: History, opts: ProbeOptions, combo: Combination,
-                   rec: Recorder, process: int = 0) -> None:
+@dataclass(frozen=True)
+class InterElementConfig:
+    """Which combinations to run; each field may be ``all``."""
+
+    placement: str = "all"
+    write_mode: str = "all"
+    read_mode: str = "all"
+
+    def combinations(self) -> list[Combination]:
+        """Return the selected combinations (ValueError names a bad option)."""
+        return parse_combinations(self.placement, self.write_mode, self.read_mode)
+
+    def check(self) -> None:
+        """Raise ValueError naming a bad option."""
+        self.combinations()
+
+
+def skipped(cfg: InterElementConfig, features: frozenset[Feature]) -> dict[Combination, str]:
+    """Return {combination: why} for those a store with ``features`` cannot run."""
+    return {c: why for c in cfg.combinations() if (why := c.feasible(features))}
+
+
+async def generate(store: Store, h: History, opts: ProbeOptions, cfg: InterElementConfig,
+                   rec: Recorder) -> None:
+    """Run every feasible combination of ``cfg`` side by side, each on its own elements."""
+    skip = skipped(cfg, store.info.features)
+    await store.runtime.gather(*(
+        generate_one(store, h, opts, c, rec, i)
+        for i, c in enumerate(cfg.combinations()) if c not in skip))
+
+
+async def generate_one(store: Store, h: History, opts: ProbeOptions, combo: Combination,
+                       rec: Recorder, process: int = 0) -> None:
     """Every write interval: write X and Y, then read them at the read rate."""
     rt = store.runtime
     consistent = opts.consistency == "consistent"
@@ -140,19 +171,20 @@ def classify(h: History, combo: Combination, tag: int = 0) -> dict[str, Any]:
             "abcd": {k: round(v / n, 6) if n else None for k, v in counts.items()}}
 
 
-def check(h: History, store_url: str, opts: ProbeOptions, combos: list[Combination],
-          skipped: dict[Combination, str]) -> dict[str, Any]:
+def check(h: History, store_url: str, opts: ProbeOptions, cfg: InterElementConfig,
+          features: frozenset[Feature] = frozenset()) -> dict[str, Any]:
     """Return the A/B/C/D table for every combination run (N/A for skipped ones)."""
+    combos, skipped_ = cfg.combinations(), skipped(cfg, features)
     out = envelope("inter-element", store_url, opts, h)
     out["config"] = asdict(opts)
     out["window_ms"] = list(WINDOW_MS)
     table = []
     for i, combo in enumerate(combos):
         entry: dict[str, Any] = asdict(combo)
-        if combo in skipped:
-            entry.update(abcd=None, counts=None, reason=skipped[combo])
+        if combo in skipped_:
+            entry.update(abcd=None, counts=None, reason=skipped_[combo])
             out["notes"].append(f"{combo.placement}, {combo.write}, {combo.read}: "
-                                f"N/A ({skipped[combo]})")
+                                f"N/A ({skipped_[combo]})")
         else:
             entry.update(classify(h, combo, i))
         table.append(entry)
@@ -164,4 +196,10 @@ def check(h: History, store_url: str, opts: ProbeOptions, combos: list[Combinati
     return out
 
 
-__all__ = ["Combination", "check", "classify", "generate", "parse_combinations"]
+def required_features(opts: ProbeOptions, cfg: InterElementConfig) -> set[Feature]:
+    """Return the read feature the chosen consistency needs."""
+    return {Feature.CONSISTENT_READ if opts.consistency == "consistent"
+            else Feature.EVENTUAL_READ}
+
+
+WORKLOAD = Workload("inter-element", InterElementConfig, generate, check, required_features)

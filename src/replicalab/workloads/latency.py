@@ -9,7 +9,7 @@ is timed, as in the seed.
 from __future__ import annotations
 
 import itertools
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,7 @@ import numpy as np
 from replicalab.checkers.compare import bootstrap_diff, verdict
 from replicalab.history import History, encode_value
 from replicalab.stores import Feature, Store
-from replicalab.workloads.base import ProbeOptions, envelope
+from replicalab.workloads.base import ProbeOptions, Workload, envelope
 from replicalab.workloads.recorder import Recorder
 
 KEY = "latency/item/value"
@@ -30,19 +30,31 @@ VARIANTS = {
 PREP = 1  # process of the reads that prepare a conditional put
 
 
+@dataclass(frozen=True)
+class LatencyConfig:
+    """How many operations of each variant to time."""
+
+    ops: int = 1000
+
+    def check(self) -> None:
+        """Raise ValueError if too few operations are asked for a comparison."""
+        if self.ops < 2:
+            raise ValueError(f"--ops {self.ops} must be at least 2")
+
+
 def variants(features: frozenset[Feature]) -> list[str]:
     """Return the variants a store with ``features`` can run."""
     return [v for v, (_, _, need) in VARIANTS.items() if need is None or need in features]
 
 
-async def generate(store: Store, h: History, opts: ProbeOptions, ops: int,
+async def generate(store: Store, h: History, opts: ProbeOptions, cfg: LatencyConfig,
                    rec: Recorder) -> None:
     """Issue ``ops`` operations of every supported variant, round-robin, one at a time."""
     client = await store.connect()
     seq = itertools.count(1)
     await rec.write(client, 0, {KEY: encode_value(0, next(seq), store.runtime.now_ns())})
     todo = variants(store.info.features)
-    for _ in range(ops):
+    for _ in range(cfg.ops):
         for v in todo:
             if v == "eventual read":
                 await rec.read(client, 0, (KEY,), False)
@@ -73,11 +85,12 @@ def _samples(h: History) -> dict[str, np.ndarray]:
     return out
 
 
-def check(h: History, store_url: str, opts: ProbeOptions, ops: int) -> dict[str, Any]:
+def check(h: History, store_url: str, opts: ProbeOptions, cfg: LatencyConfig,
+          features: frozenset[Feature] = frozenset()) -> dict[str, Any]:
     """Return per-variant latency summaries and every pairwise difference with a bootstrap
     95 % interval (means, ms) and a verdict."""
     out = envelope("latency", store_url, opts, h)
-    out["config"] = {**asdict(opts), "ops": ops}
+    out["config"] = {**asdict(opts), "ops": cfg.ops}
     samples = _samples(h)
     out["variants"] = {
         v: {"count": len(x), "mean_ms": round(float(x.mean()), 4),
@@ -93,3 +106,6 @@ def check(h: History, store_url: str, opts: ProbeOptions, ops: int) -> dict[str,
                       "hi_ms": round(hi, 4), "verdict": verdict(lo, hi)})
     out["differences"] = pairs
     return out
+
+
+WORKLOAD = Workload("latency", LatencyConfig, generate, check)

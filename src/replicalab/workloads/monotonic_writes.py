@@ -7,7 +7,7 @@ Each read is classified as the version it returns: v0 = the value before the cyc
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -15,7 +15,7 @@ import numpy as np
 from replicalab.history import History, encode_value
 from replicalab.history.core import OpType
 from replicalab.stores import Feature, Store
-from replicalab.workloads.base import NS_PER_S, ProbeOptions, deadline, envelope
+from replicalab.workloads.base import NS_PER_S, ProbeOptions, Workload, deadline, envelope
 from replicalab.workloads.recorder import Recorder
 
 A1 = "probe/item/A1"
@@ -26,10 +26,16 @@ BUCKET_MS = 10.0
 WINDOW_MS = (50.0, 400.0)
 
 
-def check_variant(variant: str) -> None:
-    """Raise ValueError unless ``variant`` is known."""
-    if variant not in VARIANTS:
-        raise ValueError(f"--variant {variant!r}: use one of {', '.join(VARIANTS)}")
+@dataclass(frozen=True)
+class MonotonicWritesConfig:
+    """Which cycle of writes to make (see the module docstring)."""
+
+    variant: str = "different"
+
+    def check(self) -> None:
+        """Raise ValueError unless the variant is known."""
+        if self.variant not in VARIANTS:
+            raise ValueError(f"--variant {self.variant!r}: use one of {', '.join(VARIANTS)}")
 
 
 def cycle_writes(variant: str, seq: int, now_ns: int) -> list[dict[str, str]]:
@@ -51,11 +57,12 @@ def attributes(variant: str) -> list[str]:
     return [A1, A2] if variant.startswith("two-then-one") else [A1]
 
 
-async def generate(store: Store, h: History, opts: ProbeOptions, variant: str,
+async def generate(store: Store, h: History, opts: ProbeOptions, cfg: MonotonicWritesConfig,
                    rec: Recorder) -> None:
     """Run cycles (writes then reads for 3 s) until the duration has passed."""
     rt = store.runtime
     consistent = opts.consistency == "consistent"
+    variant = cfg.variant
     client = await store.connect()
     keys = attributes(variant)
     stop = deadline(rt, opts.duration_s)
@@ -95,9 +102,11 @@ def _cycles(h: History) -> list[tuple[int, list[int]]]:
     return cycles
 
 
-def check(h: History, store_url: str, opts: ProbeOptions, variant: str) -> dict[str, Any]:
+def check(h: History, store_url: str, opts: ProbeOptions, cfg: MonotonicWritesConfig,
+          features: frozenset[Feature] = frozenset()) -> dict[str, Any]:
     """Return version-vs-time curves and version fractions in the 50-400 ms window."""
     out = envelope("monotonic-writes", store_url, opts, h)
+    variant = cfg.variant
     out["config"] = {**asdict(opts), "variant": variant}
     out["variant"] = variant
     out["window_ms"] = list(WINDOW_MS)
@@ -150,10 +159,14 @@ def check(h: History, store_url: str, opts: ProbeOptions, variant: str) -> dict[
     return out
 
 
-def required_features(opts: ProbeOptions, variant: str) -> set[Feature]:
+def required_features(opts: ProbeOptions, cfg: MonotonicWritesConfig) -> set[Feature]:
     """Return the store features this probe needs."""
     need = {Feature.CONSISTENT_READ if opts.consistency == "consistent"
             else Feature.EVENTUAL_READ}
-    if variant.startswith("two-then-one"):
+    if cfg.variant.startswith("two-then-one"):
         need |= {Feature.ATOMIC_MULTI_WRITE, Feature.MULTI_READ}
     return need
+
+
+WORKLOAD = Workload("monotonic-writes", MonotonicWritesConfig, generate, check,
+                    required_features)

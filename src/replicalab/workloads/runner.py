@@ -12,7 +12,7 @@ import json
 import re
 import time
 import traceback
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,65 +34,65 @@ from replicalab.faults.sim import SimNemesis
 from replicalab.history import History, load_history, save_history
 from replicalab.stores import Feature, Store, StoreError, open_store
 from replicalab.stores.base import redact_url
-from replicalab.workloads import inter_element, latency, monotonic_writes, staleness, sweep
-from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads import registry
+from replicalab.workloads.base import ProbeOptions, config_from_json
 from replicalab.workloads.recorder import Recorder
-
-WORKLOADS = ("staleness", "monotonic-writes", "inter-element", "latency", "sweep")
 
 
 @dataclass(frozen=True)
 class ProbeSpec:
-    """Everything that defines a probe run (saved as config.json, enough to re-check it)."""
+    """Everything that defines a probe run (saved as config.json, enough to re-check it).
+
+    ``config`` is the workload's own config dataclass; None means its defaults.
+    """
 
     store: str
     workload: str
     options: ProbeOptions = field(default_factory=ProbeOptions)
-    staleness: staleness.StalenessConfig = field(default_factory=staleness.StalenessConfig)
-    variant: str = "different"
-    placement: str = "all"
-    write_mode: str = "all"
-    read_mode: str = "all"
-    ops: int = 1000
-    sweep: sweep.SweepConfig = field(default_factory=sweep.SweepConfig)
+    config: Any = None
     cluster: str | None = None
     cluster_root: str = ".replicalab"
     faults: tuple[Fault, ...] = ()
 
+    def __post_init__(self) -> None:
+        if self.config is None and self.workload in registry.names():
+            object.__setattr__(self, "config", registry.get(self.workload).config())
+
     def check(self) -> None:
         """Raise ValueError naming the first invalid option."""
-        if self.workload not in WORKLOADS:
-            raise ValueError(f"--workload {self.workload!r}: use one of {', '.join(WORKLOADS)}")
+        wl = registry.get(self.workload)
+        if not isinstance(self.config, wl.config):
+            raise ValueError(f"--workload {self.workload} takes a {wl.config.__name__}, "
+                             f"not a {type(self.config).__name__}")
         self.options.check()
-        if self.workload == "staleness":
-            self.staleness.check()
-        elif self.workload == "monotonic-writes":
-            monotonic_writes.check_variant(self.variant)
-        elif self.workload == "latency":
-            if self.ops < 2:
-                raise ValueError(f"--ops {self.ops} must be at least 2")
-        elif self.workload == "sweep":
-            self.sweep.check()
-        else:
-            inter_element.parse_combinations(self.placement, self.write_mode, self.read_mode)
+        self.config.check()
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-ready dict of this spec (a password in the URL is masked)."""
-        return {**asdict(self), "store": redact_url(self.store)}
+        return {"store": redact_url(self.store), "workload": self.workload,
+                "options": asdict(self.options), "config": asdict(self.config),
+                "cluster": self.cluster, "cluster_root": self.cluster_root,
+                "faults": [asdict(f) for f in self.faults]}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ProbeSpec:
-        """Return the spec saved by :meth:`to_json`."""
-        st = dict(d["staleness"])
-        st["successive_window_ms"] = tuple(st["successive_window_ms"])
+        """Return the spec saved by :meth:`to_json` (or by releases before workloads had
+        one config each)."""
+        wl = registry.get(d["workload"])
+        cfg = d["config"] if "config" in d else _legacy_config(d)
         return cls(store=d["store"], workload=d["workload"], options=ProbeOptions(**d["options"]),
-                   staleness=staleness.StalenessConfig(**st), variant=d["variant"],
-                   placement=d["placement"], write_mode=d["write_mode"], read_mode=d["read_mode"],
-                   ops=d.get("ops", 1000),
-                   sweep=sweep.SweepConfig.from_json(d["sweep"]) if "sweep" in d
-                   else sweep.SweepConfig(),
-                   cluster=d.get("cluster"), cluster_root=d.get("cluster_root", ".replicalab"),
+                   config=config_from_json(wl.config, cfg), cluster=d.get("cluster"),
+                   cluster_root=d.get("cluster_root", ".replicalab"),
                    faults=tuple(Fault(**f) for f in d.get("faults", [])))
+
+
+def _legacy_config(d: dict[str, Any]) -> dict[str, Any]:
+    """Return the workload config of a spec saved with every workload's fields side by side."""
+    return {"staleness": lambda: d["staleness"],
+            "monotonic-writes": lambda: {"variant": d["variant"]},
+            "inter-element": lambda: {k: d[k] for k in ("placement", "write_mode", "read_mode")},
+            "latency": lambda: {"ops": d.get("ops", 1000)},
+            "sweep": lambda: d["sweep"]}[d["workload"]]()
 
 
 @dataclass
@@ -103,43 +103,6 @@ class ProbeRun:
     results: dict[str, Any]
     interrupted: bool = False
     error: str = ""
-
-
-def _needed(spec: ProbeSpec) -> set[Feature]:
-    if spec.workload == "staleness":
-        return staleness.required_features(spec.options)
-    if spec.workload == "monotonic-writes":
-        return monotonic_writes.required_features(spec.options, spec.variant)
-    if spec.workload in ("latency", "sweep"):
-        return set()
-    return {Feature.CONSISTENT_READ if spec.options.consistency == "consistent"
-            else Feature.EVENTUAL_READ}
-
-
-def _combos(spec: ProbeSpec, store: Store) -> tuple[list[Any], dict[Any, str]]:
-    combos = inter_element.parse_combinations(spec.placement, spec.write_mode, spec.read_mode)
-    skipped = {c: why for c in combos if (why := c.feasible(store.info.features))}
-    return combos, skipped
-
-
-def _workload(spec: ProbeSpec, store: Store, h: History, rec: Recorder
-              ) -> Coroutine[Any, Any, None]:
-    if spec.workload == "staleness":
-        return staleness.generate(store, h, spec.options, spec.staleness, rec)
-    if spec.workload == "monotonic-writes":
-        return monotonic_writes.generate(store, h, spec.options, spec.variant, rec)
-    if spec.workload == "latency":
-        return latency.generate(store, h, spec.options, spec.ops, rec)
-    if spec.workload == "sweep":
-        return sweep.generate(store, h, spec.options, spec.sweep, rec)
-    combos, skipped = _combos(spec, store)
-
-    async def all_combinations() -> None:
-        await store.runtime.gather(*(
-            inter_element.generate(store, h, spec.options, c, rec, i)
-            for i, c in enumerate(combos) if c not in skipped))
-
-    return all_combinations()
 
 
 async def _final_reads(store: Store, h: History) -> None:
@@ -163,7 +126,8 @@ async def _run(spec: ProbeSpec, store: Store, h: History, rec: Recorder,
                nemesis: Nemesis | SimNemesis | None) -> None:
     rt = store.runtime
     t0 = rt.now_ns()
-    jobs = [_workload(spec, store, h, rec)]
+    wl = registry.get(spec.workload)
+    jobs = [wl.generate(store, h, spec.options, spec.config, rec)]
     if nemesis is not None:
         jobs.append(nemesis.run(list(spec.faults), h, rt, t0,
                                 t0 + int(spec.options.duration_s * 1e9)))
@@ -173,19 +137,7 @@ async def _run(spec: ProbeSpec, store: Store, h: History, rec: Recorder,
 
 def check(spec: ProbeSpec, h: History, features: frozenset[Feature]) -> dict[str, Any]:
     """Return the results of ``spec``'s checkers over ``h`` (pure: no I/O)."""
-    if spec.workload == "staleness":
-        out = staleness.check(h, spec.store, spec.options, spec.staleness)
-    elif spec.workload == "monotonic-writes":
-        out = monotonic_writes.check(h, spec.store, spec.options, spec.variant)
-    elif spec.workload == "latency":
-        out = latency.check(h, spec.store, spec.options, spec.ops)
-    elif spec.workload == "sweep":
-        out = sweep.check(h, spec.store, spec.options, spec.sweep, features)
-    else:
-        combos = inter_element.parse_combinations(spec.placement, spec.write_mode,
-                                                  spec.read_mode)
-        skipped = {c: why for c in combos if (why := c.feasible(features))}
-        out = inter_element.check(h, spec.store, spec.options, combos, skipped)
+    out = registry.get(spec.workload).check(h, spec.store, spec.options, spec.config, features)
     out["latency"] = latency_summary(latency_histograms(h))
     out["availability"] = availability(h)
     out["faults"] = fault_periods(h)
@@ -259,7 +211,8 @@ def run_probe(spec: ProbeSpec, out: Path,
     """Run ``spec`` and save it under ``out``; returns even when interrupted (see ProbeRun)."""
     spec.check()
     store = open_store(spec.store, spec.options.seed)
-    missing = _needed(spec) - store.info.features
+    wl = registry.get(spec.workload)
+    missing = wl.required_features(spec.options, spec.config) - store.info.features
     if missing:
         raise ValueError(f"{spec.store} cannot do {', '.join(sorted(m.value for m in missing))}; "
                          "pick another --consistency/--variant or another store")
@@ -278,12 +231,10 @@ def run_probe(spec: ProbeSpec, out: Path,
     start = [0]
     span = spec.options.duration_s * 1e9
 
-    planned = spec.sweep.planned_ops() if spec.workload == "sweep" else 0
-
     def tick(now_ns: int) -> None:
         if progress is not None:
-            # a sweep ends after a number of requests, not after a duration
-            done = sweep.measured_count(h) / planned if planned else (now_ns - start[0]) / span
+            done = (wl.done_fraction(h, spec.config) if wl.done_fraction is not None
+                    else (now_ns - start[0]) / span)
             progress(min(1.0, done))
 
     rec = Recorder(h, rt, tick)

@@ -16,7 +16,7 @@ from replicalab.checkers.sessions import (
 from replicalab.checkers.stats import parse_ranges
 from replicalab.history import History, encode_value
 from replicalab.stores import Feature, Store
-from replicalab.workloads.base import NS_PER_S, ProbeOptions, deadline, envelope
+from replicalab.workloads.base import NS_PER_S, ProbeOptions, Workload, deadline, envelope
 from replicalab.workloads.recorder import Recorder
 
 KEY = "probe/item/value"
@@ -99,8 +99,8 @@ async def generate(store: Store, h: History, opts: ProbeOptions, cfg: StalenessC
         for i, c in enumerate(readers)))
 
 
-def check(h: History, store_url: str, opts: ProbeOptions, cfg: StalenessConfig
-          ) -> dict[str, Any]:
+def check(h: History, store_url: str, opts: ProbeOptions, cfg: StalenessConfig,
+          features: frozenset[Feature] = frozenset()) -> dict[str, Any]:
     """Return the staleness results (see docs/probe.md for every field)."""
     writes, reads = element_ops(h, KEY)
     j = judge(writes, reads)
@@ -116,7 +116,10 @@ def check(h: History, store_url: str, opts: ProbeOptions, cfg: StalenessConfig
     return out
 
 
-def required_features(opts: ProbeOptions) -> set[Feature]:
+def required_features(opts: ProbeOptions, cfg: StalenessConfig | None = None) -> set[Feature]:
     """Return the store features this probe needs."""
     return {Feature.CONSISTENT_READ if opts.consistency == "consistent"
             else Feature.EVENTUAL_READ}
+
+
+WORKLOAD = Workload("staleness", StalenessConfig, generate, check, required_features)

@@ -24,7 +24,7 @@ import numpy as np
 
 from replicalab.history import History, encode_value
 from replicalab.stores import ABSENT, Client, Feature, Store, Unavailable
-from replicalab.workloads.base import NS_PER_S, ProbeOptions, envelope
+from replicalab.workloads.base import NS_PER_S, ProbeOptions, Workload, envelope
 from replicalab.workloads.recorder import Recorder
 
 DOMAIN = "sweep"
@@ -99,12 +99,6 @@ class SweepConfig:
     def planned_ops(self) -> int:
         """Return the number of measured requests the sweep issues."""
         return self.total * len(self.points())
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> SweepConfig:
-        """Return the config saved by ``asdict``."""
-        return cls(clients=tuple(d["clients"]), total=d["total"], items=tuple(d["items"]),
-                   variants=tuple(d["variants"]), writers=d["writers"])
 
 
 def skipped(cfg: SweepConfig, features: frozenset[Feature]) -> dict[str, str]:
@@ -207,6 +201,11 @@ def measured_count(h: History) -> int:
     return int(((proc >= 0) & (proc < WRITER_BASE)).sum())
 
 
+def done_fraction(h: History, cfg: SweepConfig) -> float:
+    """Return the share of the sweep's measured requests issued so far (0..1)."""
+    return min(1.0, measured_count(h) / max(1, cfg.planned_ops()))
+
+
 def _point_of(h: History) -> np.ndarray:
     """Return each op's sweep point index (-1 where its key is not a sweep key)."""
     out = np.full(len(h), -1, np.int64)
@@ -280,3 +279,6 @@ def check(h: History, store_url: str, opts: ProbeOptions, cfg: SweepConfig,
     out["points"] = points
     out["shapes"] = shapes(points)
     return out
+
+
+WORKLOAD = Workload("sweep", SweepConfig, generate, check, done_fraction=done_fraction)

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 from replicalab.stores import Client, Feature, Store, open_store
 from replicalab.stores.base import redact_url
-from replicalab.workloads.watch_config import BackendSpec
-from replicalab.workloads.watch_db import SampleDB
-from replicalab.workloads.watch_stats import Sample, percentile
+from replicalab.watch.config import BackendSpec
+from replicalab.watch.db import SampleDB
+from replicalab.watch.stats import Sample, percentile
 
 ITEM_RECORDS = 100  # records per item: one atomic multi-element write loads an item
 LOAD_TIMEOUT_FACTOR = 10  # a loading call writes up to 100 records, not one

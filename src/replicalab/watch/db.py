@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from replicalab.stores.base import redact_url
-from replicalab.workloads.watch_config import BackendSpec
-from replicalab.workloads.watch_stats import Sample
+from replicalab.watch.config import BackendSpec
+from replicalab.watch.stats import Sample
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
