@@ -21,7 +21,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from replicalab.counters import topology
+from replicalab.cluster import datacentres as topology
 from replicalab.counters.bench import PointSpec, run_point
 from replicalab.counters.bench_deploy import open_deployment
 

@@ -8,6 +8,7 @@ import pytest
 
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeRun, ProbeSpec, run_probe
+from servers import running_cluster
 
 
 @pytest.fixture
@@ -20,3 +21,47 @@ def probe(tmp_path: Path):
         return run_probe(spec, tmp_path / "runs")
 
     return run
+
+
+# -- real clusters, one per kind per test worker -----------------------------------------------
+
+CLUSTER_FIXTURES = {"redis_dc3": "redis", "postgres_dc3": "postgres", "etcd_dc3": "etcd",
+                    "zookeeper_dc3": "zookeeper"}
+
+
+@pytest.fixture(scope="session")
+def redis_dc3():
+    """(Cluster, root) of a 3-node Redis on dc3 links (primary in US-E), shared by all tests."""
+    with running_cluster("redis") as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def postgres_dc3():
+    """(Cluster, root) of a 3-node PostgreSQL on dc3 links (primary in US-E)."""
+    with running_cluster("postgres") as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def etcd_dc3():
+    """(Cluster, root) of a 3-member etcd on dc3 links."""
+    with running_cluster("etcd") as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def zookeeper_dc3():
+    """(Cluster, root) of a 3-server ZooKeeper ensemble on dc3 links."""
+    with running_cluster("zookeeper") as c:
+        yield c
+
+
+def pytest_collection_modifyitems(config, items):
+    """Group tests for pytest-xdist: those of a shared cluster on one worker (it starts once),
+    every other test with the rest of its file (module fixtures start once)."""
+    for item in items:
+        kinds = sorted({CLUSTER_FIXTURES[f] for f in getattr(item, "fixturenames", ())
+                        if f in CLUSTER_FIXTURES})
+        group = "cluster-" + "-".join(kinds) if kinds else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -16,8 +16,8 @@ import redis
 from typer.testing import CliRunner
 
 from replicalab.cli.main import app
+from replicalab.cluster import datacentres as topology
 from replicalab.cluster.ports import allocate, wait_listening
-from replicalab.counters import topology
 
 EXE = [sys.executable, "-m", "replicalab.cli.main", "counter"]
 SIM = "sim://primary?clock=real"

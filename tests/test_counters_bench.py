@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replicalab.counters import topology
+from replicalab.cluster import datacentres as topology
 from replicalab.counters.bench import (
     CONFIGS,
     INSUFFICIENT,

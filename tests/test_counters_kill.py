@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from replicalab.cluster import datacentres as topology
 from replicalab.cluster import process
 from replicalab.cluster.ports import allocate, wait_listening
-from replicalab.counters import topology
 from replicalab.counters.crdt import BoundedCounter, InsufficientRights
 from replicalab.counters.server import RemoteCounterService
 from replicalab.counters.service import Contended, read_state

@@ -1,6 +1,6 @@
 """The Bounded Counter middlewares, rights redistribution and synchronisation.
 
-Unit tests run on simulated data centres in real time (``counters.topology`` kind ``sim``,
+Unit tests run on simulated data centres in real time (``cluster.datacentres`` kind ``sim``,
 one in-process ``sim://primary`` store per DC, WAN links as delays); the integration tests
 at the end run the same checks on three real Redis and three real PostgreSQL servers with
 Toxiproxy links carrying the ``dc3`` latencies.

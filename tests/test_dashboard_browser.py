@@ -15,9 +15,9 @@ import pytest
 from browser import fetch_from_live_server, run_chromium
 from replicalab.cluster.ports import allocate
 from replicalab.report.dashboard import make_server
-from replicalab.watch.watcher import SuiteOptions, Watcher
 from replicalab.watch.config import parse_backends
 from replicalab.watch.db import SampleDB
+from replicalab.watch.watcher import SuiteOptions, Watcher
 
 pytestmark = pytest.mark.browser
 

@@ -24,7 +24,6 @@ from hypothesis import strategies as st
 from replicalab.cluster import base
 from replicalab.cluster.ports import allocate
 from replicalab.report.dashboard import dashboard_data, make_server
-from replicalab.watch.watcher import SuiteOptions, Watcher, record_key
 from replicalab.watch.config import load_backends, parse_backends, real_time_url
 from replicalab.watch.db import SampleDB
 from replicalab.watch.stats import (
@@ -36,6 +35,7 @@ from replicalab.watch.stats import (
     window_summary,
 )
 from replicalab.watch.vehicle import Vehicle, gauge, steering
+from replicalab.watch.watcher import SuiteOptions, Watcher, record_key
 
 CLI = [sys.executable, "-m", "replicalab.cli.main"]
 FAST = "sim://quorum?n=3&r=1&w=1"

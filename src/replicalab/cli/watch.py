@@ -21,11 +21,11 @@ from rich.text import Text
 from replicalab.cli.errors import UserError, fail
 from replicalab.cli.timeparse import parse_duration_s
 from replicalab.report.dashboard import make_server
-from replicalab.watch.watcher import BackendState, SuiteOptions, Watcher
 from replicalab.watch.config import load_backends
 from replicalab.watch.db import SampleDB
 from replicalab.watch.stats import Sample
 from replicalab.watch.vehicle import Vehicle, direction, gauge
+from replicalab.watch.watcher import BackendState, SuiteOptions, Watcher
 
 out_console = Console(highlight=False, soft_wrap=True)
 

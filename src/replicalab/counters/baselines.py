@@ -42,7 +42,7 @@ CAS_RETRIES = 200
 
 
 class Topology(Protocol):
-    """What the baselines need of :class:`replicalab.counters.topology.DataCentres`."""
+    """What the baselines need of :class:`replicalab.cluster.datacentres.DataCentres`."""
 
     dcs: tuple[str, ...]
 

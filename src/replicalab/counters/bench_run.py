@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from replicalab.counters import topology
+from replicalab.cluster import datacentres as topology
 from replicalab.counters.bench import (
     CONFIGS,
     EXPERIMENTS,

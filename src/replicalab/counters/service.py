@@ -145,7 +145,7 @@ class Placement:
 
     @classmethod
     def from_topology(cls, topo: Any, dc: str) -> Placement:
-        """Return the placement of ``dc`` in a ``counters.topology.DataCentres``."""
+        """Return the placement of ``dc`` in a ``cluster.datacentres.DataCentres``."""
         return cls(dc, tuple(topo.dcs), lambda d: topo.store(d, from_dc=dc))
 
 

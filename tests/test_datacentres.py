@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from replicalab.counters import topology
+from replicalab.cluster import datacentres as topology
 
 KEY = "counters/k/state"
 
