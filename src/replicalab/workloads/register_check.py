@@ -1,0 +1,130 @@
+"""From a linearizability check of a register history to ``results.json``: the verdict,
+per key the counterexample and explanation, and the timeline the report draws.
+
+Pure functions (no I/O). Times in the results are ms since the run's first invoke, the
+origin the fault periods use too, so the report can shade nemesis periods on the timeline.
+The timeline of a key keeps at most ``limit`` operations: for a key that is not
+linearizable, the counterexample and the operations nearest it in time (its
+neighbourhood); for a linearizable one, the run's first operations on it. So the page stays
+small however long the history is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from replicalab.checkers.accounting import FINAL, run_start_ns
+from replicalab.history import History, decode_value
+
+MAX_TIMELINES = 4
+"""Keys drawn in the report: the non-linearizable ones first (then unknown, then valid)."""
+MAX_EXAMPLE_OPS = 64
+"""Operations of a counterexample listed in results.json (a minimal one has a few)."""
+
+
+@dataclass(frozen=True)
+class TimelineOp:
+    """One operation as the timeline draws it (times in ms since the run started).
+
+    ``complete_ms`` is None for an operation whose outcome is unknown (``info``: it may
+    take effect at any time after its invoke); ``lin_ms`` is its linearization point, if
+    the checker placed it; ``offending`` marks an operation of the counterexample.
+    """
+
+    row: int
+    process: int
+    f: str
+    type: str
+    value: str | None
+    expect: str | None
+    invoke_ms: float
+    complete_ms: float | None
+    lin_ms: float | None = None
+    offending: bool = False
+
+
+def short_value(value: str | None) -> str:
+    """Return a probe value as ``seq.writer`` (the part that names it), ``nil`` for None."""
+    if value is None:
+        return "nil"
+    pv = decode_value(value)
+    return f"{pv.seq}.{pv.writer}" if pv is not None else value
+
+
+def linearization_points(order: Sequence[int], invoke_ns: Sequence[int],
+                         complete_ns: Sequence[int | None]) -> dict[int, int]:
+    """Return op -> a time (ns) inside its interval at which it takes effect, for ops in
+    linearization ``order``: each point is the op's invoke or the previous point, whichever
+    is later (a legal order never puts an op after one that invoked after it completed)."""
+    points: dict[int, int] = {}
+    last = None
+    for i in order:
+        t = invoke_ns[i] if last is None else max(invoke_ns[i], last)
+        end = complete_ns[i]
+        if end is not None and t > end:
+            t = end  # not a legal order: draw the point where the op ends, do not hide it
+        points[i] = t
+        last = t
+    return points
+
+
+def neighbourhood(invoke_ms: Sequence[float], complete_ms: Sequence[float | None],
+                  focus: Iterable[int], limit: int) -> list[int]:
+    """Return up to ``limit`` op positions, in invoke order: every op of ``focus`` and the
+    ops closest in time to the focus span (overlapping it first, then by gap); with no
+    focus, the first ``limit`` ops."""
+    n = len(invoke_ms)
+    focus = sorted(set(focus))
+    if not focus:
+        return sorted(range(n), key=lambda i: (invoke_ms[i], i))[:limit]
+    lo = min(invoke_ms[i] for i in focus)
+    ends = [complete_ms[i] for i in focus if complete_ms[i] is not None]
+    hi = max(ends) if ends else max(invoke_ms[i] for i in focus)
+    hi = max(hi, lo)
+
+    def gap(i: int) -> float:
+        end = complete_ms[i]
+        if end is not None and end < lo:
+            return lo - end
+        return max(0.0, invoke_ms[i] - hi)
+
+    rest = sorted((i for i in range(n) if i not in set(focus)),
+                  key=lambda i: (gap(i), abs(invoke_ms[i] - lo), i))
+    keep = focus + rest[: max(0, limit - len(focus))]
+    return sorted(keep, key=lambda i: (invoke_ms[i], i))
+
+
+def timeline(key: str, valid: Any, ops: Sequence[TimelineOp], limit: int,
+             shown_focus: Iterable[int] = ()) -> dict[str, Any]:
+    """Return the timeline of one key: the window's ops (at most ``limit``), its span in
+    ms and how many of the key's ops it leaves out."""
+    focus = [i for i, op in enumerate(ops) if op.offending]
+    focus += list(shown_focus)
+    keep = neighbourhood([o.invoke_ms for o in ops], [o.complete_ms for o in ops], focus, limit)
+    chosen = [ops[i] for i in keep]
+    ends = [o.complete_ms for o in chosen if o.complete_ms is not None]
+    t0 = min((o.invoke_ms for o in chosen), default=0.0)
+    t1 = max([*ends, *(o.invoke_ms for o in chosen)], default=t0)
+    return {"key": key, "valid": valid, "t0_ms": round(t0, 3), "t1_ms": round(t1, 3),
+            "ops_total": len(ops), "ops_shown": len(chosen),
+            "ops": [_op_json(o) for o in chosen]}
+
+
+def _op_json(o: TimelineOp) -> dict[str, Any]:
+    d = asdict(o)
+    for k in ("invoke_ms", "complete_ms", "lin_ms"):
+        if d[k] is not None:
+            d[k] = round(d[k], 3)
+    return d
+
+
+def process_label(process: int) -> str:
+    """Return how a process is named on the timeline (the final reads are ``final``)."""
+    return "final" if process == FINAL else str(process)
+
+
+def history_origin_ns(h: History) -> int:
+    """Return the time origin of the results (the run's first invoke), in ns."""
+    return run_start_ns(h)
