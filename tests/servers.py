@@ -8,12 +8,14 @@ naming what is missing.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import NoReturn
 
 import pytest
@@ -32,6 +34,19 @@ def server_missing(what: str, err: object) -> NoReturn:
     if in_ci():
         pytest.fail(f"{what} could not start under CI=true: {err}")
     pytest.skip(f"{what} could not start here ({err}); `make servers` installs it")
+
+
+def need_module(name: str) -> ModuleType:
+    """Return the imported module ``name``; when it is missing, fail under CI=true (the test
+    extra installs it there) and skip elsewhere, naming it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as err:
+        if in_ci():
+            pytest.fail(f"Python module {name} is missing under CI=true ({err}); "
+                        "pip install -e '.[test]'")
+        pytest.skip(f"Python module {name} is not installed here; pip install -e '.[test]'",
+                    allow_module_level=True)
 
 
 def shared_root(prefix: str) -> Path:

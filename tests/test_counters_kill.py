@@ -23,6 +23,7 @@ from replicalab.counters.crdt import BoundedCounter, InsufficientRights
 from replicalab.counters.server import RemoteCounterService
 from replicalab.counters.service import Contended, read_state
 from replicalab.stores import StoreError
+from servers import server_missing
 
 pytestmark = pytest.mark.integration
 
@@ -116,7 +117,7 @@ def test_kill9_of_the_server_loses_no_acknowledged_decrement(tmp_path: Path) -> 
     try:
         t = topology.start("redis", tmp_path, "mwkill")
     except ValueError as err:
-        pytest.skip(f"redis is not installed here: {err}")
+        server_missing("redis data centres", err)
     pids: dict[str, int] = {}
     try:
         ports = dict(zip(t.dcs, allocate(len(t.dcs)), strict=True))

@@ -20,8 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from replicalab.cluster import datacentres as topology
 from replicalab.cluster.ports import free_port
-from replicalab.counters import rights, topology
+from replicalab.counters import rights
 from replicalab.counters.baselines import StrongDeployment, WeakDeployment
 from replicalab.counters.client_mw import ClientMiddleware
 from replicalab.counters.crdt import (
@@ -43,6 +44,7 @@ from replicalab.counters.service import (
 )
 from replicalab.stores import ConditionFailed, Store, Unavailable
 from replicalab.stores.base import Client, ReadResult, WriteResult
+from servers import server_missing
 
 DCS = ("US-E", "US-W", "EU")
 FAST = Options(sync_ms=30, policy_ms=30, throttle_ms=30, threshold=5)
@@ -768,7 +770,7 @@ def real_dcs(request):
         try:
             t = topology.start(kind, root, f"mw-{kind[:5]}")
         except ValueError as err:
-            pytest.skip(f"{kind} is not installed here: {err}")
+            server_missing(f"{kind} data centres", err)
         yield t
         t.down()
     finally:

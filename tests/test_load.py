@@ -36,6 +36,7 @@ from replicalab.workloads import resp
 from replicalab.workloads.arrivals import arrival_offsets_ns
 from replicalab.workloads.load import LoadSpec, default_loop, drive, run_worker
 from replicalab.workloads.load_runner import RampPlan, run_load
+from servers import need_module
 
 NS = 1_000_000_000
 
@@ -351,7 +352,7 @@ def test_a_load_record_closes_only_the_open_requests_it_sent():
 
 
 def test_the_event_loop_is_uvloop_when_installed_and_checked():
-    pytest.importorskip("uvloop")
+    need_module("uvloop")
     assert default_loop() == "uvloop"
     assert LoadSpec(store="sim://simpledb").loop == "uvloop"
     LoadSpec(store="sim://simpledb", loop="asyncio").check()

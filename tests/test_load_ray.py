@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from replicalab.checkers.load import (
     decode_histograms,
@@ -14,8 +13,9 @@ from replicalab.checkers.load import (
 )
 from replicalab.workloads.distributed import Pool
 from replicalab.workloads.load import LoadSpec
+from servers import need_module
 
-ray = pytest.importorskip("ray")
+ray = need_module("ray")
 
 
 def test_two_ray_workers_merge_to_the_sum_of_their_parts():
