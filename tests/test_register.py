@@ -1,0 +1,122 @@
+"""The register workload on the simulated stores: what the clients do (mix, unique values,
+per-key concurrency, placement, Jepsen's process rule after an unknown outcome)."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from replicalab.faults.schedule import parse_fault
+from replicalab.faults.sim import SimNemesis
+from replicalab.history import History
+from replicalab.stores import open_store
+from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads.recorder import Recorder
+from replicalab.workloads.register import RegisterConfig, generate, parse_mix
+
+PRIMARY_DC3 = "sim://primary?replication=async&regions=dc3"
+
+
+def generated(url: str, cfg: RegisterConfig, duration_s: float = 10.0, seed: int = 1,
+              consistency: str = "eventual", faults: tuple[str, ...] = ()) -> History:
+    """Return the history of the register clients alone (no final reads, no check)."""
+    store = open_store(url, seed)
+    h = History()
+    rec = Recorder(h, store.runtime)
+    opts = ProbeOptions(duration_s=duration_s, seed=seed, consistency=consistency)
+
+    async def main() -> None:
+        jobs = [generate(store, h, opts, cfg, rec)]
+        if faults:
+            t0 = store.runtime.now_ns()
+            jobs.append(SimNemesis.of(store).run([parse_fault(f) for f in faults], h,
+                                                 store.runtime, t0, t0 + int(duration_s * 1e9)))
+        await store.runtime.gather(*jobs)
+
+    store.runtime.run(main())
+    return h
+
+
+def test_mix_parsing_and_bad_options():
+    assert parse_mix("read=50,write=25,cas=25") == {"read": 0.5, "write": 0.25, "cas": 0.25}
+    assert parse_mix("write=1") == {"read": 0.0, "write": 1.0, "cas": 0.0}
+    for bad, msg in (("read=50,delete=5", "op=weight pairs"), ("read=x", "not a number"),
+                     ("read=-1,write=2", "non-negative"), ("read=0,write=0", "positive"),
+                     ("read=10", "nothing to check")):
+        with pytest.raises(ValueError, match=msg):
+            parse_mix(bad)
+    for cfg, msg in ((RegisterConfig(keys=0), "--keys"), (RegisterConfig(clients=0), "--clients"),
+                     (RegisterConfig(rate=-1), "--op-rate"), (RegisterConfig(ops=-1), "--ops"),
+                     (RegisterConfig(keys=2, clients=10, per_key=2), "must hold all"),
+                     (RegisterConfig(check_timeout_s=0), "--check-timeout")):
+        with pytest.raises(ValueError, match=msg):
+            cfg.check()
+    RegisterConfig().check()
+    assert RegisterConfig(keys=5, clients=10).key_bound == 2
+    assert RegisterConfig(keys=3, clients=10).key_bound == 4
+
+
+def _max_overlap(intervals: list[tuple[int, int]]) -> int:
+    events = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals])
+    most = cur = 0
+    for _, d in events:
+        cur += d
+        most = max(most, cur)
+    return most
+
+
+def test_clients_follow_the_mix_write_unique_values_and_respect_the_key_bound():
+    cfg = RegisterConfig(keys=3, clients=9, writer_region="US-E", reader_region="EU", rate=20)
+    h = generated(PRIMARY_DC3, cfg, duration_s=20)
+    ops = list(h)
+    assert len(ops) > 2500
+    kinds = collections.Counter(o.f for o in ops)
+    assert abs(kinds["read"] / len(ops) - 0.5) < 0.04
+    assert abs((kinds["write"] + kinds["cas"]) / len(ops) - 0.5) < 0.04
+    assert kinds["cas"] > 0.15 * len(ops)  # cas falls back to a write only on a fresh key
+    written = [o.values[0] for o in ops if o.f in ("write", "cas")]
+    assert len(written) == len(set(written))
+    assert len({o.keys[0] for o in ops}) == 3
+    for key in {o.keys[0] for o in ops}:
+        spans = [(o.invoke_ns, o.complete_ns) for o in ops if o.keys[0] == key]
+        assert _max_overlap(spans) <= cfg.key_bound
+    # reads at the EU replica (n2), writes and cas at the primary n0 in US-E
+    assert {o.node for o in ops if o.f == "read"} == {"n2"}
+    assert {o.node for o in ops if o.f != "read" and o.type == "ok"} == {"n0"}
+    assert {o.consistency for o in ops if o.f == "read"} == {"eventual"}
+    # the same seed gives the same history; another seed another one
+    again = generated(PRIMARY_DC3, cfg, duration_s=20)
+    assert [(o.process, o.f, o.values, o.invoke_ns) for o in again] == [
+        (o.process, o.f, o.values, o.invoke_ns) for o in ops]
+    other = generated(PRIMARY_DC3, cfg, duration_s=20, seed=2)
+    assert [o.values for o in other] != [o.values for o in ops]
+
+
+def test_op_budget_and_back_to_back_clients():
+    h = generated("sim://simpledb", RegisterConfig(clients=4, keys=2, rate=0, ops=300),
+                  duration_s=3600)
+    assert len(h) == 300
+    assert {o.consistency for o in h if o.f == "read"} == {"eventual"}
+
+
+def test_after_an_unknown_outcome_the_client_carries_on_as_a_new_process():
+    cfg = RegisterConfig(keys=2, clients=4, mix="read=20,write=40,cas=40", rate=20)
+    h = generated(PRIMARY_DC3 + "&timeout_ms=500", cfg, duration_s=12,
+                  faults=("at=3s crash node=0 for=4s",))
+    ops = [o for o in h if o.process >= 0]
+    info = [o for o in ops if o.type == "info"]
+    assert len(info) >= 4
+    by_process = collections.defaultdict(list)
+    for o in ops:
+        by_process[o.process].append(o)
+    for o in info:  # an info op is its process's last op
+        assert by_process[o.process][-1].index == o.index
+    assert max(by_process) >= cfg.clients  # ... and the client went on under a new id
+    assert {p % cfg.clients for p in by_process} == set(range(cfg.clients))
+
+
+def test_a_store_without_conditional_writes_gets_writes_for_cas():
+    h = generated("sim://quorum?n=3&r=1&w=1", RegisterConfig(keys=2, clients=4), duration_s=5)
+    kinds = collections.Counter(o.f for o in h)
+    assert kinds["cas"] == 0 and kinds["write"] > 0 and kinds["read"] > 0
