@@ -97,11 +97,11 @@ def test_svg_escapes_values_and_marks_offenders_points_and_faults():
                             {"start_ms": 900.0, "end_ms": 990.0, "label": "crash n0"}])
     root = ET.fromstring(svg)  # well-formed
     assert "<script>" not in svg and "&lt;script&gt;" in svg
-    groups = root.findall(f"{SVG}g")
+    groups = [g for g in root.findall(f"{SVG}g") if "op" in g.get("class").split()]
     assert len(groups) == 5
     offending = [g for g in groups if "offending" in g.get("class")]
     assert [g.get("data-row") for g in offending] == ["3"]
-    assert len(root.findall(f".//{SVG}circle")) == 2
+    assert len(root.findall(f"{SVG}circle[@class='lin-point']")) == 2
     assert root.find(f"{SVG}polyline") is not None
     shaded = root.findall(f"{SVG}rect[@class='nemesis']")
     assert len(shaded) == 1  # the crash lies outside the window
@@ -125,3 +125,47 @@ def test_labels_that_would_overlap_are_left_to_the_tooltip():
 def test_short_value():
     assert short_value("12.3@456") == "12.3" and short_value(None) == "nil"
     assert short_value("foreign") == "foreign"
+
+
+def register_results(**overrides) -> dict:
+    """Return a hand-made results dict of a register run with one non-linearizable key."""
+    ops = [
+        _op(0, 0, "write", "1.0@5", 0.0, 2.0, lin_ms=0.0),
+        _op(1, 1, "write", "1.1@9", 3.0, 5.0, lin_ms=3.0, offending=True),
+        _op(2, 2, "read", "1.0@5", 6.0, 6.5, offending=True),
+        _op(3, 0, "cas", "2.0@7", 7.0, 9.0, expect="1.1@9", lin_ms=7.0),
+    ]
+    tl = timeline("register/a-k0/v", False, ops, 50)
+    explanation = ("process 2 read 1.0@5 at 6.0 ms although the write of 1.1@9 completed at "
+                   "5.0 ms <b>after</b> the write of 1.0@5 completed")
+    results = {
+        "schema_version": 1, "workload": "register", "store": "sim://primary?regions=dc3",
+        "consistency": "eventual", "seed": 1, "duration_s": 10.0,
+        "ops": {"reads": 1, "writes": 3, "failed": 0, "info": 0},
+        "config": {"clients": 3, "mix": "read=50,write=25,cas=25"},
+        "latency": {}, "faults": [{"start_ms": 4.0, "end_ms": 8.0, "label": "partition n2"}],
+        "notes": [], "availability": {"t_s": []}, "lost_writes": {"checked": False},
+        "linearizability": {
+            "model": "kv", "valid": False, "keys": 2, "ops": 9, "keys_not_linearizable": 1,
+            "keys_unknown": 0, "timeout_s": 60.0, "parts_left_out": 0,
+            "parts": [{"key": "register/a-k0/v", "valid": False, "ops": 4,
+                       "counterexample": [o for o in tl["ops"] if o["offending"]],
+                       "explanation": explanation},
+                      {"key": "register/a-k1/v", "valid": True, "ops": 5,
+                       "counterexample": None, "explanation": None}]},
+        "timeline": [tl],
+    }
+    return {**results, **overrides}
+
+
+def test_report_section_of_a_register_run(tmp_path):
+    from replicalab.report import render_report
+
+    text = render_report(register_results(), tmp_path).read_text()
+    page = text.split('<script type="application/json"')[0]  # the markup, not the data
+    assert "Linearizability: not linearizable" in page
+    assert "Why register/a-k0/v is not linearizable" in page
+    assert "&lt;b&gt;after&lt;/b&gt;" in page and "<b>after" not in page
+    assert page.count('<figure id="fig-timeline-1"') == 1
+    assert 'class="op offending"' in page and 'class="nemesis"' in page
+    assert "Minimal counterexample on register/a-k0/v" in page

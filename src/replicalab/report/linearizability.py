@@ -12,11 +12,13 @@ operation.
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from replicalab.report.page import Page, esc, num
+if TYPE_CHECKING:
+    from replicalab.report.page import Page
 
 WIDTH = 900
 LEFT = 64
@@ -32,6 +34,15 @@ CHAR_PX = 5.6
 """Width of one label character at font size 10 (labels that would overlap are left out;
 the tooltip still names the op)."""
 _VERDICT = {True: "linearizable", False: "not linearizable", "unknown": "unknown"}
+
+
+def esc(value: object) -> str:
+    """Return ``value`` as text safe in HTML content and attributes."""
+    return html.escape(str(value))
+
+
+def _ms(x: float | None) -> str:
+    return "never" if x is None else f"{x:,.3f}"
 
 
 def verdict_text(valid: Any) -> str:
@@ -75,6 +86,21 @@ def _ticks(t0: float, t1: float, count: int = 6) -> list[float]:
             if first + k * step < t1]
 
 
+def _legend(x0: float, y: float) -> str:
+    """Return the legend: op colours, the counterexample, linearization points, faults."""
+    items = [(COLORS["read"], "read"), (COLORS["write"], "write"), (COLORS["cas"], "cas"),
+             (OFFENDING, "counterexample"), (FAULT_FILL, "fault")]
+    out, x = [], x0
+    for color, name in items:
+        out.append(f'<rect x="{x:.1f}" y="{y - 8}" width="12" height="9" fill="{color}" '
+                   f'fill-opacity="{0.55 if name == "fault" else 0.35}" stroke="{color}"/>'
+                   f'<text x="{x + 16:.1f}" y="{y}" fill="#555">{name}</text>')
+        x += 22 + CHAR_PX * len(name) + 8
+    out.append(f'<circle cx="{x + 4:.1f}" cy="{y - 3.5}" r="2.6" fill="#111"/>'
+               f'<text x="{x + 12:.1f}" y="{y}" fill="#555">linearization point</text>')
+    return f'<g class="legend">{"".join(out)}</g>'
+
+
 def _label_room(ops: Sequence[Mapping[str, Any]], x: Any) -> dict[int, float]:
     """Return per op (by id) the px free after its start on its lane, up to the next op."""
     room: dict[int, float] = {}
@@ -98,7 +124,7 @@ def timeline_svg(tl: Mapping[str, Any], faults: Sequence[Mapping[str, Any]] = ()
     pad = max((t1 - t0) * 0.03, 0.01)
     t0, t1 = t0 - pad, t1 + pad
     inner = WIDTH - LEFT - RIGHT
-    height = TOP + LANE * len(procs) + BOTTOM
+    height = TOP + LANE * len(procs) + BOTTOM + 14
 
     def x(t: float) -> float:
         return LEFT + (min(max(t, t0), t1) - t0) / (t1 - t0) * inner
@@ -171,6 +197,7 @@ def timeline_svg(tl: Mapping[str, Any], faults: Sequence[Mapping[str, Any]] = ()
                      f'fill="#555">{t:g}</text>')
     parts.append(f'<text x="{WIDTH - RIGHT}" y="{axis_y + 28}" text-anchor="end" '
                  'fill="#555">ms since the run started</text>')
+    parts.append(_legend(LEFT, axis_y + 24))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -178,10 +205,10 @@ def timeline_svg(tl: Mapping[str, Any], faults: Sequence[Mapping[str, Any]] = ()
 def _counterexample_table(page: Page, part: Mapping[str, Any]) -> None:
     rows = []
     for op in part.get("counterexample") or []:
-        end = "never" if op["complete_ms"] is None else num(op["complete_ms"], 3)
+        end = _ms(op["complete_ms"])
         value = op["value"] if op["f"] != "cas" else f"{op.get('expect')} → {op['value']}"
         rows.append([op["row"], op["process"], op["f"], value, op["type"],
-                     num(op["invoke_ms"], 3), end])
+                     _ms(op["invoke_ms"]), end])
     if rows:
         page.table(["History row", "Process", "Op", "Value", "Outcome", "Invoke (ms)",
                     "Complete (ms)"], rows, caption=f"Minimal counterexample on {part['key']}",

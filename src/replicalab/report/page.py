@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from replicalab import __version__
 from replicalab.report import plots
+from replicalab.report.linearizability import linearizability_section
 from replicalab.report.sweep import sweep_section
 from replicalab.stores.base import redact_url
 
@@ -416,6 +417,7 @@ _SECTIONS: dict[str, Callable[[Page, Mapping[str, Any]], None]] = {
     "inter-element": _inter_element,
     "latency": _latency_workload,
     "sweep": sweep_section,
+    "register": linearizability_section,
 }
 
 
