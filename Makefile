@@ -27,7 +27,7 @@ demo: $(STAMP)
 
 test: $(STAMP) browser servers
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 3 --dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
