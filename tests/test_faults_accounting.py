@@ -68,7 +68,9 @@ def test_availability_and_fault_periods():
     h = _history()
     a = availability(h, 1.0)
     assert a["ok_fraction"] == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0]
-    assert a["overall"] == pytest.approx(4 / 6)
+    # by time: each write stands for the second until the next; two of five seconds failed
+    assert a["overall"] == pytest.approx(3 / 5)
+    assert a["overall_ops"] == pytest.approx(4 / 6)
     assert fault_periods(h) == [{"start_ms": 2000.0, "end_ms": 4000.0, "label": "crash n1"}]
 
 

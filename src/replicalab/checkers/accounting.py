@@ -18,22 +18,102 @@ def run_start_ns(h: History) -> int:
     return int(inv.min()) if len(inv) else 0
 
 
-def availability(h: History, window_s: float = 1.0) -> dict[str, Any]:
-    """Return per window of ``window_s`` the fraction of completed client ops that were ok."""
+def _client_spans(h: History) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return (row indices, span start ns, span end ns) of the completed client ops.
+
+    A client process is sequential: each of its ops stands for the time from its invoke to
+    the next op's invoke of the same process (the slots it used or skipped); a process's last
+    op stands for its own duration.
+    """
     proc = h.column("process")
-    types = h.types()
-    done = (proc >= 0) & (types != 0)
-    if not done.any():
-        return {"window_s": window_s, "t_s": [], "ok_fraction": [], "ops": [], "overall": None}
+    done = np.flatnonzero((proc >= 0) & (h.types() != 0))
+    inv = h.column("invoke_ns")[done]
+    comp = h.column("complete_ns")[done]
+    order = np.lexsort((inv, proc[done]))
+    idx, start, end = done[order], inv[order], comp[order].copy()
+    same = proc[idx][1:] == proc[idx][:-1]
+    nxt = np.flatnonzero(same)
+    end[nxt] = start[nxt + 1]
+    return idx, start, np.maximum(end, start)
+
+
+def _covered_ns(start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Return, for each time in ``t``, the total length of spans [start, end) before it."""
+    a, b = np.sort(start), np.sort(end)
+    ca = np.concatenate(([0], np.cumsum(a, dtype=np.float64)))
+    cb = np.concatenate(([0], np.cumsum(b, dtype=np.float64)))
+    na = np.searchsorted(a, t, side="left")
+    nb = np.searchsorted(b, t, side="left")
+    tf = t.astype(np.float64)
+    # spans begun before t count (t - start); those also ended before t give back (t - end)
+    return (tf * na - ca[na]) - (tf * nb - cb[nb])
+
+
+def _windows(start: np.ndarray, end: np.ndarray, ok: np.ndarray, invoke: np.ndarray,
+             t0: int, window_ns: int, n_windows: int) -> dict[str, Any]:
+    """Return time-weighted and per-op availability per window and overall for spans."""
+    # relative to t0: the prefix sums stay small enough for float64 to hold them to the ns
+    start, end = start - t0, end - t0
+    edges = window_ns * np.arange(n_windows + 1, dtype=np.int64)
+    total = np.diff(_covered_ns(start, end, edges))
+    good = np.diff(_covered_ns(start[ok], end[ok], edges))
+    w = np.clip((invoke - t0) // window_ns, 0, max(n_windows - 1, 0)).astype(np.int64)
+    ops = np.bincount(w, minlength=n_windows)[:n_windows]
+    ok_ops = np.bincount(w[ok], minlength=n_windows)[:n_windows]
+    keep = np.flatnonzero((total > 0) | (ops > 0))
+    frac = np.where(total[keep] > 0, good[keep] / np.maximum(total[keep], 1), ok_ops[keep]
+                    / np.maximum(ops[keep], 1))
+    span_ns = float((end - start).sum())
+    return {
+        "t_s": (keep * window_ns / 1e9).tolist(),
+        "ok_fraction": np.round(frac, 6).tolist(),
+        "client_s": np.round(total[keep] / 1e9, 6).tolist(),
+        "ops": ops[keep].tolist(),
+        "ok_ops": ok_ops[keep].tolist(),
+        "ok_fraction_ops": np.round(ok_ops[keep] / np.maximum(ops[keep], 1), 6).tolist(),
+        "overall": (round(float((end - start)[ok].sum()) / span_ns, 6) if span_ns > 0
+                    else round(float(ok.mean()), 6) if len(ok) else None),
+        "overall_ops": round(float(ok.mean()), 6) if len(ok) else None,
+        "time_s": round(span_ns / 1e9, 6),
+        "ok_time_s": round(float((end - start)[ok].sum()) / 1e9, 6),
+        "count": len(ok),
+        "ok_count": int(ok.sum()),
+    }
+
+
+def availability(h: History, window_s: float = 1.0) -> dict[str, Any]:
+    """Return how available the store was to its clients, weighted by time.
+
+    Each completed client op stands for the time from its invoke to its process's next
+    invoke (see :func:`_client_spans`): ``ok_fraction`` per window of ``window_s`` and
+    ``overall`` are the fractions of that client time covered by ok ops, so a stalled or
+    partitioned client counts for as long as it could not get an answer however few ops it
+    issued; ``client_s`` is the client time (s) a window holds. Beside them, per window
+    ``ops`` (invoked in it), ``ok_ops`` and
+    ``ok_fraction_ops``, and overall ``overall_ops`` (fraction of ops ok), ``time_s`` and
+    ``ok_time_s`` (client seconds); ``by_f`` holds the same for reads and for writes
+    (``write`` includes conditional writes). Times are s since the first op.
+    """
+    empty = {"window_s": window_s, "t_s": [], "ok_fraction": [], "client_s": [], "ops": [],
+             "ok_ops": [],
+             "ok_fraction_ops": [], "overall": None, "overall_ops": None, "time_s": 0.0,
+             "ok_time_s": 0.0, "count": 0, "ok_count": 0, "by_f": {}}
+    idx, start, end = _client_spans(h)
+    if len(idx) == 0:
+        return empty
     t0 = run_start_ns(h)
-    w = ((h.column("invoke_ns")[done] - t0) // int(window_s * 1e9)).astype(np.int64)
-    ops = np.bincount(w)
-    ok = np.bincount(w, weights=(types[done] == 1).astype(float), minlength=len(ops))
-    keep = np.flatnonzero(ops)
-    return {"window_s": window_s, "t_s": (keep * window_s).tolist(),
-            "ok_fraction": np.round(ok[keep] / ops[keep], 6).tolist(),
-            "ops": ops[keep].tolist(),
-            "overall": round(float(ok.sum() / ops.sum()), 6)}
+    window_ns = max(1, int(window_s * 1e9))
+    n_windows = int((max(int(end.max()), int(start.max())) - t0) // window_ns) + 1
+    ok = h.types()[idx] == 1
+    invoke = h.column("invoke_ns")[idx]
+    out = {"window_s": window_s, **_windows(start, end, ok, invoke, t0, window_ns, n_windows)}
+    f = h.column("f")[idx]
+    kinds = {"read": f == h.f_code("read"),
+             "write": (f == h.f_code("write")) | (f == h.f_code("cas"))}
+    out["by_f"] = {name: {"window_s": window_s, **_windows(start[m], end[m], ok[m], invoke[m],
+                                                          t0, window_ns, n_windows)}
+                   for name, m in kinds.items() if m.any()}
+    return out
 
 
 def fault_periods(h: History) -> list[dict[str, Any]]:

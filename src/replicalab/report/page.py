@@ -385,8 +385,11 @@ def _accounting(page: Page, r: Mapping[str, Any]) -> None:
     if avail and avail.get("t_s") and (faults or (avail.get("overall") or 1) < 1):
         page.heading("Availability")
         page.figure("fig-availability",
-                    f"Fraction of client operations that succeeded per {avail['window_s']:g} s "
-                    f"window ({pct(avail['overall'])} overall); shaded: injected faults.",
+                    f"Fraction of client time the store answered per {avail['window_s']:g} s "
+                    f"window ({pct(avail['overall'])} overall; by operations "
+                    f"{pct(avail.get('overall_ops'))}, dashed): each op stands for the time "
+                    "until its client's next op, so a blocked client counts for as long as it "
+                    "waited; shaded: injected faults.",
                     plots.availability_figure(avail, faults))
     lost = r.get("lost_writes")
     if lost and lost.get("checked"):

@@ -128,17 +128,20 @@ def shade_faults(ax: Axes, faults: Sequence[Mapping[str, Any]]) -> None:
 
 def availability_figure(avail: Mapping[str, Any],
                         faults: Sequence[Mapping[str, Any]] = ()) -> Figure:
-    """Return the fraction of client operations that succeeded per window against the run
-    time (s), with fault periods shaded."""
+    """Return the fraction of client time the store answered per window against the run
+    time (s), the fraction of operations ok dashed beside it, with fault periods shaded."""
     fig, ax = _new((7.5, 3.2))
     t = np.asarray(avail["t_s"], dtype=float)
     ax.step(t, _floats(avail["ok_fraction"]), where="post", color="#1f77b4",
-            label=f"ok per {avail['window_s']:g} s window")
+            label=f"time answered per {avail['window_s']:g} s window")
+    if "ok_fraction_ops" in avail:
+        ax.step(t, _floats(avail["ok_fraction_ops"]), where="post", color="#7f7f7f",
+                linestyle="--", linewidth=1.0, label="operations ok")
     shade_faults(ax, faults)
     ax.set_ylim(-0.02, 1.05)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_xlabel("time in the run (s)")
-    ax.set_ylabel("operations ok")
+    ax.set_ylabel("available")
     ax.legend(ncols=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     return fig
 

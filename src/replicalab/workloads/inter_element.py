@@ -20,6 +20,7 @@ from replicalab.history import History, encode_value
 from replicalab.stores import Feature, Store
 from replicalab.workloads.base import NS_PER_S, ProbeOptions, Workload, deadline, envelope
 from replicalab.workloads.recorder import Recorder
+from replicalab.workloads.slots import Slots
 
 PLACEMENTS = ("same-item", "same-domain", "diff-domains")
 WRITES = ("two-calls", "one-call")
@@ -107,8 +108,9 @@ async def generate_one(store: Store, h: History, opts: ProbeOptions, combo: Comb
     interval = int(opts.write_interval_s * NS_PER_S)
     gap = int(NS_PER_S / opts.read_rate)
     seq = 0
-    t = rt.now_ns()
-    while t < stop:
+    rounds = Slots(rt, interval)
+    # slots an operation outlasted (a stall, a partition) are skipped, never caught up
+    while rounds.slot_ns < stop:
         seq += 1
         vx, vy = encode_value(process, 2 * seq, rt.now_ns()), encode_value(process, 2 * seq + 1,
                                                                           rt.now_ns())
@@ -117,20 +119,18 @@ async def generate_one(store: Store, h: History, opts: ProbeOptions, combo: Comb
         else:
             await rec.write(client, process, {x: vx})
             await rec.write(client, process, {y: vy})
-        nxt = rt.now_ns()
-        end = t + interval
-        while nxt < end and rt.now_ns() < min(end, stop):
-            if nxt > rt.now_ns():
-                await rt.sleep_ns(nxt - rt.now_ns())
+        end = rounds.slot_ns + interval
+        reads = Slots(rt, gap)
+        while reads.slot_ns < end and rt.now_ns() < min(end, stop):
+            await reads.wait()
             if combo.read == "one-multi":
                 await rec.read(client, process, (x, y), consistent)
             else:
                 await rec.read(client, process, (x,), consistent)
                 await rec.read(client, process, (y,), consistent)
-            nxt += gap
-        t = end
-        if t > rt.now_ns():
-            await rt.sleep_ns(t - rt.now_ns())
+            reads.advance()
+        rounds.advance()
+        await rounds.wait()
 
 
 def classify(h: History, combo: Combination, tag: int = 0) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from replicalab.history.core import OpType
 from replicalab.stores import Feature, Store
 from replicalab.workloads.base import NS_PER_S, ProbeOptions, Workload, deadline, envelope
 from replicalab.workloads.recorder import Recorder
+from replicalab.workloads.slots import Slots
 
 A1 = "probe/item/A1"
 A2 = "probe/item/A2"
@@ -68,20 +69,21 @@ async def generate(store: Store, h: History, opts: ProbeOptions, cfg: MonotonicW
     stop = deadline(rt, opts.duration_s)
     gap = int(NS_PER_S / opts.read_rate)
     seq = 0
-    while rt.now_ns() < stop:
+    cycles = Slots(rt, int(CYCLE_S * NS_PER_S))
+    # slots an operation outlasted (a stall, a partition) are skipped, never caught up
+    while cycles.slot_ns < stop:
         seq += 1
         start = rt.now_ns()
         for w in cycle_writes(variant, seq, start):
             await rec.write(client, 0, w)
-        end = start + int(CYCLE_S * NS_PER_S)
-        nxt = rt.now_ns()
-        while nxt < end and rt.now_ns() < min(end, stop):
-            if nxt > rt.now_ns():
-                await rt.sleep_ns(nxt - rt.now_ns())
+        end = cycles.slot_ns + int(CYCLE_S * NS_PER_S)
+        reads = Slots(rt, gap)
+        while reads.slot_ns < end and rt.now_ns() < min(end, stop):
+            await reads.wait()
             await rec.read(client, 0, keys, consistent)
-            nxt += gap
-        if end > rt.now_ns():
-            await rt.sleep_ns(end - rt.now_ns())
+            reads.advance()
+        cycles.advance()
+        await cycles.wait()
 
 
 def _cycles(h: History) -> list[tuple[int, list[int]]]:

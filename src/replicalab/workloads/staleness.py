@@ -18,6 +18,7 @@ from replicalab.history import History, encode_value
 from replicalab.stores import Feature, Store
 from replicalab.workloads.base import NS_PER_S, ProbeOptions, Workload, deadline, envelope
 from replicalab.workloads.recorder import Recorder
+from replicalab.workloads.slots import Slots
 
 KEY = "probe/item/value"
 WRITER = 0
@@ -48,23 +49,23 @@ class StalenessConfig:
 
 async def _read_until(rec: Recorder, client: Any, process: int, consistent: bool,
                       rate: float, until_ns: int, stop_ns: int) -> None:
-    """Read at ``rate`` (closed loop: a slow read delays the next) until ``until_ns``."""
+    """Read at ``rate`` until ``until_ns`` (closed loop: a slow read delays the next, and
+    the slots it outlasted are skipped, never caught up in a burst)."""
     rt = rec.rt
-    gap = int(NS_PER_S / rate)
-    nxt = rt.now_ns()
+    slots = Slots(rt, int(NS_PER_S / rate))
     while True:
         now = rt.now_ns()
-        if nxt >= until_ns or now >= until_ns or now >= stop_ns:
+        if slots.slot_ns >= until_ns or now >= until_ns or now >= stop_ns:
             return
-        if nxt > now:
-            await rt.sleep_ns(nxt - now)
+        await slots.wait()
         await rec.read(client, process, (KEY,), consistent)
-        nxt += gap
+        slots.advance()
 
 
 async def generate(store: Store, h: History, opts: ProbeOptions, cfg: StalenessConfig,
                    rec: Recorder) -> None:
-    """Drive the probe until ``opts.duration_s`` has passed on the store's runtime."""
+    """Drive the probe until ``opts.duration_s`` has passed on the store's runtime; a write
+    that outlasts its interval skips the write slots it missed."""
     rt = store.runtime
     consistent = opts.consistency == "consistent"
     stop = deadline(rt, opts.duration_s)
@@ -72,27 +73,25 @@ async def generate(store: Store, h: History, opts: ProbeOptions, cfg: StalenessC
     writer = await store.connect(cfg.writer_region)
     if cfg.placement == "same-client":
         seq = 0
-        t = rt.now_ns()
-        while t < stop:
+        writes = Slots(rt, interval)
+        while writes.slot_ns < stop:
             seq += 1
             await rec.write(writer, WRITER, {KEY: encode_value(WRITER, seq, rt.now_ns())})
-            await _read_until(rec, writer, WRITER, consistent, opts.read_rate, t + interval,
-                              stop)
-            t += interval
-            if t > rt.now_ns():
-                await rt.sleep_ns(t - rt.now_ns())
+            await _read_until(rec, writer, WRITER, consistent, opts.read_rate,
+                              writes.slot_ns + interval, stop)
+            writes.advance()
+            await writes.wait()
         return
     readers = [await store.connect(cfg.reader_region) for _ in range(cfg.readers)]
 
     async def write_loop() -> None:
         seq = 0
-        t = rt.now_ns()
-        while t < stop:
+        writes = Slots(rt, interval)
+        while writes.slot_ns < stop:
             seq += 1
             await rec.write(writer, WRITER, {KEY: encode_value(WRITER, seq, rt.now_ns())})
-            t += interval
-            if t > rt.now_ns():
-                await rt.sleep_ns(t - rt.now_ns())
+            writes.advance()
+            await writes.wait()
 
     await rt.gather(write_loop(), *(
         _read_until(rec, c, WRITER + 1 + i, consistent, opts.read_rate, stop, stop)
