@@ -11,6 +11,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from replicalab.cli.compare_register import compare_register
 from replicalab.cli.errors import fail
 from replicalab.cli.probe import out_console
 from replicalab.cli.progress import progress_bar
@@ -204,7 +205,9 @@ def compare(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     workload: Annotated[str, typer.Option(
         help="staleness: staleness probes plus a short latency probe; latency: only the "
-             "latency workload, with consistent vs eventual read differences and verdicts."
+             "latency workload, with consistent vs eventual read differences and verdicts; "
+             "register: Jepsen's register test, linearizability with eventual and consistent "
+             "reads."
     )] = "staleness",
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap intervals.")] = 1,
     fault: Annotated[list[str] | None, typer.Option(
@@ -220,6 +223,8 @@ def compare(
     Example: replicalab compare --kinds redis,etcd --fault "at=10s partition region=US-W for=10s"
 
     Example: replicalab compare --workload latency --ops 300 --kinds etcd,zookeeper
+
+    Example: replicalab compare --workload register --fault "at=3s partition node=1 for=4s"
     """
     names = [k.strip() for k in kinds.split(",") if k.strip()]
     try:
@@ -227,17 +232,20 @@ def compare(
             base.driver(k).check_installed()
         if not duration > 0 or ops < 2:
             raise ValueError("--duration must be positive and --ops at least 2")
-        if workload not in ("staleness", "latency"):
-            raise ValueError(f"--workload {workload!r}: use staleness or latency")
+        if workload not in ("staleness", "latency", "register"):
+            raise ValueError(f"--workload {workload!r}: use staleness, latency or register")
         faults = tuple(parse_fault(f) for f in fault or [])
-        if faults and workload != "staleness":
-            raise ValueError("--fault applies to the staleness comparison; drop it or use "
-                             "--workload staleness")
+        if faults and workload == "latency":
+            raise ValueError("--fault applies to the staleness and register comparisons; "
+                             "drop it or use --workload staleness or register")
         _check_faults(faults, region_set(regions).regions, duration)
     except ValueError as err:
         fail(str(err))
     if workload == "latency":
         compare_latency(names, regions, ops, seed, out, as_json)
+        return
+    if workload == "register":
+        compare_register(names, regions, duration, faults, seed, out, as_json)
         return
     try:
         run_dir = make_run_dir(out, "compare", "-".join(names))

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from replicalab.cli.errors import UserError, fail
 from replicalab.cli.progress import progress_bar
@@ -22,6 +23,7 @@ from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.inter_element import InterElementConfig
 from replicalab.workloads.latency import LatencyConfig
 from replicalab.workloads.monotonic_writes import MonotonicWritesConfig
+from replicalab.workloads.register import RegisterConfig
 from replicalab.workloads.runner import ProbeRun, ProbeSpec, recheck, run_probe
 from replicalab.workloads.staleness import StalenessConfig
 from replicalab.workloads.sweep import SweepConfig
@@ -66,6 +68,16 @@ def summary_table(results: dict[str, Any], title: str) -> Table:
                       f"p50 {pt['p50_ms'] or 0:.1f} / p99 {pt['p99_ms'] or 0:.1f} ms")
         for v, why in results["skipped"].items():
             t.add_row(f"{v} skipped", why)
+    elif results["workload"] == "register":
+        lin = results["linearizability"]
+        t.add_row("linearizable (kv model)", {True: "yes", False: "NO"}.get(lin["valid"],
+                                                                             str(lin["valid"])))
+        t.add_row("keys not linearizable / unknown",
+                  f"{lin['keys_not_linearizable']:,} / {lin['keys_unknown']:,} of {lin['keys']:,}")
+        t.add_row("operations checked", f"{lin['ops']:,}")
+        for part in lin["parts"]:
+            if part.get("explanation"):
+                t.add_row(Text(f"why {part['key']}"), Text(part["explanation"]))
     elif results["workload"] == "monotonic-writes":
         for attr, fr in results["version_fraction"].items():
             t.add_row(f"{attr} versions in [50, 400) ms",
@@ -97,6 +109,16 @@ def finish(run: ProbeRun, as_json: bool) -> None:
         fail(f"the run stopped early ({run.error}); what was recorded is in {run.run_dir}")
 
 
+def _count(text: str | None, default: int, flag: str) -> int:
+    """Return the whole number in ``text`` (``default`` if not given)."""
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{flag} {text!r}: give one whole number, e.g. 10") from None
+
+
 def _fault_options(store: str, texts: list[str], path: Path | None,
                    cluster: str | None) -> dict[str, Any]:
     """Return the ProbeSpec fields for faults (ValueError if they cannot be carried out)."""
@@ -118,7 +140,8 @@ def probe(
     store: Annotated[str, typer.Option(help="Store URL, e.g. sim://simpledb, "
                                       "sim://quorum?n=3&r=1&w=1&regions=aws5.")] = "sim://simpledb",
     workload: Annotated[str, typer.Option(
-        help="staleness | monotonic-writes | inter-element | latency | sweep.")] = "staleness",
+        help="staleness | monotonic-writes | inter-element | latency | sweep | register."
+    )] = "staleness",
     consistency: Annotated[str, typer.Option(help="eventual | consistent reads.")] = "eventual",
     duration: Annotated[str, typer.Option(help="How long to probe: 300s, 5m, 1h.")] = "5m",
     seed: Annotated[int, typer.Option(help="Seed: same seed, same simulated history.")] = 1,
@@ -133,9 +156,10 @@ def probe(
         help="staleness: same-client | separate-clients; inter-element: same-item | "
              "same-domain | diff-domains | all.")] = "",
     readers: Annotated[int, typer.Option(help="Reader clients (separate-clients).")] = 1,
-    writer_region: Annotated[str | None, typer.Option(help="Region of the writer (sim).")] = None,
-    reader_region: Annotated[str | None, typer.Option(help="Region of the readers (sim).")
-                             ] = None,
+    writer_region: Annotated[str | None, typer.Option(
+        help="Region of the writer (register: of every client's writes and cas).")] = None,
+    reader_region: Annotated[str | None, typer.Option(
+        help="Region of the readers (register: of every client's reads).")] = None,
     ranges: Annotated[str, typer.Option(help="Aggregate ranges in ms since the write "
                                         "started.")] = "0-450,500-1000",
     variant: Annotated[str, typer.Option(
@@ -145,9 +169,12 @@ def probe(
                                             )] = "all",
     read_mode: Annotated[str, typer.Option(help="inter-element: two-single | one-multi | all."
                                            )] = "all",
-    ops: Annotated[int, typer.Option(help="latency: operations per variant.")] = 1000,
-    clients: Annotated[str, typer.Option(help="sweep: closed-loop client counts, one point "
-                                         "each.")] = "1,2,5,10,20,50,100,200",
+    ops: Annotated[int | None, typer.Option(help="latency: operations per variant (default "
+                                         "1000); register: stop after this many operations "
+                                         "(default: run for --duration).")] = None,
+    clients: Annotated[str | None, typer.Option(help="sweep: closed-loop client counts, one "
+                                                "point each (default 1,2,5,10,20,50,100,200); "
+                                                "register: clients (default 10).")] = None,
     total: Annotated[int, typer.Option(help="sweep: requests per point.")] = 10_000,
     items: Annotated[str, typer.Option(help="sweep: item counts (requests pick one item at "
                                        "random).")] = "1,1000",
@@ -163,12 +190,22 @@ def probe(
     faults: Annotated[Path | None, typer.Option(help="TOML file of [[fault]] tables.")] = None,
     cluster: Annotated[str | None, typer.Option(
         help="Cluster the faults act on (default: the one whose URL is --store).")] = None,
+    keys: Annotated[int, typer.Option(help="register: keys (one register each).")] = 5,
+    mix: Annotated[str, typer.Option(help="register: operation mix.")
+                   ] = "read=50,write=25,cas=25",
+    op_rate: Annotated[float, typer.Option(help="register: operations per second per client "
+                                           "(0: back to back).")] = 10.0,
+    check_timeout: Annotated[str, typer.Option(help="register: time limit of the "
+                                               "linearizability check (then: unknown).")
+                             ] = "60s",
 ) -> None:
     """Probe a store's consistency as its clients see it.
 
     Example: replicalab probe --store sim://simpledb --workload staleness --duration 1h
 
     Example: replicalab probe --workload sweep --clients 1,10,100 --total 2000 --variants put
+
+    Example: replicalab probe --workload register --keys 5 --clients 10 --mix read=50,cas=50
     """
     try:
         opts = ProbeOptions(consistency=consistency, duration_s=parse_duration_s(duration,
@@ -184,8 +221,14 @@ def probe(
             "inter-element": lambda: InterElementConfig(placement=placement or "all",
                                                         write_mode=write_mode,
                                                         read_mode=read_mode),
-            "latency": lambda: LatencyConfig(ops=ops),
-            "sweep": lambda: SweepConfig.parse(clients, total, items, variants, writers),
+            "latency": lambda: LatencyConfig(ops=1000 if ops is None else ops),
+            "sweep": lambda: SweepConfig.parse(clients or "1,2,5,10,20,50,100,200", total,
+                                               items, variants, writers),
+            "register": lambda: RegisterConfig(
+                keys=keys, clients=_count(clients, 10, "--clients"), mix=mix,
+                writer_region=writer_region, reader_region=reader_region, rate=op_rate,
+                ops=ops or 0, check_timeout_s=parse_duration_s(check_timeout,
+                                                               "--check-timeout")),
         }
         registry.get(workload)
         spec = ProbeSpec(store=store, workload=workload, options=opts,

@@ -16,6 +16,7 @@ _MODULES = {
     "inter-element": "replicalab.workloads.inter_element",
     "latency": "replicalab.workloads.latency",
     "sweep": "replicalab.workloads.sweep",
+    "register": "replicalab.workloads.register",
 }
 
 
