@@ -4,6 +4,9 @@ per-key concurrency, placement, Jepsen's process rule after an unknown outcome).
 from __future__ import annotations
 
 import collections
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -120,3 +123,23 @@ def test_a_store_without_conditional_writes_gets_writes_for_cas():
     h = generated("sim://quorum?n=3&r=1&w=1", RegisterConfig(keys=2, clients=4), duration_s=5)
     kinds = collections.Counter(o.f for o in h)
     assert kinds["cas"] == 0 and kinds["write"] > 0 and kinds["read"] > 0
+
+
+def _cli(*args: str, cwd) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "replicalab.cli.main", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "200"})
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (("probe", "--workload", "register", "--mix", "read=5"), "nothing to check"),
+    (("probe", "--workload", "register", "--clients", "1,2"), "--clients '1,2'"),
+    (("compare", "--workload", "register", "--kinds", "redis",
+      "--fault", "at=1s crash node=7 for=1s"), "nodes 0..2"),
+])
+def test_bad_register_options_are_one_line_exit_2(args, needle, tmp_path):
+    p = _cli(*args, "--out", str(tmp_path), cwd=tmp_path)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2, p.stderr
+    assert len(lines) == 1 and needle in lines[0], p.stderr
+    assert "Traceback" not in p.stderr

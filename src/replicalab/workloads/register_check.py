@@ -135,31 +135,37 @@ MAX_PARTS = 100
 _RANK = {False: 0, "unknown": 1, True: 2}
 
 
-def _row(op: Any) -> int:
-    """Return the History row a checker op came from."""
-    return int(op.index)
-
-
-def _timeline_ops(h: History, rows: Sequence[int], t0_ns: int) -> list[TimelineOp]:
-    """Return the History rows as timeline ops (times in ms since ``t0_ns``)."""
+def timeline_ops(ops: Sequence[Any], t0_ns: int) -> list[TimelineOp]:
+    """Return the checker's ops (``LinOp``) of one key as timeline ops, times in ms since
+    ``t0_ns``; an ``info`` op has no completion (it may take effect at any time)."""
     out = []
-    for r in rows:
-        op = h.op(r)
-        done = op.type in ("ok", "fail") and op.complete_ns >= 0
+    for op in ops:
+        expect, value = op.value if op.f == "cas" else (None, op.value)
+        done = op.outcome != "info" and op.complete_ns >= 0
         out.append(TimelineOp(
-            row=r, process=op.process, f=op.f, type=op.type, value=op.values[0],
-            expect=_expect(h, r), invoke_ms=(op.invoke_ns - t0_ns) / 1e6,
+            row=op.index, process=op.process, f=op.f, type=op.outcome,
+            value=None if value is None else str(value),
+            expect=None if expect is None else str(expect),
+            invoke_ms=(op.invoke_ns - t0_ns) / 1e6,
             complete_ms=(op.complete_ns - t0_ns) / 1e6 if done else None))
     return out
 
 
-def _expect(h: History, row: int) -> str | None:
-    """Return the value a cas expected (None for other ops or when not recorded)."""
-    expects = getattr(h, "expects", None)
-    if expects is None or h.f[row] != h.f_code("cas"):
-        return None
-    e = expects[row]
-    return e[0] if isinstance(e, tuple) else e
+def part_results(ops: Sequence[Any], linearization: Sequence[int],
+                 counterexample: Sequence[int] | None, t0_ns: int) -> list[TimelineOp]:
+    """Return one key's ops (``LinOp``, in invoke order) as timeline ops with their
+    linearization points and the counterexample marked (both given as ``LinOp.index``)."""
+    tops = timeline_ops(ops, t0_ns)
+    pos = {op.index: n for n, op in enumerate(ops)}
+    bad = {pos[i] for i in (counterexample or ()) if i in pos}
+    order = [pos[i] for i in linearization if i in pos]
+    points = linearization_points(
+        order, [op.invoke_ns for op in ops],
+        [op.complete_ns if t.complete_ms is not None else None for op, t in zip(ops, tops,
+                                                                                 strict=True)])
+    return [TimelineOp(**{**asdict(o), "offending": n in bad,
+                          "lin_ms": (points[n] - t0_ns) / 1e6 if n in points else None})
+            for n, o in enumerate(tops)]
 
 
 def linearizability_results(h: History, timeout_s: float, limit: int) -> dict[str, Any]:
@@ -170,39 +176,26 @@ def linearizability_results(h: History, timeout_s: float, limit: int) -> dict[st
     ops = ops_from_history(h)
     result = check(ops, model="kv", timeout_s=timeout_s)
     t0 = history_origin_ns(h)
+    by_key: dict[Any, list[Any]] = {}
+    for op in sorted(ops, key=lambda o: (o.invoke_ns, o.index)):
+        by_key.setdefault(op.key, []).append(op)
     parts = sorted(result.parts, key=lambda p: (_RANK.get(p.valid, 1), str(p.key)))
     listed, timelines = [], []
     for part in parts:
-        keyed = _part_ops(part, ops)
-        rows = [_row(ops[i]) for i in keyed]
-        tops = _timeline_ops(h, rows, t0)
-        pos = {i: n for n, i in enumerate(keyed)}
-        bad = {pos[i] for i in (part.counterexample or ()) if i in pos}
-        order = [pos[i] for i in (part.linearization or ()) if i in pos]
-        points = linearization_points(
-            order, [h.invoke_ns[r] for r in rows],
-            [h.complete_ns[r] if tops[n].complete_ms is not None else None
-             for n, r in enumerate(rows)])
-        tops = [TimelineOp(**{**asdict(o), "offending": n in bad,
-                              "lin_ms": (points[n] - t0) / 1e6 if n in points else None})
-                for n, o in enumerate(tops)]
+        if len(listed) >= MAX_PARTS and len(timelines) >= MAX_TIMELINES:
+            break
+        tops = part_results(by_key.get(part.key, []), part.linearization or (),
+                            part.counterexample, t0)
         if len(listed) < MAX_PARTS:
-            listed.append({"key": str(part.key), "valid": part.valid, "ops": len(keyed),
-                           "counterexample": [_op_json(tops[n]) for n in sorted(bad)][
+            listed.append({"key": str(part.key), "valid": part.valid, "ops": part.ops,
+                           "counterexample": [_op_json(o) for o in tops if o.offending][
                                :MAX_EXAMPLE_OPS] or None,
                            "explanation": part.explanation})
         if len(timelines) < MAX_TIMELINES and (part.valid is not True or not timelines):
             timelines.append(timeline(str(part.key), part.valid, tops, limit))
     return {"linearizability": {
-        "model": "kv", "valid": result.valid, "keys": len(parts),
-        "ops": sum(len(_part_ops(p, ops)) for p in parts),
-        "keys_not_linearizable": sum(p.valid is False for p in parts),
-        "keys_unknown": sum(p.valid == "unknown" for p in parts),
+        "model": "kv", "valid": result.valid, "keys": len(parts), "ops": result.ops,
+        "keys_not_linearizable": sum(p.valid is False for p in result.parts),
+        "keys_unknown": sum(p.valid == "unknown" for p in result.parts),
         "timeout_s": timeout_s, "parts": listed, "parts_left_out": len(parts) - len(listed)},
         "timeline": timelines}
-
-
-def _part_ops(part: Any, ops: Sequence[Any]) -> list[int]:
-    """Return the positions in ``ops`` of one part's operations, in invoke order."""
-    key = part.key
-    return [i for i, op in enumerate(ops) if op.key == key]
