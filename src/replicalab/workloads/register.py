@@ -14,8 +14,10 @@ can search), an operation by the mix, and issues it:
 
 A client whose operation ended ``info`` (outcome unknown) carries on as a new process
 (process + clients), as in Jepsen: the unknown operation stays open forever in the
-history and its old process never issues another. Stores without conditional writes
-(``sim://quorum``) get writes in place of cas, and the results say so.
+history and its old process never issues another. It first waits ``info_backoff_s``:
+every open write multiplies the orders the checker must consider, and a crashed node
+refusing connections would otherwise yield one per client per pause. Stores without
+conditional writes (``sim://quorum``) get writes in place of cas, and the results say so.
 
 Reads and writes may come from different places: ``writer_region`` places the session
 that writes and cas-es, ``reader_region`` the session that reads (e.g. reads at a
@@ -81,7 +83,8 @@ class RegisterConfig:
     many client operations (0 = after ``--duration``); ``per_key`` bounds the clients on one
     key at a time (0 = clients / keys rounded up); ``check_timeout_s`` bounds the
     linearizability search (then the verdict is "unknown"); ``timeline_ops`` bounds the
-    operations drawn per key in the report's timeline.
+    operations drawn per key in the report's timeline; ``info_backoff_s`` is how long a
+    client waits after an operation whose outcome is unknown.
     """
 
     keys: int = 5
@@ -94,6 +97,7 @@ class RegisterConfig:
     per_key: int = 0
     check_timeout_s: float = 60.0
     timeline_ops: int = 120
+    info_backoff_s: float = 1.0
 
     def check(self) -> None:
         """Raise ValueError naming the first invalid option and its fix."""
@@ -112,6 +116,8 @@ class RegisterConfig:
                              f"{self.clients} clients (0: clients / keys rounded up)")
         if not self.check_timeout_s > 0:
             raise ValueError(f"--check-timeout must be positive (got {self.check_timeout_s})")
+        if self.info_backoff_s < 0:
+            raise ValueError(f"info_backoff_s {self.info_backoff_s} must not be negative")
         if self.timeline_ops < 2:
             raise ValueError(f"timeline_ops {self.timeline_ops} must be at least 2")
 
@@ -192,6 +198,12 @@ async def _client(c: int, writer: Client, reader: Client, store: Store, h: Histo
         keys.busy[k] -= 1
         if h.type[row] == OpType.INFO:
             process += cfg.clients  # the unknown op stays open: its process never returns
+            # back off as a reconnecting client would: a node refusing connections would
+            # otherwise turn every pause into one more open op for the checker to place
+            backoff = min(int(cfg.info_backoff_s * NS_PER_S), stop_ns - rt.now_ns())
+            if backoff > 0:
+                await rt.sleep_ns(backoff)
+            continue
         if gap_ns:
             pause = int(rng.uniform(0.0, gap_ns))
             if pause > 0 and rt.now_ns() + pause < stop_ns:
