@@ -39,6 +39,7 @@ def up(
         c = base.up(kind, nodes, regions, name, base_port, client_region)
     except ValueError as err:
         fail(str(err))
+    base.keep(c)  # the cluster outlives this command: `cluster down` stops it
     if as_json:
         sys.stdout.write(json.dumps({"name": c.name, "url": c.url}) + "\n")
         return

@@ -22,7 +22,13 @@ from replicalab.report.model_page import render_model_report
 from replicalab.report.model_plots import freshness_overlay_figure
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.latency import LatencyConfig
-from replicalab.workloads.runner import ProbeSpec, make_run_dir, run_probe, save_results
+from replicalab.workloads.runner import (
+    ProbeRun,
+    ProbeSpec,
+    make_run_dir,
+    run_probe,
+    save_results,
+)
 from replicalab.workloads.staleness import StalenessConfig
 
 
@@ -65,6 +71,15 @@ def _stale(r: dict[str, Any]) -> tuple[float, float | None]:
     return (1 - fresh / total if total else 0.0), r["periods"]["last_lt_100_median_ms"]
 
 
+def _probe(spec: ProbeSpec, out: Path) -> ProbeRun:
+    """Return the probe's run; Ctrl-C or SIGTERM during it stops the whole comparison (the
+    probe has saved its history; the cluster is brought down on the way out)."""
+    run = run_probe(spec, out)
+    if run.interrupted:
+        raise KeyboardInterrupt
+    return run
+
+
 def _one(kind: str, regions: str, duration_s: float, ops: int, out: Path,
          faults: tuple[Fault, ...] = ()) -> dict[str, Any]:
     """Bring one cluster up, probe it (under ``faults``, the same schedule in each
@@ -82,7 +97,7 @@ def _one(kind: str, regions: str, duration_s: float, ops: int, out: Path,
                 config=StalenessConfig(placement="separate-clients", writer_region=writer,
                                           reader_region=reader),
                 cluster=c.name if faults else None, faults=faults)
-            r = run_probe(spec, out).results
+            r = _probe(spec, out).results
             row[f"{consistency}_stale_fraction"], row[f"{consistency}_stale_window_ms"] = _stale(r)
             # the reader's availability by time (ops counts beside it): a reader blocked by
             # a partition counts for as long as it waited, not for its few timed-out ops
@@ -94,8 +109,8 @@ def _one(kind: str, regions: str, duration_s: float, ops: int, out: Path,
             row[f"{consistency}_lost_writes"] = r["lost_writes"]["lost"]
             if consistency == "eventual":
                 curve = _smooth(r["freshness"])
-        lat = run_probe(ProbeSpec(store=c.url, workload="latency", config=LatencyConfig(ops=ops),
-                                  options=ProbeOptions(duration_s=60)), out).results
+        lat = _probe(ProbeSpec(store=c.url, workload="latency", config=LatencyConfig(ops=ops),
+                               options=ProbeOptions(duration_s=60)), out).results
         for v, x in lat["variants"].items():
             row[f"{v} p50_ms"], row[f"{v} p99_ms"] = x["p50_ms"], x["p99_ms"]
         return {"row": row, "curve": curve}
@@ -128,8 +143,8 @@ def _latency_one(kind: str, regions: str, ops: int, seed: int, out: Path) -> dic
         _, status = base.status(c.name)
         leader = next((c.nodes[i].region for i, s in enumerate(status)
                        if s.get("role") in ("leader", "primary")), None)
-        run = run_probe(ProbeSpec(store=c.url, workload="latency", config=LatencyConfig(ops=ops),
-                                  options=ProbeOptions(duration_s=60, seed=seed)), out)
+        run = _probe(ProbeSpec(store=c.url, workload="latency", config=LatencyConfig(ops=ops),
+                               options=ProbeOptions(duration_s=60, seed=seed)), out)
         if run.error:
             raise ValueError(f"{kind}: the latency probe stopped early ({run.error}); what "
                              f"was recorded is in {run.run_dir}")

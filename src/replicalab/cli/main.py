@@ -16,6 +16,7 @@ from replicalab.cli.errors import DEBUG, err_console, fail
 from replicalab.cli.export import export
 from replicalab.cli.model import model_app
 from replicalab.cli.probe import probe, report
+from replicalab.cluster import process
 
 app = typer.Typer(
     name="replicalab",
@@ -54,7 +55,18 @@ for _module in (counter, clt, hlc, load, watch):
 
 
 def main() -> None:
-    """Run the CLI: bad input exits 2 with one line, Ctrl-C 130, tracebacks only with --debug."""
+    """Run the CLI: bad input exits 2 with one line, Ctrl-C (or SIGTERM, the same) 130,
+    tracebacks only with --debug; every process a command started and did not hand over is
+    stopped however the command ends."""
+    process.install_signal_handlers()
+    try:
+        _run()
+    finally:
+        with process.signals_held():
+            process.stop_all()
+
+
+def _run() -> None:
     # Typer's command-line exceptions come from click (vendored in newer Typer): recognise
     # them by shape rather than by import so any Typer release works.
     try:
@@ -71,6 +83,8 @@ def main() -> None:
         if DEBUG["on"] or "--debug" in sys.argv:
             err_console.print_exception()
         fail(f"{type(e).__name__}: {e} (run with --debug for the traceback)", 1)
+    if code == 130:  # Typer turns a KeyboardInterrupt inside a command into exit code 130
+        fail("interrupted", 130)
     sys.exit(code if isinstance(code, int) else 0)
 
 

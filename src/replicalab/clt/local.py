@@ -146,6 +146,5 @@ def run_local(n: int, regions_name: str | None, cfg: runner.RunConfig, run_dir: 
     finally:
         if toxi is not None:
             toxi.close()
-        for pid in reversed(setup.pids):
-            process.stop(pid)
+        process.stop_many(setup.pids)  # agents and Toxiproxy at once
     return outcome, setup

@@ -126,6 +126,7 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
                             str(base / f"n{i}"), peer_port=mine[1] if k > 1 else 0,
                             client_port=mine[0], extra={"ports": mine}))
     c.save(root)
+    before = set(process.owned())
     try:
         c.toxiproxy_pid = toxiproxy.start_server(root, c.toxiproxy_port, base / "toxiproxy.log")
         c.save(root)
@@ -142,19 +143,46 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
         c.url = drv.url(c) + (f"&client_region={client_region}" if client_region else "")
         c.save(root)
     except BaseException:
-        down(name, root)
+        # an error, Ctrl-C or SIGTERM while starting: stop what was started, including a
+        # server whose pid was not saved yet
+        with process.signals_held():
+            down(name, root)
+            process.stop_many(set(process.owned()) - before)
         raise
     return c
 
 
 def down(name: str, root: Path = ROOT) -> list[int]:
     """Stop exactly what cluster ``name`` started and delete its directory; return the pids."""
-    c = load(name, root)
-    pids = [n.pid for n in c.nodes if n.pid] + ([c.toxiproxy_pid] if c.toxiproxy_pid else [])
-    for pid in pids:
-        process.stop(pid)
-    shutil.rmtree(c.directory(root), ignore_errors=True)
+    return down_many([name], root)
+
+
+def down_many(cluster_names: list[str], root: Path = ROOT, also: list[int] | None = None
+              ) -> list[int]:
+    """Stop every process of the named clusters (and the pids ``also``) at once, delete the
+    clusters' directories and return the pids stopped. A name with no saved cluster is
+    skipped when others are given (ValueError from :func:`load` when it is the only one)."""
+    pids, dirs = list(also or []), []
+    for name in cluster_names:
+        try:
+            c = load(name, root)
+        except (ValueError, OSError):
+            if len(cluster_names) == 1:
+                raise
+            continue
+        pids += [n.pid for n in c.nodes if n.pid] + ([c.toxiproxy_pid] if c.toxiproxy_pid
+                                                     else [])
+        dirs.append(c.directory(root))
+    process.stop_many(pids)
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
     return pids
+
+
+def keep(c: Cluster) -> None:
+    """Hand cluster ``c``'s processes over so they outlive this process (``cluster up``);
+    ``down`` stops them later, from any process."""
+    process.release([n.pid for n in c.nodes if n.pid] + [c.toxiproxy_pid])
 
 
 def status(name: str, root: Path = ROOT) -> tuple[Cluster, list[dict[str, str]]]:

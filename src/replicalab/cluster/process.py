@@ -1,24 +1,133 @@
-"""Server processes started by replicalab: start, signal, stop; nothing else is touched."""
+"""Processes replicalab starts, and the one registry that stops them.
+
+Every server, proxy, agent and worker a command starts goes through :func:`start` (or, for a
+process started another way such as a ``multiprocessing`` worker, :func:`track`), which puts
+its pid in the registry. :func:`stop` stops one and forgets it; :func:`stop_all` stops every
+process still registered, all at once (SIGCONT, SIGTERM, then SIGKILL after a grace time).
+The CLI entry calls :func:`stop_all` whatever way a command ends (normal exit, error,
+Ctrl-C, SIGTERM, which :func:`install_signal_handlers` turns into Ctrl-C), and an ``atexit``
+hook does the same for library users, so nothing started is left behind. A process meant
+to outlive its command (``replicalab cluster up``) is handed over with :func:`release`.
+
+Servers start in a session of their own: a Ctrl-C at the terminal reaches the command, not
+its servers, and the command stops them in order after saving what it recorded.
+"""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from types import FrameType
+
+STOP_GRACE_S = 10.0
+"""How long a stopped process gets to exit after SIGTERM before SIGKILL (s)."""
+
+
+class Registry:
+    """The pids this process started and still owns, each with a label (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._pids: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    def add(self, pid: int, label: str) -> None:
+        """Own ``pid`` (stopped by :meth:`stop_all` unless released or stopped first)."""
+        with self._lock:
+            self._pids[pid] = label
+
+    def discard(self, pid: int) -> None:
+        """Forget ``pid`` (it was stopped, or handed over)."""
+        with self._lock:
+            self._pids.pop(pid, None)
+
+    def owned(self) -> dict[int, str]:
+        """Return {pid: label} of every process still owned."""
+        with self._lock:
+            return dict(self._pids)
+
+    def stop_all(self, grace_s: float = STOP_GRACE_S) -> list[int]:
+        """Stop every owned process at once; return their pids."""
+        pids = list(self.owned())
+        stop_many(pids, grace_s)
+        return pids
+
+
+REGISTRY = Registry()
 
 
 def start(argv: list[str], log: Path, cwd: Path | None = None,
-          env: dict[str, str] | None = None) -> int:
-    """Start ``argv`` detached in its own session, output to ``log``; return its pid."""
+          env: dict[str, str] | None = None, label: str = "") -> int:
+    """Start ``argv`` detached in its own session, output to ``log``, owned by the registry
+    (see the module docstring); return its pid."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, cwd=cwd,
                                 env={**os.environ, **(env or {})}, start_new_session=True)
+    REGISTRY.add(proc.pid, label or Path(argv[0]).name)
     return proc.pid
+
+
+def track(pid: int, label: str) -> None:
+    """Own a process started some other way (e.g. a multiprocessing worker): it is stopped
+    with everything else unless :func:`stop` or :func:`release` comes first."""
+    REGISTRY.add(pid, label)
+
+
+def release(pids: Iterable[int]) -> None:
+    """Hand ``pids`` over: they outlive this process (``cluster up`` leaves its cluster)."""
+    for pid in pids:
+        REGISTRY.discard(pid)
+
+
+def owned() -> dict[int, str]:
+    """Return {pid: label} of every process this process started and still owns."""
+    return REGISTRY.owned()
+
+
+def stop_all(grace_s: float = STOP_GRACE_S) -> list[int]:
+    """Stop every process still owned, all at once; return their pids."""
+    return REGISTRY.stop_all(grace_s)
+
+
+atexit.register(stop_all)
+
+
+def install_signal_handlers() -> None:
+    """Make SIGTERM (what ``timeout``, CI runners and process managers send) act as Ctrl-C:
+    the same orderly shutdown, whatever the running code does with SIGINT (a Python
+    KeyboardInterrupt, asyncio's cancellation of the main task, a loop's own handler)."""
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.raise_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Ignore SIGINT and SIGTERM inside the block (a second Ctrl-C must not cut the
+    stopping of servers short; the block is bounded by the stop grace time)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in before:
+        signal.signal(s, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
 
 
 def alive(pid: int) -> bool:
@@ -64,46 +173,63 @@ def descendants(pid: int) -> list[int]:
 
 
 def signal_group(pid: int, sig: int) -> None:
-    """Send ``sig`` to the process group led by ``pid`` and to every descendant (servers
-    such as PostgreSQL put their children in groups of their own)."""
+    """Send ``sig`` to ``pid``, to the process group it leads and to every descendant
+    (servers such as PostgreSQL put their children in groups of their own)."""
     targets = descendants(pid)
-    try:
-        os.killpg(pid, sig)
-    except ProcessLookupError:
-        pass
-    except PermissionError:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, sig)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
     for child in targets:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(child, sig)
 
 
-def stop(pid: int, timeout_s: float = 10.0) -> None:
-    """Stop ``pid``'s group: SIGCONT (it may be paused), SIGTERM, then SIGKILL after a wait."""
-    if not alive(pid):
-        _reap(pid)
-        return
-    signal_group(pid, signal.SIGCONT)
-    signal_group(pid, signal.SIGTERM)
+def _wait_gone(pids: list[int], timeout_s: float) -> list[int]:
+    """Wait up to ``timeout_s`` for ``pids`` to exit (reaping our children); return those
+    still alive."""
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        _reap(pid)
-        if not alive(pid):
-            return
-        time.sleep(0.05)
-    signal_group(pid, signal.SIGKILL)
-    for _ in range(100):
-        _reap(pid)
-        if not alive(pid):
-            return
+    left = list(pids)
+    while left:
+        for pid in left:
+            _reap(pid)
+        left = [p for p in left if alive(p)]
+        if not left or time.monotonic() >= deadline:
+            break
         time.sleep(0.02)
+    return left
+
+
+def stop_many(pids: Iterable[int], grace_s: float = STOP_GRACE_S) -> None:
+    """Stop every process of ``pids`` (and its group and descendants) at once: SIGCONT (it
+    may be paused), SIGTERM, SIGKILL for those still alive after ``grace_s``; forget them."""
+    pids = [p for p in pids if p > 0]
+    # a descendant must not outlive its parent's SIGKILL: remember them all now
+    family = {p: descendants(p) for p in pids if alive(p)}
+    for pid in family:
+        signal_group(pid, signal.SIGCONT)
+        signal_group(pid, signal.SIGTERM)
+    left = _wait_gone(list(family), grace_s)
+    for pid in left:
+        signal_group(pid, signal.SIGKILL)
+    stragglers = [c for p in family for c in family[p] if alive(c)]
+    for child in stragglers:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(child, signal.SIGKILL)
+    _wait_gone(left + stragglers, 2.0)
+    for pid in pids:
+        _reap(pid)
+        REGISTRY.discard(pid)
+
+
+def stop(pid: int, timeout_s: float = STOP_GRACE_S) -> None:
+    """Stop ``pid``'s group: SIGCONT (it may be paused), SIGTERM, then SIGKILL after a wait;
+    the registry forgets it."""
+    stop_many([pid], timeout_s)
 
 
 def kill9(pid: int) -> None:
     """Crash ``pid``'s group at once (SIGKILL), as a power failure would."""
     signal_group(pid, signal.SIGKILL)
-    for _ in range(100):
-        _reap(pid)
-        if not alive(pid):
-            return
-        time.sleep(0.02)
+    _wait_gone([pid], 2.0)
+    REGISTRY.discard(pid)

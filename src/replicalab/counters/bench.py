@@ -329,10 +329,12 @@ class PointResult:
     summary: dict[str, Any]
     series: dict[str, list[Any]] | None = None
     converged: bool = True
+    interrupted: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
-        out = {"spec": asdict(self.spec), **self.summary, "converged": self.converged}
+        out = {"spec": asdict(self.spec), **self.summary, "converged": self.converged,
+               "interrupted": self.interrupted}
         if self.series is not None:
             out["series"] = self.series
         return out
@@ -372,8 +374,13 @@ async def run_point(dep: Deployment, dcs: Sequence[str], spec: PointSpec, prefix
                     tick(min(1.0, (time.monotonic_ns() - t0) / (spec.duration_s * 1e9)))
                     await asyncio.sleep(0.25)
             helpers.append(asyncio.create_task(ticker()))
+        interrupted = False
         try:
             await asyncio.gather(*tasks)
+        except asyncio.CancelledError:
+            # Ctrl-C or SIGTERM: keep the operations recorded so far (the caller saves
+            # them, then stops); the final values are not waited for
+            interrupted = True
         finally:
             for t in tasks + helpers:
                 t.cancel()
@@ -381,10 +388,14 @@ async def run_point(dep: Deployment, dcs: Sequence[str], spec: PointSpec, prefix
                 with contextlib.suppress(asyncio.CancelledError):
                     await t
         elapsed_s = (time.monotonic_ns() - t0) / 1e9
-        final, converged = await final_values(views, keys, converge_s)
+        if interrupted:
+            final, converged = [None] * len(keys), False
+        else:
+            final, converged = await final_values(views, keys, converge_s)
         summary = summarise(log, spec, dcs, elapsed_s, final, converged)
+        summary["t0_mono_ns"] = t0  # the point's start on the machine's monotonic clock
         ser = series(log, t0, dcs) if spec.experiment == "exhaust" else None
-        return PointResult(spec, summary, ser, converged)
+        return PointResult(spec, summary, ser, converged, interrupted)
     finally:
         for c in [*clients, *views.values()]:
             with contextlib.suppress(Exception):

@@ -178,6 +178,8 @@ async def _run_all(spec: BenchSpec, topo: Any, points: list[PointSpec],
             await dep.close()
         results["points"].append(r.to_json())
         save()
+        if r.interrupted:  # saved: now stop as asked
+            raise asyncio.CancelledError
         done += p.duration_s
 
 

@@ -12,16 +12,52 @@ process (each worker drives its own simulated store), so their timelines are not
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import os
+import signal
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.connection import Connection, wait
+from types import FrameType
 from typing import Any
 
+from replicalab.cluster import process
 from replicalab.workloads.load import LoadSpec, WorkerResult, run_worker
 
 START_LEAD_S = 1.0
 """Wall-clock lead given to workers before the common start (connections open meanwhile)."""
+STOP_WAIT_S = 0.8
+"""After Ctrl-C, how long the workers get to stop and send what they recorded (s)."""
+
+
+class StepInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) during a step: ``results`` holds what the workers recorded."""
+
+    def __init__(self, results: list[WorkerResult]) -> None:
+        super().__init__("interrupted")
+        self.results = results
+
+
+def _worker_main(conn: Connection, spec: LoadSpec, worker: int, workers: int,
+                 start_at_wall_ns: int) -> None:
+    """A spawned worker: run its share and send the WorkerResult back. The first SIGINT or
+    SIGTERM (the terminal's Ctrl-C, or the parent passing one on) stops the run, which then
+    returns what it recorded; later ones must not cut the sending short."""
+    stopping = [False]
+
+    def once(signum: int, frame: FrameType | None) -> None:
+        if not stopping[0]:
+            stopping[0] = True
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, once)
+    signal.signal(signal.SIGTERM, once)
+    result = run_worker(spec, worker, workers, start_at_wall_ns)
+    stopping[0] = True
+    with contextlib.suppress(BrokenPipeError, OSError):
+        conn.send(result)
+    conn.close()
 
 
 class RayMissing(RuntimeError):
@@ -39,15 +75,11 @@ class Pool:
         self.workers = workers
         self.ray_address = ray_address
         self.kind = "ray" if ray_address else ("process" if workers > 1 else "inline")
-        self._executor: ProcessPoolExecutor | None = None
         self._actors: list[Any] = []
         self._ray: Any = None
         self.nodes: list[str] = []
         if self.kind == "ray":
             self._start_ray(ray_local_cpus)
-        elif self.kind == "process":
-            self._executor = ProcessPoolExecutor(
-                workers, mp_context=multiprocessing.get_context("spawn"))
 
     def _start_ray(self, local_cpus: int) -> None:
         try:
@@ -87,12 +119,65 @@ class Pool:
         if self.kind == "inline":
             return [run_worker(spec, 0, 1, 0)]
         if self.kind == "process":
-            assert self._executor is not None
-            futures = [self._executor.submit(run_worker, spec, w, self.workers, start)
-                       for w in range(self.workers)]
-            return [f.result() for f in futures]
+            return self._run_processes(spec, start)
         refs = [a.run.remote(spec, w, self.workers, start) for w, a in enumerate(self._actors)]
         return list(self._ray.get(refs))
+
+    def _run_processes(self, spec: LoadSpec, start_at_wall_ns: int) -> list[WorkerResult]:
+        """Run one step on spawned worker processes (owned by the process registry) and
+        return their results. On Ctrl-C or SIGTERM the workers are told to stop, get
+        :data:`STOP_WAIT_S` to send what they recorded, and :class:`StepInterrupted`
+        carries it; a worker that dies without a result fails the step."""
+        ctx = multiprocessing.get_context("spawn")
+        procs: list[Any] = []
+        conns: dict[Connection, int] = {}
+        results: dict[int, WorkerResult] = {}
+        try:
+            for w in range(self.workers):
+                mine, theirs = ctx.Pipe(duplex=False)
+                p = ctx.Process(target=_worker_main, name=f"replicalab-load-worker-{w}",
+                                args=(theirs, spec, w, self.workers, start_at_wall_ns),
+                                daemon=True)
+                p.start()
+                process.track(p.pid, f"load worker {w}")
+                theirs.close()
+                procs.append(p)
+                conns[mine] = w
+            try:
+                self._collect(conns, results, None)
+            except KeyboardInterrupt:
+                # SIGTERM: a worker still importing dies quietly, a running one stops and
+                # sends what it recorded (see _worker_main)
+                for p in procs:
+                    if p.is_alive():
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(p.pid, signal.SIGTERM)
+                with process.signals_held():
+                    self._collect(conns, results, time.monotonic() + STOP_WAIT_S)
+                raise StepInterrupted([results[w] for w in sorted(results)]) from None
+            missing = [w for w in range(self.workers) if w not in results]
+            if missing:
+                raise RuntimeError(f"load worker(s) {missing} exited without a result "
+                                   f"(exit codes {[procs[w].exitcode for w in missing]})")
+            return [results[w] for w in range(self.workers)]
+        finally:
+            for c in conns:
+                c.close()
+            process.stop_many([p.pid for p in procs if p.pid], grace_s=1.0)
+            for p in procs:
+                p.join(0.1)
+
+    @staticmethod
+    def _collect(conns: dict[Connection, int], results: dict[int, WorkerResult],
+                 deadline: float | None) -> None:
+        """Receive results until every worker answered or hung up (exited without one), or
+        ``deadline`` passes; waits in short slices so that Ctrl-C is acted on at once."""
+        pending = {c: w for c, w in conns.items() if w not in results}
+        while pending and (deadline is None or time.monotonic() < deadline):
+            for c in wait(list(pending), timeout=0.1):
+                w = pending.pop(c)
+                with contextlib.suppress(EOFError, OSError):  # died without a result
+                    results[w] = c.recv()
 
     def describe(self) -> dict[str, Any]:
         """Return where the workers ran (JSON-ready)."""
@@ -101,9 +186,6 @@ class Pool:
 
     def close(self) -> None:
         """Stop the processes or actors and shut Ray down (always call, e.g. in finally)."""
-        if self._executor is not None:
-            self._executor.shutdown(cancel_futures=True)
-            self._executor = None
         if self._ray is not None:
             for a in self._actors:
                 self._ray.kill(a)

@@ -40,7 +40,7 @@ from replicalab.checkers.load import (
 from replicalab.history import History, save_history
 from replicalab.stores.base import redact_url
 from replicalab.workloads.base import SCHEMA_VERSION
-from replicalab.workloads.distributed import Pool, shifts_ns
+from replicalab.workloads.distributed import Pool, StepInterrupted, shifts_ns
 from replicalab.workloads.load import PROCESS_STRIDE, LoadSpec, WorkerResult
 from replicalab.workloads.runner import make_run_dir, save_results
 
@@ -207,7 +207,14 @@ def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None
     def one(rate: float) -> dict[str, Any]:
         assert pool is not None
         step_spec = LoadSpec(**{**spec.__dict__, "rate_per_s": rate, "duration_s": duration_s})
-        results = pool.run_step(step_spec)
+        try:
+            results = pool.run_step(step_spec)
+        except StepInterrupted as stop:  # keep what the workers recorded, then stop
+            results, cut = stop.results, True
+        else:
+            cut = any(r.error == "interrupted" for r in results)  # an inline worker's Ctrl-C
+        if cut and not results:
+            raise KeyboardInterrupt
         steps.append(results)
         s = merge_step(results, rate, duration_s)
         s["failure"] = (step_failure(s, plan.max_error_rate, plan.fail_p99_ms)
@@ -215,6 +222,8 @@ def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None
         summaries.append(s)
         if progress is not None:
             progress(min(1.0, len(summaries) / max(total, 1)))
+        if cut:
+            raise KeyboardInterrupt
         return s
 
     try:
