@@ -69,6 +69,8 @@ def _one(kind: str, regions: str, duration_s: float, clients: int, keys: int,
                                                    writer_region=writer, reader_region=reader),
                              cluster=c.name if faults else None, faults=faults)
             run = run_probe(spec, out)
+            if run.interrupted:  # Ctrl-C stops the comparison; the cluster goes down below
+                raise KeyboardInterrupt
             if run.error:
                 raise ValueError(f"{kind}: the register probe stopped early ({run.error}); "
                                  f"what was recorded is in {run.run_dir}")
