@@ -7,7 +7,7 @@ one small key. replicalab runs ``replicalab.workloads.load.run_worker`` as ``rep
 run`` does, at an offered rate far above what it can send, so it is saturated; its rate is the
 successful GETs divided by the time from the schedule's start to the last reply (every one
 recorded in its History with intended start, send and completion). Measured: ``fast`` (the
-callback-driven RESP path of workloads/resp.py) on uvloop, which is the issue's figure, the
+callback-driven RESP path of stores/resp.py) on uvloop, which is the issue's figure, the
 same on the stock asyncio loop (uvloop's share), and ``store`` (the redis:// store adapter on
 redis-py) on uvloop. Starts its own redis-server on a free 127.0.0.1 port and stops it.
 

@@ -31,8 +31,7 @@ from replicalab.checkers.load import (
     summarize,
 )
 from replicalab.history import History, load_history
-from replicalab.stores import open_store
-from replicalab.workloads import resp
+from replicalab.stores import open_store, resp
 from replicalab.workloads.arrivals import arrival_offsets_ns
 from replicalab.workloads.load import LoadSpec, default_loop, drive, run_worker
 from replicalab.workloads.load_runner import RampPlan, run_load

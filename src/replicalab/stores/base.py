@@ -61,17 +61,27 @@ class Unsupported(StoreError):
 
 @dataclass(frozen=True, slots=True)
 class ReadResult:
-    """Values read, in the order of the keys asked (None = absent), and the serving node."""
+    """Values read, in the order of the keys asked (None = absent), and the serving node.
+
+    ``sent_ns``/``received_ns``: when an adapter can stamp the request leaving and its reply
+    arriving at the socket (monotonic ns; 0 = not stamped), the recorder narrows the op's
+    interval to them, keeping the client's own overhead out of it.
+    """
 
     values: tuple[str | None, ...]
     node: str = ""
+    sent_ns: int = 0
+    received_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class WriteResult:
-    """The node that accepted the write (empty if unknown)."""
+    """The node that accepted the write (empty if unknown), and the wire stamps as in
+    :class:`ReadResult`."""
 
     node: str = ""
+    sent_ns: int = 0
+    received_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""``redis://`` — Redis primary + replicas (redis-py asyncio), in real time.
+"""``redis://`` — Redis primary + replicas, in real time, over the lean RESP client.
 
 URL: ``redis://127.0.0.1:P?replicas=127.0.0.1:P1,127.0.0.1:P2&node_regions=US-E,US-W,EU
 &regions=dc3&read=nearest|random&wait=0&wait_ms=100&timeout_ms=2000`` (what
@@ -8,6 +8,12 @@ replica: ``nearest`` = a replica in the client's region (else the first), ``rand
 chosen at random per client. Multi-element reads are one ``MGET`` (one node, one instant);
 multi-element writes one ``MSET`` (atomic); conditional writes one Lua script at the primary
 that compares and sets atomically. ``wait=n`` adds ``WAIT n wait_ms`` after every write.
+
+Commands go through :class:`replicalab.stores.resp.RespConnection` (hiredis, one bare
+asyncio Protocol per connection), which stamps each request at the socket: a probe records
+the interval from the request leaving to its reply arriving, not the client's own overhead
+(see docs/stores/redis.md for what that buys on a LAN). No client-side retries: a failure
+shows up as a failed or unknown operation in the history, not as one very slow success.
 """
 
 from __future__ import annotations
@@ -16,13 +22,6 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from replicalab.runtime import RealRuntime
 from replicalab.stores.base import (
@@ -35,6 +34,7 @@ from replicalab.stores.base import (
     Unavailable,
     WriteResult,
 )
+from replicalab.stores.resp import RespConnection, RespError
 from replicalab.stores.url import Endpoint, parse_store_url
 
 # Compare every expected value, then set all: atomic because Redis runs a script alone.
@@ -75,15 +75,11 @@ class RedisStore:
                     "nodes": {n.name: f"{n.host}:{n.port} ({n.region})" for n in self.nodes}},
             eventual_read_served_by=f"one replica per client ({self.read_policy}); the "
                                     "primary when there is no replica")
-        self._clients: list[aioredis.Redis] = []
+        self._conns: list[RespConnection] = []
 
-    def _client(self, node: Endpoint) -> aioredis.Redis:
-        # No client-side retries: a failure must show up as a failed or unknown operation
-        # in the history, not as one very slow success.
-        c = aioredis.Redis(host=node.host, port=node.port, decode_responses=True,
-                           socket_timeout=self.timeout_s, socket_connect_timeout=self.timeout_s,
-                           retry=Retry(NoBackoff(), 0))
-        self._clients.append(c)
+    def _conn(self, node: Endpoint) -> RespConnection:
+        c = RespConnection(node.host, node.port, self.timeout_s)
+        self._conns.append(c)
         return c
 
     def _replica_for(self, region: str | None) -> Endpoint:
@@ -95,11 +91,13 @@ class RedisStore:
         region = self.url.placed(region)
         primary = self.nodes[0]
         replica = self._replica_for(region or primary.region)
-        client = RedisClient(self, self._client(primary), primary.name,
-                             self._client(replica), replica.name)
+        client = RedisClient(self, self._conn(primary), primary.name, self._conn(replica),
+                             replica.name)
         try:
-            await client.primary.ping()
-        except RedisError as err:
+            reply, _, _ = await client.primary.call("PING")
+            if isinstance(reply, RespError):
+                raise StoreError(str(reply))
+        except (StoreError, TimeoutError) as err:
             raise ValueError(f"cannot reach Redis at {primary.host}:{primary.port} "
                              f"({err}); is the cluster up? (`replicalab cluster status`)"
                              ) from None
@@ -107,9 +105,23 @@ class RedisStore:
 
     async def close(self) -> None:
         """Close every connection this store opened."""
-        for c in self._clients:
-            await c.aclose()
-        self._clients.clear()
+        for c in self._conns:
+            c.close()
+        self._conns.clear()
+
+
+async def _call(conn: RespConnection, name: str, *args: str | int) -> tuple[Any, int, int]:
+    """Return (reply, sent_ns, received_ns) of one command at node ``name``; Unavailable when
+    the outcome is unknown, StoreError for an error reply."""
+    try:
+        reply, sent, received = await conn.call(*args)
+    except TimeoutError as err:
+        raise Unavailable(f"{name}: {err}") from None
+    except Unavailable as err:
+        raise Unavailable(f"{name}: {err}") from None
+    if isinstance(reply, RespError):
+        raise StoreError(f"{name}: {reply}")
+    return reply, sent, received
 
 
 @dataclass
@@ -117,58 +129,52 @@ class RedisClient:
     """One client session: a connection to the primary and one to its read replica."""
 
     store: RedisStore
-    primary: aioredis.Redis
+    primary: RespConnection
     primary_name: str
-    replica: aioredis.Redis
+    replica: RespConnection
     replica_name: str
 
     async def read(self, keys: Sequence[str], *, consistent: bool) -> ReadResult:
-        """Return the values of ``keys`` from the primary or this client's replica."""
+        """Return the values of ``keys`` from the primary or this client's replica, with the
+        request's wire stamps."""
         conn, name = ((self.primary, self.primary_name) if consistent
                       else (self.replica, self.replica_name))
-        try:
-            if len(keys) == 1:
-                values: tuple[str | None, ...] = (await conn.get(keys[0]),)
-            else:
-                values = tuple(await conn.mget(list(keys)))
-        except (RedisConnectionError, RedisTimeoutError) as err:
-            raise Unavailable(f"{name}: {err}") from None
-        except RedisError as err:
-            raise StoreError(f"{name}: {err}") from None
-        return ReadResult(values, name)
+        if len(keys) == 1:
+            reply, sent, received = await _call(conn, name, "GET", keys[0])
+            values: tuple[str | None, ...] = (reply,)
+        else:
+            reply, sent, received = await _call(conn, name, "MGET", *keys)
+            values = tuple(reply)
+        return ReadResult(values, name, sent, received)
 
     async def write(self, values: Mapping[str, str], *,
                     expect: Mapping[str, Any] | None = None) -> WriteResult:
-        """Write ``values`` atomically at the primary (compare-and-set if ``expect``)."""
-        try:
-            if expect:
-                exp_keys, set_keys = list(expect), list(values)
-                want = [_ABSENT_MARK if expect[k] is ABSENT else expect[k] for k in exp_keys]
-                ok = await self.primary.eval(_CAS, len(exp_keys) + len(set_keys), *exp_keys,
-                                             *set_keys, len(exp_keys), *want,
-                                             *[values[k] for k in set_keys])
-                if not int(ok):
-                    raise ConditionFailed(f"{self.primary_name}: condition failed")
-            elif len(values) == 1:
-                ((k, v),) = values.items()
-                await self.primary.set(k, v)
-            else:
-                await self.primary.mset(dict(values))
-            if self.store.wait:
-                await self.primary.wait(self.store.wait, self.store.wait_ms)
-        except (RedisConnectionError, RedisTimeoutError) as err:
-            raise Unavailable(f"{self.primary_name}: {err}") from None
-        except RedisError as err:
-            raise StoreError(f"{self.primary_name}: {err}") from None
-        return WriteResult(self.primary_name)
+        """Write ``values`` atomically at the primary (compare-and-set if ``expect``); the
+        wire stamps span the write and its ``WAIT``, if any."""
+        name = self.primary_name
+        if expect:
+            exp_keys, set_keys = list(expect), list(values)
+            want = [_ABSENT_MARK if expect[k] is ABSENT else expect[k] for k in exp_keys]
+            ok, sent, received = await _call(
+                self.primary, name, "EVAL", _CAS, len(exp_keys) + len(set_keys), *exp_keys,
+                *set_keys, len(exp_keys), *want, *[values[k] for k in set_keys])
+            if not int(ok):
+                raise ConditionFailed(f"{name}: condition failed")
+        elif len(values) == 1:
+            ((k, v),) = values.items()
+            _, sent, received = await _call(self.primary, name, "SET", k, v)
+        else:
+            flat = [x for kv in values.items() for x in kv]
+            _, sent, received = await _call(self.primary, name, "MSET", *flat)
+        if self.store.wait:
+            _, _, received = await _call(self.primary, name, "WAIT", self.store.wait,
+                                         self.store.wait_ms)
+        return WriteResult(name, sent, received)
 
     async def delete(self, keys: Sequence[str]) -> WriteResult:
         """Delete ``keys`` at the primary."""
-        try:
-            await self.primary.delete(*keys)
-        except (RedisConnectionError, RedisTimeoutError) as err:
-            raise Unavailable(f"{self.primary_name}: {err}") from None
-        return WriteResult(self.primary_name)
+        _, sent, received = await _call(self.primary, self.primary_name, "DEL", *keys)
+        return WriteResult(self.primary_name, sent, received)
 
     async def close(self) -> None:
         """Connections are closed by the store."""

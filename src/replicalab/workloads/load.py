@@ -11,7 +11,7 @@ the schedule in the store's runtime (virtual for ``sim://``, real otherwise) and
 :class:`WorkerResult` with its history, intended start times, encoded histograms, counts
 and the machine's clocks. Real time runs on the event loop ``LoadSpec.loop`` names (uvloop
 by default when it is installed), in a loop of its own: nothing else in replicalab changes
-its event loop. ``client="fast"`` drives Redis through :mod:`replicalab.workloads.resp`
+its event loop. ``client="fast"`` drives Redis through :mod:`replicalab.stores.resp`
 (callbacks, no per-request coroutine) and turns its per-request arrays into History rows
 after the run.
 """
@@ -237,7 +237,7 @@ def _append_record(h: History, intended: array, rec: Any, sched: Any, spec: Load
 async def _drive_fast(store: Store, spec: LoadSpec, offsets_ns: np.ndarray, h: History,
                       intended: array, process_base: int, on_start: Any) -> tuple[int, int]:
     """``drive`` for ``client="fast"``: Redis GET/SET at the primary through resp.py."""
-    from replicalab.workloads import resp
+    from replicalab.stores import resp
     primary = store.nodes[0]  # type: ignore[attr-defined]
     is_read, key_idx = plan_ops(spec, len(offsets_ns), spec.seed)
     sched = resp.Schedule(array("q", np.asarray(offsets_ns, np.int64).tobytes()),

@@ -54,7 +54,11 @@ class Recorder:
         except (StoreError, TimeoutError) as err:
             self._close_failed(i, err)
             return None
-        h.ok(i, rt.now_ns(), res.values, res.node)
+        done = rt.now_ns()
+        if res.sent_ns and not rt.virtual:
+            # wire stamps: the read happened between these, whatever the client did around
+            h.invoke_ns[i], done = max(res.sent_ns, h.invoke_ns[i]), res.received_ns
+        h.ok(i, done, res.values, res.node)
         self._ticked()
         return res
 
@@ -69,6 +73,9 @@ class Recorder:
         except (StoreError, TimeoutError) as err:
             self._close_failed(i, err)
             return False
-        h.ok(i, rt.now_ns(), node=res.node)
+        done = rt.now_ns()
+        if res.sent_ns and not rt.virtual:
+            h.invoke_ns[i], done = max(res.sent_ns, h.invoke_ns[i]), res.received_ns
+        h.ok(i, done, node=res.node)
         self._ticked()
         return True

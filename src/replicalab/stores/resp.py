@@ -1,5 +1,20 @@
-"""The load generator's lean Redis path: an open-loop schedule of GETs and SETs driven from
-the event loop's callbacks over bare asyncio Protocols, one request in flight per connection.
+"""Lean Redis clients over bare asyncio Protocols and hiredis: the probe's request/response
+connection (:class:`RespConnection`, used by the ``redis://`` adapter) and the load
+generator's open-loop schedule driven from the event loop's callbacks (:func:`drive_schedule`,
+``load --client fast``).
+
+**Probe path.** :class:`RespConnection` sends one command and returns its reply with two
+``time.monotonic_ns()`` stamps taken at the wire: just before the request is written to the
+socket, and on entry to the ``data_received`` callback that carries the end of its reply.
+The wake-up of the awaiting task, redis-py's pool and response machinery, and everything
+the caller does around the call fall outside that interval, which is what a probe records
+(``ReadResult.sent_ns``/``received_ns``): the server's processing certainly happened inside
+it, so the interval is valid for the checkers and as narrow as a client in Python can
+measure it. Replies are matched to requests in order; a request that times out closes the
+connection (a late reply must not be taken for the next request's), which the next call
+opens again.
+
+**Load path.**
 
 Why not the store adapter: redis-py's asyncio client spends most of each call in its
 connection pool, command packing and response machinery, and even a lean client awaited from
@@ -28,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import time
 from array import array
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,6 +119,110 @@ class LoadRecord:
                 self.outcome[i], self.done_ns[i], self.errors[i] = INFO, now_ns, reason
                 closed += 1
         return closed
+
+
+class _RespProtocol(asyncio.Protocol):
+    """One TCP connection of a :class:`RespConnection`: replies matched to requests in
+    order, stamped on arrival."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.transport: asyncio.Transport | None = None
+        self.reader = new_reader()
+        self.waiting: deque[tuple[asyncio.Future[tuple[Any, int]], asyncio.TimerHandle]] = \
+            deque()
+        self.dead = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        now = time.monotonic_ns()  # the reply is here: stamp before parsing it
+        reader = self.reader
+        reader.feed(data)
+        while self.waiting:
+            reply = reader.gets()
+            if reply is _MORE:
+                return
+            fut, timer = self.waiting.popleft()
+            timer.cancel()
+            if not fut.done():
+                fut.set_result((reply, now))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.fail(Unavailable(f"{self.where}: connection lost: {exc or 'closed by the server'}"))
+
+    def fail(self, err: Exception) -> None:
+        """Fail every waiting request with ``err`` and drop the connection for good."""
+        self.dead = True
+        while self.waiting:
+            fut, timer = self.waiting.popleft()
+            timer.cancel()
+            if not fut.done():
+                fut.set_exception(err)
+        if self.transport is not None:
+            self.transport.abort()
+            self.transport = None
+
+
+class RespConnection:
+    """A connection to one Redis server for request/response calls (see the module
+    docstring); opened by the first :meth:`call`, opened again after a failure."""
+
+    def __init__(self, host: str, port: int, timeout_s: float) -> None:
+        self.host = host
+        self.port = port
+        self.timeout_s = timeout_s
+        self._proto: _RespProtocol | None = None
+        self._opening: asyncio.Lock | None = None
+
+    async def _open(self) -> _RespProtocol:
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:  # concurrent first calls share one connection
+            if self._proto is not None and not self._proto.dead:
+                return self._proto
+            loop = asyncio.get_running_loop()
+            where = f"{self.host}:{self.port}"
+            try:
+                _, proto = await asyncio.wait_for(
+                    loop.create_connection(lambda: _RespProtocol(where), self.host, self.port),
+                    self.timeout_s)
+            except (OSError, TimeoutError) as err:
+                raise Unavailable(f"cannot connect to Redis at {where}: "
+                                  f"{err or 'timed out'}") from None
+            self._proto = proto
+            return proto
+
+    def _timed_out(self, proto: _RespProtocol) -> None:
+        # the reply may still come: drop the connection so that it cannot be taken for
+        # the answer to a later request
+        proto.fail(TimeoutError(f"{proto.where}: no reply within "
+                                f"{self.timeout_s * 1000:g} ms"))
+
+    async def call(self, *args: str | bytes | int) -> tuple[Any, int, int]:
+        """Send one command; return (reply, sent_ns, received_ns) with the wire stamps
+        (monotonic ns). An error reply comes back as a :class:`RespError` instance (not
+        raised); Unavailable when the connection fails, TimeoutError when no reply comes
+        within the timeout (both: outcome unknown)."""
+        proto = self._proto
+        if proto is None or proto.dead:
+            proto = await self._open()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[tuple[Any, int]] = loop.create_future()
+        proto.waiting.append((fut, loop.call_later(self.timeout_s, self._timed_out, proto)))
+        payload = hiredis.pack_command(args)
+        sent = time.monotonic_ns()
+        proto.transport.write(payload)  # type: ignore[union-attr]
+        reply, received = await fut
+        return reply, sent, received
+
+    def close(self) -> None:
+        """Close the connection (calls still waiting fail as Unavailable)."""
+        if self._proto is not None:
+            proto, self._proto = self._proto, None
+            if proto.transport is not None:
+                proto.transport.close()
 
 
 class _Conn(asyncio.Protocol):
