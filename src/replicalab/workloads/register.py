@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from replicalab.history import History, OpType, encode_value
+from replicalab.runtime import Runtime
 from replicalab.stores import Client, Feature, Store
 from replicalab.workloads.base import NS_PER_S, ProbeOptions, Workload, deadline, envelope
 from replicalab.workloads.recorder import Recorder
@@ -156,36 +157,51 @@ class _Keys:
         return k
 
 
-async def _client(c: int, writer: Client, reader: Client, store: Store, h: History,
-                  rec: Recorder, keys: _Keys, mix: np.ndarray, cas_ok: bool,
-                  consistent: bool, cfg: RegisterConfig, opts: ProbeOptions, stop_ns: int,
-                  budget: list[int]) -> None:
-    """Run client ``c`` until ``stop_ns`` or until the shared op budget is spent."""
-    rt = store.runtime
-    rng = np.random.default_rng([opts.seed, c])
+@dataclass
+class _Run:
+    """What the clients of one run share."""
+
+    rt: Runtime
+    h: History
+    rec: Recorder
+    keys: _Keys
+    mix: np.ndarray
+    cas_ok: bool
+    consistent: bool
+    cfg: RegisterConfig
+    seed: int
+    stop_ns: int
+    left: int
+    """Operations still to issue (unused when ``cfg.ops`` is 0)."""
+
+
+async def _client(run: _Run, c: int, writer: Client, reader: Client) -> None:
+    """Run client ``c`` until the run's end or until its operation budget is spent."""
+    rt, h, rec, keys, cfg, stop_ns = run.rt, run.h, run.rec, run.keys, run.cfg, run.stop_ns
+    rng = np.random.default_rng([run.seed, c])
     process = c
     seen: dict[int, str | None] = {}
     seq = 0
     gap_ns = 2 * NS_PER_S / cfg.rate if cfg.rate > 0 else 0.0
-    while rt.now_ns() < stop_ns and not (cfg.ops and budget[0] <= 0):
+    while rt.now_ns() < stop_ns and not (cfg.ops and run.left <= 0):
         k = keys.take(rng)
         if k is None:
             await rt.sleep_ns(_IDLE_NS)
             continue
-        budget[0] -= 1
+        run.left -= 1
         key = keys.names[k]
-        op = OPS[int(rng.choice(3, p=mix))]
+        op = OPS[int(rng.choice(3, p=run.mix))]
         # cas from what this client last saw there or from the key's latest write, half
         # and half: the first is often stale (eventual reads), the second often current
         mine, latest = seen.get(k), keys.last_written[k]
         expect = mine if mine is not None and (latest is None or rng.random() < 0.5) else latest
-        if op == "cas" and (not cas_ok or expect is None):
+        if op == "cas" and (not run.cas_ok or expect is None):
             op = "write"
         # Both runtimes run a coroutine up to its first await at once, so the row the
         # recorder creates next is row len(h): its completion tells info apart from fail.
         row = len(h)
         if op == "read":
-            res = await rec.read(reader, process, (key,), consistent)
+            res = await rec.read(reader, process, (key,), run.consistent)
             if res is not None:
                 seen[k] = res.values[0]
         else:
@@ -215,12 +231,13 @@ async def generate(store: Store, h: History, opts: ProbeOptions, cfg: RegisterCo
     """Drive ``cfg.clients`` clients until ``opts.duration_s`` has passed (or ``cfg.ops``
     operations were issued) on the store's runtime."""
     rt = store.runtime
-    stop = deadline(rt, opts.duration_s)
     tag = format(rt.now_ns(), "x")  # keys of this run only: a shared cluster keeps old ones
-    keys = _Keys([key_name(tag, k) for k in range(cfg.keys)], cfg.key_bound)
-    mix = np.array([parse_mix(cfg.mix)[o] for o in OPS])
-    cas_ok = Feature.CONDITIONAL_WRITE in store.info.features
-    consistent = opts.consistency == "consistent"
+    run = _Run(rt=rt, h=h, rec=rec,
+               keys=_Keys([key_name(tag, k) for k in range(cfg.keys)], cfg.key_bound),
+               mix=np.array([parse_mix(cfg.mix)[o] for o in OPS]),
+               cas_ok=Feature.CONDITIONAL_WRITE in store.info.features,
+               consistent=opts.consistency == "consistent", cfg=cfg, seed=opts.seed,
+               stop_ns=deadline(rt, opts.duration_s), left=cfg.ops)
 
     async def session() -> tuple[Client, Client]:
         writer = await store.connect(cfg.writer_region)
@@ -231,11 +248,8 @@ async def generate(store: Store, h: History, opts: ProbeOptions, cfg: RegisterCo
     # all at once: a session to a WAN follower takes a round trip to the leader, and the
     # fault schedule's clock is already running
     sessions = await rt.gather(*(session() for _ in range(cfg.clients)))
-    budget = [cfg.ops]  # operations left to issue, shared (with cfg.ops = 0 unused)
     try:
-        await rt.gather(*(_client(c, w, r, store, h, rec, keys, mix, cas_ok, consistent, cfg,
-                                  opts, stop, budget)
-                          for c, (w, r) in enumerate(sessions)))
+        await rt.gather(*(_client(run, c, w, r) for c, (w, r) in enumerate(sessions)))
     finally:
         await rt.gather(*(c.close() for w, r in sessions for c in ((w,) if r is w else (w, r))))
 
