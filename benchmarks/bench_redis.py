@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import re
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -121,10 +123,12 @@ def p50_probe_ms(store: Any, n: int) -> float:
     return float(np.percentile(lat, 50)) / 1e6
 
 
-def p50_redis_benchmark_ms(port: int, n: int) -> float:
-    """Return redis-benchmark's p50 latency in ms for GET with one client."""
-    out = subprocess.run(["redis-benchmark", "-p", str(port), "-c", "1", "-n", str(n), "-t",
-                          "get", "--csv"], capture_output=True, text=True, check=True).stdout
+def p50_redis_benchmark_ms(port: int, n: int, prefix: Sequence[str] = ()) -> float:
+    """Return redis-benchmark's p50 latency in ms for GET with one client (``prefix``: e.g.
+    taskset to pin it)."""
+    out = subprocess.run([*prefix, "redis-benchmark", "-p", str(port), "-c", "1", "-n", str(n),
+                          "-t", "get", "--csv"], capture_output=True, text=True,
+                         check=True).stdout
     # CSV header: "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",...
     row = next(line for line in out.splitlines() if line.startswith('"GET"'))
     return float(re.findall(r'"([0-9.]+)"', row)[3])
@@ -188,6 +192,19 @@ def _print_staleness(rows: dict[str, list[dict[str, Any]]]) -> None:
             f"{statistics.median(r[key] for r in rows[n]):>14.2f}" for n in names))
 
 
+def _pinned(cpu: int | None) -> list[str]:
+    """Return the command prefix that runs a program on ``cpu`` (none when not pinning)."""
+    return [] if cpu is None else ["taskset", "-c", str(cpu)]
+
+
+def _on_cpu(cpu: int | None) -> set[int]:
+    """Pin this process to ``cpu`` (if given); return the affinity to restore."""
+    before = os.sched_getaffinity(0)
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+    return before
+
+
 def main() -> None:
     """Print the three comparisons (medians of --repeats) with their ratios."""
     ap = argparse.ArgumentParser()
@@ -196,11 +213,17 @@ def main() -> None:
     ap.add_argument("--stale-s", type=float, default=3.0,
                     help="seconds of each LAN staleness run")
     args = ap.parse_args()
+    # Where the client runs against the server changes a loopback round trip a lot (a
+    # wake-up on another core costs tens of us): with two CPUs and taskset, the server is
+    # pinned to CPU 0 and every client is measured on CPU 0 (same core) and on CPU 1
+    # (separate cores), redis-benchmark and ours alike.
+    pin = shutil.which("taskset") is not None and len(os.sched_getaffinity(0)) >= 2
+    placements = {"same core": 0, "separate cores": 1} if pin else {"unpinned": None}
     server, replica, proxy, api = allocate(4)
     with tempfile.TemporaryDirectory() as tmp:
         common = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmp]
-        pids = [process.start(["redis-server", "--port", str(server), *common],
-                              Path(tmp) / "redis.log"),
+        pids = [process.start([*_pinned(0 if pin else None), "redis-server", "--port",
+                               str(server), *common], Path(tmp) / "redis.log"),
                 process.start(["redis-server", "--port", str(replica), *common,
                                "--replicaof", "127.0.0.1", str(server)],
                               Path(tmp) / "replica.log")]
@@ -219,18 +242,24 @@ def main() -> None:
                 time.sleep(0.1)
             r.close()
             url = f"redis://127.0.0.1:{server}?replicas=127.0.0.1:{replica}"
-            rows: dict[str, list[float]] = {"redis-benchmark": [], "probe (lean adapter)": [],
-                                            "old adapter (redis-py asyncio)": [],
-                                            "sync redis-py, direct": [],
-                                            "sync redis-py, via proxy": []}
+            rows: dict[str, dict[str, list[float]]] = {}
             for _ in range(args.repeats):
-                rows["redis-benchmark"].append(p50_redis_benchmark_ms(server, args.requests))
-                rows["probe (lean adapter)"].append(p50_probe_ms(open_store(url, 1),
-                                                                 args.requests))
-                rows["old adapter (redis-py asyncio)"].append(
-                    p50_probe_ms(OldRedisStore(server, replica), args.requests))
-                rows["sync redis-py, direct"].append(p50_direct_ms(server, args.requests))
-                rows["sync redis-py, via proxy"].append(p50_direct_ms(proxy, args.requests))
+                for where, cpu in placements.items():
+                    row = rows.setdefault(where, {})
+                    before = _on_cpu(cpu)
+                    try:
+                        row.setdefault("redis-benchmark", []).append(
+                            p50_redis_benchmark_ms(server, args.requests, _pinned(cpu)))
+                        row.setdefault("probe (lean adapter)", []).append(
+                            p50_probe_ms(open_store(url, 1), args.requests))
+                        row.setdefault("old adapter (redis-py asyncio)", []).append(
+                            p50_probe_ms(OldRedisStore(server, replica), args.requests))
+                        row.setdefault("sync redis-py, direct", []).append(
+                            p50_direct_ms(server, args.requests))
+                        row.setdefault("sync redis-py, via proxy", []).append(
+                            p50_direct_ms(proxy, args.requests))
+                    finally:
+                        os.sched_setaffinity(0, before)
             stale: dict[str, list[dict[str, Any]]] = {"lean adapter": [], "old adapter": []}
             for _ in range(max(1, args.repeats // 2)):
                 stale["lean adapter"].append(lan_staleness(open_store(url, 1), args.stale_s))
@@ -238,23 +267,25 @@ def main() -> None:
                                                           args.stale_s))
         finally:
             process.stop_many(pids)
-    med = {k: statistics.median(v) for k, v in rows.items()}
     print(f"GET p50 in ms, {args.requests:,} requests, concurrency 1, median of "
-          f"{args.repeats} interleaved runs")
-    for k, v in med.items():
-        print(f"  {k:<32}{v:8.4f}   runs: {', '.join(f'{x:.4f}' for x in rows[k])}")
-    hop = med["sync redis-py, via proxy"] - med["sync redis-py, direct"]
-    print(f"Toxiproxy hop adds {hop:.4f} ms at p50 (target < 0.5 ms: "
-          f"{'met' if hop < 0.5 else 'NOT met'})")
-    ratios = [p / b for p, b in zip(rows["probe (lean adapter)"], rows["redis-benchmark"],
-                                    strict=True)]
-    old = [p / b for p, b in zip(rows["old adapter (redis-py asyncio)"],
-                                 rows["redis-benchmark"], strict=True)]
-    ratio = statistics.median(ratios)
-    print(f"probe client / redis-benchmark p50: {ratio:.2f}x, median of "
-          f"{', '.join(f'{x:.2f}' for x in ratios)} (target <= 1.5: "
-          f"{'met' if ratio <= 1.5 else 'NOT met'}); the old adapter: "
-          f"{statistics.median(old):.2f}x")
+          f"{args.repeats} interleaved runs" + (" (server on CPU 0)" if pin else ""))
+    for where, row in rows.items():
+        med = {k: statistics.median(v) for k, v in row.items()}
+        print(f" client on the {where}:" if pin else " unpinned:")
+        for k, v in med.items():
+            print(f"  {k:<32}{v:8.4f}   runs: {', '.join(f'{x:.4f}' for x in row[k])}")
+        hop = med["sync redis-py, via proxy"] - med["sync redis-py, direct"]
+        print(f"  Toxiproxy hop adds {hop:.4f} ms at p50 (target < 0.5 ms: "
+              f"{'met' if hop < 0.5 else 'NOT met'})")
+        ratios = [p / b for p, b in zip(row["probe (lean adapter)"], row["redis-benchmark"],
+                                        strict=True)]
+        old = [p / b for p, b in zip(row["old adapter (redis-py asyncio)"],
+                                     row["redis-benchmark"], strict=True)]
+        ratio = statistics.median(ratios)
+        print(f"  probe client / redis-benchmark p50: {ratio:.2f}x, median of "
+              f"{', '.join(f'{x:.2f}' for x in ratios)} (target <= 1.5: "
+              f"{'met' if ratio <= 1.5 else 'NOT met'}); the old adapter: "
+              f"{statistics.median(old):.2f}x")
     _print_staleness(stale)
 
 
