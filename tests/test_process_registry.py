@@ -1,0 +1,112 @@
+"""The process registry (cluster/process.py): what a Python process starts is stopped when it
+exits, normally or on an error, unless handed over; stop_many stops groups and their
+children at once; SIGTERM takes the Ctrl-C path. Each case runs a small Python program in a
+subprocess and watches the processes it started."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from replicalab.cluster import process
+
+PRELUDE = """
+import sys, time
+from pathlib import Path
+from replicalab.cluster import process
+log = Path(sys.argv[1])
+"""
+
+
+def _python(tmp_path: Path, body: str, timeout_s: float = 20.0
+            ) -> tuple[subprocess.CompletedProcess[str], list[int]]:
+    """Run ``body`` in a fresh interpreter; return its result and the pids it printed."""
+    done = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body),
+                           str(tmp_path / "child.log")], capture_output=True, text=True,
+                          timeout=timeout_s, check=False)
+    pids = [int(x) for x in done.stdout.split() if x.isdigit()]
+    return done, pids
+
+
+def _gone(pids: list[int], within_s: float = 3.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if not any(process.alive(p) for p in pids):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.parametrize("ending", ["return", "raise"])
+def test_what_a_process_started_stops_when_it_exits(tmp_path: Path, ending: str):
+    done, pids = _python(tmp_path, f"""
+        pids = [process.start(["sleep", "60"], log) for _ in range(2)]
+        print(*pids, flush=True)
+        if {ending == "raise"!r}:
+            raise RuntimeError("a command failed")
+    """)
+    assert len(pids) == 2, done.stderr
+    assert ("RuntimeError" in done.stderr) == (ending == "raise")
+    assert _gone(pids), "the started processes outlived their owner"
+
+
+def test_released_processes_outlive_their_owner(tmp_path: Path):
+    done, pids = _python(tmp_path, """
+        pid = process.start(["sleep", "60"], log)
+        process.release([pid])
+        print(pid, flush=True)
+    """)
+    (pid,) = pids
+    try:
+        time.sleep(0.3)
+        assert process.alive(pid), done.stderr
+    finally:
+        process.stop(pid)
+    assert not process.alive(pid)
+
+
+def test_stop_many_stops_groups_and_their_children_at_once(tmp_path: Path):
+    # each leader ignores SIGTERM (as a slow server might) and has two children
+    script = "trap '' TERM; sleep 60 & sleep 60 & wait"
+    leaders = [process.start(["sh", "-c", script], tmp_path / f"{i}.log") for i in range(3)]
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and sum(len(process.descendants(p))
+                                              for p in leaders) < 6:
+        time.sleep(0.02)
+    family = leaders + [c for p in leaders for c in process.descendants(p)]
+    assert len(family) == 9
+    assert set(leaders) <= set(process.owned())
+    t0 = time.monotonic()
+    process.stop_many(leaders, grace_s=0.5)
+    took = time.monotonic() - t0
+    assert _gone(family, 1.0)
+    assert took < 1.5  # one grace period for all three, not one each
+    assert not set(leaders) & set(process.owned())
+
+
+def test_sigterm_takes_the_ctrl_c_path(tmp_path: Path):
+    program = PRELUDE + textwrap.dedent("""
+        process.install_signal_handlers()
+        pid = process.start(["sleep", "60"], log)
+        print(pid, flush=True)
+        try:
+            time.sleep(30)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(130)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", program, str(tmp_path / "c.log")],
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    pid = int(p.stdout.readline())
+    os.kill(p.pid, signal.SIGTERM)
+    out, _ = p.communicate(timeout=10)
+    assert p.returncode == 130 and "interrupted" in out
+    assert _gone([pid])
