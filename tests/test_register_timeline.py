@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,6 +15,7 @@ from replicalab.workloads.register_check import (
     TimelineOp,
     linearization_points,
     neighbourhood,
+    part_results,
     short_value,
     timeline,
 )
@@ -169,3 +171,33 @@ def test_report_section_of_a_register_run(tmp_path):
     assert page.count('<figure id="fig-timeline-1"') == 1
     assert 'class="op offending"' in page and 'class="nemesis"' in page
     assert "Minimal counterexample on register/a-k0/v" in page
+
+
+@dataclass(frozen=True)
+class Op:
+    """An operation as the checker's fixed API describes it (``LinOp``'s fields)."""
+
+    index: int
+    process: int
+    f: str
+    key: str | None
+    value: object
+    outcome: str
+    invoke_ns: int
+    complete_ns: int
+
+
+def test_checker_ops_become_timeline_ops_with_points_and_the_counterexample():
+    ms = 1_000_000
+    ops = [Op(10, 0, "write", "k", "1.0@0", "ok", 100 * ms, 102 * ms),
+           Op(11, 1, "cas", "k", ("1.0@0", "2.1@0"), "info", 103 * ms, 105 * ms),
+           Op(12, 2, "read", "k", "1.0@0", "ok", 106 * ms, 107 * ms),
+           Op(13, 0, "write", "k", "3.0@0", "fail", 108 * ms, 109 * ms)]
+    tops = part_results(ops, linearization=[10, 12], counterexample=[11, 12],
+                        t0_ns=100 * ms)
+    assert [o.row for o in tops] == [10, 11, 12, 13]
+    assert tops[1].f == "cas" and (tops[1].expect, tops[1].value) == ("1.0@0", "2.1@0")
+    assert tops[1].complete_ms is None and tops[1].type == "info"  # may take effect later
+    assert tops[3].complete_ms == 9.0 and tops[3].type == "fail"
+    assert [o.lin_ms for o in tops] == [0.0, None, 6.0, None]
+    assert [o.offending for o in tops] == [False, True, True, False]
