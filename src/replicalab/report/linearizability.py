@@ -12,6 +12,7 @@ operation.
 
 from __future__ import annotations
 
+import bisect
 import html
 import math
 from collections.abc import Mapping, Sequence
@@ -20,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from replicalab.report.page import Page
 
-WIDTH = 900
+MIN_WIDTH = 900
+SLOT = 18
+"""Pixels per event (an invoke or a completion) along the time axis."""
 LEFT = 64
 RIGHT = 16
 TOP = 30
@@ -76,16 +79,6 @@ def _op_title(op: Mapping[str, Any], process: str) -> str:
             f"{op['invoke_ms']:.3f} ms, completed {end} ms{lin}{bad}")
 
 
-def _ticks(t0: float, t1: float, count: int = 6) -> list[float]:
-    """Return round tick positions (1, 2 or 5 times a power of ten apart) inside (t0, t1)."""
-    raw = max(t1 - t0, 1e-6) / count
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 5, 10) if raw <= m * mag)
-    first = math.floor(t0 / step + 1) * step
-    return [round(first + k * step, 6) for k in range(count * 2 + 2)
-            if first + k * step < t1]
-
-
 def _legend(x0: float, y: float) -> str:
     """Return the legend: op colours, the counterexample, linearization points, faults."""
     items = [(COLORS["read"], "read"), (COLORS["write"], "write"), (COLORS["cas"], "cas"),
@@ -101,18 +94,70 @@ def _legend(x0: float, y: float) -> str:
     return f'<g class="legend">{"".join(out)}</g>'
 
 
-def _label_room(ops: Sequence[Mapping[str, Any]], x: Any) -> dict[int, float]:
-    """Return per op (by id) the px free after its start on its lane, up to the next op."""
-    room: dict[int, float] = {}
-    by_lane: dict[int, list[Mapping[str, Any]]] = {}
-    for op in ops:
-        by_lane.setdefault(op["process"], []).append(op)
+class _Axis:
+    """Events (invokes and completions) in time order, one slot each: what decides
+    linearizability is which operation ends before which begins, so that order is drawn
+    exactly, and short operations between long pauses stay wide enough to read."""
+
+    def __init__(self, ops: Sequence[Mapping[str, Any]]) -> None:
+        events = sorted([(op["invoke_ms"], 0, i) for i, op in enumerate(ops)]
+                        + [(op["complete_ms"], 1, i) for i, op in enumerate(ops)
+                           if op["complete_ms"] is not None])
+        self.times = [t for t, _, _ in events]
+        self.xs = [LEFT + SLOT * (n + 0.5) for n in range(len(events))]
+        self.right = LEFT + SLOT * (len(events) + 1)
+        self.width = max(MIN_WIDTH, self.right + RIGHT)
+        self.start = [0.0] * len(ops)
+        self.end = [self.right] * len(ops)  # info: open to the right edge
+        for x, (_, kind, i) in zip(self.xs, events, strict=True):
+            if kind == 0:
+                self.start[i] = x
+            else:
+                self.end[i] = x
+
+    def at(self, t_ms: float) -> float:
+        """Return the x of time ``t_ms`` (between the events around it; clamped)."""
+        times, xs = self.times, self.xs
+        if not times or t_ms <= times[0]:
+            return LEFT
+        if t_ms >= times[-1]:
+            return self.right
+        hi = bisect.bisect_right(times, t_ms)
+        lo = hi - 1
+        span = times[hi] - times[lo]
+        return xs[lo] + (xs[hi] - xs[lo]) * ((t_ms - times[lo]) / span if span else 0.0)
+
+    def ticks(self, count: int = 8) -> list[tuple[float, float]]:
+        """Return (x, ms) of about ``count`` events spread over the axis."""
+        step = max(1, math.ceil(len(self.times) / count))
+        return [(self.xs[n], self.times[n]) for n in range(0, len(self.times), step)]
+
+
+def _label_room(ops: Sequence[Mapping[str, Any]], axis: _Axis) -> list[float]:
+    """Return per op the px free after its start on its lane, up to the next op."""
+    room = [0.0] * len(ops)
+    by_lane: dict[int, list[int]] = {}
+    for i, op in enumerate(ops):
+        by_lane.setdefault(op["process"], []).append(i)
     for lane_ops in by_lane.values():
-        lane_ops.sort(key=lambda o: o["invoke_ms"])
+        lane_ops.sort(key=lambda i: axis.start[i])
         for a, b in zip(lane_ops, [*lane_ops[1:], None], strict=True):
-            end = WIDTH - RIGHT if b is None else x(b["invoke_ms"])
-            room[id(a)] = end - x(a["invoke_ms"]) - 4
+            end = axis.width - RIGHT if b is None else axis.start[b]
+            room[a] = end - axis.start[a] - 4
     return room
+
+
+def _points(ops: Sequence[Mapping[str, Any]], axis: _Axis) -> dict[int, float]:
+    """Return op -> x of its linearization point: in linearization order, each at its own
+    start or at the previous point, whichever is further right (inside its bar)."""
+    order = sorted((op["lin_rank"], i) for i, op in enumerate(ops)
+                   if op.get("lin_rank") is not None)
+    out: dict[int, float] = {}
+    last = float(LEFT)
+    for _, i in order:
+        x = min(max(axis.start[i] + 3, last), axis.end[i] - 3)
+        out[i] = last = x
+    return out
 
 
 def timeline_svg(tl: Mapping[str, Any], faults: Sequence[Mapping[str, Any]] = ()) -> str:
@@ -120,84 +165,71 @@ def timeline_svg(tl: Mapping[str, Any], faults: Sequence[Mapping[str, Any]] = ()
     ops = tl["ops"]
     procs = sorted({op["process"] for op in ops}, key=lambda p: (p < 0, p))
     lane = {p: i for i, p in enumerate(procs)}
-    t0, t1 = float(tl["t0_ms"]), float(tl["t1_ms"])
-    pad = max((t1 - t0) * 0.03, 0.01)
-    t0, t1 = t0 - pad, t1 + pad
-    inner = WIDTH - LEFT - RIGHT
+    axis = _Axis(ops)
+    width = axis.width
     height = TOP + LANE * len(procs) + BOTTOM + 14
-
-    def x(t: float) -> float:
-        return LEFT + (min(max(t, t0), t1) - t0) / (t1 - t0) * inner
-
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" '
-             f'width="{WIDTH}" height="{height}" role="img" font-family="sans-serif" '
-             f'font-size="10" class="lin-timeline" data-ops="{len(ops)}">',
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height}" '
+             f'width="{width:.0f}" height="{height}" style="width:{width:.0f}px;max-width:none" '
+             'role="img" font-family="sans-serif" font-size="10" class="lin-timeline" '
+             f'data-ops="{len(ops)}">',
              f"<title>{esc(tl['key'])}: {len(ops)} of {tl['ops_total']} operations</title>"]
+    t0, t1 = (axis.times[0], axis.times[-1]) if axis.times else (0.0, 0.0)
     for f in faults:
         a, b = float(f["start_ms"]), float(f["end_ms"])
         if b < t0 or a > t1:
             continue
-        parts.append(f'<rect class="nemesis" x="{x(a):.1f}" y="{TOP - 14}" '
-                     f'width="{max(x(b) - x(a), 1):.1f}" height="{LANE * len(procs) + 14}" '
-                     f'fill="{FAULT_FILL}" opacity="0.55"><title>{esc(f.get("label", "fault"))} '
-                     f'{a:.0f}–{b:.0f} ms</title></rect>')
-        parts.append(f'<text x="{x(a) + 3:.1f}" y="{TOP - 4}" fill="#8a5a00">'
-                     f'{esc(f.get("label", "fault"))}</text>')
+        xa, xb = axis.at(a), axis.at(b)
+        label = esc(f.get("label", "fault"))
+        parts.append(f'<rect class="nemesis" x="{xa:.1f}" y="{TOP - 14}" '
+                     f'width="{max(xb - xa, 1):.1f}" height="{LANE * len(procs) + 14}" '
+                     f'fill="{FAULT_FILL}" opacity="0.55"><title>{label} '
+                     f'{a:.0f}–{b:.0f} ms</title></rect>'
+                     f'<text x="{xa + 3:.1f}" y="{TOP - 4}" fill="#8a5a00">{label}</text>')
     for p, i in lane.items():
         y = TOP + i * LANE + LANE / 2
-        parts.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" '
-                     'stroke="#eee"/>')
-        name = "final" if p == -2 else f"p{p}"
-        parts.append(f'<text x="{LEFT - 6}" y="{y + 3:.1f}" text-anchor="end" '
-                     f'fill="#555">{esc(name)}</text>')
-    room = _label_room(ops, x)
-    points = []
-    for op in ops:
-        i = lane[op["process"]]
-        y = TOP + i * LANE + (LANE - BAR) / 2
-        xa = x(op["invoke_ms"])
-        open_end = op["complete_ms"] is None
-        xb = x(t1 if open_end else op["complete_ms"])
-        color = COLORS.get(op["f"], "#7f7f7f")
+        parts.append(f'<line x1="{LEFT}" x2="{width - RIGHT:.1f}" y1="{y:.1f}" y2="{y:.1f}" '
+                     'stroke="#eee"/>'
+                     f'<text x="{LEFT - 6}" y="{y + 3:.1f}" text-anchor="end" fill="#555">'
+                     f'{esc("final" if p == -2 else f"p{p}")}</text>')
+    room = _label_room(ops, axis)
+    for i, op in enumerate(ops):
+        y = TOP + lane[op["process"]] * LANE + (LANE - BAR) / 2
+        xa, xb = axis.start[i], axis.end[i]
         bad = bool(op.get("offending"))
         failed = op["type"] == "fail"
-        style = (f'fill="{OFFENDING if bad else color}" fill-opacity="{0.15 if failed else 0.35}" '
-                 f'stroke="{OFFENDING if bad else color}" stroke-width="{2 if bad else 1}"')
-        if open_end:
+        stroke = OFFENDING if bad else COLORS.get(op["f"], "#7f7f7f")
+        style = (f'fill="{stroke}" fill-opacity="{0.15 if failed else 0.35}" '
+                 f'stroke="{stroke}" stroke-width="{2 if bad else 1}"')
+        if op["complete_ms"] is None:
             style += ' stroke-dasharray="4 3"'
-        proc_name = "final" if op["process"] == -2 else str(op["process"])
-        cls = "op offending" if bad else "op"
-        weight = ' font-weight="bold"' if bad else ""
         label = _op_label(op) + (" ✗" if failed else "")
-        text = esc(label) if len(label) * CHAR_PX <= room[id(op)] else ""
-        parts.append(f'<g class="{cls}" data-row="{op["row"]}"><title>'
-                     f"{esc(_op_title(op, proc_name))}</title>"
-                     f'<rect x="{xa:.1f}" y="{y:.1f}" width="{max(xb - xa, 1.5):.1f}" '
+        text = esc(label) if len(label) * CHAR_PX <= room[i] else ""
+        weight = ' font-weight="bold"' if bad else ""
+        proc_name = "final" if op["process"] == -2 else str(op["process"])
+        parts.append(f'<g class="{"op offending" if bad else "op"}" data-row="{op["row"]}">'
+                     f"<title>{esc(_op_title(op, proc_name))}</title>"
+                     f'<rect x="{xa:.1f}" y="{y:.1f}" width="{max(xb - xa, 2):.1f}" '
                      f'height="{BAR}" rx="2" {style}/>'
                      f'<text x="{xa + 2:.1f}" y="{y + BAR - 2.5:.1f}" '
-                     f'fill="{OFFENDING if bad else "#222"}"{weight}>'
-                     f"{text}</text></g>")
-        if op.get("lin_ms") is not None:
-            points.append((op["lin_ms"], x(op["lin_ms"]), y + BAR / 2))
-    points.sort()
-    if len(points) > 1:
-        path = " ".join(f"{px:.1f},{py:.1f}" for _, px, py in points)
+                     f'fill="{OFFENDING if bad else "#222"}"{weight}>{text}</text></g>')
+    line = sorted((ops[i]["lin_rank"], x, TOP + lane[ops[i]["process"]] * LANE + LANE / 2)
+                  for i, x in _points(ops, axis).items())
+    if len(line) > 1:
+        path = " ".join(f"{x:.1f},{y:.1f}" for _, x, y in line)
         parts.append(f'<polyline class="lin-order" points="{path}" fill="none" '
                      'stroke="#333" stroke-width="0.8" stroke-opacity="0.6"/>')
-    for _, px, py in points:
-        parts.append(f'<circle class="lin-point" cx="{px:.1f}" cy="{py:.1f}" r="2.6" '
-                     'fill="#111"/>')
+    parts += [f'<circle class="lin-point" cx="{x:.1f}" cy="{y:.1f}" r="2.6" fill="#111"/>'
+              for _, x, y in line]
     axis_y = TOP + LANE * len(procs) + 4
-    parts.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{axis_y}" y2="{axis_y}" '
+    parts.append(f'<line x1="{LEFT}" x2="{width - RIGHT:.1f}" y1="{axis_y}" y2="{axis_y}" '
                  'stroke="#999"/>')
-    for t in _ticks(t0, t1):
-        parts.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{axis_y}" y2="{axis_y + 4}" '
-                     'stroke="#999"/>')
-        parts.append(f'<text x="{x(t):.1f}" y="{axis_y + 15}" text-anchor="middle" '
-                     f'fill="#555">{t:g}</text>')
-    parts.append(f'<text x="{WIDTH - RIGHT}" y="{axis_y + 28}" text-anchor="end" '
-                 'fill="#555">ms since the run started</text>')
-    parts.append(_legend(LEFT, axis_y + 24))
+    for x, t in axis.ticks():
+        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{axis_y}" y2="{axis_y + 4}" '
+                     f'stroke="#999"/><text x="{x:.1f}" y="{axis_y + 15}" '
+                     f'text-anchor="middle" fill="#555">{t:,.1f}</text>')
+    parts.append(f'<text x="{width - RIGHT:.1f}" y="{axis_y + 28}" text-anchor="end" '
+                 'fill="#555">events in time order; ms since the run started</text>')
+    parts.append(_legend(LEFT, axis_y + 28))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -231,21 +263,36 @@ def linearizability_section(page: Page, r: Mapping[str, Any]) -> None:
     if lin.get("parts_left_out"):
         page.para(f"{lin['parts_left_out']:,} more keys are in the embedded results only.",
                   "muted")
+    timelines = {tl["key"]: (n, tl) for n, tl in enumerate(r.get("timeline") or [])}
+    faults = r.get("faults") or ()
     for part in lin["parts"]:
+        drawn = timelines.pop(part["key"], None)
+        if part["valid"] is True and drawn is None:
+            continue
+        if part.get("explanation") or drawn:
+            page.heading(f"{part['key']}: {verdict_text(part['valid'])}", 3)
         if part.get("explanation"):
-            page.heading(f"Why {part['key']} is not linearizable", 3)
             page.para(part["explanation"])
             _counterexample_table(page, part)
-    for n, tl in enumerate(r.get("timeline") or []):
-        page.heading(f"Timeline of {tl['key']} ({verdict_text(tl['valid'])})", 3)
-        what = ("the counterexample (red) and the operations nearest it"
-                if tl["valid"] is not True else "the first operations on this key")
-        page.add(f'<figure id="fig-timeline-{n + 1}" class="timeline">'
-                 f"{timeline_svg(tl, r.get('faults') or ())}"
-                 f"<figcaption>{esc(tl['ops_shown'])} of {esc(tl['ops_total'])} operations on "
-                 f"this key: {esc(what)}. One lane per process; a bar from invoke to "
-                 "completion (dashed: outcome unknown, may take effect any time after its "
-                 "invoke); dots joined by a line: the checker's linearization order"
-                 f"{' of the longest linearizable prefix' if tl['valid'] is False else ''}; "
-                 "shaded: injected faults. Hover an operation for its details."
-                 "</figcaption></figure>")
+        if drawn:
+            _timeline_figure(page, *drawn, faults)
+    for n, tl in timelines.values():  # keys the parts list left out
+        page.heading(f"{tl['key']}: {verdict_text(tl['valid'])}", 3)
+        _timeline_figure(page, n, tl, faults)
+
+
+def _timeline_figure(page: Page, n: int, tl: Mapping[str, Any],
+                     faults: Sequence[Mapping[str, Any]]) -> None:
+    what = ("the counterexample (red) and the operations nearest it"
+            if tl["valid"] is not True else "the first operations on this key")
+    page.add(f'<figure id="fig-timeline-{n + 1}" class="timeline">'
+             f'<div style="overflow-x:auto">{timeline_svg(tl, faults)}</div>'
+             f"<figcaption>Timeline: {esc(tl['ops_shown'])} of {esc(tl['ops_total'])} "
+             f"operations on this key, {esc(what)}. One lane per process; a bar from invoke "
+             "to completion (dashed: outcome unknown, it may take effect any time after its "
+             "invoke; ✗: failed, it did not happen); events are spaced evenly in time order "
+             "(the order is what linearizability depends on; the axis gives their ms); dots "
+             "joined by a line: the checker's linearization order"
+             f"{' of the longest linearizable prefix' if tl['valid'] is False else ''}; "
+             "shaded: injected faults. Hover an operation for its details."
+             "</figcaption></figure>")

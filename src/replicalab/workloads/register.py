@@ -97,7 +97,7 @@ class RegisterConfig:
     ops: int = 0
     per_key: int = 0
     check_timeout_s: float = 60.0
-    timeline_ops: int = 120
+    timeline_ops: int = 60
     info_backoff_s: float = 1.0
 
     def check(self) -> None:

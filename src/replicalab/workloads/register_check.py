@@ -29,8 +29,9 @@ class TimelineOp:
     """One operation as the timeline draws it (times in ms since the run started).
 
     ``complete_ms`` is None for an operation whose outcome is unknown (``info``: it may
-    take effect at any time after its invoke); ``lin_ms`` is its linearization point, if
-    the checker placed it; ``offending`` marks an operation of the counterexample.
+    take effect at any time after its invoke); ``lin_rank`` is its place in the checker's
+    linearization and ``lin_ms`` a time at which it can take effect in that order, if the
+    checker placed it; ``offending`` marks an operation of the counterexample.
     """
 
     row: int
@@ -42,6 +43,7 @@ class TimelineOp:
     invoke_ms: float
     complete_ms: float | None
     lin_ms: float | None = None
+    lin_rank: int | None = None
     offending: bool = False
 
 
@@ -163,7 +165,8 @@ def part_results(ops: Sequence[Any], linearization: Sequence[int],
         order, [op.invoke_ns for op in ops],
         [op.complete_ns if t.complete_ms is not None else None for op, t in zip(ops, tops,
                                                                                  strict=True)])
-    return [TimelineOp(**{**asdict(o), "offending": n in bad,
+    rank = {n: r for r, n in enumerate(order)}
+    return [TimelineOp(**{**asdict(o), "offending": n in bad, "lin_rank": rank.get(n),
                           "lin_ms": (points[n] - t0_ns) / 1e6 if n in points else None})
             for n, o in enumerate(tops)]
 
