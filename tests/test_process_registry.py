@@ -94,9 +94,9 @@ def test_stop_many_stops_groups_and_their_children_at_once(tmp_path: Path):
 def test_sigterm_takes_the_ctrl_c_path(tmp_path: Path):
     program = PRELUDE + textwrap.dedent("""
         process.install_signal_handlers()
-        pid = process.start(["sleep", "60"], log)
-        print(pid, flush=True)
         try:
+            pid = process.start(["sleep", "60"], log)
+            print(pid, flush=True)  # the signal may come as soon as this is read
             time.sleep(30)
         except KeyboardInterrupt:
             print("interrupted", flush=True)
