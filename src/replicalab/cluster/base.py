@@ -6,6 +6,7 @@ how to read its role and lag); everything else is shared here.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import shutil
 from pathlib import Path
@@ -125,9 +126,9 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
         c.nodes.append(Node(i, rs.regions[i % len(rs.regions)], "", mine[0],
                             str(base / f"n{i}"), peer_port=mine[1] if k > 1 else 0,
                             client_port=mine[0], extra={"ports": mine}))
-    c.save(root)
     before = set(process.owned())
     try:
+        c.save(root)
         c.toxiproxy_pid = toxiproxy.start_server(root, c.toxiproxy_port, base / "toxiproxy.log")
         c.save(root)
         tp = toxiproxy.Toxiproxy(c.toxiproxy_port)
@@ -146,8 +147,10 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
         # an error, Ctrl-C or SIGTERM while starting: stop what was started, including a
         # server whose pid was not saved yet
         with process.signals_held():
-            down(name, root)
+            with contextlib.suppress(ValueError, OSError):  # e.g. cluster.json half written
+                down(name, root)
             process.stop_many(set(process.owned()) - before)
+            shutil.rmtree(base, ignore_errors=True)
         raise
     return c
 
