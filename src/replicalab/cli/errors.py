@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 from rich.console import Console
+from rich.text import Text
 
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 DEBUG = {"on": False}
 
 
@@ -14,7 +16,9 @@ class UserError(Exception):
     """Bad input: the message names the problem and the fix; exit code 2."""
 
 
-def fail(message: str, code: int = 2) -> None:
-    """Print ``error: message`` on one line to stderr and exit with ``code``."""
-    err_console.print(f"[bold red]error:[/] {message}", markup=True, emoji=False)
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print ``error: message`` on one line to stderr and exit with ``code``; the message is
+    printed literally (brackets in a name or a hint are kept)."""
+    line = " ".join(str(message).split())  # one line, whatever the message held
+    err_console.print(Text.assemble(("error:", "bold red"), " ", line))
     sys.exit(code)

@@ -7,15 +7,16 @@ from typing import Annotated
 
 import typer
 
+from replicalab.cli import rundir
 from replicalab.cli.errors import fail
-from replicalab.cli.probe import out_console
+from replicalab.cli.output import say
 from replicalab.history import load_history, to_edn, to_jsonl
 
 _WRITERS = {"edn": to_edn, "jsonl": to_jsonl}
 
 
 def export(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory written by probe.")],
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by probe or load.")],
     fmt: Annotated[str, typer.Option("--format", help="edn (Jepsen/Elle/Knossos) or jsonl."
                                         )] = "edn",
     output: Annotated[Path | None, typer.Option(help="File to write (default: "
@@ -28,6 +29,7 @@ def export(
     if fmt not in _WRITERS:
         fail(f"--format {fmt!r}: use edn or jsonl")
     try:
+        rundir.kind(run_dir, "export")
         h, _ = load_history(run_dir)
     except ValueError as err:
         fail(str(err))
@@ -36,4 +38,4 @@ def export(
         n = _WRITERS[fmt](h, path)
     except OSError as err:
         fail(f"cannot write {path}: {err.strerror}; pass --output with a writable path")
-    out_console.print(f"{n:,} events -> {path}")
+    say(f"{n:,} events -> {path}")

@@ -1,23 +1,125 @@
-"""A Rich progress bar with ETA for long runs (silent when not on a terminal)."""
+"""Progress of long runs, on stderr: what the command is doing now, how much is done, ETA.
+
+:func:`progress_bar` yields a :class:`Tick`. Call it with the fraction of the work done
+(0..1), and with what is being done now when that changes: ``tick(0.4, "etcd: latency
+probe")``. On a terminal it is a Rich bar (description, bar, percent, elapsed, ETA) that
+moves with the work; not on a terminal (piped, CI logs) it prints one line once the run has
+gone on for a second, then one per phase, one every minute of a long phase and one at the
+end (a run over within a second prints none). The ETA is
+computed from the work done so far: elapsed x (1 - done) / done.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from replicalab.cli.errors import err_console
 
+HEARTBEAT_S = 60.0
+"""Piped output: a line at least this often during one long phase."""
+QUIET_S = 1.0
+"""Piped output: a run that ends within this many seconds prints no progress lines."""
+
+
+def fmt_s(seconds: float) -> str:
+    """Return a duration as ``45s``, ``3m05s`` or ``1h02m``."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def eta_s(done: float, elapsed_s: float) -> float | None:
+    """Return the seconds left if the rest goes at the pace so far (None before any work)."""
+    if done <= 0 or elapsed_s <= 0:
+        return None
+    return elapsed_s * (1 - min(done, 1.0)) / done
+
+
+class Tick:
+    """The progress callback: ``tick(fraction)`` or ``tick(fraction, "what now")``."""
+
+    def __init__(self, label: str, bar: Progress | None, clock: object = time.monotonic
+                 ) -> None:
+        self.label = label
+        self.what = ""
+        self.done = 0.0
+        self._bar = bar
+        self._task = bar.add_task(label, total=1.0, eta="") if bar is not None else None
+        self._clock = clock
+        self._t0 = self._now()
+        self._last_line = self._t0
+        self._said = False  # piped: a run refused before it starts prints only its error
+
+    def _now(self) -> float:
+        return float(self._clock())  # type: ignore[operator]
+
+    def _line(self, what: str) -> None:
+        elapsed = self._now() - self._t0
+        eta = eta_s(self.done, elapsed)
+        left = "" if eta is None or self.done >= 1 else f", about {fmt_s(eta)} left"
+        err_console.print(Text(f"{self.label}: {what} ({100 * self.done:.0f}% done, "
+                               f"{fmt_s(elapsed)} elapsed{left})"))
+        self._last_line = self._now()
+
+    def __call__(self, fraction: float, what: str | None = None) -> None:
+        """Record ``fraction`` of the work done (it never goes back) and what is done now."""
+        self.done = max(self.done, min(1.0, max(0.0, float(fraction))))
+        changed = what is not None and what != self.what
+        if changed:
+            self.what = what or ""
+        if self._bar is not None and self._task is not None:
+            elapsed = self._now() - self._t0
+            eta = eta_s(self.done, elapsed)
+            desc = f"{self.label}: {self.what}" if self.what else self.label
+            self._bar.update(self._task, completed=self.done, description=desc,
+                             eta="" if eta is None else f"ETA {fmt_s(eta)}")
+        elif self._said and (changed or self._now() - self._last_line >= HEARTBEAT_S):
+            self._line(self.what or "running")
+        elif not self._said and self._now() - self._t0 >= QUIET_S:
+            self._said = True
+            self._line(self.what or "running")
+
+    phase = __call__
+
+    def finish(self) -> None:
+        """Say that the run ended (piped output only; a terminal bar simply goes)."""
+        if self._bar is None and self._said:
+            self._line("finished" if self.done >= 1 else "stopped")
+
+
+class _Silent(Tick):
+    def __init__(self) -> None:  # no output at all (--json, or turned off)
+        self.label, self.what, self.done = "", "", 0.0
+
+    def __call__(self, fraction: float, what: str | None = None) -> None:
+        self.done = max(self.done, min(1.0, max(0.0, float(fraction))))
+
+    def finish(self) -> None:
+        return
+
 
 @contextmanager
-def progress_bar(label: str, enabled: bool = True) -> Iterator[Callable[[float], None]]:
-    """Yield a callback taking the completed fraction (0..1) of the run."""
-    if not enabled or not err_console.is_terminal:
-        yield lambda _fraction: None
+def progress_bar(label: str, enabled: bool = True) -> Iterator[Tick]:
+    """Yield a :class:`Tick` for a run described by ``label`` (e.g. ``compare on dc3``)."""
+    if not enabled:
+        yield _Silent()
+        return
+    if not err_console.is_terminal:
+        tick = Tick(label, None)
+        yield tick
+        tick.finish()  # not after an error: the error line says it all
         return
     with Progress(TextColumn("{task.description}"), BarColumn(),
                   TextColumn("{task.percentage:>5.1f}%"), TimeElapsedColumn(),
-                  TimeRemainingColumn(), console=err_console, transient=True) as bar:
-        task = bar.add_task(label, total=1.0)
-        yield lambda fraction: bar.update(task, completed=fraction)
+                  TextColumn("{task.fields[eta]}"), console=err_console,
+                  transient=True) as bar:
+        yield Tick(label, bar)
+

@@ -1,4 +1,6 @@
-"""Fault schedules: ``--fault "at=30s crash node=2 for=20s"`` or a TOML file of [[fault]]."""
+"""Fault schedules: ``--fault "at=30s crash node=2 for=20s"`` or a TOML file of [[fault]]
+tables, checked before a run starts (a fault the run cannot hold, an unknown table or a
+wrongly typed value is refused with one line naming the fix)."""
 
 from __future__ import annotations
 
@@ -88,12 +90,61 @@ def parse_fault(text: str) -> Fault:
     return _build(fields, f"--fault {text!r}")
 
 
+def _toml_value(value: Any, key: str, source: str) -> str:
+    """Return a TOML fault field as the text ``--fault`` would give (ValueError if its type
+    cannot be one: a table, an array, a boolean)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        kind = {bool: "a boolean", dict: "a table", list: "an array"}.get(
+            type(value), type(value).__name__)
+        raise ValueError(f"{source}: {key} is {kind}; write e.g. {key} = "
+                         f"{_EXAMPLES.get(key, '...')}")
+    return str(value)
+
+
+_EXAMPLES = {"action": '"crash"', "at": '"30s"', "for": '"20s"', "node": "2",
+             "region": '"US-W"', "ms": "200"}
+
+
 def load_faults(path: Path) -> list[Fault]:
-    """Return the faults of a TOML file with ``[[fault]]`` tables."""
+    """Return the faults of a TOML file of ``[[fault]]`` tables (ValueError for anything
+    else in it: another table such as ``[[faults]]``, or a value of the wrong type)."""
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise ValueError(f"--faults {path}: no such file") from None
+    except IsADirectoryError:
+        raise ValueError(f"--faults {path} is a directory; pass a TOML file") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"--faults {path} is not a text file; pass a TOML file") from None
     except tomllib.TOMLDecodeError as err:
         raise ValueError(f"--faults {path} is not valid TOML: {err}") from None
-    return [_build(dict(f), f"{path} fault {i + 1}") for i, f in enumerate(data.get("fault", []))]
+    other = sorted(set(data) - {"fault"})
+    if other:
+        raise ValueError(f"--faults {path}: unknown key or table {other[0]!r}; the file holds "
+                         "only [[fault]] tables (action, at, for, node or region, ms)")
+    tables = data.get("fault", [])
+    if not isinstance(tables, list) or not all(isinstance(f, dict) for f in tables):
+        raise ValueError(f"--faults {path}: write each fault as a [[fault]] table (double "
+                         "brackets), not fault = ...")
+    if not tables:
+        raise ValueError(f"--faults {path} holds no [[fault]] table; add one or drop --faults")
+    faults = []
+    for i, f in enumerate(tables):
+        source = f"{path} fault {i + 1}"
+        faults.append(_build({k: _toml_value(v, k, source) for k, v in f.items()}, source))
+    return faults
+
+
+def check_within(faults: list[Fault] | tuple[Fault, ...], duration_s: float) -> None:
+    """Raise ValueError for a fault that cannot happen inside a run of ``duration_s``: one
+    that starts at or after the run's end (it would be silently dropped)."""
+    for f in faults:
+        if f.at_s >= duration_s:
+            raise ValueError(f"fault {f.label!r} at {f.at_s:g}s starts after the "
+                             f"{duration_s:g} s run ends; make at= smaller or --duration "
+                             "longer")
+
+
+def window(f: Fault) -> str:
+    """Return the fault's window, e.g. ``20s-30s``."""
+    return f"{f.at_s:g}s-{f.at_s + f.for_s:g}s"

@@ -206,6 +206,23 @@ def _unreachable(spec: ProbeSpec, h: History) -> str:
     return f"the store became unreachable {since:.1f} s into the run ({last})"
 
 
+async def preflight(spec: ProbeSpec, store: Store) -> None:
+    """Raise ValueError naming the fix if ``spec`` cannot run on ``store``: a region the store
+    does not have, or a store that does not answer (a cluster that is down). Called before
+    the run directory is made, so bad input leaves nothing behind."""
+    for name in ("writer_region", "reader_region"):
+        region = getattr(spec.config, name, None)
+        if region is not None and region not in store.info.regions:
+            raise ValueError(f"--{name.replace('_', '-')} {region!r} is not one of the "
+                             f"store's regions ({', '.join(store.info.regions)}); pick one "
+                             "of them (names are case-sensitive)")
+    try:
+        client = await store.connect()
+    except StoreError as err:
+        raise ValueError(f"cannot reach {redact_url(spec.store)}: {err}") from None
+    await client.close()
+
+
 def run_probe(spec: ProbeSpec, out: Path,
               progress: Callable[[float], None] | None = None) -> ProbeRun:
     """Run ``spec`` and save it under ``out``; returns even when interrupted (see ProbeRun)."""
@@ -225,8 +242,8 @@ def run_probe(spec: ProbeSpec, out: Path,
         else:
             nemesis = Nemesis(spec.cluster, Path(spec.cluster_root))
         nemesis.check(list(spec.faults))
-    run_dir = make_run_dir(out, spec.workload, spec.store)
     rt = store.runtime
+    made: list[Path] = []  # the run directory, made once the store has answered
     h = History()
     start = [0]
     span = spec.options.duration_s * 1e9
@@ -242,8 +259,10 @@ def run_probe(spec: ProbeSpec, out: Path,
     wall0 = time.perf_counter()
 
     async def main() -> None:
-        start[0] = rt.now_ns()
         try:
+            await preflight(spec, store)
+            made.append(make_run_dir(out, spec.workload, spec.store))
+            start[0] = rt.now_ns()
             await _run(spec, store, h, rec, nemesis)
         finally:
             await store.close()
@@ -251,9 +270,16 @@ def run_probe(spec: ProbeSpec, out: Path,
     try:
         rt.run(main())
     except KeyboardInterrupt:
+        if not made:
+            raise
         interrupted, error = True, "interrupted"
     except Exception as err:  # the store failed: keep what was recorded, report the cause
+        if not made and isinstance(err, ValueError | StoreError | OSError):
+            raise ValueError(str(err)) from None  # bad input, before anything was recorded
+        if not made:
+            raise
         error, trace = f"{type(err).__name__}: {err}", traceback.format_exc()
+    run_dir = made[0]
     h.close_in_flight(rt.now_ns(), error or "interrupted")
     if not error and not interrupted:
         error = _unreachable(spec, h)

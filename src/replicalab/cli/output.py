@@ -1,0 +1,175 @@
+"""The CLI's one output layer: literal text and tables that never cut a value short.
+
+Every command prints through here:
+
+* :func:`say` prints text literally: square brackets in a store URL, a cluster name, a hint
+  such as ``pip install 'replicalab[ray]'`` are never read as Rich markup.
+* :class:`TableData` is a table as plain data (caption, header, rows of strings). It goes
+  into a command's ``--json`` unchanged (:meth:`TableData.to_json`) and is printed by
+  :func:`show`, which never truncates a value:
+
+  - not on a terminal (piped, redirected to a file): the table at its natural width, however
+    wide, so ``compare > out.txt`` holds every value whole;
+  - on a terminal wide enough: the same;
+  - on a narrower terminal: label columns (and every header) wrap at word boundaries while
+    value columns keep each value on one line;
+  - on a terminal too narrow even for that: one block per row, ``header: value`` per line.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+out_console = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+"""Standard output; markup off, so text is printed as given."""
+
+_PADDING = 2  # Rich's default cell padding: one space each side
+
+
+@dataclass
+class TableData:
+    """A table as data: ``caption``, ``header`` and ``rows`` of strings.
+
+    ``wrap`` lists the columns whose cells are labels that may wrap at spaces on a narrow
+    terminal (default: the first); every other cell is a value and is never broken.
+    ``right`` lists right-justified columns (default: none).
+    """
+
+    caption: str
+    header: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    wrap: tuple[int, ...] = (0,)
+    right: tuple[int, ...] = ()
+
+    def add(self, *cells: Any) -> None:
+        """Append a row (cells converted with ``str``)."""
+        if len(cells) != len(self.header):
+            raise ValueError(f"row of {len(cells)} cells for {len(self.header)} columns")
+        self.rows.append([str(c) for c in cells])
+
+    def to_json(self) -> dict[str, Any]:
+        """Return {"caption", "header", "rows"}: what ``--json`` carries for this table."""
+        return {"caption": self.caption, "header": list(self.header),
+                "rows": [list(r) for r in self.rows]}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any], wrap: tuple[int, ...] = (0,),
+                  right: tuple[int, ...] = ()) -> TableData:
+        """Return the table of a ``{"caption", "header", "rows"}`` document."""
+        return cls(str(doc.get("caption", "")), [str(h) for h in doc["header"]],
+                   [[str(c) for c in r] for r in doc["rows"]], wrap, right)
+
+
+def say(text: str = "", *, err: bool = False) -> None:
+    """Print ``text`` literally (no markup, no highlighting) on stdout, or stderr."""
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text + "\n")
+    stream.flush()
+
+
+def _longest_word(text: str) -> int:
+    return max((Text(w).cell_len for w in text.split()), default=0)
+
+
+def _cell_len(text: str) -> int:
+    return max((Text(line).cell_len for line in text.splitlines()), default=0)
+
+
+def column_widths(t: TableData) -> tuple[list[int], list[int]]:
+    """Return (natural, least) content widths per column, in terminal cells: natural holds
+    every cell on one line; least lets headers and label columns wrap at spaces but keeps
+    every value cell whole."""
+    natural, least = [], []
+    for i, h in enumerate(t.header):
+        cells = [r[i] for r in t.rows]
+        natural.append(max([_cell_len(h), *(_cell_len(c) for c in cells)], default=1) or 1)
+        body = [(_longest_word(c) if i in t.wrap else _cell_len(c)) for c in cells]
+        least.append(max([_longest_word(h), *body], default=1) or 1)
+    return natural, least
+
+
+def _frame(n_columns: int) -> int:
+    """Return the cells a Rich table with the default box spends outside its content."""
+    return n_columns * _PADDING + n_columns + 1
+
+
+def natural_width(t: TableData) -> int:
+    """Return the width (cells) of ``t`` printed with every cell on one line."""
+    return sum(column_widths(t)[0]) + _frame(len(t.header))
+
+
+def fit_widths(t: TableData, width: int) -> list[int] | None:
+    """Return content widths that fit ``t`` in ``width`` cells without breaking a value, or
+    None if even the least widths do not fit (then :func:`show` prints records)."""
+    natural, least = column_widths(t)
+    room = width - _frame(len(t.header))
+    if sum(natural) <= room:
+        return natural
+    if sum(least) > room:
+        return None
+    spare = room - sum(least)
+    want = [n - m for n, m in zip(natural, least, strict=True)]
+    total = sum(want) or 1
+    widths = [m + spare * w // total for m, w in zip(least, want, strict=True)]
+    for i in sorted(range(len(widths)), key=lambda i: want[i] - (widths[i] - least[i]),
+                    reverse=True):  # hand out what integer division left over
+        if sum(widths) >= room:
+            break
+        if widths[i] < natural[i]:
+            widths[i] += 1
+    return widths
+
+
+def _rich_table(t: TableData, widths: Sequence[int] | None) -> Table:
+    table = Table(title=Text(t.caption) if t.caption else None, title_justify="left")
+    for i, h in enumerate(t.header):
+        table.add_column(Text(h), justify="right" if i in t.right else "left",
+                         width=None if widths is None else widths[i], overflow="fold")
+    for r in t.rows:
+        table.add_row(*(Text(c) for c in r))
+    return table
+
+
+def render_records(t: TableData) -> str:
+    """Return ``t`` as one block per row (the layout for terminals too narrow for it)."""
+    lines = [t.caption] if t.caption else []
+    for r in t.rows:
+        lines.append(f"{t.header[0]}: {r[0]}")
+        lines += [f"  {h}: {c}" for h, c in zip(t.header[1:], r[1:], strict=True)]
+    return "\n".join(lines)
+
+
+def render(t: TableData, width: int | None) -> str:
+    """Return ``t`` as text for a terminal of ``width`` cells (None: not a terminal, so at
+    its natural width, however wide)."""
+    widths = fit_widths(t, width) if width is not None else None
+    if width is not None and widths is None:
+        return render_records(t)
+    full = natural_width(t) if width is None else width
+    buf = io.StringIO()
+    console = Console(file=buf, width=max(full, 20), highlight=False, markup=False,
+                      emoji=False, soft_wrap=False, color_system=None)
+    console.print(_rich_table(t, widths))
+    return "\n".join(line.rstrip() for line in buf.getvalue().rstrip("\n").splitlines())
+
+
+def show(tables: TableData | Iterable[TableData]) -> None:
+    """Print one table or several on stdout (see the module docstring for the layout)."""
+    for t in [tables] if isinstance(tables, TableData) else tables:
+        if not out_console.is_terminal:
+            sys.stdout.write(render(t, None) + "\n")
+            continue
+        widths = fit_widths(t, out_console.width)
+        if widths is None:
+            say(render_records(t))
+        else:
+            out_console.print(_rich_table(t, widths))
+    sys.stdout.flush()
