@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
 import typer
-from rich.table import Table
 
 from replicalab.cli.compare_register import compare_register
 from replicalab.cli.errors import fail
-from replicalab.cli.probe import out_console
-from replicalab.cli.progress import progress_bar
+from replicalab.cli.output import TableData, say, show
+from replicalab.cli.progress import Phases, progress_bar
+from replicalab.cli.timeparse import parse_duration_s
 from replicalab.cluster import base
-from replicalab.faults.schedule import Fault, parse_fault
+from replicalab.faults.schedule import Fault, check_within, parse_fault
 from replicalab.regions import region_set
-from replicalab.report.model_page import render_model_report
-from replicalab.report.model_plots import freshness_overlay_figure
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.latency import LatencyConfig
 from replicalab.workloads.runner import (
@@ -53,9 +52,7 @@ def _check_faults(faults: tuple[Fault, ...], regions: tuple[str, ...], duration_
             raise ValueError(f"fault {f.label!r}: the clusters have nodes 0..2")
         if f.region is not None and f.region not in regions:
             raise ValueError(f"fault {f.label!r}: the regions are {', '.join(regions)}")
-        if f.at_s >= duration_s:
-            raise ValueError(f"fault {f.label!r} starts after the {duration_s:g} s probe; "
-                             "make at= smaller or --duration longer")
+    check_within(faults, duration_s)
 
 
 def _percent(x: float | None) -> str:
@@ -71,24 +68,56 @@ def _stale(r: dict[str, Any]) -> tuple[float, float | None]:
     return (1 - fresh / total if total else 0.0), r["periods"]["last_lt_100_median_ms"]
 
 
-def _probe(spec: ProbeSpec, out: Path) -> ProbeRun:
+def _probe(spec: ProbeSpec, out: Path,
+           progress: Callable[[float], None] | None = None) -> ProbeRun:
     """Return the probe's run; Ctrl-C or SIGTERM during it stops the whole comparison (the
     probe has saved its history; the cluster is brought down on the way out)."""
-    run = run_probe(spec, out)
+    run = run_probe(spec, out, progress)
     if run.interrupted:
         raise KeyboardInterrupt
     return run
 
 
+UP_S = 5.0
+"""Expected seconds to start a cluster: its progress weight beside the probes' durations."""
+
+
+def latency_s(ops: int) -> float:
+    """Return the expected seconds of a latency probe of ``ops`` per variant (its progress
+    weight): four variants at up to two WAN round trips each, capped by its 60 s limit."""
+    return min(60.0, 0.2 * ops)
+
+
+def leader_region(c: Any) -> str | None:
+    """Return the region of the cluster's leader or primary as its status reports it."""
+    _, status = base.status(c.name)
+    return next((c.nodes[i].region for i, s in enumerate(status)
+                 if s.get("role") in ("leader", "primary")), None)
+
+
+def staleness_plan(names: list[str], duration_s: float, ops: int) -> list[tuple[str, float]]:
+    """Return the phases of a staleness comparison with their expected seconds."""
+    return [p for k in names for p in (
+        (f"{k}: starting a 3-node cluster", UP_S),
+        (f"{k}: staleness probe, eventual reads", duration_s),
+        (f"{k}: staleness probe, consistent reads", duration_s),
+        (f"{k}: latency probe", latency_s(ops)))]
+
+
 def _one(kind: str, regions: str, duration_s: float, ops: int, out: Path,
-         faults: tuple[Fault, ...] = ()) -> dict[str, Any]:
+         faults: tuple[Fault, ...] = (), phases: Phases | None = None) -> dict[str, Any]:
     """Bring one cluster up, probe it (under ``faults``, the same schedule in each
     staleness probe), bring it down; return its row and eventual curve."""
     rs = region_set(regions)
     writer, reader = rs.regions[0], rs.regions[1 % len(rs.regions)]
+
+    def phase(name: str) -> Callable[[float], None] | None:
+        return phases.start(f"{kind}: {name}") if phases is not None else None
+
+    phase("starting a 3-node cluster")
     c = base.up(kind, 3, regions, name=f"compare-{kind}")
     try:
-        row: dict[str, Any] = {"store": kind, "url": c.url}
+        row: dict[str, Any] = {"store": kind, "url": c.url, "leader_region": leader_region(c)}
         curve = None
         for consistency in ("eventual", "consistent"):
             spec = ProbeSpec(store=c.url, workload="staleness", options=ProbeOptions(
@@ -97,7 +126,7 @@ def _one(kind: str, regions: str, duration_s: float, ops: int, out: Path,
                 config=StalenessConfig(placement="separate-clients", writer_region=writer,
                                           reader_region=reader),
                 cluster=c.name if faults else None, faults=faults)
-            r = _probe(spec, out).results
+            r = _probe(spec, out, phase(f"staleness probe, {consistency} reads")).results
             row[f"{consistency}_stale_fraction"], row[f"{consistency}_stale_window_ms"] = _stale(r)
             # the reader's availability by time (ops counts beside it): a reader blocked by
             # a partition counts for as long as it waited, not for its few timed-out ops
@@ -110,7 +139,8 @@ def _one(kind: str, regions: str, duration_s: float, ops: int, out: Path,
             if consistency == "eventual":
                 curve = _smooth(r["freshness"])
         lat = _probe(ProbeSpec(store=c.url, workload="latency", config=LatencyConfig(ops=ops),
-                               options=ProbeOptions(duration_s=60)), out).results
+                               options=ProbeOptions(duration_s=60)), out,
+                     phase("latency probe")).results
         for v, x in lat["variants"].items():
             row[f"{v} p50_ms"], row[f"{v} p99_ms"] = x["p50_ms"], x["p99_ms"]
         return {"row": row, "curve": curve}
@@ -135,16 +165,18 @@ def latency_row(kind: str, lat: dict[str, Any], leader_region: str | None
     return row
 
 
-def _latency_one(kind: str, regions: str, ops: int, seed: int, out: Path) -> dict[str, Any]:
+def _latency_one(kind: str, regions: str, ops: int, seed: int, out: Path,
+                 phases: Phases | None = None) -> dict[str, Any]:
     """Bring one cluster up, run the latency workload from one client at the first node,
     bring it down; return its row."""
+    if phases is not None:
+        phases.start(f"{kind}: starting a 3-node cluster")
     c = base.up(kind, 3, regions, name=f"compare-latency-{kind}")
     try:
-        _, status = base.status(c.name)
-        leader = next((c.nodes[i].region for i, s in enumerate(status)
-                       if s.get("role") in ("leader", "primary")), None)
+        leader = leader_region(c)
         run = _probe(ProbeSpec(store=c.url, workload="latency", config=LatencyConfig(ops=ops),
-                               options=ProbeOptions(duration_s=60, seed=seed)), out)
+                               options=ProbeOptions(duration_s=60, seed=seed)), out,
+                     phases.start(f"{kind}: latency probe") if phases is not None else None)
         if run.error:
             raise ValueError(f"{kind}: the latency probe stopped early ({run.error}); what "
                              f"was recorded is in {run.run_dir}")
@@ -179,14 +211,17 @@ def _latency_table(rows: list[dict[str, Any]], regions: str) -> dict[str, Any]:
 def compare_latency(names: list[str], regions: str, ops: int, seed: int, out: Path,
                     as_json: bool) -> None:
     """Run the latency comparison of ``names`` and print/save it (see :func:`compare`)."""
+    run_dir = _run_dir(out, "compare-latency", names)
     try:
-        run_dir = make_run_dir(out, "compare-latency", "-".join(names))
         rows = []
-        with progress_bar("comparing read latency", not as_json) as tick:
-            for i, k in enumerate(names):
-                rows.append(_latency_one(k, regions, ops, seed, run_dir / "runs"))
-                tick((i + 1) / len(names))
+        with progress_bar(f"compare --workload latency on {regions}", not as_json) as tick:
+            phases = Phases(tick, [p for k in names for p in (
+                (f"{k}: starting a 3-node cluster", UP_S),
+                (f"{k}: latency probe", latency_s(ops)))])
+            for k in names:
+                rows.append(_latency_one(k, regions, ops, seed, run_dir / "runs", phases))
     except ValueError as err:
+        _drop_if_empty(run_dir)
         fail(str(err))
     table = _latency_table(rows, regions)
     results = {"schema_version": 1, "model": "compare-latency",
@@ -195,24 +230,45 @@ def compare_latency(names: list[str], regions: str, ops: int, seed: int, out: Pa
                           "seed": seed},
                "rows": rows, "tables": [table]}
     save_results(results, run_dir)
+    from replicalab.report.model_page import render_model_report
+
     report = render_model_report(results, run_dir, kind="comparison")
     if as_json:
         sys.stdout.write(json.dumps({**results, "report": str(report)}) + "\n")
         return
-    t = Table(title=table["caption"], title_justify="left")
-    for h in table["header"]:
-        t.add_column(h)
-    for r in table["rows"]:
-        t.add_row(*r)
-    out_console.print(t)
-    out_console.print(f"report: {report}")
+    print_comparison(results, report)
+
+
+def print_comparison(results: dict[str, Any], report: Path | str) -> None:
+    """Print a comparison's tables (every value whole, as in its results) and report path."""
+    show(TableData.from_json(t) for t in results["tables"])
+    say(f"report: {report}")
+
+
+def _run_dir(out: Path, what: str, names: list[str]) -> Path:
+    try:
+        return make_run_dir(out, what, "-".join(names))
+    except ValueError as err:
+        fail(str(err))
+
+
+def _drop_if_empty(run_dir: Path) -> None:
+    """Remove a comparison's run directory if nothing was recorded in it (a store that
+    could not start): bad input leaves no empty directory behind."""
+    inner = run_dir / "runs"
+    if inner.is_dir() and not any(inner.iterdir()):
+        inner.rmdir()
+    if run_dir.is_dir() and not any(run_dir.iterdir()):
+        run_dir.rmdir()
 
 
 def compare(
     kinds: Annotated[str, typer.Option(help="Comma-separated cluster kinds.")
                      ] = "redis,postgres,etcd,zookeeper",
     regions: Annotated[str, typer.Option(help="Region set of the clusters.")] = "dc3",
-    duration: Annotated[float, typer.Option(help="Seconds of each staleness probe.")] = 30.0,
+    duration: Annotated[str, typer.Option(
+        help="Length of each staleness (and register) probe: 30s, 2m; a plain number is "
+             "seconds.")] = "30s",
     ops: Annotated[int, typer.Option(help="Operations per variant in the latency probe.")
                    ] = 200,
     out: Annotated[Path, typer.Option(help="Directory that receives the run directories.")
@@ -243,36 +299,49 @@ def compare(
     """
     names = [k.strip() for k in kinds.split(",") if k.strip()]
     try:
+        if not names:
+            raise ValueError("--kinds is empty; give e.g. redis,postgres,etcd,zookeeper")
         for k in names:
             base.driver(k).check_installed()
-        if not duration > 0 or ops < 2:
-            raise ValueError("--duration must be positive and --ops at least 2")
+        duration_s = parse_duration_s(duration, "--duration")
+        if ops < 2:
+            raise ValueError(f"--ops must be at least 2 (got {ops})")
         if workload not in ("staleness", "latency", "register"):
             raise ValueError(f"--workload {workload!r}: use staleness, latency or register")
         faults = tuple(parse_fault(f) for f in fault or [])
         if faults and workload == "latency":
             raise ValueError("--fault applies to the staleness and register comparisons; "
                              "drop it or use --workload staleness or register")
-        _check_faults(faults, region_set(regions).regions, duration)
+        _check_faults(faults, region_set(regions).regions, duration_s)
     except ValueError as err:
         fail(str(err))
     if workload == "latency":
         compare_latency(names, regions, ops, seed, out, as_json)
         return
     if workload == "register":
-        compare_register(names, regions, duration, faults, seed, out, as_json)
+        compare_register(names, regions, duration_s, faults, seed, out, as_json)
         return
+    run_dir = _run_dir(out, "compare", names)
     try:
-        run_dir = make_run_dir(out, "compare", "-".join(names))
         done = []
-        with progress_bar("comparing stores") as tick:
-            for i, k in enumerate(names):
-                done.append(_one(k, regions, duration, ops, run_dir / "runs", faults))
-                tick((i + 1) / len(names))
+        with progress_bar(f"compare on {regions}", not as_json) as tick:
+            phases = Phases(tick, staleness_plan(names, duration_s, ops))
+            for k in names:
+                done.append(_one(k, regions, duration_s, ops, run_dir / "runs", faults,
+                                 phases))
     except ValueError as err:
+        _drop_if_empty(run_dir)
         fail(str(err))
+    staleness_results(done, regions, duration_s, ops, faults, run_dir, as_json)
+
+
+def staleness_results(done: list[dict[str, Any]], regions: str, duration_s: float, ops: int,
+                      faults: tuple[Fault, ...], run_dir: Path, as_json: bool) -> None:
+    """Save, render and print the staleness comparison of the stores in ``done``."""
+    names = [d["row"]["store"] for d in done]
     rows = [d["row"] for d in done]
-    header = ["store", "eventual: stale reads", "eventual: stale window (ms, median per write)",
+    header = ["store", "leader/primary region", "eventual: stale reads",
+              "eventual: stale window (ms, median per write)",
               "consistent: stale reads", "consistent: stale window (ms)"]
     if faults:
         header += ["eventual: read time available (reads ok)",
@@ -281,7 +350,7 @@ def compare(
     header += [f"{v} p50 / p99 (ms)" for v in variants]
 
     def fmt(row: dict[str, Any]) -> list[str]:
-        cells = [row["store"]]
+        cells = [row["store"], row.get("leader_region") or "-"]
         for c in ("eventual", "consistent"):
             w = row[f"{c}_stale_window_ms"]
             cells += [f"{100 * row[f'{c}_stale_fraction']:.2f}%", "-" if w is None else f"{w:g}"]
@@ -296,16 +365,21 @@ def compare(
         return cells
 
     under = f" under {', '.join(f.label for f in faults)}" if faults else ""
-    table = {"caption": f"3-node clusters on {regions}{under}: staleness of reads at the "
-                        "second region's replica, latency from one client", "header": header,
-             "rows": [fmt(r) for r in rows]}
+    rs = region_set(regions).regions
+    table = {"caption": f"3-node clusters on {regions}{under}: writer in {rs[0]}, reads at "
+                        f"the {rs[1 % len(rs)]} replica, latency from one client at the first "
+                        "node; where the leader/primary sits changes the figures",
+             "header": header, "rows": [fmt(r) for r in rows]}
     results = {"schema_version": 1, "model": "compare", "title": f"stores on {regions}",
                "params": {"kinds": ",".join(names), "regions": regions,
-                          "probe_duration_s": duration, "latency_ops": ops,
+                          "probe_duration_s": duration_s, "latency_ops": ops,
                           "faults": [f.label + f" at {f.at_s:g}s for {f.for_s:g}s"
                                      for f in faults]},
                "rows": rows, "tables": [table]}
     save_results(results, run_dir)
+    from replicalab.report.model_page import render_model_report
+    from replicalab.report.model_plots import freshness_overlay_figure
+
     fig = freshness_overlay_figure({d["row"]["store"]: d["curve"] for d in done}, 300.0)
     report = render_model_report(results, run_dir, figures=[(
         "fig-freshness", "Eventual reads: probability of reading the freshest value against "
@@ -313,10 +387,4 @@ def compare(
     if as_json:
         sys.stdout.write(json.dumps({**results, "report": str(report)}) + "\n")
         return
-    t = Table(title=table["caption"], title_justify="left")
-    for h in header:
-        t.add_column(h)
-    for r in table["rows"]:
-        t.add_row(*r)
-    out_console.print(t)
-    out_console.print(f"report: {report}")
+    print_comparison(results, report)

@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import parse_qs, urlsplit
 
 import typer
-from rich.table import Table
 
 from replicalab.cli.errors import fail
-from replicalab.cli.probe import out_console
+from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
+from replicalab.cli.timeparse import parse_duration_s
 from replicalab.counters.bench import CONFIGS, EXPERIMENTS
 from replicalab.counters.bench_run import BenchSpec, run_bench
 from replicalab.counters.crdt import CounterError
-from replicalab.report.counters import LABELS, render_counter_report
 from replicalab.stores import Store, StoreError, open_store
 from replicalab.workloads.runner import make_run_dir, save_results
 
@@ -50,8 +51,12 @@ class UrlTopology:
         return open_store(self.urls[dc])
 
 
-def parse_stores(stores: list[str] | None) -> UrlTopology:
-    """Return the data centres of ``--store DC=URL`` options (ValueError naming the fix)."""
+def parse_stores(stores: list[str] | None, serving: bool = False) -> UrlTopology:
+    """Return the data centres of ``--store DC=URL`` options (ValueError naming the fix).
+
+    A ``sim://`` store lives inside one process: a one-shot command (``serving`` False)
+    refuses it, since the counter would vanish with the command; ``counter serve`` takes one
+    in real time (``?clock=real``), alive as long as the server."""
     if not stores:
         raise ValueError("give each data centre's store: --store US-E=redis://127.0.0.1:6379 "
                          "--store US-W=... (the DC names are the counter's replicas)")
@@ -62,8 +67,34 @@ def parse_stores(stores: list[str] | None) -> UrlTopology:
             raise ValueError(f"--store {item!r}: use DC=URL, e.g. US-E=redis://127.0.0.1:6379")
         if dc in urls:
             raise ValueError(f"--store names data centre {dc!r} twice; give one URL per DC")
+        if url.startswith("sim://") and not serving:
+            raise ValueError(f"--store {item!r}: a sim:// store lives only inside one process, "
+                             "so a counter on it would be gone when this command ends; use "
+                             "redis:// or postgresql:// stores, or serve the simulated DCs "
+                             "with `replicalab counter serve --store DC=sim://primary?clock="
+                             "real ...` and pass --server HOST:PORT")
+        if url.startswith("sim://") and "real" not in parse_qs(urlsplit(url).query).get(
+                "clock", []):
+            raise ValueError(f"--store {item!r}: a counter server runs in real time; add "
+                             "?clock=real to the sim:// URL (e.g. sim://primary?clock=real)")
         urls[dc] = url
     return UrlTopology(tuple(urls), urls)
+
+
+def parse_server(text: str) -> tuple[str, int]:
+    """Return (host, port) of ``--server HOST:PORT`` (ValueError naming the fix)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--server {text!r}: use HOST:PORT of a `replicalab counter serve`, "
+                         "e.g. 127.0.0.1:7400")
+    return host, int(port)
+
+
+def cli_message(err: Exception) -> str:
+    """Return the error's message with the library's hints in the CLI's words."""
+    from replicalab.counters.middleware import HINT_GLOBAL
+
+    return str(err).replace(HINT_GLOBAL, "retry with --global")
 
 
 async def _with_service(topo: UrlTopology, dc: str, config: str,
@@ -100,24 +131,43 @@ async def _with_service(topo: UrlTopology, dc: str, config: str,
         await dep.close()
 
 
+async def _with_server(server: str, fn: Callable[[Any], Awaitable[Any]]) -> Any:
+    """Return ``fn(service)`` on the counter server at ``server`` (HOST:PORT)."""
+    from replicalab.counters.server import RemoteCounterService
+
+    host, port = parse_server(server)
+    svc = await RemoteCounterService.connect(host, port, timeout_s=10.0)
+    try:
+        return await fn(svc)
+    finally:
+        await svc.close()
+
+
 def _run_op(stores: list[str] | None, dc: str | None, config: str, key: str,
-            fn: Callable[[Any], Awaitable[Any]]) -> Any:
+            fn: Callable[[Any], Awaitable[Any]], server: str | None = None) -> Any:
     try:
         if config not in OP_CONFIGS:
             raise ValueError(f"--config {config!r}: use one of {', '.join(OP_CONFIGS)}")
+        if server is not None:
+            for flag, given in (("--store", bool(stores)), ("--dc", dc is not None),
+                                ("--config", config != "client-based")):
+                if given:
+                    raise ValueError(f"{flag} has no effect with --server: the counter server "
+                                     "serves its own data centre with its stores; drop it")
+            return asyncio.run(_with_server(server, fn))
         topo = parse_stores(stores)
         return asyncio.run(_with_service(topo, dc or topo.dcs[0], config, fn, key))
     except StoreError as err:
-        fail(f"data centre unreachable: {err}")
+        fail(f"data centre unreachable: {cli_message(err)}")
     except (CounterError, ValueError) as err:
-        fail(str(err))
+        fail(cli_message(err))
 
 
 def _print(as_json: bool, doc: dict[str, Any], line: str) -> None:
     if as_json:
         sys.stdout.write(json.dumps(doc, sort_keys=True) + "\n")
     else:
-        out_console.print(line)
+        say(line)
 
 
 StoreOpt = Annotated[list[str] | None, typer.Option(
@@ -129,6 +179,9 @@ ConfigOpt = Annotated[str, typer.Option(help="client-based (the Bounded Counter)
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 GlobalOpt = Annotated[bool, typer.Option(
     "--global", help="Ask other DCs for rights when this DC lacks them.")]
+ServerOpt = Annotated[str | None, typer.Option(
+    help="HOST:PORT of a `replicalab counter serve` (server-based middleware) to send the "
+         "operation to, instead of reaching the stores directly.")]
 
 
 @counter_app.command("create")
@@ -140,14 +193,16 @@ def create(
         help="Invariant: value <= upper (e.g. seats taken <= capacity); increments then "
              "spend rights as decrements do.")] = None,
     store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
-    as_json: JsonOpt = False,
+    server: ServerOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Create a counter with its slack to each bound split over the data centres.
 
     Example: replicalab counter create stock --initial 100 --store US-E=redis://127.0.0.1:7001
     --store US-W=redis://127.0.0.1:7002 --store EU=redis://127.0.0.1:7003
+
+    Example: replicalab counter create stock --initial 100 --server 127.0.0.1:7400
     """
-    _run_op(store, dc, config, key, lambda s: s.create(key, initial, lower, upper))
+    _run_op(store, dc, config, key, lambda s: s.create(key, initial, lower, upper), server)
     bounds = f"{lower} <= value" + (f" <= {upper}" if upper is not None else "")
     _print(as_json, {"key": key, "initial": initial, "lower": lower, "upper": upper,
                      "created": True}, f"created {key} = {initial} (invariant: {bounds})")
@@ -159,14 +214,17 @@ def inc(
     by: Annotated[int, typer.Option(help="Amount to add.")] = 1,
     allow_global: GlobalOpt = False,
     store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
-    as_json: JsonOpt = False,
+    server: ServerOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Add to a counter in one data centre without breaking its upper bound, if it has one;
     prints the value that DC sees.
 
     Example: replicalab counter inc stock --by 5 --dc US-W --store US-E=... --store US-W=...
+
+    Example: replicalab counter inc stock --by 5 --server 127.0.0.1:7400
     """
-    v = _run_op(store, dc, config, key, lambda s: s.inc(key, by, allow_global=allow_global))
+    v = _run_op(store, dc, config, key, lambda s: s.inc(key, by, allow_global=allow_global),
+                server)
     _print(as_json, {"key": key, "value": v}, f"{key} = {v}")
 
 
@@ -176,13 +234,16 @@ def dec(
     by: Annotated[int, typer.Option(help="Amount to subtract.")] = 1,
     allow_global: GlobalOpt = False,
     store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
-    as_json: JsonOpt = False,
+    server: ServerOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Subtract from a counter in one data centre without breaking its bound.
 
     Example: replicalab counter dec stock --by 2 --global --store US-E=... --store US-W=...
+
+    Example: replicalab counter dec stock --by 2 --server 127.0.0.1:7400
     """
-    v = _run_op(store, dc, config, key, lambda s: s.dec(key, by, allow_global=allow_global))
+    v = _run_op(store, dc, config, key, lambda s: s.dec(key, by, allow_global=allow_global),
+                server)
     _print(as_json, {"key": key, "value": v}, f"{key} = {v}")
 
 
@@ -190,13 +251,15 @@ def dec(
 def value(
     key: Annotated[str, typer.Argument(help="Counter name.")],
     store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
-    as_json: JsonOpt = False,
+    server: ServerOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Print a counter's value as one data centre knows it.
 
     Example: replicalab counter value stock --dc EU --store US-E=... --store EU=...
+
+    Example: replicalab counter value stock --server 127.0.0.1:7400
     """
-    v = _run_op(store, dc, config, key, lambda s: s.value(key))
+    v = _run_op(store, dc, config, key, lambda s: s.value(key), server)
     _print(as_json, {"key": key, "value": v}, f"{key} = {v}")
 
 
@@ -221,20 +284,19 @@ def _names(text: str, option: str) -> tuple[str, ...]:
     return values
 
 
-def _summary_table(results: dict[str, Any]) -> Table:
+def summary_table(results: dict[str, Any]) -> TableData:
+    """Return one row per measured point; configurations named as ``--configs`` names them."""
     dcs = results["dcs"]
-    t = Table(title=results["title"], title_justify="left")
-    for col in ("experiment", "config", "clients", "counters", "ok ops/s", "failed",
-                "p50 ms", "p99 ms", "p50 ms " + "/".join(dcs), "excess"):
-        t.add_column(col, justify="left" if col in ("experiment", "config") else "right")
+    t = TableData(results["title"], ["experiment", "config", "clients", "counters", "ok ops/s",
+                                     "failed", "p50 ms", "p99 ms", "p50 ms " + "/".join(dcs),
+                                     "excess"], wrap=(), right=tuple(range(2, 10)))
     for p in results["points"]:
         s, lat = p["spec"], p["latency_ms"]["all"]
         reg = p["latency_by_region_ms"]
-        t.add_row(s["experiment"], LABELS.get(s["config"], s["config"]), str(s["clients"]),
-                  str(s["counters"]), f"{p['throughput_ops_s']:,.1f}", f"{p['failed']:,}",
-                  f"{lat['p50'] or 0:.1f}", f"{lat['p99'] or 0:.1f}",
-                  "/".join(f"{(reg[d]['p50'] or 0):.1f}" for d in dcs),
-                  str(p["violations"]["final_excess"]))
+        t.add(s["experiment"], s["config"], s["clients"], s["counters"],
+              f"{p['throughput_ops_s']:,.1f}", f"{p['failed']:,}", f"{lat['p50'] or 0:.1f}",
+              f"{lat['p99'] or 0:.1f}", "/".join(f"{(reg[d]['p50'] or 0):.1f}" for d in dcs),
+              p["violations"]["final_excess"])
     return t
 
 
@@ -250,7 +312,8 @@ def bench(
                        ] = "3,15,30",
     counters: Annotated[str, typer.Option(help="Numbers of counters for the throughput "
                                                "experiment.")] = "1,100",
-    duration: Annotated[float, typer.Option(help="Seconds per point.")] = 20.0,
+    duration: Annotated[str, typer.Option(help="Length of each point: 20s, 1m; a plain number "
+                                          "is seconds.")] = "20s",
     think_ms: Annotated[float, typer.Option(help="Think time between a client's ops (ms).")
                         ] = 100.0,
     inc_fraction: Annotated[float, typer.Option(help="Fraction of increments.")] = 0.2,
@@ -259,8 +322,8 @@ def bench(
     exhaust_initial: Annotated[int, typer.Option(help="Initial value of the exhaustion run.")
                                ] = 6000,
     exhaust_clients: Annotated[int, typer.Option(help="Clients of the exhaustion run.")] = 30,
-    exhaust_max_s: Annotated[float, typer.Option(help="Cap on the exhaustion run (s).")
-                             ] = 120.0,
+    exhaust_max: Annotated[str, typer.Option(help="Cap on the exhaustion run: 2m, 90s.")
+                           ] = "2m",
     violation_initial: Annotated[int, typer.Option(help="Initial value of the violations "
                                                         "experiment.")] = 100,
     sync_ms: Annotated[float, typer.Option(help="Inter-DC synchronisation period (ms).")
@@ -272,16 +335,18 @@ def bench(
 ) -> None:
     """Run seed 004's experiments on three data centres (dc3) and write an HTML report.
 
-    Example: replicalab counter bench --store redis --clients 3,15,30 --duration 20
+    Example: replicalab counter bench --store redis --clients 3,15,30 --duration 20s
     """
     try:
         spec = BenchSpec(store=store, configs=_names(configs, "--configs"),
                          experiments=_names(experiments, "--experiments"),
                          clients=_ints(clients, "--clients"),
-                         counters=_ints(counters, "--counters"), duration_s=duration,
+                         counters=_ints(counters, "--counters"),
+                         duration_s=parse_duration_s(duration, "--duration"),
                          think_ms=think_ms, inc_fraction=inc_fraction,
                          low_load_clients=low_load_clients, exhaust_initial=exhaust_initial,
-                         exhaust_clients=exhaust_clients, exhaust_max_s=exhaust_max_s,
+                         exhaust_clients=exhaust_clients,
+                         exhaust_max_s=parse_duration_s(exhaust_max, "--exhaust-max"),
                          violation_initial=violation_initial, sync_ms=sync_ms, seed=seed)
         spec.check()
         run_dir = make_run_dir(out, "counter-bench", store)
@@ -291,16 +356,22 @@ def bench(
         with progress_bar(f"counter bench on {store}", enabled=not as_json) as tick:
             run = run_bench(spec, lambda r: save_results(r, run_dir), tick, root=None)
     except ValueError as err:
+        with contextlib.suppress(OSError):
+            run_dir.rmdir()  # nothing was measured: leave no empty run directory
         fail(f"{err}; the data centres could not be started (try --store sim)")
+    from replicalab.report.counters import render_counter_report
+
     report = render_counter_report(run.results, run_dir)
+    table = summary_table(run.results)
     if as_json:
         sys.stdout.write(json.dumps({**run.results, "run_dir": str(run_dir),
-                                     "report": str(report)}, sort_keys=True) + "\n")
+                                     "report": str(report), "tables": [table.to_json()]},
+                                    sort_keys=True) + "\n")
     else:
-        out_console.print(_summary_table(run.results))
+        show(table)
         for n in run.results["notes"]:
-            out_console.print(f"note: {n}")
-        out_console.print(f"report: {report}")
+            say(f"note: {n}")
+        say(f"report: {report}")
     if run.interrupted:
         fail("interrupted; the points measured so far are saved in " + str(run_dir), 130)
     if run.error:
@@ -338,13 +409,14 @@ def serve(
     from replicalab.counters import server
 
     try:
-        topo = parse_stores(stores)
+        topo = parse_stores(stores, serving=True)
         if dc not in topo.dcs:
             raise ValueError(f"--dc {dc!r} is not one of the data centres given with --store "
                              f"({', '.join(topo.dcs)})")
         peers = {d: u for d, u in topo.urls.items() if d != dc}
-        out_console.print(f"counter middleware for {dc} on {host}:{port} "
-                          f"(peers: {', '.join(peers) or 'none'}); Ctrl-C stops it")
+        say(f"counter middleware for {dc} on {host}:{port} (peers: "
+            f"{', '.join(peers) or 'none'}); Ctrl-C stops it; reach it with "
+            f"replicalab counter value KEY --server {host}:{port}")
         server.serve(dc, topo.urls[dc], peers, port, host=host, dcs=topo.dcs,
                      batch_ms=batch_ms, batch_max=batch_max, sync_ms=sync_ms,
                      threshold=threshold, seed=seed)

@@ -150,27 +150,39 @@ def new_results(spec: BenchSpec) -> dict[str, Any]:
             "points": [], "notes": [], "interrupted": False, "error": "", "wall_s": 0.0}
 
 
+OVERHEAD_S = 3.0
+"""Expected wall seconds a point spends beyond its duration (deploy, create, converge) until
+the bench has measured its own; the progress estimate uses it."""
+
+
 async def _run_all(spec: BenchSpec, topo: Any, points: list[PointSpec],
                    results: dict[str, Any], save: Callable[[], None],
-                   progress: Callable[[float], None] | None) -> None:
-    weights = [p.duration_s for p in points]
-    total = sum(weights) or 1.0
-    done = 0.0
+                   progress: Callable[[float, str], None] | None) -> None:
+    # progress is wall time done over wall time expected: points finished take what they
+    # took, the rest their duration plus the mean overhead measured so far
+    wall0 = time.monotonic()
+    overheads: list[float] = []
     prefix = f"b{os.getpid()}x{int(time.time()) % 100_000}"
-    for p in points:
+    for k, p in enumerate(points):
         # a fresh deployment per point: background sync and rights traffic of earlier
         # points' counters must not load this one
+        t_point = time.monotonic()
         try:
             dep = await open_deployment(p.config, topo, sync_ms=spec.sync_ms, seed=p.seed)
         except (ValueError, OSError) as err:
             results["notes"].append(f"{p.label()}: not run, could not deploy ({err})")
-            done += p.duration_s
             continue
+        extra = sum(overheads) / len(overheads) if overheads else OVERHEAD_S
+        rest = sum(q.duration_s + extra for q in points[k + 1:])
+        what = f"point {k + 1}/{len(points)}: {p.label()}"
 
-        def tick(frac: float, base: float = done, w: float = p.duration_s) -> None:
+        def tick(frac: float, t_point: float = t_point, rest: float = rest,
+                 w: float = p.duration_s + extra, what: str = what) -> None:
             if progress is not None:
-                progress(min(1.0, (base + frac * w) / total))
+                done_s = t_point - wall0 + frac * w
+                progress(min(1.0, done_s / (t_point - wall0 + w + rest)), what)
 
+        tick(0.0)
         try:
             r = await run_point(dep, topo.dcs, p, prefix,
                                 converge_s=CONVERGE_S + 10 * spec.sync_ms / 1000, tick=tick)
@@ -180,16 +192,17 @@ async def _run_all(spec: BenchSpec, topo: Any, points: list[PointSpec],
         save()
         if r.interrupted:  # saved: now stop as asked
             raise asyncio.CancelledError
-        done += p.duration_s
+        overheads.append(max(0.0, time.monotonic() - t_point - p.duration_s))
 
 
 def run_bench(spec: BenchSpec, save: Callable[[dict[str, Any]], None],
-              progress: Callable[[float], None] | None = None,
+              progress: Callable[[float, str], None] | None = None,
               root: Path | None = None) -> BenchRun:
     """Run ``spec`` on data centres started for it (stopped at the end whatever happens);
-    ``save(results)`` is called after every point and at the end. Returns even when
-    interrupted or when a store fails mid-run (see BenchRun); ValueError when the options are
-    invalid or the data centres cannot be started."""
+    ``save(results)`` is called after every point and at the end; ``progress(fraction,
+    what)`` gets the estimated fraction of the wall time done and the point running. Returns
+    even when interrupted or when a store fails mid-run (see BenchRun); ValueError when the
+    options are invalid or the data centres cannot be started."""
     spec.check()
     points = plan(spec)
     results = new_results(spec)
@@ -224,7 +237,7 @@ def run_bench(spec: BenchSpec, save: Callable[[dict[str, Any]], None],
         results["notes"].append(f"run cut short: {error}")
     saver()
     if progress is not None:
-        progress(1.0)
+        progress(1.0, "stopping the data centres")
     return BenchRun(results, interrupted, error, results["points"])
 
 

@@ -141,7 +141,7 @@ def check_within(faults: list[Fault] | tuple[Fault, ...], duration_s: float) -> 
     for f in faults:
         if f.at_s >= duration_s:
             raise ValueError(f"fault {f.label!r} at {f.at_s:g}s starts after the "
-                             f"{duration_s:g} s run ends; make at= smaller or --duration "
+                             f"{duration_s:g} s probe ends; make at= smaller or --duration "
                              "longer")
 
 
