@@ -5,26 +5,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from replicalab.cli.errors import fail
+from replicalab.cli.output import TableData, out_console, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
 from replicalab.clt import analysis, local, records, runner
 from replicalab.clt.protocol import split_address
 from replicalab.regions import region_set
-from replicalab.report.clt import render_clt_report
 from replicalab.workloads.runner import make_run_dir, save_results
 
 clt_app = typer.Typer(help="Cloud Latency Tester: all-pairs RTT and quorum latency over TCP "
                       "(seed 002).", no_args_is_help=True)
-out_console = Console(highlight=False, soft_wrap=True)
+__all__ = ["clt_app", "out_console", "register"]
 
 Rate = Annotated[float, typer.Option(help="Rounds per second at every node.")]
 Payload = Annotated[int, typer.Option(help="Payload bytes per ping (echoed back).")]
@@ -98,6 +97,8 @@ def _finish(run_dir: Path, outcome: runner.Outcome, s: analysis.Settings,
                    wall_s=round(outcome.wall_s, 2), run_dir=str(run_dir))
     results["clock_offsets"] = _offsets(outcome.traces, skews)
     save_results(results, run_dir)
+    from replicalab.report.clt import render_clt_report
+
     report = render_clt_report(results, rec, run_dir)
     _print(results, report, as_json)
     if outcome.errors:
@@ -106,41 +107,50 @@ def _finish(run_dir: Path, outcome: runner.Outcome, s: analysis.Settings,
         fail(f"interrupted; partial results saved in {run_dir}", 130)
 
 
-def _print(results: dict[str, Any], report: Path, as_json: bool) -> None:
-    if as_json:
-        out_console.print_json(json.dumps({**results, "report": str(report)}))
-        return
-    t = Table(title=f"CLT: {len(results['nodes'])} nodes, {results['rows']:,} pings")
-    for col in ("pair", "group", "n", "timeouts", "p50 ms", "p99 ms", "p99.9 ms", "p99.999 ms"):
-        t.add_column(col, justify="left" if col in ("pair", "group") else "right")
-
-    def cell(v: float | None) -> str:
-        return "> timeout" if v is None else f"{v:.3f}"
+def pairs_table(results: dict[str, Any]) -> TableData:
+    """Return the per-pair RTT table of a CLT run."""
+    t = TableData(f"CLT: {len(results['nodes'])} nodes, {results['rows']:,} pings",
+                  ["pair", "group", "n", "timeouts", "p50 ms", "p99 ms", "p99.9 ms",
+                   "p99.999 ms"], wrap=(), right=tuple(range(2, 8)))
     for key, p in results["pairs"].items():
-        t.add_row(key, p["group"], f"{p['n']:,}", str(p["timeouts"]),
-                  *(cell(p["p"][q]) for q in ("p50", "p99", "p99.9", "p99.999")))
-    out_console.print(t)
+        t.add(key, p["group"], f"{p['n']:,}", p["timeouts"],
+              *(_cell(p["p"][q]) for q in ("p50", "p99", "p99.9", "p99.999")))
+    return t
+
+
+def _cell(v: float | None) -> str:
+    return "> timeout" if v is None else f"{v:.3f}"
+
+
+def _print(results: dict[str, Any], report: Path, as_json: bool) -> None:
+    table = pairs_table(results)
+    if as_json:
+        sys.stdout.write(json.dumps({**results, "report": str(report),
+                                     "tables": [table.to_json()]}) + "\n")
+        return
+    show(table)
+    cell = _cell
     q = results.get("quorum")
     if q:
         maj = next(x for x in q["by_k"] if x["k"] == q["majority_k"])
-        out_console.print(f"majority quorum Q{q['majority_k']}/{q['n']}: p50 "
-                          f"{cell(maj['p']['p50'])} ms, p99.999 {cell(maj['p']['p99.999'])} ms; "
-                          f"single pair p99.999 {cell(q['single']['p']['p99.999'])} ms")
+        say(f"majority quorum Q{q['majority_k']}/{q['n']}: p50 {cell(maj['p']['p50'])} ms, "
+            f"p99.999 {cell(maj['p']['p99.999'])} ms; single pair p99.999 "
+            f"{cell(q['single']['p']['p99.999'])} ms")
     lag = results["lag"]
     worst = max((v["p99_ms"] or 0 for v in lag["nodes"].values()), default=0)
-    out_console.print(f"schedule lag p99 (worst node) {worst:.3f} ms of a "
-                      f"{lag['period_ms']:.1f} ms period; fell behind: {lag['behind']}")
+    say(f"schedule lag p99 (worst node) {worst:.3f} ms of a {lag['period_ms']:.1f} ms period; "
+        f"fell behind: {lag['behind']}")
     if po := results.get("proxy_overhead"):
-        out_console.print(f"proxy overhead p50 {cell(po['overhead_p50_ms'])} ms, with a "
-                          f"latency toxic {cell(po['floor_p50_ms'])} ms")
+        say(f"proxy overhead p50 {cell(po['overhead_p50_ms'])} ms, with a latency toxic "
+            f"{cell(po['floor_p50_ms'])} ms")
     if m := results.get("matrix"):
         bad = [r["pair"] for r in m["rows"] if not r["ok"]]
         worst = max((abs(r["diff_ms"]) for r in m["rows"] if r["diff_ms"] is not None),
                     default=0.0)
-        out_console.print(f"injected RTT matrix matched within {m['tolerance_ms']:g} ms + the "
-                          f"measured proxy overhead: {m['all_ok']} (worst difference "
-                          f"{worst:.3f} ms)" + (f"; off: {', '.join(bad)}" if bad else ""))
-    out_console.print(f"report: {report}")
+        say(f"injected RTT matrix matched within {m['tolerance_ms']:g} ms + the measured proxy "
+            f"overhead: {m['all_ok']} (worst difference {worst:.3f} ms)"
+            + (f"; off: {', '.join(bad)}" if bad else ""))
+    say(f"report: {report}")
 
 
 @clt_app.command("agent")
@@ -254,6 +264,8 @@ def report(
     for k in ("workload", "agents", "errors", "notes", "wall_s", "run_dir", "clock_offsets"):
         results[k] = old.get(k)
     save_results(results, run_dir)
+    from replicalab.report.clt import render_clt_report
+
     _print(results, render_clt_report(results, rec, run_dir), as_json)
 
 

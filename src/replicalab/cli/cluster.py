@@ -7,10 +7,9 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from replicalab.cli.errors import fail
-from replicalab.cli.probe import out_console
+from replicalab.cli.output import TableData, say, show
 from replicalab.cluster import base
 from replicalab.cluster.state import names
 
@@ -43,36 +42,46 @@ def up(
     if as_json:
         sys.stdout.write(json.dumps({"name": c.name, "url": c.url}) + "\n")
         return
-    out_console.print(f"cluster {c.name}: {len(c.nodes)} {c.kind} nodes in {c.regions}, "
-                      f"{len(c.links)} proxied links")
-    out_console.print(f"store URL: {c.url}")
-    out_console.print(f"probe it:  replicalab probe --store '{c.url}' --duration 60s")
+    say(f"cluster {c.name}: {plural(len(c.nodes), c.kind + ' node')} in {c.regions}, "
+        f"{plural(len(c.links), 'proxied link')}")
+    say(f"store URL: {c.url}")
+    say(f"probe it:  replicalab probe --store '{c.url}' --duration 60s")
+    say(f"stop it:   replicalab cluster down {c.name}")
+
+
+def plural(n: int, noun: str) -> str:
+    """Return ``1 redis node`` or ``3 redis nodes``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}{'es' if noun.endswith('s') else 's'}"
 
 
 @cluster_app.command("status")
 def status(
     name: Annotated[str | None, typer.Argument(help="Cluster name (default: all).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Show each node's role, pid, port and replication state or lag.
 
     Example: replicalab cluster status redis-dc3
     """
     targets = [name] if name else names()
-    if not targets:
-        out_console.print("no clusters are up")
-        return
+    tables = []
     for n in targets:
         try:
             c, rows = base.status(n)
         except ValueError as err:
             fail(str(err))
-        table = Table(title=f"{c.name} ({c.kind}, {c.regions}) — {c.url}", title_justify="left")
         cols = ["node", "region", "role", "alive", "pid", "port", "state"]
-        for col in cols:
-            table.add_column(col)
+        t = TableData(f"{c.name} ({c.kind}, {c.regions}) — {c.url}", cols, wrap=(6,))
         for row in rows:
-            table.add_row(*(row.get(col, "") for col in cols))
-        out_console.print(table)
+            t.add(*(row.get(col, "") for col in cols))
+        tables.append(t)
+    if as_json:
+        sys.stdout.write(json.dumps({"clusters": targets,
+                                     "tables": [t.to_json() for t in tables]}) + "\n")
+    elif not targets:
+        say("no clusters are up")
+    else:
+        show(tables)
 
 
 @cluster_app.command("down")
@@ -92,4 +101,4 @@ def down(
             pids = base.down(n)
         except ValueError as err:
             fail(str(err))
-        out_console.print(f"{n}: stopped {len(pids)} processes")
+        say(f"{n}: stopped {plural(len(pids), 'process')}")

@@ -8,15 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
 from replicalab.cli.errors import fail
-from replicalab.cli.probe import out_console
-from replicalab.cli.progress import progress_bar
+from replicalab.cli.output import TableData, say, show
+from replicalab.cli.progress import Phases, progress_bar
 from replicalab.cluster import base
 from replicalab.faults.schedule import Fault
 from replicalab.regions import region_set
-from replicalab.report.model_page import render_model_report
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.register import RegisterConfig
 from replicalab.workloads.runner import ProbeSpec, make_run_dir, run_probe, save_results
@@ -120,11 +117,13 @@ def compare_register(names: list[str], regions: str, duration_s: float,
     try:
         run_dir = make_run_dir(out, "compare-register", "-".join(names))
         rows = []
-        with progress_bar("comparing linearizability", not as_json) as tick:
-            for i, k in enumerate(names):
+        with progress_bar(f"compare --workload register on {regions}", not as_json) as tick:
+            phases = Phases(tick, [(f"{k}: cluster and register tests", 5 + 2 * duration_s)
+                                   for k in names])
+            for k in names:
+                phases.start(f"{k}: cluster and register tests")
                 rows.append(_one(k, regions, duration_s, clients, keys, faults, seed,
                                  run_dir / "runs"))
-                tick((i + 1) / len(names))
     except ValueError as err:
         fail(str(err))
     table = register_table(rows, regions, faults)
@@ -138,17 +137,13 @@ def compare_register(names: list[str], regions: str, duration_s: float,
                "notes": [f"{r['store']}, {c} reads: {r[f'{c}_explanation']}"
                          for r in rows for c in CONSISTENCIES if r[f"{c}_explanation"]]}
     save_results(results, run_dir)
+    from replicalab.report.model_page import render_model_report
+
     report = render_model_report(results, run_dir, kind="comparison")
     if as_json:
         sys.stdout.write(json.dumps({**results, "report": str(report)}) + "\n")
         return
-    t = Table(title=table["caption"], title_justify="left")
-    for h in table["header"]:
-        t.add_column(h)
-    for r in table["rows"]:
-        t.add_row(*r)
-    out_console.print(t)
+    show(TableData.from_json(table))
     for note in results["notes"]:
-        out_console.print(note, markup=False)
-    out_console.print(f"report: {report}  (each run's report with its timeline: "
-                      f"{run_dir / 'runs'})", markup=False)
+        say(note)
+    say(f"report: {report}  (each run's report with its timeline: {run_dir / 'runs'})")

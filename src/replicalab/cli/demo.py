@@ -8,9 +8,10 @@ from typing import Annotated
 import typer
 
 from replicalab.cli.errors import fail
-from replicalab.cli.probe import out_console, summary_table
+from replicalab.cli.output import say, show
+from replicalab.cli.probe import summary_table
 from replicalab.cli.progress import progress_bar
-from replicalab.report import render_report
+from replicalab.cli.timeparse import parse_duration_s
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec, run_probe
 
@@ -20,30 +21,34 @@ DEMO_STORE = "sim://simpledb"
 def demo(
     out: Annotated[Path, typer.Option(help="Directory that receives the run directories.")
                    ] = Path("runs"),
-    hours: Annotated[float, typer.Option(help="Simulated hours per probe.")] = 2.0,
+    duration: Annotated[str, typer.Option(help="Simulated time per probe: 2h, 30m.")] = "2h",
     seed: Annotated[int, typer.Option(help="Seed of the simulation.")] = 1,
 ) -> None:
-    """Reproduce seed 003 §2.1.1 on the simulated SimpleDB and show where the report is.
+    """Reproduce seed 003 §2.1.1 on the simulated SimpleDB and show where the reports are.
 
-    Example: replicalab demo --hours 2
+    Example: replicalab demo --duration 2h
     """
-    if not hours > 0:
-        fail(f"--hours must be positive (got {hours})")
+    try:
+        duration_s = parse_duration_s(duration, "--duration")
+    except ValueError as err:
+        fail(str(err))
+    from replicalab.report import render_report
+
     reports = []
     for consistency in ("eventual", "consistent"):
         spec = ProbeSpec(store=DEMO_STORE, workload="staleness",
                          options=ProbeOptions(consistency=consistency,
-                                              duration_s=hours * 3600, seed=seed))
+                                              duration_s=duration_s, seed=seed))
         try:
-            with progress_bar(f"staleness, {consistency} reads") as tick:
+            with progress_bar(f"demo: staleness probe, {consistency} reads") as tick:
                 run = run_probe(spec, out, tick)
         except ValueError as err:
             fail(str(err))
         report = render_report(run.results, run.run_dir)
-        out_console.print(summary_table(run.results,
-                                        f"{DEMO_STORE}: {consistency} reads, {hours:g} h"))
-        reports.append(report)
+        show(summary_table(run.results, f"{DEMO_STORE}: {consistency} reads, {duration} "
+                                        "simulated"))
+        reports.append((consistency, report))
         if run.interrupted:
             fail(f"interrupted; partial report in {report}", 130)
-    for r in reports:
-        out_console.print(f"report: {r}")
+    for consistency, r in reports:
+        say(f"report, {consistency} reads: {r}")

@@ -10,17 +10,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from replicalab.cli import hlc_query
 from replicalab.cli.errors import fail
-from replicalab.cli.probe import out_console
+from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.hlc.align import AlignError, Alignment, align, alignment_errors
 from replicalab.hlc.bench import BenchConfig, run_bench
 from replicalab.hlc.synth import SynthConfig, generate, spread_skews
 from replicalab.hlc.trace import Event, LogError, read_log, write_log
-from replicalab.report.hlc import render_hlc_bench_report
 from replicalab.workloads.runner import make_run_dir, save_results
 
 hlc_app = typer.Typer(help="Hybrid logical clocks: align multi-node traces, reproduce seed 002.",
@@ -94,15 +92,11 @@ def align_cmd(
     except AlignError as e:
         fail(f"{e}; the logs are not HLC-consistent")
     data = _alignment_json(result, skews)
-    if as_json:
-        sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")
-        return
-    table = Table(title=f"offsets against HLC driver {result.driver} (µs to add to each pt)")
-    for col in ("node", "offset_us", "low_us", "high_us", "evidence", "events"):
-        table.add_column(col, justify="left" if col == "node" else "right")
+    cols = ["node", "offset_us", "low_us", "high_us", "evidence", "events"]
     if skews is not None:
-        table.add_column("true_us", justify="right")
-        table.add_column("error", justify="right")
+        cols += ["true_us", "error"]
+    table = TableData(f"offsets against HLC driver {result.driver} (µs to add to each pt)",
+                      cols, wrap=(), right=tuple(range(1, len(cols))))
     for node in sorted(result.nodes):
         n = result.nodes[node]
         row = [node, str(n.offset_us), "-" if n.low_us is None else str(n.low_us),
@@ -111,17 +105,20 @@ def align_cmd(
             err = data["errors"].get(node)
             row += [str(data["true_offsets_us"][node]),
                     "-" if err is None else f"{err * 100:.1f}%"]
-        table.add_row(*row)
-    out_console.print(table)
-    out_console.print(
-        f"messages {result.messages} (unmatched sends {result.unmatched_sends}, receives "
+        table.add(*row)
+    if as_json:
+        sys.stdout.write(json.dumps({**data, "tables": [table.to_json()]}, sort_keys=True)
+                         + "\n")
+        return
+    show(table)
+    say(f"messages {result.messages} (unmatched sends {result.unmatched_sends}, receives "
         f"{result.unmatched_recvs}); receives before their send: {result.violations_pt} by pt, "
         f"{result.violations_aligned} after alignment")
     if len(result.driver_candidates) > 1:
-        out_console.print(f"note: {', '.join(result.driver_candidates)} could each drive HLC; "
-                          "offsets are ambiguous until their logs show a causal link")
+        say(f"note: {', '.join(result.driver_candidates)} could each drive HLC; offsets are "
+            "ambiguous until their logs show a causal link")
     if bad := result.inconsistent():
-        out_console.print(f"warning: bounds cross for {', '.join(bad)}")
+        say(f"warning: bounds cross for {', '.join(bad)}")
 
 
 def _parse_range(text: str) -> tuple[int, int]:
@@ -174,9 +171,8 @@ def synth_cmd(
     except OSError as e:
         fail(f"cannot write to {out}: {e.strerror}; pass --out with a writable directory")
     total = sum(len(v) for v in trace.logs.values())
-    out_console.print(f"wrote {len(trace.logs)} logs ({total} events, {trace.messages_sent} "
-                      f"messages sent, {trace.messages_received} received) and truth.json "
-                      f"to {out}")
+    say(f"wrote {len(trace.logs)} logs ({total} events, {trace.messages_sent} messages sent, "
+        f"{trace.messages_received} received) and truth.json to {out}")
 
 
 @hlc_app.command("bench")
@@ -207,27 +203,31 @@ def bench_cmd(
         results = run_bench(cfg, tick)
     results["command"] = shlex.join(["replicalab", "hlc", "bench", *sys.argv[3:]])
     save_results(results, run_dir)
+    from replicalab.report.hlc import render_hlc_bench_report
+
     report = render_hlc_bench_report(results, run_dir)
     if results["interrupted"]:
         fail(f"interrupted; the finished points are saved in {run_dir}", 130)
-    if as_json:
-        sys.stdout.write(json.dumps({**results, "run_dir": str(run_dir), "report": str(report)},
-                                    sort_keys=True) + "\n")
-        return
+    tables = []
     for title, rows, cols in (
             ("error vs log length (median over seeds)", results["error_vs_length"],
              ("p_message", "length_ticks")),
             ("error vs latency (median over seeds)", results["error_vs_latency"],
              ("skew_ticks", "latency_ticks"))):
-        table = Table(title=title)
-        for col in (*cols, "median", "p25", "p75"):
-            table.add_column(col, justify="right")
+        table = TableData(title, [*cols, "median", "p25", "p75"], wrap=(),
+                          right=(0, 1, 2, 3, 4))
         for r in rows:
-            table.add_row(str(r[cols[0]]), str(r[cols[1]]),
-                          *("n/a" if r[k] is None else f"{r[k] * 100:.1f}%"
-                            for k in ("median", "p25", "p75")))
-        out_console.print(table)
-    out_console.print(f"run directory: {run_dir}\nreport: {report}")
+            table.add(r[cols[0]], r[cols[1]], *("n/a" if r[k] is None else f"{r[k] * 100:.1f}%"
+                                                for k in ("median", "p25", "p75")))
+        tables.append(table)
+    if as_json:
+        sys.stdout.write(json.dumps({**results, "run_dir": str(run_dir), "report": str(report),
+                                     "tables": [t.to_json() for t in tables]},
+                                    sort_keys=True) + "\n")
+        return
+    show(tables)
+    say(f"run directory: {run_dir}")
+    say(f"report: {report}")
 
 
 def register(app: typer.Typer) -> None:

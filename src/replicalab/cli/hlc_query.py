@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
-from replicalab.cli.errors import err_console, fail
-from replicalab.cli.probe import out_console
+from replicalab.cli.errors import fail
+from replicalab.cli.output import TableData, say
+from replicalab.cli.output import show as show_tables
 from replicalab.cli.progress import progress_bar
+from replicalab.cli.timeparse import parse_duration_s
 from replicalab.hlc.cuts import CutBuilder, CutError, load_logs, nodes_of
 from replicalab.hlc.query import Match, Query, QueryError, parse_query
 from replicalab.hlc.sonify import SonifyConfig, voice_for, write_midi
@@ -28,9 +29,11 @@ QueryText = Annotated[str, typer.Argument(
 Logs = Annotated[list[Path], typer.Argument(help="One JSONL trace log per node.")]
 Follow = Annotated[bool, typer.Option(
     "--follow", help="Stream: tail the logs as they grow and emit each cut once it is final.")]
-MaxSeconds = Annotated[float, typer.Option(help="With --follow: stop after this many seconds.")]
-IdleSeconds = Annotated[float, typer.Option(
-    help="With --follow: once no log grew for this long, take the logs as complete and stop.")]
+MaxSeconds = Annotated[str, typer.Option(
+    help="With --follow: stop after this long: 60s, 5m (a plain number is seconds).")]
+IdleSeconds = Annotated[str, typer.Option(
+    help="With --follow: once no log grew for this long (2s, 500ms), take the logs as "
+         "complete and stop.")]
 MaxMatches = Annotated[int | None, typer.Option(help="Stop after this many matches.")]
 
 
@@ -72,17 +75,17 @@ def _batch(q: Query, logs: list[Path], max_matches: int | None, also: list[Query
     return matches, stats, log_error
 
 
-def _streamed(q: Query, logs: list[Path], max_seconds: float, idle_seconds: float,
+def _streamed(q: Query, logs: list[Path], max_seconds: str, idle_seconds: str,
               max_matches: int | None, stats_out: list[FollowStats],
               stream_out: list[StreamQuery] | None = None,
               also: list[Query] | None = None) -> Iterator[Match]:
-    if not max_seconds > 0 or not idle_seconds > 0:
-        raise ValueError("--max-seconds and --idle-seconds must be positive")
+    max_s = parse_duration_s(max_seconds, "--max-seconds")
+    idle_s = parse_duration_s(idle_seconds, "--idle-seconds")
     stream = StreamQuery(q, list(logs), also or [])
     if stream_out is not None:
         stream_out.append(stream)
-    yield from follow(stream, max_seconds=max_seconds, max_matches=max_matches,
-                      idle_seconds=idle_seconds, on_stop=stats_out.append)
+    yield from follow(stream, max_seconds=max_s, max_matches=max_matches,
+                      idle_seconds=idle_s, on_stop=stats_out.append)
 
 
 def _row(m: Match) -> list[str]:
@@ -94,16 +97,17 @@ def _row(m: Match) -> list[str]:
     return [str(m.time.l), str(m.time.c), values, glob, sev]
 
 
-def _table(matches: list[Match], title: str, shown: int) -> Table:
+def _table(matches: list[Match], title: str, shown: int) -> TableData:
     rows = [_row(m) for m in matches[:shown]]
     cols = ["l_us", "c", "values per node", "globals", "severity"]
     # drop the columns no shown row fills (no SELECT, no COMPUTE, no --severity)
     keep = [i for i in range(len(cols)) if i < 2 or any(r[i] for r in rows)]
-    table = Table(title=title)
-    for i in keep:
-        table.add_column(cols[i], overflow="fold")
+    # the values and globals columns hold several name=value pairs: they may wrap between
+    # pairs on a narrow terminal (each pair stays whole)
+    table = TableData(title, [cols[i] for i in keep],
+                      wrap=tuple(k for k, i in enumerate(keep) if i in (2, 3)))
     for r in rows:
-        table.add_row(*(r[i] for i in keep))
+        table.add(*(r[i] for i in keep))
     return table
 
 
@@ -111,8 +115,8 @@ def query(
     text: QueryText,
     logs: Logs,
     follow_logs: Follow = False,
-    max_seconds: MaxSeconds = 60.0,
-    idle_seconds: IdleSeconds = 2.0,
+    max_seconds: MaxSeconds = "60s",
+    idle_seconds: IdleSeconds = "2s",
     max_matches: MaxMatches = None,
     show: Annotated[int, typer.Option(help="Rows of the match table (--json prints all).")
                     ] = 20,
@@ -140,10 +144,9 @@ def query(
                 for m in _streamed(q, logs, max_seconds, idle_seconds, max_matches, stats_out):
                     matches.append(m)
                     if as_json:
-                        out_console.print_json(json.dumps(m.to_json(), default=str),
-                                               indent=None)
+                        say(json.dumps(m.to_json(), default=str))
                     else:
-                        out_console.print("  ".join(_row(m)))
+                        say("  ".join(_row(m)))
             except LogError as e:
                 fail(f"{e}; the {len(matches)} matches printed above came from the events "
                      "before it")
@@ -155,21 +158,21 @@ def query(
         fail(str(e))
     if follow_logs:
         if as_json:
-            out_console.print_json(json.dumps({"summary": stats}), indent=None)
+            say(json.dumps({"summary": stats}))
         else:
-            err_console.print(f"{stats['matched']} matches, {stats['cuts']} cuts, "
-                              f"{stats['events']} events in {stats['elapsed_s']} s "
-                              f"(stopped: {stats['stopped']})")
+            say(f"{stats['matched']} matches, {stats['cuts']} cuts, {stats['events']} events "
+                f"in {stats['elapsed_s']} s (stopped: {stats['stopped']})", err=True)
         return
+    more = f", first {show} shown" if len(matches) > show else ""
+    table = _table(matches, f"{len(matches)} of {stats['cuts']} cuts match ({stats['events']} "
+                   f"events, {len(stats['nodes'])} nodes{more})", show)
     if as_json:
-        out_console.print_json(json.dumps({
+        say(json.dumps({
             "query": text, **stats, "error": None if log_error is None else str(log_error),
-            "matches": [m.to_json() for m in matches]}, default=str), indent=None)
+            "matches": [m.to_json() for m in matches], "tables": [table.to_json()]},
+            default=str))
     else:
-        more = f", first {show} shown" if len(matches) > show else ""
-        out_console.print(_table(matches, f"{len(matches)} of {stats['cuts']} cuts match "
-                                 f"({stats['events']} events, {len(stats['nodes'])} nodes"
-                                 f"{more})", show))
+        show_tables(table)
     if log_error is not None:
         fail(f"{log_error}; the matches above use the events before it")
 
@@ -193,8 +196,8 @@ def sonify(
         help="Another query played as its own voice: 'QUERY | SEVERITY' (repeatable); each "
         "gets its own channel and instrument.")] = None,
     follow_logs: Follow = False,
-    max_seconds: MaxSeconds = 60.0,
-    idle_seconds: IdleSeconds = 2.0,
+    max_seconds: MaxSeconds = "60s",
+    idle_seconds: IdleSeconds = "2s",
     max_matches: MaxMatches = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
@@ -250,12 +253,12 @@ def sonify(
          "pitch_min": min((n.pitch for n in v.notes), default=None),
          "pitch_max": max((n.pitch for n in v.notes), default=None)} for v in voices]}
     if as_json:
-        out_console.print_json(json.dumps(summary), indent=None)
+        say(json.dumps(summary))
     else:
         for v in summary["voices"]:
-            out_console.print(f"{v['notes']} notes, pitches {v['pitch_min']}..{v['pitch_max']}"
-                              f", program {v['program']}: {v['query']}")
-        out_console.print(f"{summary['length_s']} s: {midi}")
+            say(f"{v['notes']} notes, pitches {v['pitch_min']}..{v['pitch_max']}, program "
+                f"{v['program']}: {v['query']}")
+        say(f"{summary['length_s']} s: {midi}")
     if log_error is not None:
         fail(f"{log_error}; the MIDI file holds the matches from the events before it")
 

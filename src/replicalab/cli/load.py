@@ -4,25 +4,25 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from replicalab.checkers.load import SIMPLEDB_2011, PriceTable, p99_ms, parse_prices
 from replicalab.cli.errors import UserError, fail
-from replicalab.cli.progress import progress_bar
+from replicalab.cli.output import TableData, out_console, say, show
+from replicalab.cli.progress import Tick, progress_bar
 from replicalab.cli.timeparse import parse_duration_s
-from replicalab.report.load import render_load_report
 from replicalab.workloads.distributed import RayMissing
 from replicalab.workloads.load import LoadSpec, default_loop
 from replicalab.workloads.load_runner import LoadRun, RampPlan, parse_ramp, run_load
 
 load_app = typer.Typer(help="Open-loop load: offered rate, ramp until failure, SLA search.",
                        no_args_is_help=True)
-out_console = Console(highlight=False, soft_wrap=True)
+__all__ = ["load_app", "out_console", "register", "summary_table"]
 
 Store = Annotated[str, typer.Option(help="Store URL, e.g. sim://simpledb or "
                                     "redis://127.0.0.1:6379.")]
@@ -33,7 +33,9 @@ MaxInFlight = Annotated[int, typer.Option(
     help="Connections per worker, one request in flight on each; due requests beyond that "
          "wait in the generator (timed from their intended start).")]
 Consistency = Annotated[str, typer.Option(help="eventual | consistent reads.")]
-Timeout = Annotated[float, typer.Option(help="Per-request timeout in ms (from the send).")]
+Timeout = Annotated[str, typer.Option(help="Per-request timeout from the send: 2s, 500ms.")]
+TimeoutMs = Annotated[float | None, typer.Option(
+    "--timeout-ms", hidden=True, help="Per-request timeout in ms (old spelling of --timeout).")]
 Drain = Annotated[str, typer.Option(help="After the schedule ends, how long queued requests "
                                     "may still be sent; the rest count as unsent.")]
 Client = Annotated[str, typer.Option(help="store (the store adapter) | fast (lean Redis "
@@ -71,9 +73,15 @@ def _prices(text: str | None) -> PriceTable | None:
 
 
 def _spec(store: str, rate: float, duration: str, arrivals: str, read_ratio: float,
-          keyspace: int, max_in_flight: int, consistency: str, timeout_ms: float, drain: str,
-          client: str, seed: int, loop: str | None = None) -> LoadSpec:
+          keyspace: int, max_in_flight: int, consistency: str, timeout: str, drain: str,
+          client: str, seed: int, loop: str | None = None,
+          timeout_ms_old: float | None = None) -> LoadSpec:
     drain_s = 0.0 if drain.strip() in ("0", "0s") else parse_duration_s(drain, "--drain")
+    if timeout_ms_old is not None and not timeout_ms_old > 0:
+        raise ValueError(f"--timeout-ms {timeout_ms_old:g} must be positive; or give --timeout "
+                         "as a duration, e.g. 2s")
+    timeout_ms = (timeout_ms_old if timeout_ms_old is not None
+                  else 1000 * parse_duration_s(timeout, "--timeout"))
     spec = LoadSpec(store=store, rate_per_s=rate, duration_s=parse_duration_s(
         duration, "--duration"), arrivals=arrivals, read_ratio=read_ratio, keyspace=keyspace,
         max_in_flight=max_in_flight, consistency=consistency, timeout_ms=timeout_ms,
@@ -86,40 +94,40 @@ def _f(x: float | None, digits: int = 2) -> str:
     return "n/a" if x is None or x != x or x == float("inf") else f"{x:,.{digits}f}"
 
 
-def summary_table(results: dict[str, Any]) -> Table:
-    """Return a terminal table with one row per step."""
-    t = Table(title=f"load {results['mode']} on {results['store']}", title_justify="left")
-    for col in ("offered/s", "done/s", "% offered", "errors", "resp p50 ms", "resp p99 ms",
-                "serv p99 ms", "failure"):
-        t.add_column(col, justify="left" if col == "failure" else "right")
+def summary_table(results: dict[str, Any]) -> TableData:
+    """Return one row per step of a load run."""
+    t = TableData(f"load {results['mode']} on {results['store']}",
+                  ["offered/s", "done/s", "% offered", "errors", "resp p50 ms", "resp p99 ms",
+                   "serv p99 ms", "failure"], wrap=(7,), right=tuple(range(7)))
     for s in results["steps"]:
         lat = s["latency"]
-        t.add_row(_f(s["rate_per_s"], 1), _f(s["throughput_rps"], 1),
-                  _f(s["throughput_pct"], 1), f"{100 * s['error_rate']:.2f}%",
-                  _f(lat["response/all"].get("p50_ms")), _f(p99_ms(s)),
-                  _f(p99_ms(s, "service/all")), s.get("failure", ""))
+        t.add(_f(s["rate_per_s"], 1), _f(s["throughput_rps"], 1), _f(s["throughput_pct"], 1),
+              f"{100 * s['error_rate']:.2f}%", _f(lat["response/all"].get("p50_ms")),
+              _f(p99_ms(s)), _f(p99_ms(s, "service/all")), s.get("failure", ""))
     return t
 
 
 def _finish(run: LoadRun, as_json: bool) -> None:
+    from replicalab.report.load import render_load_report
+
     report = render_load_report(run.results, run.run_dir)
     r = run.results
+    table = summary_table(r)
     if as_json:
-        sys.stdout.write(json.dumps({**r, "run_dir": str(run.run_dir), "report": str(report)},
-                                    sort_keys=True) + "\n")
+        sys.stdout.write(json.dumps({**r, "run_dir": str(run.run_dir), "report": str(report),
+                                     "tables": [table.to_json()]}, sort_keys=True) + "\n")
     else:
-        out_console.print(summary_table(r))
+        show(table)
         if r.get("stopped"):
-            out_console.print(r["stopped"])
+            say(r["stopped"])
         if c := r.get("cost"):
             per = "n/a" if c["per_operation"] is None else f"{c['per_operation']:.3e}"
-            out_console.print(f"cost: {c['total']:.6f} {c['currency']} total, {per} per "
-                              f"operation ({c['prices']})")
+            say(f"cost: {c['total']:.6f} {c['currency']} total, {per} per operation "
+                f"({c['prices']})")
         if (sla := r.get("sla")) and sla["best_rate_per_s"] is not None:
-            out_console.print(f"SLA p99 < {sla['sla_p99_ms']:g} ms: highest rate "
-                              f"{sla['best_rate_per_s']:g}/s (first missed at "
-                              f"{_f(sla['first_miss_rate_per_s'], 1)}/s)")
-        out_console.print(f"report: {report}")
+            say(f"SLA p99 < {sla['sla_p99_ms']:g} ms: highest rate {sla['best_rate_per_s']:g}/s "
+                f"(first missed at {_f(sla['first_miss_rate_per_s'], 1)}/s)")
+        say(f"report: {report}")
     if run.interrupted:
         fail(f"interrupted; the steps so far and a partial report are in {run.run_dir}", 130)
     if run.error:
@@ -131,12 +139,78 @@ def _finish(run: LoadRun, as_json: bool) -> None:
              f"lower the ramp's start or raise --sla-p99-ms; results are in {run.run_dir}")
 
 
+def reachable(url: str) -> None:
+    """Raise ValueError naming the fix if the real store at ``url`` does not answer (a
+    simulated store always does): checked before a run directory is made."""
+    if url.startswith("sim://"):
+        return
+    from replicalab.stores import StoreError, open_store
+    from replicalab.stores.base import redact_url
+
+    store = open_store(url, 1)
+
+    async def hello() -> None:
+        try:
+            client = await store.connect()
+            await client.close()
+        finally:
+            await store.close()
+
+    try:
+        store.runtime.run(hello())
+    except (StoreError, OSError) as err:
+        raise ValueError(f"cannot reach {redact_url(url)}: {err}; start a server there "
+                         "(replicalab cluster up redis --nodes 1 --regions lan prints a URL)"
+                         ) from None
+
+
+class StepPacer:
+    """Moves a load run's bar inside each step by the time the step has run (a step offers
+    load for a known duration), and names the step; run_load reports finished steps."""
+
+    def __init__(self, tick: Tick, steps: int, step_s: float, rates: list[float]) -> None:
+        self.tick, self.steps, self.step_s, self.rates = tick, max(steps, 1), step_s, rates
+        self.done = 0
+        self.t_step = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def what(self) -> str:
+        rate = (f"offering {self.rates[self.done]:g}/s, " if self.done < len(self.rates)
+                else "refining, ")
+        return f"{rate}step {self.done + 1} of {'up to ' if self.steps > 1 else ''}{self.steps}"
+
+    def __call__(self, fraction: float, what: str | None = None) -> None:
+        """run_load's callback: ``fraction`` of the steps are done."""
+        self.done = round(fraction * self.steps)
+        self.t_step = time.monotonic()
+        self.tick(fraction, self.what() if fraction < 1 else "saving the history")
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            within = min(0.95, (time.monotonic() - self.t_step) / self.step_s)
+            self.tick((self.done + within) / self.steps)
+
+    def __enter__(self) -> StepPacer:
+        self.tick(0.0, self.what())
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def _go(spec: LoadSpec, mode: str, plan: RampPlan | None, workers: int, ray: str | None,
         prices: str | None, out: Path, as_json: bool) -> None:
     try:
         table = _prices(prices)
-        with progress_bar(f"load {mode} on {spec.store}", not as_json) as tick:
-            run = run_load(spec, out, mode, plan, workers, ray, table, tick)
+        reachable(spec.store)
+        rates = [spec.rate_per_s] if plan is None else plan.rates()
+        steps = len(rates) + (plan.refine if plan is not None and mode == "sla" else 0)
+        with progress_bar(f"load {mode} on {spec.store}", not as_json) as tick, \
+                StepPacer(tick, steps, spec.duration_s, rates) as pacer:
+            run = run_load(spec, out, mode, plan, workers, ray, table, pacer)
     except (ValueError, UserError, RayMissing) as err:
         fail(str(err))
     _finish(run, as_json)
@@ -149,7 +223,8 @@ def run_cmd(
     duration: Annotated[str, typer.Option(help="How long to offer load: 30s, 5m.")] = "30s",
     arrivals: Arrivals = "poisson", read_ratio: ReadRatio = 0.99, keyspace: Keyspace = 1000,
     max_in_flight: MaxInFlight = 16, consistency: Consistency = "eventual",
-    timeout_ms: Timeout = 2000.0, drain: Drain = "5s", client: Client = "store",
+    timeout: Timeout = "2s", timeout_ms: TimeoutMs = None, drain: Drain = "5s",
+    client: Client = "store",
     loop: Loop = None, workers: Workers = 1, ray: Ray = None, prices: Prices = None, seed: Seed = 1,
     out: Out = Path("runs"), as_json: AsJson = False,
 ) -> None:
@@ -162,7 +237,7 @@ def run_cmd(
     """
     try:
         spec = _spec(store, rate, duration, arrivals, read_ratio, keyspace, max_in_flight,
-                     consistency, timeout_ms, drain, client, seed, loop)
+                     consistency, timeout, drain, client, seed, loop, timeout_ms)
     except ValueError as err:
         fail(str(err))
     _go(spec, "run", None, workers, ray, prices, out, as_json)
@@ -183,7 +258,8 @@ def ramp_cmd(
     max_error_rate: MaxErrorRate = 0.01, fail_p99_ms: FailP99 = 1000.0,
     arrivals: Arrivals = "poisson", read_ratio: ReadRatio = 0.99, keyspace: Keyspace = 1000,
     max_in_flight: MaxInFlight = 16, consistency: Consistency = "eventual",
-    timeout_ms: Timeout = 2000.0, drain: Drain = "5s", client: Client = "store",
+    timeout: Timeout = "2s", timeout_ms: TimeoutMs = None, drain: Drain = "5s",
+    client: Client = "store",
     loop: Loop = None, workers: Workers = 1, ray: Ray = None, prices: Prices = None, seed: Seed = 1,
     out: Out = Path("runs"), as_json: AsJson = False,
 ) -> None:
@@ -194,7 +270,8 @@ def ramp_cmd(
     try:
         plan = _plan(ramp, step_duration, max_error_rate, fail_p99_ms)
         spec = _spec(store, plan.start_per_s, step_duration, arrivals, read_ratio, keyspace,
-                     max_in_flight, consistency, timeout_ms, drain, client, seed, loop)
+                     max_in_flight, consistency, timeout, drain, client, seed, loop,
+                     timeout_ms)
     except ValueError as err:
         fail(str(err))
     _go(spec, "ramp", plan, workers, ray, prices, out, as_json)
@@ -211,7 +288,8 @@ def sla_cmd(
     max_error_rate: MaxErrorRate = 0.01, fail_p99_ms: FailP99 = 1000.0,
     arrivals: Arrivals = "poisson", read_ratio: ReadRatio = 0.99, keyspace: Keyspace = 1000,
     max_in_flight: MaxInFlight = 16, consistency: Consistency = "eventual",
-    timeout_ms: Timeout = 2000.0, drain: Drain = "5s", client: Client = "store",
+    timeout: Timeout = "2s", timeout_ms: TimeoutMs = None, drain: Drain = "5s",
+    client: Client = "store",
     loop: Loop = None, workers: Workers = 1, ray: Ray = None, prices: Prices = None, seed: Seed = 1,
     out: Out = Path("runs"), as_json: AsJson = False,
 ) -> None:
@@ -222,7 +300,8 @@ def sla_cmd(
     try:
         plan = _plan(ramp, step_duration, max_error_rate, fail_p99_ms, sla_p99_ms, refine)
         spec = _spec(store, plan.start_per_s, step_duration, arrivals, read_ratio, keyspace,
-                     max_in_flight, consistency, timeout_ms, drain, client, seed, loop)
+                     max_in_flight, consistency, timeout, drain, client, seed, loop,
+                     timeout_ms)
     except ValueError as err:
         fail(str(err))
     _go(spec, "sla", plan, workers, ray, prices, out, as_json)

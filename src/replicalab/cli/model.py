@@ -10,21 +10,18 @@ from typing import Annotated
 
 import numpy as np
 import typer
-from rich.table import Table
 
 from replicalab.checkers.extract import element_ops
 from replicalab.checkers.freshness import since_ack
 from replicalab.cli.errors import fail
 from replicalab.cli.model_params import build, describe, load_toml, parse_compare, parse_sets
-from replicalab.cli.probe import out_console
-from replicalab.cli.progress import progress_bar
+from replicalab.cli.output import TableData, say, show
+from replicalab.cli.progress import Phases, progress_bar
 from replicalab.history import load_history
 from replicalab.models import pbs as pbs_model
 from replicalab.models.base import Curve
 from replicalab.models.registry import MODELS, ModelSpec
 from replicalab.models.validate import validate
-from replicalab.report.model_page import render_model_report
-from replicalab.report.model_plots import visibility_figure
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec, make_run_dir, run_probe, save_results
 from replicalab.workloads.staleness import KEY, StalenessConfig
@@ -137,6 +134,9 @@ def pbs(
                                "max_abs_difference": None if gap is None else round(gap, 6)}
         overlay = (mt, mp)
     save_results(results, run_dir)
+    from replicalab.report.model_page import render_model_report
+    from replicalab.report.model_plots import visibility_figure
+
     report = render_model_report(results, run_dir, figures=[(
         "fig-visibility", f"t-visibility of N={n}, R={r}, W={w} ({source}).",
         visibility_figure(t, {f"PBS N={n} R={r} W={w}": p}, overlay))])
@@ -144,19 +144,18 @@ def pbs(
         sys.stdout.write(json.dumps({**results, "run_dir": str(run_dir), "report": str(report)},
                                     sort_keys=True) + "\n")
         return
-    table = Table(title=results["title"] + f" — {source}", title_justify="left")
-    table.add_column("t after commit (ms)", justify="right")
-    table.add_column("P(consistent)", justify="right")
+    table = TableData(results["title"] + f" — {source}", ["t after commit (ms)",
+                                                           "P(consistent)"], right=(0, 1))
     for x, y in zip(shown, at_shown, strict=True):
-        table.add_row(f"{x:g}", f"{100 * y:.2f}%")
-    out_console.print(table)
+        table.add(f"{x:g}", f"{100 * y:.2f}%")
+    show(table)
     if measured is not None:
         gap = results["measured"]["max_abs_difference"]
-        out_console.print(f"measured on sim://quorum: largest gap to the prediction "
-                          f"{'n/a' if gap is None else f'{100 * gap:.2f} points'}")
-    out_console.print("consistent with p=0.99 after "
-                      f"{t_at[0.99]:.2f} ms; p=0.999 after {t_at[0.999]:.2f} ms")
-    out_console.print(f"report: {report}")
+        say(f"measured on sim://quorum: largest gap to the prediction "
+            f"{'n/a' if gap is None else f'{100 * gap:.2f} points'}")
+    say(f"consistent with p=0.99 after {t_at[0.99]:.2f} ms; p=0.999 after "
+        f"{t_at[0.999]:.2f} ms")
+    say(f"report: {report}")
 
 
 def _loads(max_rps: float, points: int, loads: str | None) -> list[float]:
@@ -206,14 +205,16 @@ def model_command(spec: ModelSpec) -> Callable[..., None]:
             configs = [(label, build(spec.params_cls, base, {**sets, **extra}, spec.name))
                        for label, extra in variants]
             curves = []
-            for label, p in configs:
-                max_rps = spec.curve(p, [1.0]).max_throughput_rps
-                grid = _loads(max_rps, points, loads)
-                c = spec.curve(p, grid)
-                curves.append(_relabel(c, label or c.label))
-                if twin:
-                    t = spec.twin(p, grid, seed, rounds)
-                    curves.append(_relabel(t, f"{label or c.label} (twin)"))
+            with progress_bar(f"model {spec.name}", enabled=twin and not as_json) as tick:
+                for i, (label, p) in enumerate(configs):
+                    max_rps = spec.curve(p, [1.0]).max_throughput_rps
+                    grid = _loads(max_rps, points, loads)
+                    c = spec.curve(p, grid)
+                    curves.append(_relabel(c, label or c.label))
+                    if twin:
+                        tick(i / len(configs), f"twin of {label or c.label}")
+                        t = spec.twin(p, grid, seed, rounds)
+                        curves.append(_relabel(t, f"{label or c.label} (twin)"))
             run_dir = make_run_dir(out, "model", spec.name)
         except ValueError as err:
             fail(str(err))
@@ -224,22 +225,22 @@ def model_command(spec: ModelSpec) -> Callable[..., None]:
             "curves": [c.to_json() for c in curves],
             "tables": [t for _, p in configs[:1] for t in spec.tables(p)],
         }
+        table = TableData(spec.title, ["curve", "max throughput (req/s)",
+                                       "latency at 50% / 90% of max (ms)"], right=(1, 2))
+        for c in curves:
+            table.add(c.label, f"{c.max_throughput_rps:,.0f}", _at_fractions(c))
         save_results(results, run_dir)
+        from replicalab.report.model_page import render_model_report
+
         report = render_model_report(results, run_dir, curves)
         if as_json:
             sys.stdout.write(json.dumps({**results, "run_dir": str(run_dir),
-                                         "report": str(report)}, sort_keys=True) + "\n")
+                                         "report": str(report),
+                                         "summary_table": table.to_json()},
+                                        sort_keys=True) + "\n")
             return
-        table = Table(title=spec.title, title_justify="left")
-        table.add_column("curve")
-        table.add_column("max throughput (req/s)", justify="right")
-        table.add_column("latency at 50% / 90% of max (ms)", justify="right")
-        for c in curves:
-            table.add_row(c.label, f"{c.max_throughput_rps:,.0f}", _at_fractions(c))
-        out_console.print(table)
-        for t in results["tables"]:
-            out_console.print(_rich_table(t))
-        out_console.print(f"report: {report}")
+        show([table, *(TableData.from_json(t) for t in results["tables"])])
+        say(f"report: {report}")
 
     command.__doc__ = f"{spec.title}.\n\nExample: {spec.example}"
     return command
@@ -258,15 +259,6 @@ def _at_fractions(c: Curve) -> str:
         return f"{best.latency_ms:.3f}"
 
     return f"{at(0.5)} / {at(0.9)}"
-
-
-def _rich_table(t: dict) -> Table:
-    table = Table(title=t.get("caption", ""), title_justify="left")
-    for h in t["header"]:
-        table.add_column(str(h))
-    for row in t["rows"]:
-        table.add_row(*(str(x) for x in row))
-    return table
 
 
 @model_app.command("validate")
@@ -289,25 +281,29 @@ def validate_command(
     if not 0 < tolerance < 1 or rounds < 100:
         fail("--tolerance must be in (0, 1) and --rounds at least 100")
     rows = []
-    with progress_bar("model vs twin") as tick:
-        for i, name in enumerate(names):
+    grids = {name: MODELS[name].grid() for name in names}
+    with progress_bar("model validate", not as_json) as tick:
+        # each grid entry runs a model and its twin: the entries are the units of work
+        phases = Phases(tick, [(f"{name}: model vs twin", float(len(grids[name])))
+                               for name in names])
+        for name in names:
             spec = MODELS[name]
-            for d in validate(spec.grid(), spec.curve, spec.twin, rounds, seed, tolerance):
+            for d in validate(grids[name], spec.curve, spec.twin, rounds, seed, tolerance,
+                              phases.start(f"{name}: model vs twin")):
                 rows.append({"model": name, **d.to_json()})
-            tick((i + 1) / len(names))
+    table = TableData(f"model vs twin (mean latency below 80% utilisation, tolerance "
+                      f"{100 * tolerance:g}%)", ["model", "grid entry", "points", "worst gap",
+                                                 "at load (req/s)", "verdict"], wrap=(1, 5))
+    for r in rows:
+        gap = "n/a" if r["worst_gap"] is None else f"{100 * r['worst_gap']:.1f}%"
+        load = "" if r["worst_load_rps"] is None else f"{r['worst_load_rps']:,.0f}"
+        table.add(r["model"], r["label"], r["points_compared"], gap, load,
+                  "ok" if r["ok"] else f"diverges: {r['why']}")
     if as_json:
-        sys.stdout.write(json.dumps({"tolerance": tolerance, "rows": rows}) + "\n")
+        sys.stdout.write(json.dumps({"tolerance": tolerance, "rows": rows,
+                                     "tables": [table.to_json()]}) + "\n")
     else:
-        table = Table(title=f"model vs twin (mean latency below 80% utilisation, "
-                      f"tolerance {100 * tolerance:g}%)", title_justify="left")
-        for h in ("model", "grid entry", "points", "worst gap", "at load (req/s)", "verdict"):
-            table.add_column(h)
-        for r in rows:
-            gap = "n/a" if r["worst_gap"] is None else f"{100 * r['worst_gap']:.1f}%"
-            load = "" if r["worst_load_rps"] is None else f"{r['worst_load_rps']:,.0f}"
-            table.add_row(r["model"], r["label"], str(r["points_compared"]), gap, load,
-                          "ok" if r["ok"] else f"diverges: {r['why']}")
-        out_console.print(table)
+        show(table)
     if not all(r["ok"] for r in rows):
         sys.exit(1)
 

@@ -91,8 +91,9 @@ class Tick:
 
     def finish(self) -> None:
         """Say that the run ended (piped output only; a terminal bar simply goes)."""
+        self.done = 1.0  # the block ended without an error: the work is done
         if self._bar is None and self._said:
-            self._line("finished" if self.done >= 1 else "stopped")
+            self._line("finished")
 
 
 class Phases:

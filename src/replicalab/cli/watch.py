@@ -7,18 +7,21 @@ import asyncio
 import json
 import signal
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console, Group
+from rich.console import Group
 from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from replicalab.cli.errors import UserError, fail
+from replicalab.cli.output import out_console, say
+from replicalab.cli.progress import fmt_s
 from replicalab.cli.timeparse import parse_duration_s
 from replicalab.report.dashboard import make_server
 from replicalab.watch.config import load_backends
@@ -27,7 +30,7 @@ from replicalab.watch.stats import Sample
 from replicalab.watch.vehicle import Vehicle, direction, gauge
 from replicalab.watch.watcher import BackendState, SuiteOptions, Watcher
 
-out_console = Console(highlight=False, soft_wrap=True)
+__all__ = ["dashboard", "live_view", "out_console", "register", "watch"]
 
 
 def _ms(x: float | None) -> str:
@@ -36,7 +39,7 @@ def _ms(x: float | None) -> str:
 
 def live_view(states: list[BackendState], vehicle: Vehicle, db: Path) -> Group:
     """Return the terminal view: per-backend last p50/p99 and the vehicle's gauge."""
-    t = Table(title=f"replicalab watch → {db}", title_justify="left")
+    t = Table(title=Text(f"replicalab watch → {db}"), title_justify="left")
     t.add_column("backend", no_wrap=True)
     t.add_column("status", no_wrap=True)
     for col in ("rounds", "read p50/p99 ms", "write p50/p99 ms", "errors"):
@@ -46,7 +49,7 @@ def live_view(states: list[BackendState], vehicle: Vehicle, db: Path) -> Group:
         status = (f"loading {100 * st.load_fraction:.0f}%" if st.status == "loading"
                   else st.status)
         colour = {"ok": "green", "unavailable": "red"}.get(st.status, "yellow")
-        t.add_row(st.name, f"[{colour}]{status}[/]", str(st.rounds),
+        t.add_row(Text(st.name), Text(status, style=colour), str(st.rounds),
                   f"{_ms(st.quantile_ms('read', 50))} / {_ms(st.quantile_ms('read', 99))}",
                   f"{_ms(st.quantile_ms('write', 50))} / {_ms(st.quantile_ms('write', 99))}",
                   str(st.errors))
@@ -63,7 +66,31 @@ def live_view(states: list[BackendState], vehicle: Vehicle, db: Path) -> Group:
     return Group(t, *problems, car)
 
 
-async def _watch(watcher: Watcher, live: Live | None, vehicle: Vehicle, db: Path) -> str:
+class LoadingLines:
+    """Piped output: what a backend does before its first round (loading its records can
+    take a minute), on stderr: a line when loading starts, then every ``every_s``."""
+
+    def __init__(self, every_s: float = 10.0) -> None:
+        self.every_s = every_s
+        self.t0 = time.monotonic()
+        self.said: dict[str, float] = {}
+
+    def update(self, states: list[BackendState]) -> None:
+        """Print a line for each backend that is loading and due one."""
+        now = time.monotonic()
+        for st in states:
+            if st.status != "loading":
+                continue
+            last = self.said.get(st.name)
+            if last is None or now - last >= self.every_s:
+                self.said[st.name] = now
+                say(f"watch: {st.name}: loading its records before the first round "
+                    f"({100 * st.load_fraction:.0f}% done, {fmt_s(now - self.t0)} elapsed)",
+                    err=True)
+
+
+async def _watch(watcher: Watcher, live: Live | None, vehicle: Vehicle, db: Path,
+                 lines: LoadingLines | None = None) -> str:
     """Run the watcher until done or a signal; return the signal's name ("" if none)."""
     stop = asyncio.Event()
     got: list[str] = []
@@ -81,6 +108,8 @@ async def _watch(watcher: Watcher, live: Live | None, vehicle: Vehicle, db: Path
             await asyncio.wait({task}, timeout=0.5)
             if live is not None:
                 live.update(live_view(watcher.states, vehicle, db))
+            if lines is not None:
+                lines.update(watcher.states)
         task.result()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -89,7 +118,7 @@ async def _watch(watcher: Watcher, live: Live | None, vehicle: Vehicle, db: Path
 
 
 def watch(
-    config: Annotated[Path, typer.Option(help="TOML file of \\[backends.NAME] tables "
+    config: Annotated[Path, typer.Option(help="TOML file of [backends.NAME] tables "
                                          "(url, durability, availability, transactional, "
                                          "geo, records, read).")],
     db: Annotated[Path, typer.Option(help="SQLite file the samples are appended to.")] = Path(
@@ -137,7 +166,7 @@ def watch(
             elif not out_console.is_terminal:
                 lat = ", ".join(f"{s.op} {_ms(s.latency_ms)} ms" if s.ok else
                                 f"{s.op} error" for s in samples)
-                out_console.print(f"{state.name} round {samples[0].round}: {lat}")
+                say(f"{state.name} round {samples[0].round}: {lat}")
 
         watcher = Watcher(specs, store, opts, on_round)
     except (ValueError, UserError) as err:
@@ -149,13 +178,13 @@ def watch(
                       refresh_per_second=4) as live:
                 stopped_by = asyncio.run(_watch(watcher, live, vehicle, db))
         else:
-            stopped_by = asyncio.run(_watch(watcher, None, vehicle, db))
+            stopped_by = asyncio.run(_watch(watcher, None, vehicle, db,
+                                            None if as_json else LoadingLines()))
         total = store.count()
     finally:
         store.close()
     if not as_json:
-        out_console.print(f"{total:,} samples in {db}"
-                          + (f" (stopped by {stopped_by})" if stopped_by else ""))
+        say(f"{total:,} samples in {db}" + (f" (stopped by {stopped_by})" if stopped_by else ""))
     if stopped_by == "SIGINT":
         raise typer.Exit(130)
 
@@ -174,7 +203,7 @@ def dashboard(
     except ValueError as err:
         fail(str(err))
     host, bound = server.server_address[:2]
-    out_console.print(f"dashboard: http://{host}:{bound}/  (Ctrl-C to stop)")
+    say(f"dashboard: http://{host}:{bound}/  (Ctrl-C to stop)")
     sys.stdout.flush()  # the URL must reach a log file now, not when the server stops
     try:
         server.serve_forever()
