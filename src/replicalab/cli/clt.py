@@ -8,7 +8,7 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,10 +16,11 @@ from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, out_console, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
-from replicalab.clt import analysis, local, records, runner
-from replicalab.clt.protocol import split_address
 from replicalab.regions import region_set
 from replicalab.workloads.runner import make_run_dir, save_results
+
+if TYPE_CHECKING:  # the CLT modules load when a clt command runs (they pull in matplotlib)
+    from replicalab.clt import analysis, runner
 
 clt_app = typer.Typer(help="Cloud Latency Tester: all-pairs RTT and quorum latency over TCP "
                       "(seed 002).", no_args_is_help=True)
@@ -42,6 +43,8 @@ AsJson = Annotated[bool, typer.Option("--json", help="Print the results as JSON.
 
 def _config(rate: float, payload: int, duration: str, timeout: str, self_loop: bool, seed: int,
             trace_every: int) -> runner.RunConfig:
+    from replicalab.clt import runner
+
     cfg = runner.RunConfig(rate_hz=rate, payload_bytes=payload,
                            duration_s=parse_duration_s(duration, "--duration"),
                            timeout_s=parse_duration_s(timeout, "--timeout"),
@@ -52,6 +55,8 @@ def _config(rate: float, payload: int, duration: str, timeout: str, self_loop: b
 
 def _settings(cfg: runner.RunConfig, agents: list[runner.AgentSpec], window: str,
               spike_factor: float, injected: dict[str, float] | None = None) -> analysis.Settings:
+    from replicalab.clt import analysis
+
     if spike_factor <= 1:
         raise ValueError(f"--spike-factor {spike_factor:g} must be above 1")
     planned = max(1, round(cfg.duration_s * cfg.rate_hz))
@@ -80,6 +85,8 @@ def _finish(run_dir: Path, outcome: runner.Outcome, s: analysis.Settings,
             config: dict[str, Any], as_json: bool, notes: list[str],
             skews: dict[str, float]) -> None:
     """Save rows, analyse, write the report, print; exit 2 after saving if agents failed."""
+    from replicalab.clt import analysis, records
+
     rec = outcome.records
     if outcome.interrupted:
         # the plan was cut short on purpose: rounds not sent are not a sign of falling behind
@@ -165,6 +172,8 @@ def agent(
     Example: replicalab clt agent --listen 127.0.0.1:7101 --skew-ms 20
     """
     from replicalab.clt.agent import serve
+    from replicalab.clt.protocol import split_address
+
     try:
         host, port = split_address(listen)
         with contextlib.suppress(KeyboardInterrupt):
@@ -189,6 +198,8 @@ def run(
     Example: replicalab clt run --agents 127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103
     --rate 100 --payload 1024 --duration 10m --self-loop
     """
+    from replicalab.clt import runner
+
     try:
         specs = runner.parse_agents(agents)
         cfg = _config(rate, payload, duration, timeout, self_loop, seed, trace_every)
@@ -224,6 +235,8 @@ def local_cmd(
 
     Example: replicalab clt local --nodes 5 --regions aws5 --duration 60s
     """
+    from replicalab.clt import local
+
     try:
         cfg = _config(rate, payload, duration, timeout, self_loop, seed, trace_every)
         skews = local.parse_skews(skew_ms, nodes)
@@ -251,6 +264,8 @@ def report(
 
     Example: replicalab clt report runs/20261122T030000Z-clt-local-aws5
     """
+    from replicalab.clt import analysis, records
+
     try:
         cfg = json.loads((run_dir / "config.json").read_text())
         rec = records.read_parquet(run_dir / "clt.parquet")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -15,11 +15,11 @@ from replicalab.cli.output import TableData, say
 from replicalab.cli.output import show as show_tables
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
-from replicalab.hlc.cuts import CutBuilder, CutError, load_logs, nodes_of
-from replicalab.hlc.query import Match, Query, QueryError, parse_query
-from replicalab.hlc.sonify import SonifyConfig, voice_for, write_midi
-from replicalab.hlc.stream import FollowStats, StreamQuery, follow
 from replicalab.hlc.trace import LogError
+
+if TYPE_CHECKING:  # the query language (lark) and MIDI (mido) load when a command runs
+    from replicalab.hlc.query import Match, Query
+    from replicalab.hlc.stream import FollowStats, StreamQuery
 
 # General MIDI programs of the extra voices (vibraphone, guitar, bass, strings, flute, ...)
 _PALETTE = (11, 24, 33, 48, 73, 56, 13, 80)
@@ -42,6 +42,8 @@ def _batch(q: Query, logs: list[Path], max_matches: int | None, also: list[Query
     """Return the matches over complete logs, run stats, and the first malformed-line error
     (the events before the bad line are used).  Matches of the ``also`` queries go to
     ``stats["also"]``, one list per query."""
+    from replicalab.hlc.cuts import CutBuilder, load_logs, nodes_of
+
     events, log_error = load_logs(logs)
     if log_error is not None and log_error.line == 0:
         raise log_error  # a file that cannot be read at all: nothing to keep
@@ -79,6 +81,8 @@ def _streamed(q: Query, logs: list[Path], max_seconds: str, idle_seconds: str,
               max_matches: int | None, stats_out: list[FollowStats],
               stream_out: list[StreamQuery] | None = None,
               also: list[Query] | None = None) -> Iterator[Match]:
+    from replicalab.hlc.stream import StreamQuery, follow
+
     max_s = parse_duration_s(max_seconds, "--max-seconds")
     idle_s = parse_duration_s(idle_seconds, "--idle-seconds")
     stream = StreamQuery(q, list(logs), also or [])
@@ -130,6 +134,9 @@ def query(
 
     Example: replicalab hlc query 'COMPUTE GLOBAL sum := SUM(x) WHEN sum > 5' n1.jsonl n2.jsonl
     """
+    from replicalab.hlc.cuts import CutError
+    from replicalab.hlc.query import QueryError, parse_query
+
     try:
         q = parse_query(text)
         if severity is not None:
@@ -206,6 +213,10 @@ def sonify(
     Example: replicalab hlc sonify 'SELECT lag WHEN MAX(lag) >= 2' n*.jsonl --severity 'MAX(lag)'
     --voice 'SELECT lag WHEN MAX(lag) >= 5 | MAX(lag)'
     """
+    from replicalab.hlc.cuts import CutError
+    from replicalab.hlc.query import QueryError, parse_query
+    from replicalab.hlc.sonify import SonifyConfig, voice_for, write_midi
+
     log_error: LogError | None = None
     try:
         others: list[Query] = []

@@ -23,7 +23,6 @@ from replicalab.cli.errors import UserError, fail
 from replicalab.cli.output import out_console, say
 from replicalab.cli.progress import fmt_s
 from replicalab.cli.timeparse import parse_duration_s
-from replicalab.report.dashboard import make_server
 from replicalab.watch.config import load_backends
 from replicalab.watch.db import SampleDB
 from replicalab.watch.stats import Sample
@@ -198,6 +197,8 @@ def dashboard(
 
     Example: replicalab dashboard --db samples.sqlite --port 8765
     """
+    from replicalab.report.dashboard import make_server
+
     try:
         server = make_server(db, port)
     except ValueError as err:
