@@ -10,6 +10,7 @@ import typer
 
 from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, say, show
+from replicalab.cli.progress import progress_bar
 from replicalab.cluster import base
 from replicalab.cluster.state import names
 
@@ -35,7 +36,9 @@ def up(
     Example: replicalab cluster up redis --nodes 3 --regions dc3
     """
     try:
-        c = base.up(kind, nodes, regions, name, base_port, client_region)
+        with progress_bar(f"cluster up {kind}", not as_json) as tick:
+            tick(0.0, f"starting {plural(nodes, kind + ' node')} and their links on {regions}")
+            c = base.up(kind, nodes, regions, name, base_port, client_region)
     except ValueError as err:
         fail(str(err))
     base.keep(c)  # the cluster outlives this command: `cluster down` stops it

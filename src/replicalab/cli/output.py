@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import sys
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,12 +139,29 @@ def _rich_table(t: TableData, widths: Sequence[int] | None) -> Table:
     return table
 
 
-def render_records(t: TableData) -> str:
-    """Return ``t`` as one block per row (the layout for terminals too narrow for it)."""
-    lines = [t.caption] if t.caption else []
+def render_records(t: TableData, width: int | None = None) -> str:
+    """Return ``t`` as one block per row, ``header: value`` per line (the layout for
+    terminals too narrow for it); within ``width`` a long header wraps at spaces and its
+    value goes on the next line, whole."""
+    lines = textwrap.wrap(t.caption, width) if t.caption and width else (
+        [t.caption] if t.caption else [])
+
+    def pair(i: int, value: str, indent: str) -> None:
+        line = f"{indent}{t.header[i]}: {value}"
+        if width is None or len(line) <= width:
+            lines.append(line)
+            return
+        room = max(width - len(indent) - 4, 10)
+        lines.extend(textwrap.wrap(f"{t.header[i]}:", room + 4, initial_indent=indent,
+                                   subsequent_indent=indent))
+        # a label may wrap at spaces like any text; a value stays whole on its line
+        parts = textwrap.wrap(value, room) if i in t.wrap and value.strip() else [value]
+        lines.extend(f"{indent}    {p}" for p in parts)
+
     for r in t.rows:
-        lines.append(f"{t.header[0]}: {r[0]}")
-        lines += [f"  {h}: {c}" for h, c in zip(t.header[1:], r[1:], strict=True)]
+        pair(0, r[0], "")
+        for i in range(1, len(t.header)):
+            pair(i, r[i], "  ")
     return "\n".join(lines)
 
 
@@ -152,7 +170,7 @@ def render(t: TableData, width: int | None) -> str:
     its natural width, however wide)."""
     widths = fit_widths(t, width) if width is not None else None
     if width is not None and widths is None:
-        return render_records(t)
+        return render_records(t, width)
     full = natural_width(t) if width is None else width
     buf = io.StringIO()
     console = Console(file=buf, width=max(full, 20), highlight=False, markup=False,
@@ -169,7 +187,7 @@ def show(tables: TableData | Iterable[TableData]) -> None:
             continue
         widths = fit_widths(t, out_console.width)
         if widths is None:
-            say(render_records(t))
+            say(render_records(t, out_console.width))
         else:
             out_console.print(_rich_table(t, widths))
     sys.stdout.flush()

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Column
 from rich.text import Text
 
 from replicalab.cli.errors import err_console
@@ -143,7 +144,9 @@ def progress_bar(label: str, enabled: bool = True) -> Iterator[Tick]:
         yield tick
         tick.finish()  # not after an error: the error line says it all
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(),
+    # the description wraps rather than ending in "…" on a narrow terminal
+    with Progress(TextColumn("{task.description}", table_column=Column(overflow="fold")),
+                  BarColumn(),
                   TextColumn("{task.percentage:>5.1f}%"), TimeElapsedColumn(),
                   TextColumn("{task.fields[eta]}"), console=err_console,
                   transient=True) as bar:
