@@ -15,7 +15,7 @@ ROOT = Path(replicalab.__file__).parent
 BASE = {"history", "runtime", "regions"}
 MIDDLE = {"workloads", "faults", "cluster"}
 BELOW = {"checkers", "stores", "sim", *BASE}
-SIBLINGS = {"models", "clt", "hlc", "counters", "watch"}
+SIBLINGS = {"models", "clt", "hlc", "counters", "watch", "queues", "placement"}
 ALLOWED = {
     "cli": {"report", *SIBLINGS, *MIDDLE, *BELOW},
     "report": {*SIBLINGS, *MIDDLE, *BELOW},
@@ -31,6 +31,9 @@ ALLOWED = {
     "hlc": BASE,
     "watch": {"stores", *BASE},
     "counters": {"cluster", "stores", "sim", *BASE},
+    # the queue workload's central store is any Store; its checker is pure (checkers/)
+    "queues": {"cluster", "stores", "sim", "checkers", "faults", *BASE},
+    "placement": {"cluster", "stores", "sim", *BASE},
     "history": set(),
     "runtime": set(),
     "regions": set(),

@@ -261,7 +261,7 @@ def test_compare_unknown_workload_is_one_line_exit_2(tmp_path):
                        capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [
-        "error: --workload 'nope': use staleness or latency"]
+        "error: --workload 'nope': use staleness, latency or register"]
 
 
 def test_variants_a_store_cannot_express_are_skipped_and_said(tmp_path):
