@@ -301,13 +301,13 @@ def compare(
     try:
         if not names:
             raise ValueError("--kinds is empty; give e.g. redis,postgres,etcd,zookeeper")
-        for k in names:
-            base.driver(k).check_installed()
+        if workload not in ("staleness", "latency", "register"):
+            raise ValueError(f"--workload {workload!r}: use staleness, latency or register")
         duration_s = parse_duration_s(duration, "--duration")
         if ops < 2:
             raise ValueError(f"--ops must be at least 2 (got {ops})")
-        if workload not in ("staleness", "latency", "register"):
-            raise ValueError(f"--workload {workload!r}: use staleness, latency or register")
+        for k in names:
+            base.driver(k).check_installed()
         faults = tuple(parse_fault(f) for f in fault or [])
         if faults and workload == "latency":
             raise ValueError("--fault applies to the staleness and register comparisons; "
