@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from importlib import resources
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,23 @@ _DC3 = (
     (93.0, 161.0, 0.0),
 )
 
+
+
+def _csv_region_set(name: str, filename: str, sd_ms: float) -> RegionSet:
+    """Return the region set in ``replicalab/data/<filename>``: ``#`` header lines (the
+    source, kept as the set's ``source``), a ``from,<region>...`` header row, then one row of
+    RTTs in ms per region (row = from). The diagonal keeps the file's intra-region RTT."""
+    text = resources.files("replicalab").joinpath("data", filename).read_text(encoding="utf-8")
+    lines = text.splitlines()
+    source = " ".join(x.lstrip("#").strip() for x in lines if x.startswith("#"))
+    rows = [x.split(",") for x in lines if x.strip() and not x.startswith("#")]
+    regions = tuple(rows[0][1:])
+    if [r[0] for r in rows[1:]] != list(regions):
+        raise ValueError(f"{filename}: row labels must repeat the header's regions in order")
+    return RegionSet.from_matrix(name, regions, [[float(x) for x in r[1:]] for r in rows[1:]],
+                                 sd_ms, source)
+
+
 REGION_SETS: dict[str, RegionSet] = {
     "aws5": RegionSet("aws5", ("VA", "OR", "CA", "IR", "JP"), _AWS5, 2.0,
                       "seed 002, Paxos WAN model; sd 2 ms per pair"),
@@ -86,6 +104,9 @@ REGION_SETS: dict[str, RegionSet] = {
                      "seed 004, Table I (measured, asymmetric); sd 2 ms assumed"),
     "lan": RegionSet("lan", ("local",), ((0.0,),), LAN_SD_MS,
                      "seed 002, intra-region RTT mean 0.427 ms, sd 0.0476 ms"),
+    # seed 002, data migration (15 AWS regions); the file's header names its source. sd 0:
+    # the sample gives means only, and the placement simulator uses means.
+    "aws15": _csv_region_set("aws15", "aws15-rtt.csv", 0.0),
 }
 
 
