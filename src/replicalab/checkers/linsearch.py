@@ -1,0 +1,225 @@
+"""The Wing–Gong–Lowe search for one part of a history (pure, no I/O).
+
+Two entry points share one algorithm:
+
+* :func:`search_part` runs on plain data — op kinds and interned values as small ints, the
+  events in time order — with the register semantics built in (read, write, cas). It is
+  the function a native extension replaces one for one (same arguments, same result), so
+  keep its contract exact:
+
+  - ``kinds[i]``: ``READ`` (0), ``WRITE`` (1) or ``CAS`` (2) for op ``i``;
+  - ``a[i]``: the value read, written, or a cas's expected value (``ANY`` = -1: legal in
+    every state, a cas whose expected value was not recorded); ``b[i]``: a cas's new value
+    (ignored otherwise); values are ints >= 0, ``NIL`` (0) is "no value";
+  - ``events``: ``2 * i`` for the invoke of op ``i``, ``2 * i + 1`` for its completion,
+    sorted by time (an invoke before a completion at the same time, so ops that touch
+    are concurrent). An op that must have happened (``ok``) has both; an op that may have
+    happened any time after its invoke, or never (``info``), has only its invoke;
+  - ``init``: the initial state; ``deadline_s``: a ``time.monotonic()`` value in s after
+    which the search gives up (None: no limit); ``max_cache``: most memo entries kept
+    (the cache is emptied when full, which costs time, never correctness).
+
+  It returns ``(verdict, order, stuck)``: verdict 1 linearizable, 0 not, -1 unknown
+  (deadline reached); ``order`` the op ids of a full linearization (verdict 1) or of the
+  longest linearizable prefix found; ``stuck`` the op whose completion the longest prefix
+  could not get past (-1 if none).
+
+* :func:`search_model` runs the same search over any :class:`~replicalab.checkers.linmodels.Model`
+  (states are any hashable value), for data types without an int encoding.
+
+The search (Lowe's version of Wing and Gong's): events sit in a doubly linked list; the
+search walks it from the head, and at each invoke tries to linearize that op now (the
+model allows it and the pair (set of linearized ops, state) was not seen before); it then
+lifts the op's invoke and completion out of the list and starts again from the head. At a
+completion of an op not yet linearized it backtracks. Reaching the end of the list means
+every op that must have happened is linearized: ``info`` ops still in the list never took
+effect. The set of linearized ops is a Python int used as a bitset.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+READ, WRITE, CAS = 0, 1, 2
+NIL = 0
+"""The interned id of "no value" (a register never written)."""
+ANY = -1
+"""A cas expected value meaning "whatever the state is" (the expected value is unknown)."""
+LINEARIZABLE, NOT_LINEARIZABLE, UNKNOWN = 1, 0, -1
+DEFAULT_MAX_CACHE = 2_000_000
+_CLOCK_EVERY = 4095
+"""Iterations between two looks at the clock (a bitmask: a power of two minus one)."""
+
+
+def _links(events: Sequence[int]) -> tuple[list[int], list[int], list[int], list[int], int]:
+    """Return (op of entry, return entry of a call entry or 0, next, prev, tail id) of the
+    list holding ``events``: entry 0 is the head, 1..m the events, m + 1 the tail."""
+    m = len(events)
+    op_of = [0] * (m + 2)
+    match = [0] * (m + 2)
+    call_entry: dict[int, int] = {}
+    for e, ev in enumerate(events, start=1):
+        op_of[e] = ev >> 1
+        if ev & 1:
+            match[call_entry[ev >> 1]] = e
+        else:
+            call_entry[ev >> 1] = e
+    nxt = list(range(1, m + 3))
+    prv = list(range(-1, m + 1))
+    return op_of, match, nxt, prv, m + 1
+
+
+def check_events(n: int, events: Sequence[int]) -> None:
+    """Raise ValueError unless ``events`` holds each op's invoke once, before its
+    completion if it has one, for ops ``0..n-1``."""
+    seen = [0] * n
+    for ev in events:
+        i = ev >> 1
+        if not 0 <= i < n:
+            raise ValueError(f"event {ev} names op {i}, outside 0..{n - 1}")
+        if seen[i] != (ev & 1):
+            raise ValueError(f"event {ev}: op {i}'s invoke must come once, before its completion")
+        seen[i] += 1
+    if any(s == 0 for s in seen):
+        raise ValueError("every op needs an invoke event")
+
+
+def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
+                events: Sequence[int], init: int = NIL, deadline_s: float | None = None,
+                max_cache: int = DEFAULT_MAX_CACHE) -> tuple[int, list[int], int]:
+    """Return (verdict 1/0/-1, op order, stuck op or -1) of one register part (see the
+    module docstring for the exact contract)."""
+    n = len(kinds)
+    op_of, match, nxt, prv, tail = _links(events)
+    is_call = [True] * (tail + 1)
+    for e, ev in enumerate(events, start=1):
+        is_call[e] = not ev & 1
+    stack: list[int] = []
+    saved: list[int] = []
+    cache: set[int] = set()
+    bits, state = 0, init
+    best: list[int] = []
+    best_len, stuck, fresh = 0, -1, False
+    steps = 0
+    entry = nxt[0]
+    while True:
+        if entry == tail:
+            return LINEARIZABLE, [op_of[e] for e in stack], -1
+        if is_call[entry]:
+            op = op_of[entry]
+            k = kinds[op]
+            if k == READ:
+                legal, new = state == a[op], state
+            elif k == WRITE:
+                legal, new = True, a[op]
+            else:
+                x = a[op]
+                legal, new = x in (ANY, state), b[op]
+            if legal:
+                nb = bits | (1 << op)
+                key = nb | (new << n)
+                if key not in cache:
+                    if len(cache) >= max_cache:
+                        cache.clear()  # bounded memory: forget, never prune wrongly
+                    cache.add(key)
+                    stack.append(entry)
+                    saved.append(state)
+                    bits, state = nb, new
+                    p, q = prv[entry], nxt[entry]
+                    nxt[p], prv[q] = q, p
+                    r = match[entry]
+                    if r:
+                        p, q = prv[r], nxt[r]
+                        nxt[p], prv[q] = q, p
+                    if len(stack) > best_len:
+                        best_len, fresh = len(stack), True
+                        best = stack[:]
+                    entry = nxt[0]
+                    continue
+            entry = nxt[entry]
+        else:
+            if fresh:
+                stuck, fresh = op_of[entry], False
+            if not stack:
+                return NOT_LINEARIZABLE, [op_of[e] for e in best], stuck
+            e = stack.pop()
+            state = saved.pop()
+            bits ^= 1 << op_of[e]
+            r = match[e]
+            if r:
+                p, q = prv[r], nxt[r]
+                nxt[p] = prv[q] = r
+            p, q = prv[e], nxt[e]
+            nxt[p] = prv[q] = e
+            entry = nxt[e]
+        steps += 1
+        if deadline_s is not None and not steps & _CLOCK_EVERY and time.monotonic() > deadline_s:
+            return UNKNOWN, [op_of[e] for e in best], stuck
+
+
+def search_model(n: int, events: Sequence[int], step: Callable[[Any, int], tuple[bool, Any]],
+                 init: Hashable, deadline_s: float | None = None,
+                 max_cache: int = DEFAULT_MAX_CACHE) -> tuple[int, list[int], int]:
+    """Return (verdict 1/0/-1, op order, stuck op or -1) of ops ``0..n-1`` under any model:
+    ``step(state, i)`` returns (legal, new state) of op ``i`` (states hashable); the rest
+    is as :func:`search_part`."""
+    op_of, match, nxt, prv, tail = _links(events)
+    is_call = [True] * (tail + 1)
+    for e, ev in enumerate(events, start=1):
+        is_call[e] = not ev & 1
+    stack: list[int] = []
+    saved: list[Any] = []
+    cache: set[tuple[int, Any]] = set()
+    bits, state = 0, init
+    best: list[int] = []
+    best_len, stuck, fresh = 0, -1, False
+    steps = 0
+    entry = nxt[0]
+    while True:
+        if entry == tail:
+            return LINEARIZABLE, [op_of[e] for e in stack], -1
+        if is_call[entry]:
+            op = op_of[entry]
+            legal, new = step(state, op)
+            if legal:
+                nb = bits | (1 << op)
+                key = (nb, new)
+                if key not in cache:
+                    if len(cache) >= max_cache:
+                        cache.clear()
+                    cache.add(key)
+                    stack.append(entry)
+                    saved.append(state)
+                    bits, state = nb, new
+                    p, q = prv[entry], nxt[entry]
+                    nxt[p], prv[q] = q, p
+                    r = match[entry]
+                    if r:
+                        p, q = prv[r], nxt[r]
+                        nxt[p], prv[q] = q, p
+                    if len(stack) > best_len:
+                        best_len, fresh = len(stack), True
+                        best = stack[:]
+                    entry = nxt[0]
+                    continue
+            entry = nxt[entry]
+        else:
+            if fresh:
+                stuck, fresh = op_of[entry], False
+            if not stack:
+                return NOT_LINEARIZABLE, [op_of[e] for e in best], stuck
+            e = stack.pop()
+            state = saved.pop()
+            bits ^= 1 << op_of[e]
+            r = match[e]
+            if r:
+                p, q = prv[r], nxt[r]
+                nxt[p] = prv[q] = r
+            p, q = prv[e], nxt[e]
+            nxt[p] = prv[q] = e
+            entry = nxt[e]
+        steps += 1
+        if deadline_s is not None and not steps & _CLOCK_EVERY and time.monotonic() > deadline_s:
+            return UNKNOWN, [op_of[e] for e in best], stuck

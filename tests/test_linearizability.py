@@ -1,0 +1,265 @@
+"""The linearizability checker on hand-made histories with known answers: Jepsen's
+semantics (ok / fail / info), the models, per-key parts, the deadline, counterexamples
+and their explanations, and the ops a replicalab History gives."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from replicalab.checkers.accounting import FINAL
+from replicalab.checkers.linearizability import (
+    UNKNOWN,
+    LinOp,
+    check,
+    ops_from_history,
+)
+from replicalab.checkers.linexplain import relaxed
+from replicalab.checkers.linmodels import KV, CasRegister, prepare
+from replicalab.checkers.linsearch import (
+    CAS,
+    READ,
+    WRITE,
+    check_events,
+    search_model,
+    search_part,
+)
+from replicalab.history import NEMESIS, History
+
+MS = 1_000_000
+
+
+def op(i, process, f, value, inv_ms, comp_ms=None, outcome="ok", key=None):
+    """An op of the checker, times in ms (``comp_ms`` None: an info op)."""
+    if comp_ms is None and outcome == "ok":
+        outcome = "info"
+    return LinOp(i, process, f, key, value, outcome, int(inv_ms * MS),
+                 int((comp_ms if comp_ms is not None else -1) * MS))
+
+
+def verdict(ops, model="cas-register"):
+    return check(ops, model).valid
+
+
+def test_stale_read_is_not_linearizable_and_explained():
+    h = [op(0, 0, "write", 1, 0, 1), op(1, 0, "write", 2, 2, 3), op(2, 1, "read", 1, 4, 5),
+         op(3, 2, "read", 2, 0.5, 6)]
+    r = check(h, "register")
+    assert r.valid is False and r.ops == 4
+    part = r.parts[0]
+    assert part.counterexample == [0, 1, 2]
+    assert part.explanation.startswith(
+        "process 1 read 1 at 4.0 ms although the write of 2 by process 0 completed at 3.0 ms "
+        "and no write of 1 can come after it")
+    assert part.linearization and len(part.linearization) < 4  # the longest prefix found
+
+
+def test_reading_the_new_value_while_it_is_written_is_linearizable():
+    h = [op(0, 0, "write", 1, 0, 10), op(1, 1, "read", 1, 2, 3), op(2, 2, "read", 1, 4, 5),
+         op(3, 3, "read", None, 0, 1)]
+    r = check(h, "register")
+    assert r.valid is True
+    assert r.parts[0].linearization == [3, 0, 1, 2]
+    assert r.parts[0].counterexample is None and r.parts[0].explanation is None
+
+
+def test_lost_write():
+    """An acknowledged write that a later read does not see."""
+    h = [op(0, 0, "write", 1, 0, 1), op(1, 1, "read", None, 2, 3)]
+    r = check(h, "register")
+    assert r.valid is False
+    assert r.parts[0].counterexample == [0, 1]
+    assert "read nil at 2.0 ms although the write of 1" in r.parts[0].explanation
+
+
+def test_cas_with_info_outcome_that_must_have_happened():
+    base = [op(0, 0, "write", 1, 0, 1), op(2, 2, "read", 2, 10, 11)]
+    cas_info = op(1, 1, "cas", (1, 2), 2, None)
+    r = check([*base, cas_info])
+    assert r.valid is True
+    assert r.parts[0].linearization == [0, 1, 2]  # the cas took effect before the read
+    # had it failed (never happened), nothing writes 2
+    assert verdict([*base, op(1, 1, "cas", (1, 2), 2, 3, outcome="fail")]) is False
+
+
+def test_cas_with_info_outcome_that_must_not_have_happened():
+    base = [op(0, 0, "write", 1, 0, 1), op(2, 2, "read", 1, 10, 11)]
+    r = check([*base, op(1, 1, "cas", (1, 2), 2, None), op(3, 0, "write", 3, 12, 13),
+               op(4, 2, "read", 3, 14, 15)])
+    assert r.valid is True
+    assert 1 not in r.parts[0].linearization  # left out: it never took effect
+    # the same cas acknowledged before the read of 1: not linearizable
+    assert verdict([*base, op(1, 1, "cas", (1, 2), 2, 5)]) is False
+
+
+def test_a_failed_write_is_ignored():
+    base = [op(0, 0, "write", 1, 0, 1), op(1, 1, "write", 2, 2, 3, outcome="fail")]
+    assert verdict([*base, op(2, 2, "read", 1, 4, 5)], "register") is True
+    r = check([*base, op(2, 2, "read", 2, 4, 5)], "register")
+    assert r.valid is False
+    assert r.parts[0].counterexample == [2]
+    assert "but no operation wrote 2" in r.parts[0].explanation
+
+
+def test_an_info_write_can_take_effect_long_after_its_invoke():
+    base = [op(0, 0, "write", 1, 0, 1), op(1, 1, "write", 2, 2, None),
+            op(2, 2, "read", 1, 10, 11), op(3, 2, "read", 2, 1000, 1001)]
+    assert verdict(base, "register") is True
+    # ... but once it is seen, it cannot be unseen
+    assert verdict([*base, op(4, 3, "read", 1, 1002, 1003)], "register") is False
+
+
+def test_failed_and_unknown_reads_constrain_nothing():
+    h = [op(0, 0, "write", 1, 0, 1), op(1, 1, "read", 7, 2, 3, outcome="fail"),
+         op(2, 1, "read", 9, 4, None, outcome="info")]
+    assert verdict(h, "register") is True
+    assert [o.index for o in prepare(h)] == [0]
+
+
+def test_a_cas_needs_the_value_it_expects():
+    h = [op(0, 0, "write", 1, 0, 1), op(1, 1, "cas", (2, 3), 2, 3)]
+    r = check(h)
+    assert r.valid is False
+    assert "cas 2 -> 3 succeeded" in r.parts[0].explanation
+    # a cas whose expected value was not recorded acts as a write
+    assert verdict([h[0], op(1, 1, "cas", (UNKNOWN, 3), 2, 3), op(2, 2, "read", 3, 4, 5)]) is True
+
+
+def test_kv_checks_each_key_alone():
+    h = [op(0, 0, "write", 1, 0, 1, key="a"), op(1, 1, "write", 1, 0, 1, key="b"),
+         op(2, 0, "write", 2, 2, 3, key="a"), op(3, 1, "read", 1, 4, 5, key="a"),
+         op(4, 2, "read", 1, 4, 5, key="b")]
+    r = check(h, "kv")
+    assert r.valid is False
+    by_key = {p.key: p for p in r.parts}
+    assert by_key["a"].valid is False and by_key["b"].valid is True
+    assert by_key["a"].ops == 3 and by_key["b"].ops == 2
+    with pytest.raises(ValueError, match="use --model kv"):
+        check(h, "register")
+    with pytest.raises(ValueError, match="use --model cas-register or kv"):
+        check([op(0, 0, "cas", (1, 2), 0, 1)], "register")
+    with pytest.raises(ValueError, match="unknown model"):
+        check(h, "set")
+
+
+def test_the_counterexample_is_not_linearizable_and_relaxing_any_op_fixes_it():
+    h = [op(0, 0, "write", 1, 0, 1), op(1, 1, "read", 1, 1.5, 2), op(2, 0, "write", 2, 2, 3),
+         op(3, 1, "read", 2, 3.5, 4), op(4, 2, "write", 3, 4, 9), op(5, 1, "read", 1, 5, 6),
+         op(6, 2, "read", 3, 10, 11)]
+    r = check(h, "register")
+    ce = [o for o in h if o.index in r.parts[0].counterexample]
+    assert verdict(ce, "register") is False
+    for drop in ce:
+        rest = [o for o in ce if o is not drop]
+        assert verdict(relaxed(rest, h), "register") is True
+
+
+def test_a_model_without_encoding_is_searched_through_its_step():
+    class Plain(KV):
+        encode = None  # the generic search path
+
+    h = [op(0, 0, "write", 1, 0, 1, key="a"), op(1, 1, "cas", (1, 2), 2, 3, key="a"),
+         op(2, 2, "read", 2, 4, 5, key="a"), op(3, 1, "read", 1, 6, 7, key="a")]
+    for ops in (h, h[:3]):
+        assert check(ops, Plain()).valid == check(ops, "kv").valid
+    assert check(h[:3], Plain()).parts[0].linearization == [0, 1, 2]
+
+
+def test_the_core_contract():
+    """The plain-data function a native core replaces: ints in, (verdict, order, stuck)."""
+    # write 1 [0, 1]; read 1 [2, 3]; cas 1 -> 2 info from 4; read 2 [5, 6]
+    kinds, a, b = [WRITE, READ, CAS, READ], [1, 1, 1, 2], [0, 0, 2, 0]
+    events = [0, 1, 2, 3, 4, 6, 7]
+    check_events(4, events)
+    assert search_part(kinds, a, b, events) == (1, [0, 1, 2, 3], -1)
+    # the read of 2 before the cas could happen: stuck at the read
+    verdict_, order, stuck = search_part(kinds, a, b, [0, 1, 2, 3, 6, 7, 4])
+    assert (verdict_, order, stuck) == (0, [0, 1], 3)
+    with pytest.raises(ValueError):
+        check_events(2, [1, 0, 2])
+
+    def step(state, i):
+        k = kinds[i]
+        if k == READ:
+            return state == a[i], state
+        if k == WRITE:
+            return True, a[i]
+        return state == a[i], b[i]
+
+    assert search_model(4, events, step, 0) == (1, [0, 1, 2, 3], -1)
+
+
+def _hard(n_writers: int):
+    """Concurrent writes of distinct values, all overlapping, then reads that force the
+    search through every order of the writes before it can fail."""
+    ops = [op(i, i, "write", i + 1, 0, 100) for i in range(n_writers)]
+    ops += [op(n_writers + j, 100 + j, "read", (j % n_writers) + 1, 50, 100)
+            for j in range(n_writers)]
+    ops.append(op(2 * n_writers, 999, "read", 10_000, 200, 201))  # never written: fails last
+    return ops
+
+
+def test_the_deadline_gives_unknown_with_partial_results():
+    ops = [op(o.index, o.process, o.f, o.value, o.invoke_ns / MS, o.complete_ns / MS,
+              key="hard") for o in _hard(14)]
+    easy = [op(100 + i, 0, "write", i, 2 * i, 2 * i + 1, key="easy") for i in range(50)]
+    t = time.monotonic()
+    r = check(ops + easy, "kv", timeout_s=0.5)
+    took = time.monotonic() - t
+    assert r.valid == "unknown" and took < 3
+    by_key = {p.key: p for p in r.parts}
+    assert by_key["easy"].valid is True and len(by_key["easy"].linearization) == 50
+    hard = by_key["hard"]
+    assert hard.valid == "unknown" and hard.counterexample is None
+    assert hard.linearization and "longest linearizable prefix" in hard.explanation
+
+
+def test_ops_from_a_replicalab_history():
+    h = History()
+    w = h.invoke(0, "write", ("k1",), ("1.0@5",), "none", 10)
+    h.ok(w, 20)
+    n = h.invoke(NEMESIS, "partition", ("n1",), (None,), "none", 15)
+    h.ok(n, 16)
+    r = h.invoke(1, "read", ("k1",), (None,), "eventual", 30)
+    h.ok(r, 40, ("1.0@5",))
+    c = h.invoke(0, "cas", ("k1",), ("2.0@30",), "none", 50)
+    h.info(c, 60, "timeout")
+    c2 = h.invoke(2, "cas", ("k2",), ("1.0@5", "3.2@70"), "none", 70)
+    h.fail(c2, 80, "condition failed")
+    f = h.invoke(FINAL, "read", ("k1",), (None,), "consistent", 90)
+    h.ok(f, 95, ("2.0@30",))
+    h.invoke(3, "write", ("k2",), ("4.3@99",), "none", 99)  # never completed
+    ops = ops_from_history(h)
+    assert [o.index for o in ops] == [0, 2, 3, 4, 5, 6]
+    assert ops[0] == LinOp(0, 0, "write", "k1", "1.0@5", "ok", 10, 20)
+    assert ops[1].value == "1.0@5" and ops[1].outcome == "ok"
+    assert ops[2].value == (UNKNOWN, "2.0@30") and ops[2].outcome == "info"
+    assert ops[3].value == ("1.0@5", "3.2@70") and ops[3].outcome == "fail"
+    assert ops[4].process == FINAL and ops[5].outcome == "info"
+    r = check(ops, "kv")
+    assert r.valid is True and r.ops == 6 and {p.key for p in r.parts} == {"k1", "k2"}
+    multi = History()
+    multi.invoke(0, "read", ("a", "b"), (None, None), "eventual", 1)
+    with pytest.raises(ValueError, match="one key per op"):
+        ops_from_history(multi)
+
+
+def test_explanations_name_processes_values_and_times():
+    h = [op(0, 0, "write", "1.0@0", 0, 1.5), op(1, 1, "write", "2.1@0", 10, 10.1),
+         op(2, 3, "read", "1.0@0", 12.4, 13)]
+    part = check(h, "register").parts[0]
+    assert part.explanation.startswith(
+        "process 3 read 1.0 at 12.4 ms although the write of 2.1 by process 1 completed at "
+        "10.1 ms and no write of 1.0 can come after it")
+    assert part.minimal is True and part.check_s >= 0
+    final = [*h[:2], op(2, FINAL, "read", "1.0@0", 12.4, 13)]
+    assert check(final, "register").parts[0].explanation.startswith("the final read read 1.0")
+
+
+def test_cas_register_semantics_by_step():
+    m = CasRegister()
+    assert m.step(None, op(0, 0, "read", None, 0, 1)) == (True, None)
+    assert m.step(1, op(0, 0, "cas", (1, 2), 0, 1)) == (True, 2)
+    assert m.step(3, op(0, 0, "cas", (1, 2), 0, 1))[0] is False
+    assert m.describe(op(0, 0, "cas", ("1.2@3", None), 0, 1)) == "cas 1.2 -> nil"
