@@ -1,0 +1,429 @@
+"""Visibility-timeout queues on real Redis Streams and PostgreSQL, started by replicalab:
+the contract (receipts valid for one delivery, leases, dead letters), strong leases under
+concurrent receivers, redelivery after a slow consumer and after a SIGKILLed one, and
+durability of acknowledged sends across a crash of the server (with and without the
+settings it needs).
+
+Run as a script (``python tests/test_queues_real.py URL VISIBILITY_S``) this file is the
+consumer process the SIGKILL test starts: it receives one message, prints it as one JSON
+line and "processes" it until it is killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import redis
+
+from replicalab.cluster import base, process
+from replicalab.cluster.ports import free_port, wait_listening
+from replicalab.queues.base import Delivery, QueueClient, StaleReceipt
+from replicalab.queues.postgres import PostgresQueue, open_postgres_queue
+from replicalab.queues.redis import RedisQueue, open_redis_queue
+from servers import running_cluster, server_missing
+
+pytestmark = pytest.mark.integration
+
+AnyQueue = RedisQueue | PostgresQueue
+
+
+def _with(url: str, **params: Any) -> str:
+    extra = "&".join(f"{k}={v}" for k, v in params.items())
+    return url + ("&" if "?" in url else "?") + extra
+
+
+def _open(url: str) -> AnyQueue:
+    return open_redis_queue(url, 1) if url.startswith("redis") else open_postgres_queue(url, 1)
+
+
+def _queue_url(cluster: tuple[Any, Path], **params: Any) -> str:
+    """Return the cluster's URL (primary first) naming a fresh queue."""
+    c, _ = cluster
+    return _with(c.url, queue=f"t{uuid.uuid4().hex[:10]}", **params)
+
+
+def _run(url: str, body: Callable[[AnyQueue], Awaitable[Any]]) -> Any:
+    """Open the queue at ``url``, empty it, run ``body(queue)`` and close it."""
+    async def go() -> Any:
+        q = _open(url)
+        try:
+            await q.purge()
+            return await body(q)
+        finally:
+            await q.close()
+
+    return asyncio.run(go())
+
+
+async def _receive_within(c: QueueClient, vis_s: float, within_s: float,
+                          n: int = 1) -> list[Delivery]:
+    """Poll until a receive returns something or ``within_s`` passes; return it."""
+    deadline = time.monotonic() + within_s
+    while True:
+        got = await c.receive(n, vis_s)
+        if got or time.monotonic() > deadline:
+            return got
+        await asyncio.sleep(0.02)
+
+
+# -- the contract --------------------------------------------------------------------------
+
+async def _contract(q: AnyQueue) -> None:
+    a, b = await q.connect(), await q.connect()
+    sent = [await a.send(f"m{i}") for i in range(3)]
+    assert len(set(sent)) == 3
+    first = await a.receive(10, 0.4)
+    assert [d.body for d in first] == ["m0", "m1", "m2"]
+    assert [d.id for d in first] == sent and all(d.receive_count == 1 for d in first)
+    assert len({d.receipt for d in first}) == 3
+    # invisible while leased
+    assert await b.receive(10, 0.4) == []
+    assert await q.depth() == (0, 3)
+    # m0 deleted, m1 extended to 2 s, m2 left to expire
+    await a.delete(first[0].receipt)
+    await a.change_visibility(first[1].receipt, 2.0)
+    time.sleep(0.5)
+    again = await _receive_within(b, 0.4, 1.0, n=10)
+    assert [(d.body, d.receive_count) for d in again] == [("m2", 2)]
+    assert again[0].id == first[2].id and again[0].receipt != first[2].receipt
+    # the first delivery's receipt is stale now: refused, and the message is untouched
+    with pytest.raises(StaleReceipt):
+        await a.delete(first[2].receipt)
+    with pytest.raises(StaleReceipt):
+        await a.change_visibility(first[2].receipt, 0)
+    assert await a.receive(10, 0.4) == []  # still leased by b, not released by the stale 0
+    assert await q.depth() == (0, 2)
+    # a deleted message's receipt is stale too; a made-up one as well
+    with pytest.raises(StaleReceipt):
+        await a.delete(first[0].receipt)
+    with pytest.raises(StaleReceipt):
+        await a.delete("not-a-receipt")
+    # visibility 0 releases at once: the next receive gets it with a new receipt
+    await b.change_visibility(again[0].receipt, 0)
+    third = await a.receive(10, 5.0)
+    assert [(d.body, d.receive_count) for d in third] == [("m2", 3)]
+    await a.delete(third[0].receipt)
+    # m1 was extended to 2 s: still leased now, its receipt still valid
+    assert await b.receive(10, 0.4) == []
+    await a.delete(first[1].receipt)
+    assert await q.depth() == (0, 0)
+    assert await q.dead_letters() == []
+
+
+async def _dead_letter(q: AnyQueue) -> None:
+    assert q.max_receives == 2
+    c = await q.connect()
+    mid = await c.send("poison")
+    for count in (1, 2):
+        got = await _receive_within(c, 0.2, 1.0)
+        assert [(d.id, d.receive_count) for d in got] == [(mid, count)]
+    time.sleep(0.25)
+    # the third receive would exceed max_receives: the message moves instead
+    assert await c.receive(10, 0.2) == []
+    dead = await q.dead_letters()
+    assert [(d.id, d.body, d.receive_count) for d in dead] == [(mid, "poison", 2)]
+    assert await q.depth() == (0, 0)
+    with pytest.raises(StaleReceipt):
+        await c.delete(got[0].receipt)
+
+
+async def _concurrent(q: AnyQueue, receivers: int = 4, messages: int = 80) -> None:
+    """Receivers on their own connections race for the messages with a lease long enough
+    never to end: each message must reach exactly one of them."""
+    producer = await q.connect()
+    for i in range(messages):
+        await producer.send(f"c{i}")
+    clients = [await q.connect() for _ in range(receivers)]
+    got: list[list[Delivery]] = [[] for _ in clients]
+
+    async def drain(k: int) -> None:
+        for _ in range(messages):  # bounded: each round takes at least one or stops
+            batch = await clients[k].receive(3, 30.0)
+            if not batch:
+                return
+            got[k] += batch
+
+    await asyncio.gather(*(drain(k) for k in range(receivers)))
+    ids = [d.id for per in got for d in per]
+    assert len(ids) == messages and len(set(ids)) == messages
+    assert all(d.receive_count == 1 for per in got for d in per)
+    assert sum(1 for per in got if per) >= 2, "the receivers did not run concurrently"
+    assert await q.depth() == (0, messages)
+
+
+async def _slow_consumer(q: AnyQueue) -> None:
+    """A consumer slower than its 0.3 s lease: the message is delivered to another one, and
+    the slow consumer's delete afterwards is refused (counted as stale)."""
+    slow, fast = await q.connect(), await q.connect()
+    mid = await slow.send("job")
+    (lease,) = await slow.receive(1, 0.3)
+    t0 = time.monotonic()
+    (other,) = await _receive_within(fast, 5.0, 2.0)  # the slow one is still "processing"
+    waited_s = time.monotonic() - t0
+    assert other.id == mid and other.receive_count == 2
+    assert 0.2 < waited_s < 1.5
+    await asyncio.sleep(0.3)  # the slow consumer finishes, later than its lease
+    with pytest.raises(StaleReceipt):
+        await slow.delete(lease.receipt)
+    await fast.delete(other.receipt)
+    assert await q.depth() == (0, 0)
+
+
+def _both(fn: Callable[[AnyQueue], Awaitable[Any]], **params: Any):
+    """Return the two tests (Redis, PostgreSQL) that run ``fn`` on a fresh queue of the
+    shared dc3 cluster's primary."""
+
+    def on_redis(redis_dc3):
+        _run(_queue_url(redis_dc3, **params), fn)
+
+    def on_postgres(postgres_dc3):
+        _run(_queue_url(postgres_dc3, **params), fn)
+
+    return on_redis, on_postgres
+
+
+test_contract_redis, test_contract_postgres = _both(_contract)
+test_dead_letter_redis, test_dead_letter_postgres = _both(_dead_letter, max_receives=2)
+test_concurrent_receivers_redis, test_concurrent_receivers_postgres = _both(_concurrent)
+test_slow_consumer_redis, test_slow_consumer_postgres = _both(_slow_consumer)
+
+
+# -- a consumer killed with SIGKILL mid-processing ------------------------------------------
+
+async def _consume_one(url: str, vis_s: float) -> None:
+    """The consumer process: receive one message, say so, process it "forever" (60 s)."""
+    q = _open(url)
+    c = await q.connect()
+    got = await _receive_within(c, vis_s, 20.0)
+    print(json.dumps({"id": got[0].id, "receipt": got[0].receipt,
+                      "receive_count": got[0].receive_count}) if got else "{}", flush=True)
+    await asyncio.sleep(60)
+
+
+def _sigkill(url: str, tmp_path: Path) -> None:
+
+    vis_s = 1.0
+
+    async def produce(q: AnyQueue) -> str:
+        return await (await q.connect()).send("job")
+
+    mid = _run(url, produce)
+    log = tmp_path / "consumer.log"
+    pid = process.start([sys.executable, __file__, url, str(vis_s)], log, label="consumer")
+    try:
+        deadline = time.monotonic() + 30
+        line = ""
+        while time.monotonic() < deadline and process.alive(pid):
+            text = log.read_text() if log.exists() else ""
+            line = next((x for x in text.splitlines() if x.startswith("{")), "")
+            if line:
+                break
+            time.sleep(0.05)
+        held = json.loads(line or "{}")
+        assert held.get("id") == mid, f"the consumer did not report the message: {log}"
+        process.kill9(pid)  # mid-processing, holding the lease
+        killed_at = time.monotonic()
+        assert not process.alive(pid)
+    finally:
+        process.stop(pid, 1.0)
+
+    async def take_over() -> Delivery:
+        q = _open(url)
+        try:
+            c = await q.connect()
+            got = await _receive_within(c, 5.0, vis_s + 2.0)
+            assert got, "the killed consumer's message never came back"
+            await c.delete(got[0].receipt)
+            return got[0]
+        finally:
+            await q.close()
+
+    again = asyncio.run(take_over())
+    waited_s = time.monotonic() - killed_at
+    assert again.id == mid and again.receive_count == 2
+    assert again.receipt != held["receipt"]
+    assert waited_s < vis_s + 2.0
+
+
+def test_sigkill_consumer_redis(redis_dc3, tmp_path):
+    _sigkill(_queue_url(redis_dc3), tmp_path)
+
+
+def test_sigkill_consumer_postgres(postgres_dc3, tmp_path):
+    _sigkill(_queue_url(postgres_dc3), tmp_path)
+
+
+# -- durability of acknowledged sends across a crash of the server ---------------------------
+
+@dataclass
+class OwnRedis:
+    """A single redis-server of one test, restarted with the flags the test needs."""
+
+    port: int
+    data_dir: Path
+    pid: int = 0
+
+    def start(self, *flags: str) -> None:
+        """Start redis-server on the same port and data directory with ``flags``."""
+        argv = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+                "--dir", str(self.data_dir), "--protected-mode", "no", "--daemonize", "no",
+                *flags]
+        self.pid = process.start(argv, self.data_dir / "server.log", label="redis-queue")
+        if not wait_listening(self.port, 20):
+            raise ValueError(f"redis-server did not listen on {self.port}; see "
+                             f"{self.data_dir}/server.log")
+
+    def crash_and_restart(self, *flags: str) -> None:
+        """SIGKILL the server (as the nemesis's crash does) and start it again."""
+        process.kill9(self.pid)
+        self.start(*flags)
+
+    def stop(self) -> None:
+        """Stop the server."""
+        if self.pid:
+            process.stop(self.pid, 2.0)
+            self.pid = 0
+
+
+@pytest.fixture
+def own_redis(tmp_path) -> Iterator[OwnRedis]:
+    """A redis-server of this test alone (milliseconds to start), stopped at its end."""
+    if shutil.which("redis-server") is None:
+        server_missing("redis-server", "not installed")
+    r = OwnRedis(free_port(), tmp_path)
+    try:
+        yield r
+    finally:
+        r.stop()
+
+
+AOF = ("--appendonly", "yes", "--appendfsync", "always", "--save", "")
+NO_AOF = ("--appendonly", "no", "--save", "")
+
+
+async def _send_all(url: str, bodies: list[str], purge: bool = False) -> list[str]:
+    q = _open(url)
+    try:
+        if purge:
+            await q.purge()
+        c = await q.connect()
+        return [await c.send(b) for b in bodies]
+    finally:
+        await q.close()
+
+
+async def _drain_all(url: str) -> list[str]:
+    """Receive and delete everything the queue holds; return the bodies in order."""
+    q = _open(url)
+    try:
+        c = await q.connect()
+        bodies: list[str] = []
+        for _ in range(1000):
+            got = await c.receive(10, 30.0)
+            if not got:
+                break
+            for d in got:
+                bodies.append(d.body)
+                await c.delete(d.receipt)
+        return bodies
+    finally:
+        await q.close()
+
+
+def test_redis_aof_always_keeps_every_acknowledged_send(own_redis):
+    own_redis.start(*AOF)
+    url = f"redis://127.0.0.1:{own_redis.port}/?queue=durable"
+    bodies = [f"d{i}" for i in range(50)]
+    asyncio.run(_send_all(url, bodies, purge=True))
+    own_redis.crash_and_restart(*AOF)
+    assert asyncio.run(_drain_all(url)) == bodies
+    own_redis.stop()
+
+
+def test_redis_without_aof_loses_sends_after_the_last_snapshot(own_redis):
+
+    own_redis.start(*NO_AOF)
+    url = f"redis://127.0.0.1:{own_redis.port}/?queue=volatile"
+    before = [f"b{i}" for i in range(20)]
+    after = [f"a{i}" for i in range(20)]
+    asyncio.run(_send_all(url, before, purge=True))
+    redis.Redis(port=own_redis.port).save()  # an RDB snapshot, as `save 60 1000` would take
+    asyncio.run(_send_all(url, after))  # acknowledged, in memory only
+    own_redis.crash_and_restart(*NO_AOF)
+    left = asyncio.run(_drain_all(url))
+    assert left == before, "only the snapshot survives the crash"
+    own_redis.stop()
+
+
+@pytest.fixture(scope="module")
+def own_postgres():
+    """(cluster, root) of a single PostgreSQL server of this module (crashed by its tests,
+    so not the shared one)."""
+
+    with running_cluster("postgres", nodes=1, name="it-queue-pg") as c:
+        yield c
+
+
+def _crash_postgres(cluster: tuple[Any, Path]) -> None:
+    """SIGKILL the server and start it again (crash recovery replays its WAL), as the
+    nemesis's crash fault does."""
+
+    c, root = cluster
+    node = c.nodes[0]
+    process.kill9(node.pid)
+    base.driver("postgres").start_node(c, node, root)
+
+
+def test_postgres_synchronous_commit_keeps_every_acknowledged_send(own_postgres):
+    url = _with(own_postgres[0].url, queue="durable", synchronous_commit="local")
+    bodies = [f"d{i}" for i in range(50)]
+    asyncio.run(_send_all(url, bodies, purge=True))
+    _crash_postgres(own_postgres)
+    assert asyncio.run(_drain_all(url)) == bodies
+
+
+def test_postgres_asynchronous_commit_loses_acknowledged_sends(own_postgres):
+
+    c, _ = own_postgres
+    port = c.nodes[0].port
+    # WAL written by async commits waits for the WAL writer; make its round 10 s so that
+    # the crash below certainly comes before it
+    with psycopg.connect(host="127.0.0.1", port=port, user="postgres", dbname="postgres",
+                         autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET wal_writer_delay = '10s'")
+        conn.execute("SELECT pg_reload_conf()")
+    try:
+        safe = _with(c.url, queue="volatile", synchronous_commit="local")
+        unsafe = _with(c.url, queue="volatile", synchronous_commit="off")
+        flushed = [f"f{i}" for i in range(5)]
+        quick = [f"q{i}" for i in range(50)]
+        asyncio.run(_send_all(safe, flushed, purge=True))  # flushed: everything before too
+        asyncio.run(_send_all(unsafe, quick))  # acknowledged before their WAL is flushed
+        _crash_postgres(own_postgres)
+        left = asyncio.run(_drain_all(safe))
+        assert left[:5] == flushed
+        kept = left[5:]
+        assert kept == quick[:len(kept)], "what survives is a prefix of the sends"
+        print(f"synchronous_commit=off: {len(quick) - len(kept)} of {len(quick)} "
+              "acknowledged sends lost in the crash")
+        assert len(kept) < len(quick), "no acknowledged send was lost without the flush"
+    finally:
+        with psycopg.connect(host="127.0.0.1", port=port, user="postgres", dbname="postgres",
+                             autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM RESET wal_writer_delay")
+            conn.execute("SELECT pg_reload_conf()")
+
+
+if __name__ == "__main__":
+    asyncio.run(_consume_one(sys.argv[1], float(sys.argv[2])))
