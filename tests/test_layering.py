@@ -35,6 +35,7 @@ ALLOWED = {
     "queues": {"cluster", "stores", "sim", "checkers", "faults", *BASE},
     "placement": {"cluster", "stores", "sim", *BASE},
     "history": set(),
+    "data": set(),  # package data (region matrices), no code
     "runtime": set(),
     "regions": set(),
 }
