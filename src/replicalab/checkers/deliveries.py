@@ -1,0 +1,197 @@
+"""Every message of a queue run accounted for: sent, delivered k times, processed k times,
+result committed, deleted — and what went wrong.
+
+Pure: it reads the columns of a queue record (``queues/record.py``: kind, process, tag,
+msg_id, receipt, count, lease_ns, invoke_ns, complete_ns, outcome, note) and the ids of the
+dead-lettered messages, and returns plain data. Messages are identified by their tag (the
+producer writes it at the start of the body, so it survives any backend's ids).
+
+* lost: a send the queue acknowledged whose message was never processed (ok) and is not in
+  the dead-letter queue;
+* unexpected: a delivered tag no send ever carried;
+* duplicate deliveries / processing / committed results: for each message, k - 1 where k >= 1
+  is how often it was delivered / processed (ok) / committed; summed over messages;
+* overlapping leases: two deliveries of one message whose leases overlap in time (a lease
+  runs from the receive's reply for the visibility timeout asked, extended by an accepted
+  visibility change, ended by an accepted delete with its receipt);
+* stale receipts: deletes and visibility changes the queue refused for a stale receipt,
+  and those it accepted although a later delivery of the message had already been handed
+  out before the call (the bug of a delete keyed by message id only);
+* cost: central-store and queue operations per message, and the latency a strategy adds
+  between a delivery and the start of its processing;
+* throughput: distinct messages processed per second from the first send to the last commit.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+SCHEMA_VERSION = 1
+STORE_KINDS = ("claim", "claim_read", "claim_takeover", "heartbeat", "claim_done")
+QUEUE_KINDS = ("send", "receive", "delete", "change_visibility", "depth")
+
+
+def _dups(counts: Iterable[int]) -> int:
+    return sum(k - 1 for k in counts if k > 1)
+
+
+def _histogram(counts: Iterable[int]) -> dict[str, int]:
+    return {str(k): n for k, n in sorted(Counter(counts).items())}
+
+
+def _overlaps(leases: Sequence[tuple[int, int]]) -> int:
+    """Return the number of pairs of leases (start, end) that overlap."""
+    pairs = 0
+    ordered = sorted(leases)
+    for i, (_, end_i) in enumerate(ordered):
+        for start_j, _ in ordered[i + 1:]:
+            if start_j >= end_i:
+                break
+            pairs += 1
+    return pairs
+
+
+def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[str] = ()
+                     ) -> dict[str, Any]:
+    """Return per-message counts and the run's summary (counts; ms; messages/s)."""
+    kind, tag, mid, receipt = cols["kind"], cols["tag"], cols["msg_id"], cols["receipt"]
+    outcome, inv, comp = cols["outcome"], cols["invoke_ns"], cols["complete_ns"]
+    lease, count = cols["lease_ns"], cols["count"]
+    n = len(kind)
+
+    acked: set[str] = set()
+    maybe_sent: set[str] = set()
+    tag_of_id: dict[str, str] = {}
+    delivered: Counter[str] = Counter()
+    processed: Counter[str] = Counter()
+    interrupted: Counter[str] = Counter()
+    committed: Counter[str] = Counter()
+    deleted: Counter[str] = Counter()
+    lease_of: dict[str, list[int]] = {}  # receipt -> [start, end]
+    deliveries_of: dict[str, list[tuple[int, str]]] = defaultdict(list)  # tag -> (t, receipt)
+    delivered_at: dict[str, int] = {}  # receipt -> reply time
+    added_ns: list[int] = []
+    store_ops = queue_ops = 0
+    stale_deletes = stale_changes = stale_accepted = 0
+    first_send = last_commit = None
+    max_receive = 0
+
+    for i in range(n):
+        k, o = kind[i], outcome[i]
+        if k in STORE_KINDS:
+            store_ops += 1
+        elif k in QUEUE_KINDS:
+            queue_ops += 1
+        if k == "send":
+            first_send = inv[i] if first_send is None else min(first_send, inv[i])
+            if o == "ok":
+                acked.add(tag[i])
+                maybe_sent.add(tag[i])
+                tag_of_id[mid[i]] = tag[i]
+            elif o in ("info", "invoke"):
+                maybe_sent.add(tag[i])
+        elif k == "deliver" and o == "ok":
+            delivered[tag[i]] += 1
+            tag_of_id.setdefault(mid[i], tag[i])
+            lease_of[receipt[i]] = [comp[i], comp[i] + lease[i]]
+            deliveries_of[tag[i]].append((comp[i], receipt[i]))
+            delivered_at[receipt[i]] = comp[i]
+            max_receive = max(max_receive, count[i])
+        elif k == "process":
+            if o == "ok":
+                processed[tag[i]] += 1
+            elif o in ("info", "invoke"):
+                interrupted[tag[i]] += 1
+            if receipt[i] in delivered_at:
+                added_ns.append(inv[i] - delivered_at[receipt[i]])
+        elif k == "commit" and o == "ok":
+            committed[tag[i]] += 1
+            last_commit = comp[i] if last_commit is None else max(last_commit, comp[i])
+
+    # second pass: deletes and visibility changes against the leases and later deliveries
+    for i in range(n):
+        k, o = kind[i], outcome[i]
+        if k not in ("delete", "change_visibility"):
+            continue
+        if o == "stale":
+            if k == "delete":
+                stale_deletes += 1
+            else:
+                stale_changes += 1
+            continue
+        if o != "ok":
+            continue
+        span = lease_of.get(receipt[i])
+        if k == "delete":
+            deleted[tag[i]] += 1
+            if span is not None:
+                span[1] = min(span[1], comp[i])
+        elif span is not None:
+            span[1] = comp[i] + lease[i]
+        before = [(t, r) for t, r in deliveries_of.get(tag[i], ()) if t < inv[i]]
+        if before and receipt[i] in delivered_at:
+            t_last, r_last = max(before)
+            if r_last != receipt[i] and t_last > delivered_at[receipt[i]]:
+                stale_accepted += 1
+
+    dead_tags = {tag_of_id[d] for d in dead_letters if d in tag_of_id}
+    lost = sorted(t for t in acked if not processed[t] and t not in dead_tags)
+    unexpected = sorted(t for t in delivered if t not in maybe_sent)
+    overlap_pairs = 0
+    overlap_msgs = 0
+    for _t, ds in deliveries_of.items():
+        if len(ds) > 1:
+            p = _overlaps([tuple(lease_of[r]) for _, r in ds])  # type: ignore[misc]
+            overlap_pairs += p
+            overlap_msgs += p > 0
+
+    messages = len(acked)
+    distinct = len(processed)
+    span_s = ((last_commit - first_send) / 1e9 if first_send is not None
+              and last_commit is not None and last_commit > first_send else None)
+    committed_distinct = len(committed)
+    expected_results = len(acked - dead_tags)
+    summary = {
+        "messages": messages,
+        "deliveries": sum(delivered.values()),
+        "duplicate_deliveries": _dups(delivered.values()),
+        "messages_delivered_twice_or_more": sum(1 for k in delivered.values() if k > 1),
+        "processing": sum(processed.values()),
+        "duplicate_processing": _dups(processed.values()),
+        "interrupted_processing": sum(interrupted.values()),
+        "results": sum(committed.values()),
+        "duplicate_results": _dups(committed.values()),
+        "filtered_results": committed_distinct,
+        "filtered_results_exact": committed_distinct == expected_results
+        and set(committed) <= maybe_sent,
+        "lost": len(lost),
+        "unexpected": len(unexpected),
+        "dead_lettered": len(dead_tags),
+        "deleted": len(deleted),
+        "overlapping_leases": overlap_pairs,
+        "messages_with_overlapping_leases": overlap_msgs,
+        "stale_deletes_refused": stale_deletes,
+        "stale_changes_refused": stale_changes,
+        "stale_receipts_accepted": stale_accepted,
+        "max_receive_count": max_receive,
+        "store_ops": store_ops,
+        "store_ops_per_message": store_ops / messages if messages else 0.0,
+        "queue_ops": queue_ops,
+        "queue_ops_per_message": queue_ops / messages if messages else 0.0,
+        "added_latency_ms": (sum(added_ns) / len(added_ns) / 1e6) if added_ns else 0.0,
+        "span_s": span_s,
+        "throughput_per_s": distinct / span_s if span_s else 0.0,
+        "exactly_once": distinct == expected_results and not _dups(processed.values())
+        and not lost,
+    }
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "summary": summary,
+        "histograms": {"deliveries": _histogram(delivered.values()),
+                       "processing": _histogram(processed.values())},
+        "lost": lost[:100],
+        "unexpected": unexpected[:100],
+        "duplicated": sorted(t for t, k in processed.items() if k > 1)[:100],
+    }

@@ -1,0 +1,110 @@
+"""The queue workload's record: one row per operation, kept in columns, saved as Parquet.
+
+Rows are created at invoke time and closed at completion, as in the History, so a run that
+is interrupted or a consumer that crashes keeps every operation (open ones become ``info``).
+Kinds:
+
+* queue operations: ``send``, ``receive`` (one call; ``count`` = messages returned),
+  ``deliver`` (one per message a receive returned: id, receipt, receive count; ``lease_ns``
+  = the visibility timeout asked), ``delete``, ``change_visibility`` (``lease_ns`` = the new
+  timeout), ``depth``;
+* processing: ``process`` (the work on one delivery), ``commit`` (its result written),
+  ``skip`` (a strategy decided not to process this delivery: ``note`` says why);
+* central store: ``claim``, ``claim_read``, ``claim_takeover``, ``heartbeat``, ``claim_done``;
+* faults: ``crash`` (a consumer stopped without deleting; ``complete_ns`` = its restart).
+
+Outcomes: ``ok``, ``fail`` (certainly did not happen), ``info`` (unknown), ``stale`` (a
+delete or visibility change refused for a stale receipt), ``invoke`` while open.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+KINDS = ("send", "receive", "deliver", "delete", "change_visibility", "depth", "process",
+         "commit", "skip", "claim", "claim_read", "claim_takeover", "heartbeat", "claim_done",
+         "crash")
+STORE_KINDS = ("claim", "claim_read", "claim_takeover", "heartbeat", "claim_done")
+QUEUE_KINDS = ("send", "receive", "delete", "change_visibility", "depth")
+OUTCOMES = ("invoke", "ok", "fail", "info", "stale")
+PRODUCER = -1
+"""Process id of the producers' rows (consumers are 0..C-1)."""
+
+COLUMNS = ("kind", "process", "tag", "msg_id", "receipt", "count", "lease_ns", "invoke_ns",
+           "complete_ns", "outcome", "note")
+
+
+class QueueLog:
+    """Append-only columns of operations (plain lists: a run has at most a few 10^5 rows)."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+
+    def __len__(self) -> int:
+        return len(self.cols["kind"])
+
+    def invoke(self, kind: str, process: int, now_ns: int, *, tag: str = "",
+               msg_id: str = "", receipt: str = "", count: int = 0, lease_ns: int = 0,
+               note: str = "") -> int:
+        """Open a row; return its index (pass it to :meth:`done`)."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown queue operation {kind!r}")
+        c = self.cols
+        for name, value in (("kind", kind), ("process", process), ("tag", tag),
+                            ("msg_id", msg_id), ("receipt", receipt), ("count", count),
+                            ("lease_ns", lease_ns), ("invoke_ns", now_ns),
+                            ("complete_ns", -1), ("outcome", "invoke"), ("note", note)):
+            c[name].append(value)
+        return len(c["kind"]) - 1
+
+    def done(self, index: int, now_ns: int, outcome: str = "ok", **fields: Any) -> None:
+        """Close row ``index`` with ``outcome`` at ``now_ns``, updating any other ``fields``."""
+        c = self.cols
+        c["complete_ns"][index] = now_ns
+        c["outcome"][index] = outcome
+        for name, value in fields.items():
+            c[name][index] = value
+
+    def record(self, kind: str, process: int, invoke_ns: int, complete_ns: int,
+               outcome: str = "ok", **fields: Any) -> int:
+        """Append a closed row; return its index."""
+        i = self.invoke(kind, process, invoke_ns, **fields)
+        self.done(i, complete_ns, outcome)
+        return i
+
+    def close_open(self, now_ns: int, note: str, process: int | None = None) -> int:
+        """Mark open rows (of ``process``, or all) ``info`` with ``note``; return how many."""
+        c = self.cols
+        n = 0
+        for i, outcome in enumerate(c["outcome"]):
+            if outcome == "invoke" and (process is None or c["process"][i] == process):
+                c["outcome"][i], c["complete_ns"][i], c["note"][i] = "info", now_ns, note
+                n += 1
+        return n
+
+    def columns(self) -> dict[str, list[Any]]:
+        """Return the columns (what the checker reads)."""
+        return self.cols
+
+
+def save_log(log: QueueLog | dict[str, list[Any]], run_dir: Path) -> Path:
+    """Write ``queue.parquet`` into ``run_dir`` (atomically); return its path."""
+    cols = log.columns() if isinstance(log, QueueLog) else log
+    types = {"process": pa.int32(), "count": pa.int32(), "lease_ns": pa.int64(),
+             "invoke_ns": pa.int64(), "complete_ns": pa.int64()}
+    table = pa.table({c: pa.array(cols[c], types.get(c, pa.string())) for c in COLUMNS})
+    path = run_dir / "queue.parquet"
+    tmp = path.with_suffix(".parquet.tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    tmp.replace(path)
+    return path
+
+
+def load_log(run_dir: Path) -> dict[str, list[Any]]:
+    """Return the columns saved by :func:`save_log` in ``run_dir``."""
+    table = pq.read_table(run_dir / "queue.parquet")
+    return {c: table.column(c).to_pylist() for c in COLUMNS}

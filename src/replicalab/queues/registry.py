@@ -1,0 +1,49 @@
+"""URL scheme -> queue backend, opened lazily so a backend's client library is imported only
+when its URL is used: ``sim://sqs``, ``redis://``, ``postgresql://``."""
+
+from __future__ import annotations
+
+import importlib
+from urllib.parse import urlsplit
+
+from replicalab.queues.base import Queue
+from replicalab.runtime import VirtualRuntime
+
+_BACKENDS = {
+    "redis": "replicalab.queues.redis:open_redis_queue",
+    "postgresql": "replicalab.queues.postgres:open_postgres_queue",
+}
+
+
+def schemes() -> list[str]:
+    """Return the URL schemes a queue can be opened from."""
+    return sorted(["sim", *_BACKENDS])
+
+
+def open_queue(url: str, seed: int = 1, runtime: VirtualRuntime | None = None) -> Queue:
+    """Return an opened Queue for ``url`` (ValueError names a bad scheme or parameter).
+
+    ``runtime``: for ``sim://`` only, the virtual runtime to run on (shared with a simulated
+    central store); real backends run in real time and refuse one.
+    """
+    scheme = urlsplit(url).scheme
+    if not scheme or "://" not in url:
+        raise ValueError(f"queue URL {url!r} has no scheme; use e.g. sim://sqs")
+    if scheme == "sim":
+        from replicalab.queues.sqs_sim import open_sqs_sim
+
+        return open_sqs_sim(url, seed, runtime)
+    target = _BACKENDS.get(scheme)
+    if target is None:
+        raise ValueError(f"unknown queue URL scheme {scheme!r} in {url!r}; use one of: "
+                         f"{', '.join(s + '://' for s in schemes())}")
+    if runtime is not None:
+        raise ValueError(f"{scheme}:// queues run in real time; a simulated (sim://) central "
+                         "store cannot share their clock: use a real central store")
+    module, fn = target.split(":")
+    try:
+        opener = getattr(importlib.import_module(module), fn)
+    except ImportError as err:
+        raise ValueError(f"the {scheme}:// queue backend is not available ({err}); use "
+                         "sim://sqs") from None
+    return opener(url, seed)  # type: ignore[no-any-return]

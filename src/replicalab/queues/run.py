@@ -1,0 +1,170 @@
+"""A queue run or comparison on disk: the run directory (``config.json``, ``queue.parquet``,
+``results.json``; the CLI adds ``report.html``), written even when the run is cut short, and
+the comparison of backends x strategies x consumer counts."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from replicalab.checkers.deliveries import check_deliveries
+from replicalab.queues.base import QueueError
+from replicalab.queues.record import save_log
+from replicalab.queues.workload import QueueOutcome, QueueSpec, open_backends, run_workload
+from replicalab.stores.base import StoreError, redact_url
+
+SCHEMA_VERSION = 1
+Progress = Callable[[float], None]
+
+
+@dataclass
+class QueueRun:
+    """A finished (or interrupted) run: where it is and what the checker found."""
+
+    run_dir: Path
+    results: dict[str, Any]
+    interrupted: bool
+
+
+def _slug(url: str) -> str:
+    base = url.split("?", 1)[0]
+    return re.sub(r"[^A-Za-z0-9]+", "-", base).strip("-")[:40] or "queue"
+
+
+def make_run_dir(out: Path, what: str, url: str) -> Path:
+    """Create and return ``out/<UTC time>-<what>-<url slug>`` (ValueError if not
+    writable)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for n in range(1000):
+            run_dir = out / f"{stamp}-{what}-{_slug(url)}{'' if n == 0 else f'-{n}'}"
+            try:
+                run_dir.mkdir()
+                return run_dir
+            except FileExistsError:
+                continue
+    except OSError as err:
+        raise ValueError(f"cannot write to output directory {out}: {err.strerror}; pass "
+                         "--out with a writable directory") from None
+    raise ValueError(f"{out} already holds 1000 runs of this second; pass another --out")
+
+
+def preflight(spec: QueueSpec) -> None:
+    """Raise ValueError (one line) for a spec that cannot run: bad options or URLs, a
+    central store without conditional writes, a real server that does not answer."""
+    spec.check()
+    queue, store = open_backends(spec)
+    if queue.runtime.virtual:
+        return
+
+    async def hello() -> None:
+        try:
+            client = await queue.connect()
+            await client.close()
+            await queue.depth()
+            if store is not None:
+                sc = await store.connect()
+                await sc.close()
+        finally:
+            await queue.close()
+            if store is not None:
+                await store.close()
+
+    try:
+        queue.runtime.run(hello())
+    except (QueueError, StoreError, OSError) as err:
+        raise ValueError(f"cannot reach {redact_url(spec.queue)}"
+                         f"{' or ' + redact_url(spec.central) if spec.central else ''}: "
+                         f"{err}; start a server (replicalab cluster up redis --nodes 1 "
+                         "--regions lan prints a URL)") from None
+
+
+def results_of(spec: QueueSpec, o: QueueOutcome) -> dict[str, Any]:
+    """Return the results document of one run: spec, backends, checker output, timing."""
+    checked = check_deliveries(o.log.columns(), o.dead_letters)
+    summary = {**checked["summary"], "duration_s": o.duration_ns / 1e9, "wall_s": o.wall_s,
+               "clock": "virtual" if spec.queue.startswith("sim://") else "real"}
+    return {"kind": "queue", "schema_version": SCHEMA_VERSION, "spec": spec.to_json(),
+            "queue": o.queue_info, "central": o.central_info, "summary": summary,
+            "checker": checked, "dead_letters": o.dead_letters[:100], "notes": o.notes}
+
+
+def _save(run_dir: Path, spec: QueueSpec, o: QueueOutcome, results: dict[str, Any]) -> None:
+    save_log(o.log, run_dir)
+    config = {"schema_version": SCHEMA_VERSION, "kind": "queue", "spec": spec.to_json(),
+              "queue": o.queue_info, "central": o.central_info}
+    (run_dir / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    (run_dir / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True)
+                                          + "\n")
+
+
+def run_queue(spec: QueueSpec, out: Path, progress: Progress | None = None) -> QueueRun:
+    """Check ``spec``, run it into a new run directory under ``out`` and save everything;
+    return the run (ValueError before anything is made for bad input)."""
+    preflight(spec)
+    run_dir = make_run_dir(out, "queue", spec.queue)
+    o = run_workload(spec, progress)
+    results = results_of(spec, o)
+    _save(run_dir, spec, o, results)
+    return QueueRun(run_dir, results, o.interrupted)
+
+
+def compare_queues(base: QueueSpec, queues: Sequence[str], strategies: Sequence[str],
+                   consumers: Sequence[int], out: Path, progress: Progress | None = None
+                   ) -> QueueRun:
+    """Run every queue x strategy x consumer count with ``base``'s other settings; save
+    each run's record under ``runs/`` and one results.json of all summaries."""
+    plan = [replace(base, queue=q, strategy=s, consumers=c,
+                    central=base.central if s in ("central", "central-detect") else None)
+            for q in queues for s in strategies for c in consumers]
+    if not plan:
+        raise ValueError("nothing to compare: give at least one --queue, --strategy and "
+                         "consumer count")
+    for spec in plan:
+        preflight(spec)
+    run_dir = make_run_dir(out, "queue-compare", queues[0])
+    rows: list[dict[str, Any]] = []
+    interrupted = False
+    for n, spec in enumerate(plan):
+        def inner(f: float, n: int = n) -> None:
+            if progress is not None:
+                progress((n + min(f, 1.0)) / len(plan))
+
+        o = run_workload(spec, inner)
+        res = results_of(spec, o)
+        sub = run_dir / "runs" / f"{n:02d}-{_slug(spec.queue)}-{spec.strategy}-c{spec.consumers}"
+        sub.mkdir(parents=True)
+        _save(sub, spec, o, res)
+        rows.append({"queue": spec.queue, "strategy": spec.strategy,
+                     "consumers": spec.consumers, "summary": res["summary"],
+                     "run_dir": str(sub.relative_to(run_dir))})
+        if o.interrupted:
+            interrupted = True
+            break
+    results = {"kind": "queue-compare", "schema_version": SCHEMA_VERSION,
+               "spec": base.to_json(), "queues": list(queues), "strategies": list(strategies),
+               "consumers": list(consumers), "runs": rows,
+               "ratios": throughput_ratios(rows)}
+    (run_dir / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    return QueueRun(run_dir, results, interrupted)
+
+
+def throughput_ratios(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return each strategy's throughput as a ratio of ``none`` on the same queue and
+    consumer count (rows without a ``none`` peer are left out)."""
+    peer = {(r["queue"], r["consumers"]): r["summary"]["throughput_per_s"]
+            for r in rows if r["strategy"] == "none"}
+    out = []
+    for r in rows:
+        base = peer.get((r["queue"], r["consumers"]))
+        if base:
+            out.append({"queue": r["queue"], "strategy": r["strategy"],
+                        "consumers": r["consumers"],
+                        "ratio": r["summary"]["throughput_per_s"] / base})
+    return out
