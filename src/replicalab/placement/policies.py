@@ -61,7 +61,7 @@ import numpy as np
 
 from replicalab.placement.matrix import RegionMatrix, nearest_order
 
-DEFAULT_WINDOW_MS = 10_000.0
+DEFAULT_WINDOW_MS = 30_000.0
 DEFAULT_N = 3
 DEFAULT_ALPHA = 0.1
 NAMES = ("static", "consecutive", "majority", "ema", "cog", "oracle")
