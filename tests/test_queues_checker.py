@@ -1,0 +1,123 @@
+"""The delivery checker on generated histories whose duplicates, losses, unexpected
+messages, overlapping leases and stale receipts are known: each is counted exactly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replicalab.checkers.deliveries import check_deliveries
+from replicalab.queues.record import PRODUCER, QueueLog
+
+S = 1_000_000_000
+LEASE = 30 * S
+
+
+@dataclass
+class Plan:
+    sent: str  # acked | info | none
+    delivered: int
+    processed: int
+    committed: int
+    deleted: bool
+    dead: bool
+    overlap: bool  # the second delivery comes inside the first one's lease
+    stale: int  # deletes refused for a stale receipt
+    accepted_stale: bool  # a delete with the first receipt accepted after a redelivery
+
+
+@st.composite
+def plans(draw) -> Plan:
+    sent = draw(st.sampled_from(["acked", "acked", "acked", "info", "none"]))
+    k = draw(st.integers(0, 4))
+    p = draw(st.integers(0, k))
+    c = draw(st.integers(0, p))
+    return Plan(sent, k, p, c, draw(st.booleans()) and k > 0,
+                draw(st.booleans()) and sent == "acked" and p == 0,
+                draw(st.booleans()) and k >= 2, draw(st.integers(0, 2)) if k else 0,
+                draw(st.booleans()) and k >= 2)
+
+
+def build(messages: list[Plan]) -> tuple[QueueLog, list[str]]:
+    log = QueueLog()
+    dead = []
+    for n, m in enumerate(messages):
+        tag, mid = f"t{n}", f"m{n}"
+        t0 = n * 1000 * S
+        if m.sent != "none":
+            i = log.invoke("send", PRODUCER, t0, tag=tag)
+            if m.sent == "acked":
+                log.done(i, t0 + 1, msg_id=mid)
+            else:
+                log.done(i, t0 + 1, "info")
+        receipts = []
+        for j in range(m.delivered):
+            at = t0 + S + (S if (m.overlap and j == 1) else j * 100 * S)
+            r = f"{mid}.{j}"
+            receipts.append((at, r))
+            log.record("deliver", j % 3, at - 1, at, tag=tag, msg_id=mid, receipt=r,
+                       count=j + 1, lease_ns=LEASE)
+        for j in range(m.processed):
+            at = receipts[j][0]
+            log.record("process", 0, at + 10, at + 20, tag=tag, msg_id=mid,
+                       receipt=receipts[j][1])
+        log.record("process", 1, t0 + 5, t0 + 6, "info", tag=tag)  # a crash: never counted
+        for j in range(m.committed):
+            log.record("commit", 0, receipts[j][0] + 30, receipts[j][0] + 30, tag=tag)
+        end = t0 + 900 * S
+        for _ in range(m.stale):
+            log.record("delete", 0, end, end + 1, "stale", tag=tag, msg_id=mid,
+                       receipt=f"{mid}.old")
+        if m.accepted_stale:
+            log.record("delete", 0, end + 2, end + 3, tag=tag, msg_id=mid,
+                       receipt=receipts[0][1])
+        if m.deleted:
+            log.record("delete", 0, end + 4, end + 5, tag=tag, msg_id=mid,
+                       receipt=receipts[-1][1])
+        if m.dead:
+            dead.append(mid)
+    return log, dead
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(plans(), max_size=25))
+def test_generated_histories_are_counted_exactly(messages):
+    log, dead = build(messages)
+    s = check_deliveries(log.columns(), dead)["summary"]
+    acked = [m for m in messages if m.sent == "acked"]
+    assert s["messages"] == len(acked)
+    assert s["deliveries"] == sum(m.delivered for m in messages)
+    assert s["duplicate_deliveries"] == sum(max(0, m.delivered - 1) for m in messages)
+    assert s["duplicate_processing"] == sum(max(0, m.processed - 1) for m in messages)
+    assert s["duplicate_results"] == sum(max(0, m.committed - 1) for m in messages)
+    assert s["interrupted_processing"] == len(messages)
+    assert s["lost"] == sum(1 for m in acked if m.processed == 0 and not m.dead)
+    assert s["dead_lettered"] == sum(m.dead for m in messages)
+    assert s["unexpected"] == sum(1 for m in messages if m.sent == "none" and m.delivered)
+    assert s["overlapping_leases"] == sum(m.overlap for m in messages)
+    assert s["stale_deletes_refused"] == sum(m.stale for m in messages)
+    assert s["stale_receipts_accepted"] == sum(m.accepted_stale for m in messages)
+    assert s["deleted"] == sum(1 for m in messages if m.deleted or m.accepted_stale)
+    expected_results = {n for n, m in enumerate(messages) if m.committed}
+    assert s["filtered_results"] == len(expected_results)
+    assert s["exactly_once"] == (all(m.processed == 1 or m.dead for m in acked)
+                                 and all(m.processed <= 1 for m in messages)
+                                 and not any(m.processed for m in messages
+                                             if m.sent != "acked"))
+
+
+def test_cost_latency_and_throughput():
+    log = QueueLog()
+    log.record("send", PRODUCER, 0, 1, tag="a", msg_id="m")
+    log.record("deliver", 0, 1, 2 * S, tag="a", msg_id="m", receipt="r", lease_ns=LEASE)
+    log.record("claim", 0, 2 * S, 2 * S + 100_000_000, tag="a")
+    log.record("claim_read", 0, 2 * S + 100_000_000, 2 * S + 120_000_000, tag="a")
+    log.record("process", 0, 2 * S + 120_000_000, 3 * S, tag="a", receipt="r")
+    log.record("commit", 0, 4 * S, 4 * S, tag="a")
+    s = check_deliveries(log.columns())["summary"]
+    assert s["store_ops_per_message"] == 2
+    assert s["queue_ops_per_message"] == 1  # the send
+    assert abs(s["added_latency_ms"] - 120.0) < 1e-9
+    assert abs(s["throughput_per_s"] - 1 / 4) < 1e-9
