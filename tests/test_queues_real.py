@@ -180,6 +180,25 @@ async def _slow_consumer(q: AnyQueue) -> None:
     assert await q.depth() == (0, 0)
 
 
+async def _deep_expiry(q: AnyQueue, messages: int = 300) -> None:
+    """The one expired lease among many held ones, at the end of the pending list, comes
+    back within a few receives (Redis scans the pending list a slice per receive)."""
+    c = await q.connect()
+    for i in range(messages):
+        await c.send(f"x{i}")
+    held: list[Delivery] = []
+    for _ in range(messages):
+        got = await c.receive(10, 30.0)
+        if not got:
+            break
+        held += got
+    assert len(held) == messages
+    await c.change_visibility(held[-1].receipt, 0)
+    got = await _receive_within(c, 30.0, 2.0)
+    assert [(d.id, d.receive_count) for d in got] == [(held[-1].id, 2)]
+    assert await q.depth() == (0, messages)
+
+
 def _both(fn: Callable[[AnyQueue], Awaitable[Any]], **params: Any):
     """Return the two tests (Redis, PostgreSQL) that run ``fn`` on a fresh queue of the
     shared dc3 cluster's primary."""
@@ -197,6 +216,7 @@ test_contract_redis, test_contract_postgres = _both(_contract)
 test_dead_letter_redis, test_dead_letter_postgres = _both(_dead_letter, max_receives=2)
 test_concurrent_receivers_redis, test_concurrent_receivers_postgres = _both(_concurrent)
 test_slow_consumer_redis, test_slow_consumer_postgres = _both(_slow_consumer)
+test_deep_expiry_redis, test_deep_expiry_postgres = _both(_deep_expiry)
 
 
 # -- a consumer killed with SIGKILL mid-processing ------------------------------------------

@@ -6,7 +6,8 @@ command goes to the primary, the node before ``?``).
 
 Keys (the ``{NAME}`` hash tag keeps one queue in one slot): the stream ``rq:{NAME}:s``
 with the consumer group ``replicalab``, the hash ``rq:{NAME}:r`` of message id -> receipt
-of its current delivery, and the dead-letter stream ``rq:{NAME}:dlq``.
+of its current delivery, the dead-letter stream ``rq:{NAME}:dlq`` and ``rq:{NAME}:cursor``,
+where the last receive's scan of the pending list stopped.
 
 How the contract maps onto Streams:
 
@@ -69,10 +70,12 @@ HORIZON_MS = 12 * 3600 * 1000
 DEFAULT_MAX_RECEIVES = 10
 QUEUE_PARAMS = ("queue", "max_receives")
 
-# KEYS: stream, receipts, dead letters. ARGV: group, consumer, n, visibility ms,
-# max_receives, horizon ms, then n nonces. Returns {id, body, receipt, receive_count}...
+# KEYS: stream, receipts, dead letters, scan cursor. ARGV: group, consumer, n, visibility
+# ms, max_receives, horizon ms, then n nonces. Returns {id, body, receipt, receive_count}...
+# The scan of the pending list resumes where the previous receive left it (the cursor key),
+# so an expired entry deep in a long pending list is reached within a few receives.
 _RECEIVE = """
-local s, r, dlq = KEYS[1], KEYS[2], KEYS[3]
+local s, r, dlq, cur = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local g, c = ARGV[1], ARGV[2]
 local n, vis, maxr, horizon = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]),
   tonumber(ARGV[6])
@@ -84,7 +87,7 @@ local function deliver(id, body, count)
   redis.call('HSET', r, id, receipt)
   out[#out + 1] = {id, body, receipt, count}
 end
-local cursor, rounds = '0-0', 0
+local cursor, rounds = redis.call('GET', cur) or '0-0', 0
 repeat
   local got = redis.call('XAUTOCLAIM', s, g, c, horizon, cursor, 'COUNT', n - #out)
   cursor = got[1]
@@ -100,8 +103,11 @@ repeat
       deliver(id, body, count)
     end
   end
+  -- pending entries whose stream entry is gone (trimmed by hand): forget their receipts
+  for _, id in ipairs(got[3] or {}) do redis.call('HDEL', r, id) end
   rounds = rounds + 1
-until cursor == '0-0' or #out >= n or rounds >= 64
+until cursor == '0-0' or #out >= n or rounds >= 16
+redis.call('SET', cur, cursor)
 if #out < n then
   local got = redis.call('XREADGROUP', 'GROUP', g, c, 'COUNT', n - #out, 'STREAMS', s, '>')
   if got then
@@ -177,8 +183,8 @@ class RedisQueue:
         self.timeout_s = u.timeout_s
         self.seed = seed
         tag = "{" + self.name + "}"
-        self.stream, self.receipts, self.dlq = (f"rq:{tag}:s", f"rq:{tag}:r",
-                                                f"rq:{tag}:dlq")
+        self.stream, self.receipts, self.dlq, self.cursor = (
+            f"rq:{tag}:s", f"rq:{tag}:r", f"rq:{tag}:dlq", f"rq:{tag}:cursor")
         self.runtime = RealRuntime()
         self.info = QueueInfo(
             url=redact_url(url), kind="redis", max_receives=self.max_receives,
@@ -242,7 +248,7 @@ class RedisQueue:
         """Delete the queue's stream, receipts and dead letters (tests and benchmarks start
         from an empty queue)."""
         c = await self._admin_client()
-        await c.checked("DEL", self.stream, self.receipts, self.dlq)
+        await c.checked("DEL", self.stream, self.receipts, self.dlq, self.cursor)
         self._group_ready = False
         await self._ensure_group(c)
 
@@ -312,7 +318,7 @@ class RedisQueueClient:
         vis_ms = check_timeout_s(visibility_timeout_s)
         nonces = [secrets.token_hex(4) for _ in range(max_messages)]
         q = self.q
-        rows = await self.script(_RECEIVE, [q.stream, q.receipts, q.dlq],
+        rows = await self.script(_RECEIVE, [q.stream, q.receipts, q.dlq, q.cursor],
                                  [GROUP, self.consumer, max_messages, vis_ms,
                                   q.max_receives, HORIZON_MS, *nonces])
         return [Delivery(str(i), str(b), str(r), int(n)) for i, b, r, n in rows]
