@@ -12,7 +12,9 @@ line and "processes" it until it is killed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import re
 import shutil
 import sys
 import time
@@ -26,14 +28,26 @@ import psycopg
 import pytest
 import redis
 
+from replicalab.checkers.deliveries import check_deliveries
 from replicalab.cluster import base, process
 from replicalab.cluster.ports import free_port, wait_listening
 from replicalab.queues.base import Delivery, QueueClient, StaleReceipt
 from replicalab.queues.postgres import PostgresQueue, open_postgres_queue
-from replicalab.queues.redis import RedisQueue, open_redis_queue
+from replicalab.queues.record import QueueLog
+from replicalab.queues.redis import RedisQueue, check_timeout_s, open_redis_queue
+from replicalab.queues.strategies import make_strategy
+from replicalab.queues.workload import (
+    Ctx,
+    QueueSpec,
+    Reader,
+    Worker,
+    open_backends,
+    run_workload,
+)
+from replicalab.stores import open_store
 from servers import running_cluster, server_missing
 
-pytestmark = pytest.mark.integration
+integration = pytest.mark.integration
 
 AnyQueue = RedisQueue | PostgresQueue
 
@@ -203,9 +217,11 @@ def _both(fn: Callable[[AnyQueue], Awaitable[Any]], **params: Any):
     """Return the two tests (Redis, PostgreSQL) that run ``fn`` on a fresh queue of the
     shared dc3 cluster's primary."""
 
+    @integration
     def on_redis(redis_dc3):
         _run(_queue_url(redis_dc3, **params), fn)
 
+    @integration
     def on_postgres(postgres_dc3):
         _run(_queue_url(postgres_dc3, **params), fn)
 
@@ -276,12 +292,180 @@ def _sigkill(url: str, tmp_path: Path) -> None:
     assert waited_s < vis_s + 2.0
 
 
+@integration
 def test_sigkill_consumer_redis(redis_dc3, tmp_path):
     _sigkill(_queue_url(redis_dc3), tmp_path)
 
 
+@integration
 def test_sigkill_consumer_postgres(postgres_dc3, tmp_path):
     _sigkill(_queue_url(postgres_dc3), tmp_path)
+
+
+# -- central (seed 000, case 3) processes a redelivered message once ---------------------------
+
+SLOW = dict(messages=2, consumers=4, producers=1, batch=1, visibility_s=0.5, process_ms=800,
+            process_sigma=0.0, slow_fraction=0.0, empty_poll_ms=20, max_duration_s=30, seed=5)
+"""Every processing (0.8 s) outlasts its lease (0.5 s); idle consumers take the message over."""
+
+
+def _workload(queue_url: str, strategy: str, central: str | None) -> dict[str, Any]:
+    """Run the queue workload (queues/workload.py) and return the delivery checker's
+    summary."""
+    o = run_workload(QueueSpec(queue=queue_url, strategy=strategy, central=central, **SLOW))
+    assert not o.notes, o.notes
+    return check_deliveries(o.log.columns(), o.dead_letters)["summary"]
+
+
+def _slow_consumers_central(cluster: tuple[Any, Path]) -> dict[str, Any]:
+    s = _workload(_queue_url(cluster, max_receives=4), "central", cluster[0].url)
+    assert s["messages"] == 2 and s["lost"] == 0
+    assert s["duplicate_deliveries"] >= 2, "the slow consumers caused no redelivery"
+    assert s["stale_deletes_refused"] >= 2  # each slow consumer's delete came too late
+    assert s["duplicate_processing"] == 0 and s["duplicate_results"] == 0
+    assert s["exactly_once"]
+    return s
+
+
+@integration
+def test_slow_consumers_redelivered_none_processes_twice_central_once_redis(redis_dc3):
+    none = _workload(_queue_url(redis_dc3, max_receives=4), "none", None)
+    assert none["duplicate_deliveries"] >= 2 and none["duplicate_processing"] >= 2
+    central = _slow_consumers_central(redis_dc3)
+    assert central["store_ops"] > 0
+
+
+@integration
+def test_slow_consumers_redelivered_central_once_postgres(postgres_dc3):
+    _slow_consumers_central(postgres_dc3)
+
+
+async def _central_consumer(url: str, central: str, domain: str, process_ms: float,
+                            vis_s: float, within_s: float) -> QueueLog:
+    """Run one consumer thread of the workload with the central strategy (claims in
+    ``domain`` of store ``central``) until it has deleted a message or ``within_s`` passed;
+    return its record."""
+    spec = QueueSpec(queue=url, strategy="central", central=central, consumers=1, messages=1,
+                     batch=1, visibility_s=vis_s, process_ms=process_ms, process_sigma=0.0,
+                     slow_fraction=0.0, empty_poll_ms=20)
+    q, store = open_backends(spec)
+    assert store is not None
+    log = QueueLog()
+    ctx = Ctx(spec, q.runtime, q, log, make_strategy("central", vis_s), store, domain, "t")
+    w = Worker(ctx, 0, 0, Reader(0), await q.connect(), await store.connect())
+    task = asyncio.ensure_future(w.run())
+    try:
+        deadline = time.monotonic() + within_s
+        while not ctx.deleted and time.monotonic() < deadline and not task.done():
+            await asyncio.sleep(0.02)
+    finally:
+        ctx.stopping = True
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await w.client.close()
+        await w.store.close()
+        await q.close()
+        await store.close()
+    return log
+
+
+async def _claim_of(central: str, key: str) -> str | None:
+    store = open_store(central, 1)
+    try:
+        c = await store.connect()
+        return (await c.read([key], consistent=True)).values[0]
+    finally:
+        await store.close()
+
+
+def _sigkill_central(cluster: tuple[Any, Path], tmp_path: Path) -> None:
+    """A central-strategy consumer process claims the message, starts a 60 s processing and
+    is SIGKILLed; another consumer gets the redelivery, takes the expired claim over and
+    processes the message: once, with one committed result."""
+    url, central = _queue_url(cluster), cluster[0].url
+    domain, tag, vis_s = f"claims-{uuid.uuid4().hex[:8]}", "k1", 1.0
+    key = f"{domain}/{tag}/owner"
+
+    async def produce(q: AnyQueue) -> str:
+        return await (await q.connect()).send(f"{tag}|payload")
+
+    mid = _run(url, produce)
+    log = tmp_path / "central-consumer.log"
+    pid = process.start([sys.executable, __file__, url, str(vis_s), central, domain], log,
+                        label="central-consumer")
+    try:
+        deadline, claim = time.monotonic() + 30, None
+        while time.monotonic() < deadline and process.alive(pid):
+            claim = asyncio.run(_claim_of(central, key))
+            if claim and "|busy|" in claim:
+                break
+            time.sleep(0.05)
+        assert claim and "|busy|" in claim, f"the consumer never claimed the message: {log}"
+        process.kill9(pid)  # mid-processing: claimed, not committed, not deleted
+    finally:
+        process.stop(pid, 1.0)
+    rec = asyncio.run(_central_consumer(url, central, domain, 50, 5.0, vis_s + 4.0)).cols
+    rows = list(zip(rec["kind"], rec["outcome"], rec["msg_id"], rec["count"], strict=True))
+    assert ("deliver", "ok", mid, 2) in rows, rows  # the redelivery after the kill
+    assert ("claim", "fail") in [r[:2] for r in rows]  # the dead consumer's claim was there
+    assert ("claim_takeover", "ok") in [r[:2] for r in rows]  # ... expired: taken over
+    assert [r[:2] for r in rows if r[0] in ("process", "commit", "delete")] == [
+        ("process", "ok"), ("commit", "ok"), ("delete", "ok")]
+    final = asyncio.run(_claim_of(central, key))
+    assert final is not None and "|done|" in final
+
+
+@integration
+def test_sigkill_consumer_central_processes_once_redis(redis_dc3, tmp_path):
+    _sigkill_central(redis_dc3, tmp_path)
+
+
+@integration
+def test_sigkill_consumer_central_processes_once_postgres(postgres_dc3, tmp_path):
+    _sigkill_central(postgres_dc3, tmp_path)
+
+
+# -- bad input: one clear error, before any connection ---------------------------------------
+
+@pytest.mark.parametrize(("url", "says"), [
+    ("redis://127.0.0.1/?queue=a", "needs a port"),
+    ("redis://127.0.0.1:6379/?queue=a&max_receives=0", "max_receives='0'"),
+    ("redis://127.0.0.1:6379/?queue=a%20b", "queue='a b'"),
+    ("redis://127.0.0.1:6379/?queue=a&visibility=3", "unknown parameter 'visibility'"),
+    ("postgresql://postgres@127.0.0.1:5432/postgres?queue=a&max_receives=x",
+     "max_receives='x'"),
+    ("postgresql://postgres@127.0.0.1:5432/postgres?synchronous_commit=maybe",
+     "synchronous_commit='maybe'"),
+])
+def test_bad_urls_are_refused_in_one_line(url, says):
+    with pytest.raises(ValueError, match=re.escape(says)) as err:
+        _open(url)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("scheme", ["redis", "postgresql"])
+def test_an_unreachable_server_is_named(scheme):
+    port = free_port()  # nothing listens there
+    url = (f"redis://127.0.0.1:{port}/?queue=a" if scheme == "redis"
+           else f"postgresql://postgres@127.0.0.1:{port}/postgres?queue=a")
+
+    async def go() -> None:
+        q = _open(url)
+        try:
+            await q.connect()
+        finally:
+            await q.close()
+
+    with pytest.raises(ValueError, match=f"cannot reach .* at 127.0.0.1:{port}"):
+        asyncio.run(go())
+
+
+def test_visibility_timeouts_outside_sqs_range_are_refused():
+    assert check_timeout_s(0) == 0 and check_timeout_s(43_200) == 43_200_000
+    for bad in (-0.001, 43_200.001):
+        with pytest.raises(ValueError, match="between 0 and 43200 s"):
+            check_timeout_s(bad)
 
 
 # -- durability of acknowledged sends across a crash of the server ---------------------------
@@ -361,6 +545,7 @@ async def _drain_all(url: str) -> list[str]:
         await q.close()
 
 
+@integration
 def test_redis_aof_always_keeps_every_acknowledged_send(own_redis):
     own_redis.start(*AOF)
     url = f"redis://127.0.0.1:{own_redis.port}/?queue=durable"
@@ -371,6 +556,7 @@ def test_redis_aof_always_keeps_every_acknowledged_send(own_redis):
     own_redis.stop()
 
 
+@integration
 def test_redis_without_aof_loses_sends_after_the_last_snapshot(own_redis):
 
     own_redis.start(*NO_AOF)
@@ -405,6 +591,7 @@ def _crash_postgres(cluster: tuple[Any, Path]) -> None:
     base.driver("postgres").start_node(c, node, root)
 
 
+@integration
 def test_postgres_synchronous_commit_keeps_every_acknowledged_send(own_postgres):
     url = _with(own_postgres[0].url, queue="durable", synchronous_commit="local")
     bodies = [f"d{i}" for i in range(50)]
@@ -413,6 +600,7 @@ def test_postgres_synchronous_commit_keeps_every_acknowledged_send(own_postgres)
     assert asyncio.run(_drain_all(url)) == bodies
 
 
+@integration
 def test_postgres_asynchronous_commit_loses_acknowledged_sends(own_postgres):
 
     c, _ = own_postgres
@@ -446,4 +634,8 @@ def test_postgres_asynchronous_commit_loses_acknowledged_sends(own_postgres):
 
 
 if __name__ == "__main__":
-    asyncio.run(_consume_one(sys.argv[1], float(sys.argv[2])))
+    if len(sys.argv) == 5:  # URL VISIBILITY_S CENTRAL_URL CLAIM_DOMAIN: a central consumer
+        asyncio.run(_central_consumer(sys.argv[1], sys.argv[3], sys.argv[4], 60_000,
+                                      float(sys.argv[2]), 120))
+    else:
+        asyncio.run(_consume_one(sys.argv[1], float(sys.argv[2])))
