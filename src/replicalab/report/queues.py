@@ -1,0 +1,174 @@
+"""HTML reports of queue runs and comparisons: what happened to every message, duplicate
+deliveries against consumers per backend, and each strategy's duplicate processing and cost."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from replicalab.report.page import Page, esc, num, write_page
+from replicalab.report.plots import _new, plain
+
+STRATEGY_COLORS = {"none": "#d62728", "tag": "#ff7f0e", "central": "#2ca02c",
+                   "central-detect": "#1f77b4"}
+
+SUMMARY_ROWS = (
+    ("messages (acknowledged sends)", "messages"), ("deliveries", "deliveries"),
+    ("duplicate deliveries", "duplicate_deliveries"),
+    ("processings", "processing"), ("duplicate processing", "duplicate_processing"),
+    ("interrupted processing (crash)", "interrupted_processing"),
+    ("committed results", "results"), ("duplicate results", "duplicate_results"),
+    ("distinct results after filtering", "filtered_results"),
+    ("lost (acknowledged, never processed)", "lost"),
+    ("unexpected (delivered, never sent)", "unexpected"),
+    ("dead-lettered", "dead_lettered"),
+    ("overlapping leases (pairs)", "overlapping_leases"),
+    ("stale deletes refused", "stale_deletes_refused"),
+    ("stale visibility changes refused", "stale_changes_refused"),
+    ("stale receipts accepted", "stale_receipts_accepted"),
+    ("highest receive count", "max_receive_count"),
+    ("central-store ops per message", "store_ops_per_message"),
+    ("queue ops per message", "queue_ops_per_message"),
+    ("added latency before processing (ms)", "added_latency_ms"),
+    ("throughput (messages/s)", "throughput_per_s"),
+    ("exactly once", "exactly_once"),
+)
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return num(v, 2)
+    return str(v)
+
+
+def histogram_figure(hist: Mapping[str, Mapping[str, int]]) -> Figure:
+    """Return bars: how many messages were delivered / processed k times."""
+    fig, ax = _new()
+    width = 0.4
+    for j, (name, color) in enumerate((("deliveries", "#1f77b4"), ("processing", "#2ca02c"))):
+        h = hist.get(name, {})
+        ks = sorted(int(k) for k in h)
+        ax.bar([k + (j - 0.5) * width for k in ks], [h[str(k)] for k in ks], width,
+               color=color, label=f"{name}")
+    ax.set_yscale("log")
+    ax.set_xlabel("times (k)")
+    ax.set_ylabel("messages")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def _consumer_axis(ax: Any, counts: Sequence[int]) -> None:
+    """Log-2 consumer axis labelled with the counts run (1, 4, 16), not powers of two."""
+    ax.set_xscale("log", base=2)
+    ticks = sorted(set(counts))
+    ax.set_xticks(ticks, [str(c) for c in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("consumers")
+
+
+def duplicates_figure(runs: Sequence[Mapping[str, Any]]) -> Figure:
+    """Return duplicate deliveries (% of messages) against consumers, one line per backend
+    and strategy."""
+    fig, ax = _new()
+    lines: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
+    for r in runs:
+        s = r["summary"]
+        pct = 100 * s["duplicate_deliveries"] / s["messages"] if s["messages"] else 0.0
+        lines[(r["queue"], r["strategy"])].append((r["consumers"], pct))
+    for (queue, strategy), pts in sorted(lines.items()):
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                color=STRATEGY_COLORS.get(strategy),
+                label=plain(f"{queue.split('?')[0]} · {strategy}"))
+    _consumer_axis(ax, [r["consumers"] for r in runs])
+    ax.set_ylabel("duplicate deliveries (% of messages)")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def strategies_figure(runs: Sequence[Mapping[str, Any]]) -> Figure:
+    """Return, per strategy and consumer count, duplicate processing (% of messages, left)
+    and central-store operations per message (right)."""
+    fig = Figure(figsize=(9.0, 3.8), layout="constrained", facecolor="white")
+    left, right = fig.subplots(1, 2)
+    by: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
+    for r in runs:
+        s = r["summary"]
+        pct = 100 * s["duplicate_processing"] / s["messages"] if s["messages"] else 0.0
+        by[r["strategy"]].append((r["consumers"], pct, s["store_ops_per_message"]))
+    for strategy, pts in by.items():
+        agg: dict[int, list[tuple[float, float]]] = defaultdict(list)
+        for c, d, cost in pts:
+            agg[c].append((d, cost))
+        cs = sorted(agg)
+        color = STRATEGY_COLORS.get(strategy)
+        left.plot(cs, [sum(d for d, _ in agg[c]) / len(agg[c]) for c in cs], marker="o",
+                  color=color, label=strategy)
+        right.plot(cs, [sum(x for _, x in agg[c]) / len(agg[c]) for c in cs], marker="s",
+                   color=color, label=strategy)
+    for ax, label in ((left, "duplicate processing (% of messages)"),
+                      (right, "central-store ops per message")):
+        _consumer_axis(ax, [r["consumers"] for r in runs])
+        ax.set_ylabel(label)
+        ax.grid(True, color="#e5e5e5", linewidth=0.8)
+        ax.legend(fontsize=7)
+    return fig
+
+
+def render_queue_report(results: Mapping[str, Any], run_dir: Path) -> Path:
+    """Write ``run_dir/report.html`` for one queue run (and its figures); return its path."""
+    page = Page()
+    spec, s = results["spec"], results["summary"]
+    page.add(f'<h1>replicalab queue <span class="sub">· {esc(spec["strategy"])} · '
+             f'{esc(spec["queue"])}</span></h1>')
+    for note in results.get("notes", []):
+        page.para(note)
+    page.table(["Setting", "Value"], [
+        ["queue", results["queue"]["url"]], ["strategy", spec["strategy"]],
+        ["central store", (results.get("central") or {}).get("url", "—")],
+        ["consumers", spec["consumers"]], ["messages", spec["messages"]],
+        ["visibility timeout (s)", spec["visibility_s"]],
+        ["processing median (ms)", spec["process_ms"]],
+        ["slow processings", f'{spec["slow_fraction"]:g} of them take {spec["slow_s"]:g} s'],
+        ["faults", "; ".join(f'{f["action"]} consumer {f["node"]} at {f["at_s"]:g} s for '
+                             f'{f["for_s"]:g} s' for f in spec["faults"]) or "none"],
+        ["clock", s["clock"]], ["seed", spec["seed"]]], caption="Configuration")
+    page.table(["Measure", "Value"], [[label, _cell(s.get(key))] for label, key in
+                                      SUMMARY_ROWS], caption="Every message accounted for")
+    page.figure("fig-queue-deliveries", "How many messages were delivered and processed k "
+                "times.", histogram_figure(results["checker"]["histograms"]))
+    for name in ("lost", "unexpected", "duplicated"):
+        if results["checker"].get(name):
+            page.para(f"{name} (first 100): " + ", ".join(results["checker"][name]))
+    return write_page(page, results, f"replicalab · queue · {spec['queue']}", run_dir)
+
+
+def render_compare_report(results: Mapping[str, Any], run_dir: Path) -> Path:
+    """Write ``run_dir/report.html`` for a comparison (backends x strategies x consumers)
+    with its two figures; return its path."""
+    page = Page()
+    page.add('<h1>replicalab queue compare <span class="sub">· '
+             f'{esc(", ".join(results["queues"]))}</span></h1>')
+    runs = results["runs"]
+    ratio = {(r["queue"], r["strategy"], r["consumers"]): r["ratio"]
+             for r in results.get("ratios", [])}
+    page.table(["Queue", "Strategy", "Consumers", "Dup deliveries", "Dup processing",
+                "Dup results", "Lost", "Store ops/msg", "Added ms", "Msgs/s", "vs none"],
+               [[r["queue"], r["strategy"], r["consumers"], r["summary"]["duplicate_deliveries"],
+                 r["summary"]["duplicate_processing"], r["summary"]["duplicate_results"],
+                 r["summary"]["lost"], num(r["summary"]["store_ops_per_message"], 2),
+                 num(r["summary"]["added_latency_ms"], 1),
+                 num(r["summary"]["throughput_per_s"], 2),
+                 num(ratio.get((r["queue"], r["strategy"], r["consumers"])), 2)]
+                for r in runs], caption="Every run", numeric_from=2)
+    page.figure("fig-queue-duplicates", "Duplicate deliveries against consumers, per "
+                "backend.", duplicates_figure(runs))
+    page.figure("fig-queue-strategies", "Each strategy's duplicate processing and its cost "
+                "in central-store operations per message.", strategies_figure(runs))
+    return write_page(page, results, "replicalab · queue compare", run_dir)

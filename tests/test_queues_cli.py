@@ -1,0 +1,81 @@
+"""``replicalab queue run|compare``: the JSON summary, the run directory and its report with
+figures, and bad input refused in one line with exit code 2 and nothing left behind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from replicalab.cli import queue
+from replicalab.queues.record import load_log
+
+runner = CliRunner()
+# the queue commands on an app of their own, as cli/main.py registers them
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+queue.register(app)
+
+
+@app.callback()
+def _root() -> None:
+    """Root, so ``queue`` stays a sub-command."""
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_run_json_summary_and_run_directory(tmp_path: Path):
+    r = invoke("queue", "run", "--consumers", "6", "--strategy", "central", "--messages",
+               "300", "--fault", "at=10s crash node=1 for=20s", "--out", str(tmp_path),
+               "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    s = doc["summary"]
+    for key in ("messages", "deliveries", "duplicate_deliveries", "duplicate_processing",
+                "duplicate_results", "lost", "throughput_per_s"):
+        assert key in s
+    assert s["messages"] == 300 and s["duplicate_processing"] == 0 and s["lost"] == 0
+    run_dir = Path(doc["run_dir"])
+    assert {p.name for p in run_dir.iterdir()} >= {"config.json", "queue.parquet",
+                                                  "results.json", "report.html", "figures"}
+    log = load_log(run_dir)
+    assert log["kind"].count("deliver") == s["deliveries"]
+    assert "crash" in log["kind"]
+    assert (run_dir / "figures" / "queue-deliveries.png").stat().st_size > 1000
+
+
+def test_compare_figures_and_ratios(tmp_path: Path):
+    r = invoke("queue", "compare", "--consumers", "1,8", "--strategy", "none", "--strategy",
+               "central", "--messages", "200", "--out", str(tmp_path), "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert len(doc["runs"]) == 4
+    ratios = {(x["strategy"], x["consumers"]): x["ratio"] for x in doc["ratios"]}
+    assert ratios[("none", 8)] == 1.0 and 0 < ratios[("central", 8)] < 1.5
+    figures = Path(doc["run_dir"]) / "figures"
+    for name in ("queue-duplicates.png", "queue-strategies.png"):
+        assert (figures / name).stat().st_size > 1000
+    html = (Path(doc["run_dir"]) / "report.html").read_text()
+    assert "Duplicate deliveries against consumers" in html
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--queue", "kafka://127.0.0.1:9092"], "unknown queue URL scheme"),
+    (["--strategy", "central", "--central", "sim://quorum"], "no conditional writes"),
+    (["--consumers", "0"], "at least 1 consumer"),
+    (["--visibility", "soon"], "--visibility"),
+    (["--fault", "at=1s crash node=99 for=1s"], "pick one of them"),
+    (["--queue", "redis://127.0.0.1:1"], "cannot reach"),  # nothing listens on port 1
+    (["--queue", "sim://sqs", "--strategy", "central", "--central", "redis://127.0.0.1:1"],
+     "different clocks"),
+])
+def test_bad_input_one_line_exit_2_nothing_made(tmp_path: Path, args, words):
+    r = invoke("queue", "run", *args, "--messages", "10", "--out", str(tmp_path / "o"))
+    assert r.exit_code == 2
+    err = r.stderr.strip()
+    assert err.startswith("error:") and words in err and "\n" not in err
+    assert not (tmp_path / "o").exists()
