@@ -23,7 +23,8 @@ import numpy as np
 
 from replicalab.cluster import datacentres
 from replicalab.placement.live import Conns
-from replicalab.regions import RegionSet
+from replicalab.placement.matrix import RegionMatrix
+from replicalab.regions import REGION_SETS, RegionSet, region_set
 from replicalab.runtime import RealRuntime, Runtime, VirtualRuntime
 from replicalab.sim.primary import Primary, PrimaryParams
 from replicalab.sim.random import Stream
@@ -48,6 +49,23 @@ class Deployment(Protocol):
     def describe(self) -> dict[str, Any]:
         """Return a JSON-ready description (kind, regions, per-region stores)."""
         ...
+
+
+def region_set_of(matrix: RegionMatrix, spec: str) -> RegionSet:
+    """Return the region set behind ``matrix`` (made from ``spec``: ``dc3`` or a subset such
+    as ``aws15:us-east-1,eu-west-1``). A subset is registered under its spec's name, because
+    the WAN links of ``cluster/datacentres.py`` look their delays up by region-set name."""
+    name = spec.partition(":")[0].strip()
+    full = region_set(name)
+    if matrix.regions == full.regions:
+        return full
+    sub = RegionSet.from_matrix(matrix.name, matrix.regions,
+                                [[0.0 if i == j else float(matrix.rtt_ms[i][j])
+                                  for j in range(matrix.size)] for i in range(matrix.size)],
+                                full.sd_ms, f"{full.source}; regions {', '.join(matrix.regions)}",
+                                full.intra_rtt_ms, full.intra_sd_ms)
+    REGION_SETS.setdefault(sub.name, sub)
+    return REGION_SETS[sub.name]
 
 
 def rotated(rs: RegionSet, first: str) -> RegionSet:

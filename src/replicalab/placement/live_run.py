@@ -95,7 +95,12 @@ class LiveConfig:
 
 @dataclass
 class LiveResult:
-    """What a run measured (latencies in ms, times in s from the start of the workload)."""
+    """What a run measured (latencies in ms, times in s from the start of the workload).
+
+    ``managed_*`` / ``static_*``: acknowledged accesses invoked from ``settled_from_s`` on,
+    to objects the policy manages and to their static twins; ``ratio`` managed / static
+    mean; ``migrations_per_1k`` moves per 1,000 acknowledged accesses to managed objects;
+    ``final_share`` the share of managed objects each region owns at the end."""
 
     deployment: dict[str, Any]
     config: dict[str, Any]
@@ -104,9 +109,12 @@ class LiveResult:
     settled_from_s: float
     managed_mean_ms: float
     static_mean_ms: float
+    managed_p99_ms: float
+    static_p99_ms: float
     ratio: float
     migrations: dict[str, int]
     migrations_moved: int
+    migrations_per_1k: float
     lost_writes: int
     unknown_reads: int
     ops: dict[str, int]
@@ -299,23 +307,31 @@ def _windows(run: _Run) -> list[dict[str, float]]:
     return out
 
 
-def settled_means(h: History, from_ns: int) -> tuple[float, float]:
-    """Return the mean latency (ms) of acknowledged client accesses invoked at or after
-    ``from_ns`` to managed (``o``) and to static (``s``) objects."""
+def settled_latency_ms(h: History, from_ns: int) -> dict[str, tuple[float, float, int]]:
+    """Return {"managed"|"static": (mean ms, p99 ms, count)} over the acknowledged client
+    accesses invoked at or after ``from_ns`` to managed (``o``) and static (``s``) objects
+    (nan when there are none)."""
     types, inv, done = h.types(), h.column("invoke_ns"), h.column("complete_ns")
     sel = (types == 1) & (h.column("process") >= 0) & (inv >= from_ns)
     managed = np.array([k[0][0] == "o" for k in h.keys], dtype=bool)
     lat_ms = (done - inv) / NS_PER_MS
-    a, b = lat_ms[sel & managed], lat_ms[sel & ~managed]
-    return (float(a.mean()) if len(a) else float("nan"),
-            float(b.mean()) if len(b) else float("nan"))
+    out = {}
+    for name, lat in (("managed", lat_ms[sel & managed]), ("static", lat_ms[sel & ~managed])):
+        out[name] = ((float(lat.mean()), float(np.percentile(lat, 99)), len(lat)) if len(lat)
+                     else (float("nan"), float("nan"), 0))
+    return out
 
 
 def summarize(run: _Run, policy_name: str) -> LiveResult:
     """Return the results of a finished run."""
     h, cfg = run.history, run.cfg
     settle_ns = run.t0_ns + int(cfg.settle_share * cfg.duration_s * NS_PER_S)
-    managed, static = settled_means(h, settle_ns)
+    settled = settled_latency_ms(h, settle_ns)
+    managed, static = settled["managed"][0], settled["static"][0]
+    types = h.types()
+    clientish = h.column("process") >= 0
+    managed_ops = int(sum(1 for i in np.flatnonzero(clientish & (types == 1)).tolist()
+                          if h.keys[i][0][0] == "o"))
     check: LostWrites = lost_writes(h)
     outcomes: dict[str, int] = {}
     for m in run.migrations:
@@ -323,8 +339,6 @@ def summarize(run: _Run, policy_name: str) -> LiveResult:
     crashed = sum(1 for i in range(len(h)) if h.process[i] == MIGRATOR and h.type[i] == 3)
     if crashed:
         outcomes["unknown"] = crashed
-    types = h.types()
-    clientish = h.column("process") >= 0
     ops = {name: int(((types == code) & clientish).sum())
            for code, name in ((1, "ok"), (2, "fail"), (3, "info"))}
     counts = np.bincount(np.array(run.owner), minlength=len(run.names))
@@ -335,9 +349,11 @@ def summarize(run: _Run, policy_name: str) -> LiveResult:
         windows=_windows(run),
         settled_from_s=cfg.settle_share * cfg.duration_s,
         managed_mean_ms=managed, static_mean_ms=static,
+        managed_p99_ms=settled["managed"][1], static_p99_ms=settled["static"][1],
         ratio=managed / static if static > 0 else float("nan"),
         migrations=outcomes,
         migrations_moved=outcomes.get("moved", 0),
+        migrations_per_1k=1000.0 * outcomes.get("moved", 0) / max(1, managed_ops),
         lost_writes=len(check.lost), unknown_reads=len(check.unknown),
         ops=ops,
         redirects=sum(r.redirects for r in run.routers),

@@ -1,0 +1,274 @@
+"""``replicalab placement live``: a migration policy moving objects on a running store.
+
+Clients in every region read and write; the policy moves the objects it manages between the
+regions' stores through the ownership directory; their static twins, in the same run, stay
+where they were placed. Prints latency over time for both, the settled means and their
+ratio, migrations and lost writes (always 0 unless the protocol is broken), and saves the
+history (``history.parquet``), ``config.json`` and ``results.json`` in a run directory.
+
+:func:`attach` adds the command to the ``placement`` group; :func:`register` does it for the
+root app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import shlex
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from replicalab.cli.errors import fail
+from replicalab.cli.output import TableData, say, show
+from replicalab.cli.progress import progress_bar
+from replicalab.cli.timeparse import parse_duration_s
+from replicalab.history import History, save_history
+from replicalab.placement.live import LiveOptions
+from replicalab.placement.live_deploy import (
+    Deployment,
+    RealDeployment,
+    SimDeployment,
+    attach_real,
+    region_set_of,
+    start_real,
+)
+from replicalab.placement.live_run import LiveConfig, LiveResult, run_live
+from replicalab.placement.matrix import RegionMatrix, region_matrix
+from replicalab.placement.policies import make_policy, parse_spec
+from replicalab.workloads.runner import make_run_dir, save_results
+
+KINDS = ("sim", "redis", "postgresql")
+PERIODIC = {"majority", "cog"}
+WINDOWS_PER_RUN = 6
+"""A periodic policy without window_ms= decides this many times per run."""
+
+
+def _policy_spec(policy: str, duration_s: float) -> tuple[str, dict[str, str], str]:
+    """Return (name, params, note) for ``--policy`` (ValueError on a bad spec); a periodic
+    policy without ``window_ms`` gets duration / WINDOWS_PER_RUN, said in the note."""
+    name, params = parse_spec(policy)
+    if name == "oracle":
+        raise ValueError("policy oracle needs the future request stream; it runs only in "
+                         "`replicalab placement simulate`")
+    note = ""
+    periodic = name == "majority" or (name == "cog" and params.get("mode", "periodic")
+                                      == "periodic")
+    if periodic and "window_ms" not in params:
+        window_ms = duration_s * 1000.0 / WINDOWS_PER_RUN
+        params["window_ms"] = f"{window_ms:g}"
+        note = (f"{name} decides every window_ms={window_ms:g} (the run's duration / "
+                f"{WINDOWS_PER_RUN}); give {name}:window_ms=... to choose")
+    return name, params, note
+
+
+def _store_kind(store: str) -> tuple[str, list[str]]:
+    """Return (kind, URLs) of ``--store``: a kind replicalab starts, or one URL per region."""
+    if store in ("sim", "sim://primary"):
+        return "sim", []
+    if store in KINDS:
+        return store, []
+    urls = [u.strip() for u in store.split(",") if u.strip()]
+    if urls and all("://" in u for u in urls):
+        return "urls", urls
+    raise ValueError(f"--store {store!r}: use sim, redis, postgresql, or one redis:// or "
+                     "postgresql:// URL per region, comma-separated")
+
+
+async def _check_reachable(urls: list[str]) -> None:
+    """Raise ValueError naming the first store URL that does not answer."""
+    from replicalab.stores import open_store
+
+    for url in urls:
+        store = open_store(url)
+        try:
+            c = await store.connect()
+            await c.close()
+        finally:
+            await store.close()
+
+
+def _f(x: float, digits: int = 1) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def tables(res: LiveResult) -> list[TableData]:
+    """Return the latency-over-time table and the summary table of a run."""
+    over = TableData(f"Mean access latency over time ({res.policy} vs static, same run)",
+                     ["from (s)", f"{res.policy} (ms)", "static (ms)", "accesses",
+                      "migrations"], right=(0, 1, 2, 3, 4))
+    for w in res.windows:
+        over.add(_f(w["t_s"]), _f(w["managed_mean_ms"]), _f(w["static_mean_ms"]),
+                 w["accesses"], w["migrations"])
+    summary = TableData(f"After the policy settles (from {res.settled_from_s:g} s)",
+                        ["placement", "mean (ms)", "p99 (ms)", "migrations per 1k (whole run)",
+                         "lost writes"], right=(1, 2, 3, 4))
+    summary.add(res.policy, _f(res.managed_mean_ms), _f(res.managed_p99_ms),
+                _f(res.migrations_per_1k, 2), res.lost_writes)
+    summary.add("static", _f(res.static_mean_ms), _f(res.static_p99_ms), "0",
+                res.lost_writes)
+    return [over, summary]
+
+
+def _policies_json(res: LiveResult) -> list[dict[str, Any]]:
+    """Return the ``policies`` list of ``--json`` (the shape ``placement simulate`` uses)."""
+    return [
+        {"policy": res.policy, "mean_latency_ms": res.managed_mean_ms,
+         "p99_latency_ms": res.managed_p99_ms, "migrations_per_1k": res.migrations_per_1k,
+         "max_share": max(res.final_share)},
+        {"policy": "static", "mean_latency_ms": res.static_mean_ms,
+         "p99_latency_ms": res.static_p99_ms, "migrations_per_1k": 0.0,
+         "max_share": None},
+    ]
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    return obj
+
+
+def _execute(deploy: Deployment, cfg: LiveConfig, policy: str, name: str,
+             params: dict[str, str], matrix: RegionMatrix, tick: Any
+             ) -> tuple[LiveResult, History]:
+    def make(names: list[str], owner: list[int]) -> Any:
+        return make_policy(name, matrix, owner, **params)
+
+    main = run_live(deploy, cfg, policy, make, progress=lambda x: tick(x))
+    if isinstance(deploy, SimDeployment):
+        return deploy.runtime.run(main)
+
+    async def real() -> tuple[LiveResult, History]:
+        try:
+            return await main
+        finally:
+            await deploy.close()
+
+    return asyncio.run(real())
+
+
+def live(
+    store: Annotated[str, typer.Option(
+        help="sim (simulated regions in virtual time), redis or postgresql (one server per "
+             "region, started here, joined by Toxiproxy WAN links), or one redis:// URL per "
+             "region, comma-separated, in the order of --regions.")] = "sim",
+    policy: Annotated[str, typer.Option(
+        help="Migration policy with optional parameters: cog, cog:window_ms=5000, "
+             "cog:mode=continuous:alpha=0.1, majority, consecutive:n=3, ema, static; "
+             "balance=0.5 adds the load-balancing filter.")] = "cog",
+    regions: Annotated[str, typer.Option(
+        help="Region matrix or a subset of one: dc3, aws5, aws15:us-east-1,eu-west-1,"
+             "ap-northeast-1.")] = "dc3",
+    duration: Annotated[str, typer.Option(
+        help="Length of the workload: 30s, 2m (virtual time for sim).")] = "30s",
+    objects: Annotated[int, typer.Option(
+        help="Object ids; each exists managed by the policy and as a static twin.")] = 30,
+    clients: Annotated[int, typer.Option(help="Clients per region.")] = 2,
+    think_ms: Annotated[float, typer.Option(help="Pause between a client's accesses (ms).")
+                        ] = 20.0,
+    write_share: Annotated[float, typer.Option(help="Share of accesses that are writes.")
+                           ] = 0.5,
+    stuck_ms: Annotated[float, typer.Option(
+        help="How long an object may stay frozen by a migration before a client finishes or "
+             "undoes it (ms).")] = 2000.0,
+    seed: Annotated[int, typer.Option(help="Seed of homes and traffic.")] = 1,
+    out: Annotated[Path, typer.Option(help="Directory that receives the run directory.")
+                   ] = Path("runs"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Run a migration policy on a live multi-region store and compare it with static
+    placement in the same run: latency over time, migrations, lost writes (must be 0).
+
+    Example: replicalab placement live --store redis --policy cog --regions dc3 --duration 30s
+    """
+    try:
+        duration_s = parse_duration_s(duration, "--duration")
+        kind, urls = _store_kind(store)
+        matrix = region_matrix(regions)
+        rs = region_set_of(matrix, regions)
+        name, params, note = _policy_spec(policy, duration_s)
+        if kind == "urls" and len(urls) != len(rs.regions):
+            raise ValueError(f"{len(urls)} store URLs for {len(rs.regions)} regions "
+                             f"({', '.join(rs.regions)}): give one URL per region")
+        cfg = LiveConfig(duration_s=duration_s, objects=objects, clients=clients,
+                         think_ms=think_ms, write_share=write_share,
+                         window_s=duration_s / 10, seed=seed,
+                         live=LiveOptions(stuck_ms=stuck_ms,
+                                          deadline_ms=max(15_000.0, 4 * stuck_ms)))
+        cfg.check()
+        make_policy(name, matrix, [0] * objects, **params)  # refuse bad parameters now
+        if kind == "urls":
+            asyncio.run(_check_reachable(urls))
+        run_dir = make_run_dir(out, "placement-live", kind if kind != "urls" else
+                               urls[0].split("://", 1)[0])
+    except ValueError as err:
+        fail(str(err))
+    label = f"placement live: {policy} on {kind} ({len(rs.regions)} regions)"
+    deploy: Deployment
+    root = Path(tempfile.mkdtemp(prefix="replicalab-plive-"))
+    real: RealDeployment | None = None
+    try:
+        with progress_bar(label, enabled=not as_json) as tick:
+            try:
+                if kind == "sim":
+                    deploy = SimDeployment(rs, seed=seed)
+                elif kind == "urls":
+                    deploy = real = attach_real(urls, rs, root, "plive")
+                else:
+                    tick(0.0, f"starting {len(rs.regions)} {kind} servers")
+                    deploy = real = start_real(kind, rs, root, "plive")
+                tick(0.0, "clients running")
+                res, history = _execute(deploy, cfg, policy, name, {**params}, matrix, tick)
+            except ValueError as err:
+                with contextlib.suppress(OSError):
+                    run_dir.rmdir()  # nothing was measured: leave no empty run directory
+                fail(f"{err}; the store could not be used (try --store sim)")
+    finally:
+        if real is not None:
+            real.topology.down()
+        shutil.rmtree(root, ignore_errors=True)
+    results = _jsonable({**res.to_json(), "policies": _policies_json(res),
+                         "command": shlex.join(["replicalab", "placement", "live",
+                                                *sys.argv[3:]]),
+                         "notes": [note] if note else []})
+    save_history(history, run_dir, {"command": results["command"], "store": kind,
+                                    "config": results["config"]})
+    save_results(results, run_dir)
+    shown = tables(res)
+    if as_json:
+        sys.stdout.write(json.dumps({**results, "run_dir": str(run_dir),
+                                     "tables": [t.to_json() for t in shown]},
+                                    sort_keys=True) + "\n")
+    else:
+        show(shown)
+        if note:
+            say(f"note: {note}")
+        say(f"{res.policy} / static mean latency after settling: {res.ratio:.2f}x; "
+            f"{res.migrations_moved} migrations; {res.lost_writes} lost writes")
+        say(f"run directory: {run_dir}")
+    if res.lost_writes or res.unknown_reads:
+        fail(f"{res.lost_writes} acknowledged writes lost, {res.unknown_reads} reads of "
+             f"unknown values: the history is in {run_dir}", 1)
+
+
+def attach(placement_app: typer.Typer) -> None:
+    """Add ``live`` to the ``placement`` command group."""
+    placement_app.command("live")(live)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``replicalab placement live`` (the group itself is registered by
+    ``cli/placement.py``)."""
+    from replicalab.cli.placement import placement_app
+
+    attach(placement_app)
