@@ -104,3 +104,32 @@ def test_any_history_round_trips(tmp_path_factory, ops):
     d = tmp_path_factory.mktemp("h")
     save_history(h, d, {})
     assert list(load_history(d)[0]) == list(h)
+
+
+def test_a_cas_keeps_what_it_expected_on_disk_and_in_jepsen_events(tmp_path: Path):
+    import pyarrow.parquet as pq
+
+    h = History()
+    c = h.invoke(3, "cas", ("r/k/v",), ("2.3@9",), "none", 10, expects=("1.0@5",))
+    h.ok(c, 20)
+    n = h.invoke(3, "cas", ("r/k/v",), ("3.3@30",), "none", 30, expects=(None,))
+    h.fail(n, 40, "condition failed")
+    save_history(h, tmp_path, {})
+    back, _ = load_history(tmp_path)
+    assert [op.expects for op in back] == [("1.0@5",), (None,)]
+    done = [e for e in _events(h) if e["type"] != "invoke"]
+    assert [e["value"] for e in done] == [["1.0@5", "2.3@9"], [None, "3.3@30"]]
+    to_edn(h, tmp_path / "h.edn")
+    assert ':f :cas' in (tmp_path / "h.edn").read_text()
+    assert '[nil "3.3@30"]' in (tmp_path / "h.edn").read_text()
+    # a history saved before cas rows kept expectations loads with none
+    table = pq.read_table(tmp_path / "history.parquet").drop_columns(["expects"])
+    pq.write_table(table, tmp_path / "history.parquet")
+    old, _ = load_history(tmp_path)
+    assert [op.expects for op in old] == [(), ()]
+
+
+def _events(h: History) -> list[dict]:
+    from replicalab.history.export import events
+
+    return list(events(h))

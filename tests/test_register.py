@@ -80,6 +80,10 @@ def test_clients_follow_the_mix_write_unique_values_and_respect_the_key_bound():
     assert kinds["cas"] > 0.15 * len(ops)  # cas falls back to a write only on a fresh key
     written = [o.values[0] for o in ops if o.f in ("write", "cas")]
     assert len(written) == len(set(written))
+    # a cas keeps the value it expected (one written before it), for the checker
+    cas = [o for o in ops if o.f == "cas"]
+    assert all(len(o.expects) == 1 and o.expects[0] in written for o in cas)
+    assert all(not o.expects for o in ops if o.f != "cas")
     assert len({o.keys[0] for o in ops}) == 3
     for key in {o.keys[0] for o in ops}:
         spans = [(o.invoke_ns, o.complete_ns) for o in ops if o.keys[0] == key]

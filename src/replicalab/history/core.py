@@ -50,6 +50,8 @@ class Op:
     complete_ns: int
     node: str
     error: str
+    expects: tuple[str | None, ...] = ()
+    """For a cas: the value each key had to hold (None: absent); empty otherwise."""
 
     @property
     def latency_ns(self) -> int:
@@ -69,6 +71,8 @@ class History:
         self.complete_ns = array("q")
         self.keys: list[tuple[str, ...]] = []
         self.values: list[tuple[str | None, ...]] = []
+        # a cas's expected values, one per key (None: must be absent); () for other ops
+        self.expects: list[tuple[str | None, ...]] = []
         self.node: list[str] = []
         self.error: list[str] = []
 
@@ -83,8 +87,10 @@ class History:
         values: tuple[str | None, ...],
         consistency: str,
         now_ns: int,
+        expects: tuple[str | None, ...] = (),
     ) -> int:
-        """Record the start of an operation; return its index (pass it to a completion)."""
+        """Record the start of an operation; return its index (pass it to a completion).
+        A cas passes ``expects``, the value each key must hold (None: absent)."""
         self.process.append(process)
         self.type.append(0)
         self.f.append(_F_CODE[f])
@@ -93,6 +99,7 @@ class History:
         self.complete_ns.append(-1)
         self.keys.append(keys)
         self.values.append(values)
+        self.expects.append(expects)
         self.node.append("")
         self.error.append("")
         return len(self.type) - 1
@@ -160,6 +167,7 @@ class History:
             complete_ns=self.complete_ns[index],
             node=self.node[index],
             error=self.error[index],
+            expects=self.expects[index],
         )
 
     def __iter__(self):  # type: ignore[no-untyped-def]

@@ -14,6 +14,10 @@ from replicalab.history.core import NEMESIS, History, Op
 
 
 def _value(op: Op, values: tuple[str | None, ...]) -> Any:
+    # a cas whose expected values were kept is Jepsen's [from to] (per key when several)
+    if op.f == "cas" and len(op.expects) == len(values):
+        pairs = [[e, v] for e, v in zip(op.expects, values, strict=True)]
+        return pairs[0] if len(op.keys) == 1 else dict(zip(op.keys, pairs, strict=True))
     if len(op.keys) == 1:
         return values[0]
     return dict(zip(op.keys, values, strict=False))

@@ -26,6 +26,7 @@ def _table(h: History) -> pa.Table:
                 pa.array(h.column("f"), pa.int8()), pa.array(F_NAMES)),
             "keys": pa.array(h.keys, pa.list_(pa.string())),
             "values": pa.array(h.values, pa.list_(pa.string())),
+            "expects": pa.array(h.expects, pa.list_(pa.string())),
             "consistency": pa.DictionaryArray.from_arrays(
                 pa.array(h.column("consistency"), pa.int8()), pa.array(CONSISTENCY_NAMES)),
             "invoke_ns": pa.array(h.column("invoke_ns"), pa.int64()),
@@ -72,6 +73,9 @@ def load_history(run_dir: Path) -> tuple[History, dict[str, Any]]:
     h.complete_ns = array("q", table["complete_ns"].to_pylist())
     h.keys = [tuple(k) for k in table["keys"].to_pylist()]
     h.values = [tuple(v) for v in table["values"].to_pylist()]
+    # histories saved before cas rows kept their expected values have no such column
+    h.expects = ([tuple(v) for v in table["expects"].to_pylist()]
+                 if "expects" in table.column_names else [()] * len(h.values))
     h.node = table["node"].to_pylist()
     h.error = table["error"].to_pylist()
     return h, config

@@ -8,6 +8,7 @@ from typing import Any
 from replicalab.history import History
 from replicalab.runtime import Runtime
 from replicalab.stores import (
+    ABSENT,
     Client,
     ReadResult,
     StoreError,
@@ -66,8 +67,12 @@ class Recorder:
                     expect: Mapping[str, Any] | None = None) -> bool:
         """Return True if the write happened (False if it failed or its outcome is unknown)."""
         h, rt = self.h, self.rt
+        # a cas on the keys it writes keeps what each had to hold (a checker needs it);
+        # one conditioned on other elements (the sweep's "never" key) keeps none
+        expects = (tuple(None if expect[k] is ABSENT else str(expect[k]) for k in values)
+                   if expect and expect.keys() == values.keys() else ())
         i = h.invoke(process, "cas" if expect else "write", tuple(values),
-                     tuple(values.values()), "none", rt.now_ns())
+                     tuple(values.values()), "none", rt.now_ns(), expects)
         try:
             res = await client.write(values, expect=expect)
         except (StoreError, TimeoutError) as err:
