@@ -139,12 +139,12 @@ def _jsonable(obj: Any) -> Any:
 
 
 def _execute(deploy: Deployment, cfg: LiveConfig, policy: str, name: str,
-             params: dict[str, str], matrix: RegionMatrix, tick: Any
+             params: dict[str, str], matrix: RegionMatrix, tick: Any, history: History
              ) -> tuple[LiveResult, History]:
     def make(names: list[str], owner: list[int]) -> Any:
         return make_policy(name, matrix, owner, **params)
 
-    main = run_live(deploy, cfg, policy, make, progress=lambda x: tick(x))
+    main = run_live(deploy, cfg, policy, make, progress=lambda x: tick(x), history=history)
     if isinstance(deploy, SimDeployment):
         return deploy.runtime.run(main)
 
@@ -217,6 +217,7 @@ def live(
     deploy: Deployment
     root = Path(tempfile.mkdtemp(prefix="replicalab-plive-"))
     real: RealDeployment | None = None
+    history = History()
     try:
         with progress_bar(label, enabled=not as_json) as tick:
             try:
@@ -228,11 +229,17 @@ def live(
                     tick(0.0, f"starting {len(rs.regions)} {kind} servers")
                     deploy = real = start_real(kind, rs, root, "plive")
                 tick(0.0, "clients running")
-                res, history = _execute(deploy, cfg, policy, name, {**params}, matrix, tick)
+                res, history = _execute(deploy, cfg, policy, name, {**params}, matrix, tick,
+                                        history)
             except ValueError as err:
                 with contextlib.suppress(OSError):
                     run_dir.rmdir()  # nothing was measured: leave no empty run directory
                 fail(f"{err}; the store could not be used (try --store sim)")
+            except KeyboardInterrupt:
+                history.close_in_flight(deploy.runtime.now_ns())
+                save_history(history, run_dir, {"store": kind, "interrupted": True})
+                fail(f"interrupted; the {len(history)} operations recorded so far are saved "
+                     f"in {run_dir}", 130)
     finally:
         if real is not None:
             real.topology.down()

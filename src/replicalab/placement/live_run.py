@@ -253,14 +253,17 @@ class _Run:
 
 
 async def run_live(deploy: Deployment, cfg: LiveConfig, policy_name: str,
-                   make: PolicyFactory, progress: Callable[[float], None] | None = None
-                   ) -> tuple[LiveResult, History]:
+                   make: PolicyFactory, progress: Callable[[float], None] | None = None,
+                   history: History | None = None) -> tuple[LiveResult, History]:
     """Run the workload of the module docstring on ``deploy`` with the policy ``make``
-    builds; return its results and history. ``progress(fraction)`` is called as it runs."""
+    builds; return its results and history. ``progress(fraction)`` is called as it runs;
+    ``history`` (default: a new one) receives the ops as they happen, so a caller keeps
+    what was recorded if the run is interrupted."""
     cfg.check()
     names = list(deploy.regions.regions)
     homes = homes_for(names, cfg.objects, cfg.seed)
-    run = _Run(deploy, cfg, make(names, list(homes)), names, homes, owner=list(homes),
+    run = _Run(deploy, cfg, make(names, list(homes)), names, homes,
+               history=history if history is not None else History(), owner=list(homes),
                progress=progress)
     rt = deploy.runtime
     # every session at once: on WAN links each connection check costs a round trip
