@@ -192,6 +192,16 @@ def experiment(workload: str, *, policies: str | None = None, regions: str | Non
                       d.seed if seed is None else seed, specs, pingpong_ms, buckets)
 
 
+def check(exp: Experiment) -> None:
+    """Raise ValueError for any bad input of ``exp`` (unknown region, bad policy parameter,
+    impossible capacity) without generating its stream: cheap, for before a run starts."""
+    regions = region_matrix(exp.regions)
+    owner0 = workloads.initial_owners(regions.size, exp.objects, exp.seed)
+    empty = Requests(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64))
+    for spec in exp.policies:
+        build(spec, regions, owner0, empty)
+
+
 def prepare(exp: Experiment) -> tuple[RegionMatrix, workloads.Stream, np.ndarray, list[Any]]:
     """Return the matrix, stream, initial owners and built policies of ``exp``; every bad
     input (unknown region, bad parameter, impossible capacity) raises ValueError here, before
@@ -235,7 +245,7 @@ def run_experiment(exp: Experiment, fast: bool = True,
         if "oracle" in by_name:
             e["gap_to_oracle_ms"] = e["mean_latency_ms"] - by_name["oracle"]["mean_latency_ms"]
     return _clean({
-        "kind": "placement", "schema": SCHEMA,
+        "kind": "placement", "schema_version": SCHEMA,
         "config": {"workload": exp.workload, "regions": exp.regions,
                    "region_names": list(regions.regions), "objects": exp.objects,
                    "requests": exp.requests, "duration_s": exp.duration_s, "seed": exp.seed,
