@@ -47,6 +47,8 @@ NIL = 0
 """The interned id of "no value" (a register never written)."""
 ANY = -1
 """A cas expected value meaning "whatever the state is" (the expected value is unknown)."""
+DEAD = -2
+"""The state once it holds a value no op left to linearize can observe (internal)."""
 LINEARIZABLE, NOT_LINEARIZABLE, UNKNOWN = 1, 0, -1
 DEFAULT_MAX_CACHE = 2_000_000
 _CLOCK_EVERY = 4095
@@ -96,67 +98,112 @@ def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
     is_call = [True] * (tail + 1)
     for e, ev in enumerate(events, start=1):
         is_call[e] = not ev & 1
+    # Values no op still to be linearized can observe (read, or expect in a cas) all
+    # act alike: the state becomes DEAD, so orders that differ only in which of them
+    # was last are one memo entry.
+    obs_left = [0] * (max(max(a, default=0), max(b, default=0), init) + 1)
+    for op in range(n):
+        if kinds[op] == READ or (kinds[op] == CAS and a[op] != ANY):
+            obs_left[a[op]] += 1
     stack: list[int] = []
     saved: list[int] = []
     cache: set[int] = set()
-    bits, state = 0, init
+    bits, state = 0, (init if obs_left[init] else DEAD)
     best: list[int] = []
     best_len, stuck, fresh = 0, -1, False
     steps = 0
     entry = nxt[0]
     while True:
+        steps += 1
+        if deadline_s is not None and not steps & _CLOCK_EVERY and time.monotonic() > deadline_s:
+            return UNKNOWN, [op_of[e] for e in best], stuck
         if entry == tail:
             return LINEARIZABLE, [op_of[e] for e in stack], -1
+        if entry == nxt[0]:
+            # a new configuration: a legal read among the ops invoked so far is taken
+            # first (see the backtracking below for why nothing else need be tried)
+            e = entry
+            while e != tail and is_call[e]:
+                op = op_of[e]
+                if kinds[op] == READ and a[op] == state:
+                    entry = e
+                    break
+                e = nxt[e]
         if is_call[entry]:
             op = op_of[entry]
             k = kinds[op]
             if k == READ:
-                legal, new = state == a[op], state
+                if state != a[op]:
+                    entry = nxt[entry]
+                    continue
+                new = state if obs_left[state] > 1 else DEAD
             elif k == WRITE:
-                legal, new = True, a[op]
+                new = a[op]
+                if not obs_left[new]:
+                    new = DEAD
             else:
                 x = a[op]
-                legal, new = x in (ANY, state), b[op]
-            if legal:
-                nb = bits | (1 << op)
-                key = nb | (new << n)
-                if key not in cache:
-                    if len(cache) >= max_cache:
-                        cache.clear()  # bounded memory: forget, never prune wrongly
-                    cache.add(key)
-                    stack.append(entry)
-                    saved.append(state)
-                    bits, state = nb, new
-                    p, q = prv[entry], nxt[entry]
-                    nxt[p], prv[q] = q, p
-                    r = match[entry]
-                    if r:
-                        p, q = prv[r], nxt[r]
-                        nxt[p], prv[q] = q, p
-                    if len(stack) > best_len:
-                        best_len, fresh = len(stack), True
-                        best = stack[:]
-                    entry = nxt[0]
+                new = b[op]
+                if x == ANY:
+                    if not obs_left[new]:
+                        new = DEAD
+                elif x != state:
+                    entry = nxt[entry]
                     continue
-            entry = nxt[entry]
-        else:
-            if fresh:
-                stuck, fresh = op_of[entry], False
+                elif obs_left[new] == (new == x):
+                    new = DEAD
+            nb = bits | (1 << op)
+            key = nb | ((new + 2) << n)
+            if key not in cache:
+                if len(cache) >= max_cache:
+                    cache.clear()  # bounded memory: forget, never prune wrongly
+                cache.add(key)
+                stack.append(entry)
+                saved.append(state)
+                bits, state = nb, new
+                if k == READ or (k == CAS and a[op] != ANY):
+                    obs_left[a[op]] -= 1
+                p, q = prv[entry], nxt[entry]
+                nxt[p], prv[q] = q, p
+                r = match[entry]
+                if r:
+                    p, q = prv[r], nxt[r]
+                    nxt[p], prv[q] = q, p
+                if len(stack) > best_len:
+                    best_len, fresh = len(stack), True
+                    best = stack[:]
+                entry = nxt[0]
+                continue
+            if k != READ:
+                entry = nxt[entry]
+                continue
+            # a legal read whose configuration was searched before: it failed, and so
+            # does this one (see below)
+        elif fresh:
+            stuck, fresh = op_of[entry], False
+        # Backtrack. A read that was legal when linearized never needs another place:
+        # whatever order completes the history from there can take the read first (it
+        # changes no state, and everything that had to precede it already did), so if
+        # the search after it failed, the configuration before it fails too.
+        while True:
             if not stack:
                 return NOT_LINEARIZABLE, [op_of[e] for e in best], stuck
             e = stack.pop()
             state = saved.pop()
-            bits ^= 1 << op_of[e]
+            op = op_of[e]
+            bits ^= 1 << op
+            k = kinds[op]
+            if k == READ or (k == CAS and a[op] != ANY):
+                obs_left[a[op]] += 1
             r = match[e]
             if r:
                 p, q = prv[r], nxt[r]
                 nxt[p] = prv[q] = r
             p, q = prv[e], nxt[e]
             nxt[p] = prv[q] = e
-            entry = nxt[e]
-        steps += 1
-        if deadline_s is not None and not steps & _CLOCK_EVERY and time.monotonic() > deadline_s:
-            return UNKNOWN, [op_of[e] for e in best], stuck
+            if k != READ:
+                break
+        entry = nxt[e]
 
 
 def search_model(n: int, events: Sequence[int], step: Callable[[Any, int], tuple[bool, Any]],
