@@ -225,7 +225,7 @@ def test_ops_from_a_replicalab_history():
     h.ok(r, 40, ("1.0@5",))
     c = h.invoke(0, "cas", ("k1",), ("2.0@30",), "none", 50)
     h.info(c, 60, "timeout")
-    c2 = h.invoke(2, "cas", ("k2",), ("1.0@5", "3.2@70"), "none", 70)
+    c2 = h.invoke(2, "cas", ("k2",), ("3.2@70",), "none", 70, ("1.0@5",))
     h.fail(c2, 80, "condition failed")
     f = h.invoke(FINAL, "read", ("k1",), (None,), "consistent", 90)
     h.ok(f, 95, ("2.0@30",))

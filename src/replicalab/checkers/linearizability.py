@@ -146,12 +146,7 @@ def check_part(model: Model, key: Any, ops: Sequence[LinOp], deadline_s: float |
     def sub_verdict(sub: list[LinOp], dl: float | None) -> int:
         return _verdict_of(model, relaxed(sub, kept), dl, cache_bytes)[0]
 
-    start = None
-    if stuck is not None:
-        # everything invoked by the time the search got stuck: usually already a
-        # non-linearizable sub-history, and much shorter than the part
-        start = [o for o in ops if o.invoke_ns <= stuck.complete_ns]
-    ce, minimal = shrink(kept, sub_verdict, end, start=prepare(start) if start else None)
+    ce, minimal = shrink(kept, sub_verdict, end, focus=stuck)
     ce.sort(key=lambda o: (o.invoke_ns, o.index))
     return PartResult(key, False, len(ops), linearization, [o.index for o in ce],
                       explain(ce, kept, model, t0_ns, minimal), time.monotonic() - started, minimal)
@@ -227,9 +222,9 @@ def ops_from_history(h: History) -> list[LinOp]:
     """Return the read, write and cas ops of a replicalab History as LinOps (one per row,
     ``index`` = the row; nemesis ops and other kinds are left out).
 
-    An op still ``invoke`` (never completed) becomes ``info``. A cas row records the new
-    value only, or ``(expected, new)`` in its values when the recorder kept both; without
-    the expected value the cas is ``(UNKNOWN, new)`` and checks as a write. Raises
+    An op still ``invoke`` (never completed) becomes ``info``. A cas is ``(expected, new)``
+    from its ``expects`` and ``values``; a cas recorded without its expected value (an
+    older history) is ``(UNKNOWN, new)`` and checks as a write. Raises
     ValueError for an op on several keys (the register models take one key per op).
     """
     out: list[LinOp] = []
@@ -248,8 +243,8 @@ def ops_from_history(h: History) -> list[LinOp]:
         t = typ[i]
         outcome = "ok" if t == 1 else "fail" if t == 2 else "info"
         if f == "cas":
-            value: Any = ((values[0], values[1]) if len(values) == 2
-                          else (UNKNOWN, values[0] if values else None))
+            expects = h.expects[i] if i < len(h.expects) else ()
+            value: Any = (expects[0] if expects else UNKNOWN, values[0] if values else None)
         else:
             value = values[0] if values else None
         out.append(LinOp(index=i, process=int(proc[i]), f=f, key=keys[0], value=value,

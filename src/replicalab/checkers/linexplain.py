@@ -38,21 +38,54 @@ def relaxed(sub: Sequence[LinOp], part: Sequence[LinOp]) -> list[LinOp]:
                         if o.index not in inside and o.f != "read" and o.outcome != "fail"]
 
 
+def _near(ops: Sequence[LinOp], focus: LinOp) -> list[LinOp]:
+    """Return ``ops`` nearest ``focus`` in time first: overlapping its interval, then by
+    the gap between the intervals (an ``info`` op's interval has no end)."""
+    lo = focus.invoke_ns
+    hi = focus.complete_ns if focus.outcome == "ok" else lo
+
+    def gap(o: LinOp) -> int:
+        end = o.complete_ns if o.outcome == "ok" else None
+        if end is not None and end < lo:
+            return lo - end
+        return max(0, o.invoke_ns - hi)
+
+    return sorted(ops, key=lambda o: (gap(o), abs(o.invoke_ns - lo), o.index))
+
+
 def shrink(ops: Sequence[LinOp], verdict: Verdict, deadline_s: float | None,
-           start: Sequence[LinOp] | None = None) -> tuple[list[LinOp], bool]:
-    """Return (a counterexample, whether it is 1-minimal): a subset of ``ops`` that is not
-    linearizable, shrunk until removing any one op makes it linearizable, or as far as
-    ``deadline_s`` (``time.monotonic()`` s) allowed. ``start``, if given and not
-    linearizable, is where shrinking begins (a smaller superset of the answer)."""
+           focus: LinOp | None = None) -> tuple[list[LinOp], bool]:
+    """Return (a counterexample, whether it is 1-minimal): a subset of the
+    non-linearizable ``ops`` that stays non-linearizable (``verdict(subset, deadline_s)``
+    is 0) and is shrunk until removing any one op makes it linearizable, or as far as
+    ``deadline_s`` (``time.monotonic()`` s) allowed.
+
+    With a ``focus`` (the op the search could not get past) it first grows a set from
+    the 8, 16, 32 ... ops nearest the focus in time until that set is not linearizable,
+    so the expensive checks run on a few ops rather than the whole part; then it drops
+    chunks of halving size, then single ops.
+    """
     cur = list(ops)
-    if start is not None and len(start) < len(cur) and verdict(list(start), deadline_s) == 0:
-        cur = list(start)
 
     def still_bad(cand: list[LinOp]) -> bool | None:
         if deadline_s is not None and time.monotonic() > deadline_s:
             return None
-        return bool(cand) and verdict(cand, deadline_s) == 0
+        if not cand:
+            return False
+        v = verdict(cand, deadline_s)
+        return None if v < 0 else v == 0
 
+    if focus is not None:
+        near = _near(cur, focus)
+        k = 8
+        while k < len(near):
+            bad = still_bad(near[:k])
+            if bad:
+                cur = near[:k]
+                break
+            if bad is None and deadline_s is not None and time.monotonic() > deadline_s:
+                return cur, False
+            k *= 2
     chunk = len(cur) // 2
     while chunk > 1:
         i = 0
@@ -130,6 +163,23 @@ def _headline(ce: Sequence[LinOp], part: Sequence[LinOp], model: Model,
         of_v = [w for w in every_writer if _written(w) == v and w is not op]
         if v is not None and not of_v:
             return f"{did} {at} but no operation wrote {show_value(v)}."
+        if len(of_v) == 1 and of_v[0].index not in inside:
+            # v was written once: before any op that observed it, so an observer that
+            # completed before another write began shows that write came after v's
+            for w in sorted(writers, key=lambda w: -w.complete_ns):
+                if w.outcome != "ok" or _written(w) == v or w.complete_ns >= op.invoke_ns:
+                    continue
+                early = [r for r in ce if r is not op and r.outcome == "ok"
+                         and _observed(r) == v and r.complete_ns < w.invoke_ns]
+                if early:
+                    r = early[0]
+                    seen = "read" if r.f == "read" else "cas from"
+                    wrote = "write" if w.f == "write" else "cas"
+                    return (f"{did} {at} although the {wrote} of {show_value(_written(w))} "
+                            f"by {who(w.process)} completed at {ms(w.complete_ns)}, after "
+                            f"{who(r.process)} had {seen} {show_value(v)} (completed at "
+                            f"{ms(r.complete_ns)}): {show_value(v)}, written once, was "
+                            "already overwritten.")
         # the writes of v are all in the counterexample, done, and ordered before ...
         pinned = all(x.index in inside and x.outcome == "ok" for x in of_v)
         if not pinned:
@@ -140,12 +190,14 @@ def _headline(ce: Sequence[LinOp], part: Sequence[LinOp], model: Model,
                 continue
             if all(x.complete_ns < w.invoke_ns for x in of_v):
                 wrote = "write" if w.f == "write" else "cas"
-                tail = ("" if not of_v else
-                        f" (the last write of {show_value(v)} completed at "
-                        f"{ms(max(x.complete_ns for x in of_v))}, before it began)")
+                if v is None:
+                    tail = " and nil cannot come back after a write"
+                else:
+                    tail = (f" and no write of {show_value(v)} can come after it (the last "
+                            f"write of {show_value(v)} completed at "
+                            f"{ms(max(x.complete_ns for x in of_v))}, before it began)")
                 return (f"{did} {at} although the {wrote} of {show_value(_written(w))} by "
-                        f"{who(w.process)} completed at {ms(w.complete_ns)} and no write of "
-                        f"{show_value(v)} can come after it{tail}.")
+                        f"{who(w.process)} completed at {ms(w.complete_ns)}{tail}.")
         for r in ce:
             u = _observed(r)
             if (r is op or r.outcome != "ok" or u is UNKNOWN or u == v

@@ -130,6 +130,16 @@ def prepare(ops: Sequence[LinOp]) -> list[LinOp]:
     return kept
 
 
+def _observes(op: LinOp) -> Any:
+    """Return the value ``op`` needs the register to hold: a read's value, a cas's expected
+    one (UNKNOWN for a write or a cas whose expected value was not recorded)."""
+    if op.f == "read":
+        return op.value
+    if op.f == "cas":
+        return op.value[0]
+    return UNKNOWN
+
+
 class CasRegister:
     """A register with read, write and compare-and-set; the state is its value (None = nil)."""
 
@@ -181,14 +191,29 @@ class CasRegister:
         effect could only change the state to one nothing observed, so leaving it out
         never turns a linearizable history into a non-linearizable one or back."""
         kept = prepare(ops)
-        seen = set()
+        # what the ops that must happen observe, then (to a fixed point) what the info
+        # ops kept because their value is observed expect in turn
+        seen: set[Any] = set()
         for op in kept:
-            if op.f == "read":
-                seen.add(op.value)
-            elif op.f == "cas" and op.value[0] is not UNKNOWN:
-                seen.add(op.value[0])
-        kept = [op for op in kept if op.outcome == "ok" or op.f == "read"
-                or (op.value[1] if op.f == "cas" else op.value) in seen]
+            if op.outcome == "ok" and op.f != "write" and _observes(op) is not UNKNOWN:
+                seen.add(_observes(op))
+        pending = [op for op in kept if op.outcome != "ok" and op.f != "read"]
+        retained: list[LinOp] = []
+        grew = True
+        while grew:
+            grew = False
+            rest = []
+            for op in pending:
+                if (op.value[1] if op.f == "cas" else op.value) in seen:
+                    retained.append(op)
+                    if op.f == "cas" and op.value[0] is not UNKNOWN and op.value[0] not in seen:
+                        seen.add(op.value[0])
+                        grew = True
+                else:
+                    rest.append(op)
+            pending = rest
+        keep = {id(op) for op in retained}
+        kept = [op for op in kept if op.outcome == "ok" or id(op) in keep]
         ids: dict[Any, int] = {None: NIL}
         values: list[Any] = [None]
 

@@ -179,7 +179,7 @@ def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
                 continue
             # a legal read whose configuration was searched before: it failed, and so
             # does this one (see below)
-        elif fresh:
+        elif fresh or stuck < 0:
             stuck, fresh = op_of[entry], False
         # Backtrack. A read that was legal when linearized never needs another place:
         # whatever order completes the history from there can take the read first (it
@@ -253,7 +253,7 @@ def search_model(n: int, events: Sequence[int], step: Callable[[Any, int], tuple
                     continue
             entry = nxt[entry]
         else:
-            if fresh:
+            if fresh or stuck < 0:
                 stuck, fresh = op_of[entry], False
             if not stack:
                 return NOT_LINEARIZABLE, [op_of[e] for e in best], stuck
