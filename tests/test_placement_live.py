@@ -149,6 +149,21 @@ def test_sim_cog_beats_static_placement_in_the_same_run():
     assert results[1].to_json() == res.to_json()  # same seed, same run
 
 
+def test_a_second_run_on_the_same_stores_starts_clean():
+    """Seeding removes what a run left in other regions: a stale `own` mark there would
+    refuse every copy to that region (and break the one-owner rule)."""
+    d = SimDeployment(DC3, seed=6)
+    cfg = LiveConfig(duration_s=10, objects=3, clients=2, think_ms=5, seed=6)
+    outcomes = []
+    for _ in range(2):
+        res, _ = d.runtime.run(run_live(d, cfg, "consecutive:n=2",
+                                        policy_factory("consecutive:n=2")))
+        outcomes.append(res.migrations)
+        assert res.lost_writes == 0
+    assert outcomes[0].get("moved", 0) > 10
+    assert set(outcomes[1]) == {"moved"}, outcomes
+
+
 def test_sim_migrations_racing_writers_lose_no_acknowledged_write():
     # consecutive:n=1 moves an object to every new requester: constant ping-pong migrations
     # on three objects written from every region at once

@@ -332,7 +332,14 @@ async def migrate(conns: Conns, runtime: Runtime, home: str, item: str, source: 
 
 async def seed_objects(conns: Conns, homes: Mapping[str, str], initial: str = "init") -> None:
     """Create every item of ``homes`` (item -> home region) owned by its home at epoch 0
-    with value ``initial``: value, mark and directory entry in one write per home store."""
+    with value ``initial``: value, mark and directory entry in one write per home store,
+    after deleting whatever an earlier run left of these items in every other region's store
+    (a stale ``own`` mark there would break the one-owner rule)."""
+    for region in conns.clients:
+        stale = [k for item, home in homes.items() if home != region
+                 for k in (value_key(item), meta_key(item), dir_key(item))]
+        if stale:
+            await conns[region].delete(stale)
     by_home: dict[str, dict[str, str]] = {}
     for item, home in homes.items():
         batch = by_home.setdefault(home, {})
