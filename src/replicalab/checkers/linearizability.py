@@ -50,7 +50,12 @@ SHRINK_TIMEOUT_S = 10.0
 """Most time spent shrinking one part's counterexample (then it is returned as it is)."""
 _VERDICT = {1: True, 0: False, -1: "unknown"}
 
-search_core: Callable[..., tuple[int, list[int], int]] = search_part
+try:  # the native core (native/, built by make) when installed; pure Python otherwise
+    from replicalab_native import search_part as _native_search_part
+except ImportError:
+    _native_search_part = None
+
+search_core: Callable[..., tuple[int, list[int], int]] = _native_search_part or search_part
 """The register search core: ``linsearch.search_part`` or a native drop-in with the same
 contract."""
 
