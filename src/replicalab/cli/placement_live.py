@@ -216,6 +216,7 @@ def live(
     label = f"placement live: {policy} on {kind} ({len(rs.regions)} regions)"
     deploy: Deployment
     root = Path(tempfile.mkdtemp(prefix="replicalab-plive-"))
+    root.chmod(0o755)  # PostgreSQL runs as its own user, which must reach its data directory
     real: RealDeployment | None = None
     history = History()
     try:
