@@ -73,3 +73,12 @@ def test_bad_input_is_one_line_exit_2_and_leaves_no_run_directory(tmp_path: Path
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], lines
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_a_subset_of_aws15_runs_on_those_regions(tmp_path: Path):
+    r = run("--regions", "aws15:us-east-1,eu-west-1,ap-northeast-1", "--duration", "20s",
+            "--objects", "9", "--json", "--out", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["deployment"]["regions"] == ["us-east-1", "eu-west-1", "ap-northeast-1"]
+    assert doc["lost_writes"] == 0 and doc["ops"]["ok"] > 0
