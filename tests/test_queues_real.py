@@ -31,7 +31,7 @@ import redis
 from replicalab.checkers.deliveries import check_deliveries
 from replicalab.cluster import base, process
 from replicalab.cluster.ports import free_port, wait_listening
-from replicalab.queues.base import Delivery, QueueClient, StaleReceipt
+from replicalab.queues.base import Delivery, QueueClient, QueueUnavailable, StaleReceipt
 from replicalab.queues.postgres import PostgresQueue, open_postgres_queue
 from replicalab.queues.record import QueueLog
 from replicalab.queues.redis import RedisQueue, check_timeout_s, open_redis_queue
@@ -554,6 +554,32 @@ def test_redis_aof_always_keeps_every_acknowledged_send(own_redis):
     asyncio.run(_send_all(url, bodies, purge=True))
     own_redis.crash_and_restart(*AOF)
     assert asyncio.run(_drain_all(url)) == bodies
+    own_redis.stop()
+
+
+@integration
+def test_redis_without_persistence_loses_every_send_and_the_queue_recovers(own_redis):
+    own_redis.start(*NO_AOF)  # what `cluster up redis` runs
+    url = f"redis://127.0.0.1:{own_redis.port}/?queue=gone"
+
+    async def crash_and_use() -> list[str]:
+        q = _open(url)
+        try:
+            c = await q.connect()
+            for i in range(10):
+                await c.send(f"g{i}")
+            own_redis.crash_and_restart(*NO_AOF)
+            try:
+                left = await c.receive(10, 30.0)
+            except QueueUnavailable:  # the connection died with the server: no retry inside
+                left = await c.receive(10, 30.0)  # reopened; the stream and group are gone
+            await c.send("after")  # the same session carries on
+            return [d.body for d in left]
+        finally:
+            await q.close()
+
+    assert asyncio.run(crash_and_use()) == []
+    assert asyncio.run(_drain_all(url)) == ["after"]
     own_redis.stop()
 
 
