@@ -400,7 +400,12 @@ def test_redis_sigkill_mid_migration_leaves_every_object_readable(redis_regions,
             assert pid not in process.owned() and not process.alive(pid)
             readers = [Router(await deploy.conns(r), deploy.runtime, homes.__getitem__, opts)
                        for r in DC3.regions]
-            seen = {item: [(await r.read(item))[0] for r in readers] for item in items}
+
+            async def read_all(item):
+                return [(await r.read(item))[0] for r in readers]
+
+            # the objects recover at once (each waits stuck_ms at most once)
+            seen = dict(zip(items, await asyncio.gather(*map(read_all, items)), strict=True))
             for item in items:  # and each takes writes again
                 last[item] = f"{item}-after"
                 await writer.write(item, last[item])
