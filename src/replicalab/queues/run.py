@@ -120,8 +120,15 @@ def compare_queues(base: QueueSpec, queues: Sequence[str], strategies: Sequence[
                    ) -> QueueRun:
     """Run every queue x strategy x consumer count with ``base``'s other settings; save
     each run's record under ``runs/`` and one results.json of all summaries."""
-    plan = [replace(base, queue=q, strategy=s, consumers=c,
-                    central=base.central if s in ("central", "central-detect") else None)
+    def central_for(queue: str, strategy: str) -> str | None:
+        # one --central serves the queues on its clock; sim:// queues fall back to
+        # sim://simpledb when it is a real store, so sim and real backends compare in one go
+        c = base.central
+        if strategy not in ("central", "central-detect") or c is None:
+            return None
+        return c if queue.startswith("sim://") == c.startswith("sim://") else None
+
+    plan = [replace(base, queue=q, strategy=s, consumers=c, central=central_for(q, s))
             for q in queues for s in strategies for c in consumers]
     if not plan:
         raise ValueError("nothing to compare: give at least one --queue, --strategy and "

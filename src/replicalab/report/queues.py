@@ -63,6 +63,17 @@ def histogram_figure(hist: Mapping[str, Mapping[str, int]]) -> Figure:
     return fig
 
 
+_NOISE = ("replicas", "regions", "node_regions")
+
+
+def short_url(url: str) -> str:
+    """Return ``url`` without the cluster-placement parameters ``cluster up`` adds, so a
+    legend names the backend and what distinguishes it (e.g. ``sim://sqs?fifo=1``)."""
+    base, _, query = url.partition("?")
+    kept = [p for p in query.split("&") if p and p.split("=", 1)[0] not in _NOISE]
+    return base + ("?" + "&".join(kept) if kept else "")
+
+
 def _consumer_axis(ax: Any, counts: Sequence[int]) -> None:
     """Log-2 consumer axis labelled with the counts run (1, 4, 16), not powers of two."""
     ax.set_xscale("log", base=2)
@@ -81,11 +92,13 @@ def duplicates_figure(runs: Sequence[Mapping[str, Any]]) -> Figure:
         s = r["summary"]
         pct = 100 * s["duplicate_deliveries"] / s["messages"] if s["messages"] else 0.0
         lines[(r["queue"], r["strategy"])].append((r["consumers"], pct))
+    backends = sorted({q for q, _ in lines})
     for (queue, strategy), pts in sorted(lines.items()):
         pts.sort()
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
-                color=STRATEGY_COLORS.get(strategy),
-                label=plain(f"{queue.split('?')[0]} · {strategy}"))
+        k = backends.index(queue)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="os^vD"[k % 5],
+                linestyle=("-", "--", ":", "-.")[k % 4], color=STRATEGY_COLORS.get(strategy),
+                label=plain(f"{short_url(queue)} · {strategy}"))
     _consumer_axis(ax, [r["consumers"] for r in runs])
     ax.set_ylabel("duplicate deliveries (% of messages)")
     ax.legend(fontsize=7)
