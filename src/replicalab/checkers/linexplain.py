@@ -169,6 +169,10 @@ def _headline(ce: Sequence[LinOp], part: Sequence[LinOp], model: Model,
             for w in sorted(writers, key=lambda w: -w.complete_ns):
                 if w.outcome != "ok" or _written(w) == v or w.complete_ns >= op.invoke_ns:
                     continue
+                if w.f == "cas" and _observed(w) == v:
+                    return (f"{did} {at} although {who(w.process)}'s {model.describe(w)} "
+                            f"completed at {ms(w.complete_ns)}: {show_value(v)}, written "
+                            "once, was already overwritten.")
                 early = [r for r in ce if r is not op and r.outcome == "ok"
                          and _observed(r) == v and r.complete_ns < w.invoke_ns]
                 if early:
