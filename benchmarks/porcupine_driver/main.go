@@ -1,0 +1,166 @@
+// Command porcupine_driver checks register histories with Porcupine, for
+// replicalab's benchmark (benchmarks/bench_linearizability.py), which builds
+// it in a temporary directory.
+//
+// Input (a JSON file named by the first argument):
+//
+//	{"repeats": 3, "timeout_s": 60, "histories": [
+//	  {"name": "...", "ops": [[process, f, key, a, b, outcome, call, ret], ...]}]}
+//
+// f is 0 read, 1 write, 2 cas; values are integers (0 is the register's
+// initial nil); a read returned a, a write wrote a, a cas swapped a for b;
+// a cas's a of -1 means its expected value was not recorded (legal in any state);
+// outcome is 0 ok, 1 info (may have happened at any time after call, or never:
+// Porcupine takes ret as the largest int64). Failed operations and reads whose
+// outcome is unknown are left out by the caller, as Jepsen does.
+//
+// Output: one JSON line per history and repeat with the verdict and the time of
+// porcupine.CheckOperationsTimeout alone, in ns (parsing and building the
+// operations are not timed).
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+type input struct {
+	f   int
+	key int64
+	a   int64
+	b   int64
+}
+
+type output struct {
+	value   int64
+	unknown bool
+}
+
+// anyValue as a cas's expected value: the history did not record it, so the cas
+// is legal in every state (it acts as a write).
+const anyValue = -1
+
+const (
+	opRead  = 0
+	opWrite = 1
+	opCas   = 2
+)
+
+// kvModel is replicalab's kv model in Porcupine's terms: one register per key
+// (the partition), its state the integer of the value last written.
+var kvModel = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		byKey := map[int64][]porcupine.Operation{}
+		var keys []int64
+		for _, op := range history {
+			k := op.Input.(input).key
+			if _, seen := byKey[k]; !seen {
+				keys = append(keys, k)
+			}
+			byKey[k] = append(byKey[k], op)
+		}
+		parts := make([][]porcupine.Operation, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, byKey[k])
+		}
+		return parts
+	},
+	Init: func() interface{} { return int64(0) },
+	Step: func(state, in, out interface{}) (bool, interface{}) {
+		s := state.(int64)
+		i := in.(input)
+		o := out.(output)
+		switch i.f {
+		case opRead:
+			return s == o.value, s
+		case opWrite:
+			return true, i.a
+		default:
+			if i.a == anyValue || s == i.a {
+				return true, i.b
+			}
+			// a cas whose outcome is unknown may have failed its comparison
+			return o.unknown, s
+		}
+	},
+	Equal: func(a, b interface{}) bool { return a.(int64) == b.(int64) },
+	Hash:  func(s interface{}) uint64 { return uint64(s.(int64)) },
+}
+
+type history struct {
+	Name string    `json:"name"`
+	Ops  [][]int64 `json:"ops"`
+}
+
+type request struct {
+	Repeats   int       `json:"repeats"`
+	TimeoutS  float64   `json:"timeout_s"`
+	Histories []history `json:"histories"`
+}
+
+func operations(h history) ([]porcupine.Operation, error) {
+	ops := make([]porcupine.Operation, 0, len(h.Ops))
+	for n, r := range h.Ops {
+		if len(r) != 8 {
+			return nil, fmt.Errorf("history %s op %d: want 8 fields, got %d", h.Name, n, len(r))
+		}
+		in := input{f: int(r[1]), key: r[2], a: r[3], b: r[4]}
+		out := output{unknown: r[5] == 1}
+		if in.f == opRead {
+			out.value = r[3]
+		}
+		ret := r[7]
+		if out.unknown {
+			ret = math.MaxInt64
+		}
+		ops = append(ops, porcupine.Operation{
+			ClientId: int(r[0]), Input: in, Call: r[6], Output: out, Return: ret})
+	}
+	return ops, nil
+}
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: porcupine_driver HISTORIES.json")
+		os.Exit(2)
+	}
+	data, err := os.ReadFile(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	var req request
+	if err := json.Unmarshal(data, &req); err != nil {
+		fmt.Fprintln(os.Stderr, "bad input:", err)
+		os.Exit(2)
+	}
+	if req.Repeats < 1 {
+		req.Repeats = 1
+	}
+	timeout := time.Duration(req.TimeoutS * float64(time.Second))
+	enc := json.NewEncoder(os.Stdout)
+	for _, h := range req.Histories {
+		ops, err := operations(h)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bad input:", err)
+			os.Exit(2)
+		}
+		for r := 0; r < req.Repeats; r++ {
+			t0 := time.Now()
+			res := porcupine.CheckOperationsTimeout(kvModel, ops, timeout)
+			elapsed := time.Since(t0)
+			verdict := map[porcupine.CheckResult]string{
+				porcupine.Ok: "true", porcupine.Illegal: "false", porcupine.Unknown: "unknown"}[res]
+			if err := enc.Encode(map[string]interface{}{
+				"name": h.Name, "repeat": r, "valid": verdict, "check_ns": elapsed.Nanoseconds(),
+			}); err != nil {
+				os.Exit(1)
+			}
+		}
+	}
+}
