@@ -104,9 +104,10 @@ def _show_result(path: Path, result: Any) -> None:
     """Print one history's table and the explanation of each key that is not decided
     linearizable."""
     parts = sorted(result.parts, key=lambda p: (_RANK.get(p.valid, 1), -p.ops, str(p.key)))
+    keys = f"{len(parts):,} key{'' if len(parts) == 1 else 's'}"
     t = TableData(f"{path} ({result.model} model): {_WORDS[result.valid]}, "
-                  f"{result.ops:,} ops, {len(parts):,} keys, {result.check_s:.2f} s",
-                  ["key", "verdict", "ops", "linearized", "check time"], right=(2, 3, 4))
+                  f"{result.ops:,} ops, {keys}, {result.check_s:.2f} s",
+                  ["key", "verdict", "ops", "linearized ops", "check time"], right=(2, 3, 4))
     for p in parts[:MAX_ROWS]:
         lin = "-" if p.linearization is None else f"{len(p.linearization):,}"
         t.add("(single register)" if p.key is None else str(p.key), _WORDS[p.valid],
