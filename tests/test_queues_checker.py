@@ -121,3 +121,19 @@ def test_cost_latency_and_throughput():
     assert s["queue_ops_per_message"] == 1  # the send
     assert abs(s["added_latency_ms"] - 120.0) < 1e-9
     assert abs(s["throughput_per_s"] - 1 / 4) < 1e-9
+
+
+def test_a_lease_handed_on_within_a_round_trip_is_not_an_overlap():
+    ms = 1_000_000
+
+    def overlaps(second_reply_ns: int) -> int:
+        log = QueueLog()
+        log.record("send", PRODUCER, 0, 1, tag="a", msg_id="m")
+        log.record("deliver", 0, 0, 10 * ms, tag="a", msg_id="m", receipt="r1", lease_ns=LEASE)
+        log.record("deliver", 1, second_reply_ns - 10 * ms, second_reply_ns, tag="a",
+                   msg_id="m", receipt="r2", lease_ns=LEASE)
+        return check_deliveries(log.columns())["summary"]["overlapping_leases"]
+
+    # the server may have started lease 1 at once (invoke 0): it surely ended at 30 s
+    assert overlaps(LEASE + 5 * ms) == 0
+    assert overlaps(LEASE - 1 * ms) == 1

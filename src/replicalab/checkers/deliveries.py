@@ -11,9 +11,12 @@ producer writes it at the start of the body, so it survives any backend's ids).
 * unexpected: a delivered tag no send ever carried;
 * duplicate deliveries / processing / committed results: for each message, k - 1 where k >= 1
   is how often it was delivered / processed (ok) / committed; summed over messages;
-* overlapping leases: two deliveries of one message whose leases overlap in time (a lease
-  runs from the receive's reply for the visibility timeout asked, extended by an accepted
-  visibility change, ended by an accepted delete with its receipt);
+* overlapping leases: two deliveries of one message whose leases certainly overlap in time.
+  The server starts a lease somewhere between the receive's invoke and its reply, so the
+  part certainly held runs from the reply to the invoke plus the visibility timeout asked
+  (an accepted visibility change moves the end to its invoke plus its timeout, an accepted
+  delete with the lease's receipt to the delete's invoke); a clock skew of one round trip
+  is never counted as an overlap;
 * stale receipts: deletes and visibility changes the queue refused for a stale receipt,
   and those it accepted although a later delivery of the message had already been handed
   out before the call (the bug of a delete keyed by message id only);
@@ -95,7 +98,7 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         elif k == "deliver" and o == "ok":
             delivered[tag[i]] += 1
             tag_of_id.setdefault(mid[i], tag[i])
-            lease_of[receipt[i]] = [comp[i], comp[i] + lease[i]]
+            lease_of[receipt[i]] = [comp[i], inv[i] + lease[i]]
             deliveries_of[tag[i]].append((comp[i], receipt[i]))
             delivered_at[receipt[i]] = comp[i]
             max_receive = max(max_receive, count[i])
@@ -127,9 +130,9 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         if k == "delete":
             deleted[tag[i]] += 1
             if span is not None:
-                span[1] = min(span[1], comp[i])
+                span[1] = min(span[1], inv[i])
         elif span is not None:
-            span[1] = comp[i] + lease[i]
+            span[1] = inv[i] + lease[i]
         before = [(t, r) for t, r in deliveries_of.get(tag[i], ()) if t < inv[i]]
         if before and receipt[i] in delivered_at:
             t_last, r_last = max(before)
