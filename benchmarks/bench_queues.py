@@ -14,8 +14,8 @@ Target (issue 11): ``central`` keeps at least half of ``none``'s throughput on t
 simulated store.
 
 Run: .venv/bin/python benchmarks/bench_queues.py [--messages 2000] [--repeats 3]
-     [--queue redis://127.0.0.1:P?queue=bench --central redis://127.0.0.1:P
-      --regime "process 0" --messages 300]
+     [--queue redis://127.0.0.1:P --central redis://127.0.0.1:P --regime "process 0"]
+(a real queue URL without ``queue=``: every run gets a fresh queue name)
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ REGIMES = {"process 1 s": 1000.0, "process 0": 0.0}
 def one(queue: str, strategy: str, consumers: int, process_ms: float, messages: int,
         seed: int, central: str | None) -> tuple[float, float, float]:
     """Return (messages/s, store ops per message, wall s) of one run."""
+    if not queue.startswith("sim://"):
+        # a fresh queue per run: nothing a previous run left behind is delivered to this one
+        queue += ("&" if "?" in queue else "?") + f"queue=bench{time.time_ns() % 10**12:x}"
     spec = QueueSpec(queue=queue, consumers=consumers, strategy=strategy,
                      central=central if strategy.startswith("central") else None,
                      messages=messages, producers=16, process_ms=process_ms,
