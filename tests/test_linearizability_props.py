@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from replicalab.checkers.linearizability import LinOp, check
 from replicalab.checkers.linexplain import relaxed
 from replicalab.checkers.linmodels import KV
+from replicalab.checkers.linsearch import search_part
 
 EXAMPLES = settings(max_examples=1000, deadline=None)
 
@@ -80,6 +81,8 @@ def test_sequential_register_histories_are_linearizable_until_a_read_sees_a_new_
     to a value never written makes it not."""
     r = check(ops, "cas-register")
     assert r.valid is True
+    enc = KV().encode(ops)
+    assert search_part(enc.kinds, enc.a, enc.b, enc.events, enc.init)[0] == 1
     part = r.parts[0]
     # the linearization holds every op that must have happened, each once
     must = {o.index for o in ops if o.outcome == "ok"}
@@ -161,9 +164,11 @@ def test_small_random_histories_agree_with_brute_force_and_counterexamples_are_m
     a counterexample is not linearizable on its own while relaxing any one of its ops
     makes it linearizable."""
     expected = brute_force(ops)
-    r = check(ops, "kv")
+    r = check(ops, "kv")  # the native core when it is installed
     assert r.valid is expected
     assert check(ops, Generic()).valid is expected
+    enc = KV().encode(ops)  # and the pure-Python core, always
+    assert search_part(enc.kinds, enc.a, enc.b, enc.events, enc.init)[0] == int(expected)
     if expected:
         return
     part = r.parts[0]
