@@ -80,7 +80,8 @@ _CREATE = [
 ]
 _SEND = f"INSERT INTO {TABLE} (queue, body) VALUES (%s, %s) RETURNING id"
 # One statement, one snapshot: the picked rows are locked by the subquery, the two
-# data-modifying parts touch disjoint rows (receive_count decides which).
+# data-modifying parts touch disjoint rows (receive_count decides which). Dead-lettered rows
+# come back as markers (receive_count -1) so that the caller can fill the batch up.
 _RECEIVE = f"""
 WITH picked AS (
   SELECT id, receive_count FROM {TABLE}
@@ -92,14 +93,18 @@ WITH picked AS (
   RETURNING t.queue, t.id, t.body, t.receive_count, t.sent_at
 ), moved AS (
   INSERT INTO {DEAD_TABLE} (queue, id, body, receive_count, sent_at)
-  SELECT * FROM dead
+  SELECT * FROM dead RETURNING id
+), leased AS (
+  UPDATE {TABLE} t SET receive_count = p.receive_count + 1,
+    visible_at = now() + make_interval(secs => %(vis)s),
+    receipt = t.id || '/' || (p.receive_count + 1) || '/' || left(md5(random()::text), 8)
+  FROM picked p WHERE t.id = p.id AND p.receive_count < %(max)s
+  RETURNING t.id, t.body, t.receipt, t.receive_count
 )
-UPDATE {TABLE} t SET receive_count = p.receive_count + 1,
-  visible_at = now() + make_interval(secs => %(vis)s),
-  receipt = t.id || '/' || (p.receive_count + 1) || '/' || left(md5(random()::text), 8)
-FROM picked p WHERE t.id = p.id AND p.receive_count < %(max)s
-RETURNING t.id, t.body, t.receipt, t.receive_count
+SELECT id, body, receipt, receive_count FROM leased
+UNION ALL SELECT id, '', '', -1 FROM moved
 """
+_FILL_ROUNDS = 16  # receives in a row that may dead-letter before a batch is returned
 _DELETE = f"DELETE FROM {TABLE} WHERE id = %s AND receipt = %s"
 _CHANGE = (f"UPDATE {TABLE} SET visible_at = now() + make_interval(secs => %s) "
            "WHERE id = %s AND receipt = %s")
@@ -276,15 +281,22 @@ class PostgresQueueClient:
 
     async def receive(self, max_messages: int, visibility_timeout_s: float) -> list[Delivery]:
         """Return up to ``max_messages`` visible messages in id order, each leased for
-        ``visibility_timeout_s`` s by the server's clock (fewer when some went to the
-        dead-letter table instead)."""
+        ``visibility_timeout_s`` s by the server's clock; messages past ``max_receives``
+        met on the way go to the dead-letter table instead."""
         if max_messages < 1:
             raise ValueError(f"max_messages {max_messages} must be at least 1")
         vis_s = check_timeout_s(visibility_timeout_s) / 1000
-        params = {"q": self.q.name, "n": max_messages, "max": self.q.max_receives,
-                  "vis": vis_s}
-        rows = await self.run(lambda conn: _fetch(conn, _RECEIVE, params))
-        return [Delivery(str(i), b, r, int(n)) for i, b, r, n in sorted(rows)]
+        out: list[Delivery] = []
+        for _ in range(_FILL_ROUNDS):
+            params = {"q": self.q.name, "n": max_messages - len(out),
+                      "max": self.q.max_receives, "vis": vis_s}
+            rows = await self.run(lambda conn, p=params: _fetch(conn, _RECEIVE, p))
+            out += [Delivery(str(i), b, r, int(n)) for i, b, r, n in rows if n >= 0]
+            # a round that moved messages to the dead-letter table took them from the
+            # batch: look again (as SQS would keep looking), else the queue is drained
+            if len(out) >= max_messages or all(n >= 0 for *_, n in rows):
+                break
+        return sorted(out, key=lambda d: int(d.id))
 
     @staticmethod
     def _id_of(receipt: str) -> int:
