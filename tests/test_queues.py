@@ -189,3 +189,26 @@ def test_bad_input_is_one_line_naming_the_fix(kw, words):
     with pytest.raises(ValueError, match=None) as err:
         preflight(QueueSpec(**kw))
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_run_stops_when_every_consumer_has_failed():
+    from replicalab.queues.workload import _failure
+    from replicalab.runtime import VirtualRuntime
+
+    rt = VirtualRuntime()
+
+    async def boom() -> None:
+        raise RuntimeError("disk full")
+
+    async def forever() -> None:
+        await rt.sleep_ns(10**12)
+
+    async def main():
+        a, b = rt.spawn(boom()), rt.spawn(forever())
+        await rt.sleep_ns(1)
+        running = _failure([a, b])
+        b.cancel()
+        await rt.sleep_ns(1)
+        return running, _failure([a, b]), _failure([b])
+
+    assert rt.run(main()) == ("", "RuntimeError: disk full", "")

@@ -25,7 +25,7 @@ from replicalab.queues.record import PRODUCER, QueueLog
 from replicalab.queues.registry import open_queue
 from replicalab.queues.strategies import CENTRAL, STRATEGIES, Strategy, make_strategy
 from replicalab.runtime import Runtime
-from replicalab.stores.base import Client, Feature, Store
+from replicalab.stores.base import Client, Feature, Store, StoreError
 
 NS_PER_S = 1_000_000_000
 NS_PER_MS = 1_000_000
@@ -171,7 +171,7 @@ class Worker:
             i = log.invoke("receive", self.index, rt.now_ns())
             try:
                 got = await self.client.receive(spec.batch, spec.visibility_s)
-            except QueueError as err:
+            except (QueueError, OSError) as err:
                 log.done(i, rt.now_ns(), "info", note=str(err))
                 await rt.sleep_ns(int(spec.empty_poll_ms * NS_PER_MS))
                 continue
@@ -197,6 +197,10 @@ class Worker:
     async def _handle(self, d: Delivery) -> None:
         try:
             await self.ctx.strategy.handle(self, d, tag_of(d.body))
+        except (QueueError, StoreError, OSError) as err:
+            # a backend failed under this delivery: the message comes back after its lease;
+            # the consumer carries on, as a real worker's error handler would
+            self.skip(d, tag_of(d.body), f"error: {type(err).__name__}: {err}")
         finally:
             self.reader.in_flight -= 1
 
@@ -396,6 +400,11 @@ def run_workload(spec: QueueSpec, progress: Callable[[float], None] | None = Non
                     progress(finished / spec.messages)
                 if sent and finished == len(acked):
                     break
+                failed = _failure(tasks.values())
+                if failed:
+                    notes.append(f"stopped: every consumer failed ({failed}); what was "
+                                 "recorded is kept")
+                    break
                 if rt.now_ns() >= deadline:
                     notes.append(f"stopped at --max-duration {spec.max_duration_s:g} s with "
                                  f"{len(acked) - finished} messages not yet deleted")
@@ -418,6 +427,21 @@ def run_workload(spec: QueueSpec, progress: Callable[[float], None] | None = Non
     return QueueOutcome(log, dead, queue.info.to_json(),
                         store.info.to_json() if store is not None else None,
                         rt.now_ns() - t0[0], time.monotonic() - wall0, notes, interrupted)
+
+
+def _failure(tasks: Any) -> str:
+    """Return the error of a failed consumer task when every consumer task has ended (a
+    consumer only ends when the run stops or a crash cancels it), else ""."""
+    tasks = list(tasks)
+    if not tasks or not all(t.done() for t in tasks):
+        return ""
+    for t in tasks:
+        try:
+            t.result()
+        except BaseException as err:  # reported, not raised
+            if type(err).__name__ != "CancelledError":
+                return f"{type(err).__name__}: {err}"
+    return ""
 
 
 async def _close(queue: Queue, store: Store | None, workers: dict[int, Worker]) -> None:
