@@ -212,3 +212,20 @@ def test_a_run_stops_when_every_consumer_has_failed():
         return running, _failure([a, b]), _failure([b])
 
     assert rt.run(main()) == ("", "RuntimeError: disk full", "")
+
+
+def test_a_streamed_record_survives_a_kill(tmp_path):
+    from replicalab.queues.record import QueueLog, jsonl_sink, merge, read_jsonl
+
+    path = tmp_path / "r.jsonl"
+    log = QueueLog(jsonl_sink(path))
+    done = log.invoke("receive", 0, 10)
+    log.done(done, 20, count=1)
+    log.invoke("process", 0, 30, tag="t1")  # the process dies here
+    with path.open("a") as f:
+        f.write('{"i": 2, "kind": "proc')  # ... mid-line
+    got = read_jsonl(path)
+    assert got["kind"] == ["receive", "process"]
+    assert got["outcome"] == ["ok", "info"] and got["note"][1] == "killed"
+    assert got["count"][0] == 1
+    assert merge(got, got)["kind"] == ["receive", "process"] * 2

@@ -19,6 +19,8 @@ delete or visibility change refused for a stale receipt), ``invoke`` while open.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +41,20 @@ COLUMNS = ("kind", "process", "tag", "msg_id", "receipt", "count", "lease_ns", "
 
 
 class QueueLog:
-    """Append-only columns of operations (plain lists: a run has at most a few 10^5 rows)."""
+    """Append-only columns of operations (plain lists: a run has at most a few 10^5 rows).
 
-    def __init__(self) -> None:
+    ``sink``, when given, is called with (row index, row as a dict) every time a row is
+    opened or closed: a consumer process streams its record to a file that way, so a SIGKILL
+    leaves every operation it began (see :func:`read_jsonl`).
+    """
+
+    def __init__(self, sink: Callable[[int, dict[str, Any]], None] | None = None) -> None:
         self.cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+        self.sink = sink
+
+    def row(self, index: int) -> dict[str, Any]:
+        """Return row ``index`` as a dict."""
+        return {c: self.cols[c][index] for c in COLUMNS}
 
     def __len__(self) -> int:
         return len(self.cols["kind"])
@@ -59,7 +71,10 @@ class QueueLog:
                             ("lease_ns", lease_ns), ("invoke_ns", now_ns),
                             ("complete_ns", -1), ("outcome", "invoke"), ("note", note)):
             c[name].append(value)
-        return len(c["kind"]) - 1
+        i = len(c["kind"]) - 1
+        if self.sink is not None:
+            self.sink(i, self.row(i))
+        return i
 
     def done(self, index: int, now_ns: int, outcome: str = "ok", **fields: Any) -> None:
         """Close row ``index`` with ``outcome`` at ``now_ns``, updating any other ``fields``."""
@@ -68,6 +83,8 @@ class QueueLog:
         c["outcome"][index] = outcome
         for name, value in fields.items():
             c[name][index] = value
+        if self.sink is not None:
+            self.sink(index, self.row(index))
 
     def record(self, kind: str, process: int, invoke_ns: int, complete_ns: int,
                outcome: str = "ok", **fields: Any) -> int:
@@ -84,6 +101,8 @@ class QueueLog:
             if outcome == "invoke" and (process is None or c["process"][i] == process):
                 c["outcome"][i], c["complete_ns"][i], c["note"][i] = "info", now_ns, note
                 n += 1
+                if self.sink is not None:
+                    self.sink(i, self.row(i))
         return n
 
     def columns(self) -> dict[str, list[Any]]:
@@ -108,3 +127,41 @@ def load_log(run_dir: Path) -> dict[str, list[Any]]:
     """Return the columns saved by :func:`save_log` in ``run_dir``."""
     table = pq.read_table(run_dir / "queue.parquet")
     return {c: table.column(c).to_pylist() for c in COLUMNS}
+
+
+def jsonl_sink(path: Path) -> Callable[[int, dict[str, Any]], None]:
+    """Return a QueueLog sink appending each opened or closed row to ``path`` as one JSON
+    line, flushed at once (what a SIGKILL leaves is every line written before it)."""
+    f = path.open("a", encoding="utf-8")
+
+    def write(index: int, row: dict[str, Any]) -> None:
+        f.write(json.dumps({"i": index, **row}) + "\n")
+        f.flush()
+
+    return write
+
+
+def read_jsonl(path: Path, note: str = "killed") -> dict[str, list[Any]]:
+    """Return the columns of a record streamed by :func:`jsonl_sink`: the last line of each
+    row wins; a row never closed (its process died) becomes ``info`` with ``note``; a torn
+    last line is ignored."""
+    rows: dict[int, dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue  # the process died mid-line
+        rows[doc.pop("i")] = doc
+    cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+    for i in sorted(rows):
+        row = rows[i]
+        if row["outcome"] == "invoke":
+            row = {**row, "outcome": "info", "note": note}
+        for c in COLUMNS:
+            cols[c].append(row[c])
+    return cols
+
+
+def merge(*records: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """Return the rows of several records (producers', consumer processes') as one."""
+    return {c: [v for r in records for v in r[c]] for c in COLUMNS}
