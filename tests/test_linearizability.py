@@ -357,3 +357,24 @@ def test_100k_ops_over_100_keys_check_in_bounded_memory(core):
     assert int(n_ops) >= 100_000
     assert float(took_s) < 15
     assert float(peak_mb) - float(base_mb) < 16 + 48, p.stdout
+
+
+def test_explanations_of_values_that_come_back():
+    """A quorum store's new-old inversions: a value written once is seen, replaced, and
+    seen again (the writes lie outside the counterexample, or inside it)."""
+    h = [op(0, 9, "write", 8, 0, 1), op(1, 9, "write", 7, 0, 300),
+         op(2, 1, "read", 8, 270.2, 270.7), op(3, 4, "read", 7, 272.3, 272.8),
+         op(4, 1, "read", 8, 284.4, 284.8)]
+    part = check(h, "register").parts[0]
+    assert part.counterexample == [2, 3, 4]
+    assert part.explanation.startswith(
+        "process 1 read 8 at 284.4 ms although process 4 read 7 (completed at 272.8 ms) "
+        "after process 1 had read 8 (completed at 270.7 ms): 8, written once, cannot come "
+        "back.")
+    h = [op(0, 9, "write", 13, 0, 700), op(1, 6, "write", 14, 601.4, 611.2),
+         op(2, 0, "read", 13, 617.4, 617.8), op(3, 6, "read", 14, 619.9, 620.3)]
+    part = check(h, "register").parts[0]
+    assert part.counterexample == [1, 2, 3]
+    assert part.explanation.startswith(
+        "process 6 read 14 at 619.9 ms although process 0 read 13 (completed at 617.8 ms) "
+        "after the write of 14 completed at 611.2 ms: 14, written once, cannot come back.")

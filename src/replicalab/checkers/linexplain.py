@@ -184,6 +184,28 @@ def _headline(ce: Sequence[LinOp], part: Sequence[LinOp], model: Model,
                             f"{who(r.process)} had {seen} {show_value(v)} (completed at "
                             f"{ms(r.complete_ns)}): {show_value(v)}, written once, was "
                             "already overwritten.")
+        if len(of_v) == 1 and of_v[0].outcome == "ok":
+            # v was written once; another value seen after v certainly existed means v
+            # had been replaced, and nothing writes it again
+            x = of_v[0]
+            for r in sorted(ce, key=lambda o: -o.complete_ns):
+                u = _observed(r)
+                if (r is op or r.f != "read" or r.outcome != "ok" or u == v
+                        or r.complete_ns >= op.invoke_ns):
+                    continue
+                if x.index in inside and x.complete_ns < r.invoke_ns:
+                    since = f"after the write of {show_value(v)} completed at " \
+                            f"{ms(x.complete_ns)}"
+                else:
+                    first = [r0 for r0 in ce if r0 is not op and r0.outcome == "ok"
+                             and _observed(r0) == v and r0.complete_ns < r.invoke_ns]
+                    if not first:
+                        continue
+                    since = (f"after {who(first[0].process)} had read {show_value(v)} "
+                             f"(completed at {ms(first[0].complete_ns)})")
+                return (f"{did} {at} although {who(r.process)} read {show_value(u)} "
+                        f"(completed at {ms(r.complete_ns)}) {since}: {show_value(v)}, "
+                        "written once, cannot come back.")
         # the writes of v are all in the counterexample, done, and ordered before ...
         pinned = all(x.index in inside and x.outcome == "ok" for x in of_v)
         if not pinned:
