@@ -56,7 +56,7 @@ from replicalab.queues.base import (
     QueueUnavailable,
     StaleReceipt,
 )
-from replicalab.queues.redis import check_timeout_s, queue_params
+from replicalab.queues.redis import check_timeout_s, queue_params, reason
 from replicalab.runtime import RealRuntime
 from replicalab.stores.base import redact_url
 from replicalab.stores.url import parse_store_url
@@ -181,9 +181,9 @@ class PostgresQueue:
                                  "postgresql:// URL's host:port must be the primary")
             await asyncio.wait_for(self._ensure_tables(c), self.timeout_s + 5.0)
         except (QueueUnavailable, psycopg.Error, TimeoutError) as err:
-            raise ValueError(f"cannot reach PostgreSQL at {self.node.host}:{self.node.port} "
-                             f"({_first_line(err)}); is the cluster up? "
-                             "(`replicalab cluster status`)") from None
+            where = f"{self.node.host}:{self.node.port}"
+            raise ValueError(f"cannot reach PostgreSQL at {where} ({reason(err, where)}); "
+                             "is the cluster up? (`replicalab cluster status`)") from None
         return c
 
     async def _admin_client(self) -> PostgresQueueClient:

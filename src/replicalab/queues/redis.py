@@ -146,6 +146,12 @@ def _sha(script: str) -> str:
     return hashlib.sha1(script.encode()).hexdigest()
 
 
+def reason(err: BaseException, where: str) -> str:
+    """Return the first line of ``err`` without the ``where`` (host:port) it may repeat."""
+    text = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    return text.rsplit(f"{where}: ", 1)[-1]
+
+
 def check_timeout_s(timeout_s: float) -> int:
     """Return the visibility timeout ``timeout_s`` in whole ms (ValueError outside 0..12 h)."""
     if not 0 <= timeout_s <= HORIZON_MS / 1000:
@@ -218,9 +224,9 @@ class RedisQueue:
         try:
             await self._ensure_group(c)
         except QueueUnavailable as err:
-            raise ValueError(f"cannot reach Redis at {self.node.host}:{self.node.port} "
-                             f"({err}); is the cluster up? (`replicalab cluster status`)"
-                             ) from None
+            where = f"{self.node.host}:{self.node.port}"
+            raise ValueError(f"cannot reach Redis at {where} ({reason(err, where)}); is the "
+                             "cluster up? (`replicalab cluster status`)") from None
         return c
 
     async def _admin_client(self) -> RedisQueueClient:
