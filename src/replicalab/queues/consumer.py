@@ -102,7 +102,7 @@ async def consume(a: argparse.Namespace) -> int:
                 await t
         log.close_open(rt.now_ns(), "stopped")
         for w in workers:
-            for c in (w.client, w.store):
+            for c in (w.client, *w.stores):
                 if c is not None:
                     with contextlib.suppress(Exception):
                         await c.close()

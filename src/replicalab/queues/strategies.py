@@ -136,7 +136,7 @@ class CentralStrategy:
         i = log.invoke("claim", w.index, rt.now_ns(), tag=tag, msg_id=d.id, receipt=d.receipt)
         clean = False
         try:
-            await w.store.write({key: mine}, expect={key: ABSENT})
+            await w.store_of(d).write({key: mine}, expect={key: ABSENT})
             log.done(i, rt.now_ns())
             clean = True
         except ConditionFailed:
@@ -163,7 +163,7 @@ class CentralStrategy:
         i = log.invoke("claim_takeover", w.index, rt.now_ns(), tag=tag, msg_id=d.id,
                        receipt=d.receipt, note=f"expired claim of {owner}")
         try:
-            await w.store.write({key: taken}, expect={key: current})
+            await w.store_of(d).write({key: taken}, expect={key: current})
         except ConditionFailed:
             log.done(i, rt.now_ns(), "fail", note="taken over by another reader first")
             w.skip(d, tag, "expired claim taken over by another reader")
@@ -180,7 +180,7 @@ class CentralStrategy:
         i = log.invoke("claim_read", w.index, rt.now_ns(), tag=tag, msg_id=d.id,
                        receipt=d.receipt)
         try:
-            got = await w.store.read([key], consistent=True)
+            got = await w.store_of(d).read([key], consistent=True)
         except StoreError as err:
             log.done(i, rt.now_ns(), "info", note=str(err))
             return None
@@ -197,7 +197,7 @@ class CentralStrategy:
                else f"{owner}|busy|{rt.now_ns() + self.lease_ns}")
         i = log.invoke(kind, w.index, rt.now_ns(), tag=tag, msg_id=d.id, receipt=d.receipt)
         try:
-            await w.store.write({key: new}, expect={key: current})
+            await w.store_of(d).write({key: new}, expect={key: current})
         except ConditionFailed:
             log.done(i, rt.now_ns(), "fail", note="claim lost")
             return None

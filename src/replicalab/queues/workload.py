@@ -154,6 +154,11 @@ class Worker:
         self.rt = ctx.rt
         self.client = client
         self.store: Client = store  # type: ignore[assignment]
+        # a store client carries one call at a time (as every store workload uses them), so
+        # the deliveries of a batch, handled concurrently, each borrow one from this pool
+        self.stores: list[Client] = [store] if store is not None else []
+        self._free: list[Client] = list(self.stores)
+        self._store_of: dict[str, Client] = {}
         self.tasks: list[Any] = []
         self.rng = np.random.default_rng([ctx.spec.seed, 7, index, gen])
 
@@ -196,8 +201,20 @@ class Worker:
                 await t
             self.tasks = []
 
+    def store_of(self, d: Delivery) -> Client:
+        """Return the central-store client lent to the handling of ``d``."""
+        return self._store_of[d.receipt]
+
     async def _handle(self, d: Delivery) -> None:
+        lent: Client | None = None
         try:
+            if self.ctx.store is not None:
+                if self._free:
+                    lent = self._free.pop()
+                else:
+                    lent = await self.ctx.store.connect()
+                    self.stores.append(lent)
+                self._store_of[d.receipt] = lent
             await self.ctx.strategy.handle(self, d, tag_of(d.body))
         except (QueueError, StoreError, OSError) as err:
             # a backend failed under this delivery: the message comes back after its lease;
@@ -205,6 +222,9 @@ class Worker:
             self.skip(d, tag_of(d.body), f"error: {type(err).__name__}: {err}")
         finally:
             self.reader.in_flight -= 1
+            if lent is not None:
+                self._store_of.pop(d.receipt, None)
+                self._free.append(lent)
 
     async def process(self, d: Delivery, tag: str,
                       heartbeat: Callable[[], Awaitable[bool]] | None = None,
@@ -448,7 +468,7 @@ def _failure(tasks: Any) -> str:
 
 async def _close(queue: Queue, store: Store | None, workers: dict[int, Worker]) -> None:
     # closing must not hide the run's result: a failing close is ignored
-    things: list[Any] = [c for w in workers.values() for c in (w.client, w.store)]
+    things: list[Any] = [c for w in workers.values() for c in (w.client, *w.stores)]
     for thing in [*things, queue, store]:
         if thing is not None:
             with contextlib.suppress(Exception):
