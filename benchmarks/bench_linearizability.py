@@ -17,9 +17,10 @@ each part's event ordering and the search core on each part (``<core>_ms``), tim
 process; the rest of the encoding (Jepsen's semantics applied, values interned) is the
 conversion Porcupine's input gets untimed, and ``<core>_e2e_ms`` adds it back (end to
 end from LinOps; turning the History into LinOps is excluded, as Porcupine's parsing
-is). ``check_ms`` is the whole ``check()`` with the default core, counterexample
-shrinking and explanations included, from the first round. Medians over ``--repeats``
-rounds; a check that hit ``--timeout`` is not repeated.
+is). ``<core>_core_ms`` is the search core's calls alone. ``check_ms`` is the whole
+``check()`` with the default core, counterexample shrinking and explanations included,
+from the first round. Medians over ``--repeats`` rounds; a check that hit ``--timeout``
+is not repeated.
 
 Run: .venv/bin/python benchmarks/bench_linearizability.py [--repeats 3] [--timeout 20]
      [--quick] [--json PATH]
@@ -185,9 +186,9 @@ Core = Callable[..., tuple[int, list[int], int]]
 
 
 def verdict_with(core: Core, ops: Sequence[LinOp], timeout_s: float
-                 ) -> tuple[Any, float, float]:
-    """Return (verdict, like-for-like s, end-to-end s) of the kv model on ``ops`` with
-    the search core ``core``, no counterexample.
+                 ) -> tuple[Any, float, float, float]:
+    """Return (verdict, like-for-like s, end-to-end s, search-core s) of the kv model on
+    ``ops`` with the search core ``core``, no counterexample.
 
     End to end: the model's partition, each part's encoding (Jepsen's semantics, interned
     values, events in time order) and its search. Like for like with Porcupine's timed
@@ -214,7 +215,7 @@ def verdict_with(core: Core, ops: Sequence[LinOp], timeout_s: float
         search_s += time.perf_counter() - t
         verdicts.append(v)
     valid = False if 0 in verdicts else "unknown" if -1 in verdicts else True
-    return valid, part_s + order_s + search_s, part_s + encode_s + search_s
+    return valid, part_s + order_s + search_s, part_s + encode_s + search_s, search_s
 
 
 def make_cases(sizes: Sequence[Size], seed: int) -> list[Case]:
@@ -280,10 +281,11 @@ def main(argv: list[str] | None = None) -> int:
                 for label, core in cores.items():
                     if case.verdicts.get(label) == "unknown":
                         continue
-                    v, like_s, e2e_s = verdict_with(core, case.ops, args.timeout)
+                    v, like_s, e2e_s, core_s = verdict_with(core, case.ops, args.timeout)
                     case.verdicts[label] = v
                     case.times_s.setdefault(label, []).append(like_s)
                     case.times_s.setdefault(label + "_e2e", []).append(e2e_s)
+                    case.times_s.setdefault(label + "_core", []).append(core_s)
                 if r == 0:
                     t = time.perf_counter()
                     linearizability.check(case.ops, "kv", timeout_s=args.timeout)
@@ -297,7 +299,8 @@ def report(cases: Sequence[Case], labels: list[str], args: argparse.Namespace) -
     head = ["history", "ops", "keys", "clients", "conc/key", "reads", "verdict",
             "porcupine_ms"]
     for label in labels:
-        head += [f"{label}_ms", f"{label}/porc", f"{label}_e2e_ms", f"{label}_e2e/porc"]
+        head += [f"{label}_core_ms", f"{label}_ms", f"{label}/porc", f"{label}_e2e_ms",
+                 f"{label}_e2e/porc"]
     head.append("check_ms")
     rows, bad = [], []
     for c in cases:
@@ -311,6 +314,7 @@ def report(cases: Sequence[Case], labels: list[str], args: argparse.Namespace) -
                str(c.concurrency), c.reads, verdict,
                _fmt_s(c.times_s["porcupine"], vs["porcupine"], args.timeout)]
         for label in labels:
+            row.append(_fmt_s(c.times_s[label + "_core"], vs[label], args.timeout))
             for times in (c.times_s[label], c.times_s[label + "_e2e"]):
                 row += [_fmt_s(times, vs[label], args.timeout),
                         _ratio(times, vs[label], c.times_s["porcupine"], vs["porcupine"],
