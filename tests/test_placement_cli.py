@@ -7,6 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -96,3 +97,11 @@ def test_bad_input_is_one_line_exit_2_and_leaves_nothing(tmp_path: Path):
     for args, needles in cases:
         one_line_error(invoke("simulate", *args, "--out", str(out)), *needles)
     assert not out.exists()
+
+
+def test_skew_defaults_and_balance_errors_name_the_policy():
+    exp = sim.experiment("skew", balance=0.4)
+    assert [s.label for s in exp.policies] == ["static", "cog", "cog:balance=0.4", "oracle"]
+    exp = sim.experiment("skew", objects=1, requests=10)
+    with pytest.raises(ValueError, match=r"^policy cog:balance=0\.25: balance 0\.25 lets 5"):
+        sim.check(exp)

@@ -65,6 +65,14 @@ def test_fast_path_equals_reference_on_random_streams(data):
         spec += f":balance={share!r}"
     ref, fast = both(spec, regions, reqs, owner0, data.draw(st.sampled_from([0.0, 5.0, 40.0])))
     assert_same(ref, fast)
+    if "balance" in spec:
+        # the fast path's filter never fills a region past its capacity either
+        cap = sim.build(sim.policy_specs(spec)[0], regions, owner0, reqs).capacity
+        loads = np.bincount(owner0, minlength=n_regions)
+        for f, t in zip(fast.mig_from, fast.mig_to, strict=True):
+            loads[f] -= 1
+            loads[t] += 1
+            assert loads[t] <= cap
 
 
 def test_fast_path_equals_reference_on_the_seed_workloads():

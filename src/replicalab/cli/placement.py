@@ -76,7 +76,8 @@ def simulate_cmd(
         show_default=False)] = None,
     balance: Annotated[float | None, typer.Option(
         help="Load-balancing filter for every policy without its own balance=: at most this "
-             "share of the objects per region, in (0, 1].", show_default=False)] = None,
+             "share of the objects per region, in (0, 1] (skew's default list: the share of "
+             "its filtered CoG, 0.25 if not given).", show_default=False)] = None,
     seed: Annotated[int | None, typer.Option(
         help="Seed of the stream and the initial placement [default: 1].",
         show_default=False)] = None,

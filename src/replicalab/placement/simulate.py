@@ -73,7 +73,12 @@ def build(spec: PolicySpec, regions: RegionMatrix, owner0: np.ndarray,
           requests: Requests) -> Any:
     """Return the reference policy object for ``spec`` (ValueError on bad parameters)."""
     extra = {"requests": requests} if spec.name == "oracle" else {}
-    return make_policy(spec.name, regions, owner0, **spec.params, **extra)
+    try:
+        return make_policy(spec.name, regions, owner0, **spec.params, **extra)
+    except ValueError as e:
+        if str(e).startswith(("policy ", "unknown policy")):
+            raise
+        raise ValueError(f"policy {spec.label}: {e}") from None
 
 
 def run_reference(policy: Any, regions: RegionMatrix, requests: Requests, owner0: np.ndarray,
@@ -177,9 +182,11 @@ def experiment(workload: str, *, policies: str | None = None, regions: str | Non
     None (ValueError names a bad workload, policy, count or duration)."""
     workloads.check(workload)
     d = workloads.DEFAULTS[workload]
-    if policies is None:
-        policies = SKEW_POLICIES if workload == "skew" else DEFAULT_POLICIES
-    specs = tuple(policy_specs(policies, balance))
+    if policies is None and workload == "skew":
+        # the seed's skew run: CoG without and with the filter (at --balance if given)
+        policies = SKEW_POLICIES.replace("0.25", str(0.25 if balance is None else balance))
+        balance = None
+    specs = tuple(policy_specs(DEFAULT_POLICIES if policies is None else policies, balance))
     for name, value in (("objects", objects), ("requests", requests)):
         if value is not None and value < 1:
             raise ValueError(f"--{name} must be at least 1")
