@@ -123,7 +123,7 @@ def _span(op: LinOp, t0_ns: int) -> str:
     a = (op.invoke_ns - t0_ns) / 1e6
     if op.outcome != "ok":
         return f"from {a:,.1f} ms (outcome unknown)"
-    return f"at {a:,.1f}–{(op.complete_ns - t0_ns) / 1e6:,.1f} ms"
+    return f"at {a:,.1f}–{(max(op.complete_ns, op.invoke_ns) - t0_ns) / 1e6:,.1f} ms"
 
 
 def _written(op: LinOp) -> Any:
@@ -250,7 +250,8 @@ def explain(ce: Sequence[LinOp], part: Sequence[LinOp], model: Model, t0_ns: int
         f"and the {model.name} model's rules.")
     listed = "; ".join(f"{who(o.process)} {model.describe(o)} {_span(o, t0_ns)}" for o in ops)
     what = "minimal counterexample" if minimal else "counterexample (not fully shrunk)"
-    return f"{head} The {what}, {len(ops)} operations: {listed}."
+    count = f"{len(ops)} operation{'' if len(ops) == 1 else 's'}"
+    return f"{head} The {what}, {count}: {listed}."
 
 
 def explain_prefix(order: Sequence[LinOp], stuck: LinOp | None, model: Model, t0_ns: int,
