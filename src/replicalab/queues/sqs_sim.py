@@ -35,6 +35,7 @@ its next request reaching another (checked on the parameters).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -295,24 +296,24 @@ class SqsSim:
         server.deleted.add(mid)
         server.copies.pop(mid, None)
 
-    def _candidates(self, server: _Server, now: int) -> list[_Copy]:
+    def _candidates(self, server: _Server, now: int) -> Iterator[_Copy]:
+        """Yield the visible copies, oldest first (lazily: a receive stops at its batch)."""
         if not self.p.fifo:
-            return [c for c in server.copies.values() if c.visible_ns <= now]
+            return (c for c in server.copies.values() if c.visible_ns <= now)
         heads: dict[str, _Copy] = {}
         for c in server.copies.values():  # insertion order is send order on the one server
             heads.setdefault(c.group, c)
-        return [c for c in heads.values() if c.visible_ns <= now]
+        return (c for c in heads.values() if c.visible_ns <= now)
 
     def _receive(self, server: _Server, max_messages: int, vt_ns: int) -> list[Delivery]:
         now = self.runtime.now_ns()
         out: list[Delivery] = []
+        dead: list[_Copy] = []
         for c in self._candidates(server, now):
             if len(out) == max_messages:
                 break
             if c.count >= self.p.max_receives:
-                self._dlq.setdefault(c.id, DeadLetter(c.id, c.body, c.count))
-                self._apply_delete(server, c.id)
-                self._replicate(server, c.holders, self._apply_delete, c.id)
+                dead.append(c)
                 continue
             self._nonce += 1
             c.count += 1
@@ -321,6 +322,10 @@ class SqsSim:
             c.version = (c.count, now, server.index)
             out.append(Delivery(c.id, c.body, c.receipt, c.count))
             self._replicate(server, c.holders, self._apply_copy, c.clone())
+        for c in dead:  # moved after the scan: the scan walks the server's copies
+            self._dlq.setdefault(c.id, DeadLetter(c.id, c.body, c.count))
+            self._apply_delete(server, c.id)
+            self._replicate(server, c.holders, self._apply_delete, c.id)
         return out
 
     def _current(self, server: _Server, receipt: str) -> _Copy | StaleReceipt:
