@@ -73,6 +73,89 @@ def _status(port: int, timeout_s: float = 1.0) -> dict[str, Any]:
     return data
 
 
+def leader_view(statuses: list[dict[str, Any] | None]) -> tuple[int | None, list[int | None]]:
+    """Return (leader's member id or None, each member's own id or None) from the members'
+    ``/v3/maintenance/status`` answers (None: no answer), in node order.
+
+    The leader is the one every answering member names, and only if it is one of them and
+    names itself: during an election members disagree or name none (``"0"`` or missing).
+    """
+    members = [None if s is None else int(s["header"]["member_id"]) for s in statuses]
+    named = {int(s.get("leader") or 0) for s in statuses if s is not None}
+    if len(named) != 1:
+        return None, members
+    (leader,) = named
+    if leader == 0 or leader not in members:
+        return None, members
+    own = statuses[members.index(leader)]
+    return (leader if own is not None and int(own.get("leader") or 0) == leader else None,
+            members)
+
+
+def _view(c: Cluster) -> tuple[int | None, list[int | None]]:
+    found: list[dict[str, Any] | None] = []
+    for node in c.nodes:
+        try:
+            found.append(_status(node.port))
+        except (httpx.HTTPError, ValueError, KeyError):
+            found.append(None)
+    return leader_view(found)
+
+
+def leader_index(c: Cluster) -> int | None:
+    """Return the node index of the member every member names as leader (None: no agreed
+    leader right now, e.g. during an election, or a member does not answer)."""
+    leader, members = _view(c)
+    return None if leader is None else members.index(leader)
+
+
+def transfer_leadership(c: Cluster, target: int, timeout_s: float = 10.0) -> float:
+    """Make member ``target`` (node index) the leader and return the seconds it took.
+
+    The current leader is asked through the v3 gateway (``/v3/maintenance/transfer-leadership``,
+    etcd's MoveLeader: it catches the target up, then tells it to campaign at once). Returns
+    when every member names ``target`` as leader; asks again if another member won meanwhile
+    (or the leader was changing when asked); ValueError naming what failed after
+    ``timeout_s``. Every wait is bounded by that deadline.
+    """
+    if not 0 <= target < len(c.nodes):
+        raise ValueError(f"cluster {c.name}: no member n{target} (it has n0..n{len(c.nodes) - 1})")
+    t0 = time.monotonic()
+    deadline = t0 + timeout_s
+    problem = "no agreed leader"
+    asked: int | None = None  # the leader we last asked (not asked again while it leads)
+    while True:
+        leader, members = _view(c)
+        if members[target] is not None and leader == members[target]:
+            for node in c.nodes:
+                node.role = "leader" if node.index == target else "follower"
+            return time.monotonic() - t0
+        left_s = deadline - time.monotonic()
+        if left_s <= 0:
+            break
+        if members[target] is None:
+            problem = f"n{target} does not answer"
+        elif leader is None:
+            problem = "the members do not agree on a leader"
+        elif leader != asked:
+            asked = leader
+            try:
+                r = httpx.post(f"http://127.0.0.1:{c.nodes[members.index(leader)].port}"
+                               "/v3/maintenance/transfer-leadership",
+                               json={"targetID": str(members[target])}, timeout=left_s)
+                if r.status_code != 200:
+                    # e.g. "etcdserver: not leader" when leadership moved since we looked
+                    problem = f"the leader refused: {r.text.strip()[:200]}"
+                    asked = None
+            except httpx.HTTPError as err:
+                problem = f"asking the leader failed: {type(err).__name__}"
+                asked = None
+        time.sleep(min(0.1, max(deadline - time.monotonic(), 0)))
+    raise ValueError(f"cluster {c.name}: the leader did not move to n{target} within "
+                     f"{timeout_s:g} s ({problem}); `replicalab cluster status {c.name}` "
+                     "shows the members")
+
+
 def _healthy(port: int, timeout_s: float = 2.0) -> bool:
     try:
         r = httpx.get(f"http://127.0.0.1:{port}/health", timeout=timeout_s)

@@ -6,14 +6,18 @@ broadcasts phase-2 to the other ``N-1`` nodes and answers once ``q-1`` of them r
 (``q = floor(N/2)+1``, the leader votes for itself). Per client region::
 
     L_c = RTT(c, L) + 2 (mu_md + mu_ms) + 2 W_L
-          + E[(q-1)-th fastest of {RTT(L, j) + mu_md + mu_ms + W_j : j != L}]
+          + E[(q-1)-th fastest of {RTT(L, j) + mu_md + mu_ms + W_j + persist : j != L}]
+          + forward [c != L]
 
 RTT pairs are normal with the matrix mean and the set's sd (non-identical distributions:
 the order statistic is integrated numerically, no sampling). ``W`` is a node's mean queue
 wait: Marchal's G/G/1 approximation, scaled to ``pipelines`` workers through Erlang C, applied
 to the node's *jobs* (one job = one message handled: deserialise ``md`` and, when it sends
 something, serialise ``ms``). The leader handles per command ``N`` deserialisations and 2
-serialisations, hence the seed's ``R_max = n_p / (N mu_md + 2 mu_ms)``.
+serialisations, hence the seed's ``R_max = n_p / (N mu_md + 2 mu_ms)``. ``persist`` and
+``forward`` (0 in the seed's model) are fixed delays of a real store: an acceptor's log write
+before it replies, and the extra path of a client that enters at its own region's member
+rather than at the leader (Raft, etcd); see docs/models/paxos-wan.md "Against a real etcd".
 
 This module also holds the parameters (:class:`WanParams`) and the small numeric helpers
 (order statistics of non-identical normals, the queue) that :mod:`.epaxos` and
@@ -84,6 +88,12 @@ class WanParams:
     orders (seed: 2.7x and 153 k req/s). ``sigma_r_factor`` = sigma_r / mu_r of the client
     inter-arrival times (seed: 2). ``leader`` = the Paxos leader region (None: first region).
     ``client_share`` = each region's share of the offered load (None: equal).
+    ``persist_ms`` = a fixed delay each acceptor adds before its phase-2 reply (a real store's
+    log write and fsync, and the rest of its fixed per-write path); ``forward_ms`` = a fixed
+    extra for a client outside the leader's region that talks to its own region's member,
+    which forwards the command and answers once it has learned the commit (Raft/etcd). Both
+    are pure delays (not processing jobs: they take no worker time), 0 by default, and used by
+    the Paxos WAN model and twin only.
     """
 
     regions: RegionSet | str | dict[str, Any] = "aws5"
@@ -96,6 +106,8 @@ class WanParams:
     sigma_r_factor: float = 2.0
     leader: str | None = None
     client_share: tuple[float, ...] | None = field(default=None)
+    persist_ms: float = 0.0
+    forward_ms: float = 0.0
 
     def __post_init__(self) -> None:
         if self.rtt_sd_ms is not None:
@@ -109,7 +121,8 @@ class WanParams:
             v = getattr(self, name)
             require(isinstance(v, int | float) and v > 0,
                     f"{name}={v!r}: a per-message processing time (ms) must be > 0, e.g. 0.025")
-        for name in ("sigma_ms_ms", "sigma_md_ms", "sigma_r_factor"):
+        for name in ("sigma_ms_ms", "sigma_md_ms", "sigma_r_factor", "persist_ms",
+                     "forward_ms"):
             v = getattr(self, name)
             require(isinstance(v, int | float) and v >= 0 and math.isfinite(v),
                     f"{name}={v!r}: a standard deviation must be a finite number >= 0")
@@ -337,11 +350,12 @@ def latency_by_region_ms(p: WanParams, load_rps: float) -> dict[str, float] | No
     for j in range(n):
         if j != lead:
             m, s = p.rtt(lead, j)
-            means.append(m + p.a_mean + waits[j])
+            means.append(m + p.a_mean + waits[j] + p.persist_ms)
             sds.append(math.sqrt(s ** 2 + p.a_var))
     quorum = kth_fastest_mean_ms(means, sds, q - 1)
     core = 2 * p.a_mean + 2 * waits[lead] + quorum
-    return {r: p.rtt(c, lead)[0] + core for c, r in enumerate(p.rs.regions)}
+    return {r: p.rtt(c, lead)[0] + core + (p.forward_ms if c != lead else 0.0)
+            for c, r in enumerate(p.rs.regions)}
 
 
 def max_throughput_rps(p: WanParams) -> float:

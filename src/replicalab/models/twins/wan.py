@@ -198,7 +198,9 @@ def simulate_paxos_wan(p: WanParams, loads_rps: Sequence[float], seed: int = 0,
     """Return the message-level twin's latency curve (ms vs req/s) of Multi-Paxos over WAN.
 
     One node per region; every client sends to the leader, which sends phase-2 to all other
-    nodes and answers after ``floor(N/2)`` replies.
+    nodes and answers after ``floor(N/2)`` replies. A follower holds its reply ``persist_ms``
+    after its job (a log write: a delay, not worker time); a client outside the leader's
+    region gets its answer ``forward_ms`` later (it entered at its own region's member).
     """
     regions = p.rs.regions
     lead = p.leader_index
@@ -222,12 +224,22 @@ def simulate_paxos_wan(p: WanParams, loads_rps: Sequence[float], seed: int = 0,
                     eng.send(lr, regions[j], at_follower, k, j)
 
         def at_follower(k: int, j: int) -> None:
-            eng.job(j, k, True, eng.send, regions[j], lr, reply, k)
+            if p.persist_ms > 0:
+                eng.job(j, k, True, eng.rt.call_later, round(p.persist_ms * 1e6), eng.send,
+                        regions[j], lr, reply, k)
+            else:
+                eng.job(j, k, True, eng.send, regions[j], lr, reply, k)
+
+        def answer(k: int) -> None:
+            if p.forward_ms > 0 and eng.region_of[k] != lead:
+                eng.rt.call_later(round(p.forward_ms * 1e6), eng.finish, k)
+            else:
+                eng.finish(k)
 
         def reply(k: int) -> None:
             got[k] += 1
             if got[k] == need:
-                eng.job(lead, k, True, eng.send, lr, regions[eng.region_of[k]], eng.finish, k)
+                eng.job(lead, k, True, eng.send, lr, regions[eng.region_of[k]], answer, k)
             else:
                 eng.job(lead, k, False)
 
