@@ -182,6 +182,9 @@ def experiment(workload: str, *, policies: str | None = None, regions: str | Non
     None (ValueError names a bad workload, policy, count or duration)."""
     workloads.check(workload)
     d = workloads.DEFAULTS[workload]
+    if balance is not None and not 0 < balance <= 1:
+        raise ValueError(f"--balance {balance} must be a share of the objects in (0, 1], e.g. "
+                         "0.25 for at most a quarter of them per region")
     if policies is None and workload == "skew":
         # the seed's skew run: CoG without and with the filter (at --balance if given)
         policies = SKEW_POLICIES.replace("0.25", str(0.25 if balance is None else balance))
