@@ -30,11 +30,12 @@ class Generic(KV):
 SEEDS = st.integers(0, 2**32 - 1)
 
 
-def sequential_history(n: int, seed: int) -> list[LinOp]:
+def sequential_history(n: int, seed: int, repeat: bool = False) -> list[LinOp]:
     """Ops run one at a time on a register at a point inside their interval (their
     linearization point): the recorded history is linearizable by construction. Some
     writes end ``info`` (half took effect, half did not), some reads fail or time out
-    with a wrong value, cas with a wrong expected value fail."""
+    with a wrong value, cas with a wrong expected value fail. Values written are unique,
+    or with ``repeat`` drawn from 1..3 (written again and again)."""
     rnd = random.Random(seed)
     spans = []
     for i in range(n):
@@ -51,25 +52,26 @@ def sequential_history(n: int, seed: int) -> list[LinOp]:
             ops.append(LinOp(i, i, "read", None, value, outcome, inv, comp))
             continue
         written += 1
+        value = 1 + written % 3 if repeat else written
         if f == "write":
             outcome = rnd.choice(["ok", "ok", "ok", "info", "info-lost"])
             if outcome != "info-lost":
-                state = written
-            ops.append(LinOp(i, i, "write", None, written, outcome[:4], inv, comp))
+                state = value
+            ops.append(LinOp(i, i, "write", None, value, outcome[:4], inv, comp))
             continue
         expected = state if rnd.random() < 0.5 else rnd.choice([None, *range(1, written)])
         if expected == state:
             outcome = rnd.choice(["ok", "ok", "info"])
-            state = written
+            state = value
         else:
             outcome = "fail"
-        ops.append(LinOp(i, i, "cas", None, (expected, written), outcome, inv, comp))
+        ops.append(LinOp(i, i, "cas", None, (expected, value), outcome, inv, comp))
     return sorted(ops, key=lambda o: o.index)
 
 
 @st.composite
 def sequential_histories(draw, max_ops: int = 14):
-    return sequential_history(draw(st.integers(1, max_ops)), draw(SEEDS))
+    return sequential_history(draw(st.integers(1, max_ops)), draw(SEEDS), draw(st.booleans()))
 
 
 @EXAMPLES
@@ -137,15 +139,16 @@ def brute_force(ops: list[LinOp]) -> bool:
 
 
 def random_history(n: int, seed: int) -> list[LinOp]:
-    """Any ops on one key: kinds, values (few, so they repeat), intervals and outcomes
-    at random."""
+    """Any ops on one key: kinds, values, intervals and outcomes at random."""
     rnd = random.Random(seed)
+    # few values (they repeat) or many (mostly written once, as probes write them)
+    pool = list(range(1, rnd.choice([3, 3, 9]) + 1))
     ops = []
     for i in range(n):
         f = rnd.choice(["read", "write", "cas"])
-        v = rnd.choice([None, 1, 2, 3])
-        value = ((v, rnd.choice([1, 2, 3])) if f == "cas" else
-                 v if f == "read" else rnd.choice([1, 2, 3]))
+        v = rnd.choice([None, *pool])
+        value = ((v, rnd.choice(pool)) if f == "cas" else
+                 v if f == "read" else rnd.choice(pool))
         inv = rnd.randint(0, 20)
         outcome = rnd.choice(["ok", "ok", "ok", "info", "fail"])
         ops.append(LinOp(i, i, f, "k", value, outcome, inv, inv + rnd.randint(0, 10)))
@@ -178,3 +181,30 @@ def test_small_random_histories_agree_with_brute_force_and_counterexamples_are_m
     for drop in ce:
         rest = [o for o in ce if o is not drop]
         assert brute_force(relaxed(rest, ops)) is True
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(2, 16), SEEDS, SEEDS, st.booleans())
+def test_the_register_core_agrees_with_the_generic_search_on_perturbed_histories(
+        n, seed, s2, repeat):
+    """Histories too long for the brute force: a sequential register's history with two
+    reads' values swapped or one op's interval moved (linearizable or not), searched by
+    the register core (with its pruning) and by the generic search (without)."""
+    ops = sequential_history(n, seed, repeat)
+    rnd = random.Random(s2)
+    reads = [i for i, o in enumerate(ops) if o.f == "read"]
+    if len(reads) >= 2 and rnd.random() < 0.5:
+        i, j = rnd.sample(reads, 2)
+        a, b = ops[i], ops[j]
+        ops[i] = LinOp(a.index, a.process, a.f, a.key, b.value, a.outcome, a.invoke_ns,
+                       a.complete_ns)
+        ops[j] = LinOp(b.index, b.process, b.f, b.key, a.value, b.outcome, b.invoke_ns,
+                       b.complete_ns)
+    else:
+        i = rnd.randrange(len(ops))
+        o, shift = ops[i], rnd.randint(-40, 40)
+        ops[i] = LinOp(o.index, o.process, o.f, o.key, o.value, o.outcome,
+                       max(0, o.invoke_ns + shift), max(0, o.complete_ns + shift))
+    enc = KV().encode(ops)
+    core = search_part(enc.kinds, enc.a, enc.b, enc.events, enc.init)[0]
+    assert core == int(check(ops, Generic()).valid)

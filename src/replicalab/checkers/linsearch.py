@@ -101,10 +101,27 @@ def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
     # Values no op still to be linearized can observe (read, or expect in a cas) all
     # act alike: the state becomes DEAD, so orders that differ only in which of them
     # was last are one memo entry.
-    obs_left = [0] * (max(max(a, default=0), max(b, default=0), init) + 1)
+    size = max(max(a, default=0), max(b, default=0), init) + 1
+    obs_left = [0] * size
+    # A value replaced while an op that must happen (it has a completion) still has to
+    # observe it, and nothing left writes it again: no completion can satisfy that op,
+    # so the replacing step is pruned at once instead of when the op's completion comes.
+    must_left = [0] * size
+    writes_left = [0] * size
+    has_ret = [False] * n
+    for ev in events:
+        if ev & 1:
+            has_ret[ev >> 1] = True
     for op in range(n):
-        if kinds[op] == READ or (kinds[op] == CAS and a[op] != ANY):
+        k = kinds[op]
+        if k == READ or (k == CAS and a[op] != ANY):
             obs_left[a[op]] += 1
+            if has_ret[op]:
+                must_left[a[op]] += 1
+        if k == WRITE:
+            writes_left[a[op]] += 1
+        elif k == CAS:
+            writes_left[b[op]] += 1
     stack: list[int] = []
     saved: list[int] = []
     cache: set[int] = set()
@@ -139,19 +156,32 @@ def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
                 new = state if obs_left[state] > 1 else DEAD
             elif k == WRITE:
                 new = a[op]
+                if (state >= 0 and new != state and must_left[state]
+                        and not writes_left[state]):
+                    entry = nxt[entry]
+                    continue
                 if not obs_left[new]:
                     new = DEAD
             else:
                 x = a[op]
                 new = b[op]
                 if x == ANY:
+                    if (state >= 0 and new != state and must_left[state]
+                            and not writes_left[state]):
+                        entry = nxt[entry]
+                        continue
                     if not obs_left[new]:
                         new = DEAD
                 elif x != state:
                     entry = nxt[entry]
                     continue
-                elif obs_left[new] == (new == x):
-                    new = DEAD
+                else:
+                    if (new != x and must_left[x] - has_ret[op] > 0
+                            and not writes_left[x]):
+                        entry = nxt[entry]
+                        continue
+                    if obs_left[new] == (new == x):
+                        new = DEAD
             nb = bits | (1 << op)
             key = nb | ((new + 2) << n)
             if key not in cache:
@@ -163,6 +193,12 @@ def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
                 bits, state = nb, new
                 if k == READ or (k == CAS and a[op] != ANY):
                     obs_left[a[op]] -= 1
+                    if has_ret[op]:
+                        must_left[a[op]] -= 1
+                if k == WRITE:
+                    writes_left[a[op]] -= 1
+                elif k == CAS:
+                    writes_left[b[op]] -= 1
                 p, q = prv[entry], nxt[entry]
                 nxt[p], prv[q] = q, p
                 r = match[entry]
@@ -195,6 +231,12 @@ def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
             k = kinds[op]
             if k == READ or (k == CAS and a[op] != ANY):
                 obs_left[a[op]] += 1
+                if has_ret[op]:
+                    must_left[a[op]] += 1
+            if k == WRITE:
+                writes_left[a[op]] += 1
+            elif k == CAS:
+                writes_left[b[op]] += 1
             r = match[e]
             if r:
                 p, q = prv[r], nxt[r]
