@@ -129,7 +129,7 @@ def _show_result(path: Path, result: Any) -> None:
 def check(
     paths: Annotated[list[Path], typer.Argument(
         help="Run directories, Jepsen EDN histories (one op map per line or one vector of "
-             "maps) or JSON lines exports.", show_default=False)],
+             "maps) or JSON lines exports.", show_default=False, metavar="PATH")],
     model: Annotated[str, typer.Option(
         help="register (read/write), cas-register (read/write/cas) or kv (a cas register "
              "per key, checked key by key).")] = "kv",
