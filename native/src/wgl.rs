@@ -1,19 +1,28 @@
 //! The Wing–Gong–Lowe search for one part of a history (one key), with memoisation of
-//! (set of linearized operations, model state), over the register and cas-register models.
+//! (set of linearized operations, model state), over the register and cas-register models:
+//! the native twin of `replicalab.checkers.linsearch.search_part`, same contract.
 //!
-//! The history is a doubly linked list of call and return events in time order. The
-//! search walks it from the head: at a call it tries to linearize that operation now
-//! (the model step must be legal and the resulting (set, state) new), lifting the call and
-//! its return out of the list and starting again from the head; at a return (an operation
-//! that must already have been linearized was not) it backtracks. Operations whose outcome
-//! is unknown (`info`) have no return event: they may be linearized at any point after
-//! their call or never, so the search succeeds once every completed operation is placed.
+//! The history is a doubly linked list of invoke and completion events in time order. The
+//! search walks it from the head: at an invoke it tries to linearize that operation now
+//! (the model step must be legal and the resulting (set, state) new), lifting the invoke
+//! and its completion out of the list and starting again from the head; at a completion
+//! (an operation that must already have been linearized was not) it backtracks. Operations
+//! whose outcome is unknown (`info`) have no completion: they may be linearized at any
+//! point after their invoke or never, so the search succeeds once every completed
+//! operation is placed.
+//!
+//! Two reductions, both exact (the pure-Python core makes the same ones):
+//! * a read legal in the current state is linearized at once, without trying anything
+//!   else there: if any linearization goes on from that configuration, one goes on with
+//!   the read first (it changes no state and everything that must precede it is placed);
+//! * a value that no operation left to linearize can observe (read, or expect in a cas)
+//!   makes the state `DEAD`, so orders that differ only in such writes share a memo entry.
 //!
 //! Memo keys are cheap to compare because the set of linearized completed operations,
-//! numbered in call order, is all of `0..lc`, none of `hc..`, and a few words in between
-//! (an operation can only be linearized once every operation that returned before its
-//! call has been): an entry stores those words and the small bitset of `info` operations.
-//! The hash is a Zobrist hash kept up to date in O(1) per step.
+//! numbered in invoke order, is all of `0..lc`, none of `hc..`, and a few words in between
+//! (an operation can only be linearized once every operation that completed before its
+//! invoke has been): an entry stores those words and the small bitset of `info`
+//! operations. The hash is a Zobrist hash kept up to date in O(1) per step.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -103,7 +112,8 @@ fn state_hash(state: i64) -> u64 {
     mix64(state as u64 ^ 0x5851_F42D_4C95_7F2D).rotate_left(17)
 }
 
-/// The memo keys are already well mixed 64-bit hashes: use them as they are.
+/// The memo keys are already well mixed 64-bit hashes: use them as they are (values are
+/// mixed first).
 #[derive(Default)]
 struct IdHasher(u64);
 
@@ -116,6 +126,10 @@ impl Hasher for IdHasher {
     }
     fn write_u64(&mut self, n: u64) {
         self.0 = n;
+    }
+    fn write_i64(&mut self, n: i64) {
+        // values are the caller's ints, often small and dense: spread them
+        self.0 = mix64(n as u64);
     }
 }
 
@@ -174,8 +188,14 @@ impl LinSet {
 }
 
 impl Memo {
-    fn new() -> Self {
-        Memo { heads: HashMap::default(), entries: Vec::new(), words: Vec::new() }
+    /// A memo sized for about `n` configurations (a linearizable part with little
+    /// backtracking needs one per op).
+    fn with_capacity(n: usize) -> Self {
+        Memo {
+            heads: HashMap::with_capacity_and_hasher(n, Default::default()),
+            entries: Vec::with_capacity(n),
+            words: Vec::with_capacity(2 * n),
+        }
     }
 
     fn clear(&mut self) {
@@ -298,7 +318,8 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
 
     // values renumbered densely (the caller's may be any ints >= 0), then how many ops
     // still to linearize observe each
-    let mut dense: HashMap<i64, i64> = HashMap::new();
+    let mut dense: HashMap<i64, i64, BuildHasherDefault<IdHasher>> =
+        HashMap::with_capacity_and_hasher(n + 1, Default::default());
     let mut id_of = |v: i64| {
         let k = dense.len() as i64;
         *dense.entry(v).or_insert(k)
@@ -335,7 +356,7 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
             lc: 0,
             hc: 0,
         },
-        memo: Memo::new(),
+        memo: Memo::with_capacity(n.min(limits.max_entries)),
         max_entries: limits.max_entries,
         states: 0,
         stack: Vec::new(),
