@@ -48,6 +48,8 @@ DEFAULT_CACHE_BYTES = 256 * 2**20
 """Memo cache budget per part (the one part being searched at a time)."""
 SHRINK_TIMEOUT_S = 10.0
 """Most time spent shrinking one part's counterexample (then it is returned as it is)."""
+SHRINK_GRACE_S = 1.0
+"""How far past a check's deadline shrinking may go, all parts together."""
 _VERDICT = {1: True, 0: False, -1: "unknown"}
 
 try:  # the native core (native/, built by make) when installed; pure Python otherwise
@@ -122,10 +124,13 @@ def _verdict_of(model: Model, ops: list[LinOp], deadline_s: float | None,
 
 def check_part(model: Model, key: Any, ops: Sequence[LinOp], deadline_s: float | None = None,
                t0_ns: int | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES,
-               shrink_timeout_s: float = SHRINK_TIMEOUT_S) -> PartResult:
+               shrink_timeout_s: float = SHRINK_TIMEOUT_S,
+               shrink_deadline_s: float | None = None) -> PartResult:
     """Return the verdict on one part (``ops`` of one key), with its counterexample and
     explanation when it is not linearizable; times in explanations are ms since
-    ``t0_ns`` (default: the part's first invoke)."""
+    ``t0_ns`` (default: the part's first invoke). The search stops at ``deadline_s``,
+    shrinking after ``shrink_timeout_s`` or at ``shrink_deadline_s`` (``time.monotonic()``
+    values), whichever is first; then the counterexample is returned as it stands."""
     started = time.monotonic()
     ops = list(ops)
     if t0_ns is None:
@@ -139,12 +144,12 @@ def check_part(model: Model, key: Any, ops: Sequence[LinOp], deadline_s: float |
         return PartResult(key, "unknown", len(ops), linearization, None,
                           explain_prefix(order, stuck, model, t0_ns, len(ops)),
                           time.monotonic() - started)
-    # a later deadline for shrinking than for searching: the verdict is known, the
-    # explanation is what a person needs, but it must still end
+    # shrinking may run past this part's share of the time (the verdict is known and
+    # the counterexample is what a person needs) but not past shrink_deadline_s
     now = time.monotonic()
     end = now + shrink_timeout_s
-    if deadline_s is not None:
-        end = min(end, max(deadline_s, now + 1.0))
+    if shrink_deadline_s is not None:
+        end = min(end, shrink_deadline_s)
 
     kept = prepare(ops)
 
@@ -191,12 +196,13 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
     else:
         # two passes: first each part gets a fair share of the time left, so one hard key
         # cannot keep easy ones undecided; then the undecided ones share what remains
+        shrink_until = deadline_s + SHRINK_GRACE_S
         deferred = []
         for n, j in enumerate(order):
             now = time.monotonic()
             share = now + max(0.0, deadline_s - now) / (len(order) - n)
             r = check_part(m, parts[j][0], parts[j][1], min(share, deadline_s), t0_ns,
-                           cache_bytes)
+                           cache_bytes, shrink_deadline_s=shrink_until)
             results[j] = r
             if r.valid == "unknown":
                 deferred.append(j)
@@ -206,7 +212,8 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
                     progress(done, len(parts))
         for j in deferred:
             if time.monotonic() < deadline_s:
-                r = check_part(m, parts[j][0], parts[j][1], deadline_s, t0_ns, cache_bytes)
+                r = check_part(m, parts[j][0], parts[j][1], deadline_s, t0_ns, cache_bytes,
+                               shrink_deadline_s=shrink_until)
                 if r.valid != "unknown" or len(r.linearization or ()) >= len(
                         results[j].linearization or ()):
                     results[j] = r

@@ -24,6 +24,8 @@ from typing import Any
 from replicalab.checkers.accounting import FINAL
 from replicalab.checkers.linmodels import UNKNOWN, LinOp, Model, show_value
 
+MAX_LISTED = 20
+"""Operations a paragraph lists (a counterexample not fully shrunk can be long)."""
 Verdict = Callable[[list[LinOp], float | None], int]
 """``verdict(ops, deadline_s)`` -> 1 linearizable, 0 not, -1 unknown."""
 
@@ -248,7 +250,10 @@ def explain(ce: Sequence[LinOp], part: Sequence[LinOp], model: Model, t0_ns: int
     head = _headline(ops, part, model, t0_ns) or (
         f"These {len(ops)} operations cannot be put in any order that respects real time "
         f"and the {model.name} model's rules.")
-    listed = "; ".join(f"{who(o.process)} {model.describe(o)} {_span(o, t0_ns)}" for o in ops)
+    listed = "; ".join(f"{who(o.process)} {model.describe(o)} {_span(o, t0_ns)}"
+                       for o in ops[:MAX_LISTED])
+    if len(ops) > MAX_LISTED:
+        listed += f"; and {len(ops) - MAX_LISTED} more"
     what = "minimal counterexample" if minimal else "counterexample (not fully shrunk)"
     count = f"{len(ops)} operation{'' if len(ops) == 1 else 's'}"
     return f"{head} The {what}, {count}: {listed}."
