@@ -378,6 +378,7 @@ def run_workload(spec: QueueSpec, progress: Callable[[float], None] | None = Non
 
     readers = [Reader(r) for r in range(spec.n_readers())]
     workers: dict[int, Worker] = {}
+    retired: list[Worker] = []  # crashed workers: their clients are closed at the end
     tasks: dict[int, Any] = {}
 
     async def start_worker(k: int, gen: int) -> None:
@@ -397,6 +398,9 @@ def run_workload(spec: QueueSpec, progress: Callable[[float], None] | None = Non
         for tag, state in list(w.reader.seen.items()):
             if state == k:  # the reader sees its thread die and forgets its work in progress
                 del w.reader.seen[tag]
+        if len(readers) == spec.consumers:  # the consumer was a reader process of its own
+            readers[k] = Reader(k)  # ... and comes back with nothing in memory
+        retired.append(w)
         now = rt.now_ns()
         log.close_open(now, "crashed", process=k)
         row = log.invoke("crash", k, now, note=f"consumer {k} stopped without deleting")
@@ -442,7 +446,7 @@ def run_workload(spec: QueueSpec, progress: Callable[[float], None] | None = Non
                       *(t for w in workers.values() for t in w.tasks)]:
                 t.cancel()
             log.close_open(rt.now_ns(), "run ended")
-            await _close(queue, store, workers)
+            await _close(queue, store, [*retired, *workers.values()])
 
     interrupted = False
     try:
@@ -471,9 +475,9 @@ def _failure(tasks: Any) -> str:
     return ""
 
 
-async def _close(queue: Queue, store: Store | None, workers: dict[int, Worker]) -> None:
+async def _close(queue: Queue, store: Store | None, workers: list[Worker]) -> None:
     # closing must not hide the run's result: a failing close is ignored
-    things: list[Any] = [c for w in workers.values() for c in (w.client, *w.stores)]
+    things: list[Any] = [c for w in workers for c in (w.client, *w.stores)]
     for thing in [*things, queue, store]:
         if thing is not None:
             with contextlib.suppress(Exception):
