@@ -51,13 +51,18 @@ def histogram_figure(hist: Mapping[str, Mapping[str, int]]) -> Figure:
     """Return bars: how many messages were delivered / processed k times."""
     fig, ax = _new()
     width = 0.4
+    every: set[int] = set()
     for j, (name, color) in enumerate((("deliveries", "#1f77b4"), ("processing", "#2ca02c"))):
         h = hist.get(name, {})
         ks = sorted(int(k) for k in h)
-        ax.bar([k + (j - 0.5) * width for k in ks], [h[str(k)] for k in ks], width,
-               color=color, label=f"{name}")
+        every.update(ks)
+        bars = ax.bar([k + (j - 0.5) * width for k in ks], [h[str(k)] for k in ks], width,
+                      color=color, label=f"{name}")
+        ax.bar_label(bars, fontsize=7)  # a log axis hides how small the tail is
     ax.set_yscale("log")
-    ax.set_xlabel("times (k)")
+    ax.set_ylim(bottom=0.7)
+    ax.set_xticks(sorted(every), [str(k) for k in sorted(every)])
+    ax.set_xlabel("times delivered / processed (k)")
     ax.set_ylabel("messages")
     ax.legend(fontsize=8)
     return fig
