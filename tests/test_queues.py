@@ -4,6 +4,8 @@ guarantee (issue 11)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from replicalab.checkers.deliveries import check_deliveries
@@ -229,3 +231,19 @@ def test_a_streamed_record_survives_a_kill(tmp_path):
     assert got["outcome"] == ["ok", "info"] and got["note"][1] == "killed"
     assert got["count"][0] == 1
     assert merge(got, got)["kind"] == ["receive", "process"] * 2
+
+
+def test_compare_gives_sim_queues_a_sim_central_store_when_the_central_is_real(tmp_path):
+    from replicalab.queues.run import compare_queues
+    from replicalab.report.queues import short_url
+
+    run = compare_queues(QueueSpec(messages=60, central="redis://127.0.0.1:1"),
+                         ["sim://sqs"], ["none", "central"], [3], tmp_path)
+    [none, central] = run.results["runs"]
+    assert none["summary"]["store_ops"] == 0 and central["summary"]["store_ops_per_message"] >= 3
+    sub = json.loads((tmp_path / run.run_dir.name / central["run_dir"] / "results.json")
+                     .read_text())
+    assert sub["central"]["kind"] == "sim/simpledb"
+    assert [r["strategy"] for r in run.results["ratios"]] == ["none", "central"]
+    assert short_url("redis://h:1?replicas=&regions=lan&node_regions=local&queue=q") == \
+        "redis://h:1?queue=q"
