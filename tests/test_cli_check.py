@@ -4,6 +4,7 @@ directories; exit codes 0 / 1 / 3 and bad input (2, one line naming file and lin
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -216,3 +217,16 @@ def test_edn_reader_forms():
     assert [f for f, _ in rest] == ["a", -3, 0.5, "sym"]
     with pytest.raises(HistoryFileError, match=r"x.edn:1: the file ends inside"):
         parse_edn("{:a [1 2", "x.edn")
+
+
+def test_edn_reader_errors_and_lines():
+    forms = parse_edn("[{:a 1}\n #_ {:gone 2}\n {:b\n 3}]")
+    assert forms == [([{"a": 1}, {"b": 3}], 1)]
+    for text, needle in [("{:a 1 :b}", "x.edn:1: a map needs an even number of forms"),
+                         ("[1 2}\n", "x.edn:1: '}' closes the [ opened on line 1"),
+                         ("\n]", "x.edn:2: unexpected ']'"),
+                         ("{:a 1e}", "x.edn:1: bad number '1e'"),
+                         ("[#_]", "x.edn:1: unexpected ']'"),
+                         ("[1 #tag", "x.edn:1: the file ends inside #_ or a tag")]:
+        with pytest.raises(HistoryFileError, match=re.escape(needle)):
+            parse_edn(text, "x.edn")
