@@ -11,12 +11,14 @@
 //! point after their invoke or never, so the search succeeds once every completed
 //! operation is placed.
 //!
-//! Two reductions, both exact (the pure-Python core makes the same ones):
+//! Three reductions, all exact (the pure-Python core makes the same ones):
 //! * a read legal in the current state is linearized at once, without trying anything
 //!   else there: if any linearization goes on from that configuration, one goes on with
 //!   the read first (it changes no state and everything that must precede it is placed);
 //! * a value that no operation left to linearize can observe (read, or expect in a cas)
-//!   makes the state `DEAD`, so orders that differ only in such writes share a memo entry.
+//!   makes the state `DEAD`, so orders that differ only in such writes share a memo entry;
+//! * a step that replaces a value some op that must happen still has to observe, when no
+//!   op left writes that value again, is pruned at once (that op could never be placed).
 //!
 //! Memo keys are cheap to compare because the set of linearized completed operations,
 //! numbered in invoke order, is all of `0..lc`, none of `hc..`, and a few words in between
@@ -334,12 +336,7 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
         })
         .collect();
     let ops = &owned[..];
-    let mut obs_left = vec![0u32; dense.len() + 1];
-    for op in ops {
-        if let Some(v) = observed(op) {
-            obs_left[v] += 1;
-        }
-    }
+    let values = dense.len() + 1;
     let mut s = Search {
         ops,
         info,
@@ -360,11 +357,19 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
         max_entries: limits.max_entries,
         states: 0,
         stack: Vec::new(),
-        state: if obs_left.get(init as usize).is_some_and(|&k| k > 0) { init } else { DEAD },
-        obs_left,
+        state: init,
+        obs_left: vec![0; values],
+        must_left: vec![0; values],
+        writes_left: vec![0; values],
         hash: 0,
         placed: 0,
     };
+    for i in 0..n {
+        s.count(i, 1);
+    }
+    if s.obs_left[init as usize] == 0 {
+        s.state = DEAD;
+    }
     let mut best: Vec<u32> = Vec::new();
     let mut stuck: Option<u32> = None;
     let mut entry = NIL;
@@ -392,7 +397,7 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
             fresh = false;
             let read = s.legal_read();
             if read != NIL {
-                let new_state = s.step(&s.ops[s.node_op[read as usize] as usize]);
+                let new_state = s.step(s.node_op[read as usize] as usize);
                 if s.place(read, new_state.unwrap_or(DEAD), true) {
                     fresh = true;
                     continue;
@@ -412,10 +417,10 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
                              states: s.states };
         }
         if s.is_call[entry as usize] {
-            let op = &s.ops[s.node_op[entry as usize] as usize];
+            let i = s.node_op[entry as usize] as usize;
             // no read is legal in this configuration (one would have been taken)
-            if op.f != READ {
-                if let Some(new_state) = s.step(op) {
+            if s.ops[i].f != READ {
+                if let Some(new_state) = s.step(i) {
                     if s.place(entry, new_state, false) {
                         fresh = true;
                         continue;
@@ -425,7 +430,7 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
             entry = s.next[entry as usize];
         } else {
             // the completion of an op not yet linearized: backtrack
-            if s.stack.len() > best.len() {
+            if s.stack.len() > best.len() || stuck.is_none() {
                 // the deepest prefix yet, and the completion it could not get past
                 best = s.order();
                 stuck = Some(s.node_op[entry as usize]);
@@ -456,23 +461,56 @@ struct Search<'a> {
     states: u64,
     stack: Vec<Frame>,
     state: i64,
+    /// Per value: ops left to linearize that observe it, those of them that must happen,
+    /// and ops left that write it.
     obs_left: Vec<u32>,
+    must_left: Vec<u32>,
+    writes_left: Vec<u32>,
     hash: u64,
     placed: u32,
 }
 
 impl Search<'_> {
-    /// The register / cas-register step: the state after `op` if it is legal now (DEAD
-    /// when no op left to linearize can observe the new value).
+    /// The register / cas-register step: the state after op `i` if it is legal now (DEAD
+    /// when no op left to linearize can observe the new value), or None. A step that
+    /// replaces a value some op that must happen still has to observe, when nothing left
+    /// writes that value again, is None too: that op could never be linearized.
     #[inline]
-    fn step(&self, op: &Op) -> Option<i64> {
+    fn step(&self, i: usize) -> Option<i64> {
+        let op = &self.ops[i];
         let live = |v: i64, k: u32| if self.obs_left[v as usize] > k { v } else { DEAD };
+        // would replacing the current value strand an op that must observe it? (`mine`:
+        // this op is one of those observers itself)
+        let strands = |new: i64, mine: u32| {
+            let s = self.state;
+            s >= 0 && new != s && self.must_left[s as usize] > mine
+                && self.writes_left[s as usize] == 0
+        };
         match op.f {
             // after this read one observer fewer is left
             READ => (self.state == op.a).then(|| live(op.a, 1)),
-            WRITE => Some(live(op.a, 0)),
-            _ if op.a == ANY => Some(live(op.b, 0)),
-            _ => (self.state == op.a).then(|| live(op.b, (op.b == op.a) as u32)),
+            WRITE => (!strands(op.a, 0)).then(|| live(op.a, 0)),
+            _ if op.a == ANY => (!strands(op.b, 0)).then(|| live(op.b, 0)),
+            _ => (self.state == op.a && !strands(op.b, !self.info[i] as u32))
+                .then(|| live(op.b, (op.b == op.a) as u32)),
+        }
+    }
+
+    /// Count op `i` in (`d` = 1) or out of (`d` = -1) what is left to linearize.
+    #[inline]
+    fn count(&mut self, i: usize, d: i32) {
+        let op = self.ops[i];
+        let add = |x: &mut u32| *x = x.wrapping_add_signed(d);
+        if let Some(v) = observed(&op) {
+            add(&mut self.obs_left[v]);
+            if !self.info[i] {
+                add(&mut self.must_left[v]);
+            }
+        }
+        match op.f {
+            WRITE => add(&mut self.writes_left[op.a as usize]),
+            CAS => add(&mut self.writes_left[op.b as usize]),
+            _ => {}
         }
     }
 
@@ -534,9 +572,7 @@ impl Search<'_> {
         if !is_info {
             self.placed += 1;
         }
-        if let Some(v) = observed(&self.ops[i]) {
-            self.obs_left[v] -= 1;
-        }
+        self.count(i, -1);
         true
     }
 
@@ -548,9 +584,7 @@ impl Search<'_> {
         if !self.info[i] {
             self.placed -= 1;
         }
-        if let Some(v) = observed(&self.ops[i]) {
-            self.obs_left[v] += 1;
-        }
+        self.count(i, 1);
         self.set.lc = top.lc;
         self.set.hc = top.hc;
         self.hash ^= zobrist(self.cid[i], self.info[i]);
@@ -639,8 +673,9 @@ mod tests {
         let stale = [(WRITE, 1, 0, 0, 10), (READ, 0, 0, 11, 12)];
         let out = run(&stale);
         assert_eq!(out.verdict, Verdict::NotLinearizable);
-        assert_eq!(out.order, vec![0]);
-        assert_eq!(out.stuck, Some(1));
+        // writing 1 would strand the read of 0: the search is stuck at the write's end
+        assert_eq!(out.order, Vec::<u32>::new());
+        assert_eq!(out.stuck, Some(0));
     }
 
     #[test]
