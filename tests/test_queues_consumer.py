@@ -91,3 +91,33 @@ def test_sigkilled_consumer_process_central_processes_each_message_once(redis_dc
     assert s["interrupted_processing"] == 1 and s["max_receive_count"] >= 2
     assert s["duplicate_processing"] == 0 and s["exactly_once"]
     assert b_rows["kind"].count("claim_takeover") >= 1  # B took A's expired claim over
+
+
+def test_processes_need_a_real_queue():
+    from replicalab.queues.workload import QueueSpec
+
+    with pytest.raises(ValueError, match="drop --processes"):
+        QueueSpec(processes=True).check()
+
+
+@integration
+def test_queue_run_with_consumer_processes_survives_a_sigkill(redis_dc3):
+    from replicalab.faults.schedule import parse_fault
+    from replicalab.queues.workload import QueueSpec, run_workload
+
+    cluster, _ = redis_dc3
+    base = cluster.url
+    url = base + ("&" if "?" in base else "?") + f"queue=p{uuid.uuid4().hex[:10]}"
+    o = run_workload(QueueSpec(queue=url, strategy="central", central=base, consumers=4,
+                               messages=40, batch=1, process_ms=500, process_sigma=0.0,
+                               slow_fraction=0.0, visibility_s=2.0, empty_poll_ms=50,
+                               max_duration_s=120, processes=True,
+                               faults=(parse_fault("at=4s crash node=1 for=2s"),)))
+    assert not o.notes, o.notes
+    cols = o.log.columns()
+    assert "crash" in cols["kind"] and any("SIGKILL" in n for n in cols["note"])
+    s = check_deliveries(cols, o.dead_letters)["summary"]
+    assert s["messages"] == 40 and s["lost"] == 0
+    assert s["duplicate_processing"] == 0 and s["exactly_once"]
+    # every consumer process recorded its work: four of them plus the restarted one
+    assert {p for p in cols["process"] if p >= 0} == {0, 1, 2, 3}

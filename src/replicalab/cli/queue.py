@@ -58,7 +58,7 @@ def _spec(**kw: Any) -> Any:
         process_sigma=kw["process_sigma"], slow_fraction=kw["slow_fraction"],
         slow_s=parse_duration_s(kw["slow"], "--slow"),
         max_duration_s=parse_duration_s(kw["max_duration"], "--max-duration"),
-        seed=kw["seed"], faults=faults)
+        seed=kw["seed"], faults=faults, processes=kw.get("processes", False))
     spec.check()
     return spec
 
@@ -120,8 +120,11 @@ def run_cmd(
     readers: Readers = 0, batch: Batch = 10, visibility: Visibility = "30s",
     process: Process = "1s", process_sigma: Sigma = 0.5, slow_fraction: SlowFraction = 0.01,
     slow: Slow = "45s", fault: FaultOpt = None, faults_file: FaultsFile = None,
-    max_duration: MaxDuration = "1h", seed: Seed = 1, out: Out = Path("runs"),
-    as_json: AsJson = False,
+    max_duration: MaxDuration = "1h", seed: Seed = 1,
+    processes: Annotated[bool, typer.Option(
+        "--processes", help="Real queues: each reader a process of its own, so a crash fault "
+        "is a SIGKILL.")] = False,
+    out: Out = Path("runs"), as_json: AsJson = False,
 ) -> None:
     """Send messages, consume them in parallel and account for every delivery.
 
@@ -136,7 +139,8 @@ def run_cmd(
                      messages=messages, producers=producers, readers=readers, batch=batch,
                      visibility=visibility, process=process, process_sigma=process_sigma,
                      slow_fraction=slow_fraction, slow=slow, fault=fault,
-                     faults_file=faults_file, max_duration=max_duration, seed=seed)
+                     faults_file=faults_file, max_duration=max_duration, seed=seed,
+                     processes=processes)
         with progress_bar(f"queue {strategy} on {queue}", not as_json) as tick:
             run = run_queue(spec, out, lambda f: tick(f, "messages finished"))
     except (ValueError, UserError) as err:

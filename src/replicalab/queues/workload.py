@@ -58,6 +58,7 @@ class QueueSpec:
     max_duration_s: float = 3600.0
     seed: int = 1
     faults: tuple[Fault, ...] = ()
+    processes: bool = False  # real queues: each reader a process of its own (SIGKILL crashes)
 
     def check(self) -> None:
         """Raise ValueError (one line naming the fix) for an impossible run."""
@@ -84,13 +85,19 @@ class QueueSpec:
         if self.central is not None and self.strategy not in CENTRAL:
             raise ValueError(f"--central is used by the central strategies only, not "
                              f"{self.strategy!r}; drop it or pick --strategy central")
+        if self.processes and self.queue.startswith("sim://"):
+            raise ValueError("--processes runs consumers as processes of their own against a "
+                             "real queue; sim://sqs lives in one process's virtual time: drop "
+                             "--processes or give a redis:// or postgresql:// queue")
+        targets, what = ((self.n_readers(), "consumer processes") if self.processes
+                         else (self.consumers, "consumers"))
         for f in self.faults:
             if f.action != "crash" or f.node is None:
                 raise ValueError(f"fault {f.label!r}: queue runs take crash faults on a "
                                  "consumer (crash node=K at=10s for=30s)")
-            if f.node >= self.consumers:
-                raise ValueError(f"fault {f.label!r}: there are consumers 0..."
-                                 f"{self.consumers - 1}; pick one of them")
+            if f.node >= targets:
+                raise ValueError(f"fault {f.label!r}: there are {what} 0...{targets - 1}; "
+                                 "pick one of them")
 
     def n_readers(self) -> int:
         """Return how many readers the consumers form (tag: 1 unless told)."""
@@ -339,6 +346,10 @@ def run_workload(spec: QueueSpec, progress: Callable[[float], None] | None = Non
     """Run ``spec`` to the end (every acknowledged message deleted or dead-lettered, or
     ``max_duration_s``) and return what it recorded; Ctrl-C keeps what was recorded."""
     spec.check()
+    if spec.processes:
+        from replicalab.queues.processes import run_processes
+
+        return run_processes(spec, progress)
     queue, store = open_backends(spec)
     rt = queue.runtime
     log = QueueLog()

@@ -1,0 +1,162 @@
+"""The queue workload with consumer processes (``--processes``, real queues only): each reader
+is a ``python -m replicalab.queues.consumer`` process of its own, so a crash fault is a
+SIGKILL, as it would be in production. Producers run here; each process streams its record
+to a file that is merged with the producers' when the run ends (operations a killed process
+began and never finished become ``info``: killed). The run ends when the producers are done
+and the queue counts nothing visible and nothing in flight, or at ``max_duration_s``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from replicalab.cluster import process
+from replicalab.queues.base import QueueError
+from replicalab.queues.record import PRODUCER, QueueLog, merge, read_jsonl
+from replicalab.queues.workload import QueueOutcome, QueueSpec, open_backends
+
+POLL_S = 0.2  # how often the run looks at the queue's counts
+
+
+def _threads(spec: QueueSpec) -> list[tuple[int, int]]:
+    """Return (first consumer index, threads) of each reader process."""
+    n = spec.n_readers()
+    out, first = [], 0
+    for r in range(n):
+        k = spec.consumers // n + (r < spec.consumers % n)
+        out.append((first, k))
+        first += k
+    return out
+
+
+def _argv(spec: QueueSpec, claims: str, record: Path, first: int, threads: int,
+          gen: int) -> list[str]:
+    argv = [sys.executable, "-m", "replicalab.queues.consumer", "--queue", spec.queue,
+            "--strategy", spec.strategy, "--claims", claims, "--record", str(record),
+            "--index", str(first), "--gen", str(gen), "--threads", str(threads),
+            "--batch", str(spec.batch), "--visibility-s", repr(spec.visibility_s),
+            "--process-ms", repr(spec.process_ms), "--process-sigma", repr(spec.process_sigma),
+            "--slow-fraction", repr(spec.slow_fraction), "--slow-s", repr(spec.slow_s),
+            "--empty-poll-ms", repr(spec.empty_poll_ms),
+            "--max-duration-s", repr(spec.max_duration_s), "--seed", str(spec.seed)]
+    if spec.central is not None:
+        argv += ["--central", spec.central]
+    return argv
+
+
+def run_processes(spec: QueueSpec, progress: Callable[[float], None] | None = None
+                  ) -> QueueOutcome:
+    """Run ``spec`` with one process per reader; return the merged record."""
+    queue, store = open_backends(spec)
+    rt = queue.runtime
+    log = QueueLog()
+    token = f"r{time.time_ns() % 10**12:x}"
+    claims = f"claims-{token}"
+    tmp = Path(tempfile.mkdtemp(prefix="replicalab-queue-"))
+    layout = _threads(spec)
+    pids: dict[int, int] = {}
+    records: list[Path] = []
+    notes: list[str] = []
+    dead: list[str] = []
+    acked: set[str] = set()
+    t0 = rt.now_ns()
+    wall0 = time.monotonic()
+
+    def start(r: int, gen: int) -> None:
+        first, threads = layout[r]
+        rec = tmp / f"c{r}-g{gen}.jsonl"
+        records.append(rec)
+        pids[r] = process.start(_argv(spec, claims, rec, first, threads, gen),
+                                tmp / f"c{r}-g{gen}.log", label=f"queue consumer {r}")
+
+    def crash(r: int, for_s: float, gen: int) -> None:
+        pid = pids.pop(r, None)
+        if pid is None:
+            return
+        process.kill9(pid)  # as a machine that loses power: nothing is cleaned up
+        row = log.invoke("crash", layout[r][0], rt.now_ns(),
+                         note=f"consumer process {r} (pid {pid}) SIGKILLed")
+        asyncio.get_running_loop().call_later(for_s, restart, r, gen + 1, row)
+
+    def restart(r: int, gen: int, row: int) -> None:
+        log.done(row, rt.now_ns())
+        if not stopping[0]:
+            start(r, gen)
+
+    stopping = [False]
+
+    async def produce(p: int) -> None:
+        client = await queue.connect()
+        try:
+            for k in range(p, spec.messages, spec.producers):
+                tag = f"{token}.{k:06d}"
+                i = log.invoke("send", PRODUCER, rt.now_ns(), tag=tag)
+                try:
+                    mid = await client.send(f"{tag}|payload {k}")
+                except QueueError as err:
+                    log.done(i, rt.now_ns(), "info", note=str(err))
+                    continue
+                log.done(i, rt.now_ns(), msg_id=mid)
+                acked.add(mid)
+        finally:
+            await client.close()
+
+    async def main() -> None:
+        for r in range(len(layout)):
+            start(r, 0)
+        loop = asyncio.get_running_loop()
+        for f in spec.faults:
+            loop.call_later(f.at_s, crash, f.node, f.for_s, 0)
+        producers = [asyncio.ensure_future(produce(p)) for p in range(spec.producers)]
+        try:
+            while True:
+                await asyncio.sleep(POLL_S)
+                sent = all(p.done() for p in producers)
+                try:
+                    dead[:] = [d.id for d in await queue.dead_letters()]
+                    visible, in_flight = await queue.depth()
+                except QueueError:
+                    continue
+                if progress is not None and sent:
+                    progress(1 - (visible + in_flight) / max(1, spec.messages))
+                if sent and visible == 0 and in_flight == 0:
+                    break
+                if pids and not any(process.alive(p) for p in pids.values()):
+                    notes.append("stopped: every consumer process exited; their logs: "
+                                 + ", ".join(str(p) for p in sorted(tmp.glob("*.log"))))
+                    break
+                if rt.now_ns() - t0 >= spec.max_duration_s * 1e9:
+                    notes.append(f"stopped at --max-duration {spec.max_duration_s:g} s with "
+                                 f"{visible + in_flight} messages in the queue")
+                    break
+        finally:
+            stopping[0] = True
+            for p in producers:
+                p.cancel()
+            process.stop_many(list(pids.values()))  # SIGTERM: a clean stop, rows closed
+            log.close_open(rt.now_ns(), "run ended")
+            with contextlib.suppress(Exception):
+                await queue.close()
+            if store is not None:
+                with contextlib.suppress(Exception):
+                    await store.close()
+
+    interrupted = False
+    try:
+        rt.run(main())
+    except KeyboardInterrupt:
+        interrupted = True
+        notes.append("interrupted by Ctrl-C: what was recorded is kept")
+    merged = QueueLog()
+    merged.cols = merge(log.columns(), *(read_jsonl(p) for p in records if p.exists()))
+    if not notes:  # the consumer logs only matter when something went wrong
+        shutil.rmtree(tmp, ignore_errors=True)
+    return QueueOutcome(merged, dead, queue.info.to_json(),
+                        store.info.to_json() if store is not None else None,
+                        rt.now_ns() - t0, time.monotonic() - wall0, notes, interrupted)
