@@ -50,7 +50,6 @@ SHRINK_TIMEOUT_S = 10.0
 """Most time spent shrinking one part's counterexample (then it is returned as it is)."""
 SHRINK_GRACE_S = 1.0
 """How far past a check's deadline shrinking may go, all parts together."""
-_VERDICT = {1: True, 0: False, -1: "unknown"}
 
 try:  # the native core (native/, built by make) when installed; pure Python otherwise
     from replicalab_native import search_part as _native_search_part
