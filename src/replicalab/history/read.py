@@ -287,7 +287,7 @@ def read_history(path: Path, independent: bool = False) -> tuple[History, list[i
     invoke (or the invoke's position among the events, 1-based, when several events share
     a line); raises HistoryFileError naming the file and line of the first problem."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not an op
     except UnicodeDecodeError:
         raise HistoryFileError(f"{path}: not a text file; expected Jepsen EDN or JSON "
                                "lines") from None
