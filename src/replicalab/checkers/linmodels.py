@@ -113,12 +113,15 @@ def event_order(ops: Sequence[LinOp]) -> list[int]:
     ``2 i + 1`` for the completion of an ``ok`` op (``info`` ops have none); an invoke
     sorts before a completion at the same time (touching ops are concurrent)."""
     evs = []
+    add = evs.append
     for i, op in enumerate(ops):
-        evs.append((op.invoke_ns, 0, i, 2 * i))
+        t = op.invoke_ns
+        add((t, 0, 2 * i))
         if op.outcome == "ok":
-            evs.append((max(op.complete_ns, op.invoke_ns), 1, i, 2 * i + 1))
+            c = op.complete_ns
+            add((c if c > t else t, 1, 2 * i + 1))
     evs.sort()
-    return [e[3] for e in evs]
+    return [e[2] for e in evs]
 
 
 def prepare(ops: Sequence[LinOp]) -> list[LinOp]:
@@ -128,16 +131,6 @@ def prepare(ops: Sequence[LinOp]) -> list[LinOp]:
             if op.outcome != "fail" and not (op.f == "read" and op.outcome != "ok")]
     kept.sort(key=lambda o: (o.invoke_ns, o.index))
     return kept
-
-
-def _observes(op: LinOp) -> Any:
-    """Return the value ``op`` needs the register to hold: a read's value, a cas's expected
-    one (UNKNOWN for a write or a cas whose expected value was not recorded)."""
-    if op.f == "read":
-        return op.value
-    if op.f == "cas":
-        return op.value[0]
-    return UNKNOWN
 
 
 class CasRegister:
@@ -194,10 +187,15 @@ class CasRegister:
         # what the ops that must happen observe, then (to a fixed point) what the info
         # ops kept because their value is observed expect in turn
         seen: set[Any] = set()
+        pending = []
         for op in kept:
-            if op.outcome == "ok" and op.f != "write" and _observes(op) is not UNKNOWN:
-                seen.add(_observes(op))
-        pending = [op for op in kept if op.outcome != "ok" and op.f != "read"]
+            if op.outcome == "ok":
+                if op.f == "read":
+                    seen.add(op.value)
+                elif op.f == "cas" and op.value[0] is not UNKNOWN:
+                    seen.add(op.value[0])
+            elif op.f != "read":
+                pending.append(op)
         retained: list[LinOp] = []
         grew = True
         while grew:
@@ -214,33 +212,27 @@ class CasRegister:
             pending = rest
         keep = {id(op) for op in retained}
         kept = [op for op in kept if op.outcome == "ok" or id(op) in keep]
+        # values interned in first-seen order: dict insertion order is the id
         ids: dict[Any, int] = {None: NIL}
-        values: list[Any] = [None]
-
-        def intern(v: Any) -> int:
-            i = ids.get(v)
-            if i is None:
-                i = ids[v] = len(values)
-                values.append(v)
-            return i
-
+        intern = ids.setdefault
         kinds, a, b = [], [], []
         for op in kept:
-            if op.f == "read":
+            f = op.f
+            if f == "read":
                 kinds.append(READ)
-                a.append(intern(op.value))
+                a.append(intern(op.value, len(ids)))
                 b.append(0)
-            elif op.f == "write":
+            elif f == "write":
                 kinds.append(WRITE)
-                a.append(intern(op.value))
+                a.append(intern(op.value, len(ids)))
                 b.append(0)
             else:
                 expected, new = op.value
                 kinds.append(CAS)
-                a.append(ANY if expected is UNKNOWN else intern(expected))
-                b.append(intern(new))
+                a.append(ANY if expected is UNKNOWN else intern(expected, len(ids)))
+                b.append(intern(new, len(ids)))
         return Encoded(ops=kept, kinds=kinds, a=a, b=b, events=event_order(kept), init=NIL,
-                       values=values)
+                       values=list(ids))
 
 
 class Register(CasRegister):
