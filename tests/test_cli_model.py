@@ -55,11 +55,18 @@ def test_model_command_compare_and_twin(tmp_path: Path):
 
 
 def test_model_validate_one_model(tmp_path: Path):
-    p = run("model", "validate", "--model", "paxos-wan", "--rounds", "3000", "--json",
+    p = run("model", "validate", "--model", "paxos-wan", "--rounds", "1000", "--json",
             cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)["rows"]
     assert len(rows) >= 5 and all(r["ok"] for r in rows)
+    # capacity: the model's formula beside the twin's own measurement, within 10 %
+    for r in rows:
+        assert r["capacity_ok"] and r["capacity_gap"] <= 0.10, r
+        assert r["twin_capacity_rps"] != r["model_capacity_rps"]  # measured, not copied
+        assert r["twin_bottleneck"] == "n" + r["label"].split("=")[1]  # the leader
+    header = json.loads(p.stdout)["tables"][0]["header"]
+    assert "capacity twin (req/s)" in header and "capacity gap" in header
 
 
 def test_model_bad_parameters(tmp_path: Path):

@@ -199,7 +199,7 @@ def test_refined_model_agrees_with_the_twin_below_80_percent(n):
     too; seeds 1-6 give at most 2.8 %)."""
     p = PaxosLanParams(n=n)
     loads = [f * lan.max_throughput_rps(p) for f in (0.1, 0.4, 0.7)]
-    tw = twin.simulate(p, loads, seed=3, rounds=15_000)
+    tw = twin.simulate(p, loads, seed=3, rounds=15_000, capacity="estimate")
     refined = lan.curve(p, loads, refined=True)
     seed = lan.curve(p, loads)
     for x, t, m, s in zip(loads, tw.points, refined.points, seed.points, strict=True):

@@ -71,7 +71,7 @@ def test_model_matches_twin_below_80_percent(p):
     cap = pp.max_throughput_rps(p)
     loads = [0.25 * cap, 0.5 * cap, 0.7 * cap]
     model = pp.curve(p, loads, seed=0)
-    sim = twin.simulate(p, loads, seed=3, rounds=6000)
+    sim = twin.simulate(p, loads, seed=3, rounds=6000, capacity="estimate")
     for m, s in zip(model.points, sim.points, strict=True):
         assert s.utilisation < 0.8 and not s.saturated
         assert m.latency_ms == pytest.approx(s.latency_ms, rel=0.10), m.offered_rps
@@ -96,7 +96,7 @@ def test_wan_one_relay_group_per_region_one_message_per_region():
         lay = pp.layout(p)
         remote = [g for g in lay.groups if g[0] != lay.leader_region]
         assert len(remote) == 4
-        sim = twin.simulate(p, [2000.0], seed=1, rounds=300)
+        sim = twin.simulate(p, [2000.0], seed=1, rounds=300, capacity="estimate")
         x = sim.points[0].extra
         # Leader -> region: one message per remote region per round, whatever n is;
         # Paxos would send one per remote node.
@@ -182,7 +182,7 @@ def test_saturated_points_never_nan():
     assert not c.points[0].saturated and c.points[0].latency_ms > 0
     for pt in c.points[1:]:
         assert pt.saturated and pt.latency_ms is None and pt.utilisation >= 1
-    s = twin.simulate(BASE, [1.5 * cap], rounds=400)
+    s = twin.simulate(BASE, [1.5 * cap], rounds=400, capacity="estimate")
     assert s.points[0].saturated and s.points[0].latency_ms is None
     text = json.dumps(c.to_json(), allow_nan=False) + json.dumps(s.to_json(), allow_nan=False)
     assert "NaN" not in text
@@ -193,9 +193,9 @@ def test_saturated_points_never_nan():
 def test_same_seed_same_curve():
     loads = [4000.0, 9000.0]
     assert pp.curve(BASE, loads, seed=7) == pp.curve(BASE, loads, seed=7)
-    a = twin.simulate(BASE, loads, seed=7, rounds=500)
-    assert a == twin.simulate(BASE, loads, seed=7, rounds=500)
-    assert a != twin.simulate(BASE, loads, seed=8, rounds=500)
+    a = twin.simulate(BASE, loads, seed=7, rounds=500, capacity="estimate")
+    assert a == twin.simulate(BASE, loads, seed=7, rounds=500, capacity="estimate")
+    assert a != twin.simulate(BASE, loads, seed=8, rounds=500, capacity="estimate")
 
 
 def test_paxos_baseline_latency_matches_seed_formula_at_low_load():

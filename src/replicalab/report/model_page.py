@@ -38,10 +38,27 @@ def render_model_report(results: Mapping[str, Any], run_dir: Path,
         page.figure("fig-curves", "Mean latency against offered load; dotted lines mark each "
                     "curve's maximum throughput. Saturated loads are not drawn.",
                     curves_figure(curves, results["title"]))
-        page.table(["Curve", "Max throughput (req/s)"],
-                   [[c.label, f"{c.max_throughput_rps:,.0f}"] for c in curves])
+        page.table(["Curve", "Max throughput (req/s)", "How it was found"],
+                   [[c.label, f"{c.max_throughput_rps:,.0f}", _capacity_source(c)]
+                    for c in curves],
+                   caption="A model's maximum throughput is its formula; a twin's is measured "
+                           "on its own runs: the highest offered load whose queues do not "
+                           "grow")
     for fig_id, caption, fig in figures:
         page.figure(fig_id, caption, fig)
     for t in results.get("tables", []):
         page.table(t["header"], t["rows"], caption=t.get("caption", ""))
     return write_page(page, results, f"replicalab · {kind} · {results['title']}", run_dir)
+
+
+def _capacity_source(c: Curve) -> str:
+    """Return how ``c``'s maximum throughput was obtained, in a few words."""
+    cap = c.extra.get("capacity")
+    if not cap:
+        return "model (closed form)"
+    if len(cap["trials"]) == 1:
+        return (f"twin, utilisation law on a pilot run: busiest node {cap['bottleneck']} "
+                f"works {cap['work_ms']:.4f} ms per request")
+    return (f"twin, measured: highest sustained load of {len(cap['trials'])} runs; "
+            f"bottleneck {cap['bottleneck']}, its work {100 * cap['utilisation']:.0f} % of "
+            "the run")

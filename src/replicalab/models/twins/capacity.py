@@ -3,8 +3,7 @@
 Nothing here reads a model. A twin supplies one function, ``run(load_rps, rounds) -> Trial``:
 a run of its own simulation at that offered load, watched by :class:`BacklogWatch`. Then:
 
-1. **Estimate** (the utilisation law U = X S). A pilot run (a quarter of the rounds) at
-   ``PILOT_RPS`` measures each
+1. **Estimate** (the utilisation law U = X S). A pilot run at ``PILOT_RPS`` measures each
    node's busy time per request; ``1000 x workers / (busiest node's ms per request)`` is
    where its queue should stop keeping up. It only places the search.
 2. **Stability search.** Runs at offered loads around the estimate, each from the same seed
@@ -16,10 +15,11 @@ a run of its own simulation at that offered load, watched by :class:`BacklogWatc
    (at most ``EXPAND`` times each way), then bisects it geometrically ``STEPS`` times; the
    capacity is the highest load found sustained.
 
-Resolution: the bracket ends 1.25 % wide; the verdict near capacity is noisy by about
-``sqrt((Ca^2 + Cs^2) / rounds)`` of the load (1-3 % at 10 000-20 000 rounds). The slope
-limit itself lets a queue overloaded by less than 1 % pass, so the capacity errs up by up
-to 1 %.
+Every trial runs at least ``MIN_ROUNDS`` rounds. Resolution: the bracket ends 1.3 % wide;
+the verdict near capacity is noisy by about ``sqrt((Ca^2 + Cs^2) / rounds)`` of the load
+(1-4 % at 5 000-20 000 rounds, more for a node that carries only part of the requests). A
+queue overloaded by less than 1 % passes the slope limit (the capacity errs up by up to
+1 %), and a stable queue still filling from empty near saturation may not (it errs down).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ GROWTH_LIMIT = 0.01  # backlog growth (ns of queued work per ns of time) still s
 SPREAD = 0.1         # first bracket: estimate x (1 -/+ SPREAD)
 STEPS = 4            # geometric bisections of the bracket: 20 % -> 1.25 %
 EXPAND = 6           # most times the bracket is widened each way
+MIN_ROUNDS = 5000    # fewer rounds per trial leave the verdict at the mercy of one burst
 
 ServiceDraw = Callable[[Delay, Stream], int]
 """A twin's per-message service-time draw: (the Delay it would use, its stream) -> ns."""
@@ -94,6 +95,7 @@ class Capacity:
     bracket_rps: tuple[float, float]
     rounds: int
     trials: tuple[Trial, ...]
+    method: str = "highest load whose queues do not grow"
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-ready dict (inf/NaN never appear: an unbracketed end is None)."""
@@ -102,21 +104,23 @@ class Capacity:
                 "estimate_rps": round(self.estimate_rps, 3), "work_ms": round(self.work_ms, 6),
                 "bracket_rps": [round(x, 3) if math.isfinite(x) else None
                                 for x in self.bracket_rps],
-                "rounds": self.rounds, "method": "highest load whose queues do not grow",
+                "rounds": self.rounds, "method": self.method,
                 "growth_limit": GROWTH_LIMIT, "trials": [t.to_json() for t in self.trials]}
 
 
 class BacklogWatch:
     """Snapshots every node's queued work per worker (ns) at ``samples`` evenly spaced
-    virtual times from ``span_ns / 2`` to ``span_ns`` (schedule before the run starts)."""
+    virtual times from ``max(span_ns / 2, settle_ns)`` to ``span_ns`` (schedule before the
+    run starts). ``settle_ns``: how long until every message path carries traffic (a WAN
+    twin's longest chain of hops); the window must not start before it."""
 
     def __init__(self, rt: VirtualRuntime, nodes: Sequence[Node], span_ns: int,
-                 samples: int = SAMPLES) -> None:
+                 samples: int = SAMPLES, settle_ns: int = 0) -> None:
         self.rt = rt
         self.nodes = list(nodes)
         self.times_ns: list[int] = []
         self.backlog_ns: list[list[float]] = []
-        start = span_ns // 2
+        start = min(max(span_ns // 2, settle_ns), span_ns)
         for k in range(samples):
             rt.call_later(start + (span_ns - start) * k // (samples - 1), self._snap)
 
@@ -140,32 +144,53 @@ class BacklogWatch:
 
 
 def verdict(load_rps: float, watch: BacklogWatch, busy_ns: Mapping[str, float],
-            span_ns: float, requests: int) -> Trial:
+            span_ns: float, requests: int, work_ms: float | None = None) -> Trial:
     """Return the Trial of a finished run: sustained unless some node's backlog grew
     faster than ``GROWTH_LIMIT``; utilisation and work per worker of the busiest node
-    (``busy_ns`` per node name, over ``requests`` requests arriving in ``span_ns``)."""
+    (``busy_ns`` per node name, over ``requests`` requests arriving in ``span_ns``).
+    ``work_ms`` overrides the busiest node's work per request per worker when the twin
+    measures it better (the WAN twins correct for each client region's request count)."""
     growth = watch.growth()
     worst = max(growth, key=growth.__getitem__)
     per_worker = {n.name: float(busy_ns.get(n.name, 0)) / len(n.free_at_ns)
                   for n in watch.nodes}
     busiest = max(per_worker, key=per_worker.__getitem__)
     busy = per_worker[busiest]
+    if work_ms is None:
+        work_ms = busy / max(requests, 1) / NS_PER_MS
     return Trial(load_rps, growth[worst] < GROWTH_LIMIT, growth[worst], worst, busiest,
-                 busy / max(span_ns, 1.0), busy / max(requests, 1) / NS_PER_MS)
+                 busy / max(span_ns, 1.0), work_ms)
 
 
-def search(run: Callable[[float, int], Trial], rounds: int) -> Capacity:
+METHODS = ("search", "estimate")
+
+
+def search(run: Callable[[float, int], Trial], rounds: int, method: str = "search"
+           ) -> Capacity:
     """Return the highest offered load (req/s) that ``run(load, rounds)`` finds sustained
-    (see the module docstring)."""
+    (see the module docstring); trials run ``max(rounds, MIN_ROUNDS)`` rounds.
+
+    ``method="estimate"`` stops after the pilot and returns its utilisation-law estimate
+    (still the twin's own measurement, not a check of its queues): for callers that only
+    need latencies and must stay fast.
+    """
+    if method not in METHODS:
+        raise ValueError(f"capacity={method!r}: use 'search' (the highest load the queues "
+                         "sustain) or 'estimate' (the utilisation law on a pilot run)")
     trials: list[Trial] = []
+    rounds = max(rounds, MIN_ROUNDS)
 
     def go(load: float, n: int = rounds) -> Trial:
         t = run(load, n)
         trials.append(t)
         return t
 
-    pilot = go(PILOT_RPS, max(rounds // 4, min(rounds, 100)))
+    pilot = go(PILOT_RPS)
     estimate = 1000.0 / pilot.work_ms if pilot.work_ms > 0 else PILOT_RPS
+    if method == "estimate":
+        return Capacity(estimate, pilot.busiest_node, estimate * pilot.work_ms / 1000.0,
+                        estimate, pilot.work_ms, (estimate, estimate), rounds, (pilot,),
+                        "utilisation law on a pilot run")
     lo, hi = estimate * (1 - SPREAD), estimate * (1 + SPREAD)
     best: Trial | None = None
     known_hi = False

@@ -17,7 +17,14 @@ at each follower):
 Where it is more faithful than the analytic model: followers queue too (the closed form folds
 their processing into the reply RTT), replies of one round queue behind each other at the
 leader, and a round meets the queue twice (request, then replies). Per-message times are
-normal draws floored at a tenth of their mean (the kernel's ``Delay``).
+normal draws floored at a tenth of their mean (the kernel's ``Delay``), through an injectable
+``service`` draw.
+
+Everything the twin reports is measured on its own runs: the maximum throughput is the
+highest offered load its queues sustain (:mod:`.capacity`), a point's utilisation is the
+busiest node's busy time over the arrival span, and loads at or above the measured maximum
+are reported saturated. From the model it takes only the parameters, the label and the
+arrival process (``round_gaps_ms``, the workload both describe).
 """
 
 from __future__ import annotations
@@ -28,13 +35,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from replicalab.models.base import Curve, CurvePoint, point, require
-from replicalab.models.paxos_lan import (
-    WARMUP_FRACTION,
-    PaxosLanParams,
-    label,
-    max_throughput_rps,
-    round_gaps_ms,
-    utilisation,
+from replicalab.models.paxos_lan import WARMUP_FRACTION, PaxosLanParams, label, round_gaps_ms
+from replicalab.models.twins.capacity import (
+    BacklogWatch,
+    Capacity,
+    ServiceDraw,
+    Trial,
+    default_draw,
+    search,
+    verdict,
 )
 from replicalab.regions import RegionSet
 from replicalab.runtime.virtual import VirtualRuntime
@@ -46,8 +55,9 @@ class _Run:
     """One offered load: builds the cluster, runs ``total`` rounds, keeps their latencies."""
 
     def __init__(self, p: PaxosLanParams, load_rps: float, rng: np.random.Generator,
-                 total: int) -> None:
+                 total: int, draw: ServiceDraw = default_draw) -> None:
         self.p = p
+        self.draw = draw
         self.total = total
         self.needed = p.needed
         gaps = round_gaps_ms(rng, load_rps, p.sigma_r_factor, total, p.arrivals)
@@ -70,13 +80,15 @@ class _Run:
         self.votes = [0] * total
         self.quorum_at = [0] * total  # n_p > 1: when the votes counted so far are processed
         self.latency_ns = [0] * total
-        self.leader_busy_ns = 0
+        self.busy_ns = dict.fromkeys(self.net.nodes, 0)
+        self.span_ns = max(sum(self.gaps[1:]), 1)
+        self.watch = BacklogWatch(self.rt, list(self.net.nodes.values()), self.span_ns)
         self.finished = 0
         self.fut = self.rt.future()
 
     def _lead(self, cost_ns: int) -> int:
         """Queue ``cost_ns`` at the leader; return ns until it is done."""
-        self.leader_busy_ns += cost_ns
+        self.busy_ns["leader"] += cost_ns
         return self.net.process(self.leader, cost_ns)
 
     def arrival(self, rid: int) -> None:
@@ -86,7 +98,8 @@ class _Run:
             self.rt.call_later(self.gaps[rid + 1], self.arrival, rid + 1)
 
     def at_leader_request(self, rid: int) -> None:
-        w = self._lead(self.md.draw(self.s) + self.ms.draw(self.s))  # request in, accept out
+        d, s = self.draw, self.s
+        w = self._lead(d(self.md, s) + d(self.ms, s))  # request in, accept out
         self.rt.call_later(w, self.broadcast, rid)
 
     def broadcast(self, rid: int) -> None:
@@ -95,21 +108,23 @@ class _Run:
             later(link.draw(s), self.at_follower, f, rid)
 
     def at_follower(self, f: Node, rid: int) -> None:
-        w = self.net.process(f, self.md.draw(self.s) + self.ms.draw(self.s))  # accept, reply
+        cost = self.draw(self.md, self.s) + self.draw(self.ms, self.s)  # accept, reply
+        self.busy_ns[f.name] += cost
+        w = self.net.process(f, cost)
         self.rt.call_later(w + self.link.draw(self.s), self.at_leader_reply, rid)
 
     def at_leader_reply(self, rid: int) -> None:
         self.votes[rid] += 1
         v = self.votes[rid]
+        d, s = self.draw, self.s
         if v > self.needed:  # after the quorum: dead weight
-            self._lead(self.md.draw(self.s))
+            self._lead(d(self.md, s))
         elif v < self.needed:
-            done = self.rt.now_ns() + self._lead(self.md.draw(self.s))
+            done = self.rt.now_ns() + self._lead(d(self.md, s))
             self.quorum_at[rid] = max(self.quorum_at[rid], done)
         else:  # completes the quorum: deserialize, serialize the client reply
             now = self.rt.now_ns()
-            done = max(self.quorum_at[rid], now + self._lead(self.md.draw(self.s)
-                                                             + self.ms.draw(self.s)))
+            done = max(self.quorum_at[rid], now + self._lead(d(self.md, s) + d(self.ms, s)))
             self.rt.call_later(done - now + self.client.draw(self.s), self.finish, rid)
 
     def finish(self, rid: int) -> None:
@@ -127,35 +142,67 @@ class _Run:
         self.rt.run(self.main())
 
 
+    def trial(self, load_rps: float) -> Trial:
+        """Return this finished run's capacity verdict (see :mod:`.capacity`)."""
+        return verdict(load_rps, self.watch, self.busy_ns, self.span_ns, self.total)
+
+
+def measure_capacity(p: PaxosLanParams, seed: int = 1, rounds: int = 20_000,
+                     service: ServiceDraw | None = None, method: str = "search") -> Capacity:
+    """Return the twin's maximum throughput (rounds/s), measured: the highest offered load
+    whose queues do not grow over ``rounds`` rounds (every trial from ``seed``)."""
+    require(isinstance(rounds, int) and rounds >= 100,
+            f"rounds={rounds} must be a whole number of rounds >= 100 per load")
+
+    def run(load_rps: float, total: int) -> Trial:
+        r = _Run(p, load_rps, np.random.default_rng([seed, 1 << 20]), total,
+                 service or default_draw)
+        r.run()
+        return r.trial(load_rps)
+
+    return search(run, rounds, method)
+
+
 def simulate_point(p: PaxosLanParams, load_rps: float, rng: np.random.Generator,
-                   rounds: int) -> CurvePoint:
+                   rounds: int, capacity_rps: float,
+                   service: ServiceDraw | None = None) -> CurvePoint:
     """Return one twin point at ``load_rps`` rounds/s: mean and p99 latency (ms) over the
-    rounds after a 5 % warm-up; utilisation is the offered (nominal) one, the measured leader
-    utilisation is in ``extra``. Saturated loads are not run."""
-    nominal = utilisation(p, load_rps)
-    if nominal >= 1:
-        return point(load_rps, math.inf, nominal)
-    r = _Run(p, load_rps, rng, rounds)
+    rounds after a 5 % warm-up and the busiest node's measured utilisation (busy time over
+    the arrival span; the leader's in ``extra``). Loads at or above the twin's measured
+    ``capacity_rps`` are not run: they are saturated (utilisation load / capacity)."""
+    if load_rps >= capacity_rps:
+        return point(load_rps, math.inf, load_rps / capacity_rps if capacity_rps > 0
+                     else math.inf)
+    r = _Run(p, load_rps, rng, rounds, service or default_draw)
     r.run()
+    t = r.trial(load_rps)
     lat = np.asarray(r.latency_ns[int(rounds * WARMUP_FRACTION):], dtype=np.float64)
     lat /= NS_PER_MS
-    span_ns = max(float(sum(r.gaps[1:])), 1.0)
-    return point(load_rps, float(lat.mean()), nominal, float(np.percentile(lat, 99)),
-                 measured_utilisation=r.leader_busy_ns / (p.n_p * span_ns),
+    return point(load_rps, float(lat.mean()), t.utilisation, float(np.percentile(lat, 99)),
+                 leader_utilisation=r.busy_ns["leader"] / (p.n_p * r.span_ns),
                  rounds=float(rounds))
 
 
 def simulate(p: PaxosLanParams, loads_rps: Sequence[float], seed: int = 1,
-             rounds: int = 20_000) -> Curve:
+             rounds: int = 20_000, *, service: ServiceDraw | None = None,
+             capacity_rounds: int | None = None, capacity: str = "search") -> Curve:
     """Return the twin's latency (ms) vs offered load (rounds/s) for ``p``; each load runs
-    ``rounds`` rounds from its own stream derived from ``seed`` (same seed, same curve)."""
+    ``rounds`` rounds from its own stream derived from ``seed`` (same seed, same curve).
+
+    ``max_throughput_rps`` is measured by ``measure_capacity`` (``capacity_rounds`` per
+    trial, default ``rounds``; ``capacity="estimate"``: the utilisation law on a pilot run
+    only), its details in ``extra["capacity"]``. ``service`` replaces the per-message
+    service-time draw (default: the parameters' normal draws).
+    """
     require(isinstance(rounds, int) and rounds >= 100,
             f"rounds={rounds} must be a whole number of rounds >= 100 per load")
-    pts = []
-    for i, load in enumerate(loads_rps):
+    for load in loads_rps:
         require(math.isfinite(load) and load > 0,
                 f"load {load!r} must be a positive, finite offered load in rounds/s")
-        pts.append(simulate_point(p, float(load), np.random.default_rng([seed, i]), rounds))
-    return Curve(f"{label(p)} (twin)", pts, max_throughput_rps(p),
+    cap = measure_capacity(p, seed, capacity_rounds or rounds, service, capacity)
+    pts = [simulate_point(p, float(load), np.random.default_rng([seed, i]), rounds,
+                          cap.max_throughput_rps, service)
+           for i, load in enumerate(loads_rps)]
+    return Curve(f"{label(p)} (twin)", pts, cap.max_throughput_rps,
                  {"model": "paxos-lan twin (message level, sim kernel)", "seed": seed,
-                  "rounds": rounds})
+                  "rounds": rounds, "capacity": cap.to_json()})

@@ -5,7 +5,14 @@ Open-loop clients next to the leader issue requests with gamma inter-arrival gap
 negative, so we keep its mean and sd with a gamma). Every message handled is one job in the
 receiving node's FIFO pipeline: deserialization/processing, plus the serialization of the
 message it sends in response, if any. Each round every relay group draws its relays at random.
-Events are plain callbacks (``call_later``), not coroutines, for speed.
+Events are plain callbacks (``call_later``), not coroutines, for speed. Service times go
+through an injectable ``service`` draw.
+
+Everything the twin reports is measured on its own runs: the maximum throughput is the
+highest offered load its queues sustain (:mod:`.capacity`), a point's utilisation is the
+busiest node's busy time over the arrival span, and loads at or above the measured maximum
+are reported saturated. From the model it takes the parameters, the label and the relay
+layout (which followers form which group: part of the deployment, not a result).
 """
 
 from __future__ import annotations
@@ -17,12 +24,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from replicalab.models.base import Curve, CurvePoint, point, require
-from replicalab.models.pigpaxos import (
-    LAN_REGION,
-    PigPaxosParams,
-    describe,
-    layout,
-    max_throughput_rps,
+from replicalab.models.pigpaxos import LAN_REGION, PigPaxosParams, describe, layout
+from replicalab.models.twins.capacity import (
+    BacklogWatch,
+    Capacity,
+    ServiceDraw,
+    Trial,
+    default_draw,
+    search,
+    verdict,
 )
 from replicalab.regions import RegionSet
 from replicalab.runtime.virtual import VirtualRuntime
@@ -72,8 +82,9 @@ class _Run:
     """One offered load: builds the cluster, runs ``total`` rounds, keeps their latencies."""
 
     def __init__(self, p: PigPaxosParams, load_rps: float, rng: np.random.Generator,
-                 total: int) -> None:
+                 total: int, draw: ServiceDraw = default_draw) -> None:
         self.p = p
+        self.draw = draw
         lay = layout(p)
         self.quorum_votes = lay.quorum - 1  # votes the aggregates must bring (leader votes too)
         self.gaps = gaps_ns(rng, load_rps, p.sigma_r_factor, total).astype(np.int64).tolist()
@@ -105,6 +116,8 @@ class _Run:
         self.follower_jobs = 0
         self.fut = self.rt.future()
         self.client = self.net.link(lay.leader_region, lay.leader_region)
+        self.span_ns = max(sum(self.gaps[1:]), 1)
+        self.watch = BacklogWatch(self.rt, list(self.net.nodes.values()), self.span_ns)
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -128,7 +141,8 @@ class _Run:
             self.rt.call_later(self.gaps[rid + 1], self.arrival, rid + 1)
 
     def at_leader_request(self, rid: int) -> None:
-        cost = self.deser.draw(self.s) + self.ser.draw(self.s)  # request in, broadcast out
+        d, s = self.draw, self.s
+        cost = d(self.deser, s) + d(self.ser, s)  # request in, broadcast out
         w = self._work(self.leader, cost)
         self.leader_wait_ns += w - cost
         self.rt.call_later(w, self.broadcast, rid)
@@ -155,11 +169,11 @@ class _Run:
 
     def at_relay(self, u: _Unit) -> None:
         relay = u.relay
-        cost = self.deser.draw(self.s)
+        cost = self.draw(self.deser, self.s)
         if u.members:
-            cost += self.ser.draw(self.s)  # one forward, sent to every member
+            cost += self.draw(self.ser, self.s)  # one forward, sent to every member
         if u.need == 0:
-            cost += self.ser.draw(self.s)  # aggregate right away
+            cost += self.draw(self.ser, self.s)  # aggregate right away
         w = self._work(relay, cost)
         self.follower_wait_ns += w - cost
         self.follower_jobs += 1
@@ -169,7 +183,7 @@ class _Run:
             self._aggregate(u, w)
 
     def at_member(self, u: _Unit, m: Node) -> None:
-        cost = self.deser.draw(self.s) + self.ser.draw(self.s)  # accept, reply
+        cost = self.draw(self.deser, self.s) + self.draw(self.ser, self.s)  # accept, reply
         w = self._work(m, cost)
         self.follower_wait_ns += w - cost
         self.follower_jobs += 1
@@ -178,10 +192,10 @@ class _Run:
     def at_relay_reply(self, u: _Unit) -> None:
         u.count += 1
         if u.count == u.need:
-            cost = self.deser.draw(self.s) + self.ser.draw(self.s)
+            cost = self.draw(self.deser, self.s) + self.draw(self.ser, self.s)
             self._aggregate(u, self._work(u.relay, cost))
         else:  # before or after the relay's answer: deserialized all the same
-            self._work(u.relay, self.deser.draw(self.s))
+            self._work(u.relay, self.draw(self.deser, self.s))
 
     def _aggregate(self, u: _Unit, after_ns: int) -> None:
         d = self._hop(u.relay, self.leader)
@@ -191,14 +205,15 @@ class _Run:
 
     def at_leader_aggregate(self, rid: int, votes: int) -> None:
         if self.done[rid]:  # late aggregate: dead weight
-            self._work(self.leader, self.deser.draw(self.s))
+            self._work(self.leader, self.draw(self.deser, self.s))
             return
         self.votes[rid] += votes
         if self.votes[rid] < self.quorum_votes:
-            self._work(self.leader, self.deser.draw(self.s))
+            self._work(self.leader, self.draw(self.deser, self.s))
             return
         self.done[rid] = True
-        cost = self.deser.draw(self.s) + self.ser.draw(self.s)  # commit, reply to client
+        d, s = self.draw, self.s
+        cost = d(self.deser, s) + d(self.ser, s)  # commit, reply to client
         w = self._work(self.leader, cost)
         self.rt.call_later(w + self.client.draw(self.s), self.finish, rid)
 
@@ -221,7 +236,7 @@ def _point(r: _Run, load_rps: float, warmup: int) -> CurvePoint:
     """Return the point of one run: latency over rounds after the warm-up, utilisation of
     the busiest node over the span of arrivals."""
     lat = np.asarray(r.latency_ns[warmup:], dtype=np.float64) / NS_PER_MS
-    span_ns = max(float(sum(r.gaps[1:])), 1.0)
+    span_ns = r.span_ns
     util = max(r.busy_ns.values()) / (r.p.pipelines * span_ns)
     rounds = r.total
     return point(load_rps, float(lat.mean()), util, float(np.percentile(lat, 99)),
@@ -234,23 +249,50 @@ def _point(r: _Run, load_rps: float, warmup: int) -> CurvePoint:
                  rounds=float(rounds - warmup))
 
 
+def measure_capacity(p: PigPaxosParams, seed: int = 0, rounds: int = 10_000,
+                     service: ServiceDraw | None = None, method: str = "search") -> Capacity:
+    """Return the twin's maximum throughput (requests/s), measured: the highest offered
+    load whose queues do not grow over ``rounds`` rounds (every trial from ``seed``)."""
+    require(rounds >= 10, f"rounds={rounds}: simulate at least 10 rounds per load")
+
+    def run(load_rps: float, total: int) -> Trial:
+        r = _Run(p, load_rps, np.random.default_rng([seed, 1 << 20]), total,
+                 service or default_draw)
+        r.run()
+        return verdict(load_rps, r.watch, r.busy_ns, r.span_ns, total)
+
+    return search(run, rounds, method)
+
+
 def simulate(p: PigPaxosParams, loads_rps: Sequence[float], seed: int = 0,
-             rounds: int = 10_000, warmup_fraction: float = 0.1) -> Curve:
+             rounds: int = 10_000, warmup_fraction: float = 0.1, *,
+             service: ServiceDraw | None = None, capacity_rounds: int | None = None,
+             capacity: str = "search") -> Curve:
     """Return the twin's latency (ms) vs offered load (requests/s) for ``p``.
 
     Each load runs ``rounds`` rounds (the first ``warmup_fraction`` are not measured) from
-    its own stream derived from ``seed``; the same seed gives the same curve. A point whose
-    busiest node's offered utilisation is >= 1 is flagged saturated.
+    its own stream derived from ``seed``; the same seed gives the same curve.
+    ``max_throughput_rps`` is measured by ``measure_capacity`` (``capacity_rounds`` per
+    trial, default ``rounds``; ``capacity="estimate"``: the utilisation law on a pilot run
+    only; details in ``extra["capacity"]``); loads at or above it are saturated points,
+    not run. ``service`` replaces the per-message service-time draw.
     """
     require(rounds >= 10, f"rounds={rounds}: simulate at least 10 rounds per load")
     require(0 <= warmup_fraction < 1, f"warmup_fraction={warmup_fraction}: use 0 <= f < 1")
-    pts = []
-    for i, load in enumerate(loads_rps):
+    for load in loads_rps:
         require(math.isfinite(load) and load > 0,
                 f"load {load!r} requests/s: offered loads must be positive numbers")
+    cap = measure_capacity(p, seed, capacity_rounds or rounds, service, capacity)
+    top = cap.max_throughput_rps
+    pts = []
+    for i, load in enumerate(loads_rps):
+        if load >= top:
+            pts.append(point(float(load), math.inf, load / top if top > 0 else math.inf))
+            continue
         rng = np.random.default_rng([seed, i])
-        r = _Run(p, float(load), rng, rounds)
+        r = _Run(p, float(load), rng, rounds, service or default_draw)
         r.run()
         pts.append(_point(r, float(load), int(rounds * warmup_fraction)))
-    return Curve(f"{describe(p)} (twin)", pts, max_throughput_rps(p),
-                 {"model": "pigpaxos-twin", "seed": seed, "rounds": rounds})
+    return Curve(f"{describe(p)} (twin)", pts, top,
+                 {"model": "pigpaxos-twin", "seed": seed, "rounds": rounds,
+                  "capacity": cap.to_json()})

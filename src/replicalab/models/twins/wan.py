@@ -13,7 +13,9 @@ All three share the engine :class:`_Engine` and return a :class:`~replicalab.mod
 whose points hold, over the requests after a 10 % warm-up, the mean latency (per client region,
 then weighted by the regions' shares, as the models do), the p99, ``lat_<region>_ms`` per
 client region, and the busiest node's utilisation (offered load x its measured work per
-request / workers). The curve's ``max_throughput_rps`` is measured the same way. Same params,
+request / workers). The curve's ``max_throughput_rps`` is the highest offered load the
+twin's queues sustain, found by its own runs (:mod:`.capacity`); loads at or above it are
+reported saturated. Service times go through an injectable ``service`` draw. Same params,
 loads and seed give the same curve.
 """
 
@@ -28,6 +30,15 @@ import numpy as np
 from replicalab.models.base import Curve, CurvePoint, point, require
 from replicalab.models.epaxos import EPaxosParams
 from replicalab.models.paxos_wan import WanParams
+from replicalab.models.twins.capacity import (
+    BacklogWatch,
+    Capacity,
+    ServiceDraw,
+    Trial,
+    default_draw,
+    search,
+    verdict,
+)
 from replicalab.models.wpaxos import WPaxosParams, nearest_zones
 from replicalab.runtime.virtual import VirtualRuntime
 from replicalab.sim.network import Delay, Network, Node
@@ -42,8 +53,13 @@ class _Engine:
     """Nodes, links, jobs and open-loop clients of one simulated run."""
 
     def __init__(self, p: WanParams, seed: int, index: int,
-                 nodes: Sequence[tuple[str, str]]) -> None:
+                 nodes: Sequence[tuple[str, str]], draw: ServiceDraw = default_draw,
+                 settle_ns: int = 0) -> None:
         self.p = p
+        self.draw = draw
+        self.settle_ns = settle_ns
+        self.span_ns = 1
+        self.watch: BacklogWatch | None = None
         self.rt = VirtualRuntime()
         self.s = Stream(np.random.default_rng([seed, index, 0]))
         self.arrival_rng = np.random.default_rng([seed, index, 1])
@@ -67,8 +83,8 @@ class _Engine:
             *args: Any) -> None:
         """Queue the handling of one message of request ``k`` at node ``i``; call ``fn(*args)``
         when it is done. ``send``: the handler also serialises a message."""
-        s = self.s
-        svc = self.md.draw(s) + (self.ms.draw(s) if send else 0)
+        s, d = self.s, self.draw
+        svc = d(self.md, s) + (d(self.ms, s) if send else 0)
         self.work_ns[i][self.region_of[k]] += svc
         wait = self.net.process(self.nodes[i], svc)
         if fn is not None:
@@ -104,6 +120,8 @@ class _Engine:
         self.expected = len(all_t)
         self.t0 = [int(x * 1_000_000) for x in all_t]
         self.region_of = all_r.tolist()
+        self.span_ns = max(int(horizon_ms * 1_000_000), 1)
+        self.watch = BacklogWatch(self.rt, self.nodes, self.span_ns, settle_ns=self.settle_ns)
         for k in range(self.expected):
             self.rt.call_later(self.t0[k], start, k)
 
@@ -128,6 +146,14 @@ class _Engine:
                 await self.done
 
         self.rt.run(main())
+
+    def trial(self, load_rps: float) -> Trial:
+        """Return this finished run's capacity verdict (see :mod:`.capacity`)."""
+        assert self.watch is not None, "schedule_clients first"
+        busy = {n.name: float(sum(w)) for n, w in zip(self.nodes, self.work_ns, strict=True)}
+        work = _busiest_work_ms(self.p, np.asarray(self.work_ns, float), self.counts())
+        return verdict(load_rps, self.watch, busy, self.span_ns, self.expected,
+                       work / self.p.pipelines)
 
     def counts(self) -> np.ndarray:
         """Number of requests issued from each client region."""
@@ -166,35 +192,59 @@ def _busiest_work_ms(p: WanParams, work_ns: np.ndarray, counts: np.ndarray) -> f
     return float((per_request @ np.asarray(p.shares)).max()) / 1e6
 
 
+_CAPACITY_INDEX = 1 << 20  # the stream index of every capacity trial (same draws each)
+
+
+def _settle_ns(p: WanParams, rtts: float) -> int:
+    """Return how long (ns) until every message path of a twin carries traffic: its longest
+    chain of WAN hops, ``rtts`` times the region set's largest mean RTT plus 3 sd."""
+    worst = max(max(row) for row in p.rs.rtt_ms) + 3 * p.rs.sd_ms
+    return int(rtts * worst * 1_000_000)
+
+
+def measure_capacity(one: Callable[[float, int, int], _Engine], rounds: int,
+                     settle_ns: int, method: str = "search") -> Capacity:
+    """Return a twin's maximum throughput (req/s), measured: the highest offered load whose
+    queues do not grow over ``rounds`` requests, ``one(load, index, rounds)`` building a run.
+
+    A trial adds twice ``settle_ns`` (the twin's longest chain of WAN hops) of requests to
+    ``rounds``, so that the watched second half sees every message flow and still holds
+    half the rounds (WPaxos at 144 k req/s: about 80 000 requests more).
+    """
+    def run(load_rps: float, total: int) -> Trial:
+        eng = one(load_rps, _CAPACITY_INDEX, total + math.ceil(load_rps * 2 * settle_ns / 1e9))
+        eng.run()
+        return eng.trial(load_rps)
+
+    return search(run, rounds, method)
+
+
 def _curve(label: str, p: WanParams, loads_rps: Sequence[float], rounds: int,
-           one: Callable[[float, int], _Engine]) -> Curve:
+           one: Callable[[float, int, int], _Engine], capacity_rounds: int | None,
+           settle_ns: int, method: str) -> Curve:
     for x in loads_rps:
         require(isinstance(x, int | float) and x > 0 and math.isfinite(x),
                 f"load {x!r} req/s: twin loads must be finite numbers > 0")
     require(isinstance(rounds, int) and rounds >= 100,
             f"rounds={rounds!r}: simulate at least 100 requests per load")
+    cap = measure_capacity(one, capacity_rounds or rounds, settle_ns, method)
+    top = cap.max_throughput_rps
     pts: list[CurvePoint] = []
-    work_ns = np.zeros((0, 0))
-    counts = np.zeros(p.n)
     for i, load in enumerate(loads_rps):
-        eng = one(load, i)
+        if load >= top:
+            pts.append(point(float(load), math.inf, load / top if top > 0 else math.inf))
+            continue
+        eng = one(load, i, rounds)
         eng.run()
         pts.append(eng.result(load))
-        w = np.asarray(eng.work_ns, dtype=float)
-        work_ns = w if work_ns.size == 0 else work_ns + w
-        counts = counts + eng.counts()
-    # Capacity measured, not assumed: workers over the busiest node's work per request,
-    # pooled over all loads (utilisation = offered load x that work / workers).
-    cap = math.inf
-    if work_ns.size:
-        cap = 1000.0 * p.pipelines / _busiest_work_ms(p, work_ns, counts)
-    return Curve(label + " (twin)", pts, cap, {"rounds": rounds})
+    return Curve(label + " (twin)", pts, top, {"rounds": rounds, "capacity": cap.to_json()})
 
 
 # ----------------------------------------------------------------------------- WAN Paxos
 
 def simulate_paxos_wan(p: WanParams, loads_rps: Sequence[float], seed: int = 0,
-                       rounds: int = 10_000) -> Curve:
+                       rounds: int = 10_000, *, service: ServiceDraw | None = None,
+                       capacity_rounds: int | None = None, capacity: str = "search") -> Curve:
     """Return the message-level twin's latency curve (ms vs req/s) of Multi-Paxos over WAN.
 
     One node per region; every client sends to the leader, which sends phase-2 to all other
@@ -207,8 +257,11 @@ def simulate_paxos_wan(p: WanParams, loads_rps: Sequence[float], seed: int = 0,
     n = len(regions)
     need = n // 2
 
-    def one(load: float, index: int) -> _Engine:
-        eng = _Engine(p, seed, index, [(f"n{r}", r) for r in regions])
+    draw = service or default_draw
+    settle = _settle_ns(p, 1.5)  # client -> leader, then phase 2's round trip
+
+    def one(load: float, index: int, rounds: int) -> _Engine:
+        eng = _Engine(p, seed, index, [(f"n{r}", r) for r in regions], draw, settle)
         lr = regions[lead]
         got: list[int] = []
 
@@ -248,13 +301,14 @@ def simulate_paxos_wan(p: WanParams, loads_rps: Sequence[float], seed: int = 0,
         return eng
 
     label = f"Paxos WAN, leader {regions[lead]} ({p.rs.name})"
-    return _curve(label, p, loads_rps, rounds, one)
+    return _curve(label, p, loads_rps, rounds, one, capacity_rounds, settle, capacity)
 
 
 # ----------------------------------------------------------------------------- EPaxos
 
 def simulate_epaxos(p: EPaxosParams, loads_rps: Sequence[float], seed: int = 0,
-                    rounds: int = 10_000) -> Curve:
+                    rounds: int = 10_000, *, service: ServiceDraw | None = None,
+                    capacity_rounds: int | None = None, capacity: str = "search") -> Curve:
     """Return the twin's latency curve (ms vs req/s) of EPaxos: each region's node leads its
     clients' commands; PreAccept to the peers, fast path after ``fast_quorum - 1`` replies,
     else (probability ``conflict``) an Accept round answered by ``floor(N/2)`` peers."""
@@ -265,8 +319,11 @@ def simulate_epaxos(p: EPaxosParams, loads_rps: Sequence[float], seed: int = 0,
     pre_targets = [p.preaccept_targets(i) for i in range(n)]
     acc_targets = [p.accept_targets(i) for i in range(n)]
 
-    def one(load: float, index: int) -> _Engine:
-        eng = _Engine(w, seed, index, [(f"n{r}", r) for r in regions])
+    draw = service or default_draw
+    settle = _settle_ns(w, 2.0)  # PreAccept, then Accept: two round trips
+
+    def one(load: float, index: int, rounds: int) -> _Engine:
+        eng = _Engine(w, seed, index, [(f"n{r}", r) for r in regions], draw, settle)
         uni = eng.s.uniform
         got: list[int] = []
         slow: list[bool] = []
@@ -311,13 +368,14 @@ def simulate_epaxos(p: EPaxosParams, loads_rps: Sequence[float], seed: int = 0,
         return eng
 
     label = f"EPaxos, conflict {p.conflict:.0%} ({w.rs.name})"
-    return _curve(label, w, loads_rps, rounds, one)
+    return _curve(label, w, loads_rps, rounds, one, capacity_rounds, settle, capacity)
 
 
 # ----------------------------------------------------------------------------- WPaxos
 
 def simulate_wpaxos(p: WPaxosParams, loads_rps: Sequence[float], seed: int = 0,
-                    rounds: int = 10_000) -> Curve:
+                    rounds: int = 10_000, *, service: ServiceDraw | None = None,
+                    capacity_rounds: int | None = None, capacity: str = "search") -> Curve:
     """Return the twin's latency curve (ms vs req/s) of WPaxos: zones = regions with
     ``nodes_per_zone`` nodes, the first ``leaders_per_zone`` of them leading objects.
 
@@ -338,9 +396,13 @@ def simulate_wpaxos(p: WPaxosParams, loads_rps: Sequence[float], seed: int = 0,
                for u in range(zones)]  # flattened [z * zones + u]
     p1_zones = zones - p.fz
 
-    def one(load: float, index: int) -> _Engine:
+    draw = service or default_draw
+    settle = _settle_ns(w, 1.25 + p.fz)  # forward and answer, plus phase 2 to fz zones
+
+    def one(load: float, index: int, rounds: int) -> _Engine:
         eng = _Engine(w, seed, index,
-                      [(f"{regions[i // per]}{i % per}", regions[i // per]) for i in range(n)])
+                      [(f"{regions[i // per]}{i % per}", regions[i // per]) for i in range(n)],
+                      draw, settle)
         s = eng.s
         entry: list[int] = []
         got: list[int] = []
@@ -450,4 +512,4 @@ def simulate_wpaxos(p: WPaxosParams, loads_rps: Sequence[float], seed: int = 0,
 
     label = (f"WPaxos {n} nodes, locality {p.locality:.0%}, steal {p.steal:.0%}, "
              f"fz={p.fz} ({w.rs.name})")
-    return _curve(label, w, loads_rps, rounds, one)
+    return _curve(label, w, loads_rps, rounds, one, capacity_rounds, settle, capacity)
