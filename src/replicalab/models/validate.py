@@ -74,13 +74,13 @@ def _capacity_why(gap: float | None, model_rps: float, twin_rps: float,
         return ""
     node = measured.get("bottleneck", "?")
     work = measured.get("work_ms")
+    did = f"does {work:.4f} ms of work per request per worker" if work is not None else \
+        "saturates"
     if twin_rps < model_rps:
-        return (f"the twin saturates first: its node {node} does "
-                f"{work if work is None else f'{work:.4f}'} ms of work per request per "
-                "worker, more than the model counts for its busiest node")
+        return (f"the twin saturates first: its node {node} {did}, more than the model "
+                "counts for its busiest node")
     return (f"the twin's queues sustain more than the model's maximum: its busiest node "
-            f"{node} does {work if work is None else f'{work:.4f}'} ms per request per "
-            "worker, less than the model counts")
+            f"{node} {did}, less than the model counts")
 
 
 def compare(label: str, model: Curve, twin: Curve, tolerance: float) -> Divergence:

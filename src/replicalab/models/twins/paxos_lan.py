@@ -43,6 +43,7 @@ from replicalab.models.twins.capacity import (
     Trial,
     default_draw,
     search,
+    stratify,
     verdict,
 )
 from replicalab.regions import RegionSet
@@ -55,12 +56,15 @@ class _Run:
     """One offered load: builds the cluster, runs ``total`` rounds, keeps their latencies."""
 
     def __init__(self, p: PaxosLanParams, load_rps: float, rng: np.random.Generator,
-                 total: int, draw: ServiceDraw = default_draw) -> None:
+                 total: int, draw: ServiceDraw = default_draw, stratified: bool = False
+                 ) -> None:
         self.p = p
         self.draw = draw
         self.total = total
         self.needed = p.needed
         gaps = round_gaps_ms(rng, load_rps, p.sigma_r_factor, total, p.arrivals)
+        if stratified:  # a capacity trial: the watched half offers exactly the load
+            gaps = stratify(gaps, 1000.0 / load_rps)
         self.gaps = np.rint(gaps * NS_PER_MS).astype(np.int64).tolist()
         self.rt = VirtualRuntime()
         self.s = Stream(rng)
@@ -156,7 +160,7 @@ def measure_capacity(p: PaxosLanParams, seed: int = 1, rounds: int = 20_000,
 
     def run(load_rps: float, total: int) -> Trial:
         r = _Run(p, load_rps, np.random.default_rng([seed, 1 << 20]), total,
-                 service or default_draw)
+                 service or default_draw, stratified=True)
         r.run()
         return r.trial(load_rps)
 

@@ -32,6 +32,7 @@ from replicalab.models.twins.capacity import (
     Trial,
     default_draw,
     search,
+    stratify,
     verdict,
 )
 from replicalab.regions import RegionSet
@@ -82,12 +83,16 @@ class _Run:
     """One offered load: builds the cluster, runs ``total`` rounds, keeps their latencies."""
 
     def __init__(self, p: PigPaxosParams, load_rps: float, rng: np.random.Generator,
-                 total: int, draw: ServiceDraw = default_draw) -> None:
+                 total: int, draw: ServiceDraw = default_draw, stratified: bool = False
+                 ) -> None:
         self.p = p
         self.draw = draw
         lay = layout(p)
         self.quorum_votes = lay.quorum - 1  # votes the aggregates must bring (leader votes too)
-        self.gaps = gaps_ns(rng, load_rps, p.sigma_r_factor, total).astype(np.int64).tolist()
+        gaps = gaps_ns(rng, load_rps, p.sigma_r_factor, total)
+        if stratified:  # a capacity trial: the watched half offers exactly the load
+            gaps = stratify(gaps, 1e9 / load_rps)
+        self.gaps = gaps.astype(np.int64).tolist()
         self.rt = VirtualRuntime()
         self.s = Stream(rng)
         self.net = Network(self.rt, self.s, _regions(p))
@@ -257,7 +262,7 @@ def measure_capacity(p: PigPaxosParams, seed: int = 0, rounds: int = 10_000,
 
     def run(load_rps: float, total: int) -> Trial:
         r = _Run(p, load_rps, np.random.default_rng([seed, 1 << 20]), total,
-                 service or default_draw)
+                 service or default_draw, stratified=True)
         r.run()
         return verdict(load_rps, r.watch, r.busy_ns, r.span_ns, total)
 

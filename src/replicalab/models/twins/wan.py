@@ -96,16 +96,29 @@ class _Engine:
 
     # ---- clients
     def schedule_clients(self, load_rps: float, rounds: int,
-                         start: Callable[[int], None]) -> None:
-        """Schedule about ``rounds`` open-loop requests at ``load_rps`` over all regions."""
+                         start: Callable[[int], None], stratified: bool = False) -> None:
+        """Schedule about ``rounds`` open-loop requests at ``load_rps`` over all regions.
+
+        ``stratified`` (capacity trials): each region's requests before and after the
+        capacity watch begins are drawn separately, each exactly their nominal count, so
+        the watched part offers exactly the load (see ``capacity.stratify``).
+        """
         p = self.p
         horizon_ms = rounds / load_rps * 1000.0
+        span_ns = max(int(horizon_ms * 1_000_000), 1)
+        watch_ms = min(max(span_ns // 2, self.settle_ns), span_ns) / 1e6
         times, regions = [], []
         for c, share in enumerate(p.shares):
             rate = load_rps * share / 1000.0  # per ms
             if rate <= 0:
                 continue
             mean = 1.0 / rate
+            if stratified:
+                t = np.concatenate([self._segment(a, b, rate)
+                                    for a, b in ((0.0, watch_ms), (watch_ms, horizon_ms))])
+                times.append(t)
+                regions.append(np.full(len(t), c))
+                continue
             n = int(horizon_ms * rate * 1.3) + 64
             # A random phase, so deterministic or bursty streams of regions do not align.
             t = np.cumsum(self._gaps(mean, n)) - self.arrival_rng.random() * mean
@@ -120,10 +133,19 @@ class _Engine:
         self.expected = len(all_t)
         self.t0 = [int(x * 1_000_000) for x in all_t]
         self.region_of = all_r.tolist()
-        self.span_ns = max(int(horizon_ms * 1_000_000), 1)
+        self.span_ns = span_ns
         self.watch = BacklogWatch(self.rt, self.nodes, self.span_ns, settle_ns=self.settle_ns)
         for k in range(self.expected):
             self.rt.call_later(self.t0[k], start, k)
+
+    def _segment(self, a_ms: float, b_ms: float, rate_per_ms: float) -> np.ndarray:
+        """Return exactly round(rate x (b - a)) arrival times (ms) in [a, b): the region's
+        gaps, drawn as usual, scaled so that one more gap would end the segment."""
+        m = round(rate_per_ms * (b_ms - a_ms))
+        if m <= 0:
+            return np.zeros(0)
+        g = self._gaps(1.0 / rate_per_ms, m + 1)
+        return a_ms + np.cumsum(g)[:m] * ((b_ms - a_ms) / g.sum())
 
     def _gaps(self, mean_ms: float, n: int) -> np.ndarray:
         """Return ``n`` inter-arrival times (ms): gamma with the given mean, sd = f x mean."""
@@ -296,7 +318,7 @@ def simulate_paxos_wan(p: WanParams, loads_rps: Sequence[float], seed: int = 0,
             else:
                 eng.job(lead, k, False)
 
-        eng.schedule_clients(load, rounds, start)
+        eng.schedule_clients(load, rounds, start, index == _CAPACITY_INDEX)
         got.extend([0] * eng.expected)
         return eng
 
@@ -361,7 +383,7 @@ def simulate_epaxos(p: EPaxosParams, loads_rps: Sequence[float], seed: int = 0,
             else:
                 eng.job(i, k, False)
 
-        eng.schedule_clients(load, rounds, start)
+        eng.schedule_clients(load, rounds, start, index == _CAPACITY_INDEX)
         got.extend([0] * eng.expected)
         phase.extend([0] * eng.expected)
         slow.extend(uni() < p.conflict for _ in range(eng.expected))
@@ -502,7 +524,7 @@ def simulate_wpaxos(p: WPaxosParams, loads_rps: Sequence[float], seed: int = 0,
                     return
             eng.job(x, k, False)
 
-        eng.schedule_clients(load, rounds, start)
+        eng.schedule_clients(load, rounds, start, index == _CAPACITY_INDEX)
         m = eng.expected
         entry.extend([0] * m)
         got.extend([0] * m)
