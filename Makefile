@@ -4,7 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean setup browser servers
+NATIVE := $(VENV)/.native
+
+.PHONY: demo test lint bench clean setup browser servers native
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +16,14 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# The linearizability checker's native search core (Rust, PyO3; maturin from PyPI, crates
+# from crates.io): cargo comes from rustup. The checker falls back to pure Python without it.
+$(NATIVE): $(STAMP) native/Cargo.toml native/Cargo.lock native/pyproject.toml $(wildcard native/src/*.rs)
+	PATH="$$HOME/.cargo/bin:$$PATH" $(BIN)/pip install --quiet ./native
+	touch $(NATIVE)
+
+native: $(NATIVE)
+
 # Headless Chromium for the report-rendering test (Debian package; needs root or sudo).
 browser:
 	@scripts/install-chromium.sh
@@ -22,10 +32,10 @@ browser:
 servers:
 	@scripts/install-servers.sh
 
-demo: $(STAMP)
+demo: $(STAMP) $(NATIVE)
 	$(BIN)/replicalab demo
 
-test: $(STAMP) browser servers
+test: $(STAMP) $(NATIVE) browser servers
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q -n 3 --dist loadgroup
 

@@ -262,3 +262,16 @@ def test_three_regions_measured_within_tolerance_of_the_fitted_model(etcd_dc3, t
     html = report.read_text()
     assert "Leader US-W: mean write latency per client region" in html
     assert (tmp_path / "figures" / "against.png").exists()
+
+
+def test_the_model_command_takes_against_and_duration(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from replicalab.cli.main import app
+
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, ["model", "paxos-wan", "--duration", "5s"])
+    assert r.exit_code == 2 and "--duration applies to --against only" in r.stderr, r.stderr
+    r = CliRunner().invoke(app, ["model", "epaxos", "--against", "etcd"])
+    assert r.exit_code == 2 and "available for the paxos-wan model" in r.stderr, r.stderr
+    assert not (tmp_path / ".replicalab").exists()

@@ -197,7 +197,18 @@ def model_command(spec: ModelSpec) -> Callable[..., None]:
                        ] = Path("runs"),
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")
                            ] = False,
+        against: Annotated[str | None, typer.Option(
+            help="Also measure a real store (etcd) with one member per region, the leader "
+                 "placed as the model says; --loads are then its offered writes/s.")] = None,
+        duration: Annotated[str | None, typer.Option(
+            help="With --against: measuring time per leader and rate, e.g. 10s.")] = None,
     ) -> None:
+        if against is not None or duration is not None:
+            from replicalab.cli.model_against import run_against
+
+            run_against(spec, against, duration, params, set_ or [], compare, loads, rounds,
+                        seed, out, as_json)
+            return
         try:
             base = load_toml(params)
             sets = parse_sets(spec.params_cls, set_ or [])
