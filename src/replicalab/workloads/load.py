@@ -230,6 +230,7 @@ def _append_record(h: History, intended: array, rec: Any, sched: Any, spec: Load
     key_idx = np.frombuffer(sched.key_index, np.int64, taken)[sent].tolist()
     h.keys.extend((sched.keys[k],) for k in key_idx)
     h.values.extend((rec.values[i],) for i in idx)
+    h.expects.extend(() for _ in idx)  # GETs and SETs: no cas
     h.node.extend(node if o == OpType.OK else "" for o in outcome.tolist())
     h.error.extend(rec.errors.get(i, "") for i in idx)
 
