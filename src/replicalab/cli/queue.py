@@ -165,7 +165,8 @@ def compare_cmd(
     queue: Annotated[list[str] | None, typer.Option(
         help="Queue URL (repeat for several backends); default sim://sqs.")] = None,
     strategy: Annotated[list[str] | None, typer.Option(
-        help="Strategy (repeatable); default all: none, tag, central, central-detect.")] = None,
+        help="Strategies, repeated or comma-separated (none,central); default all: none, tag, "
+             "central, central-detect.")] = None,
     consumers: Annotated[str, typer.Option(help="Consumer counts to sweep: 1,4,16.")] = "1,4,16",
     central: Central = None, messages: Messages = 2000, producers: Producers = 2,
     readers: Readers = 0, batch: Batch = 10, visibility: Visibility = "30s",
@@ -184,7 +185,9 @@ def compare_cmd(
 
     try:
         counts = _ints(consumers, "--consumers")
-        strategies = strategy or list(STRATEGIES)
+        # --strategy none,central reads as --consumers 1,4,16 does
+        strategies = [x.strip() for s in strategy or () for x in s.split(",") if x.strip()]
+        strategies = strategies or list(STRATEGIES)
         base = _spec(queue=(queue or ["sim://sqs"])[0], consumers=counts[0],
                      strategy="central" if central else "none", central=central,
                      messages=messages, producers=producers, readers=readers, batch=batch,
