@@ -12,13 +12,20 @@ from replicalab.cluster import datacentres as topology
 KEY = "counters/k/state"
 
 
-async def _round_trip_ms(store) -> tuple[tuple, float]:
+async def _round_trip_ms(store, tries: int = 3) -> tuple[tuple, float]:
+    """Values read back and the fastest write+read of `tries`, in ms.
+
+    The fastest, because a shared 2-core CI machine only ever adds delay: the
+    minimum is the one that shows the emulated WAN and not the scheduler."""
     c = await store.connect()
     try:
-        t0 = time.monotonic()
-        await c.write({KEY: "x1"})
-        r = await c.read([KEY], consistent=True)
-        return r.values, (time.monotonic() - t0) * 1000
+        best = float("inf")
+        for _ in range(tries):
+            t0 = time.monotonic()
+            await c.write({KEY: "x1"})
+            r = await c.read([KEY], consistent=True)
+            best = min(best, (time.monotonic() - t0) * 1000)
+        return r.values, best
     finally:
         await c.close()
 
