@@ -41,7 +41,7 @@ def side_by_side(workload: str, n_requests: int, repeats: int) -> list[tuple[str
     regions = region_matrix(d.regions)
     # the stream keeps the default access density per object and window
     duration_s = d.duration_s * n_requests / d.requests
-    reqs = generate(workload, regions.size, d.objects, n_requests, duration_s, d.seed).requests
+    reqs = generate(workload, regions, d.objects, n_requests, duration_s, d.seed).requests
     owner0 = initial_owners(regions.size, d.objects, d.seed)
     rows = []
     for label in POLICIES:

@@ -78,7 +78,7 @@ def test_fast_path_equals_reference_on_random_streams(data):
 def test_fast_path_equals_reference_on_the_seed_workloads():
     regions = region_matrix("aws15")
     for workload in ("locality", "shared", "drift"):
-        reqs = generate(workload, regions.size, 300, 20_000, 30.0, 7).requests
+        reqs = generate(workload, regions, 300, 20_000, 30.0, 7).requests
         owner0 = initial_owners(regions.size, 300, 7)
         for spec in ("consecutive", "majority:window_ms=3000", "ema", "cog:window_ms=3000",
                      "cog:mode=continuous", "oracle:window_ms=3000",

@@ -100,29 +100,34 @@ def _window_mean(entry: dict[str, Any], lo_s: float, hi_s: float) -> float:
 
 
 def test_drift_policies_keep_latency_low_as_locality_moves(drift):
-    # the bands move from 20 % to 80 % of the 300 s run; before: 45-60 s (after the first
-    # 30 s decision window), after: the steady last 20 %
+    # each region's band moves to its nearest region's from 20 % to 80 % of the 300 s run;
+    # "during": 60-240 s, "steady": the last 20 %. Kept low means close to the oracle, which
+    # itself rises from ~21 to ~28 ms because some bands end up shared by two regions.
     static = drift["static"]["mean_latency_ms"]
+    oracle = drift["oracle"]
     for p in ("consecutive", "majority", "cog"):
-        before = _window_mean(drift[p], 45, 60)
-        during = _window_mean(drift[p], 60, 240)
-        # kept low: within 15 % of the pre-drift level during and after the move, and under
-        # a quarter of static placement's latency
-        assert during < 1.15 * before, p
-        assert drift[p]["steady_latency_ms"] < 1.15 * before, p
-        assert drift[p]["steady_latency_ms"] < 0.25 * static, p
+        # within 30 % of the oracle during and after the move (seeds 1-3: at most 22 %)
+        assert _window_mean(drift[p], 60, 240) < 1.3 * _window_mean(oracle, 60, 240), p
+        assert drift[p]["steady_latency_ms"] < 1.3 * oracle["steady_latency_ms"], p
+        assert drift[p]["steady_latency_ms"] < 0.3 * static, p
 
 
-def test_drift_ema_settles_to_a_steady_state(drift):
-    # EMA settles: its last 20 % of buckets stay within 10 % of their mean. Its level is
-    # reported in docs/placement.md next to the seed's ~59 ms; here (ids follow the aws15
-    # matrix order, bands move one id) it settles near 22 ms, close to the other policies:
-    # the seed's degradation under drift is not reproduced (see the docs for why).
-    s = np.array(drift["ema"]["series"]["mean_latency_ms"][-10:], dtype=float)
+def test_drift_ema_first_improves_then_degrades_to_a_steady_state(drift):
+    # seed: "EMA ... first gets better latency and then gradually degrades until reaching a
+    # steady state" (~59 ms there). Here: ~23 ms before the move, ~46 ms steady.
+    ema, oracle = drift["ema"], drift["oracle"]
+    before = _window_mean(ema, 45, 60)
+    assert before < 1.15 * _window_mean(oracle, 45, 60)  # first better: near the oracle (1.11x)
+    steady = ema["steady_latency_ms"]
+    assert steady > 1.5 * before  # then degrades (2.0x its own early level)
+    assert steady > 1.4 * oracle["steady_latency_ms"]  # 1.66x the oracle
+    for p in ("consecutive", "majority", "cog"):
+        assert steady > 1.2 * drift[p]["steady_latency_ms"], p  # worst of all movers (1.35x)
+    # to a steady state: the last 20 % of buckets stay within 10 % of their mean (2 %)
+    s = np.array(ema["series"]["mean_latency_ms"][-10:], dtype=float)
     assert np.all(np.abs(s - s.mean()) < 0.10 * s.mean())
-    assert drift["ema"]["steady_latency_ms"] == pytest.approx(s.mean(), rel=0.02)
-    # and it pays for it in migrations: over 5x CoG's
-    assert drift["ema"]["migrations_per_1k"] > 5 * drift["cog"]["migrations_per_1k"]
+    # and it pays for it in migrations: over 5x CoG's (11x)
+    assert ema["migrations_per_1k"] > 5 * drift["cog"]["migrations_per_1k"]
 
 
 def test_skew_filter_caps_regions_at_a_latency_between_static_and_unfiltered(skew):

@@ -217,7 +217,7 @@ def prepare(exp: Experiment) -> tuple[RegionMatrix, workloads.Stream, np.ndarray
     input (unknown region, bad parameter, impossible capacity) raises ValueError here, before
     any simulation."""
     regions = region_matrix(exp.regions)
-    stream = workloads.generate(exp.workload, regions.size, exp.objects, exp.requests,
+    stream = workloads.generate(exp.workload, regions, exp.objects, exp.requests,
                                 exp.duration_s, exp.seed)
     owner0 = workloads.initial_owners(regions.size, exp.objects, exp.seed)
     built = [build(s, regions, owner0, stream.requests) for s in exp.policies]

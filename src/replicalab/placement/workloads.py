@@ -9,8 +9,12 @@ Poisson stream conditioned on its count), each from a region to an object:
   are shared by regions with adjacent ids.
 * ``shared``: each object is used equally by 1 to 3 random regions (seed: "shared equally with
   up to 3 random regions"); an access picks an object, then one of its sharers.
-* ``drift``: ``locality`` whose means move by one band, linearly from 20 % to 80 % of the run:
-  by the end region ``z`` uses the objects region ``z + 1`` used at the start.
+* ``drift``: ``locality`` whose means move, linearly from 20 % to 80 % of the run, to the band
+  of each region's geographically nearest region (lowest RTT): by the end region ``z`` uses
+  the objects its nearest neighbour used at the start. Neighbours are geographic, not by id, so
+  a region may move several ids away (ap-south-1 to ap-southeast-1) and two regions may end on
+  one band (us-east-2 and ca-central-1 both on us-east-1's): the shapes an id-ordered EMA
+  cannot follow, which is the seed's drift result.
 * ``skew``: 80 % of accesses come from the first region, the rest evenly from the others,
   objects uniform (seed: 5 regions, 1,000 objects, capacity 25 % per region).
 """
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from replicalab.placement.matrix import RegionMatrix, nearest_order
 from replicalab.placement.policies import Requests
 
 WORKLOADS = ("locality", "shared", "drift", "skew")
@@ -82,10 +87,19 @@ class Stream:
     sharers: np.ndarray | None = None
 
 
-def generate(name: str, n_regions: int, n_objects: int, n_requests: int, duration_s: float,
-             seed: int) -> Stream:
-    """Return the request stream of workload ``name`` (times in ms, sorted)."""
+def drift_targets(regions: RegionMatrix) -> np.ndarray:
+    """Return int64 per region: the region whose band it uses at the end of ``drift``, its
+    nearest other region by RTT (itself when it is the only one)."""
+    order = nearest_order(regions.rtt_ms)
+    return order[:, 1] if regions.size > 1 else order[:, 0]
+
+
+def generate(name: str, regions: RegionMatrix, n_objects: int, n_requests: int,
+             duration_s: float, seed: int) -> Stream:
+    """Return the request stream of workload ``name`` over ``regions`` (times in ms,
+    sorted)."""
     check(name)
+    n_regions = regions.size
     if n_objects < 1 or n_requests < 0 or n_regions < 1 or not duration_s > 0:
         raise ValueError("a workload needs at least 1 object and region, requests >= 0 and a "
                          "positive duration")
@@ -97,7 +111,8 @@ def generate(name: str, n_regions: int, n_objects: int, n_requests: int, duratio
         shift: np.ndarray | float = 0.0
         if name == "drift":
             frac = t_ms / (duration_s * 1000.0)
-            shift = np.clip((frac - DRIFT_START) / (DRIFT_END - DRIFT_START), 0.0, 1.0)
+            moved = np.clip((frac - DRIFT_START) / (DRIFT_END - DRIFT_START), 0.0, 1.0)
+            shift = moved * (drift_targets(regions)[z] - z)
         obj = _banded(rng, z, shift, n_objects, n_regions)
         region = z
     elif name == "shared":
