@@ -43,6 +43,17 @@ def test_sim_run_prints_json_and_saves_history_and_results(tmp_path: Path):
     rows = pq.read_table(run_dir / "history.parquet").num_rows
     assert rows == sum(doc["ops"].values()) + 60 + sum(doc["migrations"].values())
     assert doc["tables"][0]["caption"].startswith("Mean access latency over time")
+    # the report: three figures, the summary with the measured means, no lost writes
+    assert {"latency.png", "migrations.png", "share.png"} <= {
+        p.name for p in (run_dir / "figures").iterdir()}
+    html = (run_dir / "report.html").read_text()
+    assert "no acknowledged write was lost" in html
+    assert f"{managed['mean_latency_ms']:.1f}" in html and 'id="fig-latency"' in html
+    # `report` points at it instead of treating the run as a probe's
+    from replicalab.cli.rundir import kind
+
+    with pytest.raises(ValueError, match="placement-live run: its report is"):
+        kind(run_dir, "report")
 
 
 def test_a_periodic_policy_without_a_window_gets_one_and_says_so(tmp_path: Path):

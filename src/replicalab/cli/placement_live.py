@@ -4,7 +4,8 @@ Clients in every region read and write; the policy moves the objects it manages 
 regions' stores through the ownership directory; their static twins, in the same run, stay
 where they were placed. Prints latency over time for both, the settled means and their
 ratio, migrations and lost writes (always 0 unless the protocol is broken), and saves the
-history (``history.parquet``), ``config.json`` and ``results.json`` in a run directory.
+history (``history.parquet``), ``config.json``, ``results.json`` and ``report.html`` in a run
+directory.
 
 :func:`attach` adds the command to the ``placement`` group; :func:`register` does it for the
 root app.
@@ -42,6 +43,7 @@ from replicalab.placement.live_deploy import (
 from replicalab.placement.live_run import LiveConfig, LiveResult, run_live
 from replicalab.placement.matrix import RegionMatrix, region_matrix
 from replicalab.placement.policies import make_policy, parse_spec
+from replicalab.placement.simulate import SCHEMA
 from replicalab.workloads.runner import make_run_dir, save_results
 
 KINDS = ("sim", "redis", "postgresql")
@@ -245,13 +247,17 @@ def live(
         if real is not None:
             real.topology.down()
         shutil.rmtree(root, ignore_errors=True)
-    results = _jsonable({**res.to_json(), "policies": _policies_json(res),
+    results = _jsonable({"kind": "placement-live", "schema_version": SCHEMA,
+                         **res.to_json(), "policies": _policies_json(res),
                          "command": shlex.join(["replicalab", "placement", "live",
                                                 *sys.argv[3:]]),
                          "notes": [note] if note else []})
     save_history(history, run_dir, {"command": results["command"], "store": kind,
                                     "config": results["config"]})
     save_results(results, run_dir)
+    from replicalab.report.placement_live import render_placement_live_report
+
+    report = render_placement_live_report(results, run_dir)
     shown = tables(res)
     if as_json:
         sys.stdout.write(json.dumps({**results, "run_dir": str(run_dir),
@@ -264,6 +270,7 @@ def live(
         say(f"{res.policy} / static mean latency after settling: {res.ratio:.2f}x; "
             f"{res.migrations_moved} migrations; {res.lost_writes} lost writes")
         say(f"run directory: {run_dir}")
+        say(f"report: {report}")
     if res.lost_writes or res.unknown_reads:
         fail(f"{res.lost_writes} acknowledged writes lost, {res.unknown_reads} reads of "
              f"unknown values: the history is in {run_dir}", 1)

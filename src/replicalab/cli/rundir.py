@@ -58,6 +58,9 @@ def kind(path: Path, command: str) -> str:
         raise ValueError(f"{path} is a CLT run; use `replicalab clt report {path}` (it has "
                          "no operation history to re-check or export)")
     results, config = _results(path), _config(path)
+    if results.get("kind") == "placement-live" and command == "report":
+        raise ValueError(f"{path} is a placement-live run: its report is {path / 'report.html'}"
+                         f" (its history exports with `replicalab export {path}`)")
     if (path / "history.parquet").exists():
         if "mode" in config and isinstance(config.get("spec"), dict) and \
                 "rate_per_s" in config["spec"]:

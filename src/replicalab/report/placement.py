@@ -16,7 +16,7 @@ from replicalab.report.page import Page, esc, num, write_page
 from replicalab.report.plots import plain
 
 # Fixed colours per policy so every figure of a report (and of different reports) matches.
-_COLORS = {"static": "#7f7f7f", "consecutive": "#ff7f0e", "majority": "#2ca02c",
+COLORS = {"static": "#7f7f7f", "consecutive": "#ff7f0e", "majority": "#2ca02c",
            "ema": "#d62728", "cog": "#1f77b4", "oracle": "#000000"}
 _EXTRA = ("#9467bd", "#17becf", "#8c564b", "#e377c2", "#bcbd22")
 
@@ -30,13 +30,14 @@ def _style(entries: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
         name, label = e["name"], e["policy"]
         k = seen.get(name, 0)
         seen[name] = k + 1
-        color = _COLORS.get(name, _EXTRA[0]) if k == 0 else _EXTRA[(k - 1) % len(_EXTRA)]
+        color = COLORS.get(name, _EXTRA[0]) if k == 0 else _EXTRA[(k - 1) % len(_EXTRA)]
         style = ":" if name == "oracle" else "--" if "balance" in e["params"] else "-"
         out[label] = {"color": color, "linestyle": style, "linewidth": 1.6}
     return out
 
 
-def _axes(title: str, ylabel: str) -> tuple[Figure, Any]:
+def time_axes(title: str, ylabel: str) -> tuple[Figure, Any]:
+    """Return a (figure, axes) pair styled as every placement figure, x labelled time (s)."""
     fig = Figure(figsize=(7.5, 3.9), layout="constrained", facecolor="white")
     ax = fig.add_subplot()
     ax.grid(True, color="#e5e5e5", linewidth=0.8)
@@ -51,7 +52,7 @@ def _axes(title: str, ylabel: str) -> tuple[Figure, Any]:
 def series_figure(entries: Sequence[Mapping[str, Any]], key: str, title: str, ylabel: str,
                   share: bool = False) -> Figure:
     """Return a figure of ``series[key]`` against time, one line per policy."""
-    fig, ax = _axes(title, ylabel)
+    fig, ax = time_axes(title, ylabel)
     styles = _style(entries)
     for e in entries:
         s = e["series"]
