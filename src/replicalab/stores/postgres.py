@@ -138,7 +138,8 @@ class PostgresStore:
                                  "postgresql:// URL's host:port must be the primary")
             if not row[1]:
                 # another client may create it at the same moment
-                with contextlib.suppress(pgerr.UniqueViolation, pgerr.DuplicateTable):
+                with contextlib.suppress(pgerr.UniqueViolation, pgerr.DuplicateTable,
+                                         pgerr.DuplicateObject):
                     await conn.execute(_CREATE)
             if standby is not primary:
                 sconn = await standby.get()
