@@ -6,21 +6,33 @@ proxy into a temporary directory and built there with a small driver
 Model API, partitioned by key). The histories come from replicalab's ``register`` workload
 on sim://primary?replication=async&regions=dc3: consistent reads at the primary
 (linearizable) and eventual reads at the EU replica (not linearizable), for each size of
-ops per key, keys and clients. Each history is checked by Porcupine, by replicalab with
-the native search core (native/, when installed) and with the pure-Python core. Verdicts
-must agree: a disagreement is a bug and the benchmark exits 1 after printing the table.
+ops per key, keys and clients. Each history is checked by Porcupine, by replicalab's
+native core (native/, when installed) and by the pure-Python pipeline. Verdicts must
+agree: a disagreement is a bug and the benchmark exits 1 after printing the table.
 
-Timed, for both sides in the same run: the check of ops already in memory. Porcupine:
-``CheckOperationsTimeout`` alone (partitioning, sorting and the search), timed inside the
-driver (process start and JSON parsing excluded). replicalab: the kv model's partition,
-each part's event ordering and the search core on each part (``<core>_ms``), timed in this
-process; the rest of the encoding (Jepsen's semantics applied, values interned) is the
-conversion Porcupine's input gets untimed, and ``<core>_e2e_ms`` adds it back (end to
-end from LinOps; turning the History into LinOps is excluded, as Porcupine's parsing
-is). ``<core>_core_ms`` is the search core's calls alone. ``check_ms`` is the whole
-``check()`` with the default core, counterexample shrinking and explanations included,
-from the first round. Medians over ``--repeats`` rounds; a check that hit ``--timeout``
-is not repeated.
+Two modes, each compared like with like, both sides measured in the same run:
+
+* default: every key decided, with its linearization or longest linearizable prefix.
+  Porcupine's ``CheckOperationsVerbose`` (every partition, partial linearizations) beside
+  replicalab's ``replicalab_native.check_kv`` (every key, its order or longest prefix
+  and stuck op);
+* fail-fast: a verdict only, stopping at the first key not linearizable. Porcupine's
+  ``CheckOperationsTimeout`` beside ``check_kv(..., fail_fast=True)`` (what
+  ``check(fail_fast=True)`` / ``replicalab check --fail-fast`` run).
+
+Timing boundaries. Porcupine: the one call, timed inside the driver on an already built
+``[]porcupine.Operation`` (process start, JSON parsing and building the operations
+excluded; it partitions, sorts and searches, partitions in parallel goroutines).
+replicalab "like for like" (``native_ms``, ``ff_ms``): the one ``check_kv`` call on
+already encoded int64 columns (``linearizability.encode_columns``, the analogue of
+building ``[]Operation``: values and keys interned, Jepsen's outcomes as codes), which
+does Jepsen's preparation, the partition, event ordering and every key's search, one key
+after another on one core. "End to end" (``*_e2e_ms``): the encoding from LinOps added
+(turning the History into LinOps is excluded, as Porcupine's parsing is). ``python_ms``
+is the pure-Python pipeline (partition, encode, search) end to end; ``check_ms`` the whole
+``check()`` with counterexample shrinking and explanations, from the first round. Ratios
+are ours / Porcupine's, of the medians over ``--repeats`` rounds of this run; a check
+that hit ``--timeout`` is not repeated.
 
 Run: .venv/bin/python benchmarks/bench_linearizability.py [--repeats 3] [--timeout 20]
      [--quick] [--json PATH]
@@ -37,14 +49,19 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from replicalab.checkers import linearizability
-from replicalab.checkers.linearizability import LinOp, ops_from_history
-from replicalab.checkers.linmodels import UNKNOWN, event_order, get_model, prepare
+from replicalab.checkers.linearizability import (
+    DEFAULT_CACHE_BYTES,
+    LinOp,
+    encode_columns,
+    ops_from_history,
+)
+from replicalab.checkers.linmodels import UNKNOWN, get_model, prepare
 from replicalab.checkers.linsearch import DEFAULT_MAX_CACHE, search_part
 from replicalab.history import History
 from replicalab.stores import open_store
@@ -164,58 +181,67 @@ def build_porcupine(tmp: Path) -> Path:
     return binary
 
 
-def run_porcupine(binary: Path, cases: Sequence[Case], timeout_s: float,
-                  tmp: Path) -> dict[str, tuple[Any, float]]:
-    """Return name -> (verdict, check time in s) from one driver run over ``cases``."""
+def run_porcupine(binary: Path, cases: Sequence[Case], timeout_s: float, tmp: Path,
+                  verbose_first: bool = False) -> dict[str, dict[str, tuple[Any, float]]]:
+    """Return name -> {"porcupine": (verdict, s) of CheckOperationsTimeout,
+    "porcupine_verbose": (verdict, s) of CheckOperationsVerbose} from one driver run
+    (``verbose_first``: which of the two calls runs first on each history)."""
     path = tmp / "histories.json"
-    path.write_text(json.dumps({"repeats": 1, "timeout_s": timeout_s, "histories": [
+    path.write_text(json.dumps({"repeats": 1, "timeout_s": timeout_s,
+                                "verbose_first": verbose_first, "histories": [
         {"name": c.name, "ops": porcupine_ops(c.ops)} for c in cases]}))
     p = subprocess.run([str(binary), str(path)], capture_output=True, text=True,
                        timeout=len(cases) * (timeout_s + 60) + 60)
     if p.returncode != 0:
         raise SystemExit(f"bench_linearizability: the Porcupine driver failed: {p.stderr.strip()}")
+    verdict_of = {"true": True, "false": False}
     out = {}
     for line in p.stdout.splitlines():
         r = json.loads(line)
-        verdict = {"true": True, "false": False}.get(r["valid"], "unknown")
-        out[r["name"]] = (verdict, r["check_ns"] / 1e9)
+        out[r["name"]] = {
+            "porcupine": (verdict_of.get(r["valid"], "unknown"), r["check_ns"] / 1e9),
+            "porcupine_verbose": (verdict_of.get(r["verbose_valid"], "unknown"),
+                                  r["verbose_ns"] / 1e9)}
     return out
 
 
-Core = Callable[..., tuple[int, list[int], int]]
-
-
-def verdict_with(core: Core, ops: Sequence[LinOp], timeout_s: float
-                 ) -> tuple[Any, float, float, float]:
-    """Return (verdict, like-for-like s, end-to-end s, search-core s) of the kv model on
-    ``ops`` with the search core ``core``, no counterexample.
-
-    End to end: the model's partition, each part's encoding (Jepsen's semantics, interned
-    values, events in time order) and its search. Like for like with Porcupine's timed
-    call: the partition, the ordering of each part's events and the search; the rest of
-    the encoding is the conversion Porcupine's input gets untimed (porcupine_ops).
-    """
+def python_verdict(ops: Sequence[LinOp], timeout_s: float) -> tuple[Any, float]:
+    """Return (verdict, s) of the pure-Python pipeline on ``ops`` (kv model): partition,
+    each part's encoding (Jepsen's semantics, interned values, events in time order) and
+    its search with ``linsearch.search_part``; every key decided, no counterexample."""
     deadline = time.monotonic() + timeout_s
     model = get_model("kv")
     t = time.perf_counter()
-    parts = model.partition(list(ops))
-    part_s = time.perf_counter() - t
-    encode_s = order_s = search_s = 0.0
     verdicts = []
-    for _, part in parts:
-        t = time.perf_counter()
+    for _, part in model.partition(list(ops)):
         enc = model.encode(part)
-        encode_s += time.perf_counter() - t
-        t = time.perf_counter()
-        event_order(enc.ops)  # what encode spent ordering the events, timed alone
-        order_s += time.perf_counter() - t
-        t = time.perf_counter()
-        v, _, _ = core(enc.kinds, enc.a, enc.b, enc.events, enc.init, deadline,
-                       DEFAULT_MAX_CACHE)
-        search_s += time.perf_counter() - t
+        v, _, _ = search_part(enc.kinds, enc.a, enc.b, enc.events, enc.init, deadline,
+                              DEFAULT_MAX_CACHE)
         verdicts.append(v)
-    valid = False if 0 in verdicts else "unknown" if -1 in verdicts else True
-    return valid, part_s + order_s + search_s, part_s + encode_s + search_s, search_s
+    took = time.perf_counter() - t
+    return _verdict(verdicts), took
+
+
+def _verdict(verdicts: Sequence[int]) -> Any:
+    """A history's verdict from its keys' (1, 0, -1; 2 = skipped counts as neither)."""
+    return False if 0 in verdicts else "unknown" if -1 in verdicts else True
+
+
+def native_verdict(ops: Sequence[LinOp], timeout_s: float, fail_fast: bool
+                   ) -> tuple[Any, float, float]:
+    """Return (verdict, like-for-like s, end-to-end s) of the native whole-history core on
+    ``ops`` (kv model): like for like is the ``check_kv`` call on columns encoded
+    beforehand; end to end adds ``encode_columns`` from the LinOps."""
+    t = time.perf_counter()
+    cols = encode_columns(ops, "kv")
+    encode_s = time.perf_counter() - t
+    args = cols.args()
+    deadline = time.monotonic() + timeout_s
+    t = time.perf_counter()
+    parts = replicalab_native.check_kv(*args, deadline_s=deadline,
+                                       cache_bytes=DEFAULT_CACHE_BYTES, fail_fast=fail_fast)
+    took = time.perf_counter() - t
+    return _verdict([p[2] for p in parts]), took, took + encode_s
 
 
 def make_cases(sizes: Sequence[Size], seed: int) -> list[Case]:
@@ -256,12 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.repeats < 1 or args.timeout <= 0:
         raise SystemExit("bench_linearizability: --repeats must be >= 1 and --timeout > 0")
-    cores: dict[str, Core] = {"python": search_part}
-    if replicalab_native is not None:
-        cores = {"native": replicalab_native.search_part, **cores}
-    else:
-        print("replicalab_native is not installed (make builds it): pure Python only",
-              file=sys.stderr)
+    if replicalab_native is None or not hasattr(replicalab_native, "check_kv"):
+        raise SystemExit("bench_linearizability: replicalab_native (with check_kv) is not "
+                         "installed; make native builds it")
     t0 = time.perf_counter()
     cases = make_cases(QUICK if args.quick else SIZES, args.seed)
     print(f"generated {len(cases)} histories in {time.perf_counter() - t0:.1f} s",
@@ -272,36 +295,56 @@ def main(argv: list[str] | None = None) -> int:
         binary = build_porcupine(tmp)
         print(f"built Porcupine in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         for r in range(args.repeats):
-            todo = [c for c in cases if c.verdicts.get("porcupine") != "unknown"]
-            for name, (v, s) in run_porcupine(binary, todo, args.timeout, tmp).items():
+            todo = [c for c in cases if "unknown" not in (
+                c.verdicts.get("porcupine"), c.verdicts.get("porcupine_verbose"))]
+            for name, sides in run_porcupine(binary, todo, args.timeout, tmp,
+                                             verbose_first=r % 2 == 1).items():
                 case = next(c for c in cases if c.name == name)
-                case.verdicts["porcupine"] = v
-                case.times_s.setdefault("porcupine", []).append(s)
+                for label, (v, s) in sides.items():
+                    case.verdicts[label] = v
+                    case.times_s.setdefault(label, []).append(s)
             for case in cases:
-                for label, core in cores.items():
+                for label, fail_fast in (("native", False), ("ff", True)):
                     if case.verdicts.get(label) == "unknown":
                         continue
-                    v, like_s, e2e_s, core_s = verdict_with(core, case.ops, args.timeout)
+                    v, like_s, e2e_s = native_verdict(case.ops, args.timeout, fail_fast)
                     case.verdicts[label] = v
                     case.times_s.setdefault(label, []).append(like_s)
                     case.times_s.setdefault(label + "_e2e", []).append(e2e_s)
-                    case.times_s.setdefault(label + "_core", []).append(core_s)
+                if case.verdicts.get("python") != "unknown" and (r == 0 or not args.quick):
+                    v, s = python_verdict(case.ops, args.timeout)
+                    case.verdicts["python"] = v
+                    case.times_s.setdefault("python", []).append(s)
                 if r == 0:
                     t = time.perf_counter()
                     linearizability.check(case.ops, "kv", timeout_s=args.timeout)
                     case.check_s = time.perf_counter() - t
             print(f"round {r + 1}/{args.repeats} done", file=sys.stderr)
-    return report(cases, list(cores), args)
+    return report(cases, args)
 
 
-def report(cases: Sequence[Case], labels: list[str], args: argparse.Namespace) -> int:
-    """Print the table (times in ms, medians) and return 1 if the verdicts disagree."""
+COLUMNS = (
+    # (header, ours, Porcupine's): a time column when Porcupine's is None, else a ratio
+    ("verbose_ms", "porcupine_verbose", None),
+    ("native_ms", "native", None),
+    ("native/verbose", "native", "porcupine_verbose"),
+    ("native_e2e_ms", "native_e2e", None),
+    ("e2e/verbose", "native_e2e", "porcupine_verbose"),
+    ("timeout_ms", "porcupine", None),
+    ("ff_ms", "ff", None),
+    ("ff/timeout", "ff", "porcupine"),
+    ("ff_e2e_ms", "ff_e2e", None),
+    ("ff_e2e/timeout", "ff_e2e", "porcupine"),
+    ("python_ms", "python", None),
+    ("python/verbose", "python", "porcupine_verbose"),
+)
+
+
+def report(cases: Sequence[Case], args: argparse.Namespace) -> int:
+    """Print the table (times in ms, medians; ratios ours / Porcupine's) and return 1 if
+    the verdicts disagree."""
     head = ["history", "ops", "keys", "clients", "conc/key", "reads", "verdict",
-            "porcupine_ms"]
-    for label in labels:
-        head += [f"{label}_core_ms", f"{label}_ms", f"{label}/porc", f"{label}_e2e_ms",
-                 f"{label}_e2e/porc"]
-    head.append("check_ms")
+            *(c[0] for c in COLUMNS), "check_ms"]
     rows, bad = [], []
     for c in cases:
         vs = c.verdicts
@@ -311,14 +354,14 @@ def report(cases: Sequence[Case], labels: list[str], args: argparse.Namespace) -
         verdict = ("DISAGREE" if len(definite) > 1 else
                    str(next(iter(definite))).lower() if definite else "unknown")
         row = [c.name, f"{len(c.ops):,}", str(c.size.keys), str(c.size.clients),
-               str(c.concurrency), c.reads, verdict,
-               _fmt_s(c.times_s["porcupine"], vs["porcupine"], args.timeout)]
-        for label in labels:
-            row.append(_fmt_s(c.times_s[label + "_core"], vs[label], args.timeout))
-            for times in (c.times_s[label], c.times_s[label + "_e2e"]):
-                row += [_fmt_s(times, vs[label], args.timeout),
-                        _ratio(times, vs[label], c.times_s["porcupine"], vs["porcupine"],
-                               args.timeout)]
+               str(c.concurrency), c.reads, verdict]
+        for _, ours, theirs in COLUMNS:
+            ov = vs[ours.removesuffix("_e2e")]
+            if theirs is None:
+                row.append(_fmt_s(c.times_s[ours], ov, args.timeout))
+            else:
+                row.append(_ratio(c.times_s[ours], ov, c.times_s[theirs], vs[theirs],
+                                  args.timeout))
         row.append("-" if c.check_s is None else f"{c.check_s * 1e3:,.1f}")
         rows.append(row)
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
@@ -326,7 +369,9 @@ def report(cases: Sequence[Case], labels: list[str], args: argparse.Namespace) -
         print("  ".join(x.rjust(w) if i else x.ljust(w)
                         for i, (x, w) in enumerate(zip(r, widths, strict=True))))
     print(f"medians of {args.repeats} rounds; timeout {args.timeout:g} s per check; "
-          f"'>T' = no verdict within T s; '<x' = ratio bound when Porcupine timed out")
+          f"'>T' = no verdict within T s; '<x' = ratio bound when Porcupine timed out; "
+          f"default mode: native vs CheckOperationsVerbose; fail-fast: ff vs "
+          f"CheckOperationsTimeout")
     if args.json:
         args.json.write_text(json.dumps({"repeats": args.repeats, "timeout_s": args.timeout,
                                          "cases": [{

@@ -431,3 +431,48 @@ def test_a_busy_key_checks_in_pure_python():
         linearizability.search_core = saved
     assert r.valid is True, r.parts[0].explanation
     assert took < 20
+
+
+def test_check_fail_fast_from_the_command_line_lists_the_keys_left_unchecked(tmp_path):
+    """``replicalab check --fail-fast``: the history is still not linearizable (exit 1),
+    the keys after the first bad one are "skipped" (not "unknown") in --json and in the
+    table, which says they were left unchecked; without the option every key is decided."""
+    import json
+
+    import typer
+    from typer.testing import CliRunner
+
+    from replicalab.cli import check as check_cli
+
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    check_cli.register(app)
+    lines = []
+    for k, (n, stale) in enumerate(((2, True), (3, False), (4, True))):
+        t = 100 * k
+        lines += [f"{{:type :invoke, :f :write, :value [{k} 1], :process 0, :time {t}}}",
+                  f"{{:type :ok, :f :write, :value [{k} 1], :process 0, :time {t + 10}}}"]
+        for i in range(1, n):
+            seen = "nil" if stale else "1"
+            lines += [f"{{:type :invoke, :f :read, :value [{k} nil], :process {i}, "
+                      f":time {t + 20 + i}}}",
+                      f"{{:type :ok, :f :read, :value [{k} {seen}], :process {i}, "
+                      f":time {t + 21 + i}}}"]
+    path = tmp_path / "kv.edn"
+    path.write_text("\n".join(lines) + "\n")
+    r = CliRunner().invoke(app, ["check", str(path), "--fail-fast", "--json"])
+    assert r.exit_code == 1, r.output
+    doc = json.loads(r.stdout)["results"][0]
+    assert doc["valid"] is False and doc["keys"] == 3
+    assert (doc["keys_not_linearizable"], doc["keys_skipped"], doc["keys_unknown"]) == (1, 2, 0)
+    assert [(p["key"], p["valid"]) for p in doc["parts"]] == [(0, False), (1, "skipped"),
+                                                              (2, "skipped")]
+    assert len(doc["counterexample"]) == 1
+    r = CliRunner().invoke(app, ["check", str(path), "--fail-fast"])
+    assert r.exit_code == 1
+    assert "skipped (unchecked)" in r.output
+    assert "2 keys left unchecked: --fail-fast stopped at the first key" in r.output
+    r = CliRunner().invoke(app, ["check", str(path), "--json"])
+    doc = json.loads(r.stdout)["results"][0]
+    assert [p["valid"] for p in doc["parts"]] == [False, True, False]
+    assert doc["keys_skipped"] == 0

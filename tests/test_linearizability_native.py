@@ -1,9 +1,12 @@
-"""The native search core (native/, Rust) against the pure-Python reference
-(``linsearch.search_part``): the same verdict on random histories (Hypothesis) and on the
-register workload's histories of the simulated stores, a linearization that is a legal
-one (each op inside its interval, every read and cas legal in its state), the deadline,
-and bad input named in one line. Under CI the extension must be installed (make builds
-it); elsewhere these tests are skipped without it."""
+"""The native core (native/, Rust) against the pure-Python reference: ``search_part``
+gives exactly ``linsearch.search_part``'s result (verdict, order, stuck op) on random
+parts (Hypothesis), and a linearization that is a legal one (each op inside its interval,
+every read and cas legal in its state); the whole-history entry ``check_kv`` behind
+``check()`` gives exactly the pure-Python pipeline's results (verdicts, linearizations,
+counterexamples, explanations) on random multi-key histories with info and fail ops, on
+the register workload's histories of the simulated stores, with ``fail_fast`` and under
+a deadline; bad input is named in one line. Under CI the extension must be installed
+(make builds it); elsewhere these tests are skipped without it."""
 
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replicalab.checkers import linearizability
-from replicalab.checkers.linmodels import get_model
+from replicalab.checkers.linearizability import LinOp, check, encode_columns
+from replicalab.checkers.linmodels import UNKNOWN, get_model
 from replicalab.checkers.linsearch import ANY, CAS, READ, WRITE, search_part
 from replicalab.faults.schedule import parse_fault
 from replicalab.faults.sim import SimNemesis
@@ -76,11 +80,11 @@ def assert_legal(kinds, a, b, events, init, order, full: bool) -> None:
 
 
 def both(kinds, a, b, events, init=0):
-    """Return (native result, Python result) on the same part, asserting equal verdicts
-    and legal orders."""
+    """Return (native result, Python result) on the same part, asserting they are the
+    same (verdict, order and stuck op) and the orders legal."""
     nat = replicalab_native.search_part(kinds, a, b, events, init)
     ref = search_part(kinds, a, b, events, init)
-    assert nat[0] == ref[0], (kinds, a, b, events, init, nat, ref)
+    assert tuple(nat) == tuple(ref), (kinds, a, b, events, init, nat, ref)
     for verdict, order, stuck in (nat, ref):
         assert_legal(kinds, a, b, events, init, order, full=verdict == 1)
         assert (stuck == -1) == (verdict == 1 or not order) or stuck >= 0
@@ -142,6 +146,133 @@ def sequential_part(n: int, seed: int, mutate: bool):
 
 def test_the_checker_uses_the_native_core():
     assert linearizability.search_core is replicalab_native.search_part
+    assert linearizability.native_available("kv")
+    assert linearizability.native_available("register")
+
+
+def reference(ops, model="kv", **kw):
+    """Return ``check()``'s result through the pure-Python pipeline (the reference)."""
+    saved = linearizability.search_core
+    linearizability.search_core = search_part
+    try:
+        assert not linearizability.native_available(model)
+        return check(ops, model, **kw)
+    finally:
+        linearizability.search_core = saved
+
+
+def summary(r):
+    """Everything a check's result says but the times."""
+    return (r.model, r.valid, r.ops, [(p.key, p.valid, p.ops, p.linearization,
+                                       p.counterexample, p.explanation, p.minimal)
+                                      for p in r.parts])
+
+
+def random_history(seed: int, n: int, keys: int) -> list[LinOp]:
+    """A kv history of random ops on a few keys: values from a small set (None, ints, a
+    string), cas some with an unrecorded expected value, ok / info / fail outcomes,
+    random overlapping intervals and repeated indexes (ties)."""
+    rnd = random.Random(seed)
+    ops = []
+    for _ in range(n):
+        f = rnd.choice(("read", "write", "cas"))
+        value = rnd.choice((None, 1, 2, 3, "x"))
+        if f == "cas":
+            value = (UNKNOWN if rnd.random() < 0.15 else rnd.choice((None, 1, 2, 3)),
+                     rnd.choice((1, 2, 3, "x")))
+        inv = rnd.randint(0, 60)
+        outcome = rnd.choices(("ok", "info", "fail"), (0.75, 0.15, 0.1))[0]
+        key = ("a", 7, None, ("t", 1))[rnd.randrange(keys)]
+        ops.append(LinOp(rnd.randint(0, 8) * 3, rnd.randint(0, 5), f, key, value, outcome,
+                         inv, inv + rnd.randint(0, 20)))
+    return ops
+
+
+@settings(max_examples=400, deadline=None)
+@given(SEEDS, st.integers(1, 24), st.integers(1, 4), st.booleans())
+def test_the_whole_history_core_gives_the_reference_results(seed, n, keys, fail_fast):
+    ops = random_history(seed, n, keys)
+    got = check(ops, "kv", fail_fast=fail_fast)
+    assert summary(got) == summary(reference(ops, fail_fast=fail_fast))
+    if fail_fast and got.valid is False:
+        first = [p.valid for p in got.parts]
+        assert False in first and "unknown" not in first
+    else:
+        assert "skipped" not in [p.valid for p in got.parts]
+
+
+def test_fail_fast_stops_at_the_first_key_not_linearizable():
+    # keys b (2 ops, stale read), a (3 ops, fine), c (4 ops, stale): smallest first
+    def key(k, first, n, stale):
+        ops = [LinOp(first, 0, "write", k, 1, "ok", 0, 10)]
+        ops += [LinOp(first + i, i, "read", k, 0 if stale else 1, "ok", 20 + i, 21 + i)
+                for i in range(1, n)]
+        return ops
+    ops = key("a", 0, 3, False) + key("b", 10, 2, True) + key("c", 20, 4, True)
+    for r in (check(ops, "kv", fail_fast=True), reference(ops, fail_fast=True)):
+        assert r.valid is False
+        assert [(p.key, p.valid) for p in r.parts] == [("a", "skipped"), ("b", False),
+                                                       ("c", "skipped")]
+        skipped = r.parts[0]
+        assert (skipped.ops, skipped.linearization, skipped.explanation) == (3, None, None)
+    full = check(ops, "kv")
+    assert [p.valid for p in full.parts] == [True, False, False]
+    assert summary(full) == summary(reference(ops))
+    # under a deadline too
+    r = check(ops, "kv", fail_fast=True, timeout_s=30)
+    assert [p.valid for p in r.parts] == ["skipped", False, "skipped"]
+
+
+def test_a_deadline_gives_unknown_for_the_hard_key_and_decides_the_easy_ones():
+    kinds, a, _, events = _hard_part(30)
+    spans: dict[int, list[int]] = {}
+    for t, ev in enumerate(events):
+        spans.setdefault(ev >> 1, []).append(t)
+    hard = [LinOp(i, i, "read" if k == READ else "write", "hard", v, "ok", s[0], s[1])
+            for i, (k, v, s) in enumerate(zip(kinds, a, (spans[i] for i in range(len(kinds))),
+                                              strict=True))]
+    easy = [LinOp(1000 + i, 0, "write" if i % 2 == 0 else "read", f"e{i // 20}", i // 2,
+                  "ok", 10 * i, 10 * i + 5) for i in range(100)]
+    t = time.monotonic()
+    r = check(hard + easy, "kv", timeout_s=0.5)
+    took = time.monotonic() - t
+    assert r.valid == "unknown" and took < 3
+    by_key = {p.key: p for p in r.parts}
+    assert all(by_key[f"e{j}"].valid is True for j in range(5))
+    part = by_key["hard"]
+    assert part.valid == "unknown" and part.linearization and part.explanation
+    # the prefix is a legal start of a linearization of the hard key
+    pos = [o.index for o in hard]
+    order = [pos.index(i) for i in part.linearization]
+    assert_legal(kinds, a, [0] * len(kinds), events, 0, order, full=False)
+
+
+def test_the_register_models_refuse_what_partition_refuses():
+    two_keys = [LinOp(0, 0, "write", "a", 1, "ok", 0, 1), LinOp(1, 0, "write", "b", 1, "ok",
+                                                                 2, 3)]
+    a_cas = [LinOp(0, 0, "write", None, 1, "ok", 0, 1),
+             LinOp(1, 0, "cas", None, (1, 2), "ok", 2, 3)]
+    bad_cas = [LinOp(0, 0, "cas", None, 5, "ok", 0, 1)]
+    for ops, model in ((two_keys, "register"), (a_cas, "register"), (bad_cas, "kv")):
+        with pytest.raises(ValueError) as native:
+            check(ops, model)
+        with pytest.raises(ValueError) as python:
+            reference(ops, model)
+        assert str(native.value) == str(python.value)
+
+
+def test_check_kv_names_bad_columns_in_one_line():
+    cols = encode_columns([LinOp(0, 0, "read", "k", None, "ok", 0, 1)])
+    args = list(cols.args())
+    with pytest.raises(ValueError, match="8 bytes each"):
+        replicalab_native.check_kv(*args[:2], b"123", *args[3:])
+    args[4] = (7).to_bytes(8, "little")
+    with pytest.raises(ValueError, match="outcome 7") as err:
+        replicalab_native.check_kv(*args)
+    assert "\n" not in str(err.value)
+    args[4] = b""
+    with pytest.raises(ValueError, match="column outcome has 0 rows"):
+        replicalab_native.check_kv(*args)
 
 
 @EXAMPLES
@@ -216,15 +347,9 @@ def test_register_workload_histories_get_the_reference_verdict(url, consistency,
         assert all(v == 1 for v in verdicts) if valid else 0 in verdicts
     if faults:  # the crash left writes whose outcome is unknown
         assert any(o.outcome == "info" and o.f != "read" for o in ops)
-    # the whole check (shrinking included) gives the same verdicts with either core
-    native = linearizability.check(ops, "kv", timeout_s=60)
-    try:
-        linearizability.search_core = search_part
-        reference = linearizability.check(ops, "kv", timeout_s=60)
-    finally:
-        linearizability.search_core = replicalab_native.search_part
-    assert [(p.key, p.valid) for p in native.parts] == [(p.key, p.valid)
-                                                        for p in reference.parts]
+    # the whole check (counterexamples and explanations included) gives the same results
+    # through the native whole-history core as through the pure-Python pipeline
+    assert summary(check(ops, "kv", timeout_s=60)) == summary(reference(ops, timeout_s=60))
 
 
 def _hard_part(writers: int):

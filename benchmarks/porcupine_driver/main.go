@@ -14,9 +14,14 @@
 // Porcupine takes ret as the largest int64). Failed operations and reads whose
 // outcome is unknown are left out by the caller, as Jepsen does.
 //
-// Output: one JSON line per history and repeat with the verdict and the time of
-// porcupine.CheckOperationsTimeout alone, in ns (parsing and building the
-// operations are not timed).
+// Output: one JSON line per history and repeat with, for each of Porcupine's two
+// entry points, the verdict and the time of that call alone in ns (parsing and
+// building the []porcupine.Operation are not timed):
+//
+//   - "valid", "check_ns": CheckOperationsTimeout, which returns a bool-like
+//     result and stops at the first partition found not linearizable;
+//   - "verbose_valid", "verbose_ns": CheckOperationsVerbose, which decides every
+//     partition and computes the partial linearizations (LinearizationInfo).
 package main
 
 import (
@@ -98,9 +103,12 @@ type history struct {
 }
 
 type request struct {
-	Repeats   int       `json:"repeats"`
-	TimeoutS  float64   `json:"timeout_s"`
-	Histories []history `json:"histories"`
+	// VerboseFirst runs CheckOperationsVerbose before CheckOperationsTimeout (the
+	// caller alternates it between runs, so neither always meets a cold cache)
+	VerboseFirst bool      `json:"verbose_first"`
+	Repeats      int       `json:"repeats"`
+	TimeoutS     float64   `json:"timeout_s"`
+	Histories    []history `json:"histories"`
 }
 
 func operations(h history) ([]porcupine.Operation, error) {
@@ -122,6 +130,11 @@ func operations(h history) ([]porcupine.Operation, error) {
 			ClientId: int(r[0]), Input: in, Call: r[6], Output: out, Return: ret})
 	}
 	return ops, nil
+}
+
+func verdictOf(res porcupine.CheckResult) string {
+	return map[porcupine.CheckResult]string{
+		porcupine.Ok: "true", porcupine.Illegal: "false", porcupine.Unknown: "unknown"}[res]
 }
 
 func main() {
@@ -151,13 +164,33 @@ func main() {
 			os.Exit(2)
 		}
 		for r := 0; r < req.Repeats; r++ {
+			var res, vres porcupine.CheckResult
+			var info porcupine.LinearizationInfo
+			var elapsed, velapsed time.Duration
+			verbose := func() {
+				t := time.Now()
+				vres, info = porcupine.CheckOperationsVerbose(kvModel, ops, timeout)
+				velapsed = time.Since(t)
+			}
+			if req.VerboseFirst {
+				verbose()
+			}
 			t0 := time.Now()
-			res := porcupine.CheckOperationsTimeout(kvModel, ops, timeout)
-			elapsed := time.Since(t0)
-			verdict := map[porcupine.CheckResult]string{
-				porcupine.Ok: "true", porcupine.Illegal: "false", porcupine.Unknown: "unknown"}[res]
+			res = porcupine.CheckOperationsTimeout(kvModel, ops, timeout)
+			elapsed = time.Since(t0)
+			if !req.VerboseFirst {
+				verbose()
+			}
+			// the partial linearizations are what the verbose call is for: count them
+			// (after the clock stopped) so the work cannot be elided
+			partials := 0
+			for _, p := range info.PartialLinearizations() {
+				partials += len(p)
+			}
 			if err := enc.Encode(map[string]interface{}{
-				"name": h.Name, "repeat": r, "valid": verdict, "check_ns": elapsed.Nanoseconds(),
+				"name": h.Name, "repeat": r, "valid": verdictOf(res),
+				"check_ns": elapsed.Nanoseconds(), "verbose_valid": verdictOf(vres),
+				"verbose_ns": velapsed.Nanoseconds(), "partials": partials,
 			}); err != nil {
 				os.Exit(1)
 			}

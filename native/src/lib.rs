@@ -1,14 +1,19 @@
 //! replicalab_native: the native search core of replicalab's linearizability checker.
 //!
-//! Python splits a history into parts (one per key) and calls `search_part` on each with
-//! plain integer columns; the search itself (`wgl::search`) runs without the GIL.
+//! Two entries: `search_part` searches one part (one key) given as op columns and events
+//! in time order (Python prepared it); `check_kv` takes a whole kv history as flat int64
+//! columns and does the preparation, the per-key partition, the event ordering and the
+//! search of every key (`kv::check_all`). Searches run without the GIL.
 
+pub mod kv;
 pub mod wgl;
 
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use wgl::{Limits, Op, Verdict};
 
@@ -104,16 +109,7 @@ fn run(
     }
     wgl::check_events(n, &events).map_err(PyValueError::new_err)?;
     let ops: Vec<Op> = (0..n).map(|i| Op { f: kinds[i], a: a[i], b: b[i] }).collect();
-    let deadline = match deadline_s {
-        None => None,
-        Some(d) => {
-            // deadline_s is on Python's monotonic clock: turn it into time left from now
-            let now: f64 = py.import("time")?.getattr("monotonic")?.call0()?.extract()?;
-            let left = d - now;
-            Some(if left > 0.0 { Instant::now() + Duration::from_secs_f64(left.min(1e9)) }
-                 else { Instant::now() })
-        }
-    };
+    let deadline = instant_of(py, deadline_s)?;
     let limits = Limits { deadline, max_entries: max_cache.max(1) };
     let out = py.detach(|| wgl::search(&ops, &events, init, limits));
     let verdict = match out.verdict {
@@ -125,10 +121,110 @@ fn run(
     Ok(((verdict, out.order, stuck), out.states))
 }
 
+/// The `Instant` of a ``time.monotonic()`` deadline in seconds (None: no deadline).
+fn instant_of(py: Python<'_>, deadline_s: Option<f64>) -> PyResult<Option<Instant>> {
+    let Some(d) = deadline_s else { return Ok(None) };
+    // deadline_s is on Python's monotonic clock: turn it into time left from now
+    let now: f64 = py.import("time")?.getattr("monotonic")?.call0()?.extract()?;
+    let left = d - now;
+    Ok(Some(if left > 0.0 { Instant::now() + Duration::from_secs_f64(left.min(1e9)) }
+            else { Instant::now() }))
+}
+
+/// The int64 values (native byte order) in `b`: borrowed when aligned, else copied.
+fn int64s<'a>(name: &str, b: &'a [u8]) -> PyResult<Cow<'a, [i64]>> {
+    if b.len() % 8 != 0 {
+        return Err(PyValueError::new_err(format!(
+            "check_kv: column {name} has {} bytes; give int64 values (8 bytes each)", b.len())));
+    }
+    // SAFETY: every bit pattern is a valid i64; align_to only splits off what is misaligned
+    let (pre, mid, post) = unsafe { b.align_to::<i64>() };
+    Ok(if pre.is_empty() && post.is_empty() {
+        Cow::Borrowed(mid)
+    } else {
+        Cow::Owned(b.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap())).collect())
+    })
+}
+
+/// One part of ``check_kv``'s result: (key id, ops, verdict, order, stuck row, seconds).
+type KvPart = (i64, u32, i32, Py<PyBytes>, i64, f64);
+
+/// Return the verdict on every key of a whole kv history given as flat columns, one row
+/// per op, each ``bytes`` of int64 in native byte order (``numpy.ndarray.tobytes()``):
+/// ``key`` an id per key, ``kind`` 0 read / 1 write / 2 cas, ``a`` the value read or
+/// written or a cas's expected value (-1: not recorded, legal in every state), ``b`` a
+/// cas's new value, ``outcome`` 0 ok / 1 info / 2 fail, ``invoke_ns`` and ``complete_ns``
+/// in ns, ``index`` the tie-break among ops invoked at the same instant. Values are ints
+/// >= 0 with 0 the register's initial nil.
+///
+/// Jepsen's preparation is applied per key as ``CasRegister.encode`` does (fail ops and
+/// reads not ok dropped, info writes whose value nothing observed dropped), then each
+/// key's events are ordered and searched, smallest key first: with ``deadline_s`` (a
+/// ``time.monotonic()`` value in s) each key first gets a fair share of the time left,
+/// then undecided keys share the rest; ``cache_bytes`` bounds each key's memo (as
+/// ``linearizability.check``); ``fail_fast`` stops at the first key found not
+/// linearizable. ``progress(done, total)`` is called as keys are decided.
+///
+/// Returns one tuple per key in first-seen order: ``(key id, ops, verdict, order, stuck,
+/// seconds)`` where verdict is 1 linearizable, 0 not, -1 unknown (deadline), 2 skipped
+/// (left unchecked by ``fail_fast``); ``order`` the rows (``bytes`` of uint32, native
+/// order) of a linearization or of the longest linearizable prefix found; ``stuck`` the
+/// row whose completion that prefix could not get past (-1: none); ``seconds`` the key's
+/// search time in s. The GIL is released while searching.
+#[pyfunction]
+#[pyo3(signature = (key, kind, a, b, outcome, invoke_ns, complete_ns, index, deadline_s=None,
+                    cache_bytes=256 << 20, fail_fast=false, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn check_kv(
+    py: Python<'_>,
+    key: &[u8],
+    kind: &[u8],
+    a: &[u8],
+    b: &[u8],
+    outcome: &[u8],
+    invoke_ns: &[u8],
+    complete_ns: &[u8],
+    index: &[u8],
+    deadline_s: Option<f64>,
+    cache_bytes: usize,
+    fail_fast: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Vec<KvPart>> {
+    let cols = [("key", key), ("kind", kind), ("a", a), ("b", b), ("outcome", outcome),
+                ("invoke_ns", invoke_ns), ("complete_ns", complete_ns), ("index", index)];
+    let v = cols.iter().map(|&(n, c)| int64s(n, c)).collect::<PyResult<Vec<_>>>()?;
+    let c = kv::Columns { key: &v[0], kind: &v[1], a: &v[2], b: &v[3], outcome: &v[4],
+                          invoke: &v[5], complete: &v[6], index: &v[7] };
+    c.rows().map_err(|e| PyValueError::new_err(format!("check_kv: {e}")))?;
+    let deadline = instant_of(py, deadline_s)?;
+    let mut err: Option<PyErr> = None;
+    let parts = py.detach(|| {
+        let mut tick = |done: usize, total: usize| {
+            if let (Some(cb), None) = (&progress, &err) {
+                if let Err(e) = Python::attach(|py| cb.call1(py, (done, total))) {
+                    err = Some(e);
+                }
+            }
+        };
+        kv::check_all(&c, deadline, cache_bytes, fail_fast, &mut tick)
+    });
+    if let Some(e) = err {
+        return Err(e);
+    }
+    Ok(parts
+        .into_iter()
+        .map(|p| {
+            let bytes: Vec<u8> = p.order.iter().flat_map(|x| x.to_ne_bytes()).collect();
+            (p.key, p.ops, p.verdict, PyBytes::new(py, &bytes).unbind(), p.stuck, p.seconds)
+        })
+        .collect())
+}
+
 #[pymodule]
 fn replicalab_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(search_part, m)?)?;
     m.add_function(wrap_pyfunction!(search_part_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(check_kv, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -8,8 +8,8 @@
 //! and its completion out of the list and starting again from the head; at a completion
 //! (an operation that must already have been linearized was not) it backtracks. Operations
 //! whose outcome is unknown (`info`) have no completion: they may be linearized at any
-//! point after their invoke or never, so the search succeeds once every completed
-//! operation is placed.
+//! point after their invoke or never, so the search succeeds when it walks past the last
+//! event left (every completed operation placed; info ones still there never took effect).
 //!
 //! Three reductions, all exact (the pure-Python core makes the same ones):
 //! * a read legal in the current state is linearized at once, without trying anything
@@ -292,10 +292,6 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
             }
         }
     }
-    if nc == 0 {
-        return Outcome { verdict: Verdict::Linearizable, order: Vec::new(), stuck: None, states: 0 };
-    }
-
     // node 0 is the head; node k + 1 is event k
     let m = events.len() + 1;
     let mut next = vec![NIL; m];
@@ -362,7 +358,9 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
         must_left: vec![0; values],
         writes_left: vec![0; values],
         hash: 0,
-        placed: 0,
+        best: Vec::new(),
+        agree: 0,
+        new_best: false,
     };
     for i in 0..n {
         s.count(i, 1);
@@ -370,22 +368,18 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
     if s.obs_left[init as usize] == 0 {
         s.state = DEAD;
     }
-    let mut best: Vec<u32> = Vec::new();
     let mut stuck: Option<u32> = None;
     let mut entry = NIL;
     let mut fresh = true;
     let mut iter: u64 = 0;
 
+    // The search goes on to the end of the list even once every completed op is placed
+    // (placing the info ops still legal there), and the longest prefix and stuck op are
+    // tracked as `linsearch.search_part` tracks them: both cores give the same result.
     loop {
         iter += 1;
         if iter & 0x3FF == 0 && limits.deadline.is_some_and(|d| Instant::now() >= d) {
-            if s.stack.len() > best.len() {
-                best = s.order();
-            }
-            return Outcome { verdict: Verdict::Timeout, order: best, stuck, states: s.states };
-        }
-        if s.placed == s.nc {
-            return Outcome { verdict: Verdict::Linearizable, order: s.order(), stuck: None,
+            return Outcome { verdict: Verdict::Timeout, order: s.best_order(), stuck,
                              states: s.states };
         }
         if fresh {
@@ -404,8 +398,8 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
                 }
                 match s.unwind() {
                     Some(e) => entry = e,
-                    None => return Outcome { verdict: Verdict::NotLinearizable, order: best,
-                                             stuck, states: s.states },
+                    None => return Outcome { verdict: Verdict::NotLinearizable,
+                                             order: s.best_order(), stuck, states: s.states },
                 }
                 continue;
             }
@@ -429,16 +423,16 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
             }
             entry = s.next[entry as usize];
         } else {
-            // the completion of an op not yet linearized: backtrack
-            if s.stack.len() > best.len() || stuck.is_none() {
-                // the deepest prefix yet, and the completion it could not get past
-                best = s.order();
+            // the completion of an op not yet linearized: backtrack; the first completion
+            // met since the deepest prefix yet was reached is the one it could not get past
+            if s.new_best || stuck.is_none() {
                 stuck = Some(s.node_op[entry as usize]);
+                s.new_best = false;
             }
             match s.unwind() {
                 Some(e) => entry = e,
-                None => return Outcome { verdict: Verdict::NotLinearizable, order: best, stuck,
-                                         states: s.states },
+                None => return Outcome { verdict: Verdict::NotLinearizable,
+                                         order: s.best_order(), stuck, states: s.states },
             }
         }
     }
@@ -467,7 +461,13 @@ struct Search<'a> {
     must_left: Vec<u32>,
     writes_left: Vec<u32>,
     hash: u64,
-    placed: u32,
+    /// The nodes of the longest prefix placed yet (the first one reached of that length);
+    /// `stack[..agree]` still equals `best[..agree]`, so a longer prefix copies only what
+    /// changed since (amortised O(1) per step instead of a copy of the stack).
+    best: Vec<u32>,
+    agree: usize,
+    /// A longer prefix was reached since the stuck op was last recorded.
+    new_best: bool,
 }
 
 impl Search<'_> {
@@ -516,6 +516,11 @@ impl Search<'_> {
 
     fn order(&self) -> Vec<u32> {
         self.stack.iter().map(|f| self.node_op[f.node as usize]).collect()
+    }
+
+    /// The ops of the longest prefix placed yet, in order.
+    fn best_order(&self) -> Vec<u32> {
+        self.best.iter().map(|&node| self.node_op[node as usize]).collect()
     }
 
     /// The first available read (its call comes before any pending completion) that is
@@ -567,11 +572,14 @@ impl Search<'_> {
         self.states += 1;
         self.hash ^= z;
         self.stack.push(Frame { node, state: self.state, lc: old_lc, hc: old_hc, forced });
+        if self.stack.len() > self.best.len() {
+            self.best.truncate(self.agree);
+            self.best.extend(self.stack[self.agree..].iter().map(|f| f.node));
+            self.agree = self.stack.len();
+            self.new_best = true;
+        }
         self.state = new_state;
         lift(node, &mut self.next, &mut self.prev, &self.ret_of);
-        if !is_info {
-            self.placed += 1;
-        }
         self.count(i, -1);
         true
     }
@@ -579,11 +587,9 @@ impl Search<'_> {
     /// Undo the last placement; return its frame.
     fn pop(&mut self) -> Option<Frame> {
         let top = self.stack.pop()?;
+        self.agree = self.agree.min(self.stack.len());
         let i = self.node_op[top.node as usize] as usize;
         self.flip(i);
-        if !self.info[i] {
-            self.placed -= 1;
-        }
         self.count(i, 1);
         self.set.lc = top.lc;
         self.set.hc = top.hc;

@@ -15,20 +15,33 @@ its invoke or never, and reads that did not complete ``ok`` constrain nothing.
 Memory is bounded: each part's memo cache holds at most ``cache_bytes`` worth of entries
 (then it is emptied, which costs time, never a wrong verdict), and parts are searched one
 after another, so peak memory is the history plus one part's cache.
+
+With the native core installed (``replicalab_native``, built by ``make``) and a shipped
+model, the whole history goes to it at once as int64 columns (:func:`encode_columns`,
+``replicalab_native.check_kv``): Jepsen's preparation, the partition, event ordering and
+every part's search run natively with the same results as the Python pipeline, which
+stays the reference (and runs whenever ``search_core`` is the pure-Python one).
 """
 
 from __future__ import annotations
 
 import time
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
 from typing import Any
+
+import numpy as np
 
 from replicalab.checkers.linexplain import explain, explain_prefix, relaxed, shrink
 from replicalab.checkers.linmodels import (
+    KV,
     UNKNOWN,
+    CasRegister,
     LinOp,
     Model,
+    Register,
     event_order,
     get_model,
     prepare,
@@ -41,8 +54,8 @@ from replicalab.checkers.linsearch import (
 )
 from replicalab.history import F_NAMES, NEMESIS, History
 
-__all__ = ["UNKNOWN", "CheckResult", "LinOp", "PartResult", "check", "check_part",
-           "ops_from_history"]
+__all__ = ["SKIPPED", "UNKNOWN", "CheckResult", "Columns", "LinOp", "PartResult", "check",
+           "check_part", "encode_columns", "native_available", "ops_from_history"]
 
 DEFAULT_CACHE_BYTES = 256 * 2**20
 """Memo cache budget per part (the one part being searched at a time)."""
@@ -51,10 +64,17 @@ SHRINK_TIMEOUT_S = 10.0
 SHRINK_GRACE_S = 1.0
 """How far past a check's deadline shrinking may go, all parts together."""
 
+SKIPPED = "skipped"
+"""A part's verdict when ``fail_fast`` stopped before searching it (left unchecked)."""
+
 try:  # the native core (native/, built by make) when installed; pure Python otherwise
     from replicalab_native import search_part as _native_search_part
 except ImportError:
     _native_search_part = None
+try:  # the whole-history entry (an older build of the native core may lack it)
+    from replicalab_native import check_kv as _native_check_kv
+except ImportError:
+    _native_check_kv = None
 
 search_core: Callable[..., tuple[int, list[int], int]] = _native_search_part or search_part
 """The register search core: ``linsearch.search_part`` or a native drop-in with the same
@@ -65,7 +85,8 @@ contract."""
 class PartResult:
     """The verdict on one independent part (one key of a ``kv`` history).
 
-    ``valid`` is True, False or ``"unknown"``; ``ops`` counts the part's ops as given;
+    ``valid`` is True, False, ``"unknown"`` or ``"skipped"`` (``fail_fast`` stopped before
+    the part was searched: it was left unchecked); ``ops`` counts the part's ops as given;
     ``linearization`` lists ``LinOp.index`` values in linearization order — all the ops
     that took effect when valid, the longest linearizable prefix found otherwise (None if
     the part was never searched); ``counterexample`` the indexes of a minimal
@@ -86,7 +107,8 @@ class PartResult:
 @dataclass(frozen=True)
 class CheckResult:
     """The verdict on a whole history: True only if every part is linearizable, False if
-    one is not, else ``"unknown"``; ``ops`` counts the ops given; ``check_s`` in s."""
+    one is not, else ``"unknown"``; ``ops`` counts the ops given; ``check_s`` in s; with
+    ``fail_fast`` the parts after the first one not linearizable are ``"skipped"``."""
 
     model: str
     valid: bool | str
@@ -135,14 +157,26 @@ def check_part(model: Model, key: Any, ops: Sequence[LinOp], deadline_s: float |
     if t0_ns is None:
         t0_ns = min((o.invoke_ns for o in ops), default=0)
     verdict, order, stuck = _verdict_of(model, ops, deadline_s, cache_bytes)
+    return _part_result(model, key, ops, verdict, order, stuck, t0_ns, cache_bytes,
+                        shrink_timeout_s, shrink_deadline_s, started)
+
+
+def _part_result(model: Model, key: Any, ops: list[LinOp], verdict: int, order: list[LinOp],
+                 stuck: LinOp | None, t0_ns: int, cache_bytes: int, shrink_timeout_s: float,
+                 shrink_deadline_s: float | None, started: float,
+                 searched_s: float = 0.0) -> PartResult:
+    """Return the PartResult of a part searched to (verdict, order, stuck): its
+    counterexample shrunk and explained when not linearizable, the prefix explained when
+    unknown; ``check_s`` is the time since ``started`` plus ``searched_s`` (a search timed
+    elsewhere)."""
     linearization = [o.index for o in order]
     if verdict == LINEARIZABLE:
         return PartResult(key, True, len(ops), linearization, None, None,
-                          time.monotonic() - started)
+                          time.monotonic() - started + searched_s)
     if verdict != NOT_LINEARIZABLE:
         return PartResult(key, "unknown", len(ops), linearization, None,
                           explain_prefix(order, stuck, model, t0_ns, len(ops)),
-                          time.monotonic() - started)
+                          time.monotonic() - started + searched_s)
     # shrinking may run past this part's share of the time (the verdict is known and
     # the counterexample is what a person needs) but not past shrink_deadline_s
     now = time.monotonic()
@@ -158,13 +192,136 @@ def check_part(model: Model, key: Any, ops: Sequence[LinOp], deadline_s: float |
     ce, minimal = shrink(kept, sub_verdict, end, focus=stuck)
     ce.sort(key=lambda o: (o.invoke_ns, o.index))
     return PartResult(key, False, len(ops), linearization, [o.index for o in ce],
-                      explain(ce, kept, model, t0_ns, minimal), time.monotonic() - started, minimal)
+                      explain(ce, kept, model, t0_ns, minimal),
+                      time.monotonic() - started + searched_s, minimal)
+
+
+_KIND = {"read": 0, "write": 1, "cas": 2}
+_OUTCOME = {"ok": 0, "fail": 2}
+_SHIPPED = (KV, CasRegister, Register)
+_OK, _INFO, _FAIL = 0, 1, 2
+_NATIVE_VERDICT = {1: True, 0: False, -1: "unknown", 2: SKIPPED}
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A history as ``replicalab_native.check_kv`` takes it: one row per op in the order
+    given, each column ``bytes`` of int64 (see :func:`encode_columns`); ``keys[k]`` is the
+    key behind key id ``k``; ``t0_ns`` the earliest invoke (0 if none)."""
+
+    keys: list[Any]
+    key: bytes
+    kind: bytes
+    a: bytes
+    b: bytes
+    outcome: bytes
+    invoke_ns: bytes
+    complete_ns: bytes
+    index: bytes
+    t0_ns: int
+
+    def args(self) -> tuple[bytes, ...]:
+        """Return the eight columns in ``check_kv``'s argument order."""
+        return (self.key, self.kind, self.a, self.b, self.outcome, self.invoke_ns,
+                self.complete_ns, self.index)
+
+
+def encode_columns(ops: Sequence[LinOp], model: str | Model = "kv") -> Columns:
+    """Return ``ops`` as int64 columns for the native core: key ids and values interned
+    in first-seen order (value 0 is None, a register's nil; a cas's unrecorded expected
+    value is -1), kind 0 read / 1 write / 2 cas, outcome 0 ok / 1 info / 2 fail, times in
+    ns. Raises ValueError as the model's ``partition`` does for ops it cannot take, and
+    TypeError or OverflowError for times or indexes that are not int64."""
+    m = get_model(model)
+    if not ops:
+        empty = b""
+        return Columns([], empty, empty, empty, empty, empty, empty, empty, empty, 0)
+    # column by column, each a comprehension or a C-level map: this encoding is the part
+    # of a native check that runs in Python, so it is kept to a few cheap passes
+    keyc = [o.key for o in ops]
+    fc = [o.f for o in ops]
+    vc = [o.value for o in ops]
+    oc = [o.outcome for o in ops]
+    invc = [o.invoke_ns for o in ops]
+    kind_of = {f: _KIND[f] for f in m.allowed}
+    kinds = list(map(kind_of.get, fc))
+    bad = kinds.index(None) if None in kinds else len(kinds)
+    cas = [i for i, k in enumerate(kinds) if k == 2] if 2 in kinds else []
+    bad = min([bad, *(i for i in cas if not (isinstance(vc[i], tuple) and len(vc[i]) == 2))])
+    if bad < len(kinds):  # the first op the model cannot take, as partition names it
+        m._check_ops([ops[bad]])  # type: ignore[attr-defined]  # raises
+    if cas:
+        av, bv = vc[:], [None] * len(vc)
+        for i in cas:
+            av[i], bv[i] = vc[i]
+        vals = dict.fromkeys(chain((None,), av, (bv[i] for i in cas)))
+    else:
+        av, bv = vc, None
+        vals = dict.fromkeys(chain((None,), av))
+    vid = {v: n for n, v in enumerate(vals)}  # first-seen ids, None (nil) is 0
+    acol = list(map(vid.__getitem__, av))
+    bcol = list(map(vid.__getitem__, bv)) if cas else [0] * len(vc)
+    for i in cas:
+        if av[i] is UNKNOWN:
+            acol[i] = -1  # an unrecorded expected value: legal in every state
+    keys = list(dict.fromkeys(keyc))
+    if len(keys) > 1 and not isinstance(m, KV):
+        m.partition(ops)  # raises: the single-register models take one key
+    kid = {k: n for n, k in enumerate(keys)}
+    ocol = list(map(_OUTCOME.get, oc, repeat(_INFO)))
+    return Columns(keys=keys, key=array("q", list(map(kid.__getitem__, keyc))).tobytes(),
+                   kind=array("q", kinds).tobytes(), a=array("q", acol).tobytes(),
+                   b=array("q", bcol).tobytes(), outcome=array("q", ocol).tobytes(),
+                   invoke_ns=array("q", invc).tobytes(),
+                   complete_ns=array("q", [o.complete_ns for o in ops]).tobytes(),
+                   index=array("q", [o.index for o in ops]).tobytes(), t0_ns=min(invc))
+
+
+def native_available(model: str | Model = "kv") -> bool:
+    """Return whether :func:`check` runs ``model`` through the native whole-history core:
+    it is installed, ``search_core`` is the native one (tests swap in the pure-Python one
+    to get the reference path) and the model is one of the shipped ones."""
+    return (_native_check_kv is not None and _native_search_part is not None
+            and search_core is _native_search_part
+            and type(get_model(model)) in _SHIPPED)
+
+
+def _check_native(ops: list[LinOp], m: Model, cols: Columns, deadline_s: float | None,
+                  cache_bytes: int, progress: Callable[[int, int], None] | None,
+                  t0_ns: int, fail_fast: bool) -> list[PartResult]:
+    """Return every part's result with the searches run by ``replicalab_native.check_kv``
+    (same verdicts, orders and stuck ops as the Python pipeline), then counterexamples
+    shrunk and explanations written as :func:`check_part` does."""
+    raw = _native_check_kv(*cols.args(), deadline_s=deadline_s, cache_bytes=cache_bytes,
+                           fail_fast=fail_fast, progress=progress)
+    index = np.frombuffer(cols.index, dtype=np.int64)
+    key_ids = None
+    shrink_until = None if deadline_s is None else deadline_s + SHRINK_GRACE_S
+    out = []
+    for kid, n_ops, verdict, order_b, stuck, seconds in raw:
+        key = cols.keys[kid] if cols.keys else None
+        order = np.frombuffer(order_b, dtype=np.uint32)
+        v = _NATIVE_VERDICT[verdict]
+        if v is True:
+            out.append(PartResult(key, True, n_ops, index[order].tolist(), None, None,
+                                  seconds))
+        elif v == SKIPPED:
+            out.append(PartResult(key, SKIPPED, n_ops, None, None, None, 0.0))
+        else:
+            if key_ids is None:
+                key_ids = np.frombuffer(cols.key, dtype=np.int64)
+            part = [ops[r] for r in np.flatnonzero(key_ids == kid).tolist()]
+            out.append(_part_result(m, key, part, verdict, [ops[r] for r in order.tolist()],
+                                    ops[stuck] if stuck >= 0 else None, t0_ns, cache_bytes,
+                                    SHRINK_TIMEOUT_S, shrink_until, time.monotonic(),
+                                    seconds))
+    return out
 
 
 def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | None = None,
           deadline_s: float | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES,
           progress: Callable[[int, int], None] | None = None,
-          t0_ns: int | None = None) -> CheckResult:
+          t0_ns: int | None = None, fail_fast: bool = False) -> CheckResult:
     """Return the linearizability verdict on ``ops`` under ``model`` (a name or a Model).
 
     The search stops at ``timeout_s`` from now or at ``deadline_s`` (a
@@ -172,15 +329,28 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
     verdicts, the others are ``"unknown"`` with the longest prefix found. With a
     deadline each part first gets a fair share of the time left (smallest parts first),
     then the undecided ones share the rest, so most keys get decided. ``progress``
-    is called with (parts done, parts total). Raises ValueError for ops the model cannot
-    take.
+    is called with (parts done, parts total). With ``fail_fast`` the check stops at the
+    first part found not linearizable (parts are searched smallest first): the parts not
+    searched yet are ``"skipped"`` and the history's verdict is False. Raises ValueError
+    for ops the model cannot take.
     """
     started = time.monotonic()
     m = get_model(model)
     if timeout_s is not None:
         limit = started + timeout_s
         deadline_s = limit if deadline_s is None else min(deadline_s, limit)
-    parts = m.partition(list(ops))
+    ops = list(ops)
+    if ops and native_available(m):
+        try:
+            cols = encode_columns(ops, m)
+        except (TypeError, OverflowError):
+            cols = None  # times or indexes that are not int64: the Python path takes them
+        if cols is not None:
+            final = _check_native(ops, m, cols, deadline_s, cache_bytes, progress,
+                                  cols.t0_ns if t0_ns is None else t0_ns, fail_fast)
+            return CheckResult(m.name, _overall(final), len(ops), final,
+                               time.monotonic() - started)
+    parts = m.partition(ops)
     if t0_ns is None:
         t0_ns = min((o.invoke_ns for o in ops), default=0)
     results: list[PartResult | None] = [None] * len(parts)
@@ -192,11 +362,14 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
             done += 1
             if progress is not None:
                 progress(done, len(parts))
+            if fail_fast and results[j].valid is False:
+                break
     else:
         # two passes: first each part gets a fair share of the time left, so one hard key
         # cannot keep easy ones undecided; then the undecided ones share what remains
         shrink_until = deadline_s + SHRINK_GRACE_S
         deferred = []
+        stop = False
         for n, j in enumerate(order):
             now = time.monotonic()
             share = now + max(0.0, deadline_s - now) / (len(order) - n)
@@ -209,7 +382,12 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
                 done += 1
                 if progress is not None:
                     progress(done, len(parts))
+            if fail_fast and r.valid is False:
+                stop = True
+                break
         for j in deferred:
+            if stop:
+                break
             if time.monotonic() < deadline_s:
                 r = check_part(m, parts[j][0], parts[j][1], deadline_s, t0_ns, cache_bytes,
                                shrink_deadline_s=shrink_until)
@@ -219,11 +397,20 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
             done += 1
             if progress is not None:
                 progress(done, len(parts))
-    final = [r for r in results if r is not None]
-    verdicts = [r.valid for r in final]
-    valid: bool | str = (False if False in verdicts else
-                         "unknown" if "unknown" in verdicts else True)
-    return CheckResult(m.name, valid, len(ops), final, time.monotonic() - started)
+            if fail_fast and results[j].valid is False:
+                stop = True
+    final = [r if r is not None else PartResult(key, SKIPPED, len(part), None, None, None, 0.0)
+             for r, (key, part) in zip(results, parts, strict=True)]
+    return CheckResult(m.name, _overall(final), len(ops), final, time.monotonic() - started)
+
+
+def _overall(parts: list[PartResult]) -> bool | str:
+    """Return a history's verdict from its parts': False if one is not linearizable, True
+    if all are, else "unknown"."""
+    verdicts = [p.valid for p in parts]
+    if any(v is False for v in verdicts):
+        return False
+    return True if all(v is True for v in verdicts) else "unknown"
 
 
 _CHECKED_F = {"read", "write", "cas"}

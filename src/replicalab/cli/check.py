@@ -81,13 +81,15 @@ def result_json(path: Path, ops: list[Any], result: Any, t0_ns: int) -> dict[str
     by_index = {o.index: o for o in ops}
     bad = [p for p in result.parts if p.valid is False]
     unknown = [p for p in result.parts if p.valid == "unknown"]
+    skipped = [p for p in result.parts if p.valid == "skipped"]
     ce = [{"key": _json_value(p.key), "explanation": p.explanation, "minimal": p.minimal,
            "ops": [_op_json(by_index[i], t0_ns) for i in p.counterexample[:MAX_LISTED_OPS]]}
           for p in bad] or None
     return {
         "path": str(path), "model": result.model, "valid": result.valid, "ops": result.ops,
         "keys": len(result.parts), "keys_not_linearizable": len(bad),
-        "keys_unknown": len(unknown), "check_s": round(result.check_s, 3),
+        "keys_unknown": len(unknown), "keys_skipped": len(skipped),
+        "check_s": round(result.check_s, 3),
         "counterexample": ce,
         "partial": [{"key": _json_value(p.key), "prefix_ops": len(p.linearization or ()),
                      "ops": p.ops, "explanation": p.explanation} for p in unknown] or None,
@@ -96,8 +98,9 @@ def result_json(path: Path, ops: list[Any], result: Any, t0_ns: int) -> dict[str
     }
 
 
-_WORDS = {True: "linearizable", False: "NOT linearizable", "unknown": "unknown"}
-_RANK = {False: 0, "unknown": 1, True: 2}
+_WORDS = {True: "linearizable", False: "NOT linearizable", "unknown": "unknown",
+          "skipped": "skipped (unchecked)"}
+_RANK = {False: 0, "unknown": 1, True: 2, "skipped": 3}
 
 
 def _show_result(path: Path, result: Any) -> None:
@@ -118,7 +121,12 @@ def _show_result(path: Path, result: Any) -> None:
         say(f"... and {len(rest):,} more keys ("
             f"{sum(p.valid is True for p in rest):,} linearizable, "
             f"{sum(p.valid == 'unknown' for p in rest):,} unknown, "
-            f"{sum(p.valid is False for p in rest):,} not linearizable)")
+            f"{sum(p.valid is False for p in rest):,} not linearizable, "
+            f"{sum(p.valid == 'skipped' for p in rest):,} skipped)")
+    skipped = sum(p.valid == "skipped" for p in parts)
+    if skipped:
+        say(f"{skipped:,} key{'' if skipped == 1 else 's'} left unchecked: --fail-fast stopped "
+            "at the first key that is not linearizable")
     for p in parts:
         if p.valid is True or not p.explanation:
             continue
@@ -138,13 +146,18 @@ def check(
              "every key decided so far and the longest linearizable prefix of the others.",
     )] = "60s",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    fail_fast: Annotated[bool, typer.Option(
+        "--fail-fast", help="Stop at the first key that is not linearizable; the other keys "
+                            "are left unchecked (listed as skipped).")] = False,
 ) -> None:
     """Check histories for linearizability (Jepsen semantics: ok happened inside its
     interval, fail never happened, info may have happened at any time after its invoke).
 
     For each history that is not linearizable it prints a minimal counterexample and what
     it means. Exit status: 0 all linearizable, 1 one is not, 3 one is unknown (timeout),
-    2 bad input.
+    2 bad input. With --fail-fast a history stops at its first key that is not
+    linearizable: its verdict is still "not linearizable", the keys not searched are
+    "skipped" in the table and in --json.
 
     Example: replicalab check runs/20261122T010203Z-register-sim-primary --model kv
     """
@@ -170,7 +183,7 @@ def check(
                 tick(done / max(total, 1), f"{done:,} of {total:,} keys checked")
             try:
                 result = run_check(ops, model, deadline_s=started + timeout_s,
-                                   progress=progress, t0_ns=t0_ns)
+                                   progress=progress, t0_ns=t0_ns, fail_fast=fail_fast)
             except ValueError as err:
                 fail(f"{path}: {err}")
         verdicts.append(result.valid)

@@ -1,0 +1,443 @@
+//! A whole kv history checked natively: Jepsen's preparation, the per-key partition,
+//! event ordering and the search of each key, with the same results as the Python
+//! pipeline (`linmodels.KV.partition`, `CasRegister.encode`, `event_order`, then
+//! `search_part` on each part) and the same scheduling of parts under a deadline as
+//! `linearizability.check`.
+//!
+//! The history comes as flat integer columns, one row per operation (see `Columns`); an
+//! op is identified by its row, and every order returned lists rows.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use crate::wgl::{self, Limits, Op, Verdict, ANY, CAS, READ};
+#[cfg(test)]
+use crate::wgl::WRITE;
+
+/// Outcome codes of the `outcome` column.
+pub const OK: i64 = 0;
+pub const INFO: i64 = 1;
+pub const FAIL: i64 = 2;
+
+/// The verdict of a part that `fail_fast` left unchecked (never searched).
+pub const SKIPPED: i32 = 2;
+
+/// One history as columns of equal length, one row per op: `key` an id per key (any
+/// ints; parts come in first-seen order), `kind` 0 read / 1 write / 2 cas, `a` the value
+/// read or written or a cas's expected value (`ANY` = -1: not recorded), `b` a cas's new
+/// value, `outcome` `OK` / `INFO` / `FAIL`, `invoke` and `complete` times (ns; complete
+/// is ignored unless ok), `index` the tie-break among ops invoked at the same time
+/// (`LinOp.index`). Values are ints >= 0; 0 is nil, the register's initial value.
+pub struct Columns<'a> {
+    pub key: &'a [i64],
+    pub kind: &'a [i64],
+    pub a: &'a [i64],
+    pub b: &'a [i64],
+    pub outcome: &'a [i64],
+    pub invoke: &'a [i64],
+    pub complete: &'a [i64],
+    pub index: &'a [i64],
+}
+
+impl Columns<'_> {
+    /// The number of rows, or an error naming the column whose length differs.
+    pub fn rows(&self) -> Result<usize, String> {
+        let n = self.key.len();
+        let cols = [("kind", self.kind), ("a", self.a), ("b", self.b), ("outcome", self.outcome),
+                    ("invoke_ns", self.invoke), ("complete_ns", self.complete),
+                    ("index", self.index)];
+        for (name, col) in cols {
+            if col.len() != n {
+                return Err(format!("column {name} has {} rows, key has {n}", col.len()));
+            }
+        }
+        for i in 0..n {
+            let (k, a, b, o) = (self.kind[i], self.a[i], self.b[i], self.outcome[i]);
+            if !(0..=2).contains(&k) {
+                return Err(format!("row {i} has kind {k}; give 0 (read), 1 (write) or 2 (cas)"));
+            }
+            if !(0..=2).contains(&o) {
+                return Err(format!("row {i} has outcome {o}; give 0 (ok), 1 (info) or 2 (fail)"));
+            }
+            let cas = k == CAS as i64;
+            if (a < 0 && !(cas && a == ANY)) || (cas && b < 0) {
+                return Err(format!(
+                    "row {i} has a={a} b={b}; values are ints >= 0 (a cas may expect -1: any)"));
+            }
+        }
+        if n >= (u32::MAX / 2) as usize {
+            return Err(format!("{n} rows is too many"));
+        }
+        Ok(n)
+    }
+}
+
+/// The result of one part (one key): `verdict` 1 linearizable, 0 not, -1 unknown (its
+/// deadline came first), `SKIPPED` never searched; `order` the rows of a linearization
+/// (1) or of the longest linearizable prefix found; `stuck` the row whose completion
+/// that prefix could not get past (-1: none); `ops` the part's rows as given; `seconds`
+/// the time its search took.
+#[derive(Clone, Debug)]
+pub struct Part {
+    pub key: i64,
+    pub ops: u32,
+    pub verdict: i32,
+    pub order: Vec<u32>,
+    pub stuck: i64,
+    pub seconds: f64,
+}
+
+/// Return (key of each part in first-seen order, start of each part in `rows`, rows
+/// grouped by part, each group in row order).
+pub fn partition(key: &[i64]) -> (Vec<i64>, Vec<u32>, Vec<u32>) {
+    let n = key.len();
+    let mut part_of = vec![0u32; n];
+    let mut keys: Vec<i64> = Vec::new();
+    let (lo, hi) = key.iter().fold((i64::MAX, i64::MIN), |(l, h), &k| (l.min(k), h.max(k)));
+    // dense ids (what the Python side gives) index a table; anything else goes through a map
+    if n > 0 && lo >= 0 && hi < 4 * n as i64 + 64 {
+        let mut id = vec![u32::MAX; hi as usize + 1];
+        for (r, &k) in key.iter().enumerate() {
+            let slot = &mut id[k as usize];
+            if *slot == u32::MAX {
+                *slot = keys.len() as u32;
+                keys.push(k);
+            }
+            part_of[r] = *slot;
+        }
+    } else {
+        let mut id: HashMap<i64, u32> = HashMap::new();
+        for (r, &k) in key.iter().enumerate() {
+            let next = keys.len() as u32;
+            let p = *id.entry(k).or_insert_with(|| {
+                keys.push(k);
+                next
+            });
+            part_of[r] = p;
+        }
+    }
+    // counting sort of the rows by part (stable: each part keeps row order)
+    let mut start = vec![0u32; keys.len() + 1];
+    for &p in &part_of {
+        start[p as usize + 1] += 1;
+    }
+    for j in 0..keys.len() {
+        start[j + 1] += start[j];
+    }
+    let mut fill = start.clone();
+    let mut rows = vec![0u32; n];
+    for (r, &p) in part_of.iter().enumerate() {
+        rows[fill[p as usize] as usize] = r as u32;
+        fill[p as usize] += 1;
+    }
+    (keys, start, rows)
+}
+
+/// One part as the search takes it: the rows kept (in invoke order), their ops and their
+/// events in time order.
+pub struct Prepared {
+    pub rows: Vec<u32>,
+    pub ops: Vec<Op>,
+    pub events: Vec<u32>,
+}
+
+/// Scratch space reused across parts: a mark per value (`seen[v] == tag` when seen).
+pub struct Scratch {
+    seen: Vec<u32>,
+    tag: u32,
+}
+
+impl Scratch {
+    /// Scratch for values `0..values`.
+    pub fn new(values: usize) -> Self {
+        Scratch { seen: vec![0; values], tag: 0 }
+    }
+}
+
+/// Jepsen's preparation of one part (as `CasRegister.encode`): fail ops and reads that
+/// did not complete ok are dropped, the rest sorted by (invoke, index); an info write or
+/// cas whose new value no op that must happen observes (or, to a fixed point, no info op
+/// kept for that reason expects) is dropped too; then the events in time order (as
+/// `event_order`: an invoke before a completion at the same time).
+pub fn prepare(c: &Columns, part: &[u32], scratch: &mut Scratch) -> Prepared {
+    let mut kept: Vec<u32> = part
+        .iter()
+        .copied()
+        .filter(|&r| {
+            let o = c.outcome[r as usize];
+            o != FAIL && !(c.kind[r as usize] == READ as i64 && o != OK)
+        })
+        .collect();
+    let sorted = kept.windows(2).all(|w| {
+        let (x, y) = (w[0] as usize, w[1] as usize);
+        (c.invoke[x], c.index[x]) <= (c.invoke[y], c.index[y])
+    });
+    if !sorted {
+        kept.sort_by_key(|&r| (c.invoke[r as usize], c.index[r as usize]));
+    }
+    // what the ops that must happen observe; then, to a fixed point, info ops whose new
+    // value is observed are kept and what they expect is observed in turn
+    scratch.tag = scratch.tag.wrapping_add(1);
+    if scratch.tag == 0 {
+        scratch.seen.iter_mut().for_each(|s| *s = 0);
+        scratch.tag = 1;
+    }
+    let tag = scratch.tag;
+    let seen = &mut scratch.seen;
+    // pending: positions in `kept` of info writes and cas not (yet) kept
+    let mut pending: Vec<u32> = Vec::new();
+    for (p, &r) in kept.iter().enumerate() {
+        let r = r as usize;
+        let (k, a) = (c.kind[r], c.a[r]);
+        if c.outcome[r] == OK {
+            if k == READ as i64 || (k == CAS as i64 && a != ANY) {
+                seen[a as usize] = tag;
+            }
+        } else if k != READ as i64 {
+            pending.push(p as u32);
+        }
+    }
+    let mut retained = vec![false; 0];
+    if !pending.is_empty() {
+        retained = vec![false; kept.len()];
+        let mut grew = true;
+        while grew {
+            grew = false;
+            pending.retain(|&p| {
+                let r = kept[p as usize] as usize;
+                let cas = c.kind[r] == CAS as i64;
+                let new = if cas { c.b[r] } else { c.a[r] };
+                if seen[new as usize] != tag {
+                    return true;
+                }
+                retained[p as usize] = true;
+                let a = c.a[r];
+                if cas && a != ANY && seen[a as usize] != tag {
+                    seen[a as usize] = tag;
+                    grew = true;
+                }
+                false
+            });
+        }
+    }
+    let rows: Vec<u32> = if retained.is_empty() {
+        kept
+    } else {
+        kept.iter()
+            .enumerate()
+            .filter(|&(p, &r)| c.outcome[r as usize] == OK || retained[p])
+            .map(|(_, &r)| r)
+            .collect()
+    };
+    let ops: Vec<Op> = rows
+        .iter()
+        .map(|&r| {
+            let r = r as usize;
+            let f = c.kind[r] as u8;
+            Op { f, a: c.a[r], b: if f == CAS { c.b[r] } else { 0 } }
+        })
+        .collect();
+    // invokes are already in (time, position) order; completions (ok ops only, at their
+    // completion or their invoke if earlier) are sorted and merged in, each invoke before
+    // a completion at the same time
+    let mut done: Vec<(i64, u32)> = rows
+        .iter()
+        .enumerate()
+        .filter(|&(_, &r)| c.outcome[r as usize] == OK)
+        .map(|(p, &r)| (c.complete[r as usize].max(c.invoke[r as usize]), p as u32))
+        .collect();
+    done.sort_unstable();
+    let mut events = Vec::with_capacity(rows.len() + done.len());
+    let mut d = done.iter().peekable();
+    for (p, &r) in rows.iter().enumerate() {
+        let t = c.invoke[r as usize];
+        while let Some(&&(ct, q)) = d.peek() {
+            if ct >= t {
+                break;
+            }
+            events.push(2 * q + 1);
+            d.next();
+        }
+        events.push(2 * p as u32);
+    }
+    events.extend(d.map(|&(_, q)| 2 * q + 1));
+    Prepared { rows, ops, events }
+}
+
+/// Most memo entries of a part of `n` ops within `cache_bytes` (as the Python side's
+/// `_cache_entries`).
+pub fn cache_entries(n: usize, cache_bytes: usize) -> usize {
+    (cache_bytes / (n / 8 + 100)).max(1024)
+}
+
+/// Search one part until `deadline`.
+pub fn check_part(c: &Columns, key: i64, part: &[u32], scratch: &mut Scratch,
+                  deadline: Option<Instant>, cache_bytes: usize) -> Part {
+    let t = Instant::now();
+    let p = prepare(c, part, scratch);
+    let limits = Limits { deadline, max_entries: cache_entries(p.ops.len(), cache_bytes) };
+    let out = wgl::search(&p.ops, &p.events, 0, limits);
+    let verdict = match out.verdict {
+        Verdict::Linearizable => 1,
+        Verdict::NotLinearizable => 0,
+        Verdict::Timeout => -1,
+    };
+    Part {
+        key,
+        ops: part.len() as u32,
+        verdict,
+        order: out.order.iter().map(|&i| p.rows[i as usize]).collect(),
+        stuck: out.stuck.map_or(-1, |i| p.rows[i as usize] as i64),
+        seconds: t.elapsed().as_secs_f64(),
+    }
+}
+
+/// Check every part of a history (parts in first-seen key order in the result). Parts
+/// are searched smallest first; with a deadline each first gets a fair share of the time
+/// left, then the undecided ones share what remains (keeping the longer prefix), as
+/// `linearizability.check` does. With `fail_fast` the search stops at the first part
+/// found not linearizable: parts not yet searched are `SKIPPED`. `progress(done, total)`
+/// is called as parts are decided.
+pub fn check_all(c: &Columns, deadline: Option<Instant>, cache_bytes: usize, fail_fast: bool,
+                 progress: &mut dyn FnMut(usize, usize)) -> Vec<Part> {
+    let (keys, start, rows) = partition(c.key);
+    let values = c.a.iter().chain(c.b.iter()).copied().max().unwrap_or(0).max(0) as usize + 1;
+    let mut scratch = Scratch::new(values);
+    let total = keys.len();
+    let part = |j: usize| &rows[start[j] as usize..start[j + 1] as usize];
+    let mut results: Vec<Part> = (0..total)
+        .map(|j| Part { key: keys[j], ops: part(j).len() as u32, verdict: SKIPPED,
+                        order: Vec::new(), stuck: -1, seconds: 0.0 })
+        .collect();
+    let mut order: Vec<usize> = (0..total).collect();
+    order.sort_by_key(|&j| part(j).len()); // stable: equal sizes keep key order
+    let mut done = 0;
+    match deadline {
+        None => {
+            for &j in &order {
+                results[j] = check_part(c, keys[j], part(j), &mut scratch, None, cache_bytes);
+                done += 1;
+                progress(done, total);
+                if fail_fast && results[j].verdict == 0 {
+                    break;
+                }
+            }
+        }
+        Some(end) => {
+            let mut deferred = Vec::new();
+            let mut stop = false;
+            for (n, &j) in order.iter().enumerate() {
+                let now = Instant::now();
+                let share = now + end.saturating_duration_since(now) / (total - n) as u32;
+                let r = check_part(c, keys[j], part(j), &mut scratch, Some(share.min(end)),
+                                   cache_bytes);
+                let v = r.verdict;
+                results[j] = r;
+                if v == -1 {
+                    deferred.push(j);
+                } else {
+                    done += 1;
+                    progress(done, total);
+                }
+                if fail_fast && v == 0 {
+                    stop = true;
+                    break;
+                }
+            }
+            for &j in &deferred {
+                if stop {
+                    break;
+                }
+                if Instant::now() < end {
+                    let r = check_part(c, keys[j], part(j), &mut scratch, Some(end), cache_bytes);
+                    if r.verdict != -1 || r.order.len() >= results[j].order.len() {
+                        results[j] = r;
+                    }
+                }
+                done += 1;
+                progress(done, total);
+                if fail_fast && results[j].verdict == 0 {
+                    stop = true;
+                }
+            }
+        }
+    }
+    results
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows (key, kind, a, b, outcome, invoke, complete) as owned columns.
+    fn cols(rows: &[(i64, u8, i64, i64, i64, i64, i64)]) -> Vec<Vec<i64>> {
+        let mut out = vec![Vec::new(); 8];
+        for (i, &(k, f, a, b, o, inv, comp)) in rows.iter().enumerate() {
+            for (c, v) in out.iter_mut().zip([k, f as i64, a, b, o, inv, comp, i as i64]) {
+                c.push(v);
+            }
+        }
+        out
+    }
+
+    fn view(v: &[Vec<i64>]) -> Columns<'_> {
+        Columns { key: &v[0], kind: &v[1], a: &v[2], b: &v[3], outcome: &v[4], invoke: &v[5],
+                  complete: &v[6], index: &v[7] }
+    }
+
+    #[test]
+    fn keys_are_checked_apart_and_fail_fast_skips_the_rest() {
+        // key 5: a stale read (not linearizable); key 9: fine; key 7: fine, larger
+        let v = cols(&[
+            (5, WRITE, 1, 0, OK, 0, 10),
+            (9, WRITE, 2, 0, OK, 0, 10),
+            (5, READ, 0, 0, OK, 11, 12),
+            (9, READ, 2, 0, OK, 11, 12),
+            (7, WRITE, 3, 0, OK, 0, 1),
+            (7, READ, 3, 0, OK, 2, 3),
+            (7, READ, 3, 0, OK, 4, 5),
+        ]);
+        let c = view(&v);
+        assert_eq!(c.rows().unwrap(), 7);
+        let all = check_all(&c, None, 1 << 20, false, &mut |_, _| {});
+        let got: Vec<(i64, i32, u32)> = all.iter().map(|p| (p.key, p.verdict, p.ops)).collect();
+        assert_eq!(got, vec![(5, 0, 2), (9, 1, 2), (7, 1, 3)]);
+        assert_eq!(all[0].stuck, 0);
+        assert_eq!(all[1].order, vec![1, 3]);
+        let ff = check_all(&c, None, 1 << 20, true, &mut |_, _| {});
+        let got: Vec<i32> = ff.iter().map(|p| p.verdict).collect();
+        assert_eq!(got, vec![0, SKIPPED, SKIPPED]);
+    }
+
+    #[test]
+    fn fail_ops_bad_reads_and_unobserved_info_writes_are_dropped() {
+        let v = cols(&[
+            (0, WRITE, 1, 0, FAIL, 0, 5),  // never happened
+            (0, READ, 4, 0, INFO, 0, 5),   // saw nothing
+            (0, WRITE, 2, 0, INFO, 1, 0),  // nobody reads 2: dropped
+            (0, CAS, 3, 5, INFO, 2, 0),    // 5 is read: kept, and so 3 is observed
+            (0, WRITE, 3, 0, INFO, 3, 0),  // kept because the cas expects 3
+            (0, READ, 5, 0, OK, 20, 21),
+        ]);
+        let c = view(&v);
+        let (_, start, rows) = partition(c.key);
+        let p = prepare(&c, &rows[start[0] as usize..start[1] as usize], &mut Scratch::new(8));
+        assert_eq!(p.rows, vec![3, 4, 5]);
+        assert_eq!(p.events, vec![0, 2, 4, 5]);
+        let all = check_all(&c, None, 1 << 20, false, &mut |_, _| {});
+        assert_eq!((all[0].verdict, all[0].order.clone()), (1, vec![4, 3, 5]));
+    }
+
+    #[test]
+    fn bad_columns_are_named() {
+        let mut v = cols(&[(0, READ, 1, 0, OK, 0, 1)]);
+        v[4][0] = 7;
+        assert!(view(&v).rows().unwrap_err().contains("outcome 7"));
+        v[4][0] = OK;
+        v[2][0] = -5;
+        assert!(view(&v).rows().unwrap_err().contains("values are ints"));
+        v[2][0] = 1;
+        v[6].push(3);
+        assert!(view(&v).rows().unwrap_err().contains("complete_ns"));
+    }
+}
