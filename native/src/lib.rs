@@ -133,7 +133,7 @@ fn instant_of(py: Python<'_>, deadline_s: Option<f64>) -> PyResult<Option<Instan
 
 /// The int64 values (native byte order) in `b`: borrowed when aligned, else copied.
 fn int64s<'a>(name: &str, b: &'a [u8]) -> PyResult<Cow<'a, [i64]>> {
-    if b.len() % 8 != 0 {
+    if !b.len().is_multiple_of(8) {
         return Err(PyValueError::new_err(format!(
             "check_kv: column {name} has {} bytes; give int64 values (8 bytes each)", b.len())));
     }
