@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import itertools
+import logging
 import os
 import socket
 import time
@@ -389,5 +390,12 @@ def _run_real(main: Any, loop: str) -> str:
         import uvloop
         factory, name = uvloop.new_event_loop, f"uvloop {uvloop.__version__}"
     with asyncio.Runner(loop_factory=factory) as runner:
-        runner.run(main)
+        try:
+            runner.run(main)
+        except KeyboardInterrupt:
+            # the run is being torn down: requests cut off mid-flight (their server may be
+            # stopping too) are expected, and asyncio's notes about those tasks ("exception
+            # never retrieved", "destroyed but pending") would read as a crash on stderr
+            logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+            raise
     return name
