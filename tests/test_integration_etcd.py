@@ -244,7 +244,9 @@ def test_sweep_runs_in_real_time_on_etcd(etcd_dc3, tmp_path):
     for items in (1, 100):
         one = pts[("consistent read", items, 1)]["total_s"]
         assert one >= 24 * 0.8 * 0.0815, one                 # a quorum round trip each
-        assert pts[("consistent read", items, 4)]["total_s"] < one / 2  # clients overlap
+        # clients overlap: 4 take ~1/4 of one's time; under half a busy CI machine failed
+        # once (1.12 s vs 2.20 s), so the bound is 2/3, still far from no overlap at all
+        assert pts[("consistent read", items, 4)]["total_s"] < one * 2 / 3
         assert pts[("eventual read", items, 1)]["total_s"] < one / 3    # served locally
 
 
