@@ -3,8 +3,11 @@
 //! Two entries: `search_part` searches one part (one key) given as op columns and events
 //! in time order (Python prepared it); `check_kv` takes a whole kv history as flat int64
 //! columns and does the preparation, the per-key partition, the event ordering and the
-//! search of every key (`kv::check_all`). Searches run without the GIL.
+//! search of every key (`kv::check_all`). Searches run without the GIL. Two helpers,
+//! `intern_first` and `intern_register_values`, turn a History's Python lists of keys and
+//! values into those int64 columns (`intern`).
 
+pub mod intern;
 pub mod kv;
 pub mod wgl;
 
@@ -225,6 +228,8 @@ fn replicalab_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(search_part, m)?)?;
     m.add_function(wrap_pyfunction!(search_part_stats, m)?)?;
     m.add_function(wrap_pyfunction!(check_kv, m)?)?;
+    m.add_function(wrap_pyfunction!(intern::intern_first, m)?)?;
+    m.add_function(wrap_pyfunction!(intern::intern_register_values, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

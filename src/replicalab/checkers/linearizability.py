@@ -30,6 +30,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,8 @@ from replicalab.checkers.linsearch import (
 from replicalab.history import F_NAMES, NEMESIS, History
 
 __all__ = ["SKIPPED", "UNKNOWN", "CheckResult", "Columns", "LinOp", "PartResult", "check",
-           "check_part", "encode_columns", "native_available", "ops_from_history"]
+           "check_history", "check_part", "encode_columns", "encode_history", "history_key_ops",
+           "history_op", "native_available", "ops_from_history"]
 
 DEFAULT_CACHE_BYTES = 256 * 2**20
 """Memo cache budget per part (the one part being searched at a time)."""
@@ -75,6 +77,11 @@ try:  # the whole-history entry (an older build of the native core may lack it)
     from replicalab_native import check_kv as _native_check_kv
 except ImportError:
     _native_check_kv = None
+try:  # the History interning helpers (an older build may lack them)
+    from replicalab_native import intern_first as _native_intern_first
+    from replicalab_native import intern_register_values as _native_intern_values
+except ImportError:
+    _native_intern_first = _native_intern_values = None
 
 search_core: Callable[..., tuple[int, list[int], int]] = _native_search_part or search_part
 """The register search core: ``linsearch.search_part`` or a native drop-in with the same
@@ -286,12 +293,15 @@ def native_available(model: str | Model = "kv") -> bool:
             and type(get_model(model)) in _SHIPPED)
 
 
-def _check_native(ops: list[LinOp], m: Model, cols: Columns, deadline_s: float | None,
-                  cache_bytes: int, progress: Callable[[int, int], None] | None,
+def _check_native(ops_at: Callable[[list[int]], list[LinOp]], m: Model, cols: Columns,
+                  deadline_s: float | None, cache_bytes: int,
+                  progress: Callable[[int, int], None] | None,
                   t0_ns: int, fail_fast: bool) -> list[PartResult]:
     """Return every part's result with the searches run by ``replicalab_native.check_kv``
     (same verdicts, orders and stuck ops as the Python pipeline), then counterexamples
-    shrunk and explanations written as :func:`check_part` does."""
+    shrunk and explanations written as :func:`check_part` does. ``ops_at(rows)`` returns
+    the LinOps of column rows: it is called only for the parts that are not
+    linearizable (or unknown), once per part."""
     raw = _native_check_kv(*cols.args(), deadline_s=deadline_s, cache_bytes=cache_bytes,
                            fail_fast=fail_fast, progress=progress)
     index = np.frombuffer(cols.index, dtype=np.int64)
@@ -310,9 +320,11 @@ def _check_native(ops: list[LinOp], m: Model, cols: Columns, deadline_s: float |
         else:
             if key_ids is None:
                 key_ids = np.frombuffer(cols.key, dtype=np.int64)
-            part = [ops[r] for r in np.flatnonzero(key_ids == kid).tolist()]
-            out.append(_part_result(m, key, part, verdict, [ops[r] for r in order.tolist()],
-                                    ops[stuck] if stuck >= 0 else None, t0_ns, cache_bytes,
+            rows = np.flatnonzero(key_ids == kid).tolist()
+            part = ops_at(rows)
+            by_row = dict(zip(rows, part, strict=True))
+            out.append(_part_result(m, key, part, verdict, [by_row[r] for r in order.tolist()],
+                                    by_row[stuck] if stuck >= 0 else None, t0_ns, cache_bytes,
                                     SHRINK_TIMEOUT_S, shrink_until, time.monotonic(),
                                     seconds))
     return out
@@ -346,7 +358,8 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
         except (TypeError, OverflowError):
             cols = None  # times or indexes that are not int64: the Python path takes them
         if cols is not None:
-            final = _check_native(ops, m, cols, deadline_s, cache_bytes, progress,
+            final = _check_native(lambda rows: [ops[r] for r in rows], m, cols, deadline_s,
+                                  cache_bytes, progress,
                                   cols.t0_ns if t0_ns is None else t0_ns, fail_fast)
             return CheckResult(m.name, _overall(final), len(ops), final,
                                time.monotonic() - started)
@@ -413,6 +426,65 @@ def _overall(parts: list[PartResult]) -> bool | str:
     return True if all(v is True for v in verdicts) else "unknown"
 
 
+def check_history(h: History, model: str | Model = "kv", timeout_s: float | None = None,
+                  deadline_s: float | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES,
+                  progress: Callable[[int, int], None] | None = None,
+                  t0_ns: int | None = None, fail_fast: bool = False,
+                  columns: Columns | None = None) -> CheckResult:
+    """Return the linearizability verdict on a replicalab History under ``model``: the
+    same CheckResult as ``check(ops_from_history(h), model, ...)`` with the same options
+    (indexes are History rows), built without a LinOp per row when the native core runs
+    the model: the History's columns are encoded by :func:`encode_history` (or given as
+    ``columns``, encoded from ``h`` beforehand) and LinOps are made only for the keys
+    that need an explanation (not linearizable or unknown). Raises ValueError as
+    ``check`` and ``ops_from_history`` do."""
+    started = time.monotonic()
+    m = get_model(model)
+    if columns is None and native_available(m) and len(h):
+        try:
+            columns = encode_history(h, m)
+        except (TypeError, OverflowError):
+            columns = None  # values the interning cannot take: the LinOp path takes them
+    elif columns is not None:
+        _check_model_takes(h, columns, m)
+    if columns is None or not native_available(m) or not columns.kind:
+        return check(ops_from_history(h), m, timeout_s, deadline_s, cache_bytes, progress,
+                     t0_ns, fail_fast)
+    if timeout_s is not None:
+        limit = started + timeout_s
+        deadline_s = limit if deadline_s is None else min(deadline_s, limit)
+    index = np.frombuffer(columns.index, dtype=np.int64)
+
+    def ops_at(rows: list[int]) -> list[LinOp]:
+        return [history_op(h, i) for i in index[rows].tolist()]
+
+    final = _check_native(ops_at, m, columns, deadline_s, cache_bytes, progress,
+                          columns.t0_ns if t0_ns is None else t0_ns, fail_fast)
+    return CheckResult(m.name, _overall(final), len(index), final, time.monotonic() - started)
+
+
+def _check_model_takes(h: History, cols: Columns, m: Model) -> None:
+    """Raise ValueError as :func:`encode_history` does if ``m`` cannot take the ops of
+    ``cols`` (encoded from ``h``, possibly for another model)."""
+    kinds = np.frombuffer(cols.kind, dtype=np.int64)
+    if (("cas" not in m.allowed and bool((kinds == 2).any()))
+            or (len(cols.keys) > 1 and not isinstance(m, KV))):
+        encode_columns(ops_from_history(h), m)  # raises, naming the op or the keys
+
+
+def history_key_ops(h: History, cols: Columns, key: Any) -> list[LinOp]:
+    """Return the LinOps of ``key``'s rows of ``h`` in row order (``cols`` encoded from
+    ``h`` by :func:`encode_history`), as :func:`ops_from_history` makes them; [] for a key
+    ``cols`` does not have."""
+    try:
+        kid = cols.keys.index(key)
+    except ValueError:
+        return []
+    key_ids = np.frombuffer(cols.key, dtype=np.int64)
+    index = np.frombuffer(cols.index, dtype=np.int64)
+    return [history_op(h, i) for i in index[key_ids == kid].tolist()]
+
+
 _CHECKED_F = {"read", "write", "cas"}
 
 
@@ -426,26 +498,154 @@ def ops_from_history(h: History) -> list[LinOp]:
     ValueError for an op on several keys (the register models take one key per op).
     """
     out: list[LinOp] = []
-    proc, typ, fcol = h.process, h.type, h.f
-    inv, comp = h.invoke_ns, h.complete_ns
+    proc, fcol = h.process, h.f
     for i in range(len(h)):
-        if proc[i] == NEMESIS:
+        if proc[i] == NEMESIS or F_NAMES[fcol[i]] not in _CHECKED_F:
             continue
-        f = F_NAMES[fcol[i]]
-        if f not in _CHECKED_F:
-            continue
-        keys, values = h.keys[i], h.values[i]
-        if len(keys) != 1:
-            raise ValueError(f"row {i}: a {f} of {len(keys)} keys; the linearizability models "
-                             "check one key per op (a register workload's history)")
-        t = typ[i]
-        outcome = "ok" if t == 1 else "fail" if t == 2 else "info"
-        if f == "cas":
-            expects = h.expects[i] if i < len(h.expects) else ()
-            value: Any = (expects[0] if expects else UNKNOWN, values[0] if values else None)
-        else:
-            value = values[0] if values else None
-        out.append(LinOp(index=i, process=int(proc[i]), f=f, key=keys[0], value=value,
-                         outcome=outcome, invoke_ns=int(inv[i]),
-                         complete_ns=int(comp[i])))
+        out.append(history_op(h, i))
     return out
+
+
+def history_op(h: History, row: int) -> LinOp:
+    """Return row ``row`` of ``h`` (a read, write or cas) as the LinOp
+    :func:`ops_from_history` makes of it; raises ValueError for an op on several keys."""
+    f = F_NAMES[h.f[row]]
+    keys, values = h.keys[row], h.values[row]
+    if len(keys) != 1:
+        raise ValueError(f"row {row}: a {f} of {len(keys)} keys; the linearizability models "
+                         "check one key per op (a register workload's history)")
+    t = h.type[row]
+    outcome = "ok" if t == 1 else "fail" if t == 2 else "info"
+    if f == "cas":
+        expects = h.expects[row] if row < len(h.expects) else ()
+        value: Any = (expects[0] if expects else UNKNOWN, values[0] if values else None)
+    else:
+        value = values[0] if values else None
+    return LinOp(index=row, process=int(h.process[row]), f=f, key=keys[0], value=value,
+                 outcome=outcome, invoke_ns=int(h.invoke_ns[row]),
+                 complete_ns=int(h.complete_ns[row]))
+
+
+# F_NAMES codes 0, 1, 2 are read, write, cas: the History's f column is the kind column
+assert F_NAMES[:3] == ("read", "write", "cas")
+_OUTCOME_OF_TYPE = np.array([_INFO, _OK, _FAIL, _INFO], dtype=np.int64)
+"""Outcome code by History type code (invoke, ok, fail, info): a never-completed op is info."""
+_NIL_T = (None,)
+_UNKNOWN_T = (UNKNOWN,)
+
+
+def _pick(seq: list[Any], rows: list[int] | None) -> list[Any]:
+    """Return ``seq``'s items at ``rows`` (all of ``seq`` when None), at C speed."""
+    if rows is None:
+        return seq
+    if len(rows) == 1:
+        return [seq[rows[0]]]
+    return list(itemgetter(*rows)(seq)) if rows else []
+
+
+def _intern_python(h: History, rows: list[int] | None, kinds: np.ndarray
+                   ) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray]:
+    """Return (keys in first-seen order, key ids, a, b) as encode_columns would make them
+    from ``ops_from_history(h)``, for the kept ``rows``: the pure-Python interning (no
+    native helpers). Raises ValueError as ops_from_history for an op on several keys."""
+    n = len(kinds)
+    keysl = _pick(h.keys, rows)
+    kd = dict.fromkeys(keysl)  # 1-tuples: distinct tuples are distinct keys
+    if any(len(k) != 1 for k in kd):
+        ops_from_history(h)  # raises, naming the first op on several keys
+    keys = [k[0] for k in kd]
+    if len(keys) == 1:
+        keycol = np.zeros(n, np.int64)
+    else:
+        kid = {k: i for i, k in enumerate(kd)}
+        keycol = np.fromiter(map(kid.__getitem__, keysl), np.int64, n)
+    valsl = _pick(h.values, rows)
+    cas = np.flatnonzero(kinds == 2).tolist()
+    # intern the tuples (each row's as recorded) then map each distinct tuple to its
+    # value: two C-level passes over the rows instead of one Python step per row
+    if cas:
+        av = valsl[:]
+        expects, ne = h.expects, len(h.expects)
+        for p in cas:
+            r = p if rows is None else rows[p]
+            e = expects[r] if r < ne else ()
+            av[p] = e[:1] if e else _UNKNOWN_T  # a cas's a is its expected value
+        td = dict.fromkeys(chain((_NIL_T,), av, (valsl[p] for p in cas)))
+    else:
+        av = valsl
+        td = dict.fromkeys(chain((_NIL_T,), av))
+    vid: dict[Any, int] = {}
+    tid = {t: vid.setdefault(t[0] if t else None, len(vid)) for t in td}
+    acol = np.fromiter(map(tid.__getitem__, av), np.int64, n)
+    bcol = np.zeros(n, np.int64)
+    if cas:
+        bcol[cas] = list(map(tid.__getitem__, (valsl[p] for p in cas)))
+        unknown = [p for p in cas if av[p] is _UNKNOWN_T]
+        if unknown:
+            acol[unknown] = -1
+    return keys, keycol, acol, bcol
+
+
+def _intern_native(h: History, rows: np.ndarray | None, kinds: np.ndarray
+                   ) -> tuple[list[Any], np.ndarray | bytes, bytes, bytes]:
+    """As :func:`_intern_python`, with the native helpers (one pass per column)."""
+    rows_b = None if rows is None else rows.astype(np.int64).tobytes()
+    kd: dict[Any, int] = {}
+    keycol, bad = _native_intern_first(h.keys, rows_b, kd, None)
+    if bad >= 0:
+        ops_from_history(h)  # raises, naming the first op on several keys
+    vid: dict[Any, int] = {None: 0}
+    a, b = _native_intern_values(h.values, h.expects, kinds.tobytes(), rows_b, vid, UNKNOWN)
+    return list(kd), keycol, a, b
+
+
+def encode_history(h: History, model: str | Model = "kv") -> Columns:
+    """Return the int64 columns of ``h`` for the native core, byte for byte those of
+    ``encode_columns(ops_from_history(h), model)`` (rows = the History's read, write and
+    cas rows of client processes, ``index`` = the History row), built from the History's
+    columns without making a LinOp per row. Raises ValueError as those two do (an op on
+    several keys, an op or several keys the model cannot take), TypeError if the History
+    holds values that are not hashable."""
+    m = get_model(model)
+    fcol = _column(h, "f")
+    keep = fcol <= 2  # read, write, cas
+    keep &= _column(h, "process") != NEMESIS
+    if keep.all():
+        rows = None
+        kinds = fcol.astype(np.int64)
+        typ, inv, comp = _column(h, "type"), _column(h, "invoke_ns"), _column(h, "complete_ns")
+        index = np.arange(len(kinds), dtype=np.int64)
+    else:
+        rows = np.flatnonzero(keep)
+        kinds = fcol[rows].astype(np.int64)
+        typ = _column(h, "type")[rows]
+        inv, comp = _column(h, "invoke_ns")[rows], _column(h, "complete_ns")[rows]
+        index = rows.astype(np.int64)
+    if not len(kinds):
+        empty = b""
+        return Columns([], empty, empty, empty, empty, empty, empty, empty, empty, 0)
+    if _native_intern_first is not None and _native_intern_values is not None:
+        try:
+            keys, keycol, a, b = _intern_native(h, rows, kinds)
+        except TypeError:  # items that are not tuples: the Python interning takes them
+            keys, keycol, a, b = _intern_python(h, None if rows is None else rows.tolist(),
+                                                kinds)
+    else:
+        keys, keycol, a, b = _intern_python(h, None if rows is None else rows.tolist(), kinds)
+    cols = Columns(keys=keys, key=_as_bytes(keycol), kind=kinds.tobytes(), a=_as_bytes(a),
+                   b=_as_bytes(b), outcome=_OUTCOME_OF_TYPE[typ].tobytes(),
+                   invoke_ns=inv.tobytes(), complete_ns=comp.tobytes(), index=index.tobytes(),
+                   t0_ns=int(inv.min()))
+    _check_model_takes(h, cols, m)
+    return cols
+
+
+def _column(h: History, name: str) -> np.ndarray:
+    """Return numeric column ``name`` of ``h`` as a numpy copy: a view would keep the
+    History's array exporting its buffer (then it cannot grow) for as long as anything,
+    an exception's traceback say, holds it."""
+    return np.array(getattr(h, name))
+
+
+def _as_bytes(col: np.ndarray | bytes) -> bytes:
+    return col if isinstance(col, bytes) else col.tobytes()

@@ -34,10 +34,13 @@ def register(app: typer.Typer) -> None:
     app.command(name="check")(check)
 
 
-def _load(path: Path, model: str) -> tuple[list[Any], int]:
-    """Return (the checker's ops, time origin in ns) of one PATH; raises ValueError with
-    one line naming the path (and the line of a file) and what was expected."""
-    from replicalab.checkers.linearizability import ops_from_history
+def _load(path: Path, model: str) -> tuple[Any, int]:
+    """Return (what to check, time origin in ns) of one PATH: a run directory's History
+    with its encoded columns (checked by ``check_history``, LinOps made only for the keys
+    that need an explanation), or the LinOps of an EDN / JSON lines file (indexes are its
+    lines); raises ValueError with one line naming the path (and the line of a file) and
+    what was expected."""
+    from replicalab.checkers.linearizability import encode_history, ops_from_history
     from replicalab.cli import rundir
     from replicalab.history import load_history
     from replicalab.history.read import read_history
@@ -46,17 +49,21 @@ def _load(path: Path, model: str) -> tuple[list[Any], int]:
         rundir.kind(path, "check")
         h, _ = load_history(path)
         try:
-            ops = ops_from_history(h)
+            # the kv encoding raises what ops_from_history raises (an op on several keys),
+            # here, before any search; what a narrower model refuses is raised by the check
+            source: Any = (h, encode_history(h, "kv"))
+        except (TypeError, OverflowError):
+            source = ops_from_history(h)  # values the interning cannot take
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from None
     elif path.exists():
         h, ids = read_history(path, independent=model == "kv")
-        ops = [replace(o, index=ids[o.index]) for o in ops_from_history(h)]
+        source = [replace(o, index=ids[o.index]) for o in ops_from_history(h)]
     else:
         raise ValueError(f"{path} does not exist; pass a run directory, a Jepsen EDN history "
                          "or a JSON lines export")
     inv = h.column("invoke_ns")
-    return ops, int(inv.min()) if len(inv) else 0
+    return source, int(inv.min()) if len(inv) else 0
 
 
 def _json_value(v: Any) -> Any:
@@ -162,6 +169,7 @@ def check(
     Example: replicalab check runs/20261122T010203Z-register-sim-primary --model kv
     """
     from replicalab.checkers.linearizability import check as run_check
+    from replicalab.checkers.linearizability import check_history, history_op
 
     if model not in MODELS:
         fail(f"--model {model!r}: use register, cas-register or kv")
@@ -176,18 +184,29 @@ def check(
         except ValueError as err:
             fail(str(err))
     docs, verdicts = [], []
-    for path, ops, t0_ns in loaded:
+    for path, source, t0_ns in loaded:
         started = time.monotonic()
         with progress_bar(f"check {path.name}", enabled=not as_json) as tick:
             def progress(done: int, total: int, tick: Any = tick) -> None:
                 tick(done / max(total, 1), f"{done:,} of {total:,} keys checked")
             try:
-                result = run_check(ops, model, deadline_s=started + timeout_s,
-                                   progress=progress, t0_ns=t0_ns, fail_fast=fail_fast)
+                if isinstance(source, tuple):  # a run directory: (History, columns)
+                    h, cols = source
+                    result = check_history(h, model, deadline_s=started + timeout_s,
+                                           progress=progress, t0_ns=t0_ns,
+                                           fail_fast=fail_fast, columns=cols)
+                else:
+                    result = run_check(source, model, deadline_s=started + timeout_s,
+                                       progress=progress, t0_ns=t0_ns, fail_fast=fail_fast)
             except ValueError as err:
                 fail(f"{path}: {err}")
         verdicts.append(result.valid)
         if as_json:
+            if isinstance(source, tuple):  # LinOps only for the rows --json lists
+                ops = [history_op(source[0], i) for p in result.parts if p.valid is False
+                       for i in p.counterexample[:MAX_LISTED_OPS]]
+            else:
+                ops = source
             docs.append(result_json(path, ops, result, t0_ns))
         else:
             _show_result(path, result)

@@ -174,27 +174,48 @@ def part_results(ops: Sequence[Any], linearization: Sequence[int],
 def linearizability_results(h: History, timeout_s: float, limit: int) -> dict[str, Any]:
     """Return ``{"linearizability": verdict and per-key parts, "timeline": [...]}`` for
     the register history ``h`` checked with the ``kv`` model within ``timeout_s``."""
-    from replicalab.checkers.linearizability import check, ops_from_history
+    from replicalab.checkers.linearizability import (
+        check_history,
+        encode_history,
+        history_key_ops,
+        ops_from_history,
+    )
 
-    ops = ops_from_history(h)
-    result = check(ops, model="kv", timeout_s=timeout_s)
+    try:
+        cols = encode_history(h, "kv")
+    except (TypeError, OverflowError):
+        cols = None  # values the interning cannot take: check_history takes the LinOp path
+    result = check_history(h, model="kv", timeout_s=timeout_s, columns=cols)
     t0 = history_origin_ns(h)
     by_key: dict[Any, list[Any]] = {}
-    for op in sorted(ops, key=lambda o: (o.invoke_ns, o.index)):
-        by_key.setdefault(op.key, []).append(op)
+
+    def key_ops(key: Any) -> list[Any]:
+        """The key's LinOps in invoke order, made only for the keys drawn or explained."""
+        if key not in by_key:
+            if cols is not None:
+                ops = history_key_ops(h, cols, key)
+            else:
+                ops = [o for o in ops_from_history(h) if o.key == key]
+            by_key[key] = sorted(ops, key=lambda o: (o.invoke_ns, o.index))
+        return by_key[key]
+
     parts = sorted(result.parts, key=lambda p: (_RANK.get(p.valid, 1), str(p.key)))
     listed, timelines = [], []
     for part in parts:
         if len(listed) >= MAX_PARTS and len(timelines) >= MAX_TIMELINES:
             break
-        tops = part_results(by_key.get(part.key, []), part.linearization or (),
-                            part.counterexample, t0)
+        drawn = len(timelines) < MAX_TIMELINES and (part.valid is not True or not timelines)
+        # a key with no counterexample that is not drawn needs no LinOps: its entry lists
+        # no ops
+        tops = (part_results(key_ops(part.key), part.linearization or (),
+                             part.counterexample, t0)
+                if drawn or part.counterexample else [])
         if len(listed) < MAX_PARTS:
             listed.append({"key": str(part.key), "valid": part.valid, "ops": part.ops,
                            "counterexample": [_op_json(o) for o in tops if o.offending][
                                :MAX_EXAMPLE_OPS] or None,
                            "explanation": part.explanation})
-        if len(timelines) < MAX_TIMELINES and (part.valid is not True or not timelines):
+        if drawn:
             timelines.append(timeline(str(part.key), part.valid, tops, limit))
     return {"linearizability": {
         "model": "kv", "valid": result.valid, "keys": len(parts), "ops": result.ops,
