@@ -28,11 +28,17 @@ already encoded int64 columns (``linearizability.encode_columns``, the analogue 
 building ``[]Operation``: values and keys interned, Jepsen's outcomes as codes), which
 does Jepsen's preparation, the partition, event ordering and every key's search, one key
 after another on one core. "End to end" (``*_e2e_ms``): the encoding from LinOps added
-(turning the History into LinOps is excluded, as Porcupine's parsing is). ``python_ms``
-is the pure-Python pipeline (partition, encode, search) end to end; ``check_ms`` the whole
-``check()`` with counterexample shrinking and explanations, from the first round. Ratios
-are ours / Porcupine's, of the medians over ``--repeats`` rounds of this run; a check
-that hit ``--timeout`` is not repeated.
+(turning the History into LinOps is excluded, as Porcupine's parsing is). "From the
+History" (``hist_ms``, ``ff_hist_ms``): what users run, a recorded replicalab History to
+a verdict - ``encode_history`` (the History's columns to int64 columns, keys and values
+interned) then the ``check_kv`` call; Porcupine's side is still its one call on built
+``[]Operation``, JSON parsing excluded (a History is what we have once a run is
+recorded or loaded, as ``[]Operation`` is what Porcupine has). ``python_ms`` is the
+pure-Python pipeline (partition, encode, search) end to end; ``check_ms`` the whole
+``check()`` on LinOps and ``hist_check_ms`` the whole ``check_history()`` on the History,
+both with counterexample shrinking and explanations, from the first round. Ratios are
+ours / Porcupine's, of the medians over ``--repeats`` rounds of this run; a check that
+hit ``--timeout`` is not repeated.
 
 Run: .venv/bin/python benchmarks/bench_linearizability.py [--repeats 3] [--timeout 20]
      [--quick] [--json PATH]
@@ -59,6 +65,7 @@ from replicalab.checkers.linearizability import (
     DEFAULT_CACHE_BYTES,
     LinOp,
     encode_columns,
+    encode_history,
     ops_from_history,
 )
 from replicalab.checkers.linmodels import UNKNOWN, get_model, prepare
@@ -104,9 +111,11 @@ class Case:
     reads: str
     ops: list[LinOp]
     concurrency: int
+    history: History
     verdicts: dict[str, Any] = field(default_factory=dict)
     times_s: dict[str, list[float]] = field(default_factory=dict)
     check_s: float | None = None
+    hist_check_s: float | None = None
 
 
 def register_history(size: Size, consistency: str, seed: int) -> History:
@@ -244,14 +253,26 @@ def native_verdict(ops: Sequence[LinOp], timeout_s: float, fail_fast: bool
     return _verdict([p[2] for p in parts]), took, took + encode_s
 
 
+def history_verdict(h: History, timeout_s: float, fail_fast: bool) -> tuple[Any, float]:
+    """Return (verdict, s) from the recorded History ``h`` (kv model): ``encode_history``
+    (the History's columns to check_kv's int64 columns) and the ``check_kv`` call."""
+    t = time.perf_counter()
+    cols = encode_history(h, "kv")
+    parts = replicalab_native.check_kv(*cols.args(), deadline_s=time.monotonic() + timeout_s,
+                                       cache_bytes=DEFAULT_CACHE_BYTES, fail_fast=fail_fast)
+    took = time.perf_counter() - t
+    return _verdict([p[2] for p in parts]), took
+
+
 def make_cases(sizes: Sequence[Size], seed: int) -> list[Case]:
     """Return a linearizable and a non-linearizable history of each size."""
     cases = []
     for size in sizes:
         for consistency, reads in (("consistent", "consistent"), ("eventual", "eventual@EU")):
-            ops = ops_from_history(register_history(size, consistency, seed))
+            h = register_history(size, consistency, seed)
+            ops = ops_from_history(h)
             name = f"{size.ops_per_key}x{size.keys}-c{size.clients}-{consistency}"
-            cases.append(Case(name, size, reads, ops, max_concurrency(ops)))
+            cases.append(Case(name, size, reads, ops, max_concurrency(ops), h))
     return cases
 
 
@@ -311,6 +332,10 @@ def main(argv: list[str] | None = None) -> int:
                     case.verdicts[label] = v
                     case.times_s.setdefault(label, []).append(like_s)
                     case.times_s.setdefault(label + "_e2e", []).append(e2e_s)
+                    hist = "hist" if label == "native" else "ff_hist"
+                    v, s = history_verdict(case.history, args.timeout, fail_fast)
+                    case.verdicts[hist] = v
+                    case.times_s.setdefault(hist, []).append(s)
                 if case.verdicts.get("python") != "unknown" and (r == 0 or not args.quick):
                     v, s = python_verdict(case.ops, args.timeout)
                     case.verdicts["python"] = v
@@ -319,6 +344,9 @@ def main(argv: list[str] | None = None) -> int:
                     t = time.perf_counter()
                     linearizability.check(case.ops, "kv", timeout_s=args.timeout)
                     case.check_s = time.perf_counter() - t
+                    t = time.perf_counter()
+                    linearizability.check_history(case.history, "kv", timeout_s=args.timeout)
+                    case.hist_check_s = time.perf_counter() - t
             print(f"round {r + 1}/{args.repeats} done", file=sys.stderr)
     return report(cases, args)
 
@@ -330,11 +358,15 @@ COLUMNS = (
     ("native/verbose", "native", "porcupine_verbose"),
     ("native_e2e_ms", "native_e2e", None),
     ("e2e/verbose", "native_e2e", "porcupine_verbose"),
+    ("hist_ms", "hist", None),
+    ("hist/verbose", "hist", "porcupine_verbose"),
     ("timeout_ms", "porcupine", None),
     ("ff_ms", "ff", None),
     ("ff/timeout", "ff", "porcupine"),
     ("ff_e2e_ms", "ff_e2e", None),
     ("ff_e2e/timeout", "ff_e2e", "porcupine"),
+    ("ff_hist_ms", "ff_hist", None),
+    ("ff_hist/timeout", "ff_hist", "porcupine"),
     ("python_ms", "python", None),
     ("python/verbose", "python", "porcupine_verbose"),
 )
@@ -344,7 +376,7 @@ def report(cases: Sequence[Case], args: argparse.Namespace) -> int:
     """Print the table (times in ms, medians; ratios ours / Porcupine's) and return 1 if
     the verdicts disagree."""
     head = ["history", "ops", "keys", "clients", "conc/key", "reads", "verdict",
-            *(c[0] for c in COLUMNS), "check_ms"]
+            *(c[0] for c in COLUMNS), "check_ms", "hist_check_ms"]
     rows, bad = [], []
     for c in cases:
         vs = c.verdicts
@@ -363,6 +395,7 @@ def report(cases: Sequence[Case], args: argparse.Namespace) -> int:
                 row.append(_ratio(c.times_s[ours], ov, c.times_s[theirs], vs[theirs],
                                   args.timeout))
         row.append("-" if c.check_s is None else f"{c.check_s * 1e3:,.1f}")
+        row.append("-" if c.hist_check_s is None else f"{c.hist_check_s * 1e3:,.1f}")
         rows.append(row)
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
@@ -371,7 +404,8 @@ def report(cases: Sequence[Case], args: argparse.Namespace) -> int:
     print(f"medians of {args.repeats} rounds; timeout {args.timeout:g} s per check; "
           f"'>T' = no verdict within T s; '<x' = ratio bound when Porcupine timed out; "
           f"default mode: native vs CheckOperationsVerbose; fail-fast: ff vs "
-          f"CheckOperationsTimeout")
+          f"CheckOperationsTimeout; hist = from the recorded History (encode_history + "
+          f"check_kv)")
     if args.json:
         args.json.write_text(json.dumps({"repeats": args.repeats, "timeout_s": args.timeout,
                                          "cases": [{
@@ -379,7 +413,9 @@ def report(cases: Sequence[Case], args: argparse.Namespace) -> int:
                                              "keys": c.size.keys, "clients": c.size.clients,
                                              "concurrency": c.concurrency,
                                              "verdicts": c.verdicts, "times_s": c.times_s,
-                                             "check_s": c.check_s} for c in cases]}, indent=1))
+                                             "check_s": c.check_s,
+                                             "hist_check_s": c.hist_check_s}
+                                            for c in cases]}, indent=1))
     if bad:
         print("VERDICTS DISAGREE (a checker is wrong):\n  " + "\n  ".join(bad), file=sys.stderr)
         return 1

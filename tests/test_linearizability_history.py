@@ -45,10 +45,9 @@ PRIMARY_DC3 = "sim://primary?replication=async&regions=dc3"
 
 @pytest.fixture(params=["native", "python"])
 def interning(request, monkeypatch):
-    """Run a test with the native interning helpers and with the pure-Python interning."""
+    """Run a test with the native History encoder and with the pure-Python one."""
     if request.param == "python":
-        monkeypatch.setattr(linearizability, "_native_intern_first", None)
-        monkeypatch.setattr(linearizability, "_native_intern_values", None)
+        monkeypatch.setattr(linearizability, "_native_encode_history", None)
     return request.param
 
 
@@ -106,12 +105,12 @@ def test_random_histories_encode_and_check_as_the_linop_path(seed, n, keys, fail
     ops = ops_from_history(h)
     want = encode_columns(ops, "kv")
     assert encode_history(h, "kv") == want
-    saved = (linearizability._native_intern_first, linearizability._native_intern_values)
+    saved = linearizability._native_encode_history
     try:
-        linearizability._native_intern_first = linearizability._native_intern_values = None
+        linearizability._native_encode_history = None
         assert encode_history(h, "kv") == want
     finally:
-        linearizability._native_intern_first, linearizability._native_intern_values = saved
+        linearizability._native_encode_history = saved
     assert summary(check_history(h, "kv", fail_fast=fail_fast)) == summary(
         check(ops, "kv", fail_fast=fail_fast))
     for key in want.keys:

@@ -2,18 +2,19 @@
 //!
 //! A replicalab History keeps keys, values and a cas's expected values as Python lists of
 //! tuples (one tuple per row). Turning them into ids is the one part of a native check
-//! that walks Python objects, so it is done here in one pass per column: ids are handed
-//! out in first-seen order through a Python dict (Python's equality, so any hashable
-//! value works and the ids are exactly those `dict.fromkeys` gives), with a map on object
-//! identity in front of it: a History holds the same string object in many rows (a value
-//! written and the reads that saw it), and an identity hit costs no Python hashing.
+//! that walks Python objects, so it is done here (`encode_register_history`, the whole
+//! History to `check_kv`'s columns) in one pass per column: ids are handed out in
+//! first-seen order under Python's equality (so any hashable value works and the ids are
+//! exactly those `dict.fromkeys` gives), with a map on object identity in front: a
+//! History holds the same string object in many rows (a value written and the reads
+//! that saw it), and an identity hit costs no Python hashing.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyTuple};
 
 /// A hasher for pointers (already spread out; one multiply mixes the low bits).
 #[derive(Default)]
@@ -29,20 +30,33 @@ impl Hasher for PtrHasher {
         }
     }
     fn write_usize(&mut self, n: usize) {
-        self.0 = ((n as u64) >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+        // splitmix64's finaliser: every bit of the address reaches the bucket and the tag
+        let mut z = n as u64;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        self.0 = z ^ (z >> 31);
     }
 }
 
-/// Ids in first-seen order: `ids` (value -> id, shared between columns and updated in
-/// place; a new value gets `len(ids)`), with an identity cache in front.
-struct Interner<'a, 'py> {
-    ids: &'a Bound<'py, PyDict>,
+/// Ids in first-seen order (`rows`: how many values will be asked, to size the maps)
+/// under Python's equality (as a dict's keys: equal hashes, then
+/// the same object or ``==``), kept on the Rust side: a value's Python hash (cached by
+/// str) picks a chain of the distinct values with that hash. An identity map in front
+/// answers the repeats of one object without hashing.
+struct Interner<'py> {
+    distinct: Vec<Bound<'py, PyAny>>,
+    by_hash: HashMap<isize, Vec<u32>, BuildHasherDefault<PtrHasher>>,
     by_ptr: HashMap<usize, i64, BuildHasherDefault<PtrHasher>>,
 }
 
-impl<'a, 'py> Interner<'a, 'py> {
-    fn new(ids: &'a Bound<'py, PyDict>) -> Self {
-        Interner { ids, by_ptr: HashMap::default() }
+impl<'py> Interner<'py> {
+    fn new(rows: usize) -> Self {
+        let cap = rows.min(1 << 16);
+        Interner {
+            distinct: Vec::new(),
+            by_hash: HashMap::with_capacity_and_hasher(cap, Default::default()),
+            by_ptr: HashMap::with_capacity_and_hasher(cap, Default::default()),
+        }
     }
 
     fn id(&mut self, v: &Bound<'py, PyAny>) -> PyResult<i64> {
@@ -50,12 +64,23 @@ impl<'a, 'py> Interner<'a, 'py> {
         if let Some(&id) = self.by_ptr.get(&p) {
             return Ok(id);
         }
-        let id = match self.ids.get_item(v)? {
-            Some(id) => id.extract::<i64>()?,
+        let h = v.hash()?;
+        let chain = self.by_hash.entry(h).or_default();
+        let mut found = None;
+        for &i in chain.iter() {
+            let d = &self.distinct[i as usize];
+            if d.as_ptr() == v.as_ptr() || d.eq(v)? {
+                found = Some(i as i64);
+                break;
+            }
+        }
+        let id = match found {
+            Some(id) => id,
             None => {
-                let id = self.ids.len() as i64;
-                self.ids.set_item(v, id)?;
-                id
+                let id = self.distinct.len();
+                chain.push(id as u32);
+                self.distinct.push(v.clone());
+                id as i64
             }
         };
         // the object stays alive (the list holds it) for the whole call: its address
@@ -65,116 +90,132 @@ impl<'a, 'py> Interner<'a, 'py> {
     }
 }
 
-/// Positions to take from a list: `rows` (int64, native order) or every position.
-fn positions(rows: Option<&[u8]>, n: usize) -> PyResult<Vec<usize>> {
-    match rows {
-        None => Ok((0..n).collect()),
-        Some(b) => {
-            if !b.len().is_multiple_of(8) {
-                return Err(PyTypeError::new_err("rows: give int64 values (8 bytes each)"));
-            }
-            b.chunks_exact(8)
-                .map(|c| {
-                    let r = i64::from_ne_bytes(c.try_into().unwrap());
-                    usize::try_from(r).ok().filter(|&r| r < n).ok_or_else(|| {
-                        PyTypeError::new_err(format!("rows: {r} is not a position of the list"))
-                    })
-                })
-                .collect()
-        }
-    }
-}
-
 fn tuple_at<'py>(items: &Bound<'py, PyList>, r: usize) -> PyResult<Bound<'py, PyTuple>> {
     let it = items.get_item(r)?;
     it.cast_into::<PyTuple>()
         .map_err(|_| PyTypeError::new_err(format!("item {r} is not a tuple")))
 }
 
-fn to_bytes(py: Python<'_>, v: &[i64]) -> Py<PyBytes> {
-    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
+fn to_bytes<T: Copy, const N: usize>(py: Python<'_>, v: &[T], f: fn(T) -> [u8; N]) -> Py<PyBytes> {
+    let bytes: Vec<u8> = v.iter().flat_map(|&x| f(x)).collect();
     PyBytes::new(py, &bytes).unbind()
 }
 
-/// Return ``(ids, bad)`` for the first item of each tuple of ``items`` at ``rows`` (int64
-/// positions, ``bytes`` in native order; None: every item): ``ids`` the ``bytes`` of one
-/// int64 id per row, handed out in first-seen order through ``ids`` (a dict value -> id,
-/// updated in place: a new value gets ``len(ids)``), an empty tuple counting as ``empty``;
-/// ``bad`` the first output position whose tuple does not have exactly one item (-1:
-/// none). Raises TypeError for an item that is not a tuple or a row out of range.
-#[pyfunction]
-#[pyo3(signature = (items, rows, ids, empty))]
-pub fn intern_first<'py>(
-    py: Python<'py>,
-    items: &Bound<'py, PyList>,
-    rows: Option<&[u8]>,
-    ids: &Bound<'py, PyDict>,
-    empty: &Bound<'py, PyAny>,
-) -> PyResult<(Py<PyBytes>, i64)> {
-    let pos = positions(rows, items.len())?;
-    let mut interner = Interner::new(ids);
-    let mut out = Vec::with_capacity(pos.len());
-    let mut bad = -1i64;
-    for (p, &r) in pos.iter().enumerate() {
-        let t = tuple_at(items, r)?;
-        let n = t.len();
-        if n != 1 && bad < 0 {
-            bad = p as i64;
-        }
-        out.push(if n == 0 { interner.id(empty)? } else { interner.id(&t.get_item(0)?)? });
-    }
-    Ok((to_bytes(py, &out), bad))
+fn i64s(b: &[u8]) -> Vec<i64> {
+    b.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap())).collect()
 }
 
-/// Return ``(a, b)``, the value columns of a register history as
-/// ``linearizability.encode_columns`` builds them, for the rows ``rows`` of ``values``
-/// and ``expects`` (None: every row) whose kinds are ``kind`` (int64, 0 read / 1 write /
-/// 2 cas, one per taken row): ``a`` the id of the value read or written (the tuple's
-/// first item, None if empty) or of a cas's expected value (``expects``; -1 if it is
-/// empty or missing, after interning ``unknown`` in its place), ``b`` a cas's new value
-/// (0 otherwise). Ids come from ``ids`` in first-seen order, every ``a`` before the
-/// ``b`` of the cas, as ``encode_columns`` interns them. Both are ``bytes`` of int64.
+/// The columns of `encode_register_history`: (keys in first-seen order, the first row on
+/// several keys or -1, then key, kind, a, b, outcome, invoke_ns, complete_ns, index as
+/// `bytes` of int64, then the earliest invoke).
+type Encoded = (Py<PyList>, i64, Py<PyBytes>, Py<PyBytes>, Py<PyBytes>, Py<PyBytes>,
+                Py<PyBytes>, Py<PyBytes>, Py<PyBytes>, Py<PyBytes>, i64);
+
+/// Return a replicalab History as ``check_kv``'s columns, exactly as
+/// ``linearizability.encode_columns(ops_from_history(h))`` makes them, in one pass per
+/// column: ``(keys, bad, key, kind, a, b, outcome, invoke_ns, complete_ns, index, t0)``.
+///
+/// The History's numeric columns come as ``bytes`` in native order (``array.tobytes()``):
+/// ``process`` int32, ``type_`` int8 (0 invoke, 1 ok, 2 fail, 3 info), ``f`` int8 (0
+/// read, 1 write, 2 cas, other codes left out), ``invoke`` and ``complete`` int64 ns;
+/// ``keys``, ``values`` and ``expects`` are its lists of tuples (``expects`` may be
+/// shorter: a missing or empty one is an unrecorded expected value). Rows of process
+/// ``nemesis`` and of other f codes are left out; ``index`` is the History row. Keys and
+/// values get ids in first-seen order (Python equality; values: None is 0, then every
+/// row's value read or written or a cas's expected value, ``unknown`` interned in place
+/// of an unrecorded one whose ``a`` is -1, then the cas's new values); an empty value
+/// tuple is None; outcome 0 ok, 1 info (also a never-completed invoke), 2 fail. ``bad``
+/// is the first kept row whose keys tuple does not have one item (-1: none; then
+/// nothing else is filled in); ``t0`` the earliest kept invoke (0 if none). Raises
+/// TypeError for items that are not tuples, ValueError for columns of unequal length.
 #[pyfunction]
-#[pyo3(signature = (values, expects, kind, rows, ids, unknown))]
-pub fn intern_register_values<'py>(
+#[pyo3(signature = (process, type_, f, invoke, complete, keys, values, expects, nemesis, unknown))]
+#[allow(clippy::too_many_arguments)]
+pub fn encode_register_history<'py>(
     py: Python<'py>,
+    process: &[u8],
+    type_: &[u8],
+    f: &[u8],
+    invoke: &[u8],
+    complete: &[u8],
+    keys: &Bound<'py, PyList>,
     values: &Bound<'py, PyList>,
     expects: &Bound<'py, PyList>,
-    kind: &[u8],
-    rows: Option<&[u8]>,
-    ids: &Bound<'py, PyDict>,
+    nemesis: i32,
     unknown: &Bound<'py, PyAny>,
-) -> PyResult<(Py<PyBytes>, Py<PyBytes>)> {
-    let pos = positions(rows, values.len())?;
-    if kind.len() != 8 * pos.len() {
-        return Err(PyTypeError::new_err("kind: give one int64 per row taken"));
+) -> PyResult<Encoded> {
+    let n = type_.len();
+    if process.len() != 4 * n || f.len() != n || invoke.len() != 8 * n
+        || complete.len() != 8 * n || keys.len() != n || values.len() != n {
+        return Err(PyValueError::new_err(format!(
+            "encode_register_history: columns of unequal length ({n} types)")));
     }
-    let kinds: Vec<i64> =
-        kind.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap())).collect();
+    let (inv_all, comp_all) = (i64s(invoke), i64s(complete));
+    let rows: Vec<usize> = (0..n)
+        .filter(|&r| {
+            let p = i32::from_ne_bytes(process[4 * r..4 * r + 4].try_into().unwrap());
+            (f[r] as i8) >= 0 && f[r] <= 2 && p != nemesis
+        })
+        .collect();
+    let m = rows.len();
+    let mut keyer = Interner::new(m);
     let none = py.None().into_bound(py);
-    let mut interner = Interner::new(ids);
-    let mut a = Vec::with_capacity(pos.len());
-    let mut b = vec![0i64; pos.len()];
+    let mut key = Vec::with_capacity(m);
+    let mut bad = -1i64;
+    for &r in &rows {
+        let t = tuple_at(keys, r)?;
+        if t.len() != 1 {
+            bad = r as i64;
+            break;
+        }
+        key.push(keyer.id(&t.get_item(0)?)?);
+    }
+    let key_list = PyList::new(py, &keyer.distinct)?.unbind();
+    let empty = || PyBytes::new(py, b"").unbind();
+    if bad >= 0 {
+        return Ok((key_list, bad, empty(), empty(), empty(), empty(), empty(), empty(),
+                   empty(), empty(), 0));
+    }
+    let mut valuer = Interner::new(m);
+    valuer.id(&none)?; // nil is 0
+    let mut a = Vec::with_capacity(m);
+    let mut b = vec![0i64; m];
     let mut cas = Vec::new();
-    for (p, &r) in pos.iter().enumerate() {
-        if kinds[p] == 2 {
+    for (p, &r) in rows.iter().enumerate() {
+        if f[r] == 2 {
             cas.push(p);
             let e = if r < expects.len() { Some(tuple_at(expects, r)?) } else { None };
             match e {
-                Some(e) if !e.is_empty() => a.push(interner.id(&e.get_item(0)?)?),
+                Some(e) if !e.is_empty() => a.push(valuer.id(&e.get_item(0)?)?),
                 _ => {
-                    interner.id(unknown)?; // interned as encode_columns does, then "any"
+                    valuer.id(unknown)?; // interned as encode_columns does, then "any"
                     a.push(-1);
                 }
             }
         } else {
             let t = tuple_at(values, r)?;
-            a.push(if t.is_empty() { interner.id(&none)? } else { interner.id(&t.get_item(0)?)? });
+            a.push(if t.is_empty() { valuer.id(&none)? } else { valuer.id(&t.get_item(0)?)? });
         }
     }
     for p in cas {
-        let t = tuple_at(values, pos[p])?;
-        b[p] = if t.is_empty() { interner.id(&none)? } else { interner.id(&t.get_item(0)?)? };
+        let t = tuple_at(values, rows[p])?;
+        b[p] = if t.is_empty() { valuer.id(&none)? } else { valuer.id(&t.get_item(0)?)? };
     }
-    Ok((to_bytes(py, &a), to_bytes(py, &b)))
+    let kind: Vec<i64> = rows.iter().map(|&r| f[r] as i64).collect();
+    let outcome: Vec<i64> = rows
+        .iter()
+        .map(|&r| match type_[r] {
+            1 => 0,
+            2 => 2,
+            _ => 1,
+        })
+        .collect();
+    let inv: Vec<i64> = rows.iter().map(|&r| inv_all[r]).collect();
+    let comp: Vec<i64> = rows.iter().map(|&r| comp_all[r]).collect();
+    let index: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
+    let t0 = inv.iter().copied().min().unwrap_or(0);
+    let le = i64::to_ne_bytes;
+    Ok((key_list, -1, to_bytes(py, &key, le), to_bytes(py, &kind, le), to_bytes(py, &a, le),
+        to_bytes(py, &b, le), to_bytes(py, &outcome, le), to_bytes(py, &inv, le),
+        to_bytes(py, &comp, le), to_bytes(py, &index, le), t0))
 }

@@ -3,9 +3,9 @@
 //! Two entries: `search_part` searches one part (one key) given as op columns and events
 //! in time order (Python prepared it); `check_kv` takes a whole kv history as flat int64
 //! columns and does the preparation, the per-key partition, the event ordering and the
-//! search of every key (`kv::check_all`). Searches run without the GIL. Two helpers,
-//! `intern_first` and `intern_register_values`, turn a History's Python lists of keys and
-//! values into those int64 columns (`intern`).
+//! search of every key (`kv::check_all`). Searches run without the GIL.
+//! `encode_register_history` turns a replicalab History (its numeric columns and its
+//! Python lists of keys and values) into those int64 columns (`intern`).
 
 pub mod intern;
 pub mod kv;
@@ -228,8 +228,7 @@ fn replicalab_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(search_part, m)?)?;
     m.add_function(wrap_pyfunction!(search_part_stats, m)?)?;
     m.add_function(wrap_pyfunction!(check_kv, m)?)?;
-    m.add_function(wrap_pyfunction!(intern::intern_first, m)?)?;
-    m.add_function(wrap_pyfunction!(intern::intern_register_values, m)?)?;
+    m.add_function(wrap_pyfunction!(intern::encode_register_history, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -21,6 +21,10 @@ model, the whole history goes to it at once as int64 columns (:func:`encode_colu
 ``replicalab_native.check_kv``): Jepsen's preparation, the partition, event ordering and
 every part's search run natively with the same results as the Python pipeline, which
 stays the reference (and runs whenever ``search_core`` is the pure-Python one).
+:func:`check_history` checks a recorded History the same way without a LinOp per row:
+:func:`encode_history` builds the same columns from the History's own (natively when
+the core has ``encode_register_history``), and LinOps are made only for the keys that
+need an explanation.
 """
 
 from __future__ import annotations
@@ -77,11 +81,10 @@ try:  # the whole-history entry (an older build of the native core may lack it)
     from replicalab_native import check_kv as _native_check_kv
 except ImportError:
     _native_check_kv = None
-try:  # the History interning helpers (an older build may lack them)
-    from replicalab_native import intern_first as _native_intern_first
-    from replicalab_native import intern_register_values as _native_intern_values
+try:  # the History encoder (an older build of the native core may lack it)
+    from replicalab_native import encode_register_history as _native_encode_history
 except ImportError:
-    _native_intern_first = _native_intern_values = None
+    _native_encode_history = None
 
 search_core: Callable[..., tuple[int, list[int], int]] = _native_search_part or search_part
 """The register search core: ``linsearch.search_part`` or a native drop-in with the same
@@ -546,8 +549,8 @@ def _pick(seq: list[Any], rows: list[int] | None) -> list[Any]:
 def _intern_python(h: History, rows: list[int] | None, kinds: np.ndarray
                    ) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray]:
     """Return (keys in first-seen order, key ids, a, b) as encode_columns would make them
-    from ``ops_from_history(h)``, for the kept ``rows``: the pure-Python interning (no
-    native helpers). Raises ValueError as ops_from_history for an op on several keys."""
+    from ``ops_from_history(h)``, for the kept ``rows``: the interning when the native
+    encoder is missing. Raises ValueError as ops_from_history for an op on several keys."""
     n = len(kinds)
     keysl = _pick(h.keys, rows)
     kd = dict.fromkeys(keysl)  # 1-tuples: distinct tuples are distinct keys
@@ -586,19 +589,6 @@ def _intern_python(h: History, rows: list[int] | None, kinds: np.ndarray
     return keys, keycol, acol, bcol
 
 
-def _intern_native(h: History, rows: np.ndarray | None, kinds: np.ndarray
-                   ) -> tuple[list[Any], np.ndarray | bytes, bytes, bytes]:
-    """As :func:`_intern_python`, with the native helpers (one pass per column)."""
-    rows_b = None if rows is None else rows.astype(np.int64).tobytes()
-    kd: dict[Any, int] = {}
-    keycol, bad = _native_intern_first(h.keys, rows_b, kd, None)
-    if bad >= 0:
-        ops_from_history(h)  # raises, naming the first op on several keys
-    vid: dict[Any, int] = {None: 0}
-    a, b = _native_intern_values(h.values, h.expects, kinds.tobytes(), rows_b, vid, UNKNOWN)
-    return list(kd), keycol, a, b
-
-
 def encode_history(h: History, model: str | Model = "kv") -> Columns:
     """Return the int64 columns of ``h`` for the native core, byte for byte those of
     ``encode_columns(ops_from_history(h), model)`` (rows = the History's read, write and
@@ -607,6 +597,14 @@ def encode_history(h: History, model: str | Model = "kv") -> Columns:
     several keys, an op or several keys the model cannot take), TypeError if the History
     holds values that are not hashable."""
     m = get_model(model)
+    if _native_encode_history is not None:
+        try:
+            cols = _encode_native(h)
+        except TypeError:  # items that are not tuples: the Python interning takes them
+            cols = None
+        if cols is not None:
+            _check_model_takes(h, cols, m)
+            return cols
     fcol = _column(h, "f")
     keep = fcol <= 2  # read, write, cas
     keep &= _column(h, "process") != NEMESIS
@@ -624,20 +622,26 @@ def encode_history(h: History, model: str | Model = "kv") -> Columns:
     if not len(kinds):
         empty = b""
         return Columns([], empty, empty, empty, empty, empty, empty, empty, empty, 0)
-    if _native_intern_first is not None and _native_intern_values is not None:
-        try:
-            keys, keycol, a, b = _intern_native(h, rows, kinds)
-        except TypeError:  # items that are not tuples: the Python interning takes them
-            keys, keycol, a, b = _intern_python(h, None if rows is None else rows.tolist(),
-                                                kinds)
-    else:
-        keys, keycol, a, b = _intern_python(h, None if rows is None else rows.tolist(), kinds)
-    cols = Columns(keys=keys, key=_as_bytes(keycol), kind=kinds.tobytes(), a=_as_bytes(a),
-                   b=_as_bytes(b), outcome=_OUTCOME_OF_TYPE[typ].tobytes(),
+    keys, keycol, a, b = _intern_python(h, None if rows is None else rows.tolist(), kinds)
+    cols = Columns(keys=keys, key=keycol.tobytes(), kind=kinds.tobytes(), a=a.tobytes(),
+                   b=b.tobytes(), outcome=_OUTCOME_OF_TYPE[typ].tobytes(),
                    invoke_ns=inv.tobytes(), complete_ns=comp.tobytes(), index=index.tobytes(),
                    t0_ns=int(inv.min()))
     _check_model_takes(h, cols, m)
     return cols
+
+
+def _encode_native(h: History) -> Columns:
+    """Return :func:`encode_history`'s columns (any model) made by the native encoder in
+    one pass per column; raises ValueError as ops_from_history for an op on several keys,
+    TypeError for keys or values that are not tuples."""
+    (keys, bad, key, kind, a, b, outcome, inv, comp, index,
+     t0_ns) = _native_encode_history(h.process.tobytes(), h.type.tobytes(), h.f.tobytes(),
+                                     h.invoke_ns.tobytes(), h.complete_ns.tobytes(), h.keys,
+                                     h.values, h.expects, NEMESIS, UNKNOWN)
+    if bad >= 0:
+        ops_from_history(h)  # raises, naming the first op on several keys
+    return Columns(keys, key, kind, a, b, outcome, inv, comp, index, t0_ns)
 
 
 def _column(h: History, name: str) -> np.ndarray:
@@ -647,5 +651,3 @@ def _column(h: History, name: str) -> np.ndarray:
     return np.array(getattr(h, name))
 
 
-def _as_bytes(col: np.ndarray | bytes) -> bytes:
-    return col if isinstance(col, bytes) else col.tobytes()
