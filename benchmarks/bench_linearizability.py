@@ -38,7 +38,9 @@ pure-Python pipeline (partition, encode, search) end to end; ``check_ms`` the wh
 ``check()`` on LinOps and ``hist_check_ms`` the whole ``check_history()`` on the History,
 both with counterexample shrinking and explanations, from the first round. Ratios are
 ours / Porcupine's, of the medians over ``--repeats`` rounds of this run; a check that
-hit ``--timeout`` is not repeated.
+hit ``--timeout`` is not repeated. Python's cyclic collector is run before each timed
+native call (not disabled during it), so no collection owed to the benchmark's own
+allocations lands inside one.
 
 Run: .venv/bin/python benchmarks/bench_linearizability.py [--repeats 3] [--timeout 20]
      [--quick] [--json PATH]
@@ -47,6 +49,7 @@ Run: .venv/bin/python benchmarks/bench_linearizability.py [--repeats 3] [--timeo
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -241,6 +244,7 @@ def native_verdict(ops: Sequence[LinOp], timeout_s: float, fail_fast: bool
     """Return (verdict, like-for-like s, end-to-end s) of the native whole-history core on
     ``ops`` (kv model): like for like is the ``check_kv`` call on columns encoded
     beforehand; end to end adds ``encode_columns`` from the LinOps."""
+    gc.collect()  # not a collection owed to the harness's own allocations
     t = time.perf_counter()
     cols = encode_columns(ops, "kv")
     encode_s = time.perf_counter() - t
@@ -256,6 +260,7 @@ def native_verdict(ops: Sequence[LinOp], timeout_s: float, fail_fast: bool
 def history_verdict(h: History, timeout_s: float, fail_fast: bool) -> tuple[Any, float]:
     """Return (verdict, s) from the recorded History ``h`` (kv model): ``encode_history``
     (the History's columns to check_kv's int64 columns) and the ``check_kv`` call."""
+    gc.collect()  # not a collection owed to the harness's own allocations
     t = time.perf_counter()
     cols = encode_history(h, "kv")
     parts = replicalab_native.check_kv(*cols.args(), deadline_s=time.monotonic() + timeout_s,
