@@ -49,7 +49,6 @@ Run: .venv/bin/python benchmarks/bench_linearizability.py [--repeats 3] [--timeo
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import shutil
@@ -244,7 +243,6 @@ def native_verdict(ops: Sequence[LinOp], timeout_s: float, fail_fast: bool
     """Return (verdict, like-for-like s, end-to-end s) of the native whole-history core on
     ``ops`` (kv model): like for like is the ``check_kv`` call on columns encoded
     beforehand; end to end adds ``encode_columns`` from the LinOps."""
-    gc.collect()  # not a collection owed to the harness's own allocations
     t = time.perf_counter()
     cols = encode_columns(ops, "kv")
     encode_s = time.perf_counter() - t
@@ -260,7 +258,6 @@ def native_verdict(ops: Sequence[LinOp], timeout_s: float, fail_fast: bool
 def history_verdict(h: History, timeout_s: float, fail_fast: bool) -> tuple[Any, float]:
     """Return (verdict, s) from the recorded History ``h`` (kv model): ``encode_history``
     (the History's columns to check_kv's int64 columns) and the ``check_kv`` call."""
-    gc.collect()  # not a collection owed to the harness's own allocations
     t = time.perf_counter()
     cols = encode_history(h, "kv")
     parts = replicalab_native.check_kv(*cols.args(), deadline_s=time.monotonic() + timeout_s,

@@ -39,8 +39,7 @@ impl Hasher for PtrHasher {
     }
 }
 
-/// Ids in first-seen order (`rows`: how many values will be asked, to size the maps)
-/// under Python's equality (as a dict's keys: equal hashes, then
+/// Ids in first-seen order under Python's equality (as a dict's keys: equal hashes, then
 /// the same object or ``==``), kept on the Rust side: a value's Python hash (cached by
 /// str) picks a chain of the distinct values with that hash. An identity map in front
 /// answers the repeats of one object without hashing.
@@ -51,13 +50,9 @@ struct Interner<'py> {
 }
 
 impl<'py> Interner<'py> {
-    fn new(rows: usize) -> Self {
-        let cap = rows.min(1 << 16);
-        Interner {
-            distinct: Vec::new(),
-            by_hash: HashMap::with_capacity_and_hasher(cap, Default::default()),
-            by_ptr: HashMap::with_capacity_and_hasher(cap, Default::default()),
-        }
+    fn new() -> Self {
+        // maps grow with the distinct values (a kv history has few keys)
+        Interner { distinct: Vec::new(), by_hash: HashMap::default(), by_ptr: HashMap::default() }
     }
 
     /// The id of the object at `p` (a live borrowed pointer; null: `empty`).
@@ -109,7 +104,7 @@ impl<'py> Interner<'py> {
 const AHEAD: usize = 16;
 
 /// Ask for the cache line at `p` ahead of its use: the History's tuples are scattered
-/// Python objects, and a cold History spends most of its encoding waiting for them.
+/// Python objects, and a cold History spends much of its encoding waiting for them.
 #[inline(always)]
 fn prefetch(p: *const ffi::PyObject) {
     #[cfg(target_arch = "x86_64")]
@@ -121,48 +116,52 @@ fn prefetch(p: *const ffi::PyObject) {
     let _ = p;
 }
 
-/// The first item of the tuple at each of `rows` of `items`, as (borrowed pointer, null
-/// for an empty tuple) with the tuple's length; `missing` rows past the list's end (an
-/// older History's shorter `expects`) count as empty. Raises TypeError for an item that
-/// is not a tuple.
-fn firsts(items: &Bound<'_, PyList>, rows: &[usize]) -> PyResult<Vec<(*mut ffi::PyObject, isize)>> {
-    let list = items.as_ptr();
-    let n = items.len();
-    // SAFETY: borrowed references into a list the caller holds for the whole call (no
-    // Python code runs meanwhile, so nothing can remove them); indexes are in range
-    let tuples: Vec<*mut ffi::PyObject> = rows
-        .iter()
-        .map(|&r| if r < n { unsafe { ffi::PyList_GetItem(list, r as ffi::Py_ssize_t) } }
-                  else { std::ptr::null_mut() })
-        .collect();
-    let mut out = Vec::with_capacity(rows.len());
-    for (p, &t) in tuples.iter().enumerate() {
-        if let Some(&ahead) = tuples.get(p + AHEAD) {
-            prefetch(ahead);
+/// The first item of the tuple at row `r` of `list` (`n` items; a row past the end, an
+/// older History's shorter `expects`, counts as an empty tuple) as (borrowed pointer,
+/// null for an empty tuple; the tuple's length). Raises TypeError for an item that is
+/// not a tuple.
+#[inline(always)]
+fn first_at(list: *mut ffi::PyObject, n: usize, r: usize)
+            -> PyResult<(*mut ffi::PyObject, isize)> {
+    if r >= n {
+        return Ok((std::ptr::null_mut(), 0));
+    }
+    // SAFETY: a borrowed reference into a list the caller holds for the whole call (no
+    // Python code that could change it runs meanwhile), at an index in range; the tuple
+    // calls only read the object
+    unsafe {
+        let t = ffi::PyList_GetItem(list, r as ffi::Py_ssize_t);
+        if ffi::PyTuple_Check(t) == 0 {
+            return Err(PyTypeError::new_err(format!("item {r} is not a tuple")));
         }
-        if t.is_null() {
-            out.push((std::ptr::null_mut(), 0));
-            continue;
-        }
-        // SAFETY: t is a live object (see above); the tuple calls only read it
-        unsafe {
-            if ffi::PyTuple_Check(t) == 0 {
-                return Err(PyTypeError::new_err(format!("item {} is not a tuple", rows[p])));
-            }
-            let len = ffi::PyTuple_Size(t);
-            out.push((if len > 0 { ffi::PyTuple_GetItem(t, 0) } else { std::ptr::null_mut() }, len));
+        let len = ffi::PyTuple_Size(t);
+        Ok((if len > 0 { ffi::PyTuple_GetItem(t, 0) } else { std::ptr::null_mut() }, len))
+    }
+}
+
+/// Prefetch the tuple at row `r` of `list` (`n` items), a few rows before it is read.
+#[inline(always)]
+fn prefetch_row(list: *mut ffi::PyObject, n: usize, r: Option<&u32>) {
+    if let Some(&r) = r {
+        if (r as usize) < n {
+            // SAFETY: an index in range of a live list; the pointer is only prefetched
+            prefetch(unsafe { ffi::PyList_GetItem(list, r as ffi::Py_ssize_t) });
         }
     }
-    Ok(out)
 }
 
-fn to_bytes<T: Copy, const N: usize>(py: Python<'_>, v: &[T], f: fn(T) -> [u8; N]) -> Py<PyBytes> {
-    let bytes: Vec<u8> = v.iter().flat_map(|&x| f(x)).collect();
-    PyBytes::new(py, &bytes).unbind()
-}
-
-fn i64s(b: &[u8]) -> Vec<i64> {
-    b.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap())).collect()
+/// A ``bytes`` of `m` int64 (native order), `fill(p)` the value at position `p`, written
+/// straight into the new object: no intermediate buffers (each fresh megabyte a call
+/// allocates costs page faults).
+fn int64_bytes(py: Python<'_>, m: usize, mut fill: impl FnMut(usize) -> PyResult<i64>)
+               -> PyResult<Py<PyBytes>> {
+    Ok(PyBytes::new_with(py, 8 * m, |buf| {
+        for (p, c) in buf.chunks_exact_mut(8).enumerate() {
+            c.copy_from_slice(&fill(p)?.to_ne_bytes());
+        }
+        Ok(())
+    })?
+    .unbind())
 }
 
 /// The columns of `encode_register_history`: (keys in first-seen order, the first row on
@@ -210,79 +209,84 @@ pub fn encode_register_history<'py>(
         return Err(PyValueError::new_err(format!(
             "encode_register_history: columns of unequal length ({n} types)")));
     }
-    let (inv_all, comp_all) = (i64s(invoke), i64s(complete));
-    let rows: Vec<usize> = (0..n)
+    let at = |col: &[u8], r: u32| {
+        let r = 8 * r as usize;
+        i64::from_ne_bytes(col[r..r + 8].try_into().unwrap())
+    };
+    let rows: Vec<u32> = (0..n)
         .filter(|&r| {
             let p = i32::from_ne_bytes(process[4 * r..4 * r + 4].try_into().unwrap());
             (f[r] as i8) >= 0 && f[r] <= 2 && p != nemesis
         })
+        .map(|r| r as u32)
         .collect();
     let m = rows.len();
     let none = py.None().into_bound(py);
-    let key_items = firsts(keys, &rows)?;
-    let mut keyer = Interner::new(m);
-    let mut key = Vec::with_capacity(m);
+    let (klist, vlist, elist) = (keys.as_ptr(), values.as_ptr(), expects.as_ptr());
+    let ne = expects.len();
+    let mut keyer = Interner::new();
     let mut bad = -1i64;
-    for (p, &(item, len)) in key_items.iter().enumerate() {
+    let key = int64_bytes(py, m, |p| {
+        prefetch_row(klist, n, rows.get(p + AHEAD));
+        let r = rows[p] as usize;
+        let (item, len) = first_at(klist, n, r)?;
         if len != 1 {
-            bad = rows[p] as i64;
-            break;
+            if bad < 0 {
+                bad = r as i64;
+            }
+            return Ok(0);
         }
-        if let Some(&(ahead, _)) = key_items.get(p + AHEAD) {
-            prefetch(ahead);
-        }
-        key.push(keyer.id_ptr(py, item, &none)?);
-    }
+        keyer.id_ptr(py, item, &none)
+    })?;
     let key_list = PyList::new(py, &keyer.distinct)?.unbind();
     let empty = || PyBytes::new(py, b"").unbind();
     if bad >= 0 {
         return Ok((key_list, bad, empty(), empty(), empty(), empty(), empty(), empty(),
                    empty(), empty(), 0));
     }
-    let value_items = firsts(values, &rows)?;
-    let cas: Vec<usize> = (0..m).filter(|&p| f[rows[p]] == 2).collect();
-    let cas_rows: Vec<usize> = cas.iter().map(|&p| rows[p]).collect();
-    let expect_items = firsts(expects, &cas_rows)?;
-    let mut valuer = Interner::new(m);
+    let mut valuer = Interner::new();
     valuer.id(&none)?; // nil is 0
-    let mut a = Vec::with_capacity(m);
-    let mut b = vec![0i64; m];
-    let mut next_cas = 0;
-    for (p, &(item, _)) in value_items.iter().enumerate() {
-        if let Some(&(ahead, _)) = value_items.get(p + AHEAD) {
-            prefetch(ahead);
-        }
-        if cas.get(next_cas) == Some(&p) {
-            let (e, _) = expect_items[next_cas];
-            next_cas += 1;
+    let mut cas: Vec<u32> = Vec::new();
+    let a = int64_bytes(py, m, |p| {
+        let r = rows[p] as usize;
+        if f[r] == 2 {
+            cas.push(p as u32);
+            let (e, _) = first_at(elist, ne, r)?;
             if e.is_null() {
                 valuer.id(unknown)?; // interned as encode_columns does, then "any"
-                a.push(-1);
-            } else {
-                a.push(valuer.id_ptr(py, e, &none)?);
+                return Ok(-1);
             }
-        } else {
-            a.push(valuer.id_ptr(py, item, &none)?);
+            return valuer.id_ptr(py, e, &none);
         }
-    }
-    for &p in &cas {
-        b[p] = valuer.id_ptr(py, value_items[p].0, &none)?;
-    }
-    let kind: Vec<i64> = rows.iter().map(|&r| f[r] as i64).collect();
-    let outcome: Vec<i64> = rows
-        .iter()
-        .map(|&r| match type_[r] {
+        prefetch_row(vlist, n, rows.get(p + AHEAD));
+        let (item, _) = first_at(vlist, n, r)?;
+        valuer.id_ptr(py, item, &none)
+    })?;
+    // the cas's new values, interned after every a as encode_columns does
+    let mut next = cas.iter().peekable();
+    let b = int64_bytes(py, m, |p| {
+        if next.peek() != Some(&&(p as u32)) {
+            return Ok(0);
+        }
+        next.next();
+        let (item, _) = first_at(vlist, n, rows[p] as usize)?;
+        valuer.id_ptr(py, item, &none)
+    })?;
+    let kind = int64_bytes(py, m, |p| Ok(f[rows[p] as usize] as i64))?;
+    let outcome = int64_bytes(py, m, |p| {
+        Ok(match type_[rows[p] as usize] {
             1 => 0,
             2 => 2,
             _ => 1,
         })
-        .collect();
-    let inv: Vec<i64> = rows.iter().map(|&r| inv_all[r]).collect();
-    let comp: Vec<i64> = rows.iter().map(|&r| comp_all[r]).collect();
-    let index: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
-    let t0 = inv.iter().copied().min().unwrap_or(0);
-    let le = i64::to_ne_bytes;
-    Ok((key_list, -1, to_bytes(py, &key, le), to_bytes(py, &kind, le), to_bytes(py, &a, le),
-        to_bytes(py, &b, le), to_bytes(py, &outcome, le), to_bytes(py, &inv, le),
-        to_bytes(py, &comp, le), to_bytes(py, &index, le), t0))
+    })?;
+    let mut t0 = i64::MAX;
+    let inv = int64_bytes(py, m, |p| {
+        let t = at(invoke, rows[p]);
+        t0 = t0.min(t);
+        Ok(t)
+    })?;
+    let comp = int64_bytes(py, m, |p| Ok(at(complete, rows[p])))?;
+    let index = int64_bytes(py, m, |p| Ok(rows[p] as i64))?;
+    Ok((key_list, -1, key, kind, a, b, outcome, inv, comp, index, if m > 0 { t0 } else { 0 }))
 }
