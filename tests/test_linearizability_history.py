@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from registerhist import register_history
 from replicalab.checkers import linearizability
 from replicalab.checkers.linearizability import (
     check,
@@ -23,14 +24,9 @@ from replicalab.checkers.linearizability import (
     history_key_ops,
     ops_from_history,
 )
-from replicalab.faults.schedule import parse_fault
-from replicalab.faults.sim import SimNemesis
 from replicalab.history import NEMESIS, History
-from replicalab.stores import open_store
 from replicalab.workloads import register_check
-from replicalab.workloads.base import ProbeOptions
-from replicalab.workloads.recorder import Recorder
-from replicalab.workloads.register import RegisterConfig, generate
+from replicalab.workloads.register import RegisterConfig
 
 try:
     import replicalab_native  # noqa: F401
@@ -117,23 +113,6 @@ def test_random_histories_encode_and_check_as_the_linop_path(seed, n, keys, fail
         assert history_key_ops(h, want, key) == [o for o in ops if o.key == key]
 
 
-def _register_history(url: str, cfg: RegisterConfig, duration_s: float, seed: int,
-                      consistency: str, faults: tuple[str, ...] = ()) -> History:
-    store = open_store(url, seed)
-    h = History()
-    rec = Recorder(h, store.runtime)
-    opts = ProbeOptions(duration_s=duration_s, seed=seed, consistency=consistency)
-
-    async def main() -> None:
-        jobs = [generate(store, h, opts, cfg, rec)]
-        if faults:
-            t0 = store.runtime.now_ns()
-            jobs.append(SimNemesis.of(store).run([parse_fault(f) for f in faults], h,
-                                                 store.runtime, t0, t0 + int(duration_s * 1e9)))
-        await store.runtime.gather(*jobs)
-
-    store.runtime.run(main())
-    return h
 
 
 def _old_linearizability_results(h: History, timeout_s: float, limit: int) -> dict[str, Any]:
@@ -183,7 +162,7 @@ def test_register_histories_give_the_linop_path_results(interning, url, consiste
     cfg = RegisterConfig(keys=keys, clients=clients, rate=10 if ops else 20,
                          writer_region=reader and "US-E", reader_region=reader,
                          **({"ops": ops} if ops else {}))
-    h = _register_history(url, cfg, 10 * 24 * 3600 if ops else 8.0, 3, consistency, faults)
+    h = register_history(url, cfg, 10 * 24 * 3600 if ops else 8.0, 3, consistency, faults)
     lin = ops_from_history(h)
     assert encode_history(h, "kv") == encode_columns(lin, "kv")
     for fail_fast in (False, True):

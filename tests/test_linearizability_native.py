@@ -18,17 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from registerhist import register_history
 from replicalab.checkers import linearizability
 from replicalab.checkers.linearizability import LinOp, check, encode_columns
 from replicalab.checkers.linmodels import UNKNOWN, get_model
 from replicalab.checkers.linsearch import ANY, CAS, READ, WRITE, search_part
-from replicalab.faults.schedule import parse_fault
-from replicalab.faults.sim import SimNemesis
-from replicalab.history import History
-from replicalab.stores import open_store
-from replicalab.workloads.base import ProbeOptions
-from replicalab.workloads.recorder import Recorder
-from replicalab.workloads.register import RegisterConfig, generate
+from replicalab.workloads.register import RegisterConfig
 
 try:
     import replicalab_native
@@ -302,24 +297,6 @@ def test_values_need_not_be_dense_and_the_initial_state_counts():
     assert both([READ], [5], [0], [0, 1], init=0)[0][0] == 0
 
 
-def _register_history(url: str, cfg: RegisterConfig, duration_s: float, seed: int,
-                      consistency: str, faults: tuple[str, ...] = ()) -> History:
-    """Return the history of the register workload's clients on a simulated store."""
-    store = open_store(url, seed)
-    h = History()
-    rec = Recorder(h, store.runtime)
-    opts = ProbeOptions(duration_s=duration_s, seed=seed, consistency=consistency)
-
-    async def main() -> None:
-        jobs = [generate(store, h, opts, cfg, rec)]
-        if faults:
-            t0 = store.runtime.now_ns()
-            jobs.append(SimNemesis.of(store).run([parse_fault(f) for f in faults], h,
-                                                 store.runtime, t0, t0 + int(duration_s * 1e9)))
-        await store.runtime.gather(*jobs)
-
-    store.runtime.run(main())
-    return h
 
 
 @pytest.mark.parametrize(("url", "consistency", "reader", "faults", "valid"), [
@@ -334,7 +311,7 @@ def test_register_workload_histories_get_the_reference_verdict(url, consistency,
                                                                valid):
     cfg = RegisterConfig(keys=3, clients=12, rate=20, writer_region=reader and "US-E",
                          reader_region=reader)
-    h = _register_history(url, cfg, 8.0, 3, consistency, faults)
+    h = register_history(url, cfg, 8.0, 3, consistency, faults)
     ops = linearizability.ops_from_history(h)
     model = get_model("kv")
     verdicts = []

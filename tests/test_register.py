@@ -10,35 +10,12 @@ import sys
 
 import pytest
 
-from replicalab.faults.schedule import parse_fault
-from replicalab.faults.sim import SimNemesis
-from replicalab.history import History
-from replicalab.stores import open_store
-from replicalab.workloads.base import ProbeOptions
-from replicalab.workloads.recorder import Recorder
-from replicalab.workloads.register import RegisterConfig, generate, parse_mix
+from registerhist import register_history
+from replicalab.workloads.register import RegisterConfig, parse_mix
 
 PRIMARY_DC3 = "sim://primary?replication=async&regions=dc3"
 
 
-def generated(url: str, cfg: RegisterConfig, duration_s: float = 10.0, seed: int = 1,
-              consistency: str = "eventual", faults: tuple[str, ...] = ()) -> History:
-    """Return the history of the register clients alone (no final reads, no check)."""
-    store = open_store(url, seed)
-    h = History()
-    rec = Recorder(h, store.runtime)
-    opts = ProbeOptions(duration_s=duration_s, seed=seed, consistency=consistency)
-
-    async def main() -> None:
-        jobs = [generate(store, h, opts, cfg, rec)]
-        if faults:
-            t0 = store.runtime.now_ns()
-            jobs.append(SimNemesis.of(store).run([parse_fault(f) for f in faults], h,
-                                                 store.runtime, t0, t0 + int(duration_s * 1e9)))
-        await store.runtime.gather(*jobs)
-
-    store.runtime.run(main())
-    return h
 
 
 def test_mix_parsing_and_bad_options():
@@ -71,7 +48,7 @@ def _max_overlap(intervals: list[tuple[int, int]]) -> int:
 
 def test_clients_follow_the_mix_write_unique_values_and_respect_the_key_bound():
     cfg = RegisterConfig(keys=3, clients=9, writer_region="US-E", reader_region="EU", rate=20)
-    h = generated(PRIMARY_DC3, cfg, duration_s=20)
+    h = register_history(PRIMARY_DC3, cfg, duration_s=20)
     ops = list(h)
     assert len(ops) > 2500
     kinds = collections.Counter(o.f for o in ops)
@@ -93,15 +70,15 @@ def test_clients_follow_the_mix_write_unique_values_and_respect_the_key_bound():
     assert {o.node for o in ops if o.f != "read" and o.type == "ok"} == {"n0"}
     assert {o.consistency for o in ops if o.f == "read"} == {"eventual"}
     # the same seed gives the same history; another seed another one
-    again = generated(PRIMARY_DC3, cfg, duration_s=20)
+    again = register_history(PRIMARY_DC3, cfg, duration_s=20)
     assert [(o.process, o.f, o.values, o.invoke_ns) for o in again] == [
         (o.process, o.f, o.values, o.invoke_ns) for o in ops]
-    other = generated(PRIMARY_DC3, cfg, duration_s=20, seed=2)
+    other = register_history(PRIMARY_DC3, cfg, duration_s=20, seed=2)
     assert [o.values for o in other] != [o.values for o in ops]
 
 
 def test_op_budget_and_back_to_back_clients():
-    h = generated("sim://simpledb", RegisterConfig(clients=4, keys=2, rate=0, ops=300),
+    h = register_history("sim://simpledb", RegisterConfig(clients=4, keys=2, rate=0, ops=300),
                   duration_s=3600)
     assert len(h) == 300
     assert {o.consistency for o in h if o.f == "read"} == {"eventual"}
@@ -109,7 +86,7 @@ def test_op_budget_and_back_to_back_clients():
 
 def test_after_an_unknown_outcome_the_client_carries_on_as_a_new_process():
     cfg = RegisterConfig(keys=2, clients=4, mix="read=20,write=40,cas=40", rate=20)
-    h = generated(PRIMARY_DC3 + "&timeout_ms=500", cfg, duration_s=12,
+    h = register_history(PRIMARY_DC3 + "&timeout_ms=500", cfg, duration_s=12,
                   faults=("at=3s crash node=0 for=4s",))
     ops = [o for o in h if o.process >= 0]
     info = [o for o in ops if o.type == "info"]
@@ -124,7 +101,8 @@ def test_after_an_unknown_outcome_the_client_carries_on_as_a_new_process():
 
 
 def test_a_store_without_conditional_writes_gets_writes_for_cas():
-    h = generated("sim://quorum?n=3&r=1&w=1", RegisterConfig(keys=2, clients=4), duration_s=5)
+    h = register_history("sim://quorum?n=3&r=1&w=1", RegisterConfig(keys=2, clients=4),
+                         duration_s=5)
     kinds = collections.Counter(o.f for o in h)
     assert kinds["cas"] == 0 and kinds["write"] > 0 and kinds["read"] > 0
 
