@@ -110,3 +110,21 @@ def test_sigterm_takes_the_ctrl_c_path(tmp_path: Path):
     out, _ = p.communicate(timeout=10)
     assert p.returncode == 130 and "interrupted" in out
     assert _gone([pid])
+
+
+def test_a_recycled_pid_is_not_stopped(tmp_path: Path):
+    # a stale pid (a crashed node's) that the kernel handed to another process must not get
+    # that process stopped: the start time recorded with the pid tells them apart
+    pid = process.start(["sleep", "30"], tmp_path / "sleep.log", label="sleep")
+    born = process.start_ticks(pid)
+    assert born is not None and not process.reused(pid)
+    try:
+        process._BORN[pid] = born - 1  # as if this pid had been another process's
+        assert process.reused(pid)
+        process.stop_many([pid], grace_s=0.5)
+        process.signal_group(pid, signal.SIGKILL)
+        assert process.alive(pid)
+    finally:
+        process._BORN[pid] = born
+        process.stop(pid, 2.0)
+    assert not process.alive(pid)

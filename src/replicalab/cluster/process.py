@@ -30,6 +30,29 @@ STOP_GRACE_S = 10.0
 """How long a stopped process gets to exit after SIGTERM before SIGKILL (s)."""
 
 
+_BORN: dict[int, int] = {}
+"""Start time (clock ticks since boot) of every pid this process started or tracked, kept
+after the process is gone: a pid that dies can be handed to an unrelated process, and a
+stale pid (a crashed node's, say) must not get that process stopped."""
+
+
+def start_ticks(pid: int) -> int | None:
+    """Return when process ``pid`` started, in clock ticks since boot (/proc), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(") ", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def reused(pid: int) -> bool:
+    """Return True if ``pid`` now names another process than the one this process started
+    or tracked under it (the pid was recycled); False when unknown."""
+    born = _BORN.get(pid)
+    now = start_ticks(pid) if born is not None else None
+    return born is not None and now is not None and now != born
+
+
 class Registry:
     """The pids this process started and still owns, each with a label (thread-safe)."""
 
@@ -39,8 +62,11 @@ class Registry:
 
     def add(self, pid: int, label: str) -> None:
         """Own ``pid`` (stopped by :meth:`stop_all` unless released or stopped first)."""
+        born = start_ticks(pid)
         with self._lock:
             self._pids[pid] = label
+            if born is not None:
+                _BORN[pid] = born
 
     def discard(self, pid: int) -> None:
         """Forget ``pid`` (it was stopped, or handed over)."""
@@ -174,7 +200,10 @@ def descendants(pid: int) -> list[int]:
 
 def signal_group(pid: int, sig: int) -> None:
     """Send ``sig`` to ``pid``, to the process group it leads and to every descendant
-    (servers such as PostgreSQL put their children in groups of their own)."""
+    (servers such as PostgreSQL put their children in groups of their own); nothing when
+    ``pid`` was recycled for a process this one did not start (:func:`reused`)."""
+    if reused(pid):
+        return
     targets = descendants(pid)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, sig)
@@ -205,7 +234,7 @@ def stop_many(pids: Iterable[int], grace_s: float = STOP_GRACE_S) -> None:
     may be paused), SIGTERM, SIGKILL for those still alive after ``grace_s``; forget them."""
     pids = [p for p in pids if p > 0]
     # a descendant must not outlive its parent's SIGKILL: remember them all now
-    family = {p: descendants(p) for p in pids if alive(p)}
+    family = {p: descendants(p) for p in pids if alive(p) and not reused(p)}
     for pid in family:
         signal_group(pid, signal.SIGCONT)
         signal_group(pid, signal.SIGTERM)
