@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -194,9 +195,22 @@ def test_crash_of_the_readers_node_availability_drops_and_returns(tmp_path):
     root = tmp_path / "root"
     c = base.up("zookeeper", 3, "dc3", name="it-zk-crash", root=root)
     try:
-        # 22 s, not 16: a restarted ZooKeeper is a JVM rejoining an ensemble, and on a busy
-        # CI machine the reader was still failing 8 s after the restart
-        r = crash_reader_node(c, root, tmp_path / "runs", duration_s=22.0)
+        # a restarted ZooKeeper is a JVM that must win its way back into the ensemble
+        # through an election; in 2 of 3 CI runs on a busy 2-core machine n1 had not
+        # rejoined 14 s after its restart (the reader, pinned to n1, failed throughout),
+        # while alone it rejoins in a second or two. So: the drop is checked in the run,
+        # and the return once n1 has rejoined (within 60 s), by a short clean run
+        r = crash_reader_node(c, root, tmp_path / "runs", recovered_in_run=False)
         assert r["lost_writes"]["lost"] == 0
+        deadline = time.monotonic() + 60.0
+        while True:
+            _, rows = base.status(c.name, root)
+            if rows[1].get("alive") == "yes" and rows[1].get("role") in ("follower",
+                                                                          "leader"):
+                break
+            assert time.monotonic() < deadline, f"n1 did not rejoin in 60 s: {rows}"
+            time.sleep(0.5)
+        after = _probe(c.url, "eventual", tmp_path / "after")[0]
+        assert min(after["availability"]["ok_fraction"]) >= 0.9, after["availability"]
     finally:
         base.down(c.name, root)
