@@ -11,7 +11,7 @@ carries on without a round through the heap. Nothing else could have run in betw
 the run (and every random draw, in its order) is the one the heap would have given; a
 simulated call that meets no other event on its way costs no event at all. At most
 ``_SKIP_BUDGET`` such steps run back to back before one goes through the loop, which is
-where Ctrl-C is acted on.
+where Ctrl-C is acted on (a Ctrl-C also stops them at once).
 """
 
 from __future__ import annotations
@@ -157,6 +157,7 @@ class VirtualRuntime:
         self._ready: deque[tuple[VTask, Any, BaseException | None]] = deque()
         self._live: set[VTask] = set()
         self._skips = _SKIP_BUDGET
+        self._interrupted = [False]  # set by a deferred Ctrl-C; checked between steps
 
     def now_ns(self) -> int:
         """Return the virtual time in ns since the start of the run."""
@@ -219,7 +220,7 @@ class VirtualRuntime:
     def _at_once(self, when: int) -> bool:
         """Return True (and move the clock to ``when``) if a step due at ``when`` is the
         next thing that would happen: no task is ready and every timer is later."""
-        if self._ready:
+        if self._ready or self._interrupted[0]:
             return False
         heap = self._heap
         if heap and heap[0][0] <= when:
@@ -269,7 +270,7 @@ class VirtualRuntime:
         root = self.spawn(main)
         ready = self._ready
         heap = self._heap
-        interrupted = [False]
+        interrupted = self._interrupted
         previous = _defer_sigint(interrupted)
         try:
             while not root._done:
