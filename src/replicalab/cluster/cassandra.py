@@ -82,7 +82,7 @@ JVM_OPTIONS = (
     "-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=2", "-Djava.net.preferIPv4Stack=true",
     "-Dcassandra-foreground=yes", "-Dcassandra.skip_wait_for_gossip_to_settle=0",
     "-Dcassandra.ring_delay_ms=1000", "-Dcassandra.superuser_setup_delay_ms=0",
-    "-Dcassandra.native.epoll.enabled=true",
+    "-Dcassandra.shutdown_announce_in_ms=200", "-XX:+ExitOnOutOfMemoryError",
 )
 
 _LOGBACK = """<configuration scan="false">

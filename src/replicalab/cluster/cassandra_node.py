@@ -33,6 +33,10 @@ from replicalab.cluster.loopback import hold_shared
 
 PROTOCOL_MAGIC = 0xCA552DFA
 _HEAD_TIMEOUT_S = 30.0
+STOP_KILL_S = 3.0
+"""After SIGTERM the JVM gets this long to drain (its shutdown hook flushes memtables and
+tells the other nodes), then SIGKILL: ``cluster down`` deletes the data anyway, and a node
+that waits on a peer already gone would otherwise hold the command for the full grace."""
 
 
 def initiator_address(head: bytes) -> str | bool | None:
@@ -100,6 +104,11 @@ async def _serve(listen: tuple[str, int], direct: tuple[str, int], routes: dict[
     def forward(sig: int) -> None:
         with contextlib.suppress(ProcessLookupError):
             child.send_signal(sig)
+        loop.call_later(STOP_KILL_S, kill)
+
+    def kill() -> None:
+        with contextlib.suppress(ProcessLookupError):
+            child.kill()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, forward, sig)

@@ -17,12 +17,15 @@ partition: a consistent view); of several items, one query per item.
 
 Consistency level per operation: an eventual read at ``eventual_cl`` (ONE), a consistent read
 at ``consistent_cl`` (QUORUM; SERIAL or LOCAL_SERIAL make it a Paxos read), writes and
-deletes at ``write_cl`` (QUORUM). A conditional write is a lightweight transaction: every
-element the condition names gets ``IF value = ?`` (``IF value = null`` for "must not
-exist"), Paxos at ``serial_cl`` (SERIAL), the commit at ``write_cl``; all its elements must
-be in one item. An element named only in the condition is written back with its expected
-value (a condition cannot stand alone in CQL); one expected absent is "set to null" (a
-tombstone: the element stays absent). A condition that does not hold raises ConditionFailed.
+deletes at ``write_cl`` (QUORUM). ``writes=lwt`` makes every write and delete a
+lightweight transaction too (its condition, value differs from a NUL character, always
+holds): with SERIAL reads, all operations then go through Paxos, which is what makes a
+register linearizable. A conditional write is a lightweight transaction: every element the
+condition names gets ``IF value = ?`` (``IF value = null`` for "must not exist"), Paxos at
+``serial_cl`` (SERIAL), the commit at ``write_cl``; all its elements must be in one item. An
+element named only in the condition is written back with its expected value (a condition
+cannot stand alone in CQL); one expected absent is "set to null" (a tombstone: the element
+stays absent). A condition that does not hold raises ConditionFailed.
 
 Which node answers: every client is pinned to ONE node, its coordinator, by a white-list
 load-balancing policy: ``nearest`` = the node of the client's region (else the node with the
@@ -65,7 +68,12 @@ TABLE = "elements"
 CONSISTENCY_LEVELS = ("ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM",
                       "EACH_QUORUM", "LOCAL_ONE", "SERIAL", "LOCAL_SERIAL")
 _SERIAL = ("SERIAL", "LOCAL_SERIAL")
-_PARAMS = ("hosts", "eventual_cl", "consistent_cl", "write_cl", "serial_cl", "keyspace")
+_PARAMS = ("hosts", "eventual_cl", "consistent_cl", "write_cl", "serial_cl", "keyspace",
+           "writes")
+WRITE_MODES = ("plain", "lwt")
+NEVER = "\x00"
+"""A value no workload writes: ``IF value != NEVER`` is a condition that always holds, so
+``writes=lwt`` puts every write through Paxos."""
 
 # the driver logs every refused connection and lost node; errors reach callers instead
 for _name in ("cassandra", "cassandra.cluster", "cassandra.connection", "cassandra.pool"):
@@ -97,6 +105,7 @@ class Levels:
     consistent: str = "QUORUM"
     write: str = "QUORUM"
     serial: str = "SERIAL"
+    lwt_writes: bool = False
 
 
 def parse_levels(u: StoreUrl) -> Levels:
@@ -105,7 +114,8 @@ def parse_levels(u: StoreUrl) -> Levels:
     lv = Levels(eventual=_cl(u, "eventual_cl", "ONE"),
                 consistent=_cl(u, "consistent_cl", "QUORUM"),
                 write=_cl(u, "write_cl", "QUORUM", writes),
-                serial=_cl(u, "serial_cl", "SERIAL", _SERIAL))
+                serial=_cl(u, "serial_cl", "SERIAL", _SERIAL),
+                lwt_writes=u.choice("writes", WRITE_MODES, "plain") == "lwt")
     if lv.eventual == "ANY" or lv.consistent == "ANY":
         raise ValueError("consistency level ANY is for writes only; give a read level such "
                          "as ONE or QUORUM")
@@ -264,6 +274,8 @@ def _prepare(node: _Node, ks: str) -> None:
         "write": s.prepare(f"UPDATE {t} SET value = ? WHERE {where}"),
         "delete": s.prepare(f"DELETE FROM {t} WHERE {where}"),
         "cas": s.prepare(f"UPDATE {t} SET value = ? WHERE {where} IF value = ?"),
+        "lwt_write": s.prepare(f"UPDATE {t} SET value = ? WHERE {where} IF value != ?"),
+        "lwt_delete": s.prepare(f"DELETE FROM {t} WHERE {where} IF value != ?"),
     }
 
 
@@ -390,8 +402,8 @@ class CassandraClient:
         """Write ``values`` in one call (a batch for several); with ``expect``, as one
         lightweight transaction (ConditionFailed when it does not hold)."""
         lv = self.store.levels
-        if expect:
-            return await self._cas(values, expect)
+        if expect or lv.lwt_writes:
+            return await self._cas(values, expect or {})
         stmts, parts = [], set()
         for k, v in values.items():
             e = parse_element(k)
@@ -417,9 +429,15 @@ class CassandraClient:
                 new = values.get(k, want)
                 stmts.append(self._bind("cas", (new, e.domain, e.item, e.attribute, want),
                                         lv.write, lv.serial))
+            elif lv.lwt_writes:
+                stmts.append(self._bind("lwt_write", (values[k], e.domain, e.item,
+                                                      e.attribute, NEVER), lv.write, lv.serial))
             else:
                 stmts.append(self._bind("write", (values[k], e.domain, e.item, e.attribute),
                                         lv.write))
+        return await self._lwt(stmts, lv)
+
+    async def _lwt(self, stmts: list[Any], lv: Levels) -> WriteResult:
         stmt = stmts[0] if len(stmts) == 1 else self._batch(stmts, 1, lv.write, lv.serial)
         rows, node = await self._run(stmt)
         if not rows or not rows[0][0]:
@@ -433,7 +451,16 @@ class CassandraClient:
         for k in keys:
             e = parse_element(k)
             parts.add((e.domain, e.item))
-            stmts.append(self._bind("delete", (e.domain, e.item, e.attribute), lv.write))
+            if lv.lwt_writes:
+                stmts.append(self._bind("lwt_delete", (e.domain, e.item, e.attribute, NEVER),
+                                        lv.write, lv.serial))
+            else:
+                stmts.append(self._bind("delete", (e.domain, e.item, e.attribute), lv.write))
+        if lv.lwt_writes:
+            if len(parts) > 1:
+                raise Unsupported("with writes=lwt a delete must keep to one item (one "
+                                  "partition)")
+            return await self._lwt(stmts, lv)
         stmt = stmts[0] if len(stmts) == 1 else self._batch(stmts, len(parts), lv.write)
         _, node = await self._run(stmt)
         return WriteResult(node)
