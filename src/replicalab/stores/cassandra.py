@@ -191,7 +191,7 @@ class CassandraStore:
         return CassandraClient(self, node)
 
     def _open(self, ep: Endpoint) -> _Node:
-        cassandra = _driver()
+        _driver()
         from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
         from cassandra.policies import WhiteListRoundRobinPolicy
         from cassandra.query import tuple_factory
@@ -201,8 +201,8 @@ class CassandraStore:
         cluster = Cluster([ep.host], port=ep.port, protocol_version=5,
                           execution_profiles={EXEC_PROFILE_DEFAULT: profile},
                           schema_metadata_enabled=False, token_metadata_enabled=False,
-                          connect_timeout=max(self.timeout_s, 2.0),
-                          control_connection_timeout=max(self.timeout_s, 2.0),
+                          connect_timeout=self.timeout_s,
+                          control_connection_timeout=self.timeout_s,
                           idle_heartbeat_interval=5, reconnection_policy=_quick_reconnect())
         try:
             session = cluster.connect()
@@ -211,7 +211,7 @@ class CassandraStore:
                 self._schema_ready = True
             node = _Node(ep, cluster, session)
             _prepare(node, self.keyspace)
-        except (cassandra.DriverException, OSError) as err:
+        except Exception as err:  # NoHostAvailable, timeouts, refused schema changes...
             cluster.shutdown()
             raise ValueError(f"cannot reach Cassandra at {ep.host}:{ep.port} "
                              f"({type(err).__name__}: {err}); is the cluster up? "
@@ -286,21 +286,25 @@ def _level(name: str) -> int:
 
 
 def _error(err: BaseException, who: str) -> StoreError:
-    """Return the store error for a driver error: outcome unknown -> Unavailable."""
+    """Return the store error for a driver error. Only what certainly did not happen is a
+    plain StoreError (recorded ``fail``): a coordinator that refused the request (too few
+    replicas alive, overloaded, bootstrapping) or an invalid request. Everything else is
+    Unavailable (``info``): timeouts, lost connections, and server errors such as 0x1700
+    "CAS operation result is unknown", whose write may have been applied."""
     import cassandra
-    from cassandra.cluster import NoHostAvailable
-    from cassandra.connection import ConnectionException
+    from cassandra.protocol import (
+        IsBootstrappingErrorMessage,
+        OverloadedErrorMessage,
+        RequestValidationException,
+    )
 
     text = f"{who}: {type(err).__name__}: {err}"[:400]
     if isinstance(err, cassandra.Unavailable):
         return StoreError(text + " (too few replicas alive: nothing was written)")
-    unknown = (cassandra.Timeout, cassandra.CoordinationFailure, cassandra.OperationTimedOut,
-               NoHostAvailable, ConnectionException, OSError, TimeoutError)
-    if isinstance(err, unknown):
-        return Unavailable(text)
-    if isinstance(err, cassandra.DriverException) and "CAS" in str(err):
-        return Unavailable(text)
-    return StoreError(text)
+    if isinstance(err, OverloadedErrorMessage | IsBootstrappingErrorMessage
+                  | RequestValidationException):
+        return StoreError(text)
+    return Unavailable(text)
 
 
 @dataclass
