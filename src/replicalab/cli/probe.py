@@ -157,7 +157,9 @@ def _fault_options(store: str, texts: list[str], path: Path | None,
     if store.startswith("sim://") and cluster is None:
         return {"faults": tuple(plan)}  # the simulated store's own nodes take them
     if cluster is None:
-        matches = [n for n in names() if load(n).url == store]
+        # the cluster's URL, or it with parameters added (a consistency level, a timeout)
+        matches = [n for n in names()
+                   if store == (u := load(n).url) or store.startswith(u + "&")]
         if not matches:
             raise ValueError("faults need a cluster started by `replicalab cluster up`; pass "
                              "its URL as --store or name it with --cluster")
