@@ -31,19 +31,15 @@ import redis
 from replicalab.checkers.deliveries import check_deliveries
 from replicalab.cluster import base, process
 from replicalab.cluster.ports import free_port, wait_listening
+from replicalab.queues.backends import open_backends
 from replicalab.queues.base import Delivery, QueueClient, QueueUnavailable, StaleReceipt
 from replicalab.queues.postgres import PostgresQueue, open_postgres_queue
 from replicalab.queues.record import QueueLog
 from replicalab.queues.redis import RedisQueue, check_timeout_s, open_redis_queue
+from replicalab.queues.runner import run_workload
+from replicalab.queues.spec import QueueSpec
 from replicalab.queues.strategies import make_strategy
-from replicalab.queues.workload import (
-    Ctx,
-    QueueSpec,
-    Reader,
-    Worker,
-    open_backends,
-    run_workload,
-)
+from replicalab.queues.worker import Ctx, Reader, Worker
 from replicalab.stores import open_store
 from servers import running_cluster, server_missing
 
@@ -316,7 +312,7 @@ SLOW = dict(messages=2, consumers=4, producers=1, batch=1, visibility_s=0.5, pro
 
 
 def _workload(queue_url: str, strategy: str, central: str | None) -> dict[str, Any]:
-    """Run the queue workload (queues/workload.py) and return the delivery checker's
+    """Run the queue workload (queues/runner.py) and return the delivery checker's
     summary."""
     o = run_workload(QueueSpec(queue=queue_url, strategy=strategy, central=central, **SLOW))
     assert not o.notes, o.notes
@@ -370,7 +366,8 @@ async def _central_consumer(url: str, central: str, domain: str, process_ms: flo
         with contextlib.suppress(asyncio.CancelledError):
             await task
         await w.client.close()
-        await w.store.close()
+        for c in w.stores:
+            await c.close()
         await q.close()
         await store.close()
     return log

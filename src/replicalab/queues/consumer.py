@@ -2,13 +2,16 @@
 
 ``python -m replicalab.queues.consumer --queue URL --strategy central --central URL
 --record consumer.jsonl [--threads 4] [--idle-s 5] ...`` runs the workload's consumer
-threads (``queues/workload.py`` Worker, any strategy) in one process against a real queue
+threads (``queues/worker.py`` Worker, any strategy) in one process against a real queue
 until SIGTERM (a clean stop), ``--max-duration-s``, or ``--idle-s`` without a delivery. Every
 operation is streamed to ``--record`` as it opens and closes (one JSON line each, flushed),
 so a SIGKILL leaves the record of everything the process began; ``queues/record.py``
 ``read_jsonl`` reads it back (rows never closed become ``info``: killed) and ``merge`` joins
 the records of several processes for the delivery checker. Consumers of several processes
 sharing ``--claims`` (the central store's claim domain) resolve each message between them.
+``--fault-plan`` (written by the runner, ``queues/nemesis.py``) gives the skews of its
+threads' clocks and the central-store faults, on the machine's monotonic clock; a pause is
+the runner's SIGSTOP.
 
 Simulated queues run in one process's virtual time and are refused here. Bad input exits 2
 with one line.
@@ -24,11 +27,12 @@ import sys
 import time
 from pathlib import Path
 
+from replicalab.queues.backends import open_backends
+from replicalab.queues.nemesis import FaultPlan
 from replicalab.queues.record import QueueLog, jsonl_sink
+from replicalab.queues.spec import QueueSpec
 from replicalab.queues.strategies import STRATEGIES, make_strategy
-from replicalab.queues.workload import Ctx, QueueSpec, Reader, Worker, open_backends
-
-NS_PER_S = 1_000_000_000
+from replicalab.queues.worker import Ctx, Reader, Worker
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -55,6 +59,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                     help="stop after this long without a delivery (0: never)")
     ap.add_argument("--max-duration-s", type=float, default=600.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--fault-plan", default="[]",
+                    help="skews and central-store faults as the runner writes them (JSON)")
     return ap.parse_args(argv)
 
 
@@ -67,6 +73,7 @@ async def consume(a: argparse.Namespace) -> int:
                      empty_poll_ms=a.empty_poll_ms, max_duration_s=a.max_duration_s,
                      seed=a.seed)
     spec.check()
+    plan = FaultPlan.from_json(a.fault_plan)
     queue, store = open_backends(spec)
     if queue.runtime.virtual:
         raise ValueError("a simulated queue lives in one process's virtual time; give a "
@@ -74,7 +81,7 @@ async def consume(a: argparse.Namespace) -> int:
     rt = queue.runtime
     log = QueueLog(jsonl_sink(a.record))
     ctx = Ctx(spec, rt, queue, log, make_strategy(a.strategy, a.visibility_s), store,
-              a.claims, f"p{a.index}")
+              a.claims, f"p{a.index}", plan)
     reader = Reader(0)
     workers = [Worker(ctx, a.index + k, a.gen, reader, await queue.connect(),
                       await store.connect() if store is not None else None)

@@ -8,10 +8,15 @@ Kinds:
   ``deliver`` (one per message a receive returned: id, receipt, receive count; ``lease_ns``
   = the visibility timeout asked), ``delete``, ``change_visibility`` (``lease_ns`` = the new
   timeout), ``depth``;
-* processing: ``process`` (the work on one delivery), ``commit`` (its result written),
-  ``skip`` (a strategy decided not to process this delivery: ``note`` says why);
+* processing: ``process`` (the work on one delivery), ``commit`` (its result written: ``ok``
+  it happened; with ``central``, a conditional write that may be ``fail``, refused because
+  its fencing token was superseded, or ``info``, outcome unknown), ``skip`` (a strategy
+  decided not to process this delivery: ``note`` says why);
 * central store: ``claim``, ``claim_read``, ``claim_takeover``, ``heartbeat``, ``claim_done``;
-* faults: ``crash`` (a consumer stopped without deleting; ``complete_ns`` = its restart).
+* faults, each a row spanning its window: ``crash`` (a consumer stopped without deleting;
+  ``complete_ns`` = its restart), ``pause`` (a consumer stopped dead, then resumed),
+  ``skew`` (a consumer's clock off by the ms in ``note``), ``store_fault`` (the central
+  store's operations failing; process :data:`CENTRAL_STORE`).
 
 Outcomes: ``ok``, ``fail`` (certainly did not happen), ``info`` (unknown), ``stale`` (a
 delete or visibility change refused for a stale receipt), ``invoke`` while open.
@@ -29,12 +34,14 @@ import pyarrow.parquet as pq
 
 KINDS = ("send", "receive", "deliver", "delete", "change_visibility", "depth", "process",
          "commit", "skip", "claim", "claim_read", "claim_takeover", "heartbeat", "claim_done",
-         "crash")
+         "crash", "pause", "skew", "store_fault")
 STORE_KINDS = ("claim", "claim_read", "claim_takeover", "heartbeat", "claim_done")
 QUEUE_KINDS = ("send", "receive", "delete", "change_visibility", "depth")
 OUTCOMES = ("invoke", "ok", "fail", "info", "stale")
 PRODUCER = -1
 """Process id of the producers' rows (consumers are 0..C-1)."""
+CENTRAL_STORE = -2
+"""Process id of the rows of central-store faults."""
 
 COLUMNS = ("kind", "process", "tag", "msg_id", "receipt", "count", "lease_ns", "invoke_ns",
            "complete_ns", "outcome", "note")
