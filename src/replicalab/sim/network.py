@@ -80,6 +80,8 @@ class Network:
         self.on_rejoin: list[Callable[[Node], None]] = []  # catch-up after restart/heal
         self._links: dict[tuple[str, str], Delay] = {}
         self._last_arrival: dict[tuple[str, str], int] = {}  # fifo sends, per node pair
+        # what add_node makes: Node, or the native core's SimNode (same fields)
+        self.node_class: Callable[..., Any] = Node
 
     @classmethod
     def with_client_link(cls, rt: Runtime, stream: Stream, regions: RegionSet,
@@ -95,7 +97,7 @@ class Network:
         self.regions.index(region)
         if pipelines < 1:
             raise ValueError(f"node {name}: pipelines={pipelines} must be at least 1")
-        node = Node(name, region, service, free_at_ns=[0] * pipelines)
+        node = self.node_class(name, region, service, free_at_ns=[0] * pipelines)
         self.nodes[name] = node
         return node
 
