@@ -97,7 +97,7 @@ class _Peer:
 Step = Generator[Any, Any, Any]
 
 
-def _simpledb_model(peer: _Peer) -> tuple[Callable[[str], Step], Callable[[], Step], str]:
+def _simpledb_model(peer: _Peer) -> tuple[Callable[[str], Step], Callable[[], Step]]:
     """``sim/simpledb.py`` with its defaults: the client machine's single core (FIFO
     reservation, its wait folded into the request's trip), the node's FIFO service queue,
     per-item commit batches at every replica (a read waits for the batch in progress),
@@ -188,10 +188,10 @@ def _simpledb_model(peer: _Peer) -> tuple[Callable[[str], Step], Callable[[], St
         yield env.timeout(hiccup(p.read_hiccup_p, p.read_hiccup_ms) + peer.draw(client))
         return seen, names[i]
 
-    return write, read, names[0]
+    return write, read
 
 
-def _quorum_model(peer: _Peer) -> tuple[Callable[[str], Step], Callable[[], Step], str]:
+def _quorum_model(peer: _Peer) -> tuple[Callable[[str], Step], Callable[[], Step]]:
     """``sim/quorum.py`` with its defaults (N=3, R=1, W=1, one region): the client sends a
     write to every replica, which applies it after an exponential delay, and returns after
     W acks; a read asks every replica and returns the newest of the first R replies."""
@@ -234,10 +234,10 @@ def _quorum_model(peer: _Peer) -> tuple[Callable[[str], Step], Callable[[], Step
         newest = max((seen[i] for i in chosen), key=lambda c: c[0])
         return newest[1], ",".join(names[i] for i in chosen)
 
-    return write, read, ",".join(names[: p.w])
+    return write, read
 
 
-def _primary_model(peer: _Peer) -> tuple[Callable[[str], Step], Callable[[], Step], str]:
+def _primary_model(peer: _Peer) -> tuple[Callable[[str], Step], Callable[[], Step]]:
     """``sim/primary.py`` with its defaults (asynchronous, three nodes in one region): the
     primary applies a write at once and forwards it over an ordered link per replica
     (through the replica's queue); an eventual read goes to one of the equally near
@@ -282,7 +282,7 @@ def _primary_model(peer: _Peer) -> tuple[Callable[[str], Step], Callable[[], Ste
         yield env.timeout(peer.draw(client))
         return seen, names[i]
 
-    return write, read, names[0]
+    return write, read
 
 
 MODELS = {"simpledb": _simpledb_model, "quorum": _quorum_model, "primary": _primary_model}
@@ -294,7 +294,7 @@ def simpy_peer(scheme: str, hours: float, seed: int) -> tuple[History, float]:
     (a client that outlasts its slot skips the slots it missed, as ``workloads/slots.py``)."""
     peer = _Peer(seed)
     env = peer.env
-    write, read, writer_node = MODELS[scheme](peer)
+    write, read = MODELS[scheme](peer)
     h = History()
 
     def next_slot(slot: int, period: int) -> int:

@@ -9,6 +9,7 @@
 
 pub mod intern;
 pub mod simpledb;
+pub mod simreads;
 pub mod simrt;
 pub mod kv;
 pub mod wgl;
@@ -234,6 +235,7 @@ fn replicalab_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<simrt::Stream>()?;
     m.add_class::<simrt::SimNode>()?;
     m.add_class::<simpledb::SimpleDbCore>()?;
+    m.add_class::<simreads::ReadCore>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -345,7 +345,7 @@ impl Clock {
 
     /// A new cancellable timer handle (`runtime.virtual._Timer`).
     pub fn timer<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        Ok(self.timer_cls.bind(py).call0()?)
+        self.timer_cls.bind(py).call0()
     }
 
     /// A new unresolved future of the runtime.

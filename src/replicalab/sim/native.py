@@ -18,10 +18,10 @@ from replicalab.runtime import VirtualRuntime
 from replicalab.sim.random import Stream
 
 try:
-    from replicalab_native import SimNode, SimpleDbCore
+    from replicalab_native import ReadCore, SimNode, SimpleDbCore
     from replicalab_native import Stream as NativeStream
 except ImportError:  # not built (make native): the Python implementation runs
-    SimNode = SimpleDbCore = NativeStream = None
+    ReadCore = SimNode = SimpleDbCore = NativeStream = None
 
 
 def wanted() -> bool:
@@ -49,3 +49,11 @@ def simpledb_core(scheme: Any) -> Any:
 
     return SimpleDbCore(scheme, scheme.s, (Lost, ConditionNotMet), (_FOR_GOOD, _Timer),
                         expectation_holds)
+
+
+def read_core(scheme: Any) -> Any:
+    """Return the native reads of a ``Quorum`` or ``Primary`` whose nodes are SimNodes."""
+    from replicalab.runtime.virtual import _FOR_GOOD, _Timer
+    from replicalab.sim.errors import Lost
+
+    return ReadCore(scheme, scheme.s, Lost, (_FOR_GOOD, _Timer))
