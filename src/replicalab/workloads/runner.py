@@ -146,12 +146,20 @@ def _slug(url: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", base).strip("-")[:40] or "store"
 
 
-def make_run_dir(out: Path, workload: str, store_url: str) -> Path:
-    """Create and return a fresh run directory under ``out`` (ValueError if not writable)."""
+def make_run_dir(out: Path, workload: str, store_url: str, name: str | None = None) -> Path:
+    """Create and return a fresh run directory under ``out``: ``out/name`` when a name is
+    given (one run of a batch), else named by the UTC time, workload and store (ValueError
+    if not writable, or if the named directory exists)."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     try:
         out.mkdir(parents=True, exist_ok=True)
-        for n in range(1000):
+        if name is not None:
+            run_dir = out / name
+            try:
+                run_dir.mkdir()
+            except FileExistsError:
+                raise ValueError(f"{run_dir} exists already; pass another --out") from None
+        for n in range(0 if name is not None else 1000):
             run_dir = out / f"{stamp}-{workload}-{_slug(store_url)}{'' if n == 0 else f'-{n}'}"
             try:
                 run_dir.mkdir()
@@ -220,8 +228,10 @@ async def preflight(spec: ProbeSpec, store: Store) -> None:
 
 
 def run_probe(spec: ProbeSpec, out: Path,
-              progress: Callable[[float], None] | None = None) -> ProbeRun:
-    """Run ``spec`` and save it under ``out``; returns even when interrupted (see ProbeRun)."""
+              progress: Callable[[float], None] | None = None,
+              name: str | None = None) -> ProbeRun:
+    """Run ``spec`` and save it under ``out`` (in ``out/name`` when a name is given);
+    returns even when interrupted (see ProbeRun)."""
     spec.check()
     store = open_store(spec.store, spec.options.seed)
     wl = registry.get(spec.workload)
@@ -257,7 +267,7 @@ def run_probe(spec: ProbeSpec, out: Path,
     async def main() -> None:
         try:
             await preflight(spec, store)
-            made.append(make_run_dir(out, spec.workload, spec.store))
+            made.append(make_run_dir(out, spec.workload, spec.store, name))
             start[0] = rt.now_ns()
             await _run(spec, store, h, rec, nemesis)
         finally:
