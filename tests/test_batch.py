@@ -64,7 +64,8 @@ def test_a_batch_on_two_processes_is_the_batch_on_one_and_the_runs_made_one_by_o
         two = run_batch(plan, tmp_path / "two", pool)
     with Workers(1) as pool:
         one = run_batch(plan, tmp_path / "one", pool)
-    assert (two.batch_dir / "batch.json").read_bytes() == (one.batch_dir / "batch.json").read_bytes()
+    batch_json = "batch.json"
+    assert (two.batch_dir / batch_json).read_bytes() == (one.batch_dir / batch_json).read_bytes()
     config = json.loads((two.batch_dir / "config.json").read_text())
     assert config["workers"]["kind"] == "process" and not config["interrupted"]
     for r in plan:  # each run is the probe with that seed, byte for byte
