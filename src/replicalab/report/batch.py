@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from replicalab.report.page import Page, esc, num, pct, write_page
 
@@ -55,9 +56,10 @@ def series_figure(series: Mapping[str, Sequence[Sequence[float | None]]]) -> Fig
                     ys.append(y)
         ax.plot(np.array(xs), np.array(ys, dtype=float), marker, markersize=4,
                 linestyle="none", label=name)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("run")
     ax.set_ylabel("ms")
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.12)
     ax.legend(ncols=2, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     return fig
 
