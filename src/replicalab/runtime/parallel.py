@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from replicalab.runtime.virtual import note_stop, stop_requested
+
 Job = tuple[Any, ...]
 
 
@@ -40,15 +42,20 @@ class JobFailed(RuntimeError):
 _START_METHOD = ("fork" if sys.platform == "linux"
                  and "fork" in multiprocessing.get_all_start_methods() else "spawn")
 
-STOP_WAIT_S = 3.0
+STOP_WAIT_S = 5.0
 """After Ctrl-C, how long running jobs get to stop and send what they did (s)."""
 
 
 def _serve(jobs: Connection, results: Connection) -> None:
-    """A spawned worker: run each (index, fn, args) it is sent and send back (index, state,
-    value) until it is sent None: state "ok" with the result, "error" with the traceback,
-    or "interrupted" (Ctrl-C reached the job before it could return)."""
-    while True:
+    """A worker: run each (index, fn, args) it is sent and send back (index, state, value)
+    until it is sent None: state "ok" with the result, "error" with the traceback, or
+    "interrupted" (Ctrl-C reached the job before it could return).
+
+    Ctrl-C (SIGINT) is noted, not raised (``runtime.virtual.note_stop``): a simulation
+    stops at its next event and the job saves and returns what it did; the worker then
+    takes no more jobs."""
+    signal.signal(signal.SIGINT, note_stop)
+    while not stop_requested():
         try:
             task = jobs.recv()
         except (EOFError, OSError, KeyboardInterrupt):

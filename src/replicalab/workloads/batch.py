@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from replicalab.checkers.spread import common_figures, merge_figures
+from replicalab.runtime.virtual import stop_requested
 from replicalab.workloads import registry
 from replicalab.workloads.runner import ProbeSpec, make_run_dir, run_probe
 
@@ -109,32 +110,36 @@ class RunOutcome:
     interrupted: bool = False
     error: str = ""
     files: dict[str, bytes] | None = field(default=None, repr=False)
+    stopped: bool = False
+    """Ctrl-C reached the worker: the batch stops (the run may be whole, its report not
+    rendered)."""
 
 
 def run_planned(run: PlannedRun, runs_dir: str, pack: bool,
                 render: Callable[[dict[str, Any], Path], Any] | None = None) -> RunOutcome:
     """Run one planned probe and return its outcome (a batch worker's job). It saves its
     run directory as ``runs_dir/<label>`` (with ``render(results, run_dir)``'s report, as
-    ``replicalab probe`` writes one), or, with ``pack`` (a Ray node that may not see this
-    file system), returns the directory's files for the caller to write there."""
+    ``replicalab probe`` writes one; not for a run cut short by Ctrl-C, which returns at
+    once: ``replicalab report`` renders it), or, with ``pack`` (a Ray node that may not see
+    this file system), returns the directory's files for the caller to write there."""
     target = Path(runs_dir) / run.label
     if not pack:
         probe = run_probe(run.spec, Path(runs_dir), name=run.label)
-        if render is not None:
+        if render is not None and not (probe.interrupted or stop_requested()):
             render(probe.results, probe.run_dir)
         return RunOutcome(run.label, run.point, run.seed, str(probe.run_dir), probe.results,
-                          probe.interrupted, probe.error)
+                          probe.interrupted, probe.error, stopped=stop_requested())
     tmp = Path(tempfile.mkdtemp(prefix="replicalab-batch-"))
     try:
         probe = run_probe(run.spec, tmp, name=run.label)
-        if render is not None:
+        if render is not None and not (probe.interrupted or stop_requested()):
             render(probe.results, probe.run_dir)
         files = {str(p.relative_to(probe.run_dir)): p.read_bytes()
                  for p in sorted(probe.run_dir.rglob("*")) if p.is_file()}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return RunOutcome(run.label, run.point, run.seed, str(target), probe.results,
-                      probe.interrupted, probe.error, files)
+                      probe.interrupted, probe.error, files, stopped=stop_requested())
 
 
 def unpack(outcome: RunOutcome) -> None:
@@ -254,7 +259,7 @@ def run_batch(plan: Sequence[PlannedRun], out: Path, pool: Any,
         done[outcome.label] = outcome
         if progress is not None:
             progress(len(done) / len(plan))
-        if outcome.interrupted:
+        if outcome.interrupted or outcome.stopped:
             raise KeyboardInterrupt  # Ctrl-C reached this run: the batch stops here
 
     wall0 = time.perf_counter()
