@@ -16,13 +16,13 @@ from replicalab.cli.model_params import build, describe, load_toml, parse_compar
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
+from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.models import paxos_wan_fit as fitting
 from replicalab.models.paxos_wan import WanParams, best_leader
 from replicalab.models.registry import ModelSpec
 from replicalab.regions import REGION_SETS
 from replicalab.report.against import TOLERANCE, against_results, render_against_report
 from replicalab.workloads.consensus_latency import real_cluster, run_writes, store_kinds
-from replicalab.workloads.runner import make_run_dir, save_results
 
 DEFAULT_RATES_RPS = (10.0, 20.0, 40.0)
 """Offered write rates (writes/s over all client regions) when --loads is not given: low

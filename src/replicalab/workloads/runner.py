@@ -8,13 +8,10 @@ operations still in flight closed as ``info``.
 
 from __future__ import annotations
 
-import json
-import re
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +29,7 @@ from replicalab.faults.nemesis import Nemesis
 from replicalab.faults.schedule import Fault
 from replicalab.faults.sim import SimNemesis
 from replicalab.history import History, load_history, save_history
+from replicalab.history.rundir import Run, make_run_dir, save_results
 from replicalab.stores import Feature, Store, StoreError, open_store
 from replicalab.stores.base import redact_url
 from replicalab.workloads import registry
@@ -91,16 +89,6 @@ class ProbeSpec:
                    faults=tuple(Fault(**f) for f in d.get("faults", [])))
 
 
-@dataclass
-class ProbeRun:
-    """Where a run was saved, its results, and whether it was cut short."""
-
-    run_dir: Path
-    results: dict[str, Any]
-    interrupted: bool = False
-    error: str = ""
-
-
 async def _final_reads(store: Store, h: History) -> None:
     """Read every key written, consistently where the store can, as process FINAL."""
     written = sorted({k for i, ks in enumerate(h.keys) if h.process[i] >= 0
@@ -141,32 +129,6 @@ def check(spec: ProbeSpec, h: History, features: frozenset[Feature]) -> dict[str
     return out
 
 
-def _slug(url: str) -> str:
-    base = url.split("?", 1)[0]
-    return re.sub(r"[^A-Za-z0-9]+", "-", base).strip("-")[:40] or "store"
-
-
-def make_run_dir(out: Path, workload: str, store_url: str) -> Path:
-    """Create and return a fresh run directory under ``out`` (ValueError if not writable)."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        for n in range(1000):
-            run_dir = out / f"{stamp}-{workload}-{_slug(store_url)}{'' if n == 0 else f'-{n}'}"
-            try:
-                run_dir.mkdir()
-                break
-            except FileExistsError:
-                continue
-        probe = run_dir / ".writable"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as err:
-        raise ValueError(f"cannot write to output directory {out}: {err.strerror}; "
-                         "pass --out with a writable directory") from None
-    return run_dir
-
-
 def write_histograms(h: History, run_dir: Path) -> list[Path]:
     """Write one HdrHistogram log per (operation, consistency); return the paths."""
     folder = run_dir / "histograms"
@@ -181,13 +143,6 @@ def write_histograms(h: History, run_dir: Path) -> list[Path]:
             writer.output_interval_histogram(hist, 0, 0, max_value_unit_ratio=1000.0)
         paths.append(path)
     return paths
-
-
-def save_results(results: dict[str, Any], run_dir: Path) -> Path:
-    """Write ``results.json`` deterministically (sorted keys) and return its path."""
-    path = run_dir / "results.json"
-    path.write_text(json.dumps(results, indent=1, sort_keys=True, allow_nan=False) + "\n")
-    return path
 
 
 def _unreachable(spec: ProbeSpec, h: History) -> str:
@@ -220,8 +175,8 @@ async def preflight(spec: ProbeSpec, store: Store) -> None:
 
 
 def run_probe(spec: ProbeSpec, out: Path,
-              progress: Callable[[float], None] | None = None) -> ProbeRun:
-    """Run ``spec`` and save it under ``out``; returns even when interrupted (see ProbeRun)."""
+              progress: Callable[[float], None] | None = None) -> Run:
+    """Run ``spec`` and save it under ``out``; returns even when interrupted (see Run)."""
     spec.check()
     store = open_store(spec.store, spec.options.seed)
     wl = registry.get(spec.workload)
@@ -292,7 +247,7 @@ def run_probe(spec: ProbeSpec, out: Path,
     write_histograms(h, run_dir)
     if progress is not None:
         progress(1.0)
-    return ProbeRun(run_dir, results, interrupted, error)
+    return Run(run_dir, results, interrupted, error)
 
 
 def recheck(run_dir: Path) -> dict[str, Any]:
