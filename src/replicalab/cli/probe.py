@@ -18,6 +18,7 @@ from replicalab.cluster.state import load, names
 from replicalab.faults.schedule import check_within, load_faults, parse_fault
 from replicalab.workloads import registry
 from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads.increments import IncrementsConfig
 from replicalab.workloads.inter_element import InterElementConfig
 from replicalab.workloads.latency import LatencyConfig
 from replicalab.workloads.monotonic_writes import MonotonicWritesConfig
@@ -118,6 +119,14 @@ def summary_table(results: dict[str, Any], title: str) -> TableData:
         for part in lin["parts"]:
             if part.get("explanation"):
                 t.add(f"why {part['key']}", part["explanation"])
+    elif results["workload"] == "increments":
+        inc = results["increments"]
+        t.add("increments acknowledged / failed condition / unknown",
+              f"{inc['acknowledged']:,} / {inc['failed_condition']:,} / {inc['unknown']:,}")
+        t.add("final count read back", "not read" if inc["final_count"] is None
+              else f"{inc['final_count']:,}")
+        t.add("lost updates", "unchecked" if inc["lost_updates"] is None
+              else f"{inc['lost_updates']:,}")
     elif results["workload"] == "monotonic-writes":
         for attr, fr in results["version_fraction"].items():
             t.add(f"{attr} versions in [50, 400) ms",
@@ -169,7 +178,7 @@ def _count(text: str | None, default: int, flag: str) -> int:
 
 
 _USES = {"writer_region": ("staleness", "register"), "reader_region": ("staleness", "register"),
-         "ops": ("latency", "register"), "clients": ("sweep", "register"),
+         "ops": ("latency", "register"), "clients": ("sweep", "register", "increments"),
          "placement": ("staleness", "inter-element")}
 
 
@@ -298,6 +307,7 @@ def probe(
             "latency": lambda: LatencyConfig(ops=1000 if ops is None else ops),
             "sweep": lambda: SweepConfig.parse(clients or "1,2,5,10,20,50,100,200", total,
                                                items, variants, writers),
+            "increments": lambda: IncrementsConfig(clients=_count(clients, 4, "--clients")),
             "register": lambda: RegisterConfig(
                 keys=keys, clients=_count(clients, 10, "--clients"), mix=mix,
                 writer_region=writer_region, reader_region=reader_region, rate=op_rate,

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ACTIONS = ("crash", "pause", "partition", "slow")
+ACTIONS = ("crash", "pause", "partition", "slow", "power-loss")
+POWER_OFF_S = 1.0
+"""How long the power stays off when a power-loss fault gives no for= (s)."""
 _DURATION = re.compile(r"([0-9]*\.?[0-9]+)(ms|s|m)?")
 _UNIT_S = {"ms": 1e-3, "s": 1.0, "m": 60.0, None: 1.0}
 
@@ -28,7 +30,9 @@ class Fault:
 
     @property
     def target(self) -> str:
-        """Return ``n2`` or ``region US-W``."""
+        """Return ``n2``, ``region US-W`` or ``every node`` (a power loss with no target)."""
+        if self.node is None and self.region is None:
+            return "every node"
         return f"n{self.node}" if self.node is not None else f"region {self.region}"
 
     @property
@@ -54,9 +58,14 @@ def _build(fields: dict[str, Any], source: str) -> Fault:
     if unknown:
         raise ValueError(f"{source}: unknown field {sorted(unknown)[0]!r}; use at=, for=, "
                          "node= or region=, and ms= for slow")
+    if action == "power-loss":  # the whole machine room by default, back on at once
+        fields.setdefault("for", f"{POWER_OFF_S:g}s")
+        if "node" in fields and "region" in fields:
+            raise ValueError(f"{source}: name at most one target, node=N or region=NAME "
+                             "(none: every node)")
     if "at" not in fields or "for" not in fields:
         raise ValueError(f"{source}: give both at= (when) and for= (how long)")
-    if ("node" in fields) == ("region" in fields):
+    if action != "power-loss" and ("node" in fields) == ("region" in fields):
         raise ValueError(f"{source}: name exactly one target, node=N or region=NAME")
     try:
         node = int(fields["node"]) if "node" in fields else None
