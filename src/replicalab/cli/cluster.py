@@ -43,7 +43,7 @@ def up(
 
     Example: replicalab cluster up redis --nodes 3 --regions dc3
 
-    Example: replicalab cluster up redis --power-loss-fs --set appendonly=yes --set appendfsync=always
+    Example: replicalab cluster up redis --power-loss-fs --set appendfsync=always
     """
     try:
         settings = parse_settings(setting or [])
