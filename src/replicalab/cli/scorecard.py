@@ -90,7 +90,8 @@ def scorecard(
     Example: replicalab scorecard --kinds etcd --only durability,availability
     """
     from replicalab.report.scorecard import render_scorecard
-    from replicalab.scorecard.plan import FULL, QUICK
+    from replicalab.regions import region_set
+    from replicalab.scorecard.plan import FULL, QUICK, expected_steps
     from replicalab.scorecard.run import Scorecard, run
     from replicalab.workloads.runner import make_run_dir
 
@@ -104,7 +105,8 @@ def scorecard(
     sc = Scorecard(run_dir, stores, props, regions, QUICK if quick else FULL, seed)
     with progress_bar(f"scorecard of {len(stores)} stores", not as_json) as tick:
         done = [0]
-        total = len(stores) * (len(props) + 1)
+        total = sum(expected_steps(s, props, sc.plan, len(region_set(regions).regions))
+                    for s in stores)
 
         def step(what: str) -> Any:
             tick(min(0.99, done[0] / total), what)

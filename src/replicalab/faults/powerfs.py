@@ -428,12 +428,11 @@ def main(argv: list[str] | None = None) -> None:
     serve_control(a.control, cache, ops)
     # allow_other: PostgreSQL runs as another user; default_permissions: the kernel checks
     # modes and owners as on a local disk. No kernel_cache: a file's pages are read anew
-    # from here after every open, so what a power loss dropped is not served from the
-    # kernel's cache to a restarted server.
+    # from here after every open; and a power loss remounts, so nothing the kernel cached
+    # (pages, attributes, names) outlives it.
     try:
         fuse.FUSE(ops, a.mount, foreground=True, allow_other=True, default_permissions=True,
-                  fsname="replicalab-powerfs", attr_timeout=0, entry_timeout=0,
-                  negative_timeout=0)
+                  fsname="replicalab-powerfs", negative_timeout=0)
     except RuntimeError as err:  # libfuse's exit status after a signal: not a crash
         print(f"powerfs: FUSE loop ended ({err})", file=sys.stderr)
 

@@ -41,9 +41,12 @@ class Mount:
 
 
 def unavailable_reason() -> str:
-    """Return why a power-loss file system cannot be mounted here ("" if it can)."""
-    if not os.path.exists("/dev/fuse"):
-        return "/dev/fuse is missing (FUSE is not available on this machine or container)"
+    """Return why a power-loss file system cannot be mounted here ("" if it can). The FUSE
+    device is ``$REPLICALAB_FUSE_DEVICE`` if set (default /dev/fuse)."""
+    device = os.environ.get("REPLICALAB_FUSE_DEVICE", "/dev/fuse")
+    if not os.path.exists(device):
+        return (f"{device} is missing (FUSE is not available on this machine or container; "
+                "a container needs --device /dev/fuse)")
     if shutil.which("fusermount3") is None:
         return f"fusermount3 is not installed; {INSTALL}"
     if ctypes.util.find_library("fuse3") is None:

@@ -40,12 +40,12 @@ class Plan:
         return dict(self.__dict__)
 
 
-QUICK = Plan(quick=True, staleness_s=6.0, register_s=5.0, latency_ops=8, fault_probe_s=10.0,
-             fault_at_s=2.0, fault_for_s=5.0, increments_s=4.0, inter_element_s=5.0,
+QUICK = Plan(quick=True, staleness_s=4.0, register_s=3.0, latency_ops=8, fault_probe_s=6.0,
+             fault_at_s=1.5, fault_for_s=3.0, increments_s=3.0, inter_element_s=4.0,
              durability_s=3.0, durability_write_interval_s=0.005, all_cut_regions=False)
-FULL = Plan(quick=False, staleness_s=30.0, register_s=20.0, latency_ops=100,
-            fault_probe_s=25.0, fault_at_s=5.0, fault_for_s=10.0, increments_s=15.0,
-            inter_element_s=20.0, durability_s=8.0, durability_write_interval_s=0.005,
+FULL = Plan(quick=False, staleness_s=20.0, register_s=15.0, latency_ops=50,
+            fault_probe_s=20.0, fault_at_s=5.0, fault_for_s=8.0, increments_s=10.0,
+            inter_element_s=15.0, durability_s=5.0, durability_write_interval_s=0.005,
             all_cut_regions=True)
 
 
@@ -81,3 +81,21 @@ def parse_kinds(text: str) -> tuple[str, ...]:
     if len(set(out)) != len(out):
         raise ValueError("--kinds names a store twice; name each once")
     return tuple(out)
+
+
+def expected_steps(store: str, props: tuple[str, ...], plan: Plan, regions: int) -> int:
+    """Return how many runs (and cluster starts) a store's row takes: the progress bar's
+    scale."""
+    from replicalab.scorecard.promises import DURABILITY
+
+    real = not store.startswith("sim://")
+    n = 1 if any(p != "durability" for p in props) else 0
+    if "latency" in props or "geography" in props:
+        n += regions
+    if "durability" in props and real:
+        variants = [v for v in DURABILITY[store] if v.quick or not plan.quick]
+        n += 3 * len(variants)
+    if "availability" in props:
+        n += 2 * ((regions if plan.all_cut_regions else 1) + 1)
+    n += 5 * ("consistency" in props) + 2 * ("transactionality" in props)
+    return n
