@@ -17,6 +17,7 @@ _ADAPTERS = {
     "postgresql": "replicalab.stores.postgres:open_postgres",
     "etcd": "replicalab.stores.etcd:open_etcd",
     "zk": "replicalab.stores.zookeeper:open_zk",
+    "cassandra": "replicalab.stores.cassandra:open_cassandra",
 }
 
 

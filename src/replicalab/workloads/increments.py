@@ -19,7 +19,7 @@ import numpy as np
 from replicalab.checkers.accounting import FINAL
 from replicalab.history import History, decode_value, encode_value
 from replicalab.stores import Feature, Store
-from replicalab.workloads.base import ProbeOptions, Workload, deadline, envelope
+from replicalab.workloads.base import Flag, ProbeOptions, Workload, deadline, envelope
 from replicalab.workloads.recorder import Recorder
 
 KEY = "increments/item/counter"
@@ -106,4 +106,18 @@ def required_features(opts: ProbeOptions, cfg: IncrementsConfig) -> set[Feature]
     return {Feature.CONDITIONAL_WRITE}
 
 
-WORKLOAD = Workload("increments", IncrementsConfig, generate, check, required_features)
+def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return the terminal summary rows: increments by outcome, the count read back, the
+    lost updates."""
+    inc = results["increments"]
+    return [("increments acknowledged / failed condition / unknown",
+             f"{inc['acknowledged']:,} / {inc['failed_condition']:,} / {inc['unknown']:,}"),
+            ("final count read back", "not read" if inc["final_count"] is None
+             else f"{inc['final_count']:,}"),
+            ("lost updates", "unchecked" if inc["lost_updates"] is None
+             else f"{inc['lost_updates']:,}")]
+
+
+WORKLOAD = Workload("increments", IncrementsConfig, generate, check, required_features,
+                    flags=(Flag("clients", int, "clients incrementing at once"),),
+                    summary_rows=summary_rows)
