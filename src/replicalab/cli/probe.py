@@ -16,6 +16,7 @@ from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
 from replicalab.cluster.state import load, names
 from replicalab.faults.schedule import check_within, load_faults, parse_fault
+from replicalab.stores.base import redact_url
 from replicalab.workloads import registry
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.inter_element import InterElementConfig
@@ -311,8 +312,8 @@ def probe(
                          config=configs[workload](),
                          **_fault_options(store, fault or [], faults, cluster))
         check_within(spec.faults, opts.duration_s)
-        with progress_bar(f"{workload} on {store}", not as_json) as tick:
-            run = run_probe(spec, out, tick)
+        with progress_bar(f"{workload} on {redact_url(store)}", not as_json) as tick:
+            run = run_probe(spec, out, tick, announce=lambda line: say(line, err=True))
     except (ValueError, UserError) as err:
         fail(str(err))
     finish(run, as_json)

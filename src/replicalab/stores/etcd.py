@@ -122,8 +122,8 @@ class EtcdStore:
             r = await http.post("/v3/maintenance/status", json={})
             r.raise_for_status()
         except (httpx.HTTPError, StoreError) as err:
-            raise ValueError(f"cannot use etcd at {self.shown_url} (member {m.name}, "
-                             f"{m.host}:{m.port}): {_describe(err)}") from None
+            raise ValueError(f"cannot reach etcd at {m.host}:{m.port} (member {m.name} of "
+                             f"{self.shown_url}): {_describe(err)}") from None
         return client
 
     def _client(self, m: Endpoint) -> httpx.AsyncClient:

@@ -27,7 +27,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
 import random
+import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -162,8 +164,8 @@ class PostgresStore:
             try:
                 await c.get()
             except Unavailable as err:
-                raise ValueError(f"cannot use PostgreSQL at {self.shown_url} (node "
-                                 f"{c.node.name}, {c.node.host}:{c.node.port}): "
+                raise ValueError(f"cannot reach PostgreSQL at {c.node.host}:{c.node.port} "
+                                 f"(node {c.node.name} of {self.shown_url}): "
                                  f"{str(err).removeprefix(c.node.name + ': ')}") from None
         try:
             await asyncio.wait_for(self._ensure_table(primary, standby), self.timeout_s + 5.0)
@@ -232,15 +234,27 @@ class _Conn:
         return self.conn
 
     async def run(self, fn: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
-        """Return ``fn(connection)`` within the timeout, mapping errors to store errors."""
+        """Return ``fn(connection)`` within the timeout, mapping errors to store errors.
+
+        A call that outlasts the timeout is abandoned at once: its connection's socket is
+        shut down (the query's wait ends on the spot) and the next call reconnects.
+        Cancelling it instead would make psycopg ask the server to cancel the query and
+        wait for that up to 10 s: a server that stopped answering would hold the call
+        five times past its timeout."""
         conn = await self.get()
         self.warnings.clear()
+        task = asyncio.ensure_future(fn(conn))
         try:
-            out = await asyncio.wait_for(fn(conn), self.store.timeout_s)
-        except TimeoutError:
-            await self.close()  # its state is unknown; the next call reconnects
+            done, _ = await asyncio.wait({task}, timeout=self.store.timeout_s)
+        except asyncio.CancelledError:
+            self._abandon(conn, task)
+            raise
+        if not done:
+            self._abandon(conn, task)
             raise Unavailable(f"{self.node.name}: no answer within "
-                              f"{self.store.timeout_s * 1000:.0f} ms") from None
+                              f"{self.store.timeout_s * 1000:.0f} ms")
+        try:
+            out = task.result()
         except (psycopg.OperationalError, psycopg.InterfaceError) as err:
             await self.close()
             raise Unavailable(f"{self.node.name}: {_first_line(err)}") from None
@@ -249,6 +263,26 @@ class _Conn:
         if self.warnings:
             raise Unavailable(f"{self.node.name}: committed locally, but {self.warnings[0]}")
         return out
+
+    def _abandon(self, conn: psycopg.AsyncConnection[Any], task: asyncio.Future[Any]) -> None:
+        """Drop ``conn`` (state unknown) and end ``task``'s wait by shutting the socket."""
+        if self.conn is conn:
+            self.conn = None
+        with contextlib.suppress(OSError, psycopg.Error):
+            fd = conn.pgconn.socket
+            dup = socket.socket(fileno=os.dup(fd))
+            try:
+                dup.shutdown(socket.SHUT_RDWR)
+            finally:
+                dup.close()
+
+        def finished(t: asyncio.Future[Any]) -> None:
+            if not t.cancelled():
+                t.exception()  # retrieved: an abandoned call's error is expected
+            with contextlib.suppress(psycopg.Error, OSError):
+                conn.pgconn.finish()
+
+        task.add_done_callback(finished)
 
     async def close(self) -> None:
         """Close the connection (if any)."""

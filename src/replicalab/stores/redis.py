@@ -111,8 +111,9 @@ class RedisStore:
                 if isinstance(reply, RespError):
                     raise StoreError(str(reply))
             except (StoreError, TimeoutError) as err:
-                raise ValueError(f"cannot use Redis at {self.shown_url} (node {node.name}, "
-                                 f"{node.host}:{node.port}): {err or 'no answer'}") from None
+                raise ValueError(f"cannot reach Redis at {node.host}:{node.port} (node "
+                                 f"{node.name} of {self.shown_url}): {err or 'no answer'}"
+                                 ) from None
         return client
 
     async def remove_keys(self, keys: Sequence[str]) -> int:

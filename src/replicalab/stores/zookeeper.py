@@ -149,8 +149,8 @@ class ZkStore:
             await asyncio.to_thread(kz.start, max(self.timeout_s, 1.0))
         except (KazooException, KazooTimeoutError, OSError) as err:
             await asyncio.to_thread(_shutdown, kz)
-            raise ValueError(f"cannot use ZooKeeper at {self.shown_url} (server {node.name}, "
-                             f"{node.host}:{node.port}): {type(err).__name__}"
+            raise ValueError(f"cannot reach ZooKeeper at {node.host}:{node.port} (server "
+                             f"{node.name} of {self.shown_url}): {type(err).__name__}"
                              f"{': ' + str(err) if str(err) else ''}") from None
         client = ZkClient(self, kz, node.name)
         self._clients.append(client)
@@ -165,35 +165,41 @@ class ZkStore:
 
     async def remove_keys(self, keys: Sequence[str]) -> int:
         """Delete the znodes of ``keys``, then every parent left with no data and no
-        children, up to and including ``/replicalab``; return how many elements existed."""
+        children, deepest first, up to and including ``/replicalab``; return how many
+        elements existed. The deletes of one level go out together (one round trip)."""
         client = await self.connect()
         kz = client.kz
-        removed = 0
-        parents: set[str] = set()
-        for key in dict.fromkeys(keys):
-            path = znode(key)
+
+        async def drop(path: str, only_if_empty: bool) -> int:
             try:
-                await client._call(kz.delete_async, path)
-                removed += 1
-            except NoNodeError:
-                pass
+                if only_if_empty:
+                    data, stat = await client._call(kz.get_async, path)
+                    if data or stat.numChildren:
+                        return 0
+                    await client._call(kz.delete_async, path, stat.version)
+                else:
+                    await client._call(kz.delete_async, path)
+            except (NoNodeError, NotEmptyError, BadVersionError):
+                return 0
+            return 1
+
+        paths = list(dict.fromkeys(znode(k) for k in keys))
+        removed = sum(await asyncio.gather(*(drop(p, False) for p in paths)))
+        parents: set[str] = set()
+        for path in paths:
             parent = path.rsplit("/", 1)[0]
             while parent and parent != "/":
                 parents.add(parent)
                 parent = parent.rsplit("/", 1)[0]
-        for parent in sorted(parents, key=lambda p: -p.count("/")):  # deepest first
-            with contextlib.suppress(NoNodeError, NotEmptyError, BadVersionError):
-                data, stat = await client._call(kz.get_async, parent)
-                if not data and stat.numChildren == 0:
-                    await client._call(kz.delete_async, parent, stat.version)
+        for depth in sorted({p.count("/") for p in parents}, reverse=True):
+            await asyncio.gather(*(drop(p, True) for p in parents if p.count("/") == depth))
         self._parents.clear()
         return removed
 
     async def close(self) -> None:
         """Close every session this store opened."""
         clients, self._clients = self._clients, []
-        for c in clients:
-            await asyncio.to_thread(_shutdown, c.kz)
+        await asyncio.gather(*(asyncio.to_thread(_shutdown, c.kz) for c in clients))
 
 
 def _shutdown(kz: KazooClient) -> None:

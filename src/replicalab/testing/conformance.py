@@ -69,10 +69,11 @@ class CheckResult:
     name: str
     status: str
     detail: str
+    elapsed_s: float = 0.0
 
     def line(self) -> str:
-        """Return ``PASS name: detail`` (FAIL/SKIP likewise)."""
-        return f"{self.status.upper()[:4]:4} {self.name}: {self.detail}"
+        """Return ``PASS name: detail (1.2 s)`` (FAIL/SKIP likewise; store time)."""
+        return f"{self.status.upper()[:4]:4} {self.name}: {self.detail} ({self.elapsed_s:.1f} s)"
 
 
 @dataclass
@@ -205,19 +206,32 @@ async def absent_reads_none(ctx: Ctx) -> str:
 
 async def consistent_read(ctx: Ctx) -> str:
     ctx.need(Feature.CONSISTENT_READ)
-    writer, reader = await ctx.store.connect(), await ctx.store.connect()
-    rounds = 20
-    for i in range(rounds):
-        key, value = ctx.key("consistent"), ctx.value()
-        await writer.write({key: value})
-        got = _values(await reader.read([key], consistent=True), 1, "a consistent read")[0]
-        if got != value:
-            raise Failed(f"round {i + 1}: a write of {value!r} was acknowledged, then a "
-                         f"consistent read by another client returned {got!r}; a consistent "
-                         "read must see every write acknowledged before it began")
-    await writer.close()
-    await reader.close()
-    return f"{rounds} writes each seen by the next consistent read of another client"
+    pairs, rounds = 5, 2
+
+    async def pair(n: int) -> None:
+        # a writer and a reader of their own key; the pairs run side by side
+        writer, reader = await ctx.store.connect(), await ctx.store.connect()
+        key = ctx.key("consistent")
+        for i in range(rounds):
+            value = ctx.value()
+            await writer.write({key: value})
+            got = _values(await reader.read([key], consistent=True), 1,
+                          "a consistent read")[0]
+            if got != value:
+                raise Failed(f"pair {n + 1}, round {i + 1}: a write of {value!r} was "
+                             f"acknowledged, then a consistent read by another client "
+                             f"returned {got!r}; a consistent read must see every write "
+                             "acknowledged before it began")
+        await writer.close()
+        await reader.close()
+
+    await ctx.rt.gather(*(pair(n) for n in range(pairs)))
+    return (f"{pairs * rounds} writes each seen by the next consistent read of another "
+            "client")
+
+
+ROUNDS_PER_WRITER = 5
+"""Atomic multi-write: writes of both elements per racing client."""
 
 
 async def eventual_read(ctx: Ctx) -> str:
@@ -341,7 +355,7 @@ async def atomic_multi_write(ctx: Ctx) -> str:
     done = [False]
 
     async def write(c: Any) -> None:
-        for _ in range(10):
+        for _ in range(ROUNDS_PER_WRITER):
             v = ctx.value()
             await c.write(dict.fromkeys(keys, v))
 
@@ -370,12 +384,12 @@ async def atomic_multi_write(ctx: Ctx) -> str:
     final = (tuple((await writers[0].read(keys, consistent=True)).values) if ctx.consistent
              else await _converged_pair(ctx, writers[0], keys))
     if final[0] != final[1] or final[0] is None:
-        raise Failed(f"4 clients each wrote one value to both of {keys} in one call, 10 "
-                     f"times; afterwards they read {list(final)}: a multi-element write "
-                     "must be atomic (all of it or none)")
+        raise Failed(f"4 clients each wrote one value to both of {keys} in one call, "
+                     f"{ROUNDS_PER_WRITER} times; afterwards they read {list(final)}: a "
+                     "multi-element write must be atomic (all of it or none)")
     for c in writers:
         await c.close()
-    return ("40 racing two-element writes left both elements equal"
+    return (f"{4 * ROUNDS_PER_WRITER} racing two-element writes left both elements equal"
             + (", and no snapshot read saw a mix" if snapshot else ""))
 
 
@@ -530,15 +544,18 @@ def run_conformance(url: str, *, only: Sequence[str] = (), seed: int = 1,
 
 
 async def _run_one(ctx: Ctx, name: str, check: Check) -> CheckResult:
+    t0 = ctx.rt.now_ns()
     try:
-        return CheckResult(name, "passed", await check(ctx))
+        result = CheckResult(name, "passed", await check(ctx))
     except Skipped as why:
-        return CheckResult(name, "skipped", str(why))
+        result = CheckResult(name, "skipped", str(why))
     except Failed as err:
-        return CheckResult(name, "failed", str(err))
+        result = CheckResult(name, "failed", str(err))
     except (StoreError, ValueError, TimeoutError) as err:
-        return CheckResult(name, "failed", f"a call raised {type(err).__name__}: {err} "
-                                           "(nothing in this check should fail that way)")
+        result = CheckResult(name, "failed", f"a call raised {type(err).__name__}: {err} "
+                                             "(nothing in this check should fail that way)")
+    result.elapsed_s = (ctx.rt.now_ns() - t0) / NS_PER_S
+    return result
 
 
 def assert_conforms(url: str, **kwargs: Any) -> ConformanceReport:
