@@ -24,6 +24,7 @@ SUMMARY_ROWS = (
     ("committed results", "results"), ("duplicate results", "duplicate_results"),
     ("distinct results after filtering", "filtered_results"),
     ("lost (acknowledged, never processed)", "lost"),
+    ("not reached (run cut short first)", "not_reached"),
     ("unexpected (delivered, never sent)", "unexpected"),
     ("dead-lettered", "dead_lettered"),
     ("overlapping leases (pairs)", "overlapping_leases"),
@@ -40,6 +41,8 @@ SUMMARY_ROWS = (
 
 
 def _cell(v: Any) -> str:
+    if v is None:
+        return "not decided (run cut short)"
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
@@ -157,8 +160,10 @@ def render_queue_report(results: Mapping[str, Any], run_dir: Path) -> Path:
         ["faults", "; ".join(f'{f["action"]} consumer {f["node"]} at {f["at_s"]:g} s for '
                              f'{f["for_s"]:g} s' for f in spec["faults"]) or "none"],
         ["clock", s["clock"]], ["seed", spec["seed"]]], caption="Configuration")
-    page.table(["Measure", "Value"], [[label, _cell(s.get(key))] for label, key in
-                                      SUMMARY_ROWS], caption="Every message accounted for")
+    page.table(["Measure", "Value"], [[label, _cell(s[key])] for label, key in SUMMARY_ROWS
+                                      if key in s],
+               caption="Every message accounted for" + (
+                   " (PARTIAL: the run was cut short)" if s.get("partial") else ""))
     page.figure("fig-queue-deliveries", "How many messages were delivered and processed k "
                 "times.", histogram_figure(results["checker"]["histograms"]))
     for name in ("lost", "unexpected", "duplicated"):

@@ -35,6 +35,7 @@ from replicalab.checkers.accounting import (
     unreachable_since,
 )
 from replicalab.checkers.latency import latency_histograms, latency_summary
+from replicalab.cluster.process import interrupts_deferred
 from replicalab.cluster.state import load, names
 from replicalab.faults.nemesis import Nemesis
 from replicalab.faults.schedule import Fault
@@ -386,14 +387,19 @@ def run_probe(spec: ProbeSpec, out: Path,
               "error": error, "error_traceback": trace,
               "runtime": "virtual" if rt.virtual else "real",
               "keys": keys[0].to_json() if keys else None}
-    save_history(h, run_dir, config)
-    results = check(spec, h, store.info.features)
-    results["store"] = redact_url(spec.store)
-    if interrupted or error:
-        results["notes"].append(f"run cut short: {error}")
-    save_results(results, run_dir)
-    write_histograms(h, run_dir)
-    if progress is not None:
+    with interrupts_deferred() as late:  # a Ctrl-C now waits for the save to finish
+        save_history(h, run_dir, config)
+        results = check(spec, h, store.info.features)
+        results["store"] = redact_url(spec.store)
+        results["partial"] = bool(interrupted or error)
+        if interrupted or error:
+            results["notes"].append(f"PARTIAL: run cut short ({error}); every figure "
+                                    "covers only what ran")
+        save_results(results, run_dir)
+        write_histograms(h, run_dir)
+    if late[0] and not interrupted:
+        interrupted, error = True, error or "interrupted"
+    if progress is not None and not (interrupted or error):
         progress(1.0)
     return ProbeRun(run_dir, results, interrupted, error, keys[0] if keys else None)
 
@@ -408,7 +414,9 @@ def recheck(run_dir: Path) -> dict[str, Any]:
         raise ValueError(f"{run_dir / 'config.json'} is malformed ({err}); "
                          "re-run the probe to get a complete run directory") from None
     results = check(spec, h, features)
-    if config.get("error"):
-        results["notes"].append(f"run cut short: {config['error']}")
+    results["partial"] = bool(config.get("error") or config.get("interrupted"))
+    if results["partial"]:
+        results["notes"].append(f"PARTIAL: run cut short ({config.get('error') or 'interrupted'}"
+                                "); every figure covers only what ran")
     save_results(results, run_dir)
     return results
