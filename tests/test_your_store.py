@@ -233,3 +233,10 @@ def test_conformance_fails_a_broken_adapter_naming_the_promise(bug: str, check: 
 def test_the_suite_names_an_unknown_check():
     with pytest.raises(ValueError, match=r"unknown check.*the checks are describes-itself"):
         run_conformance("sim://simpledb", only=["linearizable"])
+
+
+def test_the_page_shows_the_example_as_it_is():
+    page = (REPO / "docs" / "your-store.md").read_text()
+    for name, lang in (("pyproject.toml", "toml"), ("replicalab_mystore.py", "python")):
+        text = (EXAMPLE / name).read_text().rstrip()
+        assert f"```{lang}\n{text}\n```" in page, f"docs/your-store.md shows an old {name}"
