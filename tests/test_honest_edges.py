@@ -44,17 +44,19 @@ def test_ctrl_c_in_a_queue_run_reports_not_reached_never_lost(tmp_path: Path):
     assert any(n.startswith("PARTIAL: the run was cut short") for n in results["notes"])
     # the terminal and the report say so
     assert "PARTIAL" in out and "not reached (run cut short first)" in out
-    assert "lost (acknowledged, never processed)       0" in " ".join(out.split("│"))
+    assert "lost (acknowledged, never committed)       0" in " ".join(out.split("│"))
     assert "100% done" not in err and "stopped before the end" in err
     html = (run_dir / "report.html").read_text()
     assert "PARTIAL" in html and "not reached" in html
 
 
 def test_deliveries_of_a_run_cut_short():
-    cols = {"kind": ["send", "send", "deliver", "process"], "tag": ["a", "b", "a", "a"],
-            "msg_id": ["1", "2", "1", "1"], "receipt": ["", "", "r1", "r1"],
-            "outcome": ["ok", "ok", "ok", "ok"], "invoke_ns": [0, 1, 2, 3],
-            "complete_ns": [1, 2, 3, 4], "lease_ns": [0, 0, 10, 0], "count": [0, 0, 1, 0]}
+    cols = {"kind": ["send", "send", "deliver", "process", "commit"],
+            "tag": ["a", "b", "a", "a", "a"], "msg_id": ["1", "2", "1", "1", "1"],
+            "receipt": ["", "", "r1", "r1", "r1"], "outcome": ["ok"] * 5,
+            "invoke_ns": [0, 1, 2, 3, 4], "complete_ns": [1, 2, 3, 4, 5],
+            "lease_ns": [0, 0, 10, 0, 0], "count": [0, 0, 1, 0, 0], "process": [0] * 5,
+            "note": [""] * 5}
     whole = check_deliveries(cols)["summary"]
     assert (whole["lost"], whole["not_reached"], whole["exactly_once"]) == (1, 0, False)
     cut = check_deliveries(cols, cut_short=True)

@@ -20,7 +20,7 @@ cluster_app = typer.Typer(help="Start, inspect and stop real local clusters.",
 
 @cluster_app.command("up")
 def up(
-    kind: Annotated[str, typer.Argument(help="redis | postgres | etcd | zookeeper.")],
+    kind: Annotated[str, typer.Argument(help="redis | postgres | etcd | zookeeper | cassandra.")],
     nodes: Annotated[int, typer.Option(help="Number of servers.")] = 3,
     regions: Annotated[str, typer.Option(help="Region set: dc3, aws5 or lan.")] = "dc3",
     name: Annotated[str | None, typer.Option(help="Cluster name (default KIND-REGIONS).")

@@ -65,12 +65,14 @@ class LinkMaker:
         return there, back, sd
 
     def link(self, name: str, src: str, src_region: str, dst: Node, kind: str = "replication",
-             dst_port: int | None = None) -> int:
-        """Create a proxy for ``src`` connecting to ``dst``; return the port to connect to."""
+             dst_port: int | None = None, dst_host: str = "127.0.0.1") -> int:
+        """Create a proxy for ``src`` connecting to ``dst`` (at ``dst_host``, 127.0.0.1
+        unless the server has an address of its own); return the 127.0.0.1 port to connect
+        to."""
         listen = allocate(1, avoid=self.c.reserved_ports())[0]
         upstream = dst_port or dst.port
         there, back, jitter = self.delays(src_region, dst.region)
-        self.tp.create(name, listen, upstream)
+        self.tp.create(name, listen, upstream, dst_host)
         # toxiproxy: upstream = client->server (src->dst), downstream = server->client
         self.tp.set_latency(name, downstream_ms=back, upstream_ms=there, jitter_ms=jitter)
         self.c.links.append(Link(name, listen, upstream, src, f"n{dst.index}", src_region,
@@ -83,6 +85,7 @@ _DRIVERS = {
     "postgres": "replicalab.cluster.postgres:PostgresDriver",
     "etcd": "replicalab.cluster.etcd:EtcdDriver",
     "zookeeper": "replicalab.cluster.zookeeper:ZookeeperDriver",
+    "cassandra": "replicalab.cluster.cassandra:CassandraDriver",
 }
 
 
@@ -123,9 +126,10 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
     k = drv.ports_per_node
     for i in range(nodes):
         mine = ports[i * k:(i + 1) * k]
-        c.nodes.append(Node(i, rs.regions[i % len(rs.regions)], "", mine[0],
+        # a driver whose servers have addresses of their own (fixed ports) takes none here
+        c.nodes.append(Node(i, rs.regions[i % len(rs.regions)], "", mine[0] if k else 0,
                             str(base / f"n{i}"), peer_port=mine[1] if k > 1 else 0,
-                            client_port=mine[0], extra={"ports": mine}))
+                            client_port=mine[0] if k else 0, extra={"ports": mine}))
     before = set(process.owned())
     try:
         c.save(root)

@@ -17,7 +17,7 @@ from pathlib import Path
 from replicalab.cluster import base, process
 from replicalab.cluster.state import Cluster, Link, load
 from replicalab.cluster.toxiproxy import Toxiproxy
-from replicalab.faults.schedule import Fault
+from replicalab.faults.schedule import Fault, check_cluster_faults
 from replicalab.history import NEMESIS, History
 from replicalab.runtime import Runtime
 
@@ -35,6 +35,7 @@ class Nemesis:
 
     def check(self, faults: list[Fault]) -> None:
         """Raise ValueError if a fault names a node or region the cluster does not have."""
+        check_cluster_faults(faults)
         c = self.cluster()
         regions = {n.region for n in c.nodes}
         for f in faults:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from replicalab.faults.nemesis import run_schedule
-from replicalab.faults.schedule import Fault
+from replicalab.faults.schedule import Fault, check_cluster_faults
 from replicalab.history import History
 from replicalab.runtime import Runtime
 from replicalab.sim.network import NS_PER_MS, Network, Node
@@ -58,6 +58,7 @@ class SimNemesis:
 
     def check(self, faults: list[Fault]) -> None:
         """Raise ValueError if a fault names a node or region the store does not have."""
+        check_cluster_faults(faults)
         nodes = self.nodes
         regions = sorted({n.region for n in nodes})
         for f in faults:

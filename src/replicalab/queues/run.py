@@ -14,9 +14,13 @@ from typing import Any
 
 from replicalab.checkers.deliveries import check_deliveries
 from replicalab.cluster.process import interrupts_deferred
+from replicalab.faults.schedule import Fault
+from replicalab.queues.backends import open_backends
 from replicalab.queues.base import QueueError
 from replicalab.queues.record import save_log
-from replicalab.queues.workload import QueueOutcome, QueueSpec, open_backends, run_workload
+from replicalab.queues.runner import run_workload
+from replicalab.queues.spec import QueueOutcome, QueueSpec
+from replicalab.queues.strategies import CENTRAL
 from replicalab.stores.base import StoreError, redact_url
 
 SCHEMA_VERSION = 1
@@ -131,11 +135,16 @@ def compare_queues(base: QueueSpec, queues: Sequence[str], strategies: Sequence[
         # one --central serves the queues on its clock; sim:// queues fall back to
         # sim://simpledb when it is a real store, so sim and real backends compare in one go
         c = base.central
-        if strategy not in ("central", "central-detect") or c is None:
+        if strategy not in CENTRAL or c is None:
             return None
         return c if queue.startswith("sim://") == c.startswith("sim://") else None
 
-    plan = [replace(base, queue=q, strategy=s, consumers=c, central=central_for(q, s))
+    def faults_for(strategy: str) -> tuple[Fault, ...]:
+        # a central-store fault has nothing to act on under a strategy without the store
+        return tuple(f for f in base.faults if f.store is None or strategy in CENTRAL)
+
+    plan = [replace(base, queue=q, strategy=s, consumers=c, central=central_for(q, s),
+                    faults=faults_for(s))
             for q in queues for s in strategies for c in consumers]
     if not plan:
         raise ValueError("nothing to compare: give at least one --queue, --strategy and "
@@ -157,6 +166,8 @@ def compare_queues(base: QueueSpec, queues: Sequence[str], strategies: Sequence[
         _save(sub, spec, o, res)
         rows.append({"queue": spec.queue, "strategy": spec.strategy,
                      "consumers": spec.consumers, "summary": res["summary"],
+                     "timeline": res["checker"]["timeline"],
+                     "faults": res["checker"]["faults"],
                      "run_dir": str(sub.relative_to(run_dir))})
         if o.interrupted:
             interrupted = True

@@ -14,7 +14,9 @@ from replicalab.report.page import Page, esc, num, write_page
 from replicalab.report.plots import _new, plain
 
 STRATEGY_COLORS = {"none": "#d62728", "tag": "#ff7f0e", "central": "#2ca02c",
-                   "central-detect": "#1f77b4"}
+                   "central-lease": "#9467bd", "central-detect": "#1f77b4"}
+FAULT_COLORS = {"crash": "#d62728", "pause": "#ff7f0e", "skew": "#9467bd",
+                "store_fault": "#8c564b"}
 
 SUMMARY_ROWS = (
     ("messages (acknowledged sends)", "messages"), ("deliveries", "deliveries"),
@@ -22,8 +24,10 @@ SUMMARY_ROWS = (
     ("processings", "processing"), ("duplicate processing", "duplicate_processing"),
     ("interrupted processing (crash)", "interrupted_processing"),
     ("committed results", "results"), ("duplicate results", "duplicate_results"),
+    ("commits refused by the fence", "fenced_commits"),
+    ("commits of unknown outcome", "uncertain_results"),
     ("distinct results after filtering", "filtered_results"),
-    ("lost (acknowledged, never processed)", "lost"),
+    ("lost (acknowledged, never committed)", "lost"),
     ("not reached (run cut short first)", "not_reached"),
     ("unexpected (delivered, never sent)", "unexpected"),
     ("dead-lettered", "dead_lettered"),
@@ -48,6 +52,20 @@ def _cell(v: Any) -> str:
     if isinstance(v, float):
         return num(v, 2)
     return str(v)
+
+
+def fault_text(f: Mapping[str, Any]) -> str:
+    """Return a fault of the spec as words, e.g. ``pause consumer 1 at 3 s for 10 s``."""
+    if f.get("consumer") is not None:
+        target = f"consumer {f['consumer']}"
+    elif f.get("store") is not None:
+        target = f"{f['store']} store"
+    else:
+        target = f"consumer {f['node']}"
+    extra = {"skew": f" {f.get('extra_ms', 0):+g} ms", "timeouts":
+             f" after {f.get('extra_ms', 0):g} ms"}.get(f["action"], "")
+    span = "to the end" if f.get("for_s") is None else f"for {f['for_s']:g} s"
+    return f"{f['action']} {target}{extra} at {f['at_s']:g} s {span}"
 
 
 def histogram_figure(hist: Mapping[str, Mapping[str, int]]) -> Figure:
@@ -142,6 +160,48 @@ def strategies_figure(runs: Sequence[Mapping[str, Any]]) -> Figure:
     return fig
 
 
+def _shade_faults(ax: Any, faults: Sequence[Mapping[str, Any]], end_s: float) -> None:
+    """Shade each fault window on ``ax`` (one legend entry per kind of fault)."""
+    named: set[str] = set()
+    for f in faults:
+        kind = f["kind"]
+        stop = end_s if f.get("end_s") is None else f["end_s"]
+        ax.axvspan(f["start_s"], max(stop, f["start_s"]), color=FAULT_COLORS.get(kind, "#999"),
+                   alpha=0.15, linewidth=0, label=None if kind in named else kind)
+        named.add(kind)
+
+
+def timeline_figure(runs: Sequence[tuple[str, Mapping[str, Any], Sequence[Mapping[str, Any]]]]
+                    ) -> Figure:
+    """Return committed results per second against time (s from the run's first operation),
+    one line per run (label, checker timeline, fault windows), with duplicate results and
+    commits refused by the fence marked and the fault windows of the first run shaded."""
+    fig, ax = _new()
+    end_s = 0.0
+    for label, tl, _ in runs:
+        bin_s = float(tl.get("bin_s", 1.0))
+        n = len(tl.get("results", []))
+        end_s = max(end_s, n * bin_s)
+        if not n:
+            continue
+        x = [(b + 0.5) * bin_s for b in range(n)]
+        line = ax.plot(x, [r / bin_s for r in tl["results"]], linewidth=1.2,
+                       color=STRATEGY_COLORS.get(label.split(" ")[0]), label=plain(label))[0]
+        for key, marker in (("duplicate_results", "x"), ("fenced_commits", "o")):
+            pts = [(xx, v) for xx, v in zip(x, tl.get(key, []), strict=False) if v]
+            if pts:
+                ax.scatter([p[0] for p in pts], [p[1] / bin_s for p in pts], marker=marker,
+                           s=28, color=line.get_color(), facecolors=(
+                               "none" if marker == "o" else line.get_color()),
+                           label=plain(f"{label}: {key.replace('_', ' ')}"), zorder=3)
+    if runs:
+        _shade_faults(ax, runs[0][2], end_s)
+    ax.set_xlabel("time since the run's first operation (s)")
+    ax.set_ylabel("per second")
+    ax.legend(fontsize=7)
+    return fig
+
+
 def render_queue_report(results: Mapping[str, Any], run_dir: Path) -> Path:
     """Write ``run_dir/report.html`` for one queue run (and its figures); return its path."""
     page = Page()
@@ -157,8 +217,7 @@ def render_queue_report(results: Mapping[str, Any], run_dir: Path) -> Path:
         ["visibility timeout (s)", spec["visibility_s"]],
         ["processing median (ms)", spec["process_ms"]],
         ["slow processings", f'{spec["slow_fraction"]:g} of them take {spec["slow_s"]:g} s'],
-        ["faults", "; ".join(f'{f["action"]} consumer {f["node"]} at {f["at_s"]:g} s for '
-                             f'{f["for_s"]:g} s' for f in spec["faults"]) or "none"],
+        ["faults", "; ".join(fault_text(f) for f in spec["faults"]) or "none"],
         ["clock", s["clock"]], ["seed", spec["seed"]]], caption="Configuration")
     page.table(["Measure", "Value"], [[label, _cell(s[key])] for label, key in SUMMARY_ROWS
                                       if key in s],
@@ -166,7 +225,13 @@ def render_queue_report(results: Mapping[str, Any], run_dir: Path) -> Path:
                    " (PARTIAL: the run was cut short)" if s.get("partial") else ""))
     page.figure("fig-queue-deliveries", "How many messages were delivered and processed k "
                 "times.", histogram_figure(results["checker"]["histograms"]))
-    for name in ("lost", "unexpected", "duplicated"):
+    checker = results["checker"]
+    if "timeline" in checker:
+        page.figure("fig-queue-timeline", "Committed results per second; duplicate results "
+                    "(x) and commits refused by the fence (o) marked; fault windows shaded.",
+                    timeline_figure([(spec["strategy"], checker["timeline"],
+                                      checker.get("faults", []))]))
+    for name in ("lost", "unexpected", "duplicated", "duplicated_results"):
         if results["checker"].get(name):
             page.para(f"{name} (first 100): " + ", ".join(results["checker"][name]))
     return write_page(page, results, f"replicalab · queue · {spec['queue']}", run_dir)
@@ -182,9 +247,11 @@ def render_compare_report(results: Mapping[str, Any], run_dir: Path) -> Path:
     ratio = {(r["queue"], r["strategy"], r["consumers"]): r["ratio"]
              for r in results.get("ratios", [])}
     page.table(["Queue", "Strategy", "Consumers", "Dup deliveries", "Dup processing",
-                "Dup results", "Lost", "Store ops/msg", "Added ms", "Msgs/s", "vs none"],
+                "Dup results", "Fenced", "Lost", "Store ops/msg", "Added ms", "Msgs/s",
+                "vs none"],
                [[r["queue"], r["strategy"], r["consumers"], r["summary"]["duplicate_deliveries"],
                  r["summary"]["duplicate_processing"], r["summary"]["duplicate_results"],
+                 r["summary"].get("fenced_commits", 0),
                  r["summary"]["lost"], num(r["summary"]["store_ops_per_message"], 2),
                  num(r["summary"]["added_latency_ms"], 1),
                  num(r["summary"]["throughput_per_s"], 2),
@@ -194,4 +261,12 @@ def render_compare_report(results: Mapping[str, Any], run_dir: Path) -> Path:
                 "backend.", duplicates_figure(runs))
     page.figure("fig-queue-strategies", "Each strategy's duplicate processing and its cost "
                 "in central-store operations per message.", strategies_figure(runs))
+    if any(r.get("timeline") for r in runs) and results["spec"].get("faults"):
+        page.figure("fig-queue-timeline", "Committed results per second for each run, "
+                    "duplicate results (x) and commits refused by the fence (o) marked; the "
+                    "fault windows shaded.",
+                    timeline_figure([(f"{r['strategy']} c{r['consumers']} "
+                                      f"{short_url(r['queue'])}", r["timeline"],
+                                      r.get("faults", [])) for r in runs
+                                     if r.get("timeline")]))
     return write_page(page, results, "replicalab · queue compare", run_dir)

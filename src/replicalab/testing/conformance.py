@@ -428,6 +428,8 @@ async def timeout_is_unknown(ctx: Ctx) -> str:
                       "(run_conformance(url, staller=...))")
     url = await staller.start(ctx.url)
     try:
+        if url == ctx.url:  # stalled from inside (the simulator): the store in hand
+            return await _stall(ctx, staller, ctx.store)
         inner = ctx.opener(url, 7)
         store = PrefixedStore(inner, ctx.store.prefix)
         try:

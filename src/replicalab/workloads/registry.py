@@ -20,6 +20,11 @@ _MODULES = {
 }
 
 
+def register(name: str, module: str) -> None:
+    """Make ``--workload name`` run the ``WORKLOAD`` that ``module`` exports."""
+    _MODULES[name] = module
+
+
 def names() -> list[str]:
     """Return the names of every probe workload, in the order the docs list them."""
     return list(_MODULES)

@@ -14,7 +14,6 @@ prefix there.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import time
@@ -94,21 +93,17 @@ class ProbeSpec:
         """Return the spec saved by :meth:`to_json` (or by releases before workloads had
         one config each)."""
         wl = registry.get(d["workload"])
-        cfg = d["config"] if "config" in d else _legacy_config(d)
+        if "config" in d:
+            cfg = d["config"]
+        elif wl.legacy_config is not None:
+            cfg = wl.legacy_config(d)  # saved with every workload's fields side by side
+        else:
+            raise ValueError(f"the saved spec has no config for workload {d['workload']}")
         return cls(store=d["store"], workload=d["workload"], options=ProbeOptions(**d["options"]),
                    config=config_from_json(wl.config, cfg), cluster=d.get("cluster"),
                    cluster_root=d.get("cluster_root", ".replicalab"),
                    faults=tuple(Fault(**f) for f in d.get("faults", [])),
                    key_prefix=d.get("key_prefix"), keep_keys=bool(d.get("keep_keys", False)))
-
-
-def _legacy_config(d: dict[str, Any]) -> dict[str, Any]:
-    """Return the workload config of a spec saved with every workload's fields side by side."""
-    return {"staleness": lambda: d["staleness"],
-            "monotonic-writes": lambda: {"variant": d["variant"]},
-            "inter-element": lambda: {k: d[k] for k in ("placement", "write_mode", "read_mode")},
-            "latency": lambda: {"ops": d.get("ops", 1000)},
-            "sweep": lambda: d["sweep"]}[d["workload"]]()
 
 
 @dataclass
@@ -164,7 +159,7 @@ async def _cleanup(store: PrefixedStore, keys: KeyCleanup) -> None:
     if keys.kept:
         return
     try:
-        keys.removed = await asyncio.wait_for(store.cleanup(), _CLEANUP_S)
+        keys.removed = await store.runtime.timeout(store.cleanup(), int(_CLEANUP_S * 1e9))
     except TimeoutError:
         keys.error = f"no answer within {_CLEANUP_S:g} s"
     except (StoreError, ValueError, OSError) as err:
