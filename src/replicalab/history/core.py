@@ -26,7 +26,8 @@ class OpType(IntEnum):
 
 
 TYPE_NAMES = ("invoke", "ok", "fail", "info")
-F_NAMES = ("read", "write", "cas", "delete", "crash", "pause", "partition", "heal", "slow")
+F_NAMES = ("read", "write", "cas", "delete", "crash", "pause", "partition", "heal", "slow",
+           "power-loss")
 CONSISTENCY_NAMES = ("none", "eventual", "consistent")
 NEMESIS = -1
 CONDITION_FAILED = "condition failed"

@@ -166,21 +166,43 @@ async def _cleanup(store: PrefixedStore, keys: KeyCleanup) -> None:
         keys.error = redact_url(str(err)) or type(err).__name__
 
 
-async def _final_reads(store: Store, h: History) -> None:
-    """Read every key written, consistently where the store can, as process FINAL."""
+FINAL_SETTLE_S = 30.0
+"""After a run with faults, how long the final reads keep retrying while a restarted store
+comes back (s): a key whose final read never succeeds stays unchecked, never counted kept."""
+
+
+async def _final_reads(store: Store, h: History, settle_s: float = 0.0) -> None:
+    """Read every key written, consistently where the store can, as process FINAL; with
+    ``settle_s`` > 0 (a run with faults) a failed read is retried for up to that long in
+    all, on a new connection (the server may just have been restarted)."""
     written = sorted({k for i, ks in enumerate(h.keys) if h.process[i] >= 0
                       and h.f[i] in (h.f_code("write"), h.f_code("cas")) for k in ks})
     if not written:
         return
-    try:
-        client = await store.connect()
-    except (ValueError, StoreError):
-        return  # the store is gone: lost writes stay unchecked, the run reports why
-    rec = Recorder(h, store.runtime)
+    rt = store.runtime
+    until_ns = rt.now_ns() + int(settle_s * 1e9)
+    rec = Recorder(h, rt)
     consistent = Feature.CONSISTENT_READ in store.info.features
+    client = None
     for key in written:
-        await rec.read(client, FINAL, (key,), consistent)
-    await client.close()
+        while True:
+            if client is None:
+                try:
+                    client = await store.connect()
+                except (ValueError, StoreError):
+                    client = None
+            if client is not None and await rec.read(client, FINAL, (key,), consistent):
+                break
+            if rt.now_ns() >= until_ns:
+                if client is None:
+                    return  # the store is gone: lost writes stay unchecked, the run says why
+                break
+            if client is not None:
+                await client.close()
+                client = None
+            await rt.sleep_ns(200_000_000)
+    if client is not None:
+        await client.close()
 
 
 async def _run(spec: ProbeSpec, store: Store, h: History, rec: Recorder,
@@ -193,7 +215,7 @@ async def _run(spec: ProbeSpec, store: Store, h: History, rec: Recorder,
         jobs.append(nemesis.run(list(spec.faults), h, rt, t0,
                                 t0 + int(spec.options.duration_s * 1e9)))
     await rt.gather(*jobs)
-    await _final_reads(store, h)
+    await _final_reads(store, h, FINAL_SETTLE_S if nemesis is not None else 0.0)
 
 
 def check(spec: ProbeSpec, h: History, features: frozenset[Feature]) -> dict[str, Any]:
