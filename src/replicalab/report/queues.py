@@ -29,6 +29,7 @@ SUMMARY_ROWS = (
     ("commits of unknown outcome", "uncertain_results"),
     ("distinct results after filtering", "filtered_results"),
     ("lost (acknowledged, never committed)", "lost"),
+    ("not reached (run cut short first)", "not_reached"),
     ("unexpected (delivered, never sent)", "unexpected"),
     ("dead-lettered", "dead_lettered"),
     ("overlapping leases (pairs)", "overlapping_leases"),
@@ -45,6 +46,8 @@ SUMMARY_ROWS = (
 
 
 def _cell(v: Any) -> str:
+    if v is None:
+        return "not decided (run cut short)"
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
@@ -220,8 +223,10 @@ def render_queue_report(results: Mapping[str, Any], run_dir: Path) -> Path:
         ["slow processings", f'{spec["slow_fraction"]:g} of them take {spec["slow_s"]:g} s'],
         ["faults", "; ".join(fault_text(f) for f in spec["faults"]) or "none"],
         ["clock", s["clock"]], ["seed", spec["seed"]]], caption="Configuration")
-    page.table(["Measure", "Value"], [[label, _cell(s.get(key))] for label, key in
-                                      SUMMARY_ROWS], caption="Every message accounted for")
+    page.table(["Measure", "Value"], [[label, _cell(s[key])] for label, key in SUMMARY_ROWS
+                                      if key in s],
+               caption="Every message accounted for" + (
+                   " (PARTIAL: the run was cut short)" if s.get("partial") else ""))
     page.figure("fig-queue-deliveries", "How many messages were delivered and processed k "
                 "times.", histogram_figure(results["checker"]["histograms"]))
     checker = results["checker"]
