@@ -36,6 +36,8 @@ ALLOWED = {
     # the queue workload's central store is any Store; its checker is pure (checkers/)
     "queues": {"cluster", "stores", "sim", "checkers", "faults", *BASE},
     "placement": {"cluster", "stores", "sim", *BASE},
+    # the conformance suite for store adapters: runs any Store through the registry
+    "testing": {"stores", *BASE},
     "history": set(),
     "data": set(),  # package data (region matrices), no code
     "runtime": set(),

@@ -18,6 +18,7 @@ from replicalab.cli.timeparse import parse_duration_s
 from replicalab.cluster.state import load, names
 from replicalab.faults.schedule import check_within, load_faults, parse_fault
 from replicalab.history.rundir import Run, load_results
+from replicalab.stores.base import redact_url
 from replicalab.stores.registry import schemes
 from replicalab.workloads import registry
 from replicalab.workloads.base import Flag, ProbeOptions
@@ -171,7 +172,8 @@ def _fault_options(store: str, texts: list[str], path: Path | None,
 def probe(
     store: Annotated[str, typer.Option(help="Store URL, e.g. sim://simpledb, "
                                       "sim://quorum?n=3&r=1&w=1&regions=aws5; schemes: "
-                                      + ", ".join(f"{s}://" for s in schemes()) + "."
+                                      + ", ".join(f"{s}://" for s in schemes(False))
+                                      + " and those of installed adapters (docs/your-store.md)."
                                       )] = "sim://simpledb",
     workload: Annotated[str, typer.Option(help=" | ".join(registry.names()) + ".")
                         ] = "staleness",
@@ -214,8 +216,8 @@ def probe(
                          config=workload_config(workload, workload_flags),
                          **_fault_options(store, fault or [], faults, cluster))
         check_within(spec.faults, opts.duration_s)
-        with progress_bar(f"{workload} on {store}", not as_json) as tick:
-            run = run_probe(spec, out, tick)
+        with progress_bar(f"{workload} on {redact_url(store)}", not as_json) as tick:
+            run = run_probe(spec, out, tick, announce=lambda line: say(line, err=True))
     except (ValueError, UserError) as err:
         fail(str(err))
     finish(run, as_json)

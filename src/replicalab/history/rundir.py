@@ -21,19 +21,25 @@ MAX_PER_SECOND = 1000
 class Run:
     """Where a run was saved, its results, and whether it was cut short (``error`` says
     why it stopped early); ``steps`` holds the per-step parts of a run made of steps (a
-    load ramp's worker results), empty otherwise."""
+    load ramp's worker results), empty otherwise; ``keys`` says where a probe's keys went
+    on a real store (``workloads.runner.KeyCleanup``), None elsewhere."""
 
     run_dir: Path
     results: dict[str, Any]
     interrupted: bool = False
     error: str = ""
     steps: list[Any] = field(default_factory=list)
+    keys: Any = None
 
 
 def slug(text: str) -> str:
-    """Return ``text`` (a URL or a name; a URL's query is dropped) as at most 40 letters,
-    digits and dashes, fit for a directory name ("run" if nothing is left)."""
+    """Return ``text`` (a URL or a name) as at most 40 letters, digits and dashes, fit for a
+    directory name ("run" if nothing is left): a URL's scheme, host and path, never its
+    user, password or query."""
     base = text.split("?", 1)[0]
+    scheme, sep, rest = base.partition("://")
+    if sep:
+        base = f"{scheme}://{rest.rpartition('@')[2]}"
     return re.sub(r"[^A-Za-z0-9]+", "-", base).strip("-")[:40] or "run"
 
 
