@@ -258,3 +258,32 @@ def test_up_then_down_leaves_no_process_and_no_listening_port(tmp_path: Path):
     assert not any(process.alive(p) for p in pids + family)
     assert _block_free([a for n in c.nodes for a in (n.extra["address"], n.extra["listen"])])
     assert not (tmp_path / "clusters" / "c-down").exists()
+
+
+def test_pbs_prediction_from_measured_legs_matches_measurement(cassandra_dc3, tmp_path):
+    """PBS against the real cluster: legs from its own round trips, t-visibility measured
+    with the writer at US-E and the reader at US-W, for the five (R, W) pairs; every
+    measured point within PBS_TOLERANCE (15 points) of the prediction."""
+    from replicalab.cli.model_against import PBS_TOLERANCE
+    from replicalab.models import pbs
+    from replicalab.workloads import pbs_real
+
+    c, _ = cassandra_dc3
+    cal = pbs_real.calibrate(c, "US-E", "US-W", samples=15)
+    medians = [sorted(x)[len(x) // 2] for x in cal.write_rt_ms]
+    # the legs are the links' delays as the cluster's own traffic sees them
+    assert medians[0] < 20 and 75 < medians[1] < 160 and 85 < medians[2] < 175, (medians, cal)
+    wars = pbs.wars_from_round_trips(cal.write_rt_ms, cal.read_rt_ms)
+    worst, compared = 0.0, 0
+    for r, w in pbs_real.PAIRS:
+        m = pbs_real.measure(c, r, w, "US-E", "US-W", 4.0, tmp_path)
+        rows = pbs_real.compare_points(
+            lambda ts, r=r, w=w: pbs.t_visibility(wars, r, w, ts, 20_000, 1), m)
+        for row in rows:
+            if row["difference"] is not None:
+                worst = max(worst, row["difference"])
+                compared += 1
+        if (r, w) == (1, 1):  # the only pair whose reads can miss the write on dc3
+            assert rows[0]["measured"] is not None and rows[0]["measured"] < 0.3, rows
+            assert rows[2]["measured"] is not None and rows[2]["measured"] >= 0.9, rows
+    assert compared >= 15 and worst <= PBS_TOLERANCE, worst
