@@ -182,12 +182,30 @@ def start(kind: str, root: Path, name: str, regions: str = "dc3") -> DataCentres
     return t
 
 
+def on_cassandra(c: Any, root: Path, name: str) -> DataCentres:
+    """Return data centres over a running Cassandra cluster ``c`` (one node per region, as
+    ``cluster up cassandra`` starts it), which :meth:`DataCentres.down` leaves running (it
+    stops only the WAN links it made)."""
+    dcs = tuple(n.region for n in c.nodes)
+    if len(set(dcs)) != len(dcs):
+        raise ValueError(f"cluster {c.name} has several nodes in one region; the counters "
+                         "need one node per data centre")
+    t = DataCentres("cassandra", c.regions, dcs, Path(root), name)
+    _use_cassandra(t, c)
+    return t
+
+
 def _start_cassandra(t: DataCentres, name: str) -> None:
-    """One Cassandra node per data centre; each DC's keyspace created before any client
-    connects (concurrent schema changes from several clients can disagree)."""
+    """One Cassandra node per data centre (see :func:`_use_cassandra`)."""
     cname = f"{name}-cassandra".lower()
     c = cluster.up("cassandra", len(t.dcs), t.regions, name=cname, root=t.root)
     t.clusters.append(cname)
+    _use_cassandra(t, c)
+
+
+def _use_cassandra(t: DataCentres, c: Any) -> None:
+    """Point each DC at its node and keyspace; create the keyspaces before any client
+    connects (concurrent schema changes from several clients can disagree)."""
     for node in c.nodes:
         address = node.extra["address"]
         t.urls[node.region] = (f"cassandra://{address}:{node.client_port}?keyspace="
