@@ -8,7 +8,18 @@ from typing import Annotated
 import typer
 
 from replicalab import __version__
-from replicalab.cli import check, clt, counter, hlc, load, placement, placement_live, queue, watch
+from replicalab.cli import (
+    check,
+    clt,
+    counter,
+    hlc,
+    load,
+    placement,
+    placement_live,
+    queue,
+    scorecard,
+    watch,
+)
 from replicalab.cli.cluster import cluster_app
 from replicalab.cli.compare import compare
 from replicalab.cli.demo import demo
@@ -51,7 +62,8 @@ app.command()(export)
 app.command()(compare)
 app.add_typer(model_app, name="model")
 app.add_typer(cluster_app, name="cluster")
-for _module in (check, counter, clt, hlc, load, placement, placement_live, queue, watch):
+for _module in (check, counter, clt, hlc, load, placement, placement_live, queue, scorecard,
+                watch):
     _module.register(app)
 
 

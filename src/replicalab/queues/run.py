@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from replicalab.checkers.deliveries import check_deliveries
+from replicalab.cluster.process import interrupts_deferred
 from replicalab.faults.schedule import Fault
 from replicalab.queues.backends import open_backends
 from replicalab.queues.base import QueueError
@@ -91,12 +92,17 @@ def preflight(spec: QueueSpec) -> None:
 
 def results_of(spec: QueueSpec, o: QueueOutcome) -> dict[str, Any]:
     """Return the results document of one run: spec, backends, checker output, timing."""
-    checked = check_deliveries(o.log.columns(), o.dead_letters)
+    checked = check_deliveries(o.log.columns(), o.dead_letters, cut_short=o.interrupted)
     summary = {**checked["summary"], "duration_s": o.duration_ns / 1e9, "wall_s": o.wall_s,
                "clock": "virtual" if spec.queue.startswith("sim://") else "real"}
+    notes = list(o.notes)
+    if o.interrupted:
+        notes.append(f"PARTIAL: the run was cut short {o.duration_ns / 1e9:.1f} s in; every "
+                     f"figure covers only what ran ({summary['not_reached']:,} acknowledged "
+                     "messages not reached, none counted lost)")
     return {"kind": "queue", "schema_version": SCHEMA_VERSION, "spec": spec.to_json(),
             "queue": o.queue_info, "central": o.central_info, "summary": summary,
-            "checker": checked, "dead_letters": o.dead_letters[:100], "notes": o.notes}
+            "checker": checked, "dead_letters": o.dead_letters[:100], "notes": notes}
 
 
 def _save(run_dir: Path, spec: QueueSpec, o: QueueOutcome, results: dict[str, Any]) -> None:
@@ -114,9 +120,10 @@ def run_queue(spec: QueueSpec, out: Path, progress: Progress | None = None) -> Q
     preflight(spec)
     run_dir = make_run_dir(out, "queue", spec.queue)
     o = run_workload(spec, progress)
-    results = results_of(spec, o)
-    _save(run_dir, spec, o, results)
-    return QueueRun(run_dir, results, o.interrupted)
+    with interrupts_deferred() as late:  # a Ctrl-C now waits for the record to be saved
+        results = results_of(spec, o)
+        _save(run_dir, spec, o, results)
+    return QueueRun(run_dir, results, o.interrupted or late[0])
 
 
 def compare_queues(base: QueueSpec, queues: Sequence[str], strategies: Sequence[str],
