@@ -333,3 +333,14 @@ def test_counter_violations_weak_native_counters_oversell_middlewares_never(cass
         assert v["final_excess"] == 0 and v["acked_excess"] == 0, (cfg, v)
         assert got[cfg]["converged"] and got[cfg]["outcomes"]["ok"] > 0
     assert all(process.alive(n.pid) for n in c.nodes)  # the shared cluster keeps running
+
+
+def test_adapter_passes_the_conformance_suite(cassandra_dc3):
+    from replicalab.testing import run_conformance
+
+    report = run_conformance(cassandra_dc3[0].url)
+    assert report.ok, report.text()
+    assert {r.name for r in report.results if r.status == "passed"} == {
+        "describes-itself", "absent-reads-none", "consistent-read", "eventual-read",
+        "multi-read", "conditional-write", "atomic-multi-write", "delete",
+        "timeout-is-unknown"}, report.text()
