@@ -25,8 +25,9 @@ import statistics
 import time
 
 from replicalab.checkers.deliveries import check_deliveries
+from replicalab.queues.runner import run_workload
+from replicalab.queues.spec import QueueSpec
 from replicalab.queues.strategies import STRATEGIES
-from replicalab.queues.workload import QueueSpec, run_workload
 
 REGIMES = {"process 1 s": 1000.0, "process 0": 0.0}
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what the real-store integration tests need, if missing: Debian's redis-server,
-# postgresql, etcd-server and zookeeper, and Toxiproxy built from the Go module proxy into
-# .replicalab/bin. Safe to rerun. Services the packages may start are not used: replicalab
+# postgresql, etcd-server and zookeeper, Toxiproxy built from the Go module proxy into
+# .replicalab/bin, and Apache Cassandra's jars copied from Maven Central by Debian's Maven
+# into .replicalab/cassandra/VERSION/lib. Safe to rerun. Services the packages may start are not used: replicalab
 # starts its own server processes on 127.0.0.1 ports of its choosing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,10 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server etcd-client)
 [ -e /usr/share/zookeeper/bin/zkServer.sh ] || missing+=(zookeeper)
+# the power-loss file system (faults/powerfs.py): libfuse 3 and fusermount3
+command -v fusermount3 >/dev/null 2>&1 || missing+=(fuse3)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} (Debian packages)..."
   $SUDO apt-get update -qq
@@ -29,4 +34,15 @@ if [ ! -x .replicalab/bin/toxiproxy-server ]; then
   echo "building Toxiproxy v2.5.0 from the Go module proxy..."
   GOBIN="$PWD/.replicalab/bin" go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0
   mv .replicalab/bin/server .replicalab/bin/toxiproxy-server
+fi
+
+# Cassandra: cassandra-all and its ~100 runtime dependency jars, from Maven Central.
+CASSANDRA_VERSION=5.0.6
+CASSANDRA_LIB=.replicalab/cassandra/$CASSANDRA_VERSION/lib
+if [ ! -e "$CASSANDRA_LIB/cassandra-all-$CASSANDRA_VERSION.jar" ]; then
+  echo "copying Cassandra $CASSANDRA_VERSION jars from Maven Central (Maven)..."
+  rm -rf "$CASSANDRA_LIB.part"
+  mvn -q -B -Dstyle.color=never -f scripts/cassandra/pom.xml dependency:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$PWD/$CASSANDRA_LIB.part" >/dev/null
+  mv "$CASSANDRA_LIB.part" "$CASSANDRA_LIB"
 fi

@@ -26,7 +26,7 @@ def probe(tmp_path: Path):
 # -- real clusters, one per kind per test worker -----------------------------------------------
 
 CLUSTER_FIXTURES = {"redis_dc3": "redis", "postgres_dc3": "postgres", "etcd_dc3": "etcd",
-                    "zookeeper_dc3": "zookeeper"}
+                    "zookeeper_dc3": "zookeeper", "cassandra_dc3": "cassandra"}
 
 
 @pytest.fixture(scope="session")
@@ -54,6 +54,13 @@ def etcd_dc3():
 def zookeeper_dc3():
     """(Cluster, root) of a 3-server ZooKeeper ensemble on dc3 links."""
     with running_cluster("zookeeper") as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def cassandra_dc3():
+    """(Cluster, root) of a 3-node Cassandra on dc3 links, one data centre per region."""
+    with running_cluster("cassandra") as c:
         yield c
 
 

@@ -42,8 +42,9 @@ def pg_dc3():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _probe(url: str, consistency: str, out: Path, duration_s: float = 10) -> ProbeRun:
-    spec = ProbeSpec(store=url, workload="staleness",
+def _probe(url: str, consistency: str, out: Path, duration_s: float = 10,
+           keep: bool = False) -> ProbeRun:
+    spec = ProbeSpec(store=url, workload="staleness", keep_keys=keep,
                      options=ProbeOptions(consistency=consistency, duration_s=duration_s,
                                           write_interval_s=1.0, read_rate=100),
                      config=StalenessConfig(placement="separate-clients",
@@ -96,7 +97,7 @@ def test_standby_stale_for_the_injected_delay(pg_dc3, tmp_path):
 def test_remote_apply_is_fresh_at_the_ack_and_loses_nothing(pg_dc3, tmp_path):
     c, _ = pg_dc3
     url = c.url + "&synchronous_commit=remote_apply"
-    run = _probe(url, "eventual", tmp_path, duration_s=6)
+    run = _probe(url, "eventual", tmp_path, duration_s=6, keep=True)
     assert run.results["ops"]["failed"] == 0 and run.results["ops"]["info"] == 0
     fresh, total = _fresh_after_ack(run)
     assert total > 300 and fresh == total  # every read started after an ack sees it
@@ -110,8 +111,10 @@ def test_remote_apply_is_fresh_at_the_ack_and_loses_nothing(pg_dc3, tmp_path):
         store = open_store(url, 1)
         try:
             client = await store.connect("US-W")
-            primary = (await client.read([KEY], consistent=True)).values[0]
-            standby = (await client.read([KEY], consistent=False)).values[0]
+            key = run.keys.prefix + KEY  # the run kept its keys under its prefix
+            primary = (await client.read([key], consistent=True)).values[0]
+            standby = (await client.read([key], consistent=False)).values[0]
+            await client.delete([key])
             return primary, standby
         finally:
             await store.close()
@@ -201,8 +204,11 @@ def test_bad_postgres_input(tmp_path, monkeypatch):
         finally:
             await store.close()
 
-    with pytest.raises(ValueError, match=rf"cannot reach PostgreSQL at 127.0.0.1:{free} .*"
-                                         r"is the cluster up\?"):
+    # not a URL replicalab's clusters printed: the URL and the server's answer, no hint
+    # about `cluster status`
+    with pytest.raises(ValueError, match=rf"cannot reach PostgreSQL at 127.0.0.1:{free} \(node "
+                                         rf"n0 of postgresql://postgres@127.0.0.1:{free}/"
+                                         r"postgres\): connection failed: .*refused$"):
         asyncio.run(connect())
     with pytest.raises(ValueError, match="unknown parameter 'replicas' for postgresql://"):
         open_store("postgresql://127.0.0.1:5432/postgres?replicas=127.0.0.1:1", 1)

@@ -26,6 +26,8 @@ class Plan:
     overlap: bool  # the second delivery comes inside the first one's lease
     stale: int  # deletes refused for a stale receipt
     accepted_stale: bool  # a delete with the first receipt accepted after a redelivery
+    fenced: int  # commits refused: their fencing token was superseded
+    uncertain: int  # commits whose outcome stayed unknown
 
 
 @st.composite
@@ -35,9 +37,10 @@ def plans(draw) -> Plan:
     p = draw(st.integers(0, k))
     c = draw(st.integers(0, p))
     return Plan(sent, k, p, c, draw(st.booleans()) and k > 0,
-                draw(st.booleans()) and sent == "acked" and p == 0,
+                draw(st.booleans()) and sent == "acked" and c == 0,
                 draw(st.booleans()) and k >= 2, draw(st.integers(0, 2)) if k else 0,
-                draw(st.booleans()) and k >= 2)
+                draw(st.booleans()) and k >= 2, draw(st.integers(0, p - c)),
+                draw(st.integers(0, 1)) if p > c else 0)
 
 
 def build(messages: list[Plan]) -> tuple[QueueLog, list[str]]:
@@ -66,6 +69,10 @@ def build(messages: list[Plan]) -> tuple[QueueLog, list[str]]:
         log.record("process", 1, t0 + 5, t0 + 6, "info", tag=tag)  # a crash: never counted
         for j in range(m.committed):
             log.record("commit", 0, receipts[j][0] + 30, receipts[j][0] + 30, tag=tag)
+        for j in range(m.fenced):
+            log.record("commit", 2, receipts[j][0] + 40, receipts[j][0] + 41, "fail", tag=tag)
+        for j in range(m.uncertain):
+            log.record("commit", 2, receipts[j][0] + 50, receipts[j][0] + 51, "info", tag=tag)
         end = t0 + 900 * S
         for _ in range(m.stale):
             log.record("delete", 0, end, end + 1, "stale", tag=tag, msg_id=mid,
@@ -93,7 +100,11 @@ def test_generated_histories_are_counted_exactly(messages):
     assert s["duplicate_processing"] == sum(max(0, m.processed - 1) for m in messages)
     assert s["duplicate_results"] == sum(max(0, m.committed - 1) for m in messages)
     assert s["interrupted_processing"] == len(messages)
-    assert s["lost"] == sum(1 for m in acked if m.processed == 0 and not m.dead)
+    assert s["lost"] == sum(1 for m in acked
+                            if m.committed == 0 and m.uncertain == 0 and not m.dead)
+    assert s["fenced_commits"] == sum(m.fenced for m in messages)
+    assert s["uncertain_results"] == sum(m.uncertain for m in messages)
+    assert s["results"] == sum(m.committed for m in messages)
     assert s["dead_lettered"] == sum(m.dead for m in messages)
     assert s["unexpected"] == sum(1 for m in messages if m.sent == "none" and m.delivered)
     assert s["overlapping_leases"] == sum(m.overlap for m in messages)
@@ -102,10 +113,15 @@ def test_generated_histories_are_counted_exactly(messages):
     assert s["deleted"] == sum(1 for m in messages if m.deleted or m.accepted_stale)
     expected_results = {n for n, m in enumerate(messages) if m.committed}
     assert s["filtered_results"] == len(expected_results)
-    assert s["exactly_once"] == (all(m.processed == 1 or m.dead for m in acked)
-                                 and all(m.processed <= 1 for m in messages)
-                                 and not any(m.processed for m in messages
-                                             if m.sent != "acked"))
+    assert s["exactly_once"] == (all(m.committed == 1 or m.dead for m in acked)
+                                 and all(m.committed <= 1 for m in messages)
+                                 and not any(m.committed for m in messages
+                                             if m.sent == "none")
+                                 and not any(m.uncertain for m in messages))
+    timeline = check_deliveries(log.columns(), dead)["timeline"]
+    assert sum(timeline["results"]) == s["results"]
+    assert sum(timeline["duplicate_results"]) == s["duplicate_results"]
+    assert sum(timeline["fenced_commits"]) == s["fenced_commits"]
 
 
 def test_cost_latency_and_throughput():

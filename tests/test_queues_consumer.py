@@ -94,7 +94,7 @@ def test_sigkilled_consumer_process_central_processes_each_message_once(redis_dc
 
 
 def test_processes_need_a_real_queue():
-    from replicalab.queues.workload import QueueSpec
+    from replicalab.queues.spec import QueueSpec
 
     with pytest.raises(ValueError, match="drop --processes"):
         QueueSpec(processes=True).check()
@@ -103,7 +103,8 @@ def test_processes_need_a_real_queue():
 @integration
 def test_queue_run_with_consumer_processes_survives_a_sigkill(redis_dc3):
     from replicalab.faults.schedule import parse_fault
-    from replicalab.queues.workload import QueueSpec, run_workload
+    from replicalab.queues.runner import run_workload
+    from replicalab.queues.spec import QueueSpec
 
     cluster, _ = redis_dc3
     base = cluster.url

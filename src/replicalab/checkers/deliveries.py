@@ -6,11 +6,21 @@ msg_id, receipt, count, lease_ns, invoke_ns, complete_ns, outcome, note) and the
 dead-lettered messages, and returns plain data. Messages are identified by their tag (the
 producer writes it at the start of the body, so it survives any backend's ids).
 
-* lost: a send the queue acknowledged whose message was never processed (ok) and is not in
-  the dead-letter queue;
+* lost: a send the queue acknowledged whose message has no committed result (a ``commit``
+  row ``ok``, or ``info``: the consumer never learned whether it happened) and is not in the
+  dead-letter queue; in a run cut short (Ctrl-C) such messages are *not reached* instead
+  (the run stopped before it got to them), none is counted lost, ``partial`` is true and
+  ``exactly_once`` is only decided (false) by a violation already seen;
 * unexpected: a delivered tag no send ever carried;
 * duplicate deliveries / processing / committed results: for each message, k - 1 where k >= 1
-  is how often it was delivered / processed (ok) / committed; summed over messages;
+  is how often it was delivered / processed (ok) / committed (ok); summed over messages.
+  Duplicate *results* are duplicate effects (what a user of the results sees twice);
+  duplicate *processing* is work done twice, of which at most one result may have counted;
+* fenced commits: commits refused because their fencing token was superseded (``fail``);
+  uncertain results: commits whose outcome stayed unknown (``info``), counted neither as
+  results nor as lost;
+* exactly once: every acknowledged message that is not dead-lettered has exactly one
+  committed result, no message has two, none is lost, no result is uncertain;
 * overlapping leases: two deliveries of one message whose leases certainly overlap in time.
   The server starts a lease somewhere between the receive's invoke and its reply, so the
   part certainly held runs from the reply to the invoke plus the visibility timeout asked
@@ -22,18 +32,24 @@ producer writes it at the start of the body, so it survives any backend's ids).
   out before the call (the bug of a delete keyed by message id only);
 * cost: central-store and queue operations per message, and the latency a strategy adds
   between a delivery and the start of its processing;
-* throughput: distinct messages processed per second from the first send to the last commit.
+* throughput: distinct messages processed per second from the first send to the last commit;
+* faults and timeline: the fault rows (``crash``, ``pause``, ``skew``, ``store_fault``) as
+  windows, and results, duplicate results and fenced commits per time bin, both in seconds
+  from the first row of the record.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: lost and exactly once judged on committed results
 STORE_KINDS = ("claim", "claim_read", "claim_takeover", "heartbeat", "claim_done")
 QUEUE_KINDS = ("send", "receive", "delete", "change_visibility", "depth")
+FAULT_KINDS = ("crash", "pause", "skew", "store_fault")
+MAX_BINS = 200  # the timeline's bins: a result document stays small for any run length
 
 
 def _dups(counts: Iterable[int]) -> int:
@@ -56,9 +72,23 @@ def _overlaps(leases: Sequence[tuple[int, int]]) -> int:
     return pairs
 
 
-def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[str] = ()
-                     ) -> dict[str, Any]:
-    """Return per-message counts and the run's summary (counts; ms; messages/s)."""
+def _exactly_once(all_done: bool, duplicated: bool, lost: bool, cut_short: bool
+                  ) -> bool | None:
+    """Return whether every message has exactly one committed result: False on a duplicate
+    (or unexpected) result or a loss; for a run cut short with neither, None (not decided:
+    it stopped first); else ``all_done``."""
+    if duplicated or lost:
+        return False
+    if cut_short:
+        return None
+    return all_done
+
+
+def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[str] = (),
+                     cut_short: bool = False) -> dict[str, Any]:
+    """Return per-message counts and the run's summary (counts; ms; messages/s);
+    ``cut_short``: the run was interrupted, so what it did not process is not reached, not
+    lost, and every figure is partial."""
     kind, tag, mid, receipt = cols["kind"], cols["tag"], cols["msg_id"], cols["receipt"]
     outcome, inv, comp = cols["outcome"], cols["invoke_ns"], cols["complete_ns"]
     lease, count = cols["lease_ns"], cols["count"]
@@ -71,6 +101,11 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
     processed: Counter[str] = Counter()
     interrupted: Counter[str] = Counter()
     committed: Counter[str] = Counter()
+    uncertain: Counter[str] = Counter()
+    fenced = 0
+    commit_times: list[tuple[int, str]] = []  # (time, tag) of every commit that happened
+    fenced_times: list[int] = []
+    faults: list[dict[str, Any]] = []
     deleted: Counter[str] = Counter()
     lease_of: dict[str, list[int]] = {}  # receipt -> [start, end]
     deliveries_of: dict[str, list[tuple[int, str]]] = defaultdict(list)  # tag -> (t, receipt)
@@ -109,9 +144,19 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
                 interrupted[tag[i]] += 1
             if receipt[i] in delivered_at:
                 added_ns.append(inv[i] - delivered_at[receipt[i]])
-        elif k == "commit" and o == "ok":
-            committed[tag[i]] += 1
-            last_commit = comp[i] if last_commit is None else max(last_commit, comp[i])
+        elif k == "commit":
+            if o == "ok":
+                committed[tag[i]] += 1
+                commit_times.append((comp[i], tag[i]))
+                last_commit = comp[i] if last_commit is None else max(last_commit, comp[i])
+            elif o == "fail":
+                fenced += 1
+                fenced_times.append(comp[i])
+            else:
+                uncertain[tag[i]] += 1
+        elif k in FAULT_KINDS:
+            faults.append({"kind": k, "process": cols["process"][i], "start_ns": inv[i],
+                           "end_ns": comp[i], "note": cols["note"][i]})
 
     # second pass: deletes and visibility changes against the leases and later deliveries
     for i in range(n):
@@ -139,8 +184,11 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
             if r_last != receipt[i] and t_last > delivered_at[receipt[i]]:
                 stale_accepted += 1
 
+    origin = min(inv) if n else 0
     dead_tags = {tag_of_id[d] for d in dead_letters if d in tag_of_id}
-    lost = sorted(t for t in acked if not processed[t] and t not in dead_tags)
+    unfinished = sorted(t for t in acked if not committed[t] and not uncertain[t]
+                        and t not in dead_tags)
+    lost, not_reached = ([], unfinished) if cut_short else (unfinished, [])
     unexpected = sorted(t for t in delivered if t not in maybe_sent)
     overlap_pairs = 0
     overlap_msgs = 0
@@ -166,10 +214,15 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "interrupted_processing": sum(interrupted.values()),
         "results": sum(committed.values()),
         "duplicate_results": _dups(committed.values()),
+        "messages_committed_twice_or_more": sum(1 for k in committed.values() if k > 1),
+        "fenced_commits": fenced,
+        "uncertain_results": sum(uncertain.values()),
         "filtered_results": committed_distinct,
         "filtered_results_exact": committed_distinct == expected_results
         and set(committed) <= maybe_sent,
         "lost": len(lost),
+        "not_reached": len(not_reached),
+        "partial": cut_short,
         "unexpected": len(unexpected),
         "dead_lettered": len(dead_tags),
         "deleted": len(deleted),
@@ -186,8 +239,10 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "added_latency_ms": (sum(added_ns) / len(added_ns) / 1e6) if added_ns else 0.0,
         "span_s": span_s,
         "throughput_per_s": distinct / span_s if span_s else 0.0,
-        "exactly_once": distinct == expected_results and not _dups(processed.values())
-        and not lost,
+        "exactly_once": _exactly_once(
+            all(committed[t] == 1 for t in acked - dead_tags) and not uncertain,
+            bool(_dups(committed.values())) or not set(committed) <= maybe_sent,
+            bool(lost), cut_short),
     }
     return {
         "schema_version": SCHEMA_VERSION,
@@ -195,6 +250,43 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "histograms": {"deliveries": _histogram(delivered.values()),
                        "processing": _histogram(processed.values())},
         "lost": lost[:100],
+        "not_reached": not_reached[:100],
         "unexpected": unexpected[:100],
         "duplicated": sorted(t for t, k in processed.items() if k > 1)[:100],
+        "duplicated_results": sorted(t for t, k in committed.items() if k > 1)[:100],
+        "faults": _windows(faults, origin),
+        "timeline": _timeline(commit_times, fenced_times, origin),
     }
+
+
+def _windows(faults: list[dict[str, Any]], origin: int) -> list[dict[str, Any]]:
+    """Return the fault rows as windows in seconds from ``origin`` (a window never closed
+    ends with the record)."""
+    return [{"kind": f["kind"], "process": f["process"], "note": f["note"],
+             "start_s": (f["start_ns"] - origin) / 1e9,
+             "end_s": None if f["end_ns"] < 0 else (f["end_ns"] - origin) / 1e9}
+            for f in faults]
+
+
+def _timeline(commits: list[tuple[int, str]], fenced: list[int], origin: int
+              ) -> dict[str, Any]:
+    """Return results, duplicate results (a message's second or later commit) and fenced
+    commits per bin of ``bin_s`` seconds from ``origin``."""
+    ends = [t for t, _ in commits] + fenced
+    if not ends:
+        return {"bin_s": 1.0, "results": [], "duplicate_results": [], "fenced_commits": []}
+    span_s = (max(ends) - origin) / 1e9
+    bin_s = float(max(1, math.ceil(span_s / MAX_BINS)))
+    n = int(span_s // bin_s) + 1
+    out = {"bin_s": bin_s, "results": [0] * n, "duplicate_results": [0] * n,
+           "fenced_commits": [0] * n}
+    seen: set[str] = set()
+    for t, tag in sorted(commits):
+        b = int((t - origin) / 1e9 // bin_s)
+        out["results"][b] += 1
+        if tag in seen:
+            out["duplicate_results"][b] += 1
+        seen.add(tag)
+    for t in fenced:
+        out["fenced_commits"][int((t - origin) / 1e9 // bin_s)] += 1
+    return out

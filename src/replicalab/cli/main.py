@@ -69,6 +69,8 @@ VERBS: tuple[Verb, ...] = (
     Verb("placement", "replicalab.cli.placement_live"),
     Verb("queue", "replicalab.cli.queue",
          "Visibility-timeout queues: duplicate deliveries and the strategies against them."),
+    Verb("scorecard", "replicalab.cli.scorecard",
+         "Measure seed 001's chart for each store (latency, durability, consistency)."),
 )
 """Every verb of the CLI, in the order ``--help`` lists them."""
 

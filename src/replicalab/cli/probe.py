@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -16,15 +17,11 @@ from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
 from replicalab.cluster.state import load, names
 from replicalab.faults.schedule import check_within, load_faults, parse_fault
+from replicalab.stores.base import redact_url
+from replicalab.stores.registry import schemes
 from replicalab.workloads import registry
-from replicalab.workloads.base import ProbeOptions
-from replicalab.workloads.inter_element import InterElementConfig
-from replicalab.workloads.latency import LatencyConfig
-from replicalab.workloads.monotonic_writes import MonotonicWritesConfig
-from replicalab.workloads.register import RegisterConfig
+from replicalab.workloads.base import Flag, ProbeOptions
 from replicalab.workloads.runner import ProbeRun, ProbeSpec, recheck, run_probe
-from replicalab.workloads.staleness import StalenessConfig
-from replicalab.workloads.sweep import SweepConfig
 
 __all__ = ["finish", "out_console", "probe", "report", "summary_table"]
 
@@ -74,62 +71,15 @@ def fault_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def summary_table(results: dict[str, Any], title: str) -> TableData:
-    """Return the headline figures of one probe's results as a two-column table."""
+    """Return the headline figures of one probe's results as a two-column table: the
+    rows its workload declares, latency per operation, then the faults."""
     t = TableData(title, ["measure", "value"], right=(1,))
     ops = results["ops"]
     t.add("reads / writes", f"{ops['reads']:,} / {ops['writes']:,}")
-    if results["workload"] == "staleness":
-        for r in results["fresh_by_range"]:
-            p = "n/a" if r["p"] is None else f"{100 * r['p']:.2f}%"
-            t.add(f"fresh in [{r['from_ms']:g}, {r['to_ms']:g}) ms",
-                  f"{p} ({r['fresh']:,}/{r['total']:,})")
-        med = results["periods"]["first_ge_99_median_ms"]
-        t.add("median first time >= 99% fresh", "n/a" if med is None else f"{med:.1f} ms")
-        s = results["successive_reads"]
-        if s["pairs"]:
-            t.add("monotonic-read violations (fresh then stale)",
-                  f"{100 * s['fresh_stale']:.2f}% of {s['pairs']:,} pairs")
-        ryw = results["read_your_writes"]
-        if ryw["applicable"]:
-            t.add("read-your-writes violations", f"{ryw['violations']:,} of {ryw['reads']:,}")
-    elif results["workload"] == "latency":
-        for v, x in results["variants"].items():
-            t.add(f"{v} mean / p50 / p99 / p99.9",
-                  f"{x['mean_ms']:.2f} / {x['p50_ms']:.2f} / {x['p99_ms']:.2f} / "
-                  f"{x['p999_ms']:.2f} ms")
-        for d in results["differences"]:
-            t.add(f"{d['a']} - {d['b']}",
-                  f"{d['mean_diff_ms']:+.2f} ms [{d['lo_ms']:+.2f}, {d['hi_ms']:+.2f}] "
-                  f"{d['verdict']}")
-    elif results["workload"] == "sweep":
-        for pt in results["points"]:
-            t.add(f"{pt['variant']}, {pt['items']:,} item(s), {pt['clients']} clients",
-                  f"{pt['total_s']:.1f} s, {pt['throughput_per_s'] or 0:.1f}/s, "
-                  f"p50 {pt['p50_ms'] or 0:.1f} / p99 {pt['p99_ms'] or 0:.1f} ms")
-        for v, why in results["skipped"].items():
-            t.add(f"{v} skipped", why)
-    elif results["workload"] == "register":
-        lin = results["linearizability"]
-        t.add("linearizable (kv model)", {True: "yes", False: "NO"}.get(lin["valid"],
-                                                                        str(lin["valid"])))
-        t.add("keys not linearizable / unknown",
-              f"{lin['keys_not_linearizable']:,} / {lin['keys_unknown']:,} of {lin['keys']:,}")
-        t.add("operations checked", f"{lin['ops']:,}")
-        for part in lin["parts"]:
-            if part.get("explanation"):
-                t.add(f"why {part['key']}", part["explanation"])
-    elif results["workload"] == "monotonic-writes":
-        for attr, fr in results["version_fraction"].items():
-            t.add(f"{attr} versions in [50, 400) ms",
-                  "  ".join(f"{k} {100 * v:.2f}%" for k, v in fr.items() if v is not None))
-    else:
-        for e in results["table3"]:
-            label = f"{e['placement']}, {e['write']}, {e['read']}"
-            t.add(label, "N/A" if e["abcd"] is None else "  ".join(
-                f"{k} {100 * v:.1f}%" for k, v in e["abcd"].items()))
-    if results["workload"] != "latency":
-        # the latency workload's variant rows above already give these, per variant: the
-        # per-operation rows would count a conditional put's own read as a consistent read
+    wl = registry.get(results["workload"])
+    for measure, value in wl.summary_rows(results):
+        t.add(measure, value)
+    if wl.per_op_latency_rows:
         for name, lat in results["latency"].items():
             t.add(f"latency {name} p50/p99/p99.9",
                   f"{lat['p50_ms']:.1f} / {lat['p99_ms']:.1f} / {lat['p999_ms']:.1f} ms")
@@ -158,38 +108,45 @@ def finish(run: ProbeRun, as_json: bool) -> None:
         fail(f"the run stopped early ({run.error}); what was recorded is in {run.run_dir}")
 
 
-def _count(text: str | None, default: int, flag: str) -> int:
-    """Return the whole number in ``text`` (``default`` if not given)."""
-    if text is None:
-        return default
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"{flag} {text!r}: give one whole number, e.g. 10") from None
+def _flags_by_name() -> dict[str, list[tuple[str, Flag]]]:
+    """Return every workload flag by name, with the workloads that declare it."""
+    out: dict[str, list[tuple[str, Flag]]] = {}
+    for name in registry.names():
+        for flag in registry.get(name).flags:
+            out.setdefault(flag.name, []).append((name, flag))
+    return out
 
 
-_USES = {"writer_region": ("staleness", "register"), "reader_region": ("staleness", "register"),
-         "ops": ("latency", "register"), "clients": ("sweep", "register"),
-         "placement": ("staleness", "inter-element")}
+def _convert(flag: Flag, value: Any) -> Any:
+    """Return ``value`` (text when workloads disagree on the type) as ``flag`` takes it."""
+    if value is None:
+        return None
+    if flag.duration:
+        return parse_duration_s(value, flag.option)
+    if flag.type is int and not isinstance(value, int):
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError(f"{flag.option} {value!r}: give one whole number, e.g. 10"
+                             ) from None
+    if flag.type is float and not isinstance(value, int | float):
+        try:
+            return float(value)
+        except ValueError:
+            raise ValueError(f"{flag.option} {value!r}: give a number, e.g. 2.5") from None
+    return value
 
 
-def _refuse_unused(workload: str, placement: str, readers: int, writer_region: str | None,
-                   reader_region: str | None, ops: int | None, clients: str | None) -> None:
-    """Raise ValueError for an option that would have no effect in this mode, with why."""
-    given = {"writer_region": writer_region, "reader_region": reader_region, "ops": ops,
-             "clients": clients, "placement": placement or None}
-    for name, value in given.items():
-        if value is not None and workload not in _USES[name]:
-            raise ValueError(f"--{name.replace('_', '-')} has no effect with --workload "
-                             f"{workload} (it applies to {' and '.join(_USES[name])}); "
-                             "drop it")
-    if workload == "staleness" and placement != "separate-clients":
-        for flag, used in (("--reader-region", reader_region is not None),
-                           ("--readers", readers != 1)):
-            if used:
-                raise ValueError(f"{flag} has no effect with --placement "
-                                 f"{placement or 'same-client'} (the writer does the reads); "
-                                 "add --placement separate-clients or drop it")
+def workload_config(workload: str, given: dict[str, Any]) -> Any:
+    """Return the config of ``workload`` from the values of every workload flag (None: not
+    given); ValueError for a flag given that this workload does not take, with why."""
+    for name, uses in _flags_by_name().items():
+        users = [w for w, _ in uses]
+        if given.get(name) is not None and workload not in users:
+            raise ValueError(f"{uses[0][1].option} has no effect with --workload {workload} "
+                             f"(it applies to {' and '.join(users)}); drop it")
+    wl = registry.get(workload)
+    return wl.make_config({f.name: _convert(f, given.get(f.name)) for f in wl.flags})
 
 
 def _fault_options(store: str, texts: list[str], path: Path | None,
@@ -201,7 +158,9 @@ def _fault_options(store: str, texts: list[str], path: Path | None,
     if store.startswith("sim://") and cluster is None:
         return {"faults": tuple(plan)}  # the simulated store's own nodes take them
     if cluster is None:
-        matches = [n for n in names() if load(n).url == store]
+        # the cluster's URL, or it with parameters added (a consistency level, a timeout)
+        matches = [n for n in names()
+                   if store == (u := load(n).url) or store.startswith(u + "&")]
         if not matches:
             raise ValueError("faults need a cluster started by `replicalab cluster up`; pass "
                              "its URL as --store or name it with --cluster")
@@ -211,10 +170,12 @@ def _fault_options(store: str, texts: list[str], path: Path | None,
 
 def probe(
     store: Annotated[str, typer.Option(help="Store URL, e.g. sim://simpledb, "
-                                      "sim://quorum?n=3&r=1&w=1&regions=aws5.")] = "sim://simpledb",
-    workload: Annotated[str, typer.Option(
-        help="staleness | monotonic-writes | inter-element | latency | sweep | register."
-    )] = "staleness",
+                                      "sim://quorum?n=3&r=1&w=1&regions=aws5; schemes: "
+                                      + ", ".join(f"{s}://" for s in schemes(False))
+                                      + " and those of installed adapters (docs/your-store.md)."
+                                      )] = "sim://simpledb",
+    workload: Annotated[str, typer.Option(help=" | ".join(registry.names()) + ".")
+                        ] = "staleness",
     consistency: Annotated[str, typer.Option(help="eventual | consistent reads.")] = "eventual",
     duration: Annotated[str, typer.Option(help="How long to probe: 300s, 5m, 1h.")] = "5m",
     seed: Annotated[int, typer.Option(help="Seed: same seed, same simulated history.")] = 1,
@@ -225,37 +186,6 @@ def probe(
     read_rate: Annotated[float, typer.Option(help="Reads per second per reader.")] = 50.0,
     period: Annotated[str, typer.Option(help="Measurement period for per-period "
                                         "statistics.")] = "5m",
-    placement: Annotated[str, typer.Option(
-        help="staleness: same-client | separate-clients; inter-element: same-item | "
-             "same-domain | diff-domains | all.")] = "",
-    readers: Annotated[int, typer.Option(help="Reader clients (separate-clients).")] = 1,
-    writer_region: Annotated[str | None, typer.Option(
-        help="Region of the writer (register: of every client's writes and cas).")] = None,
-    reader_region: Annotated[str | None, typer.Option(
-        help="Region of the readers (register: of every client's reads).")] = None,
-    ranges: Annotated[str, typer.Option(help="Aggregate ranges in ms since the write "
-                                        "started.")] = "0-450,500-1000",
-    variant: Annotated[str, typer.Option(
-        help="monotonic-writes: different | three | same | two-then-one | "
-             "two-then-one-same.")] = "different",
-    write_mode: Annotated[str, typer.Option(help="inter-element: one-call | two-calls | all."
-                                            )] = "all",
-    read_mode: Annotated[str, typer.Option(help="inter-element: two-single | one-multi | all."
-                                           )] = "all",
-    ops: Annotated[int | None, typer.Option(help="latency: operations per variant (default "
-                                         "1000); register: stop after this many operations "
-                                         "(default: run for --duration).")] = None,
-    clients: Annotated[str | None, typer.Option(help="sweep: closed-loop client counts, one "
-                                                "point each (default 1,2,5,10,20,50,100,200); "
-                                                "register: clients (default 10).")] = None,
-    total: Annotated[int, typer.Option(help="sweep: requests per point.")] = 10_000,
-    items: Annotated[str, typer.Option(help="sweep: item counts (requests pick one item at "
-                                       "random).")] = "1,1000",
-    variants: Annotated[str, typer.Option(
-        help="sweep: put, conditional put, eventual read, consistent read (comma-separated)."
-    )] = "put,conditional put,eventual read,consistent read",
-    writers: Annotated[int, typer.Option(help="sweep: background writers during read "
-                                         "points.")] = 5,
     fault: Annotated[list[str] | None, typer.Option(
         help='Fault on the cluster or on sim://primary and sim://quorum, repeatable: '
              '"at=30s crash node=2 for=20s" (crash, pause, partition, slow ... ms=200; '
@@ -264,14 +194,7 @@ def probe(
         help="TOML file of [[fault]] tables (action, at, for, node or region, ms).")] = None,
     cluster: Annotated[str | None, typer.Option(
         help="Cluster the faults act on (default: the one whose URL is --store).")] = None,
-    keys: Annotated[int, typer.Option(help="register: keys (one register each).")] = 5,
-    mix: Annotated[str, typer.Option(help="register: operation mix.")
-                   ] = "read=50,write=25,cas=25",
-    op_rate: Annotated[float, typer.Option(help="register: operations per second per client "
-                                           "(0: back to back).")] = 10.0,
-    check_timeout: Annotated[str, typer.Option(help="register: time limit of the "
-                                               "linearizability check (then: unknown).")
-                             ] = "60s",
+    **workload_flags: Any,
 ) -> None:
     """Probe a store's consistency as its clients see it.
 
@@ -287,35 +210,47 @@ def probe(
                                 write_interval, "--write-interval"),
                             read_rate=read_rate, period_s=parse_duration_s(period, "--period"),
                             seed=seed)
-        configs = {
-            "staleness": lambda: StalenessConfig(
-                placement=placement or "same-client", readers=readers,
-                writer_region=writer_region, reader_region=reader_region, ranges=ranges),
-            "monotonic-writes": lambda: MonotonicWritesConfig(variant=variant),
-            "inter-element": lambda: InterElementConfig(placement=placement or "all",
-                                                        write_mode=write_mode,
-                                                        read_mode=read_mode),
-            "latency": lambda: LatencyConfig(ops=1000 if ops is None else ops),
-            "sweep": lambda: SweepConfig.parse(clients or "1,2,5,10,20,50,100,200", total,
-                                               items, variants, writers),
-            "register": lambda: RegisterConfig(
-                keys=keys, clients=_count(clients, 10, "--clients"), mix=mix,
-                writer_region=writer_region, reader_region=reader_region, rate=op_rate,
-                ops=ops or 0, check_timeout_s=parse_duration_s(check_timeout,
-                                                               "--check-timeout")),
-        }
         registry.get(workload)
-        _refuse_unused(workload, placement, readers, writer_region, reader_region, ops,
-                       clients)
         spec = ProbeSpec(store=store, workload=workload, options=opts,
-                         config=configs[workload](),
+                         config=workload_config(workload, workload_flags),
                          **_fault_options(store, fault or [], faults, cluster))
         check_within(spec.faults, opts.duration_s)
-        with progress_bar(f"{workload} on {store}", not as_json) as tick:
-            run = run_probe(spec, out, tick)
+        with progress_bar(f"{workload} on {redact_url(store)}", not as_json) as tick:
+            run = run_probe(spec, out, tick, announce=lambda line: say(line, err=True))
     except (ValueError, UserError) as err:
         fail(str(err))
     finish(run, as_json)
+
+
+def _flag_option(uses: list[tuple[str, Flag]]) -> Any:
+    """Return the Typer option of one workload flag: its help names the workloads that
+    take it, each with its default."""
+    parts = []
+    for name, flag in uses:
+        shown = registry.get(name).default_text(flag)
+        parts.append(f"{name}: {flag.help}" + ("" if shown is None else f" (default {shown})"))
+    return typer.Option(uses[0][1].option, help="; ".join(parts) + ".", show_default=False)
+
+
+def _with_workload_flags(fn: Any) -> Any:
+    """Give ``fn`` (whose ``**workload_flags`` take them) one option per workload flag of
+    the registry, so that a workload's flags are declared by the workload alone."""
+    sig = inspect.signature(fn, eval_str=True)
+    fixed = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    extra = []
+    for name, uses in _flags_by_name().items():
+        if name in sig.parameters:
+            raise RuntimeError(f"workload flag {name!r} ({', '.join(w for w, _ in uses)}) "
+                               "clashes with a common probe option; rename it")
+        types = {str if f.duration else f.type for _, f in uses}
+        kind = types.pop() if len(types) == 1 else str  # converted per workload later
+        extra.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                       annotation=Annotated[kind | None, _flag_option(uses)]))
+    fn.__signature__ = sig.replace(parameters=[*fixed, *extra])
+    return fn
+
+
+_with_workload_flags(probe)
 
 
 def report(

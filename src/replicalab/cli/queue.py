@@ -14,6 +14,7 @@ from replicalab.cli.errors import UserError, fail
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
+from replicalab.stores.base import redact_url
 
 queue_app = typer.Typer(help="Visibility-timeout queues: duplicate deliveries and the "
                         "strategies that process each message once.", no_args_is_help=True)
@@ -33,9 +34,14 @@ SlowFraction = Annotated[float, typer.Option(help="Share of processings that tak
 Slow = Annotated[str, typer.Option(help="Duration of a slow processing (longer than the "
                                    "visibility timeout makes redeliveries).")]
 FaultOpt = Annotated[list[str] | None, typer.Option(
-    "--fault", help='Crash a consumer: "at=20s crash node=3 for=30s" (repeatable).')]
+    "--fault", help='A consumer or central-store fault (repeatable): "at=20s crash '
+    'consumer=3 for=30s", "at=3s pause consumer=1 for=10s", "skew consumer=2 ms=3000", '
+    '"at=5s errors store=central for=4s", "at=5s timeouts store=central for=4s ms=1000".')]
 FaultsFile = Annotated[Path | None, typer.Option(
-    "--faults", help="TOML file of [[fault]] tables (crash, node=K).")]
+    "--faults", help="TOML file of [[fault]] tables (action, at, for, consumer or store, "
+    "ms).")]
+Strategy = Annotated[str, typer.Option(
+    help="none | tag | central (fenced) | central-lease | central-detect.")]
 MaxDuration = Annotated[str, typer.Option(help="Stop after this long (virtual time on "
                                           "sim://) even if messages remain.")]
 Seed = Annotated[int, typer.Option(help="Seed of the simulator and processing times.")]
@@ -45,7 +51,7 @@ AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 def _spec(**kw: Any) -> Any:
     from replicalab.faults.schedule import load_faults, parse_fault
-    from replicalab.queues.workload import QueueSpec
+    from replicalab.queues.spec import QueueSpec
 
     texts, path = kw.pop("fault") or [], kw.pop("faults_file")
     faults = tuple([parse_fault(t) for t in texts] + (load_faults(path) if path else []))
@@ -69,10 +75,12 @@ def summary_table(results: dict[str, Any]) -> TableData:
 
     s = results["summary"]
     t = TableData(f"queue {results['spec']['strategy']} on {results['queue']['url']} "
-                  f"({results['spec']['consumers']} consumers)", ["measure", "value"],
-                  right=(1,))
+                  f"({results['spec']['consumers']} consumers)"
+                  + (" - PARTIAL: the run was cut short" if s.get("partial") else ""),
+                  ["measure", "value"], right=(1,))
     for label, key in SUMMARY_ROWS:
-        t.add(label, _cell(s.get(key)))
+        if key in s:
+            t.add(label, _cell(s[key]))
     clock = "virtual " if s["clock"] == "virtual" else ""
     t.add(f"run time ({clock}s)", f"{s['duration_s']:.1f}")
     return t
@@ -83,13 +91,15 @@ def compare_table(results: dict[str, Any]) -> TableData:
     ratio = {(r["queue"], r["strategy"], r["consumers"]): r["ratio"]
              for r in results["ratios"]}
     t = TableData("queue compare", ["queue", "strategy", "consumers", "dup deliveries",
-                                    "dup processing", "dup results", "lost", "store ops/msg",
-                                    "msgs/s", "vs none"], wrap=(0,), right=tuple(range(2, 10)))
+                                    "dup processing", "dup results", "fenced", "lost", "dead",
+                                    "store ops/msg", "msgs/s", "vs none"], wrap=(0,),
+                  right=tuple(range(2, 12)))
     for r in results["runs"]:
         s = r["summary"]
         x = ratio.get((r["queue"], r["strategy"], r["consumers"]))
         t.add(r["queue"], r["strategy"], r["consumers"], s["duplicate_deliveries"],
-              s["duplicate_processing"], s["duplicate_results"], s["lost"],
+              s["duplicate_processing"], s["duplicate_results"], s.get("fenced_commits", 0),
+              s["lost"], s["dead_lettered"],
               f"{s['store_ops_per_message']:.2f}", f"{s['throughput_per_s']:.2f}",
               "n/a" if x is None else f"{x:.2f}")
     return t
@@ -114,8 +124,7 @@ def run_cmd(
     queue: Annotated[str, typer.Option(help="Queue URL: sim://sqs, sim://sqs?fifo=1, "
                                        "redis://..., postgresql://...")] = "sim://sqs",
     consumers: Annotated[int, typer.Option(help="Consumers receiving in parallel.")] = 8,
-    strategy: Annotated[str, typer.Option(
-        help="none | tag | central | central-detect.")] = "none",
+    strategy: Strategy = "none",
     central: Central = None, messages: Messages = 10000, producers: Producers = 2,
     readers: Readers = 0, batch: Batch = 10, visibility: Visibility = "30s",
     process: Process = "1s", process_sigma: Sigma = 0.5, slow_fraction: SlowFraction = 0.01,
@@ -129,7 +138,7 @@ def run_cmd(
     """Send messages, consume them in parallel and account for every delivery.
 
     Example: replicalab queue run --queue sim://sqs --consumers 8 --strategy central
-    --messages 2000 --fault "at=20s crash node=3 for=30s"
+    --messages 2000 --visibility 4s --process 500ms --fault "at=3s pause consumer=1 for=10s"
     """
     from replicalab.queues.run import run_queue
     from replicalab.report.queues import render_queue_report
@@ -141,8 +150,10 @@ def run_cmd(
                      slow_fraction=slow_fraction, slow=slow, fault=fault,
                      faults_file=faults_file, max_duration=max_duration, seed=seed,
                      processes=processes)
-        with progress_bar(f"queue {strategy} on {queue}", not as_json) as tick:
+        with progress_bar(f"queue {strategy} on {redact_url(queue)}", not as_json) as tick:
             run = run_queue(spec, out, lambda f: tick(f, "messages finished"))
+            if run.interrupted:
+                tick.interrupted()
     except (ValueError, UserError) as err:
         fail(str(err))
     report = render_queue_report(run.results, run.run_dir)
@@ -166,18 +177,20 @@ def compare_cmd(
         help="Queue URL (repeat for several backends); default sim://sqs.")] = None,
     strategy: Annotated[list[str] | None, typer.Option(
         help="Strategies, repeated or comma-separated (none,central); default all: none, tag, "
-             "central, central-detect.")] = None,
+             "central, central-lease, central-detect.")] = None,
     consumers: Annotated[str, typer.Option(help="Consumer counts to sweep: 1,4,16.")] = "1,4,16",
     central: Central = None, messages: Messages = 2000, producers: Producers = 2,
     readers: Readers = 0, batch: Batch = 10, visibility: Visibility = "30s",
     process: Process = "1s", process_sigma: Sigma = 0.5, slow_fraction: SlowFraction = 0.01,
-    slow: Slow = "45s", max_duration: MaxDuration = "1h", seed: Seed = 1,
+    slow: Slow = "45s", fault: FaultOpt = None, faults_file: FaultsFile = None,
+    max_duration: MaxDuration = "1h", seed: Seed = 1,
     out: Out = Path("runs"), as_json: AsJson = False,
 ) -> None:
-    """Run backends x strategies x consumer counts side by side; throughput as a ratio of
-    the none strategy on the same backend.
+    """Run backends x strategies x consumer counts side by side, under the same faults;
+    throughput as a ratio of the none strategy on the same backend.
 
-    Example: replicalab queue compare --consumers 1,4,16 --messages 1000
+    Example: replicalab queue compare --consumers 8 --strategy none,central-lease,central
+    --visibility 4s --process 500ms --fault "at=2s pause consumer=1 for=6s"
     """
     from replicalab.queues.run import compare_queues
     from replicalab.queues.strategies import STRATEGIES
@@ -189,14 +202,17 @@ def compare_cmd(
         strategies = [x.strip() for s in strategy or () for x in s.split(",") if x.strip()]
         strategies = strategies or list(STRATEGIES)
         base = _spec(queue=(queue or ["sim://sqs"])[0], consumers=counts[0],
-                     strategy="central" if central else "none", central=central,
-                     messages=messages, producers=producers, readers=readers, batch=batch,
-                     visibility=visibility, process=process, process_sigma=process_sigma,
-                     slow_fraction=slow_fraction, slow=slow, fault=None, faults_file=None,
-                     max_duration=max_duration, seed=seed)
+                     strategy="central" if central or fault or faults_file else "none",
+                     central=central, messages=messages, producers=producers,
+                     readers=readers, batch=batch, visibility=visibility, process=process,
+                     process_sigma=process_sigma, slow_fraction=slow_fraction, slow=slow,
+                     fault=fault, faults_file=faults_file, max_duration=max_duration,
+                     seed=seed)
         with progress_bar("queue compare", not as_json) as tick:
             run = compare_queues(base, queue or ["sim://sqs"], strategies, counts, out,
                                  lambda f: tick(f, "runs"))
+            if run.interrupted:
+                tick.interrupted()
     except (ValueError, UserError) as err:
         fail(str(err))
     report = render_compare_report(run.results, run.run_dir)

@@ -51,11 +51,18 @@ def allocate(count: int, base: int | None = None, avoid: Collection[int] = ()) -
 
 def wait_listening(port: int, timeout_s: float = 20.0) -> bool:
     """Return True once something accepts connections on 127.0.0.1:``port`` (False on timeout)."""
+    return wait_listening_on("127.0.0.1", port, timeout_s)
+
+
+def wait_listening_on(host: str, port: int, timeout_s: float = 20.0) -> bool:
+    """Return True once something accepts connections on ``host``:``port`` (a loopback
+    address; False on timeout)."""
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    while True:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with socket.create_connection((host, port), timeout=0.5):
                 return True
         except OSError:
+            if time.monotonic() >= deadline:
+                return False
             time.sleep(0.05)
-    return False

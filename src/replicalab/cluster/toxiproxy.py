@@ -62,11 +62,14 @@ class Toxiproxy:
                              f"{r.text.strip()}")
         return r.json() if r.content else None
 
-    def create(self, name: str, listen_port: int, upstream_port: int) -> None:
-        """Create proxy ``name`` from 127.0.0.1:listen_port to 127.0.0.1:upstream_port."""
+    def create(self, name: str, listen_port: int, upstream_port: int,
+               upstream_host: str = "127.0.0.1") -> None:
+        """Create proxy ``name`` from 127.0.0.1:listen_port to upstream_host:upstream_port
+        (a server on a loopback address of its own, such as a Cassandra node, gives its
+        host)."""
         self._ok(self.http.post("/proxies", json={
             "name": name, "listen": f"127.0.0.1:{listen_port}",
-            "upstream": f"127.0.0.1:{upstream_port}", "enabled": True}))
+            "upstream": f"{upstream_host}:{upstream_port}", "enabled": True}))
 
     def set_latency(self, name: str, downstream_ms: float, upstream_ms: float,
                     jitter_ms: float) -> None:

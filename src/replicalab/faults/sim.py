@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from replicalab.faults.nemesis import run_schedule
-from replicalab.faults.schedule import Fault
+from replicalab.faults.schedule import Fault, check_cluster_faults
 from replicalab.history import History
 from replicalab.runtime import Runtime
 from replicalab.sim.network import NS_PER_MS, Network, Node
@@ -58,9 +58,14 @@ class SimNemesis:
 
     def check(self, faults: list[Fault]) -> None:
         """Raise ValueError if a fault names a node or region the store does not have."""
+        check_cluster_faults(faults)
         nodes = self.nodes
         regions = sorted({n.region for n in nodes})
         for f in faults:
+            if f.action == "power-loss":
+                raise ValueError(f"fault {f.label!r}: sim://{self.scheme} keeps no disk, so "
+                                 "a power loss is not modelled; use crash, or a real cluster "
+                                 "started with --power-loss-fs")
             if f.node is not None and f.node >= len(nodes):
                 raise ValueError(f"fault {f.label!r}: sim://{self.scheme} has nodes "
                                  f"{', '.join(n.name for n in nodes)} (node=0.."

@@ -1,15 +1,18 @@
 """The queue workload with consumer processes (``--processes``, real queues only): each reader
 is a ``python -m replicalab.queues.consumer`` process of its own, so a crash fault is a
-SIGKILL, as it would be in production. Producers run here; each process streams its record
-to a file that is merged with the producers' when the run ends (operations a killed process
-began and never finished become ``info``: killed). The run ends when the producers are done
-and the queue counts nothing visible and nothing in flight, or at ``max_duration_s``."""
+SIGKILL and a pause a SIGSTOP (then SIGCONT), as they would be in production. Producers run
+here; each process streams its record to a file that is merged with the producers' when the
+run ends (operations a killed process began and never finished become ``info``: killed).
+Skews and central-store faults are handed to the consumer processes as a plan on the
+machine's monotonic clock, which every process shares. The run ends when the producers are
+done and the queue counts nothing visible and nothing in flight, or at ``max_duration_s``."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -17,11 +20,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from replicalab.cluster import process
-from replicalab.queues.base import QueueError
-from replicalab.queues.record import PRODUCER, QueueLog, merge, read_jsonl
-from replicalab.queues.workload import QueueOutcome, QueueSpec, open_backends
+from replicalab.faults.schedule import Fault
+from replicalab.queues.backends import open_backends
+from replicalab.queues.base import Queue, QueueError
+from replicalab.queues.nemesis import FaultPlan, record_fault_windows, windows
+from replicalab.queues.producer import produce
+from replicalab.queues.record import QueueLog, merge, read_jsonl
+from replicalab.queues.spec import QueueOutcome, QueueSpec, consumer_of
 
 POLL_S = 0.2  # how often the run looks at the queue's counts
+READY_LIMIT_S = 60.0  # how long consumer processes may take to start (imports, connects)
 
 
 def _threads(spec: QueueSpec) -> list[tuple[int, int]]:
@@ -36,7 +44,7 @@ def _threads(spec: QueueSpec) -> list[tuple[int, int]]:
 
 
 def _argv(spec: QueueSpec, claims: str, record: Path, first: int, threads: int,
-          gen: int) -> list[str]:
+          gen: int, go: Path) -> list[str]:
     argv = [sys.executable, "-m", "replicalab.queues.consumer", "--queue", spec.queue,
             "--strategy", spec.strategy, "--claims", claims, "--record", str(record),
             "--index", str(first), "--gen", str(gen), "--threads", str(threads),
@@ -47,7 +55,22 @@ def _argv(spec: QueueSpec, claims: str, record: Path, first: int, threads: int,
             "--max-duration-s", repr(spec.max_duration_s), "--seed", str(spec.seed)]
     if spec.central is not None:
         argv += ["--central", spec.central]
-    return argv
+    return [*argv, "--go-file", str(go)]
+
+
+def _process_plan(spec: QueueSpec, t0_ns: int, layout: list[tuple[int, int]]) -> FaultPlan:
+    """Return the skews and store faults the consumer processes apply themselves, on the
+    machine's clock: a fault on process r acts on each of its threads."""
+    wins = []
+    for w in windows([f for f in spec.faults if f.action in ("skew", "errors", "timeouts")],
+                     t0_ns):
+        if w.consumer is None:
+            wins.append(w)
+            continue
+        first, threads = layout[w.consumer]
+        wins += [type(w)(w.action, k, w.start_ns, w.end_ns, w.ms)
+                 for k in range(first, first + threads)]
+    return FaultPlan(wins)
 
 
 def run_processes(spec: QueueSpec, progress: Callable[[float], None] | None = None
@@ -65,14 +88,17 @@ def run_processes(spec: QueueSpec, progress: Callable[[float], None] | None = No
     notes: list[str] = []
     dead: list[str] = []
     acked: set[str] = set()
+    stopped: set[int] = set()  # pids SIGSTOPped now: continued whatever way the run ends
     t0 = rt.now_ns()
     wall0 = time.monotonic()
+    go = tmp / "go.json"  # written once every consumer is up: the fault plan, and "start"
+    stopping = [False]
 
     def start(r: int, gen: int) -> None:
         first, threads = layout[r]
         rec = tmp / f"c{r}-g{gen}.jsonl"
         records.append(rec)
-        pids[r] = process.start(_argv(spec, claims, rec, first, threads, gen),
+        pids[r] = process.start(_argv(spec, claims, rec, first, threads, gen, go),
                                 tmp / f"c{r}-g{gen}.log", label=f"queue consumer {r}")
 
     def crash(r: int, for_s: float, gen: int) -> None:
@@ -80,6 +106,7 @@ def run_processes(spec: QueueSpec, progress: Callable[[float], None] | None = No
         if pid is None:
             return
         process.kill9(pid)  # as a machine that loses power: nothing is cleaned up
+        stopped.discard(pid)
         row = log.invoke("crash", layout[r][0], rt.now_ns(),
                          note=f"consumer process {r} (pid {pid}) SIGKILLed")
         asyncio.get_running_loop().call_later(for_s, restart, r, gen + 1, row)
@@ -89,56 +116,54 @@ def run_processes(spec: QueueSpec, progress: Callable[[float], None] | None = No
         if not stopping[0]:
             start(r, gen)
 
-    stopping = [False]
+    def pause(f: Fault, r: int) -> None:
+        pid = pids.get(r)
+        if pid is None or stopping[0]:
+            return
+        process.signal_group(pid, signal.SIGSTOP)
+        stopped.add(pid)
+        row = log.invoke("pause", layout[r][0], rt.now_ns(),
+                         note=f"{f.label}: process {r} (pid {pid}) SIGSTOPped")
+        asyncio.get_running_loop().call_later(f.for_s, resume, pid, row)
 
-    async def produce(p: int) -> None:
-        client = await queue.connect()
-        try:
-            for k in range(p, spec.messages, spec.producers):
-                tag = f"{token}.{k:06d}"
-                i = log.invoke("send", PRODUCER, rt.now_ns(), tag=tag)
-                try:
-                    mid = await client.send(f"{tag}|payload {k}")
-                except QueueError as err:
-                    log.done(i, rt.now_ns(), "info", note=str(err))
-                    continue
-                log.done(i, rt.now_ns(), msg_id=mid)
-                acked.add(mid)
-        finally:
-            await client.close()
+    def resume(pid: int, row: int) -> None:
+        if pid in stopped:
+            process.signal_group(pid, signal.SIGCONT)
+            stopped.discard(pid)
+        log.done(row, rt.now_ns())
+
+    def on_ack(mid: str) -> None:
+        acked.add(mid)
 
     async def main() -> None:
+        nonlocal t0
         for r in range(len(layout)):
             start(r, 0)
+        await _until_ready(records, pids)
+        t0 = rt.now_ns()  # the faults' times count from here: start-up is not the run
+        part = go.with_suffix(".part")
+        part.write_text(_process_plan(spec, t0, layout).to_json())
+        part.replace(go)
         loop = asyncio.get_running_loop()
         for f in spec.faults:
-            loop.call_later(f.at_s, crash, f.node, f.for_s, 0)
-        producers = [asyncio.ensure_future(produce(p)) for p in range(spec.producers)]
+            if f.action == "crash":
+                loop.call_later(f.at_s, crash, consumer_of(f), f.for_s, 0)
+            elif f.action == "pause":
+                loop.call_later(f.at_s, pause, f, consumer_of(f))
+        record_fault_windows(rt, log, tuple(f for f in spec.faults if f.action != "pause"),
+                             lambda r: layout[r][0])
+        producers = [asyncio.ensure_future(produce(queue, spec, log, token, p, on_ack))
+                     for p in range(spec.producers)]
         try:
-            while True:
-                await asyncio.sleep(POLL_S)
-                sent = all(p.done() for p in producers)
-                try:
-                    dead[:] = [d.id for d in await queue.dead_letters()]
-                    visible, in_flight = await queue.depth()
-                except QueueError:
-                    continue
-                if progress is not None and sent:
-                    progress(1 - (visible + in_flight) / max(1, spec.messages))
-                if sent and visible == 0 and in_flight == 0:
-                    break
-                if pids and not any(process.alive(p) for p in pids.values()):
-                    notes.append("stopped: every consumer process exited; their logs: "
-                                 + ", ".join(str(p) for p in sorted(tmp.glob("*.log"))))
-                    break
-                if rt.now_ns() - t0 >= spec.max_duration_s * 1e9:
-                    notes.append(f"stopped at --max-duration {spec.max_duration_s:g} s with "
-                                 f"{visible + in_flight} messages in the queue")
-                    break
+            await _until_drained(spec, queue, producers, pids, tmp, dead, notes,
+                                 lambda: rt.now_ns() - t0, progress)
         finally:
             stopping[0] = True
             for p in producers:
                 p.cancel()
+            for pid in list(stopped):  # nothing is left stopped
+                process.signal_group(pid, signal.SIGCONT)
+            stopped.clear()
             process.stop_many(list(pids.values()))  # SIGTERM: a clean stop, rows closed
             log.close_open(rt.now_ns(), "run ended")
             with contextlib.suppress(Exception):
@@ -160,3 +185,44 @@ def run_processes(spec: QueueSpec, progress: Callable[[float], None] | None = No
     return QueueOutcome(merged, dead, queue.info.to_json(),
                         store.info.to_json() if store is not None else None,
                         rt.now_ns() - t0, time.monotonic() - wall0, notes, interrupted)
+
+
+async def _until_ready(records: list[Path], pids: dict[int, int],
+                       limit_s: float = READY_LIMIT_S) -> None:
+    """Return once every consumer process is connected and waiting for the go (its record's
+    ``.ready`` file), one of them has exited, or ``limit_s`` has passed."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if all(Path(f"{p}.ready").exists() for p in records):
+            return
+        if not all(process.alive(p) for p in pids.values()):
+            return
+        await asyncio.sleep(POLL_S / 4)
+
+
+async def _until_drained(spec: QueueSpec, queue: Queue, producers: list[asyncio.Future[None]],
+                         pids: dict[int, int], tmp: Path, dead: list[str], notes: list[str],
+                         elapsed_ns: Callable[[], int],
+                         progress: Callable[[float], None] | None) -> None:
+    """Return once the producers are done and the queue is empty, every consumer process
+    has exited, or ``max_duration_s`` has passed (noting why in ``notes``)."""
+    while True:
+        await asyncio.sleep(POLL_S)
+        sent = all(p.done() for p in producers)
+        try:
+            dead[:] = [d.id for d in await queue.dead_letters()]
+            visible, in_flight = await queue.depth()
+        except QueueError:
+            continue
+        if progress is not None and sent:
+            progress(1 - (visible + in_flight) / max(1, spec.messages))
+        if sent and visible == 0 and in_flight == 0:
+            return
+        if pids and not any(process.alive(p) for p in pids.values()):
+            notes.append("stopped: every consumer process exited; their logs: "
+                         + ", ".join(str(p) for p in sorted(tmp.glob("*.log"))))
+            return
+        if elapsed_ns() >= spec.max_duration_s * 1e9:
+            notes.append(f"stopped at --max-duration {spec.max_duration_s:g} s with "
+                         f"{visible + in_flight} messages in the queue")
+            return

@@ -8,10 +8,15 @@ Kinds:
   ``deliver`` (one per message a receive returned: id, receipt, receive count; ``lease_ns``
   = the visibility timeout asked), ``delete``, ``change_visibility`` (``lease_ns`` = the new
   timeout), ``depth``;
-* processing: ``process`` (the work on one delivery), ``commit`` (its result written),
-  ``skip`` (a strategy decided not to process this delivery: ``note`` says why);
+* processing: ``process`` (the work on one delivery), ``commit`` (its result written: ``ok``
+  it happened; with ``central``, a conditional write that may be ``fail``, refused because
+  its fencing token was superseded, or ``info``, outcome unknown), ``skip`` (a strategy
+  decided not to process this delivery: ``note`` says why);
 * central store: ``claim``, ``claim_read``, ``claim_takeover``, ``heartbeat``, ``claim_done``;
-* faults: ``crash`` (a consumer stopped without deleting; ``complete_ns`` = its restart).
+* faults, each a row spanning its window: ``crash`` (a consumer stopped without deleting;
+  ``complete_ns`` = its restart), ``pause`` (a consumer stopped dead, then resumed),
+  ``skew`` (a consumer's clock off by the ms in ``note``), ``store_fault`` (the central
+  store's operations failing; process :data:`CENTRAL_STORE`).
 
 Outcomes: ``ok``, ``fail`` (certainly did not happen), ``info`` (unknown), ``stale`` (a
 delete or visibility change refused for a stale receipt), ``invoke`` while open.
@@ -29,12 +34,14 @@ import pyarrow.parquet as pq
 
 KINDS = ("send", "receive", "deliver", "delete", "change_visibility", "depth", "process",
          "commit", "skip", "claim", "claim_read", "claim_takeover", "heartbeat", "claim_done",
-         "crash")
+         "crash", "pause", "skew", "store_fault")
 STORE_KINDS = ("claim", "claim_read", "claim_takeover", "heartbeat", "claim_done")
 QUEUE_KINDS = ("send", "receive", "delete", "change_visibility", "depth")
 OUTCOMES = ("invoke", "ok", "fail", "info", "stale")
 PRODUCER = -1
 """Process id of the producers' rows (consumers are 0..C-1)."""
+CENTRAL_STORE = -2
+"""Process id of the rows of central-store faults."""
 
 COLUMNS = ("kind", "process", "tag", "msg_id", "receipt", "count", "lease_ns", "invoke_ns",
            "complete_ns", "outcome", "note")
@@ -51,6 +58,7 @@ class QueueLog:
     def __init__(self, sink: Callable[[int, dict[str, Any]], None] | None = None) -> None:
         self.cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
         self.sink = sink
+        self.open_commits: set[int] = set()  # commit rows not closed yet
 
     def row(self, index: int) -> dict[str, Any]:
         """Return row ``index`` as a dict."""
@@ -72,6 +80,8 @@ class QueueLog:
                             ("complete_ns", -1), ("outcome", "invoke"), ("note", note)):
             c[name].append(value)
         i = len(c["kind"]) - 1
+        if kind == "commit":
+            self.open_commits.add(i)
         if self.sink is not None:
             self.sink(i, self.row(i))
         return i
@@ -81,6 +91,7 @@ class QueueLog:
         c = self.cols
         c["complete_ns"][index] = now_ns
         c["outcome"][index] = outcome
+        self.open_commits.discard(index)
         for name, value in fields.items():
             c[name][index] = value
         if self.sink is not None:
@@ -100,6 +111,7 @@ class QueueLog:
         for i, outcome in enumerate(c["outcome"]):
             if outcome == "invoke" and (process is None or c["process"][i] == process):
                 c["outcome"][i], c["complete_ns"][i], c["note"][i] = "info", now_ns, note
+                self.open_commits.discard(i)
                 n += 1
                 if self.sink is not None:
                     self.sink(i, self.row(i))

@@ -13,9 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from replicalab.checkers.deliveries import check_deliveries
+from replicalab.cluster.process import interrupts_deferred
+from replicalab.faults.schedule import Fault
+from replicalab.queues.backends import open_backends
 from replicalab.queues.base import QueueError
 from replicalab.queues.record import save_log
-from replicalab.queues.workload import QueueOutcome, QueueSpec, open_backends, run_workload
+from replicalab.queues.runner import run_workload
+from replicalab.queues.spec import QueueOutcome, QueueSpec
+from replicalab.queues.strategies import CENTRAL
 from replicalab.stores.base import StoreError, redact_url
 
 SCHEMA_VERSION = 1
@@ -87,12 +92,17 @@ def preflight(spec: QueueSpec) -> None:
 
 def results_of(spec: QueueSpec, o: QueueOutcome) -> dict[str, Any]:
     """Return the results document of one run: spec, backends, checker output, timing."""
-    checked = check_deliveries(o.log.columns(), o.dead_letters)
+    checked = check_deliveries(o.log.columns(), o.dead_letters, cut_short=o.interrupted)
     summary = {**checked["summary"], "duration_s": o.duration_ns / 1e9, "wall_s": o.wall_s,
                "clock": "virtual" if spec.queue.startswith("sim://") else "real"}
+    notes = list(o.notes)
+    if o.interrupted:
+        notes.append(f"PARTIAL: the run was cut short {o.duration_ns / 1e9:.1f} s in; every "
+                     f"figure covers only what ran ({summary['not_reached']:,} acknowledged "
+                     "messages not reached, none counted lost)")
     return {"kind": "queue", "schema_version": SCHEMA_VERSION, "spec": spec.to_json(),
             "queue": o.queue_info, "central": o.central_info, "summary": summary,
-            "checker": checked, "dead_letters": o.dead_letters[:100], "notes": o.notes}
+            "checker": checked, "dead_letters": o.dead_letters[:100], "notes": notes}
 
 
 def _save(run_dir: Path, spec: QueueSpec, o: QueueOutcome, results: dict[str, Any]) -> None:
@@ -110,9 +120,10 @@ def run_queue(spec: QueueSpec, out: Path, progress: Progress | None = None) -> Q
     preflight(spec)
     run_dir = make_run_dir(out, "queue", spec.queue)
     o = run_workload(spec, progress)
-    results = results_of(spec, o)
-    _save(run_dir, spec, o, results)
-    return QueueRun(run_dir, results, o.interrupted)
+    with interrupts_deferred() as late:  # a Ctrl-C now waits for the record to be saved
+        results = results_of(spec, o)
+        _save(run_dir, spec, o, results)
+    return QueueRun(run_dir, results, o.interrupted or late[0])
 
 
 def compare_queues(base: QueueSpec, queues: Sequence[str], strategies: Sequence[str],
@@ -124,11 +135,16 @@ def compare_queues(base: QueueSpec, queues: Sequence[str], strategies: Sequence[
         # one --central serves the queues on its clock; sim:// queues fall back to
         # sim://simpledb when it is a real store, so sim and real backends compare in one go
         c = base.central
-        if strategy not in ("central", "central-detect") or c is None:
+        if strategy not in CENTRAL or c is None:
             return None
         return c if queue.startswith("sim://") == c.startswith("sim://") else None
 
-    plan = [replace(base, queue=q, strategy=s, consumers=c, central=central_for(q, s))
+    def faults_for(strategy: str) -> tuple[Fault, ...]:
+        # a central-store fault has nothing to act on under a strategy without the store
+        return tuple(f for f in base.faults if f.store is None or strategy in CENTRAL)
+
+    plan = [replace(base, queue=q, strategy=s, consumers=c, central=central_for(q, s),
+                    faults=faults_for(s))
             for q in queues for s in strategies for c in consumers]
     if not plan:
         raise ValueError("nothing to compare: give at least one --queue, --strategy and "
@@ -150,6 +166,8 @@ def compare_queues(base: QueueSpec, queues: Sequence[str], strategies: Sequence[
         _save(sub, spec, o, res)
         rows.append({"queue": spec.queue, "strategy": spec.strategy,
                      "consumers": spec.consumers, "summary": res["summary"],
+                     "timeline": res["checker"]["timeline"],
+                     "faults": res["checker"]["faults"],
                      "run_dir": str(sub.relative_to(run_dir))})
         if o.interrupted:
             interrupted = True

@@ -1,56 +1,43 @@
-"""The three ways of seed 000 (Cloud MapReduce) to live with duplicate deliveries, plus the
-cheaper variant of the third.
+"""The ways of seed 000 (Cloud MapReduce) to live with duplicate deliveries, by name.
 
 * ``none`` — process every delivery; duplicates are filtered downstream by the commit
   records (the checker counts distinct committed results).
 * ``tag`` — one reader per queue, many threads: the reader keeps the tags it has seen (in
   progress or done) and a thread drops a delivery whose tag is already there. A thread that
   crashes forgets its in-progress tags, so the redelivery is processed.
-* ``central`` — claim every message in a central store with a conditional write ("must not
-  exist"), read the claim back (the seed: "writes to a central store stating that it is
-  processing a message, and it then reads back to see who else is also processing"), and
-  resolve deterministically: the owner the store holds wins; everyone reads the same value.
-  A claim is a lease (half the visibility timeout), renewed by heartbeats while processing
-  runs long, taken over by a conditional write only once expired, and marked done after the
-  commit, so a redelivery of a finished message is dropped and deleted.
-* ``central-detect`` — the same claim, but the read-back and the done mark run only when a
-  conflict is possible: the delivery is a redelivery (receive count > 1), the claim was not a
-  clean first write, processing ran past half the lease, the delete was refused, or the
-  queue's counts show another reader may be working the same queue (messages in flight
-  that this reader does not hold). The conditional claim write alone is what keeps each
-  message processed once; the detection saves the other two store operations.
+* ``central`` — claim every message in a central store with a fencing token; the result is
+  committed only with the current token (``fenced.py``).
+* ``central-lease``, ``central-detect`` — the same claim as a lease judged on the consumers'
+  clocks, without fencing (``claims.py``): what ``central`` was before fencing, kept so that
+  the difference can be measured.
+
+A strategy is a class with ``name``, ``detect`` and ``handle(consumer, delivery, tag)``
+(``protocols.py``), and one line in :func:`make_strategy`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
-
 from replicalab.queues.base import Delivery
-from replicalab.stores.base import ABSENT, ConditionFailed, StoreError
+from replicalab.queues.claims import LeaseStrategy
+from replicalab.queues.fenced import FencedStrategy
+from replicalab.queues.protocols import Consumer, Strategy
+from replicalab.runtime.base import NS_PER_S
 
-if TYPE_CHECKING:
-    from replicalab.queues.workload import Worker
-
-STRATEGIES = ("none", "tag", "central", "central-detect")
-CENTRAL = ("central", "central-detect")
-
-
-class Strategy(Protocol):
-    """How one consumer thread handles one delivery."""
-
-    name: str
-
-    async def handle(self, w: Worker, d: Delivery, tag: str) -> None:
-        """Process (or drop) delivery ``d`` of message ``tag``; record every operation."""
-        ...
+STRATEGIES = ("none", "tag", "central", "central-lease", "central-detect")
+CENTRAL = ("central", "central-lease", "central-detect")
+"""The strategies that need a central store."""
+COMMIT_RETRY_S = 60.0
+"""How long a fenced commit whose outcome is unknown is retried (s): a central store that
+fails longer leaves it unknown (``info``), and the message to its next delivery."""
 
 
 class NoStrategy:
     """Process every delivery, commit, delete."""
 
     name = "none"
+    detect = False
 
-    async def handle(self, w: Worker, d: Delivery, tag: str) -> None:
+    async def handle(self, w: Consumer, d: Delivery, tag: str) -> None:
         """Process, commit and delete ``d`` whatever happened to it before."""
         if await w.process(d, tag):
             w.commit(d, tag)
@@ -61,8 +48,9 @@ class TagStrategy:
     """Drop deliveries whose tag this reader has seen (in progress or done)."""
 
     name = "tag"
+    detect = False
 
-    async def handle(self, w: Worker, d: Delivery, tag: str) -> None:
+    async def handle(self, w: Consumer, d: Delivery, tag: str) -> None:
         """Process ``d`` unless its tag is in the reader's seen set."""
         seen = w.reader.seen
         state = seen.get(tag)
@@ -84,138 +72,16 @@ class TagStrategy:
         await w.delete(d, tag)
 
 
-def _parse(value: str) -> tuple[str, str, int]:
-    owner, state, expires = value.rsplit("|", 2)
-    return owner, state, int(expires)
-
-
-class CentralStrategy:
-    """Claim each message in the central store before processing it (seed 000, case 3)."""
-
-    def __init__(self, detect: bool, lease_ns: int) -> None:
-        self.detect = detect
-        self.lease_ns = lease_ns
-        self.name = "central-detect" if detect else "central"
-
-    async def handle(self, w: Worker, d: Delivery, tag: str) -> None:
-        """Claim, process if the claim is ours, commit, mark done, delete."""
-        key = f"{w.ctx.claim_domain}/{tag}/owner"
-        me = f"c{w.index}.{w.gen}.{d.receipt}"
-        # the reader read the queue's counts when this batch arrived (Worker.run)
-        conflict = not self.detect or d.receive_count > 1 or w.reader.others
-        held = await self._claim(w, d, tag, key, me, conflict)
-        if held is None:
-            return
-        value = [held]
-        long_run = [False]
-
-        async def heartbeat() -> bool:
-            long_run[0] = True
-            renewed = await self._renew(w, d, tag, key, value[0], "heartbeat")
-            if renewed is None:
-                return False
-            value[0] = renewed
-            return True
-
-        if not await w.process(d, tag, heartbeat, self.lease_ns // 3):
-            return
-        w.commit(d, tag)
-        if not self.detect or conflict or long_run[0]:
-            await self._renew(w, d, tag, key, value[0], "claim_done")
-            await w.delete(d, tag)
-        elif not await w.delete(d, tag):
-            # the message may come back: leave a done mark so it is dropped, not redone
-            await self._renew(w, d, tag, key, value[0], "claim_done")
-
-    async def _claim(self, w: Worker, d: Delivery, tag: str, key: str, me: str,
-                     conflict: bool) -> str | None:
-        """Return our claim's value if we own the message now, None if someone else does
-        (after deleting the delivery when the message is already done)."""
-        rt, log = w.rt, w.ctx.log
-        mine = f"{me}|busy|{rt.now_ns() + self.lease_ns}"
-        i = log.invoke("claim", w.index, rt.now_ns(), tag=tag, msg_id=d.id, receipt=d.receipt)
-        clean = False
-        try:
-            await w.store_of(d).write({key: mine}, expect={key: ABSENT})
-            log.done(i, rt.now_ns())
-            clean = True
-        except ConditionFailed:
-            log.done(i, rt.now_ns(), "fail", note="claim exists")
-        except StoreError as err:
-            log.done(i, rt.now_ns(), "info", note=str(err))
-        if clean and not conflict:
-            return mine
-        current = await self._read(w, d, tag, key)
-        if current is None:
-            w.skip(d, tag, "claim unreadable or absent after the write; left for redelivery")
-            return None
-        owner, state, expires_ns = _parse(current)
-        if owner == me:
-            return current
-        if state == "done":
-            w.skip(d, tag, f"claim done by {owner}")
-            await w.delete(d, tag)
-            return None
-        if expires_ns > rt.now_ns():
-            w.skip(d, tag, f"claim held by {owner}")
-            return None
-        taken = f"{me}|busy|{rt.now_ns() + self.lease_ns}"
-        i = log.invoke("claim_takeover", w.index, rt.now_ns(), tag=tag, msg_id=d.id,
-                       receipt=d.receipt, note=f"expired claim of {owner}")
-        try:
-            await w.store_of(d).write({key: taken}, expect={key: current})
-        except ConditionFailed:
-            log.done(i, rt.now_ns(), "fail", note="taken over by another reader first")
-            w.skip(d, tag, "expired claim taken over by another reader")
-            return None
-        except StoreError as err:
-            log.done(i, rt.now_ns(), "info", note=str(err))
-            w.skip(d, tag, "takeover outcome unknown; left for redelivery")
-            return None
-        log.done(i, rt.now_ns())
-        return taken
-
-    async def _read(self, w: Worker, d: Delivery, tag: str, key: str) -> str | None:
-        rt, log = w.rt, w.ctx.log
-        i = log.invoke("claim_read", w.index, rt.now_ns(), tag=tag, msg_id=d.id,
-                       receipt=d.receipt)
-        try:
-            got = await w.store_of(d).read([key], consistent=True)
-        except StoreError as err:
-            log.done(i, rt.now_ns(), "info", note=str(err))
-            return None
-        log.done(i, rt.now_ns())
-        return got.values[0]
-
-    async def _renew(self, w: Worker, d: Delivery, tag: str, key: str, current: str,
-                     kind: str) -> str | None:
-        """Replace our claim ``current`` by a renewed lease (heartbeat) or the done mark
-        (claim_done) with a conditional write; return the new value, None if we lost it."""
-        rt, log = w.rt, w.ctx.log
-        owner = _parse(current)[0]
-        new = (f"{owner}|done|0" if kind == "claim_done"
-               else f"{owner}|busy|{rt.now_ns() + self.lease_ns}")
-        i = log.invoke(kind, w.index, rt.now_ns(), tag=tag, msg_id=d.id, receipt=d.receipt)
-        try:
-            await w.store_of(d).write({key: new}, expect={key: current})
-        except ConditionFailed:
-            log.done(i, rt.now_ns(), "fail", note="claim lost")
-            return None
-        except StoreError as err:
-            log.done(i, rt.now_ns(), "info", note=str(err))
-            # unknown: keep the lease we know of; it may still be ours
-            return current if _parse(current)[2] > rt.now_ns() else None
-        log.done(i, rt.now_ns())
-        return new
-
-
 def make_strategy(name: str, visibility_s: float) -> Strategy:
-    """Return the strategy called ``name`` (ValueError lists the choices); central claims
-    are leases of half the visibility timeout."""
+    """Return the strategy called ``name`` (ValueError lists the choices); lease claims last
+    half the visibility timeout; a fenced commit of unknown outcome is retried for up to
+    ``COMMIT_RETRY_S``."""
     if name == "none":
         return NoStrategy()
     if name == "tag":
         return TagStrategy()
-    if name in CENTRAL:
-        return CentralStrategy(name == "central-detect", int(visibility_s * 1e9 / 2))
+    if name == "central":
+        return FencedStrategy(visibility_s, COMMIT_RETRY_S)
+    if name in ("central-lease", "central-detect"):
+        return LeaseStrategy(name == "central-detect", int(visibility_s * NS_PER_S / 2))
     raise ValueError(f"unknown strategy {name!r}; use one of {', '.join(STRATEGIES)}")

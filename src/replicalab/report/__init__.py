@@ -4,6 +4,6 @@
 figures, the results as embedded JSON; opens offline) and ``run_dir/figures/*.png``.
 """
 
-from replicalab.report.page import render_report
+from replicalab.report.probe import render_report
 
 __all__ = ["render_report"]

@@ -13,13 +13,11 @@ operation.
 from __future__ import annotations
 
 import bisect
-import html
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from replicalab.report.page import Page
+from replicalab.report.page import Page, esc
 
 MIN_WIDTH = 900
 SLOT = 18
@@ -37,11 +35,6 @@ CHAR_PX = 5.6
 """Width of one label character at font size 10 (labels that would overlap are left out;
 the tooltip still names the op)."""
 _VERDICT = {True: "linearizable", False: "not linearizable", "unknown": "unknown"}
-
-
-def esc(value: object) -> str:
-    """Return ``value`` as text safe in HTML content and attributes."""
-    return html.escape(str(value))
 
 
 def _ms(x: float | None) -> str:

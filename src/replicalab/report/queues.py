@@ -8,13 +8,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from matplotlib.figure import Figure
 
 from replicalab.report.page import Page, esc, num, write_page
 from replicalab.report.plots import _new, plain
 
 STRATEGY_COLORS = {"none": "#d62728", "tag": "#ff7f0e", "central": "#2ca02c",
-                   "central-detect": "#1f77b4"}
+                   "central-lease": "#9467bd", "central-detect": "#1f77b4"}
+FAULT_COLORS = {"crash": "#d62728", "pause": "#ff7f0e", "skew": "#9467bd",
+                "store_fault": "#8c564b"}
 
 SUMMARY_ROWS = (
     ("messages (acknowledged sends)", "messages"), ("deliveries", "deliveries"),
@@ -22,8 +25,11 @@ SUMMARY_ROWS = (
     ("processings", "processing"), ("duplicate processing", "duplicate_processing"),
     ("interrupted processing (crash)", "interrupted_processing"),
     ("committed results", "results"), ("duplicate results", "duplicate_results"),
+    ("commits refused by the fence", "fenced_commits"),
+    ("commits of unknown outcome", "uncertain_results"),
     ("distinct results after filtering", "filtered_results"),
-    ("lost (acknowledged, never processed)", "lost"),
+    ("lost (acknowledged, never committed)", "lost"),
+    ("not reached (run cut short first)", "not_reached"),
     ("unexpected (delivered, never sent)", "unexpected"),
     ("dead-lettered", "dead_lettered"),
     ("overlapping leases (pairs)", "overlapping_leases"),
@@ -40,11 +46,27 @@ SUMMARY_ROWS = (
 
 
 def _cell(v: Any) -> str:
+    if v is None:
+        return "not decided (run cut short)"
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
         return num(v, 2)
     return str(v)
+
+
+def fault_text(f: Mapping[str, Any]) -> str:
+    """Return a fault of the spec as words, e.g. ``pause consumer 1 at 3 s for 10 s``."""
+    if f.get("consumer") is not None:
+        target = f"consumer {f['consumer']}"
+    elif f.get("store") is not None:
+        target = f"{f['store']} store"
+    else:
+        target = f"consumer {f['node']}"
+    extra = {"skew": f" {f.get('extra_ms', 0):+g} ms", "timeouts":
+             f" after {f.get('extra_ms', 0):g} ms"}.get(f["action"], "")
+    span = "to the end" if f.get("for_s") is None else f"for {f['for_s']:g} s"
+    return f"{f['action']} {target}{extra} at {f['at_s']:g} s {span}"
 
 
 def histogram_figure(hist: Mapping[str, Mapping[str, int]]) -> Figure:
@@ -139,6 +161,51 @@ def strategies_figure(runs: Sequence[Mapping[str, Any]]) -> Figure:
     return fig
 
 
+def _shade_faults(ax: Any, faults: Sequence[Mapping[str, Any]], end_s: float) -> None:
+    """Shade each fault window on ``ax`` (one legend entry per kind of fault)."""
+    named: set[str] = set()
+    for f in faults:
+        kind = f["kind"]
+        stop = end_s if f.get("end_s") is None else f["end_s"]
+        ax.axvspan(f["start_s"], max(stop, f["start_s"]), color=FAULT_COLORS.get(kind, "#999"),
+                   alpha=0.15, linewidth=0, label=None if kind in named else kind)
+        named.add(kind)
+
+
+def timeline_figure(runs: Sequence[tuple[str, Mapping[str, Any], Sequence[Mapping[str, Any]]]]
+                    ) -> Figure:
+    """Return, against time (s from the run's first operation), committed results so far
+    (top) and duplicate results and commits refused by the fence so far (bottom), one line
+    per run (label, checker timeline, fault windows); the first run's faults are shaded."""
+    fig = Figure(figsize=(7.5, 4.6), layout="constrained", facecolor="white")
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
+    end_s = 0.0
+    for label, tl, _ in runs:
+        bin_s = float(tl.get("bin_s", 1.0))
+        n = len(tl.get("results", []))
+        end_s = max(end_s, n * bin_s)
+        x = [(b + 1) * bin_s for b in range(n)]
+        color = STRATEGY_COLORS.get(label.split(" ")[0])
+        top.step(x, np.cumsum(tl.get("results", [])), where="post", linewidth=1.2,
+                 color=color, label=plain(label))
+        bottom.step(x, np.cumsum(tl.get("duplicate_results", [0] * n)), where="post",
+                    linewidth=1.4, color=color, label=plain(f"{label}: duplicate results"))
+        if any(tl.get("fenced_commits", [])):
+            bottom.step(x, np.cumsum(tl["fenced_commits"]), where="post", linewidth=1.0,
+                        linestyle="--", color=color,
+                        label=plain(f"{label}: refused by the fence"))
+    for ax in (top, bottom):
+        if runs:
+            _shade_faults(ax, runs[0][2], end_s)
+        ax.grid(True, color="#e5e5e5", linewidth=0.8)
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.legend(fontsize=7)
+    top.set_ylabel("results committed")
+    bottom.set_ylabel("so far")
+    bottom.set_xlabel("time since the run's first operation (s)")
+    return fig
+
+
 def render_queue_report(results: Mapping[str, Any], run_dir: Path) -> Path:
     """Write ``run_dir/report.html`` for one queue run (and its figures); return its path."""
     page = Page()
@@ -154,14 +221,21 @@ def render_queue_report(results: Mapping[str, Any], run_dir: Path) -> Path:
         ["visibility timeout (s)", spec["visibility_s"]],
         ["processing median (ms)", spec["process_ms"]],
         ["slow processings", f'{spec["slow_fraction"]:g} of them take {spec["slow_s"]:g} s'],
-        ["faults", "; ".join(f'{f["action"]} consumer {f["node"]} at {f["at_s"]:g} s for '
-                             f'{f["for_s"]:g} s' for f in spec["faults"]) or "none"],
+        ["faults", "; ".join(fault_text(f) for f in spec["faults"]) or "none"],
         ["clock", s["clock"]], ["seed", spec["seed"]]], caption="Configuration")
-    page.table(["Measure", "Value"], [[label, _cell(s.get(key))] for label, key in
-                                      SUMMARY_ROWS], caption="Every message accounted for")
+    page.table(["Measure", "Value"], [[label, _cell(s[key])] for label, key in SUMMARY_ROWS
+                                      if key in s],
+               caption="Every message accounted for" + (
+                   " (PARTIAL: the run was cut short)" if s.get("partial") else ""))
     page.figure("fig-queue-deliveries", "How many messages were delivered and processed k "
                 "times.", histogram_figure(results["checker"]["histograms"]))
-    for name in ("lost", "unexpected", "duplicated"):
+    checker = results["checker"]
+    if "timeline" in checker:
+        page.figure("fig-queue-timeline", "Results committed so far (top); duplicate results "
+                    "and commits refused by the fence so far (bottom); fault windows shaded.",
+                    timeline_figure([(spec["strategy"], checker["timeline"],
+                                      checker.get("faults", []))]))
+    for name in ("lost", "unexpected", "duplicated", "duplicated_results"):
         if results["checker"].get(name):
             page.para(f"{name} (first 100): " + ", ".join(results["checker"][name]))
     return write_page(page, results, f"replicalab · queue · {spec['queue']}", run_dir)
@@ -177,9 +251,11 @@ def render_compare_report(results: Mapping[str, Any], run_dir: Path) -> Path:
     ratio = {(r["queue"], r["strategy"], r["consumers"]): r["ratio"]
              for r in results.get("ratios", [])}
     page.table(["Queue", "Strategy", "Consumers", "Dup deliveries", "Dup processing",
-                "Dup results", "Lost", "Store ops/msg", "Added ms", "Msgs/s", "vs none"],
+                "Dup results", "Fenced", "Lost", "Store ops/msg", "Added ms", "Msgs/s",
+                "vs none"],
                [[r["queue"], r["strategy"], r["consumers"], r["summary"]["duplicate_deliveries"],
                  r["summary"]["duplicate_processing"], r["summary"]["duplicate_results"],
+                 r["summary"].get("fenced_commits", 0),
                  r["summary"]["lost"], num(r["summary"]["store_ops_per_message"], 2),
                  num(r["summary"]["added_latency_ms"], 1),
                  num(r["summary"]["throughput_per_s"], 2),
@@ -189,4 +265,12 @@ def render_compare_report(results: Mapping[str, Any], run_dir: Path) -> Path:
                 "backend.", duplicates_figure(runs))
     page.figure("fig-queue-strategies", "Each strategy's duplicate processing and its cost "
                 "in central-store operations per message.", strategies_figure(runs))
+    if any(r.get("timeline") for r in runs) and results["spec"].get("faults"):
+        page.figure("fig-queue-timeline", "Results committed so far (top), duplicate results "
+                    "and commits refused by the fence so far (bottom), for each run; the fault "
+                    "windows shaded.",
+                    timeline_figure([(f"{r['strategy']} c{r['consumers']} "
+                                      f"{short_url(r['queue'])}", r["timeline"],
+                                      r.get("faults", [])) for r in runs
+                                     if r.get("timeline")]))
     return write_page(page, results, "replicalab · queue compare", run_dir)

@@ -5,15 +5,13 @@ and reads side by side) and the table of every point."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from replicalab.report.page import Page, num
 from replicalab.report.plots import plain
-
-if TYPE_CHECKING:
-    from replicalab.report.page import Page
 
 WRITES = ("put", "conditional put")
 READS = ("eventual read", "consistent read")
@@ -67,8 +65,6 @@ def sweep_figure(points: Sequence[Mapping[str, Any]]) -> Figure:
 
 def sweep_section(page: Page, r: Mapping[str, Any]) -> None:
     """Add the sweep's figure, its shape table and the table of every point to ``page``."""
-    from replicalab.report.page import num  # page imports this module: import late
-
     cfg = r["config"]["sweep"]
     page.heading("Thread sweep (cf. seed 000, multiple threads)")
     page.para(f"Each point: {cfg['total']:,} requests by closed-loop clients; reads run with "

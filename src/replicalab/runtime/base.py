@@ -48,6 +48,27 @@ class Runtime(Protocol):
         """Schedule plain callback ``fn(*args)`` in ``ns`` nanoseconds; return a cancel handle."""
         ...
 
+    def schedule(self, ns: int, fn: Callable[..., Any], *args: Any) -> None:
+        """Schedule ``fn(*args)`` in ``ns`` nanoseconds for good (no cancel handle: cheaper)."""
+        ...
+
+    def continue_after(self, ns: int, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` in ``ns`` nanoseconds; call it last (virtual time may run it
+        at once, with the clock moved on, when nothing else would happen first)."""
+        ...
+
+    def future(self) -> Any:
+        """Return a new unresolved future of this runtime (awaitable for its result)."""
+        ...
+
+    def resolve_later(self, ns: int, fut: Any, value: Any) -> None:
+        """Set ``fut``'s result ``value`` in ``ns`` nanoseconds, unless it is done by then."""
+        ...
+
+    def reject_later(self, ns: int, fut: Any, exc: BaseException) -> None:
+        """Set ``fut``'s exception ``exc`` in ``ns`` nanoseconds, unless it is done by then."""
+        ...
+
     def run(self, main: Coroutine[Any, Any, T]) -> T:
         """Run ``main`` to completion on this runtime and return its result."""
         ...

@@ -39,6 +39,37 @@ class RealRuntime:
         """Schedule ``fn(*args)`` after ``ns`` ns on the running loop."""
         return asyncio.get_running_loop().call_later(max(ns, 0) / 1e9, fn, *args)
 
+    def future(self) -> asyncio.Future[Any]:
+        """Return a new unresolved future of the running loop."""
+        return asyncio.get_running_loop().create_future()
+
+    def schedule(self, ns: int, fn: Callable[..., Any], *args: Any) -> None:
+        """Schedule ``fn(*args)`` after ``ns`` ns, for good (no handle)."""
+        asyncio.get_running_loop().call_later(max(ns, 0) / 1e9, fn, *args)
+
+    def continue_after(self, ns: int, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` after ``ns`` ns (the caller's last action; see the virtual
+        runtime, which may run it at once)."""
+        asyncio.get_running_loop().call_later(max(ns, 0) / 1e9, fn, *args)
+
+    def resolve_later(self, ns: int, fut: asyncio.Future[Any], value: Any) -> None:
+        """Set ``fut``'s result ``value`` after ``ns`` ns (nothing if it is done by then:
+        a caller's timeout cancels it)."""
+        asyncio.get_running_loop().call_later(max(ns, 0) / 1e9, _settle, fut, value, None)
+
+    def reject_later(self, ns: int, fut: asyncio.Future[Any], exc: BaseException) -> None:
+        """Set ``fut``'s exception ``exc`` after ``ns`` ns (nothing if it is done by then)."""
+        asyncio.get_running_loop().call_later(max(ns, 0) / 1e9, _settle, fut, None, exc)
+
     def run(self, main: Coroutine[Any, Any, T]) -> T:
         """Run ``main`` with ``asyncio.run`` and return its result."""
         return asyncio.run(main)
+
+
+def _settle(fut: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:
+    if fut.done():
+        return
+    if exc is None:
+        fut.set_result(value)
+    else:
+        fut.set_exception(exc)

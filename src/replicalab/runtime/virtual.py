@@ -2,8 +2,16 @@
 
 When nothing is ready the loop jumps to the next timer, so simulated hours take seconds.
 Ties are broken by scheduling order, so the same program (and seed) gives the same run.
-It is deliberately not asyncio: a sleep here is one heap push and one ``send``, which is
-what lets the simulated store reach 10^5 client operations per wall-clock second.
+It is deliberately not asyncio: a sleep here is one heap push and one ``send``.
+
+A step that would be the next thing to happen anyway runs at once: a sleep, a simulated
+call's next hop (``continue_after``) or its completion (``resolve_later``) whose time
+comes before every pending timer, while no other task is ready, moves the clock there and
+carries on without a round through the heap. Nothing else could have run in between, so
+the run (and every random draw, in its order) is the one the heap would have given; a
+simulated call that meets no other event on its way costs no event at all. At most
+``_SKIP_BUDGET`` such steps run back to back before one goes through the loop, which is
+where Ctrl-C is acted on (a Ctrl-C also stops them at once).
 """
 
 from __future__ import annotations
@@ -20,8 +28,14 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+_SKIP_BUDGET = 256
+"""Steps run at once in a row before one goes through the loop (see the module doc)."""
+
+
 @types.coroutine
-def _sleep(ns: int) -> Generator[int, None, None]:
+def _sleep(rt: VirtualRuntime, ns: int) -> Generator[int, None, None]:
+    if rt._at_once(rt._now + ns):
+        return
     yield ns
 
 
@@ -127,6 +141,10 @@ class _Timer:
         self.cancelled = True
 
 
+_FOR_GOOD = _Timer()
+"""The handle of every ``schedule``d step: never cancelled."""
+
+
 class VirtualRuntime:
     """Runtime in virtual time; ``now_ns`` starts at 0 and only moves when the loop jumps."""
 
@@ -138,6 +156,8 @@ class VirtualRuntime:
         self._heap: list[tuple[int, int, Any, Any, Any]] = []
         self._ready: deque[tuple[VTask, Any, BaseException | None]] = deque()
         self._live: set[VTask] = set()
+        self._skips = _SKIP_BUDGET
+        self._interrupted = [False]  # set by a deferred Ctrl-C; checked between steps
 
     def now_ns(self) -> int:
         """Return the virtual time in ns since the start of the run."""
@@ -145,7 +165,7 @@ class VirtualRuntime:
 
     def sleep_ns(self, ns: int) -> Awaitable[None]:
         """Return an awaitable that resumes after ``ns`` virtual nanoseconds."""
-        return _sleep(ns if ns > 0 else 0)
+        return _sleep(self, ns if ns > 0 else 0)
 
     def future(self) -> VFuture:
         """Return a new unresolved future bound to this loop."""
@@ -191,12 +211,66 @@ class VirtualRuntime:
         heappush(self._heap, (self._now + (ns if ns > 0 else 0), self._seq, timer, fn, args))
         return timer
 
+    def schedule(self, ns: int, fn: Callable[..., Any], *args: Any) -> None:
+        """Schedule ``fn(*args)`` after ``ns`` virtual ns, for good (no handle: the
+        simulator's own steps, which are never cancelled, skip making one)."""
+        self._seq += 1
+        heappush(self._heap, (self._now + (ns if ns > 0 else 0), self._seq, _FOR_GOOD, fn, args))
+
+    def _at_once(self, when: int) -> bool:
+        """Return True (and move the clock to ``when``) if a step due at ``when`` is the
+        next thing that would happen: no task is ready and every timer is later."""
+        if self._ready or self._interrupted[0]:
+            return False
+        heap = self._heap
+        if heap and heap[0][0] <= when:
+            return False
+        if not self._skips:
+            self._skips = _SKIP_BUDGET  # this one goes through the loop
+            return False
+        self._skips -= 1
+        self._now = when
+        return True
+
+    def continue_after(self, ns: int, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` after ``ns`` virtual ns, for good; the caller's last action.
+
+        When the step is the next thing that would happen anyway it runs at once with the
+        clock moved forward (see the module doc), so nothing may follow this call.
+        """
+        when = self._now + (ns if ns > 0 else 0)
+        if self._at_once(when):
+            fn(*args)
+            return
+        self._seq += 1
+        heappush(self._heap, (when, self._seq, _FOR_GOOD, fn, args))
+
+    def resolve_later(self, ns: int, fut: VFuture, value: Any) -> None:
+        """Set ``fut``'s result ``value`` in ``ns`` virtual ns (nothing if it is done by
+        then); the caller's last action, as for :meth:`continue_after`."""
+        when = self._now + (ns if ns > 0 else 0)
+        if self._at_once(when):
+            fut.set_result(value)
+            return
+        self._seq += 1
+        heappush(self._heap, (when, self._seq, _FOR_GOOD, fut.set_result, (value,)))
+
+    def reject_later(self, ns: int, fut: VFuture, exc: BaseException) -> None:
+        """Set ``fut``'s exception ``exc`` in ``ns`` virtual ns (nothing if it is done by
+        then); the caller's last action, as for :meth:`continue_after`."""
+        when = self._now + (ns if ns > 0 else 0)
+        if self._at_once(when):
+            fut.set_exception(exc)
+            return
+        self._seq += 1
+        heappush(self._heap, (when, self._seq, _FOR_GOOD, fut.set_exception, (exc,)))
+
     def run(self, main: Coroutine[Any, Any, T]) -> T:
         """Run ``main`` until it completes and return its result (or raise its exception)."""
         root = self.spawn(main)
         ready = self._ready
         heap = self._heap
-        interrupted = [False]
+        interrupted = self._interrupted
         previous = _defer_sigint(interrupted)
         try:
             while not root._done:

@@ -212,6 +212,40 @@ class Network:
         if wait:
             await rt.sleep_ns(wait)
 
+    def request(self, fut: Any, client_region: str, node: Node, depart_ns: int,
+                then: Callable[..., Any], *args: Any) -> None:
+        """Carry a client request to ``node`` and through its queue, then call
+        ``then(*args)`` there; if it is lost, fail ``fut`` with :class:`Lost` when the
+        client's timeout expires.
+
+        The event-driven twin of :meth:`to_node` (same draws at the same virtual times,
+        so the same history): a simulated call is a chain of plain callbacks that settles
+        one future, and the client's coroutine wakes once per call instead of once per hop.
+        ``depart_ns`` is how long (ns) the request waits on the client before it leaves.
+        """
+        link = self.client_link
+        if link is None or client_region != node.region:
+            link = self.link(client_region, node.region)
+        trip = link.draw(self.s)
+        if self.slow_ns:
+            trip += self.slow_ns.get(node.name, 0)
+        rt = self.rt
+        rt.continue_after(depart_ns + trip, self._reach, fut, client_region, node,
+                    rt.now_ns() + depart_ns, then, args)
+
+    def _reach(self, fut: Any, client_region: str, node: Node, t0_ns: int,
+               then: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        rt = self.rt
+        if not node.up or (self.cut and frozenset((client_region, node.region)) in self.cut):
+            rt.reject_later(self.timeout_ns - (rt.now_ns() - t0_ns), fut, Lost(
+                f"no reply from {node.name} within {self.timeout_ns / 1e6:.0f} ms"))
+            return
+        wait = self.process(node, node.service.draw(self.s))
+        if wait:
+            rt.continue_after(wait, then, *args)
+        else:
+            then(*args)
+
     async def to_client(self, node: Node, client_region: str) -> None:
         """Carry a reply from ``node`` back to a client."""
         await self.rt.sleep_ns(self.client_delay(client_region, node).draw(self.s)

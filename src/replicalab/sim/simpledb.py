@@ -146,12 +146,19 @@ class SimpleDB:
             g = self.groups[domain] = _Group(nodes)
         return g
 
-    async def read(self, region: str, keys: Sequence[str], consistent: bool
-                   ) -> tuple[tuple[str | None, ...], str]:
-        """Return the values of ``keys`` from the primary (consistent) or a random replica."""
+    def read(self, region: str, keys: Sequence[str], consistent: bool) -> Any:
+        """Return a future of (values, serving node name): ``keys`` read from the primary
+        (consistent) or a replica chosen at random (eventual)."""
+        fut = self.rt.future()
         g = self._group(keys)
         node = g.primary if consistent else g.nodes[self.s.index(len(g.nodes))]
-        await self.net.to_node(region, node, self._client_cpu_ns())
+        self.net.request(fut, region, node, self._client_cpu_ns(), self._serve_read, fut,
+                         region, node, keys, consistent)
+        return fut
+
+    def _serve_read(self, fut: Any, region: str, node: Node, keys: Sequence[str],
+                    consistent: bool) -> None:
+        """The read at ``node``: wait for the commit in progress of its items, if any."""
         if self.batches:
             if len(keys) == 1:  # _busy_ns inlined for the hot path: one element
                 b = self.batches.get((node.name, self._item(keys[0])))
@@ -160,29 +167,44 @@ class SimpleDB:
             else:
                 busy = self._busy_ns(node, keys)
             if busy:
-                await self.rt.sleep_ns(busy)
+                self.rt.continue_after(busy, self._answer_read, fut, region, node, keys, consistent)
+                return
+        self._answer_read(fut, region, node, keys, consistent)
+
+    def _answer_read(self, fut: Any, region: str, node: Node, keys: Sequence[str],
+                     consistent: bool) -> None:
+        """Take the values at ``node`` now; the client has them after the reply's trip."""
         state = node.state
         values = (state.get(keys[0]),) if len(keys) == 1 else tuple(state.get(k) for k in keys)
         extra = self.cons_extra_ns if consistent else 0
         if self.read_hiccup_p:
             extra += self._hiccup_ns(self.read_hiccup_p, self.p.read_hiccup_ms)
-        # _reply inlined (one frame less per call)
-        await self.rt.sleep_ns(extra + self.net.client_delay(region, node).draw(self.s))
-        return values, node.name
+        self.rt.resolve_later(extra + self.net.client_delay(region, node).draw(self.s), fut,
+                              (values, node.name))
 
-    async def write(self, region: str, values: Mapping[str, str | None],
-                    expect: Mapping[str, Any] | None, absent: Any = None) -> str:
-        """Apply one PutAttributes/BatchPutAttributes call; return the primary's name."""
+    def write(self, region: str, values: Mapping[str, str | None],
+              expect: Mapping[str, Any] | None, absent: Any = None) -> Any:
+        """Return a future of the primary's name: one PutAttributes/BatchPutAttributes
+        call (ConditionNotMet if ``expect`` does not hold at the primary)."""
+        fut = self.rt.future()
         g = self._group(values)
+        self.net.request(fut, region, g.primary, self._client_cpu_ns(), self._serve_write,
+                         fut, region, g, values, expect, absent)
+        return fut
+
+    def _serve_write(self, fut: Any, region: str, g: _Group,
+                     values: Mapping[str, str | None], expect: Mapping[str, Any] | None,
+                     absent: Any) -> None:
+        """The write at the primary: decide, apply, forward; ack after its commit batch."""
         primary = g.primary
-        await self.net.to_node(region, primary, self._client_cpu_ns())
         wait = self.commit.draw(self.s) + self._hiccup_ns(self.p.write_hiccup_p,
                                                           self.p.write_hiccup_ms)
         if expect:
             wait += self.cond_extra_ns
             if not expectation_holds(primary.state, expect, absent):
-                await self._reply(primary, region, self.cond_extra_ns)
-                raise ConditionNotMet(f"condition failed at {primary.name}")
+                self.rt.reject_later(self._reply_ns(primary, region, self.cond_extra_ns), fut,
+                                     ConditionNotMet(f"condition failed at {primary.name}"))
+                return
         items = frozenset(values.items())
         if not (self.p.suppress and g.last is not None and items <= g.last):
             primary.state.update(values)
@@ -192,8 +214,7 @@ class SimpleDB:
         # the ack waits for the item's commit batch; the value is visible at the primary
         # at once all the same (seed 003 §4.3), so the staleness windows do not move
         wait += self._commit_ns(primary, values)
-        await self._reply(primary, region, wait)
-        return primary.name
+        self.rt.resolve_later(self._reply_ns(primary, region, wait), fut, primary.name)
 
     def _receive(self, sec: Node, values: Mapping[str, str | None]) -> None:
         pending = self.buffered.pop(sec.name, None)
@@ -221,10 +242,10 @@ class SimpleDB:
         self.cpu_free_ns = start + self.cpu_ns
         return self.cpu_free_ns - now
 
-    async def _reply(self, node: Node, region: str, server_ns: int) -> None:
-        """Spend ``server_ns`` more at ``node`` and carry the reply to the client (as
-        ``Network.to_client`` does) in one sleep: the hot path wakes once."""
-        await self.rt.sleep_ns(server_ns + self.net.client_delay(region, node).draw(self.s))
+    def _reply_ns(self, node: Node, region: str, server_ns: int) -> int:
+        """Return ns until the client has the reply: ``server_ns`` more at ``node`` and
+        the trip back (as ``Network.to_client``), in one step."""
+        return server_ns + self.net.client_delay(region, node).draw(self.s)
 
     def _item(self, key: str) -> str:
         item = self._items.get(key)

@@ -4,7 +4,7 @@ object each workload module exports as ``WORKLOAD``."""
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -71,6 +71,38 @@ def envelope(workload: str, store: str, opts: ProbeOptions, h: History) -> dict[
 
 
 @dataclass(frozen=True)
+class Flag:
+    """One ``replicalab probe`` option a workload reads.
+
+    ``name`` is the Python name (``write_mode`` is ``--write-mode``); ``type`` is str, int or
+    float; ``field`` is the config field it sets (default: ``name``); a ``duration`` flag is
+    text such as ``60s`` that the command line hands over in seconds; ``default`` is the text
+    ``--help`` shows (default: the config field's default).
+    """
+
+    name: str
+    type: type
+    help: str
+    field: str = ""
+    duration: bool = False
+    default: str | None = None
+
+    @property
+    def option(self) -> str:
+        """Return the flag as typed on the command line, e.g. ``--write-mode``."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def target(self) -> str:
+        """Return the name of the config field this flag sets."""
+        return self.field or self.name
+
+
+def _no_rows(_results: dict[str, Any]) -> list[tuple[str, str]]:
+    return []
+
+
+@dataclass(frozen=True)
 class Workload:
     """One probe workload, found by name in ``workloads.registry``.
 
@@ -79,6 +111,15 @@ class Workload:
     ``check`` is pure and turns a history into results; ``required_features`` names what the
     store must declare; ``done_fraction``, if given, tells progress for workloads that end
     after a number of requests rather than after ``--duration``.
+
+    What the command line and the report read: ``flags`` are the ``probe`` options it takes
+    (``from_flags``, if given, builds the config from their values, None for a flag not
+    given; otherwise each given value sets its config field); ``summary_rows`` are its
+    (measure, value) rows of the terminal summary, to which the probe adds latency per
+    operation (unless ``per_op_latency_rows`` is False) and faults; ``report_section`` is
+    ``"module:function"`` of its section of the HTML report, ``function(page, results)``
+    (a name, since workloads may not import ``report/``); ``legacy_config`` turns a
+    config.json saved before workloads had one config each into this one's config fields.
     """
 
     name: str
@@ -87,6 +128,34 @@ class Workload:
     check: Callable[[History, str, ProbeOptions, Any, frozenset[Feature]], dict[str, Any]]
     required_features: Callable[[ProbeOptions, Any], set[Feature]] = lambda _o, _c: set()
     done_fraction: Callable[[History, Any], float] | None = None
+    flags: tuple[Flag, ...] = ()
+    from_flags: Callable[[dict[str, Any]], Any] | None = None
+    summary_rows: Callable[[dict[str, Any]], list[tuple[str, str]]] = _no_rows
+    per_op_latency_rows: bool = True
+    report_section: str = ""
+    legacy_config: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    def make_config(self, given: dict[str, Any]) -> Any:
+        """Return the config from the values of this workload's flags (None: not given)."""
+        if self.from_flags is not None:
+            return self.from_flags(given)
+        targets = {f.name: f.target for f in self.flags}
+        return self.config(**{targets[k]: v for k, v in given.items() if v is not None})
+
+    def default_text(self, flag: Flag) -> str | None:
+        """Return the default of ``flag`` as ``--help`` shows it (None: no default)."""
+        if flag.default is not None:
+            return flag.default
+        known = {f.name: f for f in fields(self.config)}
+        spec = known.get(flag.target)
+        if spec is None or spec.default is MISSING or spec.default is None:
+            return None
+        value = spec.default
+        if flag.duration:
+            return f"{value:g}s"
+        if isinstance(value, tuple):
+            return ",".join(str(v) for v in value)
+        return str(value)
 
 
 def config_from_json(cls: type, d: dict[str, Any]) -> Any:

@@ -18,7 +18,14 @@ import numpy as np
 from replicalab.checkers.extract import element_ops
 from replicalab.history import History, encode_value
 from replicalab.stores import Feature, Store
-from replicalab.workloads.base import NS_PER_S, ProbeOptions, Workload, deadline, envelope
+from replicalab.workloads.base import (
+    NS_PER_S,
+    Flag,
+    ProbeOptions,
+    Workload,
+    deadline,
+    envelope,
+)
 from replicalab.workloads.recorder import Recorder
 from replicalab.workloads.slots import Slots
 
@@ -202,4 +209,21 @@ def required_features(opts: ProbeOptions, cfg: InterElementConfig) -> set[Featur
             else Feature.EVENTUAL_READ}
 
 
-WORKLOAD = Workload("inter-element", InterElementConfig, generate, check, required_features)
+def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return the terminal summary rows: outcomes A-D of every combination (cf. Table 3)."""
+    rows = []
+    for e in results["table3"]:
+        label = f"{e['placement']}, {e['write']}, {e['read']}"
+        rows.append((label, "N/A" if e["abcd"] is None else "  ".join(
+            f"{k} {100 * v:.1f}%" for k, v in e["abcd"].items())))
+    return rows
+
+
+WORKLOAD = Workload(
+    "inter-element", InterElementConfig, generate, check, required_features,
+    flags=(Flag("placement", str, "same-item | same-domain | diff-domains | all"),
+           Flag("write_mode", str, "one-call | two-calls | all"),
+           Flag("read_mode", str, "two-single | one-multi | all")),
+    summary_rows=summary_rows,
+    report_section="replicalab.report.inter_element:inter_element_section",
+    legacy_config=lambda d: {k: d[k] for k in ("placement", "write_mode", "read_mode")})

@@ -17,7 +17,7 @@ import numpy as np
 from replicalab.checkers.compare import bootstrap_diff, verdict
 from replicalab.history import History, encode_value
 from replicalab.stores import Feature, Store
-from replicalab.workloads.base import ProbeOptions, Workload, envelope
+from replicalab.workloads.base import Flag, ProbeOptions, Workload, envelope
 from replicalab.workloads.recorder import Recorder
 
 KEY = "latency/item/value"
@@ -32,9 +32,11 @@ PREP = 1  # process of the reads that prepare a conditional put
 
 @dataclass(frozen=True)
 class LatencyConfig:
-    """How many operations of each variant to time."""
+    """How many operations of each variant to time, and from which region's client (None:
+    the store's first node)."""
 
     ops: int = 1000
+    region: str | None = None
 
     def check(self) -> None:
         """Raise ValueError if too few operations are asked for a comparison."""
@@ -50,7 +52,7 @@ def variants(features: frozenset[Feature]) -> list[str]:
 async def generate(store: Store, h: History, opts: ProbeOptions, cfg: LatencyConfig,
                    rec: Recorder) -> None:
     """Issue ``ops`` operations of every supported variant, round-robin, one at a time."""
-    client = await store.connect()
+    client = await store.connect(cfg.region)
     seq = itertools.count(1)
     await rec.write(client, 0, {KEY: encode_value(0, next(seq), store.runtime.now_ns())})
     todo = variants(store.info.features)
@@ -108,4 +110,24 @@ def check(h: History, store_url: str, opts: ProbeOptions, cfg: LatencyConfig,
     return out
 
 
-WORKLOAD = Workload("latency", LatencyConfig, generate, check)
+def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return the terminal summary rows: percentiles per variant and their differences."""
+    rows = []
+    for v, x in results["variants"].items():
+        rows.append((f"{v} mean / p50 / p99 / p99.9",
+                     f"{x['mean_ms']:.2f} / {x['p50_ms']:.2f} / {x['p99_ms']:.2f} / "
+                     f"{x['p999_ms']:.2f} ms"))
+    for d in results["differences"]:
+        rows.append((f"{d['a']} - {d['b']}",
+                     f"{d['mean_diff_ms']:+.2f} ms [{d['lo_ms']:+.2f}, {d['hi_ms']:+.2f}] "
+                     f"{d['verdict']}"))
+    return rows
+
+
+# The variant rows already give latency per variant: the per-operation rows would count a
+# conditional put's own read as a consistent read.
+WORKLOAD = Workload("latency", LatencyConfig, generate, check,
+                    flags=(Flag("ops", int, "operations per variant"),),
+                    summary_rows=summary_rows, per_op_latency_rows=False,
+                    report_section="replicalab.report.latency_variants:latency_variants_section",
+                    legacy_config=lambda d: {"ops": d.get("ops", 1000)})

@@ -15,7 +15,14 @@ import numpy as np
 from replicalab.history import History, encode_value
 from replicalab.history.core import OpType
 from replicalab.stores import Feature, Store
-from replicalab.workloads.base import NS_PER_S, ProbeOptions, Workload, deadline, envelope
+from replicalab.workloads.base import (
+    NS_PER_S,
+    Flag,
+    ProbeOptions,
+    Workload,
+    deadline,
+    envelope,
+)
 from replicalab.workloads.recorder import Recorder
 from replicalab.workloads.slots import Slots
 
@@ -170,5 +177,17 @@ def required_features(opts: ProbeOptions, cfg: MonotonicWritesConfig) -> set[Fea
     return need
 
 
-WORKLOAD = Workload("monotonic-writes", MonotonicWritesConfig, generate, check,
-                    required_features)
+def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return the terminal summary rows: the share of each version per attribute."""
+    return [(f"{attr} versions in [50, 400) ms",
+             "  ".join(f"{k} {100 * v:.2f}%" for k, v in fr.items() if v is not None))
+            for attr, fr in results["version_fraction"].items()]
+
+
+WORKLOAD = Workload(
+    "monotonic-writes", MonotonicWritesConfig, generate, check, required_features,
+    flags=(Flag("variant", str, "different | three | same | two-then-one | "
+                "two-then-one-same"),),
+    summary_rows=summary_rows,
+    report_section="replicalab.report.monotonic_writes:monotonic_writes_section",
+    legacy_config=lambda d: {"variant": d["variant"]})

@@ -35,7 +35,14 @@ import numpy as np
 from replicalab.history import History, OpType, encode_value
 from replicalab.runtime import Runtime
 from replicalab.stores import Client, Feature, Store
-from replicalab.workloads.base import NS_PER_S, ProbeOptions, Workload, deadline, envelope
+from replicalab.workloads.base import (
+    NS_PER_S,
+    Flag,
+    ProbeOptions,
+    Workload,
+    deadline,
+    envelope,
+)
 from replicalab.workloads.recorder import Recorder
 
 DOMAIN = "register"
@@ -269,4 +276,32 @@ def check(h: History, store_url: str, opts: ProbeOptions, cfg: RegisterConfig,
     return out
 
 
-WORKLOAD = Workload("register", RegisterConfig, generate, check, required_features)
+def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return the terminal summary rows: the verdict, keys not linearizable or unknown,
+    operations checked, and why each failing key failed."""
+    lin = results["linearizability"]
+    rows = [("linearizable (kv model)", {True: "yes", False: "NO"}.get(lin["valid"],
+                                                                      str(lin["valid"]))),
+            ("keys not linearizable / unknown",
+             f"{lin['keys_not_linearizable']:,} / {lin['keys_unknown']:,} of {lin['keys']:,}"),
+            ("operations checked", f"{lin['ops']:,}")]
+    rows += [(f"why {part['key']}", part["explanation"]) for part in lin["parts"]
+             if part.get("explanation")]
+    return rows
+
+
+WORKLOAD = Workload(
+    "register", RegisterConfig, generate, check, required_features,
+    flags=(Flag("writer_region", str, "region of every client's writes and cas"),
+           Flag("reader_region", str, "region of every client's reads"),
+           Flag("ops", int, "stop after this many operations",
+                default="run for --duration"),
+           Flag("clients", int, "clients"),
+           Flag("keys", int, "keys (one register each)"),
+           Flag("mix", str, "operation mix"),
+           Flag("op_rate", float, "operations per second per client (0: back to back)",
+                field="rate"),
+           Flag("check_timeout", str, "time limit of the linearizability check (then: "
+                "unknown)", field="check_timeout_s", duration=True)),
+    summary_rows=summary_rows,
+    report_section="replicalab.report.linearizability:linearizability_section")

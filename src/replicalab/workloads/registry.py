@@ -17,7 +17,13 @@ _MODULES = {
     "latency": "replicalab.workloads.latency",
     "sweep": "replicalab.workloads.sweep",
     "register": "replicalab.workloads.register",
+    "increments": "replicalab.workloads.increments",
 }
+
+
+def register(name: str, module: str) -> None:
+    """Make ``--workload name`` run the ``WORKLOAD`` that ``module`` exports."""
+    _MODULES[name] = module
 
 
 def names() -> list[str]:

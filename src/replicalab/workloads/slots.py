@@ -10,7 +10,22 @@ once and that weighs a second after a fault like the whole fault (see
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Generator
+from typing import Any
+
 from replicalab.runtime import Runtime
+
+
+class _Due:
+    """An awaitable that is already done: the slot is due, no sleep."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return iter(())
+
+
+_DUE = _Due()
 
 
 def next_slot_ns(slot_ns: int, period_ns: int, now_ns: int) -> tuple[int, int]:
@@ -41,14 +56,21 @@ class Slots:
         self.slot_ns = rt.now_ns() if start_ns is None else start_ns
         self.skipped = 0
 
-    async def wait(self) -> None:
-        """Sleep until the current slot (no sleep when it is due or past)."""
-        now = self.rt.now_ns()
-        if self.slot_ns > now:
-            await self.rt.sleep_ns(self.slot_ns - now)
+    def wait(self) -> Awaitable[None]:
+        """Return an awaitable that sleeps until the current slot (done at once when the
+        slot is due or past)."""
+        delay_ns = self.slot_ns - self.rt.now_ns()
+        return self.rt.sleep_ns(delay_ns) if delay_ns > 0 else _DUE
 
     def advance(self) -> int:
         """Move to the next slot (skipping missed ones) and return its time in ns."""
-        self.slot_ns, skipped = next_slot_ns(self.slot_ns, self.period_ns, self.rt.now_ns())
-        self.skipped += skipped
-        return self.slot_ns
+        # next_slot_ns inlined: this runs once per probe operation
+        period = self.period_ns
+        nxt = self.slot_ns + period
+        now = self.rt.now_ns()
+        if now > nxt:
+            skipped = (now - nxt) // period
+            nxt += skipped * period
+            self.skipped += skipped
+        self.slot_ns = nxt
+        return nxt

@@ -16,7 +16,14 @@ from replicalab.checkers.sessions import (
 from replicalab.checkers.stats import parse_ranges
 from replicalab.history import History, encode_value
 from replicalab.stores import Feature, Store
-from replicalab.workloads.base import NS_PER_S, ProbeOptions, Workload, deadline, envelope
+from replicalab.workloads.base import (
+    NS_PER_S,
+    Flag,
+    ProbeOptions,
+    Workload,
+    deadline,
+    envelope,
+)
 from replicalab.workloads.recorder import Recorder
 from replicalab.workloads.slots import Slots
 
@@ -121,4 +128,50 @@ def required_features(opts: ProbeOptions, cfg: StalenessConfig | None = None) ->
             else Feature.EVENTUAL_READ}
 
 
-WORKLOAD = Workload("staleness", StalenessConfig, generate, check, required_features)
+FLAGS = (
+    Flag("placement", str, "same-client | separate-clients"),
+    Flag("readers", int, "reader clients (separate-clients)"),
+    Flag("writer_region", str, "region of the writer"),
+    Flag("reader_region", str, "region of the readers"),
+    Flag("ranges", str, "aggregate ranges in ms since the write started"),
+)
+
+
+def from_flags(given: dict[str, Any]) -> StalenessConfig:
+    """Return the config of the given flags (ValueError for a reader option that the
+    placement leaves without effect)."""
+    placement = given.get("placement")
+    if placement != "separate-clients":
+        for flag, used in (("--reader-region", given.get("reader_region") is not None),
+                           ("--readers", given.get("readers") not in (None, 1))):
+            if used:
+                raise ValueError(f"{flag} has no effect with --placement "
+                                 f"{placement or 'same-client'} (the writer does the reads); "
+                                 "add --placement separate-clients or drop it")
+    return StalenessConfig(**{k: v for k, v in given.items() if v is not None})
+
+
+def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return the terminal summary rows: freshness by range, time to 99 % fresh, session
+    guarantee violations."""
+    rows = []
+    for r in results["fresh_by_range"]:
+        p = "n/a" if r["p"] is None else f"{100 * r['p']:.2f}%"
+        rows.append((f"fresh in [{r['from_ms']:g}, {r['to_ms']:g}) ms",
+                     f"{p} ({r['fresh']:,}/{r['total']:,})"))
+    med = results["periods"]["first_ge_99_median_ms"]
+    rows.append(("median first time >= 99% fresh", "n/a" if med is None else f"{med:.1f} ms"))
+    s = results["successive_reads"]
+    if s["pairs"]:
+        rows.append(("monotonic-read violations (fresh then stale)",
+                     f"{100 * s['fresh_stale']:.2f}% of {s['pairs']:,} pairs"))
+    ryw = results["read_your_writes"]
+    if ryw["applicable"]:
+        rows.append(("read-your-writes violations", f"{ryw['violations']:,} of {ryw['reads']:,}"))
+    return rows
+
+
+WORKLOAD = Workload("staleness", StalenessConfig, generate, check, required_features,
+                    flags=FLAGS, from_flags=from_flags, summary_rows=summary_rows,
+                    report_section="replicalab.report.staleness:staleness_section",
+                    legacy_config=lambda d: d["staleness"])

@@ -24,7 +24,7 @@ import numpy as np
 
 from replicalab.history import History, encode_value
 from replicalab.stores import ABSENT, Client, Feature, Store, Unavailable
-from replicalab.workloads.base import NS_PER_S, ProbeOptions, Workload, envelope
+from replicalab.workloads.base import NS_PER_S, Flag, ProbeOptions, Workload, envelope
 from replicalab.workloads.recorder import Recorder
 
 DOMAIN = "sweep"
@@ -281,4 +281,43 @@ def check(h: History, store_url: str, opts: ProbeOptions, cfg: SweepConfig,
     return out
 
 
-WORKLOAD = Workload("sweep", SweepConfig, generate, check, done_fraction=done_fraction)
+def from_flags(given: dict[str, Any]) -> SweepConfig:
+    """Return the config of the given flags (comma-separated texts; ValueError if
+    malformed)."""
+    d = SweepConfig()
+
+    def pick(name: str, default: Any) -> Any:
+        return default if given.get(name) is None else given[name]
+
+    def text(values: tuple[Any, ...]) -> str:
+        return ",".join(str(v) for v in values)
+
+    return SweepConfig.parse(pick("clients", text(d.clients)), pick("total", d.total),
+                             pick("items", text(d.items)), pick("variants", text(d.variants)),
+                             pick("writers", d.writers))
+
+
+def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return the terminal summary rows: each point's time, throughput and latency, and
+    the variants skipped."""
+    rows = []
+    for pt in results["points"]:
+        rows.append((f"{pt['variant']}, {pt['items']:,} item(s), {pt['clients']} clients",
+                     f"{pt['total_s']:.1f} s, {pt['throughput_per_s'] or 0:.1f}/s, "
+                     f"p50 {pt['p50_ms'] or 0:.1f} / p99 {pt['p99_ms'] or 0:.1f} ms"))
+    for v, why in results["skipped"].items():
+        rows.append((f"{v} skipped", why))
+    return rows
+
+
+WORKLOAD = Workload(
+    "sweep", SweepConfig, generate, check, done_fraction=done_fraction,
+    flags=(Flag("clients", str, "closed-loop client counts, one point each"),
+           Flag("total", int, "requests per point"),
+           Flag("items", str, "item counts (requests pick one item at random)"),
+           Flag("variants", str, "put, conditional put, eventual read, consistent read "
+                "(comma-separated)"),
+           Flag("writers", int, "background writers during read points")),
+    from_flags=from_flags, summary_rows=summary_rows,
+    report_section="replicalab.report.sweep:sweep_section",
+    legacy_config=lambda d: d["sweep"])

@@ -1,0 +1,504 @@
+"""``cassandra://`` — Apache Cassandra through cassandra-driver, consistency level per
+operation, lightweight transactions for conditional writes, in real time.
+
+URL: ``cassandra://A0:9042?hosts=A1:9042,A2:9042&node_regions=US-E,US-W,EU&regions=dc3
+&eventual_cl=ONE&consistent_cl=QUORUM&write_cl=QUORUM&serial_cl=SERIAL&keyspace=replicalab
+&read=nearest|random&timeout_ms=2000`` (what ``replicalab cluster up cassandra`` prints, with
+the consistency levels at their defaults). The host before ``?`` is node n0, ``hosts`` the
+others in order; ``node_regions`` names each node's region, which is its data centre.
+
+Mapping: element ``domain/item/attribute`` = the row ``(domain, item, attribute)`` of table
+``elements`` (``PRIMARY KEY ((domain, item), attribute)``, column ``value``) in the keyspace
+(NetworkTopologyStrategy, one replica per node of each data centre, at most 3, created on
+first use). An item is one partition: a write of several elements of one item is one
+single-partition batch, atomic and isolated; elements of several items go in one logged
+batch (atomic, not isolated). A read of several elements of one item is one query (one
+partition: a consistent view); of several items, one query per item.
+
+Consistency level per operation: an eventual read at ``eventual_cl`` (ONE), a consistent read
+at ``consistent_cl`` (QUORUM; SERIAL or LOCAL_SERIAL make it a Paxos read), writes and
+deletes at ``write_cl`` (QUORUM). ``writes=lwt`` makes every write and delete a
+lightweight transaction too (its condition, value differs from a NUL character, always
+holds): with SERIAL reads, all operations then go through Paxos, which is what makes a
+register linearizable. A conditional write is a lightweight transaction: every element the
+condition names gets ``IF value = ?`` (``IF value = null`` for "must not exist"), Paxos at
+``serial_cl`` (SERIAL), the commit at ``write_cl``; all its elements must be in one item. An
+element named only in the condition is written back with its expected value (a condition
+cannot stand alone in CQL); one expected absent is "set to null" (a tombstone: the element
+stays absent). A condition that does not hold raises ConditionFailed.
+
+Which node answers: every client is pinned to ONE node, its coordinator, by a white-list
+load-balancing policy: ``nearest`` = the node of the client's region (else the node with the
+lowest RTT from it, else n0), ``random`` = a random node per client. At ONE the coordinator
+reads its own replica (the snitch ranks the local node first), so "the reader at US-W"
+reads US-W's copy. Timeouts (the driver's ``timeout_ms`` or the coordinator's own) are
+Unavailable (the outcome is unknown); a coordinator that refuses a request because too
+few replicas are alive (Cassandra's UnavailableException) is a StoreError: nothing was
+written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from replicalab.runtime import RealRuntime
+from replicalab.stores.base import (
+    ABSENT,
+    ALL_FEATURES,
+    ConditionFailed,
+    ReadResult,
+    StoreError,
+    StoreInfo,
+    Unavailable,
+    Unsupported,
+    WriteResult,
+    parse_element,
+)
+from replicalab.stores.url import Endpoint, StoreUrl, parse_store_url
+
+DEFAULT_KEYSPACE = "replicalab"
+TABLE = "elements"
+CONSISTENCY_LEVELS = ("ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM",
+                      "EACH_QUORUM", "LOCAL_ONE", "SERIAL", "LOCAL_SERIAL")
+_SERIAL = ("SERIAL", "LOCAL_SERIAL")
+_PARAMS = ("hosts", "eventual_cl", "consistent_cl", "write_cl", "serial_cl", "keyspace",
+           "writes")
+WRITE_MODES = ("plain", "lwt")
+NEVER = "\x00"
+"""A value no workload writes: ``IF value != NEVER`` is a condition that always holds, so
+``writes=lwt`` puts every write through Paxos."""
+
+# the driver logs every refused connection and lost node; errors reach callers instead
+for _name in ("cassandra", "cassandra.cluster", "cassandra.connection", "cassandra.pool"):
+    logging.getLogger(_name).setLevel(logging.CRITICAL)
+
+
+def _cl(u: StoreUrl, key: str, default: str, allowed: Sequence[str] = CONSISTENCY_LEVELS
+        ) -> str:
+    value = u.query.get(key, default).upper()
+    if value not in allowed:
+        raise ValueError(f"parameter {key}={u.query.get(key)!r} of cassandra:// must be one "
+                         f"of {', '.join(allowed)}")
+    return value
+
+
+def _ident(text: str, what: str) -> str:
+    if not text or not (text[0].isalpha() and text.replace("_", "").isalnum()) \
+            or len(text) > 48:
+        raise ValueError(f"{what} {text!r} must be a CQL identifier (letters, digits, _; "
+                         "starting with a letter; at most 48 characters)")
+    return text.lower()
+
+
+@dataclass(frozen=True)
+class Levels:
+    """The consistency level of each kind of operation (names of cassandra's levels)."""
+
+    eventual: str = "ONE"
+    consistent: str = "QUORUM"
+    write: str = "QUORUM"
+    serial: str = "SERIAL"
+    lwt_writes: bool = False
+
+
+def parse_levels(u: StoreUrl) -> Levels:
+    """Return the URL's consistency levels (ValueError naming a bad one)."""
+    writes = tuple(x for x in CONSISTENCY_LEVELS if x not in _SERIAL)
+    lv = Levels(eventual=_cl(u, "eventual_cl", "ONE"),
+                consistent=_cl(u, "consistent_cl", "QUORUM"),
+                write=_cl(u, "write_cl", "QUORUM", writes),
+                serial=_cl(u, "serial_cl", "SERIAL", _SERIAL),
+                lwt_writes=u.choice("writes", WRITE_MODES, "plain") == "lwt")
+    if lv.eventual == "ANY" or lv.consistent == "ANY":
+        raise ValueError("consistency level ANY is for writes only; give a read level such "
+                         "as ONE or QUORUM")
+    return lv
+
+
+def _driver() -> Any:
+    try:
+        import cassandra.cluster
+    except ImportError as err:  # pragma: no cover - a dependency of the package
+        raise ValueError(f"cassandra-driver is not installed ({err}); pip install "
+                         "cassandra-driver") from None
+    import cassandra
+
+    return cassandra
+
+
+@dataclass
+class _Node:
+    """One coordinator: its driver Cluster, Session and prepared statements."""
+
+    endpoint: Endpoint
+    cluster: Any
+    session: Any
+    stmts: dict[str, Any] = field(default_factory=dict)
+
+
+class CassandraStore:
+    """An opened Cassandra cluster: one driver session per coordinator node used."""
+
+    def __init__(self, url: str, seed: int) -> None:
+        u = parse_store_url(url, "hosts", _PARAMS[1:], "cassandra://127.0.0.1:9042")
+        self.url = u
+        self.levels = parse_levels(u)
+        self.keyspace = _ident(u.query.get("keyspace", DEFAULT_KEYSPACE), "keyspace")
+        self.nodes = list(u.nodes)
+        self.timeout_s = u.timeout_s
+        self.rng = random.Random(seed)
+        self.runtime = RealRuntime()
+        lv = self.levels
+        self.info = StoreInfo(
+            url=url, kind="cassandra", features=ALL_FEATURES, regions=u.region_names(),
+            params={"read": u.read, "timeout_ms": round(self.timeout_s * 1000),
+                    "keyspace": self.keyspace, "eventual_cl": lv.eventual,
+                    "consistent_cl": lv.consistent, "write_cl": lv.write,
+                    "serial_cl": lv.serial,
+                    "nodes": {n.name: f"{n.host}:{n.port} ({n.region})" for n in self.nodes},
+                    "conditional_write": f"lightweight transaction (Paxos at {lv.serial}, "
+                                         f"commit at {lv.write})",
+                    "multi_write": "one batch: single-partition (one item) atomic and "
+                                   "isolated; several items a logged batch",
+                    "multi_read_snapshot": "within one item"},
+            eventual_read_served_by=f"the coordinator each client is pinned to ({u.read}; "
+                                    f"read at {lv.eventual}: at ONE it reads its own replica)")
+        self._coordinators: dict[str, _Node] = {}
+        self._lock = asyncio.Lock()
+        self._schema_ready = False
+
+    def node_for(self, region: str | None) -> Endpoint:
+        """Return the node a client in ``region`` is pinned to."""
+        return self.url.pick(self.nodes, region, self.rng)
+
+    async def connect(self, region: str | None = None) -> CassandraClient:
+        """Return a client pinned to one coordinator (see the module doc); ValueError if
+        that node cannot be reached."""
+        region = self.url.placed(region)
+        ep = self.node_for(region)
+        async with self._lock:
+            node = self._coordinators.get(ep.name)
+            if node is None:
+                node = await asyncio.to_thread(self._open, ep)
+                self._coordinators[ep.name] = node
+        return CassandraClient(self, node)
+
+    def _open(self, ep: Endpoint) -> _Node:
+        _driver()
+        from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+        from cassandra.policies import WhiteListRoundRobinPolicy
+        from cassandra.query import tuple_factory
+
+        profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([ep.host]),
+                                   request_timeout=self.timeout_s, row_factory=tuple_factory)
+        cluster = Cluster([ep.host], port=ep.port, protocol_version=5,
+                          execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+                          schema_metadata_enabled=False, token_metadata_enabled=False,
+                          connect_timeout=self.timeout_s,
+                          control_connection_timeout=self.timeout_s,
+                          idle_heartbeat_interval=5, reconnection_policy=_quick_reconnect())
+        try:
+            session = cluster.connect()
+            if not self._schema_ready:
+                ensure_schema(session, self.keyspace)
+                self._schema_ready = True
+            node = _Node(ep, cluster, session)
+            _prepare(node, self.keyspace)
+        except Exception as err:  # NoHostAvailable, timeouts, refused schema changes...
+            cluster.shutdown()
+            raise ValueError(f"cannot reach Cassandra at {ep.host}:{ep.port} "
+                             f"({type(err).__name__}: {err}); is the cluster up? "
+                             "(`replicalab cluster status`)") from None
+        return node
+
+    def name_of(self, address: str | None) -> str:
+        """Return the node name (``n<i>``) serving at ``address`` (the address if unknown)."""
+        for n in self.nodes:
+            if n.host == address:
+                return n.name
+        return address or ""
+
+    async def close(self) -> None:
+        """Shut every driver session down."""
+        nodes, self._coordinators = list(self._coordinators.values()), {}
+        for node in nodes:
+            await asyncio.to_thread(node.cluster.shutdown)
+
+
+def _quick_reconnect() -> Any:
+    from cassandra.policies import ConstantReconnectionPolicy
+
+    # a node back from a crash or partition is found within a second, not minutes
+    return ConstantReconnectionPolicy(delay=0.5, max_attempts=None)
+
+
+def data_centres(session: Any) -> dict[str, int]:
+    """Return {data centre: nodes} as the connected node sees the ring."""
+    counts: dict[str, int] = defaultdict(int)
+    for (dc,) in session.execute("SELECT data_center FROM system.local"):
+        counts[dc] += 1
+    for (dc,) in session.execute("SELECT data_center FROM system.peers_v2"):
+        counts[dc] += 1
+    return dict(counts)
+
+
+def ensure_schema(session: Any, keyspace: str) -> None:
+    """Create the keyspace (one replica per node of every data centre, at most 3 each) and
+    the elements table unless they exist."""
+    have = list(session.execute("SELECT keyspace_name FROM system_schema.tables WHERE "
+                                "keyspace_name = %s AND table_name = %s", (keyspace, TABLE)))
+    if have:
+        return
+    rf = ", ".join(f"'{dc}': {min(n, 3)}" for dc, n in sorted(data_centres(session).items()))
+    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = "
+                    f"{{'class': 'NetworkTopologyStrategy', {rf}}}", timeout=30)
+    session.execute(f"CREATE TABLE IF NOT EXISTS {keyspace}.{TABLE} (domain text, item text, "
+                    "attribute text, value text, PRIMARY KEY ((domain, item), attribute))",
+                    timeout=30)
+
+
+def _prepare(node: _Node, ks: str) -> None:
+    s, t = node.session, f"{ks}.{TABLE}"
+    where = "domain = ? AND item = ? AND attribute = ?"
+    node.stmts = {
+        "read": s.prepare(f"SELECT value FROM {t} WHERE {where}"),
+        "read_item": s.prepare(f"SELECT attribute, value FROM {t} WHERE domain = ? AND "
+                               "item = ? AND attribute IN ?"),
+        "write": s.prepare(f"UPDATE {t} SET value = ? WHERE {where}"),
+        "delete": s.prepare(f"DELETE FROM {t} WHERE {where}"),
+        "cas": s.prepare(f"UPDATE {t} SET value = ? WHERE {where} IF value = ?"),
+        "lwt_write": s.prepare(f"UPDATE {t} SET value = ? WHERE {where} IF value != ?"),
+        "lwt_delete": s.prepare(f"DELETE FROM {t} WHERE {where} IF value != ?"),
+    }
+
+
+def _level(name: str) -> int:
+    from cassandra import ConsistencyLevel
+
+    return int(getattr(ConsistencyLevel, name))
+
+
+def _error(err: BaseException, who: str) -> StoreError:
+    """Return the store error for a driver error. Only what certainly did not happen is a
+    plain StoreError (recorded ``fail``): a coordinator that refused the request (too few
+    replicas alive, overloaded, bootstrapping) or an invalid request. Everything else is
+    Unavailable (``info``): timeouts, lost connections, and server errors such as 0x1700
+    "CAS operation result is unknown", whose write may have been applied."""
+    import cassandra
+    from cassandra.protocol import (
+        IsBootstrappingErrorMessage,
+        OverloadedErrorMessage,
+        RequestValidationException,
+    )
+
+    text = f"{who}: {type(err).__name__}: {err}"[:400]
+    if isinstance(err, cassandra.Unavailable):
+        return StoreError(text + " (too few replicas alive: nothing was written)")
+    if isinstance(err, OverloadedErrorMessage | IsBootstrappingErrorMessage
+                  | RequestValidationException):
+        return StoreError(text)
+    return Unavailable(text)
+
+
+@dataclass
+class CassandraClient:
+    """One client: requests go to the coordinator it is pinned to."""
+
+    store: CassandraStore
+    node: _Node
+
+    @property
+    def name(self) -> str:
+        """Return the coordinator's node name."""
+        return self.node.endpoint.name
+
+    async def _run(self, stmt: Any, params: Sequence[Any] | None = None) -> tuple[list[Any],
+                                                                                    str]:
+        """Execute ``stmt`` at the coordinator; return (rows, serving node name)."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[list[Any]] = loop.create_future()
+
+        def settle(ok: bool, value: Any) -> None:
+            if not fut.done():
+                if ok:
+                    fut.set_result(value)
+                else:
+                    fut.set_exception(value)
+
+        def done(rows: Any) -> None:  # the driver's event thread
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, True, list(rows or []))
+
+        def failed(err: BaseException) -> None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, False, err)
+
+        try:
+            rf = self.node.session.execute_async(stmt, params, timeout=self.store.timeout_s)
+        except Exception as err:
+            raise _error(err, self.name) from None
+        rf.add_callbacks(done, failed)
+        try:
+            rows = await asyncio.wait_for(fut, self.store.timeout_s + 1.0)
+        except TimeoutError:
+            raise Unavailable(f"{self.name}: no answer within "
+                              f"{self.store.timeout_s * 1000 + 1000:.0f} ms") from None
+        except StoreError:
+            raise
+        except Exception as err:
+            raise _error(err, self.name) from None
+        host = getattr(rf, "coordinator_host", None)
+        address = str(host).rsplit(":", 1)[0] if host else self.node.endpoint.host
+        return rows, self.store.name_of(address)
+
+    def _bind(self, name: str, values: Sequence[Any], level: str,
+              serial: str | None = None) -> Any:
+        stmt = self.node.stmts[name].bind(values)
+        stmt.consistency_level = _level(level)
+        if serial is not None:
+            stmt.serial_consistency_level = _level(serial)
+        return stmt
+
+    async def read(self, keys: Sequence[str], *, consistent: bool) -> ReadResult:
+        """Return the values of ``keys`` at the eventual or consistent level."""
+        level = self.store.levels.consistent if consistent else self.store.levels.eventual
+        elements = [parse_element(k) for k in keys]
+        if len(keys) == 1:
+            e = elements[0]
+            rows, node = await self._run(self._bind("read", (e.domain, e.item, e.attribute),
+                                                    level))
+            return ReadResult((rows[0][0] if rows else None,), node)
+        items: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for e in elements:
+            items[(e.domain, e.item)].append(e.attribute)
+        answers = await asyncio.gather(*(
+            self._run(self._bind("read_item", (d, i, list(dict.fromkeys(attrs))), level))
+            for (d, i), attrs in items.items()))
+        found: dict[tuple[str, str, str], str | None] = {}
+        for ((d, i), _), (rows, _) in zip(items.items(), answers, strict=True):
+            for attribute, value in rows:
+                found[(d, i, attribute)] = value
+        node = answers[0][1] if answers else self.name
+        return ReadResult(tuple(found.get((e.domain, e.item, e.attribute))
+                                for e in elements), node)
+
+    def _batch(self, stmts: list[Any], partitions: int, level: str,
+               serial: str | None = None) -> Any:
+        from cassandra.query import BatchStatement, BatchType
+
+        kind = BatchType.UNLOGGED if partitions == 1 else BatchType.LOGGED
+        batch = BatchStatement(batch_type=kind, consistency_level=_level(level))
+        if serial is not None:
+            batch.serial_consistency_level = _level(serial)
+        for s in stmts:
+            batch.add(s)
+        return batch
+
+    async def write(self, values: Mapping[str, str], *,
+                    expect: Mapping[str, Any] | None = None) -> WriteResult:
+        """Write ``values`` in one call (a batch for several); with ``expect``, as one
+        lightweight transaction (ConditionFailed when it does not hold)."""
+        lv = self.store.levels
+        if expect or lv.lwt_writes:
+            return await self._cas(values, expect or {})
+        stmts, parts = [], set()
+        for k, v in values.items():
+            e = parse_element(k)
+            parts.add((e.domain, e.item))
+            stmts.append(self._bind("write", (v, e.domain, e.item, e.attribute), lv.write))
+        stmt = stmts[0] if len(stmts) == 1 else self._batch(stmts, len(parts), lv.write)
+        _, node = await self._run(stmt)
+        return WriteResult(node)
+
+    async def _cas(self, values: Mapping[str, str], expect: Mapping[str, Any]) -> WriteResult:
+        lv = self.store.levels
+        keys = list(dict.fromkeys([*values, *expect]))
+        elements = {k: parse_element(k) for k in keys}
+        if len({(e.domain, e.item) for e in elements.values()}) > 1:
+            raise Unsupported("a conditional write on Cassandra must keep to one item "
+                              "(one partition): a lightweight transaction cannot span "
+                              "partitions")
+        stmts = []
+        for k in keys:
+            e = elements[k]
+            if k in expect:
+                want = None if expect[k] is ABSENT else str(expect[k])
+                new = values.get(k, want)
+                stmts.append(self._bind("cas", (new, e.domain, e.item, e.attribute, want),
+                                        lv.write, lv.serial))
+            elif lv.lwt_writes:
+                stmts.append(self._bind("lwt_write", (values[k], e.domain, e.item,
+                                                      e.attribute, NEVER), lv.write, lv.serial))
+            else:
+                stmts.append(self._bind("write", (values[k], e.domain, e.item, e.attribute),
+                                        lv.write))
+        return await self._lwt(stmts, lv)
+
+    async def _lwt(self, stmts: list[Any], lv: Levels) -> WriteResult:
+        stmt = stmts[0] if len(stmts) == 1 else self._batch(stmts, 1, lv.write, lv.serial)
+        rows, node = await self._run(stmt)
+        if not rows or not rows[0][0]:
+            raise ConditionFailed(f"{node}: condition failed")
+        return WriteResult(node)
+
+    async def delete(self, keys: Sequence[str]) -> WriteResult:
+        """Delete ``keys`` at the write level in one call (a batch for several)."""
+        lv = self.store.levels
+        stmts, parts = [], set()
+        for k in keys:
+            e = parse_element(k)
+            parts.add((e.domain, e.item))
+            if lv.lwt_writes:
+                stmts.append(self._bind("lwt_delete", (e.domain, e.item, e.attribute, NEVER),
+                                        lv.write, lv.serial))
+            else:
+                stmts.append(self._bind("delete", (e.domain, e.item, e.attribute), lv.write))
+        if lv.lwt_writes:
+            if len(parts) > 1:
+                raise Unsupported("with writes=lwt a delete must keep to one item (one "
+                                  "partition)")
+            return await self._lwt(stmts, lv)
+        stmt = stmts[0] if len(stmts) == 1 else self._batch(stmts, len(parts), lv.write)
+        _, node = await self._run(stmt)
+        return WriteResult(node)
+
+    async def cql(self, query: str, params: Sequence[Any] = (), level: str = "ONE",
+                  serial: str | None = None) -> list[tuple[Any, ...]]:
+        """Run one CQL statement (prepared once per coordinator; schema statements, which
+        take no parameters, are sent as they are) at consistency ``level`` and return its
+        rows: for what the Store contract cannot say, such as Cassandra's native counter
+        columns (``counters/native.py``). Errors as for reads and writes."""
+        if query.lstrip().upper().startswith(("CREATE ", "DROP ", "ALTER ")):
+            from cassandra.query import SimpleStatement
+
+            stmt = SimpleStatement(query, consistency_level=_level(level))
+            rows, _ = await self._run(stmt)
+            return [tuple(r) for r in rows]
+        prepared = self.node.stmts.get(query)
+        if prepared is None:
+            try:
+                prepared = await asyncio.to_thread(self.node.session.prepare, query)
+            except Exception as err:
+                raise _error(err, self.name) from None
+            self.node.stmts[query] = prepared
+        stmt = prepared.bind(list(params))
+        stmt.consistency_level = _level(level)
+        if serial is not None:
+            stmt.serial_consistency_level = _level(serial)
+        rows, _ = await self._run(stmt)
+        return [tuple(r) for r in rows]
+
+    async def close(self) -> None:
+        """Sessions are shared per coordinator and closed by the store."""
+
+
+def open_cassandra(url: str, seed: int) -> CassandraStore:
+    """Return a Cassandra store for ``url``."""
+    return CassandraStore(url, seed)

@@ -1,0 +1,109 @@
+"""Cassandra pieces that need no server: the handshake parser of the internode demultiplexer,
+loopback block claims, tokens and configuration, the adapter's URL."""
+
+from __future__ import annotations
+
+import fcntl
+import itertools
+import os
+import socket
+import struct
+from pathlib import Path
+
+import pytest
+
+from replicalab.cluster import loopback
+from replicalab.cluster.cassandra import config_yaml, tokens
+from replicalab.cluster.cassandra_node import PROTOCOL_MAGIC, initiator_address
+from replicalab.cluster.state import Cluster, Node
+from replicalab.stores.cassandra import Levels, parse_levels
+from replicalab.stores.url import parse_store_url
+
+
+def _initiate(address: str, port: int = 7000, version: int = 12) -> bytes:
+    """An internode Initiate message as Cassandra 4.0+ writes it (CRC not checked here)."""
+    flags = 1 | (version << 8) | (10 << 16) | (version << 24)
+    body = struct.pack(">II", PROTOCOL_MAGIC, flags)
+    body += bytes([6]) + socket.inet_aton(address) + struct.pack(">H", port)
+    return body + b"\0\0\0\0"
+
+
+def test_initiator_address_names_the_sender():
+    msg = _initiate("127.42.7.3")
+    assert initiator_address(msg) == "127.42.7.3"
+    assert initiator_address(msg[:12]) is False  # address cut: more bytes needed
+    assert initiator_address(msg[:5]) is False
+
+
+def test_initiator_address_refuses_what_names_no_sender():
+    assert initiator_address(b"GET / HTTP/1.1\r\n\r\n") is None  # not the magic
+    assert initiator_address(_initiate("127.0.0.1", version=10)) is None  # pre-4.0 format
+
+
+def test_tokens_are_distinct_and_spread():
+    t = tokens(3)
+    assert t[0] == -(2 ** 63) and len(set(t)) == 3
+    assert all(b - a == 2 ** 64 // 3 for a, b in itertools.pairwise(t))
+
+
+def test_config_names_own_addresses_and_every_seed(tmp_path: Path):
+    nodes = [Node(i, r, "", 9042, str(tmp_path / f"n{i}"),
+                  extra={"address": f"127.42.9.{1 + i}", "listen": f"127.42.9.{101 + i}",
+                         "token": str(t)})
+             for i, (r, t) in enumerate(zip(["US-E", "US-W", "EU"], tokens(3), strict=True))]
+    c = Cluster("cassandra", "t", "dc3", nodes)
+    text = config_yaml(c, nodes[1])
+    assert 'listen_address: "127.42.9.102"' in text
+    assert 'broadcast_address: "127.42.9.2"' in text
+    assert "127.42.9.1:7000,127.42.9.2:7000,127.42.9.3:7000" in text
+
+
+def test_claims_never_share_a_block(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("REPLICALAB_LOCK_DIR", str(tmp_path))
+    a = loopback.claim(hosts=[1], ports=[7000], first=200, last=202)
+    b = loopback.claim(hosts=[1], ports=[7000], first=200, last=202)
+    assert a.k != b.k
+    # a node wrapper holds a shared lock on a's block: a's claimant may go, the block stays
+    held = loopback.hold_shared(a.lock_path)
+    a.release()
+    c = loopback.claim(hosts=[1], ports=[7000], first=200, last=202)
+    assert c.k not in (a.k, b.k)
+    with pytest.raises(ValueError, match="every loopback block"):
+        loopback.claim(hosts=[1], ports=[7000], first=200, last=202)
+    os.close(held)  # the cluster's processes are gone: its block is free again
+    d = loopback.claim(hosts=[1], ports=[7000], first=200, last=202)
+    assert d.k == a.k
+    for blk in (b, c, d):
+        blk.release()
+
+
+def test_a_claimed_block_is_locked_exclusively_against_others(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("REPLICALAB_LOCK_DIR", str(tmp_path))
+    a = loopback.claim(hosts=[1], ports=[7000], first=210, last=210)
+    fd = os.open(a.lock_path, os.O_RDWR)
+    try:
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(fd)
+        a.release()
+
+
+def test_consistency_levels_from_the_url():
+    u = parse_store_url("cassandra://127.0.0.1:9042?eventual_cl=local_one&write_cl=ONE",
+                        "hosts", ("eventual_cl", "consistent_cl", "write_cl", "serial_cl"))
+    assert parse_levels(u) == Levels(eventual="LOCAL_ONE", consistent="QUORUM", write="ONE",
+                                     serial="SERIAL")
+    bad = parse_store_url("cassandra://127.0.0.1:9042?write_cl=SERIAL", "hosts",
+                          ("write_cl",))
+    with pytest.raises(ValueError, match="write_cl"):
+        parse_levels(bad)
+
+
+def test_open_refuses_a_bad_level_without_a_server():
+    from replicalab.stores import open_store
+
+    with pytest.raises(ValueError, match="eventual_cl"):
+        open_store("cassandra://127.0.0.1:9042?eventual_cl=SOMETIMES")
+    with pytest.raises(ValueError, match="keyspace"):
+        open_store("cassandra://127.0.0.1:9042?keyspace=1bad")
