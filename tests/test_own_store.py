@@ -79,6 +79,7 @@ def probe_check_and_grep(server: AuthServer, out: Path, keys_left) -> None:
     files = [p for p in out.rglob("*") if p.is_file()] + list(server.logs)
     holding = [str(p) for p in files if SECRET.encode() in p.read_bytes()]
     assert holding == [], holding
+    assert not [p for p in out.rglob("*") if SECRET in str(p)]  # nor in a name
     assert all(SECRET not in t for t in printed), printed
     assert any(":***@" in t for t in printed)  # the URL shown, with its password masked
 

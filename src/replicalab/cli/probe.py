@@ -271,15 +271,25 @@ _with_workload_flags(probe)
 
 
 def report(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory written by probe or load.")],
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by probe, load, "
+                                             "queue run or placement live.")],
 ) -> None:
     """Re-check a saved run from its history and re-render its report; says whether the
-    re-check agrees with the saved results.
+    re-check agrees with the saved results (a queue run: every delivery accounted for
+    again; a placement-live run: lost writes).
 
     Example: replicalab report runs/20261122T010203Z-staleness-sim-simpledb
     """
     try:
         what = rundir.kind(run_dir, "report")
+        if what in (rundir.QUEUE, rundir.PLACEMENT_LIVE):
+            from replicalab.cli.recheck import report_placement_live, report_queue
+
+            page, line = (report_queue if what == rundir.QUEUE else report_placement_live)(
+                run_dir)
+            say(f"report: {page}")
+            say(line)
+            return
         if what == rundir.LOAD:
             from replicalab.report.load import render_load_report
 

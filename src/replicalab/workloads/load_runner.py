@@ -194,6 +194,8 @@ def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None
             raise ValueError("load sla needs --sla-p99-ms, the p99 target in ms")
     from replicalab.stores import open_store
     open_store(spec.store, spec.seed)  # fail fast on a bad URL, before any directory
+    if workers < 1:  # before any directory: a refused command leaves none behind
+        raise ValueError(f"--workers {workers} must be at least 1")
     run_dir = make_run_dir(out, "load", spec.store)
     rates = [spec.rate_per_s] if mode == "run" else plan.rates()  # type: ignore[union-attr]
     duration_s = spec.duration_s if mode == "run" else plan.step_duration_s  # type: ignore
