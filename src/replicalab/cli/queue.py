@@ -91,13 +91,15 @@ def compare_table(results: dict[str, Any]) -> TableData:
     ratio = {(r["queue"], r["strategy"], r["consumers"]): r["ratio"]
              for r in results["ratios"]}
     t = TableData("queue compare", ["queue", "strategy", "consumers", "dup deliveries",
-                                    "dup processing", "dup results", "lost", "store ops/msg",
-                                    "msgs/s", "vs none"], wrap=(0,), right=tuple(range(2, 10)))
+                                    "dup processing", "dup results", "fenced", "lost", "dead",
+                                    "store ops/msg", "msgs/s", "vs none"], wrap=(0,),
+                  right=tuple(range(2, 12)))
     for r in results["runs"]:
         s = r["summary"]
         x = ratio.get((r["queue"], r["strategy"], r["consumers"]))
         t.add(r["queue"], r["strategy"], r["consumers"], s["duplicate_deliveries"],
-              s["duplicate_processing"], s["duplicate_results"], s["lost"],
+              s["duplicate_processing"], s["duplicate_results"], s.get("fenced_commits", 0),
+              s["lost"], s["dead_lettered"],
               f"{s['store_ops_per_message']:.2f}", f"{s['throughput_per_s']:.2f}",
               "n/a" if x is None else f"{x:.2f}")
     return t
