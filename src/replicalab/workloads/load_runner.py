@@ -180,7 +180,7 @@ def _save(run_dir: Path, spec: LoadSpec, steps: list[list[WorkerResult]],
 def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None = None,
              workers: int = 1, ray_address: str | None = None,
              prices: PriceTable | None = None,
-             progress: Callable[[float], None] | None = None) -> LoadRun:
+             progress: Callable[[float, str | None], None] | None = None) -> LoadRun:
     """Run ``mode`` (run | ramp | sla) and save it under ``out``; returns even when a step
     fails or the run is interrupted (see LoadRun). ValueError for bad input."""
     if mode not in MODES:
@@ -208,6 +208,10 @@ def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None
 
     def one(rate: float) -> dict[str, Any]:
         assert pool is not None
+        if progress is not None:  # the rate really offered next (a search picks it as it goes)
+            progress(min(1.0, len(summaries) / max(total, 1)),
+                     f"offering {rate:g}/s, step {len(summaries) + 1} of "
+                     f"{'up to ' if total > 1 else ''}{total}")
         step_spec = LoadSpec(**{**spec.__dict__, "rate_per_s": rate, "duration_s": duration_s})
         try:
             results = pool.run_step(step_spec)
@@ -223,7 +227,7 @@ def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None
                         if plan is not None else "")
         summaries.append(s)
         if progress is not None:
-            progress(min(1.0, len(summaries) / max(total, 1)))
+            progress(min(1.0, len(summaries) / max(total, 1)), None)
         if cut:
             raise KeyboardInterrupt
         return s
@@ -287,8 +291,8 @@ def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None
               "error": error, "process_stride": PROCESS_STRIDE}
     _save(run_dir, spec, steps, summaries, config)
     save_results(results, run_dir)
-    if progress is not None:
-        progress(1.0)
+    if progress is not None and not interrupted:
+        progress(1.0, None)
     return LoadRun(run_dir, results, interrupted, error, steps)
 
 
