@@ -249,7 +249,8 @@ def test_runnable_block(block: Block, tmp_path: Path, monkeypatch: pytest.Monkey
 
 def test_a_figures_block_fails_on_a_changed_figure_not_on_volatile_ones():
     printed = ("runs/20261126T033054Z-register-sim-primary (kv model): NOT linearizable, "
-               "1,293 ops, 3 keys, 0.05 s\n│ fresh in [0, 450) ms      │    32.98% (12,986/39,376) │")
+               "1,293 ops, 3 keys, 0.05 s\n"
+               "│ fresh in [0, 450) ms      │    32.98% (12,986/39,376) │")
     same = ["runs/20240101T000000Z-register-sim-primary (kv model): NOT linearizable, "
             "1,293 ops, 3 keys, 1.20 s",
             "│ fresh in [0, 450) ms │ 32.98% (12,986/39,376) │"]

@@ -30,7 +30,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for name, args in (("probe", ["probe", "--workload", "register", "--duration", "5s"]),
                        ("queue", ["queue", "run", "--messages", "400"]),
                        ("live", ["placement", "live", "--duration", "3s", "--objects", "10"])):
-        code, stdout, stderr = cli(*args, "--out", out / name)
+        code, _, stderr = cli(*args, "--out", out / name)
         assert code == 0, (name, stderr)
         (made[name],) = (out / name).iterdir()
     return made

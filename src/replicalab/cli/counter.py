@@ -21,8 +21,8 @@ from replicalab.cli.timeparse import parse_duration_s
 from replicalab.counters.bench import CONFIGS, EXPERIMENTS
 from replicalab.counters.bench_run import BenchSpec, run_bench
 from replicalab.counters.crdt import CounterError
+from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.stores import Store, StoreError, open_store
-from replicalab.workloads.runner import make_run_dir, save_results
 
 counter_app = typer.Typer(
     help="Bounded Counters: numeric invariants (value >= bound) over eventually consistent "

@@ -16,10 +16,11 @@ from replicalab.cli.errors import UserError, fail
 from replicalab.cli.output import TableData, out_console, say, show
 from replicalab.cli.progress import Tick, progress_bar
 from replicalab.cli.timeparse import parse_duration_s
+from replicalab.history.rundir import Run
 from replicalab.stores.base import redact_url
 from replicalab.workloads.distributed import RayMissing
 from replicalab.workloads.load import LoadSpec, default_loop
-from replicalab.workloads.load_runner import LoadRun, RampPlan, parse_ramp, run_load
+from replicalab.workloads.load_runner import RampPlan, parse_ramp, run_load
 
 load_app = typer.Typer(help="Open-loop load: offered rate, ramp until failure, SLA search.",
                        no_args_is_help=True)
@@ -108,7 +109,7 @@ def summary_table(results: dict[str, Any]) -> TableData:
     return t
 
 
-def _finish(run: LoadRun, as_json: bool) -> None:
+def _finish(run: Run, as_json: bool) -> None:
     from replicalab.report.load import render_load_report
 
     report = render_load_report(run.results, run.run_dir)

@@ -18,13 +18,14 @@ from replicalab.cli.model_params import build, describe, load_toml, parse_compar
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import Phases, progress_bar
 from replicalab.history import load_history
+from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.models import pbs as pbs_model
 from replicalab.models.base import Curve
 from replicalab.models.registry import MODELS, ModelSpec
 from replicalab.models.validate import compare as compare_curves
 from replicalab.models.validate import comparison_table, validate
 from replicalab.workloads.base import ProbeOptions
-from replicalab.workloads.runner import ProbeSpec, make_run_dir, run_probe, save_results
+from replicalab.workloads.runner import ProbeSpec, run_probe
 from replicalab.workloads.staleness import KEY, StalenessConfig
 
 model_app = typer.Typer(help="Predict protocol performance and staleness before building.",

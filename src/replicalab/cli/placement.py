@@ -20,9 +20,9 @@ from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
+from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.placement import simulate as sim
 from replicalab.placement.workloads import WORKLOADS
-from replicalab.workloads.runner import make_run_dir, save_results
 
 placement_app = typer.Typer(
     help="Data placement (seed 002): where each object should live as the regions using it "

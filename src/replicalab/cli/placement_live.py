@@ -31,6 +31,7 @@ from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
 from replicalab.history import History, save_history
+from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.placement.live import LiveOptions
 from replicalab.placement.live_deploy import (
     Deployment,
@@ -44,7 +45,6 @@ from replicalab.placement.live_run import LiveConfig, LiveResult, run_live
 from replicalab.placement.matrix import RegionMatrix, region_matrix
 from replicalab.placement.policies import make_policy, parse_spec
 from replicalab.placement.simulate import SCHEMA
-from replicalab.workloads.runner import make_run_dir, save_results
 
 KINDS = ("sim", "redis", "postgresql")
 PERIODIC = {"majority", "cog"}

@@ -17,11 +17,12 @@ from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
 from replicalab.cluster.state import load, names
 from replicalab.faults.schedule import check_within, load_faults, parse_fault
+from replicalab.history.rundir import Run, load_results
 from replicalab.stores.base import redact_url
 from replicalab.stores.registry import schemes
 from replicalab.workloads import registry
 from replicalab.workloads.base import Flag, ProbeOptions
-from replicalab.workloads.runner import ProbeRun, ProbeSpec, recheck, run_probe
+from replicalab.workloads.runner import ProbeSpec, recheck, run_probe
 
 __all__ = ["finish", "out_console", "probe", "report", "summary_table"]
 
@@ -88,7 +89,7 @@ def summary_table(results: dict[str, Any], title: str) -> TableData:
     return t
 
 
-def finish(run: ProbeRun, as_json: bool) -> None:
+def finish(run: Run, as_json: bool) -> None:
     """Render the report, print the outcome, and exit 130/2 if the run was cut short."""
     from replicalab.report import render_report
 
@@ -293,14 +294,13 @@ def report(
         if what == rundir.LOAD:
             from replicalab.report.load import render_load_report
 
-            results = json.loads((run_dir / "results.json").read_text())
-            say(f"report: {render_load_report(results, run_dir)}")
+            say(f"report: {render_load_report(load_results(run_dir), run_dir)}")
             say("re-check: none for load runs (their figures come from the workers' "
                 "histograms); the report was re-rendered from results.json")
             return
         try:
-            saved = json.loads((run_dir / "results.json").read_text())
-        except (OSError, ValueError):
+            saved: dict[str, Any] | None = load_results(run_dir)
+        except ValueError:
             saved = None
         results = recheck(run_dir)
     except (OSError, ValueError) as err:

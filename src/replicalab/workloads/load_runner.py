@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +38,11 @@ from replicalab.checkers.load import (
     step_summary,
 )
 from replicalab.history import History, save_history
+from replicalab.history.rundir import Run, make_run_dir, save_results
 from replicalab.stores.base import redact_url
 from replicalab.workloads.base import SCHEMA_VERSION
 from replicalab.workloads.distributed import Pool, StepInterrupted, shifts_ns
 from replicalab.workloads.load import PROCESS_STRIDE, LoadSpec, WorkerResult
-from replicalab.workloads.runner import make_run_dir, save_results
 
 MODES = ("run", "ramp", "sla")
 MAX_STEPS = 200
@@ -98,17 +98,6 @@ def parse_ramp(text: str) -> tuple[float, float, float]:
         raise ValueError(f"--ramp {text!r} must be start:stop:step in requests per second, "
                          "e.g. 100:1000:100") from None
     return start, stop, step
-
-
-@dataclass
-class LoadRun:
-    """Where a run was saved, its results, and whether it was cut short."""
-
-    run_dir: Path
-    results: dict[str, Any]
-    interrupted: bool = False
-    error: str = ""
-    steps: list[list[WorkerResult]] = field(default_factory=list)
 
 
 def merge_step(results: list[WorkerResult], rate_per_s: float, duration_s: float
@@ -180,9 +169,9 @@ def _save(run_dir: Path, spec: LoadSpec, steps: list[list[WorkerResult]],
 def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None = None,
              workers: int = 1, ray_address: str | None = None,
              prices: PriceTable | None = None,
-             progress: Callable[[float, str | None], None] | None = None) -> LoadRun:
+             progress: Callable[[float, str | None], None] | None = None) -> Run:
     """Run ``mode`` (run | ramp | sla) and save it under ``out``; returns even when a step
-    fails or the run is interrupted (see LoadRun). ValueError for bad input."""
+    fails or the run is interrupted (see Run). ValueError for bad input."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: use run, ramp or sla")
     spec.check()
@@ -293,7 +282,7 @@ def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None
     save_results(results, run_dir)
     if progress is not None and not interrupted:
         progress(1.0, None)
-    return LoadRun(run_dir, results, interrupted, error, steps)
+    return Run(run_dir, results, interrupted, error, steps)
 
 
 def _counts(summary: dict[str, Any]) -> Any:
