@@ -34,10 +34,9 @@ from replicalab.history import History, encode_value
 from replicalab.placement.live import Conns, LiveOptions, Migration, Router, migrate, seed_objects
 from replicalab.placement.live_check import LostWrites, lost_writes
 from replicalab.placement.live_deploy import Deployment
+from replicalab.runtime.base import NS_PER_MS, NS_PER_S
 from replicalab.stores import StoreError, Unavailable
 
-NS_PER_MS = 1_000_000
-NS_PER_S = 1_000_000_000
 MIGRATOR = -2
 """History process id of migrations (as Jepsen's nemesis is -1)."""
 FINAL = -3
