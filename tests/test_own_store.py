@@ -79,6 +79,7 @@ def probe_check_and_grep(server: AuthServer, out: Path, keys_left) -> None:
     files = [p for p in out.rglob("*") if p.is_file()] + list(server.logs)
     holding = [str(p) for p in files if SECRET.encode() in p.read_bytes()]
     assert holding == [], holding
+    assert not [p for p in out.rglob("*") if SECRET in str(p)]  # nor in a name
     assert all(SECRET not in t for t in printed), printed
     assert any(":***@" in t for t in printed)  # the URL shown, with its password masked
 
@@ -105,6 +106,13 @@ def test_redis_with_requirepass_on_database_2(tmp_path: Path):
         assert both[1].get("replicalab/t/item/a") == b"1" and both[0].dbsize() == 0
         both[1].delete("replicalab/t/item/a")
         probe_check_and_grep(server, tmp_path / "runs", keys_left)
+        # --prefix and --keep: the keys stay, under that prefix only
+        code, text = cli("probe", "--store", server.url, "--duration", "500ms",
+                         "--write-interval", "100ms", "--prefix", "replicalab/kept/",
+                         "--keep", "--out", str(tmp_path / "kept"))
+        assert code == 0, text
+        assert "keys: 1 under replicalab/kept/ kept (--keep)" in text
+        assert keys_left() == [b"replicalab/kept/probe/item/value"]
 
 
 @pytest.fixture
