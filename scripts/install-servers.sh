@@ -14,6 +14,8 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server etcd-client)
 [ -e /usr/share/zookeeper/bin/zkServer.sh ] || missing+=(zookeeper)
+# the power-loss file system (faults/powerfs.py): libfuse 3 and fusermount3
+command -v fusermount3 >/dev/null 2>&1 || missing+=(fuse3)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 if [ ${#missing[@]} -gt 0 ]; then

@@ -17,8 +17,10 @@ MIDDLE = {"workloads", "faults", "cluster"}
 BELOW = {"checkers", "stores", "sim", *BASE}
 SIBLINGS = {"models", "clt", "hlc", "counters", "watch", "queues", "placement"}
 ALLOWED = {
-    "cli": {"report", *SIBLINGS, *MIDDLE, *BELOW},
-    "report": {*SIBLINGS, *MIDDLE, *BELOW},
+    "cli": {"report", "scorecard", *SIBLINGS, *MIDDLE, *BELOW},
+    "report": {"scorecard", *SIBLINGS, *MIDDLE, *BELOW},
+    # seed 001's chart: composes workloads, faults and clusters into cells
+    "scorecard": {*MIDDLE, *BELOW},
     "workloads": {*MIDDLE, *BELOW},
     "faults": {*MIDDLE, *BELOW},
     "cluster": {*MIDDLE, *BELOW},
@@ -34,6 +36,8 @@ ALLOWED = {
     # the queue workload's central store is any Store; its checker is pure (checkers/)
     "queues": {"cluster", "stores", "sim", "checkers", "faults", *BASE},
     "placement": {"cluster", "stores", "sim", *BASE},
+    # the conformance suite for store adapters: runs any Store through the registry
+    "testing": {"stores", *BASE},
     "history": set(),
     "data": set(),  # package data (region matrices), no code
     "runtime": set(),

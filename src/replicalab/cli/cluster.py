@@ -30,15 +30,27 @@ def up(
     client_region: Annotated[str | None, typer.Option(
         help="Also route client links through proxies, as from this region.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    power_loss_fs: Annotated[bool, typer.Option(
+        "--power-loss-fs", help="Put each node's data directory on a file system that keeps "
+        "writes in memory until fsync, so that a power-loss fault can drop them (needs FUSE)."
+    )] = False,
+    setting: Annotated[list[str] | None, typer.Option(
+        "--set", help="Server setting KEY=VALUE over the lab's defaults, repeatable: "
+        "appendfsync=always (Redis), fsync=on (PostgreSQL), forceSync=yes (ZooKeeper).")
+    ] = None,
 ) -> None:
     """Start a cluster on 127.0.0.1 whose replication links carry the region delays.
 
     Example: replicalab cluster up redis --nodes 3 --regions dc3
+
+    Example: replicalab cluster up redis --power-loss-fs --set appendfsync=always
     """
     try:
+        settings = parse_settings(setting or [])
         with progress_bar(f"cluster up {kind}", not as_json) as tick:
             tick(0.0, f"starting {plural(nodes, kind + ' node')} and their links on {regions}")
-            c = base.up(kind, nodes, regions, name, base_port, client_region)
+            c = base.up(kind, nodes, regions, name, base_port, client_region,
+                        settings=settings, power_loss_fs=power_loss_fs)
     except ValueError as err:
         fail(str(err))
     base.keep(c)  # the cluster outlives this command: `cluster down` stops it
@@ -50,6 +62,17 @@ def up(
     say(f"store URL: {c.url}")
     say(f"probe it:  replicalab probe --store '{c.url}' --duration 60s")
     say(f"stop it:   replicalab cluster down {c.name}")
+
+
+def parse_settings(items: list[str]) -> dict[str, str]:
+    """Return {key: value} of ``--set KEY=VALUE`` options (ValueError naming a bad one)."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"--set {item!r}: write KEY=VALUE, e.g. --set appendfsync=always")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def plural(n: int, noun: str) -> str:

@@ -21,8 +21,8 @@ from replicalab.cli.timeparse import parse_duration_s
 from replicalab.counters.bench import CONFIGS, EXPERIMENTS
 from replicalab.counters.bench_run import BenchSpec, run_bench
 from replicalab.counters.crdt import CounterError
+from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.stores import Store, StoreError, open_store
-from replicalab.workloads.runner import make_run_dir, save_results
 
 counter_app = typer.Typer(
     help="Bounded Counters: numeric invariants (value >= bound) over eventually consistent "
@@ -302,8 +302,11 @@ def summary_table(results: dict[str, Any]) -> TableData:
 
 @counter_app.command("bench")
 def bench(
-    store: Annotated[str, typer.Option(help="Store of every data centre: redis, postgresql "
-                                            "or sim (in-process, no server).")] = "redis",
+    kind: Annotated[str | None, typer.Option(
+        help="Store kind of the data centres: redis, postgresql, cassandra (one cluster, a "
+             "data centre per region) or sim (in-process, no server).")] = None,
+    store: Annotated[str | None, typer.Option(
+        help="Deprecated alias of --kind.", hidden=True)] = None,
     configs: Annotated[str, typer.Option(help="Configurations: " + ", ".join(CONFIGS) + ".")
                        ] = ",".join(CONFIGS),
     experiments: Annotated[str, typer.Option(help="Experiments: " + ", ".join(EXPERIMENTS)
@@ -335,8 +338,11 @@ def bench(
 ) -> None:
     """Run seed 004's experiments on three data centres (dc3) and write an HTML report.
 
-    Example: replicalab counter bench --store redis --clients 3,15,30 --duration 20s
+    Example: replicalab counter bench --kind redis --clients 3,15,30 --duration 20s
     """
+    if store is not None:
+        sys.stderr.write(f"note: --store {store} is deprecated here; use --kind {store}\n")
+    store = kind or store or "redis"
     try:
         spec = BenchSpec(store=store, configs=_names(configs, "--configs"),
                          experiments=_names(experiments, "--experiments"),
@@ -358,7 +364,7 @@ def bench(
     except ValueError as err:
         with contextlib.suppress(OSError):
             run_dir.rmdir()  # nothing was measured: leave no empty run directory
-        fail(f"{err}; the data centres could not be started (try --store sim)")
+        fail(f"{err}; the data centres could not be started (try --kind sim)")
     from replicalab.report.counters import render_counter_report
 
     report = render_counter_report(run.results, run_dir)

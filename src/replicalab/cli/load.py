@@ -16,9 +16,11 @@ from replicalab.cli.errors import UserError, fail
 from replicalab.cli.output import TableData, out_console, say, show
 from replicalab.cli.progress import Tick, progress_bar
 from replicalab.cli.timeparse import parse_duration_s
+from replicalab.history.rundir import Run
+from replicalab.stores.base import redact_url
 from replicalab.workloads.distributed import RayMissing
 from replicalab.workloads.load import LoadSpec, default_loop
-from replicalab.workloads.load_runner import LoadRun, RampPlan, parse_ramp, run_load
+from replicalab.workloads.load_runner import RampPlan, parse_ramp, run_load
 
 load_app = typer.Typer(help="Open-loop load: offered rate, ramp until failure, SLA search.",
                        no_args_is_help=True)
@@ -107,7 +109,7 @@ def summary_table(results: dict[str, Any]) -> TableData:
     return t
 
 
-def _finish(run: LoadRun, as_json: bool) -> None:
+def _finish(run: Run, as_json: bool) -> None:
     from replicalab.report.load import render_load_report
 
     report = render_load_report(run.results, run.run_dir)
@@ -145,7 +147,6 @@ def reachable(url: str) -> None:
     if url.startswith("sim://"):
         return
     from replicalab.stores import StoreError, open_store
-    from replicalab.stores.base import redact_url
 
     store = open_store(url, 1)
 
@@ -181,10 +182,16 @@ class StepPacer:
         return f"{rate}step {self.done + 1} of {'up to ' if self.steps > 1 else ''}{self.steps}"
 
     def __call__(self, fraction: float, what: str | None = None) -> None:
-        """run_load's callback: ``fraction`` of the steps are done."""
+        """run_load's callback: ``fraction`` of the steps are done; ``what``, when given,
+        names the step starting now (the rate it really offers)."""
         self.done = round(fraction * self.steps)
         self.t_step = time.monotonic()
-        self.tick(fraction, self.what() if fraction < 1 else "saving the history")
+        if what is not None:
+            self.tick(fraction, what)
+        elif fraction >= 1:
+            self.tick(fraction, "saving the history")
+        else:
+            self.tick(fraction)
 
     def _run(self) -> None:
         while not self._stop.wait(0.5):
@@ -208,9 +215,11 @@ def _go(spec: LoadSpec, mode: str, plan: RampPlan | None, workers: int, ray: str
         reachable(spec.store)
         rates = [spec.rate_per_s] if plan is None else plan.rates()
         steps = len(rates) + (plan.refine if plan is not None and mode == "sla" else 0)
-        with progress_bar(f"load {mode} on {spec.store}", not as_json) as tick, \
+        with progress_bar(f"load {mode} on {redact_url(spec.store)}", not as_json) as tick, \
                 StepPacer(tick, steps, spec.duration_s, rates) as pacer:
             run = run_load(spec, out, mode, plan, workers, ray, table, pacer)
+            if run.interrupted:
+                tick.interrupted()
     except (ValueError, UserError, RayMissing) as err:
         fail(str(err))
     _finish(run, as_json)

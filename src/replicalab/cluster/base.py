@@ -15,6 +15,7 @@ from typing import Protocol
 from replicalab.cluster import process, toxiproxy
 from replicalab.cluster.ports import allocate
 from replicalab.cluster.state import ROOT, Cluster, Link, Node, load, names
+from replicalab.faults import powerloss
 from replicalab.regions import region_set
 
 
@@ -106,8 +107,14 @@ def driver(kind: str) -> Driver:
 
 def up(kind: str, nodes: int, regions: str, name: str | None = None,
        base_port: int | None = None, client_region: str | None = None,
-       root: Path = ROOT) -> Cluster:
-    """Start a cluster and return its saved description (ValueError on bad input)."""
+       root: Path = ROOT, settings: dict[str, str] | None = None,
+       power_loss_fs: bool = False) -> Cluster:
+    """Start a cluster and return its saved description (ValueError on bad input).
+
+    ``settings`` are server settings over the lab's defaults (see ``state.settings``);
+    ``power_loss_fs`` puts every node's data directory on its own power-loss file system
+    (faults/powerfs.py), so that a ``power-loss`` fault can drop what a server never synced.
+    """
     drv = driver(kind)
     rs = region_set(regions)
     if nodes < 1 or nodes > 15:
@@ -119,9 +126,12 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
         raise ValueError(f"a cluster named {name!r} exists; `replicalab cluster down {name}` "
                          "first or pick another --name")
     drv.check_installed()
+    if power_loss_fs:
+        powerloss.check_available()
     ports = allocate(nodes * drv.ports_per_node + 1, base_port)
     c = Cluster(kind, name, regions, [], toxiproxy_port=ports[-1],
-                client_region=client_region)
+                client_region=client_region,
+                extra={"settings": dict(settings)} if settings else {})
     base = c.directory(root)
     k = drv.ports_per_node
     for i in range(nodes):
@@ -133,6 +143,8 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
     before = set(process.owned())
     try:
         c.save(root)
+        if power_loss_fs:
+            mount_power_loss_fs(c, root)
         c.toxiproxy_pid = toxiproxy.start_server(root, c.toxiproxy_port, base / "toxiproxy.log")
         c.save(root)
         tp = toxiproxy.Toxiproxy(c.toxiproxy_port)
@@ -147,6 +159,10 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
             tp.close()
         c.url = drv.url(c) + (f"&client_region={client_region}" if client_region else "")
         c.save(root)
+        for m in power_loss_mounts(c).values():
+            # what set-up wrote is on the disk, as it would be long before a test on a real
+            # machine: a power loss drops only what the servers write from now on
+            powerloss.sync_all(m)
     except BaseException:
         # an error, Ctrl-C or SIGTERM while starting: stop what was started, including a
         # server whose pid was not saved yet
@@ -169,7 +185,7 @@ def down_many(cluster_names: list[str], root: Path = ROOT, also: list[int] | Non
     """Stop every process of the named clusters (and the pids ``also``) at once, delete the
     clusters' directories and return the pids stopped. A name with no saved cluster is
     skipped when others are given (ValueError from :func:`load` when it is the only one)."""
-    pids, dirs = list(also or []), []
+    pids, dirs, mounts = list(also or []), [], []
     for name in cluster_names:
         try:
             c = load(name, root)
@@ -180,7 +196,10 @@ def down_many(cluster_names: list[str], root: Path = ROOT, also: list[int] | Non
         pids += [n.pid for n in c.nodes if n.pid] + ([c.toxiproxy_pid] if c.toxiproxy_pid
                                                      else [])
         dirs.append(c.directory(root))
+        mounts += power_loss_mounts(c).values()
     process.stop_many(pids)
+    for m in mounts:  # once no server holds a file there
+        powerloss.unmount(m)
     for d in dirs:
         shutil.rmtree(d, ignore_errors=True)
     return pids
@@ -189,7 +208,25 @@ def down_many(cluster_names: list[str], root: Path = ROOT, also: list[int] | Non
 def keep(c: Cluster) -> None:
     """Hand cluster ``c``'s processes over so they outlive this process (``cluster up``);
     ``down`` stops them later, from any process."""
-    process.release([n.pid for n in c.nodes if n.pid] + [c.toxiproxy_pid])
+    process.release([n.pid for n in c.nodes if n.pid] + [c.toxiproxy_pid]
+                    + [m.pid for m in power_loss_mounts(c).values()])
+
+
+def mount_power_loss_fs(c: Cluster, root: Path = ROOT) -> None:
+    """Mount a power-loss file system on each node's data directory (its disk beside it,
+    ``n<i>.disk``) and record the mounts in the saved cluster."""
+    c.extra["powerfs"] = {}
+    for node in c.nodes:
+        data = Path(node.data_dir)
+        m = powerloss.mount(data.with_name(data.name + ".disk"), data,
+                            data.with_name(data.name + ".powerfs.log"))
+        c.extra["powerfs"][str(node.index)] = m.to_json()
+        c.save(root)
+
+
+def power_loss_mounts(c: Cluster) -> dict[int, powerloss.Mount]:
+    """Return {node index: mount} of a cluster on power-loss file systems ({} if not)."""
+    return {int(i): powerloss.Mount(**m) for i, m in c.extra.get("powerfs", {}).items()}
 
 
 def status(name: str, root: Path = ROOT) -> tuple[Cluster, list[dict[str, str]]]:

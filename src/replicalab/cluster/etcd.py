@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from replicalab.cluster import process
-from replicalab.cluster.state import Cluster, Node
+from replicalab.cluster.state import Cluster, Node, settings
 from replicalab.regions import region_set
 
 if TYPE_CHECKING:
@@ -190,7 +190,8 @@ class EtcdDriver:
                 "--initial-cluster-token", f"replicalab-{c.name}",
                 "--heartbeat-interval", str(HEARTBEAT_MS),
                 "--election-timeout", str(election_timeout_ms(c)),
-                "--logger", "zap", "--log-outputs", "stderr"]
+                "--logger", "zap", "--log-outputs", "stderr",
+                *(f"--{k}={v}" for k, v in settings(c).items())]
 
     def _argv(self, c: Cluster, node: Node, state: str) -> list[str]:
         argv = [sys.executable, "-m", "replicalab.cluster.etcd",

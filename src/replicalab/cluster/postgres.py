@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from replicalab.cluster import process
-from replicalab.cluster.state import Cluster, Node
+from replicalab.cluster.state import Cluster, Node, settings
 
 if TYPE_CHECKING:
     from replicalab.cluster.base import LinkMaker
@@ -230,9 +230,11 @@ class PostgresDriver:
 
     # --- processes ---------------------------------------------------------------------------
 
-    def _argv(self, node: Node) -> list[str]:
+    def _argv(self, c: Cluster, node: Node) -> list[str]:
         server = [self._bin("postgres"), "-D", str(self._pgdata(node)), "-p", str(node.port),
                   "-c", "listen_addresses=127.0.0.1", "-c", f"cluster_name=n{node.index}"]
+        for key, value in settings(c).items():  # e.g. fsync=on over the lab's fsync=off
+            server += ["-c", f"{key}={value}"]
         return ["sh", "-c", _SUPERVISOR, f"postgres-n{node.index}", *server]
 
     def start_node(self, c: Cluster, node: Node, root: Path) -> None:
@@ -243,7 +245,7 @@ class PostgresDriver:
         while True:
             self._wait_reaped(node, deadline)
             offset = log.stat().st_size if log.exists() else 0
-            node.pid = process.start(self._as_user(self._argv(node)), log,
+            node.pid = process.start(self._as_user(self._argv(c, node)), log,
                                      cwd=self._dir(node), env=self._env())
             if self._wait_ready(node, 60.0):
                 return

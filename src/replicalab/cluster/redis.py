@@ -13,7 +13,7 @@ import redis
 
 from replicalab.cluster import process
 from replicalab.cluster.ports import wait_listening
-from replicalab.cluster.state import Cluster, Node
+from replicalab.cluster.state import Cluster, Node, settings
 
 if TYPE_CHECKING:
     from replicalab.cluster.base import LinkMaker
@@ -31,19 +31,21 @@ class RedisDriver:
             raise ValueError("redis-server is not installed; run scripts/install-servers.sh "
                              "(apt-get install redis-server)")
 
-    def _argv(self, node: Node) -> list[str]:
+    def _argv(self, c: Cluster, node: Node) -> list[str]:
         argv = ["redis-server", "--port", str(node.port), "--bind", "127.0.0.1",
                 "--dir", node.data_dir, "--save", "", "--appendonly", "no",
                 "--protected-mode", "no", "--repl-diskless-sync", "yes",
                 "--repl-diskless-sync-delay", "0", "--daemonize", "no"]
         if node.extra.get("replicaof"):
             argv += ["--replicaof", "127.0.0.1", str(node.extra["replicaof"])]
+        for key, value in settings(c).items():  # e.g. appendonly yes, appendfsync always
+            argv += [f"--{key}", value]
         return argv
 
     def start_node(self, c: Cluster, node: Node, root: Path) -> None:
         """Start (or restart) one redis-server and wait until it listens."""
         Path(node.data_dir).mkdir(parents=True, exist_ok=True)
-        node.pid = process.start(self._argv(node), Path(node.data_dir) / "server.log")
+        node.pid = process.start(self._argv(c, node), Path(node.data_dir) / "server.log")
         if not wait_listening(node.port, 20):
             raise ValueError(f"redis-server n{node.index} did not listen on port {node.port}; "
                              f"see {node.data_dir}/server.log")

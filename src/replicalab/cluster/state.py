@@ -94,3 +94,10 @@ def names(root: Path = ROOT) -> list[str]:
     """Return the names of saved clusters."""
     d = root / "clusters"
     return sorted(p.parent.name for p in d.glob("*/cluster.json")) if d.exists() else []
+
+
+def settings(c: Cluster) -> dict[str, str]:
+    """Return the server settings the cluster was started with over the lab's defaults
+    (``cluster up --set KEY=VALUE``: Redis ``appendfsync``, PostgreSQL ``fsync``,
+    ZooKeeper ``forceSync``, etcd flags), each driver passing them in its server's own way."""
+    return dict(c.extra.get("settings", {}))

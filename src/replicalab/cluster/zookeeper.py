@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 
 from replicalab.cluster import process
 from replicalab.cluster.ports import wait_listening
-from replicalab.cluster.state import Cluster, Node
+from replicalab.cluster.state import Cluster, Node, settings
 
 if TYPE_CHECKING:
     from replicalab.cluster.base import LinkMaker
@@ -145,6 +145,9 @@ class ZookeeperDriver:
             "autopurge.snapRetainCount=3",
             "autopurge.purgeInterval=1",
         ]
+        overrides = settings(c)  # e.g. forceSync=yes, ZooKeeper's own default
+        lines = [x for x in lines if x.split("=", 1)[0] not in overrides]
+        lines += [f"{k}={v}" for k, v in overrides.items()]
         peers = node.extra.get("peers", {})
         for other in c.nodes:
             if other.index == node.index:

@@ -1,7 +1,11 @@
 """Carry out faults on a running cluster and record them in the history as nemesis ops.
 
 crash: SIGKILL the node's process group, restart it from its data directory when the fault
-ends. pause: SIGSTOP, then SIGCONT. partition: a timeout toxic on every proxied link to or
+ends. power-loss (the node, the region's nodes, or every node when no target is named):
+SIGKILL their servers at once, drop what their power-loss file systems never synced and
+mount them again; restart the servers when the fault ends (the cluster must have been
+started with its data on those file systems: ``cluster up --power-loss-fs``).
+pause: SIGSTOP, then SIGCONT. partition: a timeout toxic on every proxied link to or
 from the node (or every link crossing the region's border), removed at the end. slow: add
 ``ms`` to both directions of those links, restored at the end.
 """
@@ -17,6 +21,7 @@ from pathlib import Path
 from replicalab.cluster import base, process
 from replicalab.cluster.state import Cluster, Link, load
 from replicalab.cluster.toxiproxy import Toxiproxy
+from replicalab.faults import powerloss
 from replicalab.faults.schedule import Fault, check_cluster_faults
 from replicalab.history import NEMESIS, History
 from replicalab.runtime import Runtime
@@ -45,6 +50,10 @@ class Nemesis:
             if f.region is not None and f.region not in regions:
                 raise ValueError(f"fault {f.label!r}: cluster {c.name} has regions "
                                  f"{', '.join(sorted(regions))}")
+            if f.action == "power-loss" and not base.power_loss_mounts(c):
+                raise ValueError(f"fault {f.label!r}: cluster {c.name}'s data is not on the "
+                                 "power-loss file system; start it with `replicalab cluster "
+                                 f"up {c.kind} --power-loss-fs`")
             if f.action in ("partition", "slow") and not self._links(c, f):
                 raise ValueError(f"fault {f.label!r}: no proxied link touches that target, so "
                                  "it cannot be cut or slowed")
@@ -57,13 +66,36 @@ class Nemesis:
         return [x for x in c.links if (x.src_region == f.region) != (x.dst_region == f.region)]
 
     def _nodes(self, c: Cluster, f: Fault) -> list[int]:
+        if f.node is None and f.region is None:
+            return [n.index for n in c.nodes]
         return [f.node] if f.node is not None else [n.index for n in c.nodes
                                                      if n.region == f.region]
+
+    def _power_loss(self, c: Cluster, f: Fault) -> None:
+        """Kill the target nodes' servers at once, then drop what their file systems never
+        synced and mount them again (the lost pages are logged beside each mount)."""
+        nodes = self._nodes(c, f)
+        for i in nodes:
+            process.signal_group(c.nodes[i].pid, signal.SIGKILL)
+        for i in nodes:
+            process.kill9(c.nodes[i].pid)  # waits until it is gone
+        mounts = base.power_loss_mounts(c)
+        for i in nodes:
+            data = Path(c.nodes[i].data_dir)
+            log = data.with_name(data.name + ".powerfs.log")
+            new, (pages, files) = powerloss.power_loss(mounts[i], log)
+            with log.open("a") as out:
+                out.write(f"replicalab: power loss dropped {pages} unsynced pages of "
+                          f"{files} files\n")
+            c.extra["powerfs"][str(i)] = new.to_json()
+        c.save(self.root)
 
     def start(self, f: Fault) -> None:
         """Begin fault ``f`` (blocking; call from a thread)."""
         c = self.cluster()
-        if f.action == "crash":
+        if f.action == "power-loss":
+            self._power_loss(c, f)
+        elif f.action == "crash":
             for i in self._nodes(c, f):
                 process.kill9(c.nodes[i].pid)
         elif f.action == "pause":
@@ -84,7 +116,7 @@ class Nemesis:
     def end(self, f: Fault) -> None:
         """End fault ``f``: restart, resume, heal or restore (blocking; call from a thread)."""
         c = self.cluster()
-        if f.action == "crash":
+        if f.action in ("crash", "power-loss"):
             drv = base.driver(c.kind)
             for i in self._nodes(c, f):
                 drv.start_node(c, c.nodes[i], self.root)

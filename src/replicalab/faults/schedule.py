@@ -2,7 +2,8 @@
 tables, checked before a run starts (a fault the run cannot hold, an unknown table or a
 wrongly typed value is refused with one line naming the fix).
 
-Targets: a node (``node=N``) or a region (``region=NAME``) of a store's cluster; for queue
+Targets: a node (``node=N``) or a region (``region=NAME``) of a store's cluster (a
+``power-loss`` with neither acts on every node, for 1 s unless ``for=`` says); for queue
 runs, a consumer (``consumer=K``: ``crash``, ``pause``, ``skew ms=±X`` of its clock) or the
 central store (``store=central``: ``errors`` — its operations fail at once and do not
 happen — or ``timeouts`` — they happen but their replies are lost, the caller hears an
@@ -17,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ACTIONS = ("crash", "pause", "partition", "slow", "skew", "errors", "timeouts")
+ACTIONS = ("crash", "pause", "partition", "slow", "skew", "errors", "timeouts", "power-loss")
+POWER_OFF_S = 1.0
+"""How long the power stays off when a power-loss fault gives no for= (s)."""
 CONSUMER_ACTIONS = ("crash", "pause", "skew")
 """What a queue run can do to one of its consumers (``consumer=K``)."""
 STORE_ACTIONS = ("errors", "timeouts")
@@ -43,7 +46,11 @@ class Fault:
 
     @property
     def target(self) -> str:
-        """Return ``n2``, ``region US-W``, ``consumer 1`` or ``central store``."""
+        """Return ``n2``, ``region US-W``, ``consumer 1``, ``central store`` or ``every
+        node`` (a power loss with no target)."""
+        if self.node is None and self.region is None and self.consumer is None \
+                and self.store is None:
+            return "every node"
         if self.consumer is not None:
             return f"consumer {self.consumer}"
         if self.store is not None:
@@ -90,10 +97,15 @@ def _build(fields: dict[str, Any], source: str) -> Fault:
                          "node=, region=, consumer= or store=, and ms= for slow, skew, "
                          "timeouts")
     targets = [t for t in ("node", "region", "consumer", "store") if t in fields]
-    if len(targets) != 1:
+    if action == "power-loss":  # the whole machine room by default, back on at once
+        fields.setdefault("for", f"{POWER_OFF_S:g}s")
+        if len(targets) > 1 or set(targets) - {"node", "region"}:
+            raise ValueError(f"{source}: a power loss takes node=N or region=NAME, or no "
+                             "target (every node)")
+    elif len(targets) != 1:
         raise ValueError(f"{source}: name exactly one target, node=N, region=NAME, "
                          "consumer=K or store=central")
-    target = targets[0]
+    target = targets[0] if targets else "node"
     _check_target(action, target, fields, source)
     if action == "skew":  # a clock that is off for the whole run, unless told otherwise
         fields.setdefault("at", "0s")

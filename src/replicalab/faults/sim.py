@@ -22,7 +22,8 @@ from replicalab.faults.nemesis import run_schedule
 from replicalab.faults.schedule import Fault, check_cluster_faults
 from replicalab.history import History
 from replicalab.runtime import Runtime
-from replicalab.sim.network import NS_PER_MS, Network, Node
+from replicalab.runtime.base import NS_PER_MS
+from replicalab.sim.network import Network, Node
 
 FAULTABLE = ("primary", "quorum")
 
@@ -62,6 +63,10 @@ class SimNemesis:
         nodes = self.nodes
         regions = sorted({n.region for n in nodes})
         for f in faults:
+            if f.action == "power-loss":
+                raise ValueError(f"fault {f.label!r}: sim://{self.scheme} keeps no disk, so "
+                                 "a power loss is not modelled; use crash, or a real cluster "
+                                 "started with --power-loss-fs")
             if f.node is not None and f.node >= len(nodes):
                 raise ValueError(f"fault {f.label!r}: sim://{self.scheme} has nodes "
                                  f"{', '.join(n.name for n in nodes)} (node=0.."

@@ -34,6 +34,7 @@ import numpy as np
 from replicalab.models.base import Curve, CurvePoint, point, require
 from replicalab.models.orderstats import NormalRtt, order_stat_mean_ms
 from replicalab.regions import LAN_RTT_MS, LAN_SD_MS
+from replicalab.runtime.base import NS_PER_MS
 
 # Default per-message costs. The seed took its pipeline figures from "the early Paxi
 # implementation" without printing them; these are chosen so that one pipeline handles a
@@ -46,7 +47,6 @@ DEFAULT_SIGMA_MS_MS = 0.006
 DEFAULT_MU_MD_MS = 0.040
 DEFAULT_SIGMA_MD_MS = 0.008
 
-NS_PER_MS = 1_000_000
 WARMUP_FRACTION = 0.05  # rounds dropped from the statistics while the queue fills from empty
 _NEG = np.iinfo(np.int64).min // 4  # "server free since forever" in ns
 

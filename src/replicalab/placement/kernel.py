@@ -25,8 +25,8 @@ import numpy as np
 from replicalab.placement.matrix import nearest_order
 
 STATIC, CONSECUTIVE, MAJORITY, EMA, COG_PERIODIC, COG_CONTINUOUS, ORACLE = range(7)
-CODES = {"static": STATIC, "consecutive": CONSECUTIVE, "majority": MAJORITY, "ema": EMA,
-         "cog-periodic": COG_PERIODIC, "cog-continuous": COG_CONTINUOUS, "oracle": ORACLE}
+"""The branches of the compiled loop (``jit.run``); a policy class names its branch as its
+``kernel_code`` and hands the loop's arguments over in ``fast_args()``."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def run_fast(code: int, rtt_ms: np.ndarray, obj: np.ndarray, region: np.ndarray,
              t_ms: np.ndarray, owner0: np.ndarray, *, n_consecutive: int = 3,
              window_ms: float = 1.0, alpha: float = 0.1, capacity: int = -1,
              plan: np.ndarray | None = None, pingpong_ms: float = 0.0) -> Trace:
-    """Return the Trace of policy ``code`` (see CODES) over the stream, starting from owners
+    """Return the Trace of the policy of branch ``code`` over the stream, starting from owners
     ``owner0``; ``capacity`` objects per region for the filter (-1: no filter); ``plan`` the
     oracle's per-request targets (``policies.oracle_plan``)."""
     from replicalab.placement import jit  # numba loads on first use, not at import

@@ -11,7 +11,9 @@ the records of several processes for the delivery checker. Consumers of several 
 sharing ``--claims`` (the central store's claim domain) resolve each message between them.
 ``--fault-plan`` (written by the runner, ``queues/nemesis.py``) gives the skews of its
 threads' clocks and the central-store faults, on the machine's monotonic clock; a pause is
-the runner's SIGSTOP.
+the runner's SIGSTOP. With ``--go-file`` the process connects, says it is ready
+(``RECORD.ready``) and waits for the runner to write the plan there, so that every
+consumer starts together and a fault's ``at=`` counts from that start, not from Python's.
 
 Simulated queues run in one process's virtual time and are refused here. Bad input exits 2
 with one line.
@@ -32,7 +34,8 @@ from replicalab.queues.nemesis import FaultPlan
 from replicalab.queues.record import QueueLog, jsonl_sink
 from replicalab.queues.spec import QueueSpec
 from replicalab.queues.strategies import STRATEGIES, make_strategy
-from replicalab.queues.worker import Ctx, Reader, Worker
+from replicalab.queues.worker import Ctx, Reader, Worker, settle_commits
+from replicalab.runtime.base import NS_PER_S
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -59,8 +62,13 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                     help="stop after this long without a delivery (0: never)")
     ap.add_argument("--max-duration-s", type=float, default=600.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--settle-s", type=float, default=5.0,
+                    help="on SIGTERM, wait up to this long for commits in flight")
     ap.add_argument("--fault-plan", default="[]",
                     help="skews and central-store faults as the runner writes them (JSON)")
+    ap.add_argument("--go-file", type=Path, default=None,
+                    help="once connected, touch RECORD.ready and wait for this file: the "
+                    "fault plan the runner writes when every consumer is up")
     return ap.parse_args(argv)
 
 
@@ -79,15 +87,21 @@ async def consume(a: argparse.Namespace) -> int:
         raise ValueError("a simulated queue lives in one process's virtual time; give a "
                          "real queue URL (redis://, postgresql://)")
     rt = queue.runtime
+    clients = [(await queue.connect(), await store.connect() if store is not None else None)
+               for _ in range(a.threads)]
+    stop = [False]
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, lambda: stop.__setitem__(0, True))
+    if a.go_file is not None:  # the runner starts every consumer at once, with the plan
+        Path(f"{a.record}.ready").touch()
+        plan = await _wait_for_go(a.go_file, a.max_duration_s, stop)
     log = QueueLog(jsonl_sink(a.record))
     ctx = Ctx(spec, rt, queue, log, make_strategy(a.strategy, a.visibility_s), store,
-              a.claims, f"p{a.index}", plan)
-    reader = Reader(0)
-    workers = [Worker(ctx, a.index + k, a.gen, reader, await queue.connect(),
-                      await store.connect() if store is not None else None)
-               for k in range(a.threads)]
-    loop = asyncio.get_running_loop()
+              a.claims, f"p{a.index}", plan, stopping=stop[0])
     loop.add_signal_handler(signal.SIGTERM, lambda: setattr(ctx, "stopping", True))
+    reader = Reader(0)
+    workers = [Worker(ctx, a.index + k, a.gen, reader, qc, sc)
+               for k, (qc, sc) in enumerate(clients)]
     tasks = [asyncio.ensure_future(w.run()) for w in workers]
     start = last_seen = time.monotonic()
     seen = 0
@@ -102,7 +116,9 @@ async def consume(a: argparse.Namespace) -> int:
                 break
     finally:
         ctx.stopping = True
-        for t in tasks:  # a clean stop: the batch in hand is abandoned, its rows closed
+        # a clean stop lets a commit in flight learn its outcome first (bounded)
+        await settle_commits(rt, log, NS_PER_S // 20, int(a.settle_s * NS_PER_S))
+        for t in tasks:  # the batch in hand is abandoned, its rows closed
             t.cancel()
         for t in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -117,6 +133,17 @@ async def consume(a: argparse.Namespace) -> int:
         if store is not None:
             await store.close()
     return len(ctx.deleted)
+
+
+async def _wait_for_go(path: Path, limit_s: float, stop: list[bool]) -> FaultPlan:
+    """Return the fault plan in ``path`` once the runner has written it (an empty plan if
+    stopped or ``limit_s`` passes first)."""
+    deadline = time.monotonic() + limit_s
+    while not stop[0] and time.monotonic() < deadline:
+        if path.exists():
+            return FaultPlan.from_json(path.read_text())
+        await asyncio.sleep(0.02)
+    return FaultPlan()
 
 
 def main(argv: list[str] | None = None) -> int:

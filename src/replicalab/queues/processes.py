@@ -29,6 +29,7 @@ from replicalab.queues.record import QueueLog, merge, read_jsonl
 from replicalab.queues.spec import QueueOutcome, QueueSpec, consumer_of
 
 POLL_S = 0.2  # how often the run looks at the queue's counts
+READY_LIMIT_S = 60.0  # how long consumer processes may take to start (imports, connects)
 
 
 def _threads(spec: QueueSpec) -> list[tuple[int, int]]:
@@ -43,7 +44,7 @@ def _threads(spec: QueueSpec) -> list[tuple[int, int]]:
 
 
 def _argv(spec: QueueSpec, claims: str, record: Path, first: int, threads: int,
-          gen: int, plan: FaultPlan) -> list[str]:
+          gen: int, go: Path) -> list[str]:
     argv = [sys.executable, "-m", "replicalab.queues.consumer", "--queue", spec.queue,
             "--strategy", spec.strategy, "--claims", claims, "--record", str(record),
             "--index", str(first), "--gen", str(gen), "--threads", str(threads),
@@ -54,9 +55,7 @@ def _argv(spec: QueueSpec, claims: str, record: Path, first: int, threads: int,
             "--max-duration-s", repr(spec.max_duration_s), "--seed", str(spec.seed)]
     if spec.central is not None:
         argv += ["--central", spec.central]
-    if plan.windows:
-        argv += ["--fault-plan", plan.to_json()]
-    return argv
+    return [*argv, "--go-file", str(go)]
 
 
 def _process_plan(spec: QueueSpec, t0_ns: int, layout: list[tuple[int, int]]) -> FaultPlan:
@@ -92,14 +91,14 @@ def run_processes(spec: QueueSpec, progress: Callable[[float], None] | None = No
     stopped: set[int] = set()  # pids SIGSTOPped now: continued whatever way the run ends
     t0 = rt.now_ns()
     wall0 = time.monotonic()
-    plan = _process_plan(spec, t0, layout)
+    go = tmp / "go.json"  # written once every consumer is up: the fault plan, and "start"
     stopping = [False]
 
     def start(r: int, gen: int) -> None:
         first, threads = layout[r]
         rec = tmp / f"c{r}-g{gen}.jsonl"
         records.append(rec)
-        pids[r] = process.start(_argv(spec, claims, rec, first, threads, gen, plan),
+        pids[r] = process.start(_argv(spec, claims, rec, first, threads, gen, go),
                                 tmp / f"c{r}-g{gen}.log", label=f"queue consumer {r}")
 
     def crash(r: int, for_s: float, gen: int) -> None:
@@ -137,8 +136,14 @@ def run_processes(spec: QueueSpec, progress: Callable[[float], None] | None = No
         acked.add(mid)
 
     async def main() -> None:
+        nonlocal t0
         for r in range(len(layout)):
             start(r, 0)
+        await _until_ready(records, pids)
+        t0 = rt.now_ns()  # the faults' times count from here: start-up is not the run
+        part = go.with_suffix(".part")
+        part.write_text(_process_plan(spec, t0, layout).to_json())
+        part.replace(go)
         loop = asyncio.get_running_loop()
         for f in spec.faults:
             if f.action == "crash":
@@ -180,6 +185,19 @@ def run_processes(spec: QueueSpec, progress: Callable[[float], None] | None = No
     return QueueOutcome(merged, dead, queue.info.to_json(),
                         store.info.to_json() if store is not None else None,
                         rt.now_ns() - t0, time.monotonic() - wall0, notes, interrupted)
+
+
+async def _until_ready(records: list[Path], pids: dict[int, int],
+                       limit_s: float = READY_LIMIT_S) -> None:
+    """Return once every consumer process is connected and waiting for the go (its record's
+    ``.ready`` file), one of them has exited, or ``limit_s`` has passed."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if all(Path(f"{p}.ready").exists() for p in records):
+            return
+        if not all(process.alive(p) for p in pids.values()):
+            return
+        await asyncio.sleep(POLL_S / 4)
 
 
 async def _until_drained(spec: QueueSpec, queue: Queue, producers: list[asyncio.Future[None]],

@@ -58,6 +58,7 @@ class QueueLog:
     def __init__(self, sink: Callable[[int, dict[str, Any]], None] | None = None) -> None:
         self.cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
         self.sink = sink
+        self.open_commits: set[int] = set()  # commit rows not closed yet
 
     def row(self, index: int) -> dict[str, Any]:
         """Return row ``index`` as a dict."""
@@ -79,6 +80,8 @@ class QueueLog:
                             ("complete_ns", -1), ("outcome", "invoke"), ("note", note)):
             c[name].append(value)
         i = len(c["kind"]) - 1
+        if kind == "commit":
+            self.open_commits.add(i)
         if self.sink is not None:
             self.sink(i, self.row(i))
         return i
@@ -88,6 +91,7 @@ class QueueLog:
         c = self.cols
         c["complete_ns"][index] = now_ns
         c["outcome"][index] = outcome
+        self.open_commits.discard(index)
         for name, value in fields.items():
             c[name][index] = value
         if self.sink is not None:
@@ -107,6 +111,7 @@ class QueueLog:
         for i, outcome in enumerate(c["outcome"]):
             if outcome == "invoke" and (process is None or c["process"][i] == process):
                 c["outcome"][i], c["complete_ns"][i], c["note"][i] = "info", now_ns, note
+                self.open_commits.discard(i)
                 n += 1
                 if self.sink is not None:
                     self.sink(i, self.row(i))

@@ -1,5 +1,7 @@
 """URL scheme -> queue backend, opened lazily so a backend's client library is imported only
-when its URL is used: ``sim://sqs``, ``redis://``, ``postgresql://``."""
+when its URL is used: ``sim://sqs``, ``redis://``, ``postgresql://``, and the schemes other
+packages declare in the ``replicalab.queues`` entry-point group (``name = "module:opener"``
+with ``opener(url, seed) -> Queue``; a shipped scheme cannot be taken over)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,11 @@ from urllib.parse import urlsplit
 
 from replicalab.queues.base import Queue
 from replicalab.runtime import VirtualRuntime
+from replicalab.stores.base import redact_url
+from replicalab.stores.registry import declared, load_entry_point
+
+QUEUE_GROUP = "replicalab.queues"
+"""The entry-point group outside queue backends declare their URL schemes in."""
 
 _BACKENDS = {
     "redis": "replicalab.queues.redis:open_redis_queue",
@@ -17,7 +24,7 @@ _BACKENDS = {
 
 def schemes() -> list[str]:
     """Return the URL schemes a queue can be opened from."""
-    return sorted(["sim", *_BACKENDS])
+    return sorted({"sim", *_BACKENDS, *declared(QUEUE_GROUP)})
 
 
 def open_queue(url: str, seed: int = 1, runtime: VirtualRuntime | None = None) -> Queue:
@@ -35,8 +42,17 @@ def open_queue(url: str, seed: int = 1, runtime: VirtualRuntime | None = None) -
         return open_sqs_sim(url, seed, runtime)
     target = _BACKENDS.get(scheme)
     if target is None:
-        raise ValueError(f"unknown queue URL scheme {scheme!r} in {url!r}; use one of: "
-                         f"{', '.join(s + '://' for s in schemes())}")
+        ep = declared(QUEUE_GROUP).get(scheme)
+        if ep is None:
+            raise ValueError(f"unknown queue URL scheme {scheme!r} in {redact_url(url)!r}; "
+                             f"use one of: {', '.join(s + '://' for s in schemes())} (or "
+                             f"install a package that adds {scheme}:// in the "
+                             f"{QUEUE_GROUP} entry-point group)")
+        if runtime is not None:
+            raise ValueError(f"{scheme}:// queues run in real time; a simulated (sim://) "
+                             "central store cannot share their clock: use a real central "
+                             "store")
+        return load_entry_point(ep, "queue backend")(url, seed)  # type: ignore[return-value]
     if runtime is not None:
         raise ValueError(f"{scheme}:// queues run in real time; a simulated (sim://) central "
                          "store cannot share their clock: use a real central store")

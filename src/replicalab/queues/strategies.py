@@ -26,6 +26,9 @@ from replicalab.runtime.base import NS_PER_S
 STRATEGIES = ("none", "tag", "central", "central-lease", "central-detect")
 CENTRAL = ("central", "central-lease", "central-detect")
 """The strategies that need a central store."""
+COMMIT_RETRY_S = 60.0
+"""How long a fenced commit whose outcome is unknown is retried (s): a central store that
+fails longer leaves it unknown (``info``), and the message to its next delivery."""
 
 
 class NoStrategy:
@@ -71,13 +74,14 @@ class TagStrategy:
 
 def make_strategy(name: str, visibility_s: float) -> Strategy:
     """Return the strategy called ``name`` (ValueError lists the choices); lease claims last
-    half the visibility timeout, a fenced commit is retried for two of them."""
+    half the visibility timeout; a fenced commit of unknown outcome is retried for up to
+    ``COMMIT_RETRY_S``."""
     if name == "none":
         return NoStrategy()
     if name == "tag":
         return TagStrategy()
     if name == "central":
-        return FencedStrategy(visibility_s, 2 * visibility_s)
+        return FencedStrategy(visibility_s, COMMIT_RETRY_S)
     if name in ("central-lease", "central-detect"):
         return LeaseStrategy(name == "central-detect", int(visibility_s * NS_PER_S / 2))
     raise ValueError(f"unknown strategy {name!r}; use one of {', '.join(STRATEGIES)}")

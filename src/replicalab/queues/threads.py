@@ -23,7 +23,7 @@ from replicalab.queues.producer import produce
 from replicalab.queues.record import QueueLog
 from replicalab.queues.spec import QueueOutcome, QueueSpec, consumer_of
 from replicalab.queues.strategies import make_strategy
-from replicalab.queues.worker import Ctx, Reader, Worker
+from replicalab.queues.worker import Ctx, Reader, Worker, settle_commits
 from replicalab.runtime import Runtime
 from replicalab.runtime.base import NS_PER_S
 from replicalab.stores.base import Store
@@ -70,6 +70,7 @@ def run_threads(spec: QueueSpec, progress: Callable[[float], None] | None = None
         for t in [tasks.pop(k, None), *w.tasks]:
             if t is not None:
                 t.cancel()
+        ctx.maybe_deleted |= w.deleting  # deletes cut short: they may or may not have landed
         for tag, state in list(w.reader.seen.items()):
             if state == k:  # the reader sees its thread die and forgets its work in progress
                 del w.reader.seen[tag]
@@ -102,6 +103,7 @@ def run_threads(spec: QueueSpec, progress: Callable[[float], None] | None = None
         try:
             await _until_finished(spec, rt, queue, ctx, producers, tasks, acked, dead, notes,
                                   t0[0], progress)
+            await settle_commits(rt, log, CHECK_EVERY_NS[rt.virtual])
         finally:
             ctx.stopping = True
             for t in [*producers, *tasks.values(),
@@ -135,11 +137,14 @@ async def _until_finished(spec: QueueSpec, rt: Runtime, queue: Queue, ctx: Ctx,
         with contextlib.suppress(QueueError):  # the next check asks again
             dead[:] = [d.id for d in await queue.dead_letters()]
         # kept up to date by the deletes: no pass over every message per check
-        finished = len(acked) - len(ctx.pending - set(dead))
+        left = ctx.pending - set(dead)
+        finished = len(acked) - len(left)
         if progress is not None:
             progress(finished / spec.messages)
         if sent and finished == len(acked):
             return
+        if sent and left <= ctx.maybe_deleted and await _queue_empty(queue):
+            return  # what is left had deletes of unknown outcome, and they landed
         failed = _failure(tasks.values())
         if failed:
             notes.append(f"stopped: every consumer failed ({failed}); what was "
@@ -149,6 +154,14 @@ async def _until_finished(spec: QueueSpec, rt: Runtime, queue: Queue, ctx: Ctx,
             notes.append(f"stopped at --max-duration {spec.max_duration_s:g} s with "
                          f"{len(acked) - finished} messages not yet deleted")
             return
+
+
+async def _queue_empty(queue: Queue) -> bool:
+    """Return True when the queue counts nothing visible and nothing in flight."""
+    try:
+        return await queue.depth() == (0, 0)
+    except QueueError:
+        return False
 
 
 def _failure(tasks: Any) -> str:

@@ -21,6 +21,8 @@ from replicalab.runtime import Runtime
 from replicalab.runtime.base import NS_PER_MS, NS_PER_S
 from replicalab.stores.base import Client, Store, StoreError
 
+SETTLE_LIMIT_S = 90  # longer than a fenced commit's retries (strategies.COMMIT_RETRY_S)
+
 
 @dataclass
 class Reader:
@@ -56,6 +58,7 @@ class Ctx:
     plan: FaultPlan = field(default_factory=FaultPlan)
     deleted: set[str] = field(default_factory=set)  # message ids deleted (acknowledged)
     pending: set[str] = field(default_factory=set)  # acknowledged sends not deleted yet
+    maybe_deleted: set[str] = field(default_factory=set)  # deletes of unknown outcome
     stopping: bool = False
 
 
@@ -78,6 +81,7 @@ class Worker:
         self._free: list[Client] = list(self.stores)
         self._store_of: dict[str, Client] = {}
         self.tasks: list[Any] = []
+        self.deleting: set[str] = set()  # message ids whose delete is in flight
         self.rng = np.random.default_rng([ctx.spec.seed, 7, index, gen])
 
     def now_ns(self) -> int:
@@ -190,6 +194,7 @@ class Worker:
         rt, log = self.rt, self.log
         i = log.invoke("delete", self.index, rt.now_ns(), tag=tag, msg_id=d.id,
                        receipt=d.receipt)
+        self.deleting.add(d.id)  # a crash now leaves the delete's outcome unknown
         try:
             await self.client.delete(d.receipt)
         except StaleReceipt as err:
@@ -197,7 +202,10 @@ class Worker:
             return False
         except QueueError as err:
             log.done(i, rt.now_ns(), "info", note=str(err))
+            self.ctx.maybe_deleted.add(d.id)
             return False
+        finally:
+            self.deleting.discard(d.id)
         log.done(i, rt.now_ns())
         self.ctx.deleted.add(d.id)
         self.ctx.pending.discard(d.id)
@@ -239,3 +247,13 @@ class Worker:
         log.done(i, rt.now_ns(), count=in_flight, note=f"visible={visible}")
         r.counts_ns, r.others = rt.now_ns(), in_flight > r.held(rt.now_ns())
         return r.others
+
+
+async def settle_commits(rt: Runtime, log: QueueLog, every_ns: int,
+                         limit_ns: int = SETTLE_LIMIT_S * NS_PER_S) -> None:
+    """Wait (up to ``limit_ns``) for the commits still in flight to learn their outcome: a
+    consumer may be committing a message another has already found committed and deleted,
+    and a record cut before the reply could not say what happened."""
+    deadline = rt.now_ns() + limit_ns
+    while log.open_commits and rt.now_ns() < deadline:
+        await rt.sleep_ns(min(every_ns, deadline - rt.now_ns()))

@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from replicalab.checkers.spread import common_figures, merge_figures
+from replicalab.history.rundir import make_run_dir
 from replicalab.runtime.virtual import stop_requested
 from replicalab.workloads import registry
-from replicalab.workloads.runner import ProbeSpec, make_run_dir, run_probe
+from replicalab.workloads.runner import ProbeSpec, run_probe
 
 SCHEMA_VERSION = 1
 MAX_RUNS = 100_000

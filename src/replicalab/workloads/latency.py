@@ -32,9 +32,11 @@ PREP = 1  # process of the reads that prepare a conditional put
 
 @dataclass(frozen=True)
 class LatencyConfig:
-    """How many operations of each variant to time."""
+    """How many operations of each variant to time, and from which region's client (None:
+    the store's first node)."""
 
     ops: int = 1000
+    region: str | None = None
 
     def check(self) -> None:
         """Raise ValueError if too few operations are asked for a comparison."""
@@ -50,7 +52,7 @@ def variants(features: frozenset[Feature]) -> list[str]:
 async def generate(store: Store, h: History, opts: ProbeOptions, cfg: LatencyConfig,
                    rec: Recorder) -> None:
     """Issue ``ops`` operations of every supported variant, round-robin, one at a time."""
-    client = await store.connect()
+    client = await store.connect(cfg.region)
     seq = itertools.count(1)
     await rec.write(client, 0, {KEY: encode_value(0, next(seq), store.runtime.now_ns())})
     todo = variants(store.info.features)

@@ -17,6 +17,7 @@ _MODULES = {
     "latency": "replicalab.workloads.latency",
     "sweep": "replicalab.workloads.sweep",
     "register": "replicalab.workloads.register",
+    "increments": "replicalab.workloads.increments",
 }
 
 

@@ -1,0 +1,129 @@
+"""``replicalab scorecard``: seed 001's chart measured, one row per store, one column per
+property, each cell coloured against the store's documented promise or seed 001's goals."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from replicalab.cli.errors import fail
+from replicalab.cli.output import TableData, say, show
+from replicalab.cli.progress import progress_bar
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``replicalab scorecard`` to the root app."""
+    app.command(name="scorecard")(scorecard)
+
+
+def _check_inputs(kinds: str, only: str | None, regions: str) -> tuple[tuple[str, ...],
+                                                                     tuple[str, ...]]:
+    """Return (stores, properties) or raise ValueError naming the fix: an unknown kind or
+    property, a server or FUSE that is missing, a sim:// URL that does not open."""
+    from replicalab.cluster import base
+    from replicalab.faults import powerloss
+    from replicalab.regions import region_set
+    from replicalab.scorecard.plan import parse_kinds, parse_only
+    from replicalab.stores import open_store
+
+    stores, props = parse_kinds(kinds), parse_only(only)
+    region_set(regions)
+    real = [k for k in stores if not k.startswith("sim://")]
+    for k in real:
+        base.driver(k).check_installed()
+    for k in stores:
+        if k.startswith("sim://"):
+            open_store(k, 1)
+    if real and "durability" in props:
+        why = powerloss.unavailable_reason()
+        if why:
+            raise ValueError(f"durability needs the power-loss file system: {why}; or leave "
+                             "durability out with --only")
+    return stores, props
+
+
+def _table(sc: dict[str, Any]) -> TableData:
+    """Return the compact terminal table: one line per cell (store, property, colour,
+    value); only the value wraps on a narrow terminal, nothing is cut."""
+    from replicalab.scorecard.run import order
+
+    t = TableData(f"scorecard on {sc['regions']}"
+                  + (" (interrupted: cells not measured are marked)" if sc["interrupted"]
+                     else "") + "; evidence: open the report and click a cell",
+                  ["store", "property", "colour", "value"], wrap=(3,))
+    for store, cells in order(sc):
+        for prop, c in zip(sc["properties"], cells, strict=True):
+            t.add(store, prop, c["grade"] if c else "-", c["value"] if c else "not measured")
+    return t
+
+
+def scorecard(
+    kinds: Annotated[str, typer.Option(help="Comma-separated stores: cluster kinds (redis, "
+                                            "postgres, etcd, zookeeper) and sim:// URLs.")
+                     ] = "redis,postgres,etcd,zookeeper",
+    regions: Annotated[str, typer.Option(help="Region set of the clusters.")] = "dc3",
+    quick: Annotated[bool, typer.Option("--quick", help="Every cell, shorter runs "
+                                                        "(about 8 minutes for four stores).")
+                     ] = False,
+    only: Annotated[str | None, typer.Option(
+        help="Comma-separated properties: latency, durability, availability, consistency, "
+             "transactionality, geography (default: all).")] = None,
+    out: Annotated[Path, typer.Option(help="Directory that receives the run directory.")
+                   ] = Path("runs"),
+    seed: Annotated[int, typer.Option(help="Seed of every run.")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Print scorecard.json.")] = False,
+) -> None:
+    """Measure seed 001's chart for each store: latency from each region against the 50 ms /
+    500 ms goals, acknowledged writes lost under kill -9 and power loss, availability while a
+    region is cut off and while the leader is down, consistency promised vs observed,
+    conditional and multi-element writes verified, and where replicas sit. Each store runs
+    on its own 3-node cluster, started and stopped by the command.
+
+    Example: replicalab scorecard --kinds redis,postgres,etcd,zookeeper --regions dc3 --quick
+
+    Example: replicalab scorecard --kinds 'sim://primary?regions=dc3' --quick --only consistency
+
+    Example: replicalab scorecard --kinds etcd --only durability,availability
+    """
+    from replicalab.history.rundir import make_run_dir
+    from replicalab.regions import region_set
+    from replicalab.report.scorecard import render_scorecard
+    from replicalab.scorecard.plan import FULL, QUICK, expected_steps
+    from replicalab.scorecard.run import Scorecard, run
+
+    try:
+        stores, props = _check_inputs(kinds, only, regions)
+        run_dir = make_run_dir(out, "scorecard", "-".join(
+            "sim" if s.startswith("sim://") else s for s in stores))
+    except ValueError as err:
+        fail(str(err))
+    (run_dir / "runs").mkdir(exist_ok=True)
+    sc = Scorecard(run_dir, stores, props, regions, QUICK if quick else FULL, seed)
+    with progress_bar(f"scorecard of {len(stores)} stores", not as_json) as tick:
+        done = [0]
+        total = sum(expected_steps(s, props, sc.plan, len(region_set(regions).regions))
+                    for s in stores)
+
+        def step(what: str) -> Any:
+            tick(min(0.99, done[0] / total), what)
+            done[0] = min(total, done[0] + 1)  # a coarse bar: one step per phase started
+            return None
+
+        run(sc, step)
+    doc = sc.to_json()
+    report = render_scorecard(doc, run_dir)
+    if as_json:
+        sys.stdout.write(json.dumps({**doc, "run_dir": str(run_dir), "report": str(report)})
+                         + "\n")
+    else:
+        show([_table(doc)])
+        for store, err in doc["errors"].items():
+            say(f"{store}: {err}", err=True)
+        say(f"scorecard: {run_dir / 'scorecard.json'}")
+        say(f"report: {report}")
+    if sc.interrupted:
+        fail("interrupted: the cells measured so far and a partial chart are saved", 130)

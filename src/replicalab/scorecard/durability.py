@@ -1,0 +1,95 @@
+"""Durability runs: acknowledged writes lost after a kill -9 of the leader/primary and after
+a power loss of every node, with each server's data on its own power-loss file system, under
+the store's setting as the lab configures it and under its documented alternatives.
+
+One writer writes as fast as the plan says; the fault comes at the end of the writes (the
+run ends just after it, the nodes restart after the run, so no write acknowledged after the
+fault can hide an earlier one); the runner then reads every key back (retrying while the
+store recovers) and ``lost_writes`` counts the acknowledged writes newer than what survived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from replicalab.cluster import base
+from replicalab.cluster.state import ROOT, load
+from replicalab.faults.schedule import Fault
+from replicalab.scorecard.measure import Progress, probe
+from replicalab.scorecard.plan import Plan
+from replicalab.scorecard.promises import DURABILITY, DurabilityVariant
+from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads.runner import ProbeSpec
+from replicalab.workloads.staleness import StalenessConfig
+
+AFTER_FAULT_S = 0.3
+"""How long the writer keeps trying after the fault (its writes fail: the run shows it)."""
+POWER_OFF_S = 1.5
+"""When the nodes restart after the fault; after the run's end, so the run ends first."""
+
+
+def variants(kind: str, plan: Plan) -> tuple[DurabilityVariant, ...]:
+    """Return the settings a scorecard of ``plan`` compares for ``kind``."""
+    return tuple(v for v in DURABILITY[kind] if v.quick or not plan.quick)
+
+
+def leader_index(name: str, root: Path = ROOT) -> int:
+    """Return the node index of the cluster's leader/primary as its status says (0 if none
+    says so)."""
+    _, status = base.status(name, root)
+    return next((i for i, s in enumerate(status) if s.get("role") in ("leader", "primary")), 0)
+
+
+def _run(url: str, cluster: str, fault: Fault, plan: Plan, writer_region: str, seed: int,
+         out: Path, base_dir: Path, root: Path, progress: Progress) -> dict[str, Any]:
+    spec = ProbeSpec(store=url, workload="staleness", options=ProbeOptions(
+        duration_s=plan.durability_s + AFTER_FAULT_S,
+        write_interval_s=plan.durability_write_interval_s, read_rate=5.0, period_s=1.0,
+        seed=seed), config=StalenessConfig(placement="same-client",
+                                           writer_region=writer_region),
+        cluster=cluster, cluster_root=str(root), faults=(fault,))
+    run = probe(spec, out, progress)
+    lw = run.results["lost_writes"]
+    return {"checked": lw["checked"] and lw["keys"] > 0, "acknowledged": lw["acknowledged"],
+            "lost": lw["lost"], "run": str(run.run_dir.relative_to(base_dir))
+            if run.run_dir.is_relative_to(base_dir) else str(run.run_dir),
+            "error": run.error}
+
+
+def durability(kind: str, regions: str, plan: Plan, seed: int, out: Path, base_dir: Path,
+               progress: Callable[[str], Progress], root: Path = ROOT) -> dict[str, Any]:
+    """Return, per setting, the acknowledged writes lost under a kill -9 of the leader and
+    under a power loss of every node (each with its sub-run)."""
+    res: dict[str, Any] = {"variants": [], "runs": []}
+    clusters: dict[tuple[tuple[str, str], ...], str] = {}
+    try:
+        for v in variants(kind, plan):
+            name = clusters.get(v.settings)
+            if name is None:
+                progress(f"durability: starting {kind} on power-loss file systems ({v.label})")
+                c = base.up(kind, 3, regions,
+                            name=f"scorecard-{kind}-durability-{len(clusters)}", root=root,
+                            settings=dict(v.settings), power_loss_fs=True)
+                name = clusters[v.settings] = c.name
+            c = load(name, root)
+            url = c.url + (f"&{v.url_params}" if v.url_params else "")
+            entry: dict[str, Any] = {"label": v.label, "promise": v.promise,
+                                     "source": v.source, "keeps_on_kill": v.keeps_on_kill,
+                                     "keeps_on_power_loss": v.keeps_on_power_loss}
+            leader = leader_index(name, root)
+            for key, fault in (("kill", Fault("crash", plan.durability_s, POWER_OFF_S,
+                                              node=leader)),
+                               ("power_loss", Fault("power-loss", plan.durability_s,
+                                                    POWER_OFF_S))):
+                what = "kill -9 of the leader" if key == "kill" else "power loss"
+                entry[key] = _run(url, name, fault, plan, c.nodes[0].region, seed, out,
+                                  base_dir, root, progress(f"durability, {v.label}: {what}"))
+                entry[key]["fault"] = f"{fault.label} at {fault.at_s:g}s"
+                res["runs"].append(entry[key]["run"])
+            res["variants"].append(entry)
+    finally:
+        if clusters:
+            base.down_many(list(clusters.values()), root)
+    return res

@@ -1,0 +1,230 @@
+"""The runs behind each cell of one store's row: probes of existing workloads, with faults,
+on a store that is already up. Every run is saved as a sub-run (its own run directory);
+what is kept here is the figures a cell shows and where they came from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from replicalab.faults.schedule import Fault
+from replicalab.history import NEMESIS, load_history
+from replicalab.history.rundir import Run
+from replicalab.scorecard.plan import Plan
+from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads.increments import IncrementsConfig
+from replicalab.workloads.inter_element import InterElementConfig
+from replicalab.workloads.latency import LatencyConfig
+from replicalab.workloads.register import RegisterConfig
+from replicalab.workloads.runner import ProbeSpec, run_probe
+from replicalab.workloads.staleness import StalenessConfig
+
+Progress = Callable[[float], None] | None
+
+
+@dataclass
+class Target:
+    """One store as the scorecard probes it: its row name, URL, the cluster faults act on
+    (None for sim://), its regions in order and where its leader/primary sits."""
+
+    store: str
+    url: str
+    cluster: str | None
+    regions: tuple[str, ...]
+    leader: int = 0
+    leader_region: str | None = None
+    node_regions: tuple[str, ...] = ()
+    cluster_root: str = ".replicalab"
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def writer_region(self) -> str:
+        """Return the writer's region: the first (where Redis's and PostgreSQL's primary
+        sits), as in ``compare``."""
+        return self.regions[0]
+
+    @property
+    def reader_region(self) -> str:
+        """Return the remote readers' region: the second, as in ``compare``."""
+        return self.regions[1 % len(self.regions)]
+
+
+class Interrupted(KeyboardInterrupt):
+    """A sub-run was cut short by Ctrl-C or SIGTERM: its directory is saved, stop here."""
+
+
+def probe(spec: ProbeSpec, out: Path, progress: Progress = None) -> Run:
+    """Run ``spec`` under ``out``; raise :class:`Interrupted` if it was cut short."""
+    run = run_probe(spec, out, progress)
+    if run.interrupted:
+        raise Interrupted
+    return run
+
+
+def _rel(run: Run, base: Path) -> str:
+    try:
+        return str(run.run_dir.relative_to(base))
+    except ValueError:
+        return str(run.run_dir)
+
+
+def latency(t: Target, plan: Plan, out: Path, base: Path, seed: int,
+            progress: Callable[[str], Progress]) -> dict[str, Any]:
+    """Return per region the latency workload's variants (count, p50/p99/p99.9 ms)."""
+    per_region, runs = {}, []
+    for region in t.regions:
+        run = probe(ProbeSpec(store=t.url, workload="latency",
+                              config=LatencyConfig(ops=plan.latency_ops, region=region),
+                              options=ProbeOptions(duration_s=120, seed=seed)), out,
+                    progress(f"latency from {region}"))
+        per_region[region] = {v: {k: x[k] for k in ("count", "p50_ms", "p99_ms", "p999_ms")}
+                              for v, x in run.results["variants"].items()}
+        runs.append(_rel(run, base))
+    return {"regions": per_region, "runs": runs}
+
+
+def staleness_spec(t: Target, plan: Plan, consistency: str, seed: int,
+                   faults: tuple[Fault, ...] = (), duration_s: float | None = None,
+                   writer: str | None = None, reader: str | None = None,
+                   placement: str = "separate-clients") -> ProbeSpec:
+    """Return the staleness probe ``compare`` runs (writer in the first region, reader at
+    the second region's replica, a write a second, 50 reads a second), with ``faults``."""
+    return ProbeSpec(store=t.url, workload="staleness", options=ProbeOptions(
+        consistency=consistency, duration_s=duration_s or plan.staleness_s,
+        write_interval_s=1.0, read_rate=50, period_s=1.0, seed=seed),
+        config=StalenessConfig(placement=placement, writer_region=writer or t.writer_region,
+                               reader_region=reader or t.reader_region),
+        cluster=t.cluster if faults else None, cluster_root=t.cluster_root, faults=faults)
+
+
+def consistency(t: Target, plan: Plan, out: Path, base: Path, seed: int,
+                progress: Callable[[str], Progress]) -> dict[str, Any]:
+    """Return staleness at the remote replica (eventual and consistent reads), the session
+    guarantees of one client there, and the register test's verdicts."""
+    res: dict[str, Any] = {"runs": []}
+    for c in ("eventual", "consistent"):
+        run = probe(staleness_spec(t, plan, c, seed), out, progress(f"staleness, {c} reads"))
+        r = run.results
+        f = r["freshness"]
+        total, fresh = sum(f["total"]), sum(f["fresh"])
+        res[c] = {"reads": total, "stale_fraction": 1 - fresh / total if total else None,
+                  "stale_window_ms": r["periods"]["last_lt_100_median_ms"],
+                  "monotonic_violations": r["monotonic_reads"]["violations"],
+                  "monotonic_pairs": r["monotonic_reads"]["pairs"], "run": _rel(run, base)}
+        res["runs"].append(_rel(run, base))
+    run = probe(staleness_spec(t, plan, "eventual", seed, placement="same-client",
+                               writer=t.reader_region, reader=t.reader_region), out,
+                progress("read-your-writes, one client"))
+    ryw, mr = run.results["read_your_writes"], run.results["monotonic_reads"]
+    res["session"] = {"region": t.reader_region, "ryw_reads": ryw["reads"],
+                      "ryw_violations": ryw["violations"], "mr_pairs": mr["pairs"],
+                      "mr_violations": mr["violations"], "run": _rel(run, base)}
+    res["runs"].append(_rel(run, base))
+    for c in ("eventual", "consistent"):
+        run = probe(ProbeSpec(store=t.url, workload="register", options=ProbeOptions(
+            consistency=c, duration_s=plan.register_s, seed=seed),
+            config=RegisterConfig(keys=3, clients=6, writer_region=t.writer_region,
+                                  reader_region=t.reader_region, check_timeout_s=30.0)),
+            out, progress(f"register test, {c} reads"))
+        lin = run.results["linearizability"]
+        why = next((p.get("explanation") for p in lin["parts"] if p.get("explanation")), "")
+        res[f"register_{c}"] = {"valid": lin["valid"], "ops": lin["ops"],
+                                "keys_not_linearizable": lin["keys_not_linearizable"],
+                                "explanation": why, "run": _rel(run, base)}
+        res["runs"].append(_rel(run, base))
+    return res
+
+
+def recovery_ms(run_dir: Path) -> float | None:
+    """Return ms from the last heal until every client that failed during the fault had an
+    ok operation again (0 if none failed; None if one never recovered or no heal)."""
+    h, _ = load_history(run_dir)
+    proc, types = h.column("process"), h.types()
+    heals = [i for i in np.flatnonzero(proc == NEMESIS).tolist()
+             if h.f[i] == h.f_code("heal") and types[i] == 1]
+    if not heals:
+        return None
+    heal_ns = int(h.column("complete_ns")[heals[-1]])
+    comp = h.column("complete_ns")
+    worst = 0.0
+    for p in sorted(set(proc[proc >= 0].tolist())):
+        mine = proc == p
+        if not (mine & (types != 1) & (types != 0)).any():
+            continue
+        later = comp[mine & (types == 1) & (comp >= heal_ns)]
+        if not len(later):
+            return None
+        worst = max(worst, (int(later.min()) - heal_ns) / 1e6)
+    return round(worst, 1)
+
+
+def _fault_run(t: Target, plan: Plan, fault: Fault, consistency_: str, region: str,
+               out: Path, base: Path, seed: int, progress: Progress) -> dict[str, Any]:
+    run = probe(staleness_spec(t, plan, consistency_, seed, (fault,), plan.fault_probe_s,
+                               writer=region, reader=region), out, progress)
+    a = run.results["availability"]
+    by_f = a.get("by_f", {})
+    return {"reads": by_f.get("read", {}).get("overall"),
+            "reads_ops": by_f.get("read", {}).get("overall_ops"),
+            "writes": by_f.get("write", {}).get("overall"),
+            "writes_ops": by_f.get("write", {}).get("overall_ops"),
+            "recovery_ms": recovery_ms(run.run_dir), "lost_writes":
+            run.results["lost_writes"]["lost"], "run": _rel(run, base)}
+
+
+def availability(t: Target, plan: Plan, out: Path, base: Path, seed: int,
+                 progress: Callable[[str], Progress]) -> dict[str, Any]:
+    """Return availability by time of reads (eventual, consistent) and writes from a cut-off
+    region and while the leader/primary is crashed, each with its recovery after the heal."""
+    res: dict[str, Any] = {"runs": [], "faults": []}
+    cut = t.regions if plan.all_cut_regions else t.regions[1:2]
+    if len(set(t.regions)) < 2:
+        cut = ()
+        res["notes"] = ["one region only: no region to cut off"]
+    faults = [(f"region {r} cut off", Fault("partition", plan.fault_at_s, plan.fault_for_s,
+                                            region=r), r) for r in cut]
+    faults.append((f"leader/primary n{t.leader} crashed",
+                   Fault("crash", plan.fault_at_s, plan.fault_for_s, node=t.leader),
+                   t.reader_region))
+    for label, fault, region in faults:
+        entry: dict[str, Any] = {"fault": label, "region": region,
+                                 "window": f"{fault.at_s:g}s-{fault.at_s + fault.for_s:g}s"}
+        for c in ("eventual", "consistent"):
+            r = _fault_run(t, plan, fault, c, region, out, base, seed,
+                           progress(f"{label}, {c} reads"))
+            entry[c] = r
+            res["runs"].append(r["run"])
+        res["faults"].append(entry)
+    return res
+
+
+def transactionality(t: Target, plan: Plan, features: frozenset[str], out: Path, base: Path,
+                     seed: int, progress: Callable[[str], Progress]) -> dict[str, Any]:
+    """Return the concurrent conditional increments' count and the atomic multi-element
+    writes' torn reads (each only where the store declares the feature)."""
+    res: dict[str, Any] = {"runs": [], "conditional_write": "conditional-write" in features,
+                           "atomic_multi_write": "atomic-multi-write" in features,
+                           "multi_read": "multi-read" in features}
+    if res["conditional_write"]:
+        run = probe(ProbeSpec(store=t.url, workload="increments", options=ProbeOptions(
+            duration_s=plan.increments_s, seed=seed),
+            config=IncrementsConfig(clients=4, region=t.writer_region)), out,
+            progress("concurrent conditional increments"))
+        res["increments"] = {**run.results["increments"], "run": _rel(run, base)}
+        res["runs"].append(_rel(run, base))
+    if res["atomic_multi_write"] and res["multi_read"]:
+        run = probe(ProbeSpec(store=t.url, workload="inter-element", options=ProbeOptions(
+            duration_s=plan.inter_element_s, write_interval_s=0.5, read_rate=20, seed=seed),
+            config=InterElementConfig(placement="same-item", write_mode="one-call",
+                                      read_mode="one-multi")), out,
+            progress("atomic multi-element writes"))
+        counts = run.results["counts"] or {}
+        res["inter_element"] = {"pairs": sum(counts.values()) if counts else 0,
+                                "torn": counts.get("B", 0) + counts.get("C", 0),
+                                "counts": counts, "run": _rel(run, base)}
+        res["runs"].append(_rel(run, base))
+    return res

@@ -1,0 +1,93 @@
+"""The power-loss file system: unsynced data is gone after a power loss, synced data stays,
+and a kill -9 alone loses nothing (the file system, like a kernel, still holds it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.servers import server_missing
+
+from replicalab.faults import powerloss
+from replicalab.faults.powerfs import PAGE_BYTES, PageCache
+
+
+@pytest.fixture
+def fs(tmp_path: Path):
+    why = powerloss.unavailable_reason()
+    if why:
+        server_missing("the power-loss file system", why)
+    m = powerloss.mount(tmp_path / "disk", tmp_path / "mnt", tmp_path / "fs.log")
+    box = {"m": m}
+    yield box
+    powerloss.unmount(box["m"])
+    assert not powerloss.is_mounted(tmp_path / "mnt")
+
+
+def _power_loss(box: dict, tmp_path: Path) -> tuple[int, int]:
+    box["m"], lost = powerloss.power_loss(box["m"], tmp_path / "fs.log")
+    return lost
+
+
+def test_unsynced_write_is_gone_after_power_loss(fs, tmp_path):
+    p = tmp_path / "mnt" / "unsynced"
+    p.write_bytes(b"acknowledged but never synced")
+    assert p.read_bytes() == b"acknowledged but never synced"  # readers see it before
+    assert (tmp_path / "disk" / "unsynced").stat().st_size == 0  # not on the disk
+    pages, files = _power_loss(fs, tmp_path)
+    assert (pages, files) == (1, 1)
+    assert p.read_bytes() == b""  # the file was created (metadata), its data is gone
+
+
+def test_synced_write_is_kept_after_power_loss(fs, tmp_path):
+    p = tmp_path / "mnt" / "synced"
+    with p.open("wb") as f:
+        f.write(b"x" * (3 * PAGE_BYTES + 5))
+        f.flush()
+        os.fsync(f.fileno())
+        f.write(b"tail never synced")
+    _power_loss(fs, tmp_path)
+    assert p.read_bytes() == b"x" * (3 * PAGE_BYTES + 5)
+
+
+def test_kill9_alone_keeps_unsynced_writes(fs, tmp_path):
+    p = tmp_path / "mnt" / "killed"
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import os, time\n"
+        f"fd = os.open({str(p)!r}, os.O_WRONLY | os.O_CREAT | os.O_APPEND)\n"
+        "for i in range(100): os.write(fd, b'%03d\\n' % i)\n"
+        "print('written', flush=True)\n"
+        "time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "written"
+        writer.send_signal(signal.SIGKILL)
+        writer.wait(10)
+    finally:
+        writer.kill()
+    assert p.read_bytes() == b"".join(b"%03d\n" % i for i in range(100))
+    assert powerloss.dirty(fs["m"]) == (1, 1)  # still unsynced: a power loss would drop it
+
+
+def test_page_cache_overlays_truncates_and_syncs(tmp_path):
+    disk = tmp_path / "f"
+    disk.write_bytes(b"a" * 10)
+    fd = os.open(disk, os.O_RDWR)
+    try:
+        c, ino = PageCache(), os.fstat(fd).st_ino
+        c.write(fd, ino, b"BB", 4)
+        c.write(fd, ino, b"C", PAGE_BYTES + 2)  # a hole in between reads as zeros
+        assert c.read(fd, ino, 8, 0) == b"aaaaBBaa"
+        assert c.size(ino) == PAGE_BYTES + 3
+        assert c.read(fd, ino, 4, PAGE_BYTES) == b"\0\0C"
+        c.truncate(ino, 6)
+        assert c.read(fd, ino, 100, 0) == b"aaaaBB"
+        assert c.sync(fd, ino) == 1
+        assert disk.read_bytes() == b"aaaaBB" and c.size(ino) is None
+        c.write(fd, ino, b"zz", 0)
+        assert c.lose() == (1, 1) and disk.read_bytes() == b"aaaaBB"
+    finally:
+        os.close(fd)
