@@ -131,3 +131,16 @@ def test_bad_batch_options_are_one_line(args, said, tmp_path):
     assert r.exit_code == 2, r.output
     assert said in r.output and "Traceback" not in r.output
     assert not list(tmp_path.iterdir())  # nothing made before the input was checked
+
+
+def test_model_validate_on_two_workers_gives_the_verdicts_of_one():
+    from typer.testing import CliRunner
+
+    from replicalab.cli.main import app
+
+    args = ["model", "validate", "--model", "paxos-lan", "--rounds", "100", "--json"]
+    one = CliRunner().invoke(app, args)
+    two = CliRunner().invoke(app, [*args, "--workers", "2"])
+    assert one.exit_code == two.exit_code and one.exit_code in (0, 1), one.output
+    rows = json.loads(one.stdout)["rows"]
+    assert len(rows) == 6 and json.loads(two.stdout)["rows"] == rows  # same order too

@@ -120,6 +120,13 @@ impl Stream {
         self.index(py, n)
     }
 
+    /// Return one delay in ns of the distribution (mean, sd, tail, floor) in ns: exactly
+    /// ``sim.network.Delay.draw`` (normal part, exponential tail, floor) in one call.
+    fn delay(&mut self, py: Python<'_>, mean: i64, sd: i64, tail: i64, floor: i64)
+             -> PyResult<i64> {
+        Delay { mean, sd, tail, floor }.draw(py, self)
+    }
+
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         for b in &self.blocks {
             visit.call(&b.fill)?;

@@ -15,13 +15,12 @@ from typing import Any
 import numpy as np
 
 from replicalab.runtime import VirtualRuntime
-from replicalab.sim.random import Stream
+from replicalab.sim.random import NativeStream, Stream
 
 try:
     from replicalab_native import ReadCore, SimNode, SimpleDbCore
-    from replicalab_native import Stream as NativeStream
 except ImportError:  # not built (make native): the Python implementation runs
-    ReadCore = SimNode = SimpleDbCore = NativeStream = None
+    ReadCore = SimNode = SimpleDbCore = None
 
 
 def wanted() -> bool:

@@ -22,7 +22,7 @@ from replicalab.regions import RegionSet
 from replicalab.runtime import Runtime
 from replicalab.runtime.base import NS_PER_MS
 from replicalab.sim.errors import Lost
-from replicalab.sim.random import Stream
+from replicalab.sim.random import NativeStream, Stream
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +42,8 @@ class Delay:
 
     def draw(self, s: Stream) -> int:
         """Return one delay in ns."""
+        if type(s) is NativeStream:  # the same arithmetic and draws, in one native call
+            return s.delay(self.mean_ns, self.sd_ns, self.tail_ns, self.floor_ns)
         d = self.mean_ns
         if self.sd_ns:
             d += int(self.sd_ns * s.normal())
