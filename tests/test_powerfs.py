@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.servers import server_missing
 
 from replicalab.faults import powerloss
 from replicalab.faults.powerfs import PAGE_BYTES, PageCache
+from servers import server_missing
 
 
 @pytest.fixture

@@ -131,7 +131,7 @@ def test_parse_kinds_and_properties():
     for bad in ("redis,mongodb", ""):
         with pytest.raises(ValueError, match="--kinds"):
             parse_kinds(bad)
-    with pytest.raises(ValueError, match="durabilty.*latency, durability"):
+    with pytest.raises(ValueError, match=r"durabilty.*latency, durability"):
         parse_only("durabilty")
 
 

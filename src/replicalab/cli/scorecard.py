@@ -89,8 +89,8 @@ def scorecard(
 
     Example: replicalab scorecard --kinds etcd --only durability,availability
     """
-    from replicalab.report.scorecard import render_scorecard
     from replicalab.regions import region_set
+    from replicalab.report.scorecard import render_scorecard
     from replicalab.scorecard.plan import FULL, QUICK, expected_steps
     from replicalab.scorecard.run import Scorecard, run
     from replicalab.workloads.runner import make_run_dir
