@@ -22,6 +22,7 @@ from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import note_once, parse_duration_s
 from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.placement import simulate as sim
+from replicalab.placement.policies import described
 from replicalab.placement.workloads import WORKLOADS
 
 placement_app = typer.Typer(
@@ -62,7 +63,8 @@ def simulate_cmd(
     policy: Annotated[str | None, typer.Option(
         help="Comma-separated policies with optional parameters, e.g. "
              "static,consecutive:n=3,majority:window_ms=30000,ema:alpha=0.1,cog,"
-             "cog:mode=continuous:alpha=0.1,cog:balance=0.25,oracle "
+             "cog:mode=continuous:alpha=0.1,cog:balance=0.25,oracle. Policies (parameters; "
+             f"balance= for every one): {described()} "
              f"[default: {sim.DEFAULT_POLICIES}; skew: {sim.SKEW_POLICIES}].",
         show_default=False)] = None,
     policies: Annotated[str | None, typer.Option(hidden=True, help="Deprecated: --policy."

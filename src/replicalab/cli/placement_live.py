@@ -43,11 +43,10 @@ from replicalab.placement.live_deploy import (
 )
 from replicalab.placement.live_run import LiveConfig, LiveResult, run_live
 from replicalab.placement.matrix import RegionMatrix, region_matrix
-from replicalab.placement.policies import make_policy, parse_spec
+from replicalab.placement.policies import described, make_policy, parse_spec, policy_class
 from replicalab.placement.simulate import SCHEMA
 
 KINDS = ("sim", "redis", "postgresql")
-PERIODIC = {"majority", "cog"}
 WINDOWS_PER_RUN = 6
 """A periodic policy without window_ms= decides this many times per run."""
 
@@ -56,13 +55,12 @@ def _policy_spec(policy: str, duration_s: float) -> tuple[str, dict[str, str], s
     """Return (name, params, note) for ``--policy`` (ValueError on a bad spec); a periodic
     policy without ``window_ms`` gets duration / WINDOWS_PER_RUN, said in the note."""
     name, params = parse_spec(policy)
-    if name == "oracle":
-        raise ValueError("policy oracle needs the future request stream; it runs only in "
+    cls = policy_class(name)
+    if cls.needs_requests:
+        raise ValueError(f"policy {name} needs the future request stream; it runs only in "
                          "`replicalab placement simulate`")
     note = ""
-    periodic = name == "majority" or (name == "cog" and params.get("mode", "periodic")
-                                      == "periodic")
-    if periodic and "window_ms" not in params:
+    if cls.periodic(params) and "window_ms" not in params:
         window_ms = duration_s * 1000.0 / WINDOWS_PER_RUN
         params["window_ms"] = f"{window_ms:g}"
         note = (f"{name} decides every window_ms={window_ms:g} (the run's duration / "
@@ -180,9 +178,10 @@ def live(
         help="Your own stores instead: one redis:// or postgresql:// URL per region, "
              "comma-separated, in the order of --regions.", show_default=False)] = None,
     policy: Annotated[str, typer.Option(
-        help="Migration policy with optional parameters: cog, cog:window_ms=5000, "
-             "cog:mode=continuous:alpha=0.1, majority, consecutive:n=3, ema, static; "
-             "balance=0.5 adds the load-balancing filter.")] = "cog",
+        help="Migration policy with optional parameters, e.g. cog, cog:window_ms=5000, "
+             "cog:mode=continuous:alpha=0.1, consecutive:n=3; balance=0.5 adds the "
+             f"load-balancing filter. Policies (parameters): {described()}; those that "
+             "need the future request stream run only in simulate.")] = "cog",
     regions: Annotated[str, typer.Option(
         help="Region matrix or a subset of one: dc3, aws5, aws15:us-east-1,eu-west-1,"
              "ap-northeast-1.")] = "dc3",
