@@ -82,7 +82,7 @@ class RampPlan:
         if not self.fail_p99_ms > 0:
             raise ValueError(f"--fail-p99-ms {self.fail_p99_ms} must be positive")
         if self.sla_p99_ms is not None and not self.sla_p99_ms > 0:
-            raise ValueError(f"--sla-p99-ms {self.sla_p99_ms} must be positive")
+            raise ValueError(f"--sla-p99 {self.sla_p99_ms:g}ms must be positive")
         if not 0 <= self.refine <= 20:
             raise ValueError(f"--refine {self.refine} must be 0..20")
 
@@ -180,7 +180,7 @@ def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None
             raise ValueError(f"load {mode} needs --ramp start:stop:step")
         plan.check()
         if mode == "sla" and plan.sla_p99_ms is None:
-            raise ValueError("load sla needs --sla-p99-ms, the p99 target in ms")
+            raise ValueError("load sla needs --sla-p99, the p99 target, e.g. --sla-p99 200ms")
     from replicalab.stores import open_store
     open_store(spec.store, spec.seed)  # fail fast on a bad URL, before any directory
     if workers < 1:  # before any directory: a refused command leaves none behind
