@@ -62,7 +62,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path):
     (port,) = allocate(1)
     one_line_error(invoke("value", "k", "--store", f"US-E=redis://127.0.0.1:{port}"),
                    "unreachable", "US-E")
-    one_line_error(invoke("bench", "--store", "cassandra"), "redis, postgresql, sim")
+    one_line_error(invoke("bench", "--kind", "mongodb"), "redis, postgresql, cassandra, sim")
     one_line_error(invoke("bench", "--clients", "3,x"), "--clients")
     one_line_error(invoke("bench", "--experiments", "latency"), "throughput")
     one_line_error(invoke("serve", "--dc", "Mars", "--store", f"US-E={SIM}"), "Mars")
@@ -74,6 +74,7 @@ def test_bench_on_simulated_dcs_json_and_report(tmp_path: Path):
             "--experiments", "throughput", "--clients", "3", "--counters", "1",
             "--duration", "1.5", "--json", "--out", str(tmp_path), cwd=tmp_path)
     assert p.returncode == 0, p.stderr
+    assert "--store sim is deprecated here; use --kind sim" in p.stderr  # still works
     out = json.loads(p.stdout)
     assert [q["spec"]["config"] for q in out["points"]] == ["weak", "server-based+batch"]
     for q in out["points"]:

@@ -19,9 +19,10 @@ from replicalab.checkers.freshness import judge, since_ack
 from replicalab.cluster import base, process
 from replicalab.cluster.ports import is_free
 from replicalab.history import load_history
+from replicalab.history.rundir import Run
 from replicalab.stores import ABSENT, ConditionFailed, Feature, open_store
 from replicalab.workloads.base import ProbeOptions
-from replicalab.workloads.runner import ProbeRun, ProbeSpec, run_probe
+from replicalab.workloads.runner import ProbeSpec, run_probe
 from replicalab.workloads.staleness import KEY, StalenessConfig
 
 pytestmark = pytest.mark.integration
@@ -42,8 +43,9 @@ def pg_dc3():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _probe(url: str, consistency: str, out: Path, duration_s: float = 10) -> ProbeRun:
-    spec = ProbeSpec(store=url, workload="staleness",
+def _probe(url: str, consistency: str, out: Path, duration_s: float = 10,
+           keep: bool = False) -> Run:
+    spec = ProbeSpec(store=url, workload="staleness", keep_keys=keep,
                      options=ProbeOptions(consistency=consistency, duration_s=duration_s,
                                           write_interval_s=1.0, read_rate=100),
                      config=StalenessConfig(placement="separate-clients",
@@ -54,7 +56,7 @@ def _probe(url: str, consistency: str, out: Path, duration_s: float = 10) -> Pro
     return run
 
 
-def _stale_windows_ms(run: ProbeRun) -> list[float]:
+def _stale_windows_ms(run: Run) -> list[float]:
     """Per write: the last time (ms after the write started) a read was stale."""
     h, _ = load_history(run.run_dir)
     j = judge(*element_ops(h, KEY))
@@ -62,7 +64,7 @@ def _stale_windows_ms(run: ProbeRun) -> list[float]:
             for w in np.unique(j.write[~j.fresh])]
 
 
-def _fresh_after_ack(run: ProbeRun) -> tuple[int, int]:
+def _fresh_after_ack(run: Run) -> tuple[int, int]:
     """Return (fresh, total) of the reads that started after some write was acknowledged,
     judged against the latest acknowledged write."""
     h, _ = load_history(run.run_dir)
@@ -96,7 +98,7 @@ def test_standby_stale_for_the_injected_delay(pg_dc3, tmp_path):
 def test_remote_apply_is_fresh_at_the_ack_and_loses_nothing(pg_dc3, tmp_path):
     c, _ = pg_dc3
     url = c.url + "&synchronous_commit=remote_apply"
-    run = _probe(url, "eventual", tmp_path, duration_s=6)
+    run = _probe(url, "eventual", tmp_path, duration_s=6, keep=True)
     assert run.results["ops"]["failed"] == 0 and run.results["ops"]["info"] == 0
     fresh, total = _fresh_after_ack(run)
     assert total > 300 and fresh == total  # every read started after an ack sees it
@@ -110,8 +112,10 @@ def test_remote_apply_is_fresh_at_the_ack_and_loses_nothing(pg_dc3, tmp_path):
         store = open_store(url, 1)
         try:
             client = await store.connect("US-W")
-            primary = (await client.read([KEY], consistent=True)).values[0]
-            standby = (await client.read([KEY], consistent=False)).values[0]
+            key = run.keys.prefix + KEY  # the run kept its keys under its prefix
+            primary = (await client.read([key], consistent=True)).values[0]
+            standby = (await client.read([key], consistent=False)).values[0]
+            await client.delete([key])
             return primary, standby
         finally:
             await store.close()
@@ -201,8 +205,11 @@ def test_bad_postgres_input(tmp_path, monkeypatch):
         finally:
             await store.close()
 
-    with pytest.raises(ValueError, match=rf"cannot reach PostgreSQL at 127.0.0.1:{free} .*"
-                                         r"is the cluster up\?"):
+    # not a URL replicalab's clusters printed: the URL and the server's answer, no hint
+    # about `cluster status`
+    with pytest.raises(ValueError, match=rf"cannot reach PostgreSQL at 127.0.0.1:{free} \(node "
+                                         rf"n0 of postgresql://postgres@127.0.0.1:{free}/"
+                                         r"postgres\): connection failed: .*refused$"):
         asyncio.run(connect())
     with pytest.raises(ValueError, match="unknown parameter 'replicas' for postgresql://"):
         open_store("postgresql://127.0.0.1:5432/postgres?replicas=127.0.0.1:1", 1)

@@ -52,8 +52,11 @@ def _write_path_ms(c: Cluster, leader: int, writer: int, reader: int) -> tuple[f
     return commit + d(leader, reader), commit + d(leader, writer)
 
 
+PREFIX = "zk-it/"  # the probes' keys stay under one prefix: warmed up, read after the run
+
+
 def _probe(url: str, consistency: str, out: Path) -> tuple[dict, Path]:
-    spec = ProbeSpec(store=url, workload="staleness",
+    spec = ProbeSpec(store=url, workload="staleness", key_prefix=PREFIX, keep_keys=True,
                      options=ProbeOptions(consistency=consistency, duration_s=12,
                                           write_interval_s=1.0, read_rate=100),
                      config=StalenessConfig(placement="separate-clients",
@@ -90,7 +93,7 @@ def test_plain_reads_stale_for_the_leader_path_sync_reads_never(zk_dc3, tmp_path
     reader = next(n.index for n in c.nodes if n.region == "US-W")
     visible_ms, acked_ms = _write_path_ms(c, leader, writer, reader)
     # the probe's element exists before timing starts: creating it costs extra round trips
-    asyncio.run(_ops(c.url, lambda cl: cl.write({KEY: "warm-up"})))
+    asyncio.run(_ops(c.url, lambda cl: cl.write({PREFIX + KEY: "warm-up"})))
 
     # What we assert: a plain read at the reader's server (US-W) returns the new value once
     # the leader's COMMIT reached that server, i.e. `visible_ms` after the write was sent
@@ -117,7 +120,7 @@ def test_plain_reads_stale_for_the_leader_path_sync_reads_never(zk_dc3, tmp_path
     h, _ = load_history(run_dir)
     writes, _ = element_ops(h, KEY)
     last = writes.value[int(writes.complete_ns.argmax())]
-    (got,) = asyncio.run(_ops(c.url, lambda cl: cl.read([KEY], consistent=True)))
+    (got,) = asyncio.run(_ops(c.url, lambda cl: cl.read([PREFIX + KEY], consistent=True)))
     assert got.values == (last,)
 
 

@@ -63,12 +63,44 @@ def test_compare_figures_and_ratios(tmp_path: Path):
     assert "Duplicate deliveries against consumers" in html
 
 
+def test_compare_under_a_pause_shows_duplicate_results_and_fenced_commits(tmp_path: Path):
+    r = invoke("queue", "compare", "--consumers", "8", "--strategy", "none,central-lease,central",
+               "--messages", "200", "--visibility", "4s", "--process", "500ms", "--seed", "3",
+               "--fault", "at=3s pause consumer=1 for=10s", "--out", str(tmp_path), "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    runs = {x["strategy"]: x for x in doc["runs"]}
+    assert runs["central-lease"]["summary"]["duplicate_results"] > 0
+    fenced = runs["central"]["summary"]
+    assert fenced["duplicate_results"] == 0 and fenced["lost"] == 0 and fenced["exactly_once"]
+    assert fenced["fenced_commits"] > 0 and fenced["duplicate_processing"] > 0
+    assert [f["kind"] for f in runs["central"]["faults"]] == ["pause"]
+    table = doc["tables"][0]
+    assert "fenced" in table["header"] and "dup results" in table["header"]
+    html = (Path(doc["run_dir"]) / "report.html").read_text()
+    assert "refused by the fence" in html and "fig-queue-timeline" in html
+
+
+def test_a_store_fault_is_left_out_of_strategies_without_a_store(tmp_path: Path):
+    r = invoke("queue", "compare", "--consumers", "4", "--strategy", "none,central",
+               "--messages", "60", "--fault", "at=2s errors store=central for=2s",
+               "--out", str(tmp_path), "--json")
+    assert r.exit_code == 0, r.output
+    faults = {x["strategy"]: x["faults"] for x in json.loads(r.stdout)["runs"]}
+    assert faults == {"none": [], "central": [faults["central"][0]]}
+    assert faults["central"][0]["kind"] == "store_fault"
+
+
 @pytest.mark.parametrize(("args", "words"), [
     (["--queue", "kafka://127.0.0.1:9092"], "unknown queue URL scheme"),
     (["--strategy", "central", "--central", "sim://quorum"], "no conditional writes"),
     (["--consumers", "0"], "at least 1 consumer"),
     (["--visibility", "soon"], "--visibility"),
     (["--fault", "at=1s crash node=99 for=1s"], "pick one of them"),
+    (["--fault", "at=1s pause consumer=8 for=1s"], "pick one of them"),
+    (["--fault", "at=1s slow node=1 for=1s ms=5"], "faults on a consumer"),
+    (["--fault", "at=1s timeouts store=central for=1s"], "uses no central store"),
+    (["--fault", "skew consumer=1 ms=0"], "skew ms=0"),
     (["--queue", "redis://127.0.0.1:1"], "cannot reach"),  # nothing listens on port 1
     (["--queue", "sim://sqs", "--strategy", "central", "--central", "redis://127.0.0.1:1"],
      "different clocks"),

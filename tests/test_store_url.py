@@ -49,3 +49,68 @@ def test_password_never_in_errors():
     with pytest.raises(ValueError) as err:
         parse_store_url("postgresql://u:secret@127.0.0.1:5/db?standbys=h:x", "standbys")
     assert "secret" not in str(err.value) and "***" in str(err.value)
+
+
+def test_credentials_database_and_tls_come_from_the_url():
+    u = parse_store_url("rediss://alice:p%40ss@127.0.0.1:7000/2?tls_ca=/x/ca.pem", "replicas",
+                        tls_scheme="rediss")
+    assert (u.credentials.user, u.credentials.password, u.credentials.database) == (
+        "alice", "p@ss", "2")
+    assert "p@ss" not in repr(u) and u.tls is not None and u.tls.ca == "/x/ca.pem"
+    plain = parse_store_url("redis://127.0.0.1:7000?tls=1", "replicas", tls_scheme="rediss")
+    assert plain.tls is not None and plain.tls.ca is None
+    assert parse_store_url("redis://127.0.0.1:7000", "replicas", tls_scheme="rediss").tls is None
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("redis://127.0.0.1:1?tls_ca=/x", "tls_ca needs TLS: add tls=1"),
+    ("redis://127.0.0.1:1?tls=maybe", "must be 1 or 0"),
+    ("etcd://127.0.0.1:1?tls=1&tls_ca=/nonexistent/ca.pem", "no such file"),
+])
+def test_bad_tls_parameters(url, message):
+    from replicalab.stores import open_store
+
+    with pytest.raises(ValueError, match=message):
+        open_store(url)
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("redis://:pw@127.0.0.1:1/zero", "database 'zero' in the redis:// URL must be a number"),
+    ("redis://bob@127.0.0.1:1", "names user 'bob' without a password"),
+    ("etcd://bob@127.0.0.1:1", "names user 'bob' without a password"),
+    ("zk://bob@127.0.0.1:1", "names user 'bob' without a password"),
+])
+def test_credentials_that_cannot_log_in_are_refused_before_connecting(url, message,
+                                                                        monkeypatch):
+    from replicalab.stores import open_store
+
+    for var in ("REDISCLI_AUTH", "ETCDCTL_USER", "ETCDCTL_PASSWORD", "REPLICALAB_ZK_DIGEST"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(ValueError, match=message):
+        open_store(url)
+
+
+def test_passwords_from_the_environment_and_never_in_the_store_description(monkeypatch):
+    from replicalab.stores import open_store
+
+    monkeypatch.setenv("ETCDCTL_USER", "root:from-env")
+    etcd = open_store("etcd://127.0.0.1:1")
+    assert (etcd.credentials.user, etcd.credentials.password) == ("root", "from-env")
+    url = open_store("etcd://me:in-url@127.0.0.1:1")
+    assert url.credentials.password == "in-url"  # the URL wins
+    for store in (url, open_store("redis://:pw1@127.0.0.1:1/3"),
+                  open_store("zk://u:pw2@127.0.0.1:1/chroot"),
+                  open_store("postgresql://u:pw3@127.0.0.1:1/db?sslmode=require")):
+        shown = str(store.info.to_json())
+        assert "in-url" not in shown and "pw1" not in shown and "pw2" not in shown
+        assert "pw3" not in shown and ":***@" in shown
+
+
+def test_a_key_prefix_becomes_part_of_the_domain():
+    from replicalab.stores import parse_element
+
+    e = parse_element("replicalab/run-1/probe/item/value")
+    assert (e.domain, e.item, e.attribute) == ("replicalab/run-1/probe", "item", "value")
+    for bad in ("a/b", "a//b/c", "/a/b/c", "a/b/"):
+        with pytest.raises(ValueError, match="domain/item/attribute"):
+            parse_element(bad)

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from replicalab.history import F_NAMES, NEMESIS, History, decode_value
+from replicalab.history import CONDITION_FAILED, F_NAMES, NEMESIS, History, decode_value
 
 FINAL = -2
 """Process id of the final consistent reads made after a run to check acknowledged writes."""
@@ -81,8 +81,22 @@ def _windows(start: np.ndarray, end: np.ndarray, ok: np.ndarray, invoke: np.ndar
     }
 
 
+def answered(h: History, rows: np.ndarray) -> np.ndarray:
+    """Return, for each of ``rows``, whether the store answered the op: ``ok``, or ``fail``
+    because a conditional write's condition was false (the store said no, which is an
+    answer). A refusal (any other ``fail``) and an unknown outcome (``info``) are not."""
+    types = h.types()[rows]
+    out = types == 1
+    for j in np.flatnonzero(types == 2).tolist():
+        out[j] = h.error[int(rows[j])].startswith(CONDITION_FAILED)
+    return out
+
+
 def availability(h: History, window_s: float = 1.0) -> dict[str, Any]:
     """Return how available the store was to its clients, weighted by time.
+
+    "ok" here means answered (:func:`answered`): a compare-and-set whose condition was
+    false counts as available, so a fault-free run is available 1.0.
 
     Each completed client op stands for the time from its invoke to its process's next
     invoke (see :func:`_client_spans`): ``ok_fraction`` per window of ``window_s`` and
@@ -104,7 +118,7 @@ def availability(h: History, window_s: float = 1.0) -> dict[str, Any]:
     t0 = run_start_ns(h)
     window_ns = max(1, int(window_s * 1e9))
     n_windows = int((max(int(end.max()), int(start.max())) - t0) // window_ns) + 1
-    ok = h.types()[idx] == 1
+    ok = answered(h, idx)
     invoke = h.column("invoke_ns")[idx]
     out = {"window_s": window_s, **_windows(start, end, ok, invoke, t0, window_ns, n_windows)}
     f = h.column("f")[idx]
@@ -171,7 +185,8 @@ def lost_writes(h: History, limit: int = 50) -> dict[str, Any]:
 
 
 def unreachable_since(h: History, min_s: float = 2.0, min_ops: int = 5) -> float | None:
-    """Return seconds into the run from which no client op succeeded to the end, if that
+    """Return seconds into the run from which the store answered no client op (see
+    :func:`answered`) to the end, if that
     stretch lasts at least ``min_s`` and holds at least ``min_ops`` ops (else None)."""
     proc, types = h.column("process"), h.types()
     client = np.flatnonzero((proc >= 0) & (types != 0))
@@ -179,7 +194,7 @@ def unreachable_since(h: History, min_s: float = 2.0, min_ops: int = 5) -> float
         return None
     inv = h.column("invoke_ns")[client]
     order = np.argsort(inv, kind="stable")
-    ok = types[client][order] == 1
+    ok = answered(h, client[order])
     last_ok = np.flatnonzero(ok)
     tail = order[last_ok[-1] + 1:] if len(last_ok) else order
     if len(tail) < min_ops:

@@ -8,7 +8,9 @@ producer writes it at the start of the body, so it survives any backend's ids).
 
 * lost: a send the queue acknowledged whose message has no committed result (a ``commit``
   row ``ok``, or ``info``: the consumer never learned whether it happened) and is not in the
-  dead-letter queue;
+  dead-letter queue; in a run cut short (Ctrl-C) such messages are *not reached* instead
+  (the run stopped before it got to them), none is counted lost, ``partial`` is true and
+  ``exactly_once`` is only decided (false) by a violation already seen;
 * unexpected: a delivered tag no send ever carried;
 * duplicate deliveries / processing / committed results: for each message, k - 1 where k >= 1
   is how often it was delivered / processed (ok) / committed (ok); summed over messages.
@@ -70,9 +72,23 @@ def _overlaps(leases: Sequence[tuple[int, int]]) -> int:
     return pairs
 
 
-def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[str] = ()
-                     ) -> dict[str, Any]:
-    """Return per-message counts and the run's summary (counts; ms; messages/s)."""
+def _exactly_once(all_done: bool, duplicated: bool, lost: bool, cut_short: bool
+                  ) -> bool | None:
+    """Return whether every message has exactly one committed result: False on a duplicate
+    (or unexpected) result or a loss; for a run cut short with neither, None (not decided:
+    it stopped first); else ``all_done``."""
+    if duplicated or lost:
+        return False
+    if cut_short:
+        return None
+    return all_done
+
+
+def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[str] = (),
+                     cut_short: bool = False) -> dict[str, Any]:
+    """Return per-message counts and the run's summary (counts; ms; messages/s);
+    ``cut_short``: the run was interrupted, so what it did not process is not reached, not
+    lost, and every figure is partial."""
     kind, tag, mid, receipt = cols["kind"], cols["tag"], cols["msg_id"], cols["receipt"]
     outcome, inv, comp = cols["outcome"], cols["invoke_ns"], cols["complete_ns"]
     lease, count = cols["lease_ns"], cols["count"]
@@ -170,8 +186,9 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
 
     origin = min(inv) if n else 0
     dead_tags = {tag_of_id[d] for d in dead_letters if d in tag_of_id}
-    lost = sorted(t for t in acked if not committed[t] and not uncertain[t]
-                  and t not in dead_tags)
+    unfinished = sorted(t for t in acked if not committed[t] and not uncertain[t]
+                        and t not in dead_tags)
+    lost, not_reached = ([], unfinished) if cut_short else (unfinished, [])
     unexpected = sorted(t for t in delivered if t not in maybe_sent)
     overlap_pairs = 0
     overlap_msgs = 0
@@ -204,6 +221,8 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "filtered_results_exact": committed_distinct == expected_results
         and set(committed) <= maybe_sent,
         "lost": len(lost),
+        "not_reached": len(not_reached),
+        "partial": cut_short,
         "unexpected": len(unexpected),
         "dead_lettered": len(dead_tags),
         "deleted": len(deleted),
@@ -220,9 +239,10 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "added_latency_ms": (sum(added_ns) / len(added_ns) / 1e6) if added_ns else 0.0,
         "span_s": span_s,
         "throughput_per_s": distinct / span_s if span_s else 0.0,
-        "exactly_once": all(committed[t] == 1 for t in acked - dead_tags)
-        and not _dups(committed.values()) and set(committed) <= maybe_sent
-        and not uncertain,
+        "exactly_once": _exactly_once(
+            all(committed[t] == 1 for t in acked - dead_tags) and not uncertain,
+            bool(_dups(committed.values())) or not set(committed) <= maybe_sent,
+            bool(lost), cut_short),
     }
     return {
         "schema_version": SCHEMA_VERSION,
@@ -230,6 +250,7 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "histograms": {"deliveries": _histogram(delivered.values()),
                        "processing": _histogram(processed.values())},
         "lost": lost[:100],
+        "not_reached": not_reached[:100],
         "unexpected": unexpected[:100],
         "duplicated": sorted(t for t, k in processed.items() if k > 1)[:100],
         "duplicated_results": sorted(t for t, k in committed.items() if k > 1)[:100],

@@ -17,14 +17,16 @@ from replicalab.cli.errors import fail
 from replicalab.cli.model_params import build, describe, load_toml, parse_compare, parse_sets
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import Phases, progress_bar
+from replicalab.cli.timeparse import duration_ms
 from replicalab.history import load_history
+from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.models import pbs as pbs_model
 from replicalab.models.base import Curve
 from replicalab.models.registry import MODELS, ModelSpec
 from replicalab.models.validate import compare as compare_curves
 from replicalab.models.validate import comparison_table, validate
 from replicalab.workloads.base import ProbeOptions
-from replicalab.workloads.runner import ProbeSpec, make_run_dir, run_probe, save_results
+from replicalab.workloads.runner import ProbeSpec, run_probe
 from replicalab.workloads.staleness import KEY, StalenessConfig
 
 model_app = typer.Typer(help="Predict protocol performance and staleness before building.",
@@ -57,10 +59,14 @@ def pbs(
     n: Annotated[int, typer.Option(help="Replicas N.")] = 3,
     r: Annotated[int, typer.Option(help="Read quorum R.")] = 1,
     w: Annotated[int, typer.Option(help="Write quorum W.")] = 1,
-    regions: Annotated[str, typer.Option(help="Region set of the replicas: lan, dc3, aws5.")
-                       ] = "lan",
-    apply_ms: Annotated[float, typer.Option(help="Mean exponential apply delay at a replica "
-                                            "(ms).")] = 10.0,
+    regions: Annotated[str | None, typer.Option(
+        help="Region set of the replicas: lan, dc3, aws5 (default lan; dc3 with --against).")
+                       ] = None,
+    apply: Annotated[str | None, typer.Option(
+        help="Mean exponential apply delay at a replica: 10ms (the default), 0.5s.",
+        show_default=False)] = None,
+    apply_ms: Annotated[float | None, typer.Option(hidden=True, help="Deprecated: --apply."
+                                                   )] = None,
     client_rtt_ms: Annotated[float, typer.Option(help="Client-replica RTT in one region (ms).")
                              ] = 0.427,
     client_sd_ms: Annotated[float, typer.Option(help="Its standard deviation (ms).")] = 0.0476,
@@ -78,12 +84,43 @@ def pbs(
     out: Annotated[Path, typer.Option(help="Directory that receives the run directory.")
                    ] = Path("runs"),
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    against: Annotated[str | None, typer.Option(
+        help="Measure a real store instead: cassandra (N nodes, one per region; legs from "
+             "its own traffic, P(consistent) measured beside the prediction).")] = None,
+    duration: Annotated[str | None, typer.Option(
+        help="With --against: probing time per (R, W), e.g. 15s.")] = None,
+    reader_region: Annotated[str | None, typer.Option(
+        help="With --against: the reader's region (the writer's is --client-region).")
+                             ] = None,
+    pairs: Annotated[str | None, typer.Option(
+        help="With --against: several R:W pairs on one cluster, e.g. 1:1,1:2,2:1,2:2,1:3.")
+                     ] = None,
 ) -> None:
     """Predict how stale an N/R/W quorum store reads (PBS t-visibility and k-staleness).
 
-    Example: replicalab model pbs --n 3 --r 1 --w 1 --apply-ms 10
+    Example: replicalab model pbs --n 3 --r 1 --w 1 --apply 10ms
+    Against Cassandra: replicalab model pbs --n 3 --r 1 --w 1 --against cassandra
     """
+    if against is not None or duration is not None or pairs is not None \
+            or reader_region is not None:
+        from replicalab.cli.model_against import parse_pairs, run_pbs_against
+
+        try:
+            if against != "cassandra":
+                raise ValueError(f"--against {against!r}: PBS can be checked against "
+                                 "cassandra (--duration, --pairs and --reader-region need it)")
+            if from_run is not None or measure:
+                raise ValueError("--against measures the cluster itself; drop --from-run "
+                                 "and --measure")
+            chosen = parse_pairs(pairs, r, w, n)
+        except ValueError as err:
+            fail(str(err))
+        run_pbs_against(n, chosen, regions or "dc3", client_region, reader_region, duration,
+                        t_max_ms, trials, seed, out, as_json)
+        return
+    regions = regions or "lan"
     try:
+        apply_ms = duration_ms(apply, "--apply", apply_ms, "--apply-ms", "10ms")
         if not t_max_ms > 0:
             raise ValueError(f"--t-max-ms must be positive (got {t_max_ms})")
         if from_run is not None:

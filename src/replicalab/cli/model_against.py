@@ -1,4 +1,6 @@
-"""``replicalab model paxos-wan --against etcd``: the model, its twin and a real store.
+"""``replicalab model paxos-wan --against etcd``: the model, its twin and a real store;
+``replicalab model pbs --against cassandra``: PBS from a real cluster's legs beside its
+measured staleness.
 
 Thin: checks the options, starts the cluster and measures (workloads/consensus_latency.py),
 fits and compares (models/paxos_wan_fit.py), writes the page (report/against.py), prints.
@@ -11,18 +13,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from replicalab.cli.errors import fail
 from replicalab.cli.model_params import build, describe, load_toml, parse_compare, parse_sets
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
+from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.models import paxos_wan_fit as fitting
+from replicalab.models import pbs as pbs_model
 from replicalab.models.paxos_wan import WanParams, best_leader
 from replicalab.models.registry import ModelSpec
-from replicalab.regions import REGION_SETS
+from replicalab.regions import REGION_SETS, region_set
 from replicalab.report.against import TOLERANCE, against_results, render_against_report
+from replicalab.report.model_page import render_model_report
+from replicalab.report.model_plots import visibility_figure
+from replicalab.workloads import pbs_real
 from replicalab.workloads.consensus_latency import real_cluster, run_writes, store_kinds
-from replicalab.workloads.runner import make_run_dir, save_results
 
 DEFAULT_RATES_RPS = (10.0, 20.0, 40.0)
 """Offered write rates (writes/s over all client regions) when --loads is not given: low
@@ -175,4 +183,131 @@ def run_against(spec: ModelSpec, against: str | None, duration: str | None,
             say(f"the leader moved during: {', '.join(unheld)} (an election on a busy machine)")
         say(f"report: {report}")
     if not (results["within_tolerance"] and results["ranking_agrees"]):
+        sys.exit(1)
+
+
+# -- PBS against a real Cassandra (issue 24) ------------------------------------------------
+
+PBS_TOLERANCE = 0.15
+"""Largest |predicted - measured| P(consistent) at t = 0, 10, 50, 100 ms that counts as a
+match (15 points): a 5 ms window after each commit holds tens of reads, and the model
+cannot see a coordinator that stalls before it acknowledges."""
+
+
+def parse_pairs(text: str | None, r: int, w: int, n: int) -> list[tuple[int, int]]:
+    """Return the (R, W) pairs to measure: ``--pairs 1:1,1:2`` or the one ``--r/--w``."""
+    if not text:
+        pairs = [(r, w)]
+    else:
+        try:
+            pairs = [(int(a), int(b)) for a, b in (x.split(":") for x in text.split(","))]
+        except ValueError:
+            raise ValueError(f"--pairs {text!r}: give R:W pairs, e.g. 1:1,1:2,2:1,2:2,1:3"
+                             ) from None
+    for a, b in pairs:
+        if not (1 <= a <= n and 1 <= b <= n):
+            raise ValueError(f"--pairs: R={a}, W={b} must each be between 1 and N={n}")
+    return pairs
+
+
+def run_pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str | None,
+                    reader: str | None, duration: str | None, t_max_ms: float, trials: int,
+                    seed: int, out: Path, as_json: bool) -> None:
+    """``model pbs --against cassandra``: start an N-node cluster (a node per region),
+    measure its legs and its t-visibility per (R, W), print prediction and measurement side
+    by side, write the report; exit 1 when a difference exceeds PBS_TOLERANCE."""
+    try:
+        duration_s = parse_duration_s(duration or "15s", "--duration")
+        rs = region_set(regions)
+        if n > len(rs.regions):
+            raise ValueError(f"--n {n}: --against cassandra places one node per region, and "
+                             f"{regions} has {len(rs.regions)}")
+        used = rs.regions[:n]
+        writer = writer or used[0]
+        reader = reader or used[1 % n]
+        for flag, reg in (("--client-region", writer), ("--reader-region", reader)):
+            if reg not in used:
+                raise ValueError(f"{flag} {reg!r}: use one of {', '.join(used)}")
+        for a, b in pairs:
+            pbs_real.level(a, n), pbs_real.level(b, n)
+        run_dir = make_run_dir(out, "model", f"pbs-n{n}-against-cassandra")
+    except ValueError as err:
+        fail(str(err))
+    label = f"PBS N={n} against cassandra on {regions}"
+    rows_out: list[dict[str, Any]] = []
+    figures = []
+    try:
+        with progress_bar(label, enabled=not as_json) as tick:
+            tick(0.0, f"starting {n} Cassandra nodes")
+            with pbs_real.cassandra_cluster(n, regions) as c:
+                tick(0.1, "measuring the legs (round trips to every replica)")
+                cal = pbs_real.calibrate(c, writer, reader)
+                wars = pbs_model.wars_from_round_trips(cal.write_rt_ms, cal.read_rt_ms)
+                for k, (r, w) in enumerate(pairs):
+                    lo, share = 0.2 + 0.8 * k / len(pairs), 0.8 / len(pairs)
+                    tick(lo, f"R={r} W={w}: probing {duration_s:g} s")
+                    m = pbs_real.measure(c, r, w, writer, reader, duration_s, run_dir / "probes",
+                                         seed, lambda f, lo=lo, share=share: tick(lo + share * f))
+
+                    def predict(ts: Any, r: int = r, w: int = w) -> Any:
+                        return pbs_model.t_visibility(wars, r, w, ts, trials, seed)
+
+                    for row in pbs_real.compare_points(predict, m):
+                        rows_out.append({"r": r, "w": w, **row})
+                    t = np.linspace(0.0, t_max_ms, 201)
+                    tm, p, tot = (np.asarray(m.t_mean_ms), np.asarray(m.p),
+                                  np.asarray(m.total))
+                    keep = (tot >= 5) & (tm <= t_max_ms)
+                    figures.append((f"fig-r{r}-w{w}", f"R={r}, W={w}: predicted from the "
+                                    f"measured legs (line) and measured on the cluster (dots: "
+                                    f"1 ms buckets with at least 5 reads; {m.reads:,} reads, "
+                                    f"{m.writes} writes).",
+                                    visibility_figure(t, {f"PBS R={r} W={w}": predict(t)},
+                                                      (tm[keep], p[keep]))))
+    except ValueError as err:
+        fail(str(err))
+    diffs = [x["difference"] for x in rows_out if x["difference"] is not None]
+    largest = max(diffs) if diffs else None
+    legs = {f"n{i} ({c_region})": {"write_rt_median_ms": round(float(np.median(wr)), 3),
+                                   "read_rt_median_ms": round(float(np.median(rr)), 3)}
+            for i, (c_region, wr, rr) in enumerate(zip(used, cal.write_rt_ms, cal.read_rt_ms,
+                                                       strict=True))}
+    results = {
+        "schema_version": 1, "model": "pbs", "title": label,
+        "params": {"n": n, "regions": regions, "writer_region": writer,
+                   "reader_region": reader, "duration_s_per_pair": duration_s,
+                   "trials": trials, "seed": seed,
+                   "write_overhead_ms": cal.write_overhead_ms,
+                   "read_overhead_ms": cal.read_overhead_ms},
+        "legs": legs, "points": rows_out, "tolerance": PBS_TOLERANCE,
+        "max_abs_difference": largest,
+        "within_tolerance": largest is not None and largest <= PBS_TOLERANCE,
+        "tables": [{"caption": "P(consistent read) t ms after the write was acknowledged: "
+                               "predicted from the measured legs, measured on the cluster",
+                    "header": ["R", "W", "t (ms)", "predicted", "measured", "reads",
+                               "difference"],
+                    "rows": [[x["r"], x["w"], f"{x['t_ms']:g}", f"{100 * x['predicted']:.1f}%",
+                              "n/a" if x["measured"] is None else f"{100 * x['measured']:.1f}%",
+                              x["reads"], "n/a" if x["difference"] is None
+                              else f"{100 * x['difference']:.1f}"] for x in rows_out]},
+                   {"caption": "Round trips to each replica measured on the cluster (median, "
+                               "ms, the client's own share subtracted)",
+                    "header": ["replica", "from the writer's coordinator",
+                               "from the reader's coordinator"],
+                    "rows": [[k, f"{v['write_rt_median_ms']:.2f}",
+                              f"{v['read_rt_median_ms']:.2f}"] for k, v in legs.items()]}],
+        "notes": [f"writer at {writer}, reader at {reader}; legs measured from {n} "
+                  "calibration keyspaces with one replica each"],
+    }
+    save_results(results, run_dir)
+    report = render_model_report(results, run_dir, figures=figures)
+    if as_json:
+        sys.stdout.write(json.dumps({**results, "run_dir": str(run_dir),
+                                     "report": str(report)}, sort_keys=True) + "\n")
+    else:
+        show(TableData.from_json(results["tables"][0], right=(0, 1, 2, 3, 4, 5, 6)))
+        say(f"largest difference: {'n/a' if largest is None else f'{100 * largest:.1f}'} "
+            f"points (tolerance {100 * PBS_TOLERANCE:.0f})")
+        say(f"report: {report}")
+    if not results["within_tolerance"]:
         sys.exit(1)

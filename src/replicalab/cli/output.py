@@ -71,6 +71,9 @@ class TableData:
 
 def say(text: str = "", *, err: bool = False) -> None:
     """Print ``text`` literally (no markup, no highlighting) on stdout, or stderr."""
+    from replicalab.cli.errors import flush_notes
+
+    flush_notes()  # deprecation notes come before the command's first output
     stream = sys.stderr if err else sys.stdout
     stream.write(text + "\n")
     stream.flush()
@@ -129,8 +132,9 @@ def fit_widths(t: TableData, width: int) -> list[int] | None:
     return widths
 
 
-def _rich_table(t: TableData, widths: Sequence[int] | None) -> Table:
-    table = Table(title=Text(t.caption) if t.caption else None, title_justify="left")
+def _rich_table(t: TableData, widths: Sequence[int] | None, title: bool = True) -> Table:
+    table = Table(title=Text(t.caption) if t.caption and title else None,
+                  title_justify="left")
     for i, h in enumerate(t.header):
         table.add_column(Text(h), justify="right" if i in t.right else "left",
                          width=None if widths is None else widths[i], overflow="fold")
@@ -172,15 +176,22 @@ def render(t: TableData, width: int | None) -> str:
     if width is not None and widths is None:
         return render_records(t, width)
     full = natural_width(t) if width is None else width
+    # a caption wider than the table goes on a line of its own: Rich would wrap it at the
+    # table's width, cutting a phrase someone may grep for
+    apart = width is None and Text(t.caption).cell_len > natural_width(t)
     buf = io.StringIO()
     console = Console(file=buf, width=max(full, 20), highlight=False, markup=False,
                       emoji=False, soft_wrap=False, color_system=None)
-    console.print(_rich_table(t, widths))
-    return "\n".join(line.rstrip() for line in buf.getvalue().rstrip("\n").splitlines())
+    console.print(_rich_table(t, widths, title=not apart))
+    lines = [line.rstrip() for line in buf.getvalue().rstrip("\n").splitlines()]
+    return "\n".join([t.caption, *lines] if apart else lines)
 
 
 def show(tables: TableData | Iterable[TableData]) -> None:
     """Print one table or several on stdout (see the module docstring for the layout)."""
+    from replicalab.cli.errors import flush_notes
+
+    flush_notes()
     for t in [tables] if isinstance(tables, TableData) else tables:
         if not out_console.is_terminal:
             sys.stdout.write(render(t, None) + "\n")

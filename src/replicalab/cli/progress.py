@@ -19,7 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column
 from rich.text import Text
 
-from replicalab.cli.errors import err_console
+from replicalab.cli.errors import err_console, flush_notes
 
 HEARTBEAT_S = 60.0
 """Piped output: a line at least this often during one long phase."""
@@ -58,6 +58,7 @@ class Tick:
         self._t0 = self._now()
         self._last_line = self._t0
         self._said = False  # piped: a run refused before it starts prints only its error
+        self._cut = ""  # why the run stopped before its end ("" = it did not)
 
     def _now(self) -> float:
         return float(self._clock())  # type: ignore[operator]
@@ -65,7 +66,8 @@ class Tick:
     def _line(self, what: str) -> None:
         elapsed = self._now() - self._t0
         eta = eta_s(self.done, elapsed)
-        left = "" if eta is None or self.done >= 1 else f", about {fmt_s(eta)} left"
+        left = ("" if eta is None or self.done >= 1 or self._cut
+                else f", about {fmt_s(eta)} left")
         err_console.print(Text(f"{self.label}: {what} ({100 * self.done:.0f}% done, "
                                f"{fmt_s(elapsed)} elapsed{left})"))
         self._last_line = self._now()
@@ -90,8 +92,18 @@ class Tick:
 
     phase = __call__
 
+    def interrupted(self, why: str = "interrupted") -> None:
+        """Record that the run stopped before its end (Ctrl-C, a failed store): the last
+        line then says so, with the share really done, never "finished (100% done)"."""
+        self._cut = why
+
     def finish(self) -> None:
-        """Say that the run ended (piped output only; a terminal bar simply goes)."""
+        """Say that the run ended (piped output only; a terminal bar simply goes): finished
+        at 100%, or, after :meth:`interrupted`, cut short at the share it reached."""
+        if self._cut:
+            if self._bar is None and self._said:
+                self._line(f"{self._cut}, stopped before the end")
+            return
         self.done = 1.0  # the block ended without an error: the work is done
         if self._bar is None and self._said:
             self._line("finished")
@@ -124,7 +136,7 @@ class Phases:
 
 class _Silent(Tick):
     def __init__(self) -> None:  # no output at all (--json, or turned off)
-        self.label, self.what, self.done = "", "", 0.0
+        self.label, self.what, self.done, self._cut = "", "", 0.0, ""
 
     def __call__(self, fraction: float, what: str | None = None) -> None:
         self.done = max(self.done, min(1.0, max(0.0, float(fraction))))
@@ -136,6 +148,7 @@ class _Silent(Tick):
 @contextmanager
 def progress_bar(label: str, enabled: bool = True) -> Iterator[Tick]:
     """Yield a :class:`Tick` for a run described by ``label`` (e.g. ``compare on dc3``)."""
+    flush_notes()  # the command got past its checks: its deprecation notes, then progress
     if not enabled:
         yield _Silent()
         return

@@ -14,6 +14,8 @@ from replicalab.cli.errors import UserError, fail
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
+from replicalab.queues.registry import schemes
+from replicalab.stores.base import redact_url
 
 queue_app = typer.Typer(help="Visibility-timeout queues: duplicate deliveries and the "
                         "strategies that process each message once.", no_args_is_help=True)
@@ -74,10 +76,12 @@ def summary_table(results: dict[str, Any]) -> TableData:
 
     s = results["summary"]
     t = TableData(f"queue {results['spec']['strategy']} on {results['queue']['url']} "
-                  f"({results['spec']['consumers']} consumers)", ["measure", "value"],
-                  right=(1,))
+                  f"({results['spec']['consumers']} consumers)"
+                  + (" - PARTIAL: the run was cut short" if s.get("partial") else ""),
+                  ["measure", "value"], right=(1,))
     for label, key in SUMMARY_ROWS:
-        t.add(label, _cell(s.get(key)))
+        if key in s:
+            t.add(label, _cell(s[key]))
     clock = "virtual " if s["clock"] == "virtual" else ""
     t.add(f"run time ({clock}s)", f"{s['duration_s']:.1f}")
     return t
@@ -88,13 +92,15 @@ def compare_table(results: dict[str, Any]) -> TableData:
     ratio = {(r["queue"], r["strategy"], r["consumers"]): r["ratio"]
              for r in results["ratios"]}
     t = TableData("queue compare", ["queue", "strategy", "consumers", "dup deliveries",
-                                    "dup processing", "dup results", "lost", "store ops/msg",
-                                    "msgs/s", "vs none"], wrap=(0,), right=tuple(range(2, 10)))
+                                    "dup processing", "dup results", "fenced", "lost", "dead",
+                                    "store ops/msg", "msgs/s", "vs none"], wrap=(0,),
+                  right=tuple(range(2, 12)))
     for r in results["runs"]:
         s = r["summary"]
         x = ratio.get((r["queue"], r["strategy"], r["consumers"]))
         t.add(r["queue"], r["strategy"], r["consumers"], s["duplicate_deliveries"],
-              s["duplicate_processing"], s["duplicate_results"], s["lost"],
+              s["duplicate_processing"], s["duplicate_results"], s.get("fenced_commits", 0),
+              s["lost"], s["dead_lettered"],
               f"{s['store_ops_per_message']:.2f}", f"{s['throughput_per_s']:.2f}",
               "n/a" if x is None else f"{x:.2f}")
     return t
@@ -117,7 +123,9 @@ def _emit(run: Any, table: TableData, report: Path, as_json: bool) -> None:
 @queue_app.command("run")
 def run_cmd(
     queue: Annotated[str, typer.Option(help="Queue URL: sim://sqs, sim://sqs?fifo=1, "
-                                       "redis://..., postgresql://...")] = "sim://sqs",
+                                       "redis://..., postgresql://...; schemes: "
+                                       + ", ".join(f"{s}://" for s in schemes()) + "."
+                                       )] = "sim://sqs",
     consumers: Annotated[int, typer.Option(help="Consumers receiving in parallel.")] = 8,
     strategy: Strategy = "none",
     central: Central = None, messages: Messages = 10000, producers: Producers = 2,
@@ -145,8 +153,10 @@ def run_cmd(
                      slow_fraction=slow_fraction, slow=slow, fault=fault,
                      faults_file=faults_file, max_duration=max_duration, seed=seed,
                      processes=processes)
-        with progress_bar(f"queue {strategy} on {queue}", not as_json) as tick:
+        with progress_bar(f"queue {strategy} on {redact_url(queue)}", not as_json) as tick:
             run = run_queue(spec, out, lambda f: tick(f, "messages finished"))
+            if run.interrupted:
+                tick.interrupted()
     except (ValueError, UserError) as err:
         fail(str(err))
     report = render_queue_report(run.results, run.run_dir)
@@ -204,6 +214,8 @@ def compare_cmd(
         with progress_bar("queue compare", not as_json) as tick:
             run = compare_queues(base, queue or ["sim://sqs"], strategies, counts, out,
                                  lambda f: tick(f, "runs"))
+            if run.interrupted:
+                tick.interrupted()
     except (ValueError, UserError) as err:
         fail(str(err))
     report = render_compare_report(run.results, run.run_dir)

@@ -13,7 +13,8 @@ Layout. Node i is in region i mod |regions|; each region is a Cassandra data cen
 (``GossipingPropertyFileSnitch``, rack ``r1``), so LOCAL_ONE / LOCAL_QUORUM / EACH_QUORUM
 mean what they say. Every node is a seed with a fixed token (Murmur3, evenly spaced), so all
 start at once without bootstrapping or colliding on tokens. Small heaps (256 MB), no JMX,
-hinted handoff on, commit log synced every 10 s (the page cache survives a SIGKILLed node).
+hinted handoff on, commit log synced every 10 s (the page cache survives a SIGKILLed node),
+no dynamic snitch (see ``config_yaml``).
 
 Installation: ``scripts/install-servers.sh`` copies cassandra-all 5.0.6 and its dependency
 jars from Maven Central with Debian's Maven into ``.replicalab/cassandra/5.0.6/lib``. The
@@ -180,7 +181,11 @@ def config_yaml(c: Cluster, node: Node) -> str:
         "file_cache_size": "32MiB",
         "networking_cache_size": "16MiB",
         "native_transport_max_threads": 32,
-        "trickle_fsync": False,
+        # the static snitch's order, not latency scores: a coordinator always reads its own
+        # replica first (at ONE: only it), so "the reader at US-W" reads US-W's copy. The
+        # dynamic snitch, given a few slow local reads on a busy machine, sent ONE reads at
+        # US-W to US-E for minutes (88 ms instead of 1 ms). Remote replicas come in ring order.
+        "dynamic_snitch": False,
         "seed_provider": [{"class_name": "org.apache.cassandra.locator.SimpleSeedProvider",
                            "parameters": [{"seeds": seeds}]}],
     }

@@ -3,7 +3,12 @@
 Each data centre of a region set (``dc3`` by default: US-E, US-W, EU) gets its own store —
 a one-node Redis or PostgreSQL started through ``cluster/``, or an in-process simulated store
 in real time — and every ordered pair of data centres gets a Toxiproxy link carrying the
-region matrix's one-way delays in both directions. A middleware in data centre A reaches B's
+region matrix's one-way delays in both directions. ``cassandra`` is one cluster instead, one
+node (one Cassandra data centre) per region, its internode links delayed by the cluster
+itself: DC d's store is its own keyspace ``bc_<d>`` (replicated to every DC) reached through
+d's node at LOCAL_QUORUM, conditional writes at LOCAL_SERIAL (Paxos inside d), so d's state
+stays in d as with one server per DC; the native-counter baseline shares keyspace
+``bc_native``. A middleware in data centre A reaches B's
 store (or B's middleware server) only through such a link, so a cross-DC call pays the WAN
 round trip and a local one does not.
 """
@@ -25,8 +30,16 @@ from replicalab.regions import region_set
 from replicalab.stores import Store, open_store
 from replicalab.stores.base import Client, ReadResult, StoreInfo, WriteResult
 
-KINDS = ("redis", "postgresql", "sim")
+KINDS = ("redis", "postgresql", "cassandra", "sim")
 _CLUSTER_KIND = {"redis": "redis", "postgresql": "postgres"}
+_LOCAL_LEVELS = ("eventual_cl=LOCAL_QUORUM&consistent_cl=LOCAL_QUORUM&write_cl=LOCAL_QUORUM"
+                 "&serial_cl=LOCAL_SERIAL")
+NATIVE_KEYSPACE = "bc_native"
+
+
+def dc_keyspace(dc: str) -> str:
+    """Return the keyspace holding data centre ``dc``'s counter state on Cassandra."""
+    return "bc_" + "".join(ch if ch.isalnum() else "_" for ch in dc.lower())
 # a single-node primary: consistent reads and conditional writes, answered locally
 _SIM_URL = "sim://primary?clock=real&regions=lan&replication=async"
 
@@ -50,7 +63,7 @@ class DataCentres:
     clusters: list[str] = field(default_factory=list)
     toxiproxy_pid: int = 0
     toxiproxy_port: int = 0
-    links: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    links: dict[tuple[str, str, int, str], int] = field(default_factory=dict)
     _sim: dict[str, Store] = field(default_factory=dict)
 
     def one_way_ms(self, src_dc: str, dst_dc: str) -> float:
@@ -64,11 +77,12 @@ class DataCentres:
             if dc is not None and dc not in self.dcs:
                 raise ValueError(f"data centre {dc!r} is not one of {', '.join(self.dcs)}")
 
-    def proxy(self, src_dc: str, dst_dc: str, upstream_port: int) -> int:
+    def proxy(self, src_dc: str, dst_dc: str, upstream_port: int,
+              upstream_host: str = "127.0.0.1") -> int:
         """Return the port of a link from ``src_dc`` to ``dst_dc`` in front of
-        127.0.0.1:``upstream_port`` (created once, carrying both one-way delays)."""
+        ``upstream_host``:``upstream_port`` (created once, carrying both one-way delays)."""
         self._check(src_dc, dst_dc)
-        key = (src_dc, dst_dc, upstream_port)
+        key = (src_dc, dst_dc, upstream_port, upstream_host)
         if key not in self.links:
             if not self.toxiproxy_port:
                 self.toxiproxy_port = allocate(1)[0]
@@ -81,8 +95,8 @@ class DataCentres:
             back = rs.one_way_ms(dst_dc, src_dc)[0] if src_dc != dst_dc else 0.0
             tp = toxiproxy.Toxiproxy(self.toxiproxy_port)
             try:
-                link = f"{src_dc}-{dst_dc}-{upstream_port}"
-                tp.create(link, listen, upstream_port)
+                link = f"{src_dc}-{dst_dc}-{upstream_host}-{upstream_port}"
+                tp.create(link, listen, upstream_port, upstream_host)
                 # upstream = client->server (src->dst), downstream = the reply
                 tp.set_latency(link, downstream_ms=back, upstream_ms=there, jitter_ms=sd)
             finally:
@@ -100,7 +114,9 @@ class DataCentres:
         url = self.urls[dc]
         if from_dc is None or from_dc == dc:
             return url
-        return _with_port(url, self.proxy(from_dc, dc, urlsplit(url).port or 0))
+        parts = urlsplit(url)
+        return _with_port(url, self.proxy(from_dc, dc, parts.port or 0,
+                                          parts.hostname or "127.0.0.1"))
 
     def store(self, dc: str, from_dc: str | None = None) -> Store:
         """Return an opened Store of ``dc`` as reached from ``from_dc`` (the caller closes
@@ -114,6 +130,15 @@ class DataCentres:
             return self._sim[dc]
         return LinkedStore(self._sim[dc], self.one_way_ms(from_dc, dc),
                            self.one_way_ms(dc, from_dc))
+
+    def native_store(self, dc: str) -> Store:
+        """Return a store of the shared native-counter keyspace pinned to ``dc``'s node
+        (Cassandra only: its counters replicate between DCs by themselves)."""
+        self._check(dc)
+        if self.kind != "cassandra":
+            raise ValueError(f"native counters are Cassandra's; this topology is {self.kind}")
+        return open_store(self.urls[dc].replace(f"keyspace={dc_keyspace(dc)}",
+                                                f"keyspace={NATIVE_KEYSPACE}"))
 
     def down(self) -> None:
         """Stop every server and link this topology started."""
@@ -143,6 +168,9 @@ def start(kind: str, root: Path, name: str, regions: str = "dc3") -> DataCentres
     if kind == "sim":
         return t
     try:
+        if kind == "cassandra":
+            _start_cassandra(t, name)
+            return t
         for dc in dcs:
             cname = f"{name}-{dc}".lower()
             c = cluster.up(_CLUSTER_KIND[kind], 1, "lan", name=cname, root=t.root)
@@ -152,6 +180,48 @@ def start(kind: str, root: Path, name: str, regions: str = "dc3") -> DataCentres
         t.down()
         raise
     return t
+
+
+def on_cassandra(c: Any, root: Path, name: str) -> DataCentres:
+    """Return data centres over a running Cassandra cluster ``c`` (one node per region, as
+    ``cluster up cassandra`` starts it), which :meth:`DataCentres.down` leaves running (it
+    stops only the WAN links it made)."""
+    dcs = tuple(n.region for n in c.nodes)
+    if len(set(dcs)) != len(dcs):
+        raise ValueError(f"cluster {c.name} has several nodes in one region; the counters "
+                         "need one node per data centre")
+    t = DataCentres("cassandra", c.regions, dcs, Path(root), name)
+    _use_cassandra(t, c)
+    return t
+
+
+def _start_cassandra(t: DataCentres, name: str) -> None:
+    """One Cassandra node per data centre (see :func:`_use_cassandra`)."""
+    cname = f"{name}-cassandra".lower()
+    c = cluster.up("cassandra", len(t.dcs), t.regions, name=cname, root=t.root)
+    t.clusters.append(cname)
+    _use_cassandra(t, c)
+
+
+def _use_cassandra(t: DataCentres, c: Any) -> None:
+    """Point each DC at its node and keyspace; create the keyspaces before any client
+    connects (concurrent schema changes from several clients can disagree)."""
+    for node in c.nodes:
+        address = node.extra["address"]
+        t.urls[node.region] = (f"cassandra://{address}:{node.client_port}?keyspace="
+                               f"{dc_keyspace(node.region)}&{_LOCAL_LEVELS}")
+    first = c.nodes[0]
+    setup = f"cassandra://{first.extra['address']}:{first.client_port}?keyspace="
+
+    async def create() -> None:
+        for ks in [*(dc_keyspace(dc) for dc in t.dcs), NATIVE_KEYSPACE]:
+            store = open_store(setup + ks)
+            try:
+                await store.connect()
+            finally:
+                await store.close()
+
+    asyncio.run(create())
 
 
 class LinkedStore:

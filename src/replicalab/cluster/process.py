@@ -156,6 +156,30 @@ def signals_held() -> Iterator[None]:
             signal.signal(s, h if h is not None else signal.SIG_DFL)
 
 
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[list[bool]]:
+    """Yield a flag, ``[False]``, that a SIGINT or SIGTERM inside the block sets instead of
+    cutting the block short: saving what a run recorded must not be interrupted half way
+    (a Ctrl-C during the save once left a run directory holding only a ``.tmp`` file).
+    The caller treats a set flag as an interrupt once the block is done."""
+    flag = [False]
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+
+    def note(_sig: int, _frame: FrameType | None) -> None:
+        flag[0] = True
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in before:
+        signal.signal(s, note)
+    try:
+        yield flag
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+
+
 def alive(pid: int) -> bool:
     """Return True if process ``pid`` exists and is not a zombie."""
     if pid <= 0:

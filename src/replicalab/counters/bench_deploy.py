@@ -1,6 +1,7 @@
 """Each bench configuration deployed on a topology: what hands a client its session.
 
 * ``weak`` / ``strong`` — :mod:`replicalab.counters.baselines` (a session per client);
+  on Cassandra ``weak`` is the store's native counters (:mod:`replicalab.counters.native`);
 * ``client-based`` / ``server-based`` / ``server-based+batch`` — one middleware per data
   centre (:mod:`client_mw`, :mod:`server_mw`), shared by that DC's clients in this process,
   reaching its own store directly and the other DCs' stores over the topology's WAN links
@@ -16,6 +17,7 @@ from replicalab.counters.baselines import StrongDeployment, Topology, WeakDeploy
 from replicalab.counters.bench import CONFIGS, Deployment
 from replicalab.counters.client_mw import ClientMiddleware
 from replicalab.counters.middleware import Middleware, Options
+from replicalab.counters.native import NativeWeakDeployment
 from replicalab.counters.server_mw import ServerMiddleware
 from replicalab.counters.service import Placement
 
@@ -97,6 +99,8 @@ async def open_deployment(config: str, topo: Topology, *, sync_ms: float = 200.0
     """Return configuration ``config`` deployed and started on ``topo`` (ValueError for an
     unknown name). ``sync_ms`` is the inter-DC synchronisation period of every config."""
     if config == "weak":
+        if getattr(topo, "kind", "") == "cassandra":  # the store's own CRDT counters
+            return await NativeWeakDeployment(topo).open()
         return await WeakDeployment(topo, seed=seed, sync_period_ms=sync_ms).open()
     if config == "strong":
         return await StrongDeployment(topo, home=topo.dcs[0], seed=seed).open()

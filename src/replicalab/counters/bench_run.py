@@ -61,7 +61,7 @@ class BenchSpec:
     def check(self) -> None:
         """Raise ValueError naming the first invalid option and its fix."""
         if self.store not in topology.KINDS:
-            raise ValueError(f"--store {self.store!r}: use one of {', '.join(topology.KINDS)}")
+            raise ValueError(f"--kind {self.store!r}: use one of {', '.join(topology.KINDS)}")
         for c in self.configs:
             if c not in CONFIGS:
                 raise ValueError(f"--configs: unknown configuration {c!r}; use some of "

@@ -1,6 +1,7 @@
 """Operation records: one row per client operation, invoke and completion, stored columnar."""
 
 from replicalab.history.core import (
+    CONDITION_FAILED,
     CONSISTENCY_NAMES,
     F_NAMES,
     NEMESIS,
@@ -13,6 +14,7 @@ from replicalab.history.io import load_history, save_history
 from replicalab.history.values import ProbeValue, decode_value, encode_value
 
 __all__ = [
+    "CONDITION_FAILED",
     "CONSISTENCY_NAMES",
     "F_NAMES",
     "NEMESIS",

@@ -30,6 +30,9 @@ F_NAMES = ("read", "write", "cas", "delete", "crash", "pause", "partition", "hea
            "power-loss")
 CONSISTENCY_NAMES = ("none", "eventual", "consistent")
 NEMESIS = -1
+CONDITION_FAILED = "condition failed"
+"""How the error of a ``fail`` op starts when the store answered that a conditional write's
+condition was false: an answer (the store was available), not a refusal."""
 """Process id of the fault injector (Jepsen's ``:nemesis``)."""
 
 _F_CODE = {name: i for i, name in enumerate(F_NAMES)}

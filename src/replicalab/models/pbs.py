@@ -204,3 +204,27 @@ def fit_wars(h: History, n: int, r: int, w: int) -> Wars:
     legs_w = tuple((one_way, apply) for _ in range(n))
     legs = tuple((one_way,) for _ in range(n))
     return Wars(w=legs_w, a=legs, r=legs, s=legs)
+
+
+def wars_from_round_trips(write_rt_ms: Sequence[Sequence[float]],
+                          read_rt_ms: Sequence[Sequence[float]]) -> Wars:
+    """Return WARS legs from measured round trips per replica (ms, one list per replica).
+
+    ``write_rt_ms[i]``: the write coordinator to replica i and back (the request, the apply,
+    the ack); ``read_rt_ms[i]``: the read coordinator to replica i and back. Black-box round
+    trips cannot tell the way there from the way back, so each is split evenly: W and A
+    (R and S) are independent draws of half a measured round trip. In the freshness condition
+    ``W_i <= commit + t + R_i`` the mean legs there cancel (W and R both go out to replica i),
+    so the split moves only the spread, not the mean.
+    """
+    require(len(write_rt_ms) == len(read_rt_ms) and len(write_rt_ms) >= 1,
+            "give one list of write and one of read round trips per replica")
+
+    def half(samples: Sequence[float]) -> Leg:
+        require(len(samples) >= 1, "every replica needs at least one round trip (ms)")
+        return (Dist("empirical", samples=tuple(round(max(float(x), 0.0) / 2, 6)
+                                                for x in samples)),)
+
+    w = tuple(half(s) for s in write_rt_ms)
+    r = tuple(half(s) for s in read_rt_ms)
+    return Wars(w=w, a=w, r=r, s=r)

@@ -104,21 +104,8 @@ class LeaseStrategy:
         if expires_ns > w.now_ns():
             w.skip(d, tag, f"claim held by {owner}")
             return None
-        taken = f"{me}|busy|{w.now_ns() + self.lease_ns}"
-        i = log.invoke("claim_takeover", w.index, rt.now_ns(), tag=tag, msg_id=d.id,
-                       receipt=d.receipt, note=f"expired claim of {owner}")
-        try:
-            await w.store_of(d).write({key: taken}, expect={key: current})
-        except ConditionFailed:
-            log.done(i, rt.now_ns(), "fail", note="taken over by another reader first")
-            w.skip(d, tag, "expired claim taken over by another reader")
-            return None
-        except StoreError as err:
-            log.done(i, rt.now_ns(), "info", note=str(err))
-            w.skip(d, tag, "takeover outcome unknown; left for redelivery")
-            return None
-        log.done(i, rt.now_ns())
-        return taken
+        return await take_over(w, d, tag, key, current, f"{me}|busy|{w.now_ns() + self.lease_ns}",
+                               f"expired claim of {owner}")
 
     async def _read(self, w: Consumer, d: Delivery, tag: str, key: str) -> str | None:
         return await read_claim(w, d, tag, key)
@@ -143,6 +130,28 @@ class LeaseStrategy:
             return current if _parse(current)[2] > w.now_ns() else None
         log.done(i, rt.now_ns())
         return new
+
+
+async def take_over(w: Consumer, d: Delivery, tag: str, key: str, current: str, taken: str,
+                    why: str, count: int = 0, done_note: str = "") -> str | None:
+    """Replace the claim ``current`` by ``taken`` with a conditional write (recorded as
+    ``claim_takeover``, ``note`` = ``why``); return ``taken``, or None when another consumer
+    was first or the outcome is unknown (the delivery is then skipped)."""
+    rt, log = w.rt, w.log
+    i = log.invoke("claim_takeover", w.index, rt.now_ns(), tag=tag, msg_id=d.id,
+                   receipt=d.receipt, count=count, note=why)
+    try:
+        await w.store_of(d).write({key: taken}, expect={key: current})
+    except ConditionFailed:
+        log.done(i, rt.now_ns(), "fail", note="taken over by another reader first")
+        w.skip(d, tag, "expired claim taken over by another reader")
+        return None
+    except StoreError as err:
+        log.done(i, rt.now_ns(), "info", note=str(err))
+        w.skip(d, tag, "takeover outcome unknown; left for redelivery")
+        return None
+    log.done(i, rt.now_ns(), **({"note": done_note} if done_note else {}))
+    return taken
 
 
 async def read_claim(w: Consumer, d: Delivery, tag: str, key: str) -> str | None:

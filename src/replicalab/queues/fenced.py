@@ -30,7 +30,7 @@ claim write fails, and one queue call per renewal.
 from __future__ import annotations
 
 from replicalab.queues.base import Delivery
-from replicalab.queues.claims import read_claim
+from replicalab.queues.claims import read_claim, take_over
 from replicalab.queues.protocols import Consumer
 from replicalab.runtime.base import NS_PER_MS, NS_PER_S
 from replicalab.stores.base import ABSENT, ConditionFailed, StoreError
@@ -102,30 +102,11 @@ class FencedStrategy:
         if count >= d.receive_count:
             w.skip(d, tag, f"claim held by {owner} under receive {count}")
             return None
-        return await self._take_over(w, d, tag, key, current, me)
-
-    async def _take_over(self, w: Consumer, d: Delivery, tag: str, key: str, current: str,
-                         me: str) -> str | None:
-        """Replace a claim made under an earlier delivery by ours with the next token;
-        return it, or None when another consumer was first or the outcome is unknown."""
-        rt, log = w.rt, w.log
-        owner, _, token, count = parse_claim(current)
-        taken = f"{me}|busy|{token + 1}|{d.receive_count}"
-        i = log.invoke("claim_takeover", w.index, rt.now_ns(), tag=tag, msg_id=d.id,
-                       receipt=d.receipt, count=d.receive_count,
-                       note=f"claim of {owner} made under receive {count}")
-        try:
-            await w.store_of(d).write({key: taken}, expect={key: current})
-        except ConditionFailed:
-            log.done(i, rt.now_ns(), "fail", note="taken over by another consumer first")
-            w.skip(d, tag, "claim taken over by another consumer first")
-            return None
-        except StoreError as err:
-            log.done(i, rt.now_ns(), "info", note=str(err))
-            w.skip(d, tag, "takeover outcome unknown; left for redelivery")
-            return None
-        log.done(i, rt.now_ns(), note=f"token {token + 1}")
-        return taken
+        # a delivery the queue handed out later: the holder's visibility timeout is over
+        return await take_over(w, d, tag, key, current,
+                               f"{me}|busy|{token + 1}|{d.receive_count}",
+                               f"claim of {owner} made under receive {count}",
+                               d.receive_count, f"token {token + 1}")
 
     async def _commit(self, w: Consumer, d: Delivery, tag: str, key: str, held: str) -> bool:
         """Commit the result with our token; return True once it certainly happened, False

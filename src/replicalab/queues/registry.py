@@ -1,13 +1,21 @@
 """URL scheme -> queue backend, opened lazily so a backend's client library is imported only
-when its URL is used: ``sim://sqs``, ``redis://``, ``postgresql://``."""
+when its URL is used: ``sim://sqs``, ``redis://``, ``postgresql://``, and the schemes other
+packages declare in the ``replicalab.queues`` entry-point group (``name = "module:opener"``
+with ``opener(url, seed) -> Queue``; a shipped scheme cannot be taken over)."""
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from replicalab.queues.base import Queue
 from replicalab.runtime import VirtualRuntime
+from replicalab.stores.base import redact_url
+from replicalab.stores.registry import declared, load_entry_point
+
+QUEUE_GROUP = "replicalab.queues"
+"""The entry-point group outside queue backends declare their URL schemes in."""
 
 _BACKENDS = {
     "redis": "replicalab.queues.redis:open_redis_queue",
@@ -15,9 +23,18 @@ _BACKENDS = {
 }
 
 
+Opener = Callable[[str, int], Queue]
+_REGISTERED: dict[str, Opener] = {}
+
+
+def register(scheme: str, opener: Opener) -> None:
+    """Make ``scheme://`` queue URLs open with ``opener(url, seed)`` in this process."""
+    _REGISTERED[scheme] = opener
+
+
 def schemes() -> list[str]:
     """Return the URL schemes a queue can be opened from."""
-    return sorted(["sim", *_BACKENDS])
+    return sorted({"sim", *_BACKENDS, *_REGISTERED, *declared(QUEUE_GROUP)})
 
 
 def open_queue(url: str, seed: int = 1, runtime: VirtualRuntime | None = None) -> Queue:
@@ -33,10 +50,21 @@ def open_queue(url: str, seed: int = 1, runtime: VirtualRuntime | None = None) -
         from replicalab.queues.sqs_sim import open_sqs_sim
 
         return open_sqs_sim(url, seed, runtime)
+    if scheme in _REGISTERED:
+        return _REGISTERED[scheme](url, seed)
     target = _BACKENDS.get(scheme)
     if target is None:
-        raise ValueError(f"unknown queue URL scheme {scheme!r} in {url!r}; use one of: "
-                         f"{', '.join(s + '://' for s in schemes())}")
+        ep = declared(QUEUE_GROUP).get(scheme)
+        if ep is None:
+            raise ValueError(f"unknown queue URL scheme {scheme!r} in {redact_url(url)!r}; "
+                             f"use one of: {', '.join(s + '://' for s in schemes())} (or "
+                             f"install a package that adds {scheme}:// in the "
+                             f"{QUEUE_GROUP} entry-point group)")
+        if runtime is not None:
+            raise ValueError(f"{scheme}:// queues run in real time; a simulated (sim://) "
+                             "central store cannot share their clock: use a real central "
+                             "store")
+        return load_entry_point(ep, "queue backend")(url, seed)  # type: ignore[return-value]
     if runtime is not None:
         raise ValueError(f"{scheme}:// queues run in real time; a simulated (sim://) central "
                          "store cannot share their clock: use a real central store")

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from matplotlib.figure import Figure
 
 from replicalab.report.page import Page, esc, num, write_page
@@ -28,6 +29,7 @@ SUMMARY_ROWS = (
     ("commits of unknown outcome", "uncertain_results"),
     ("distinct results after filtering", "filtered_results"),
     ("lost (acknowledged, never committed)", "lost"),
+    ("not reached (run cut short first)", "not_reached"),
     ("unexpected (delivered, never sent)", "unexpected"),
     ("dead-lettered", "dead_lettered"),
     ("overlapping leases (pairs)", "overlapping_leases"),
@@ -44,6 +46,8 @@ SUMMARY_ROWS = (
 
 
 def _cell(v: Any) -> str:
+    if v is None:
+        return "not decided (run cut short)"
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
@@ -170,32 +174,35 @@ def _shade_faults(ax: Any, faults: Sequence[Mapping[str, Any]], end_s: float) ->
 
 def timeline_figure(runs: Sequence[tuple[str, Mapping[str, Any], Sequence[Mapping[str, Any]]]]
                     ) -> Figure:
-    """Return committed results per second against time (s from the run's first operation),
-    one line per run (label, checker timeline, fault windows), with duplicate results and
-    commits refused by the fence marked and the fault windows of the first run shaded."""
-    fig, ax = _new()
+    """Return, against time (s from the run's first operation), committed results so far
+    (top) and duplicate results and commits refused by the fence so far (bottom), one line
+    per run (label, checker timeline, fault windows); the first run's faults are shaded."""
+    fig = Figure(figsize=(7.5, 4.6), layout="constrained", facecolor="white")
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
     end_s = 0.0
     for label, tl, _ in runs:
         bin_s = float(tl.get("bin_s", 1.0))
         n = len(tl.get("results", []))
         end_s = max(end_s, n * bin_s)
-        if not n:
-            continue
-        x = [(b + 0.5) * bin_s for b in range(n)]
-        line = ax.plot(x, [r / bin_s for r in tl["results"]], linewidth=1.2,
-                       color=STRATEGY_COLORS.get(label.split(" ")[0]), label=plain(label))[0]
-        for key, marker in (("duplicate_results", "x"), ("fenced_commits", "o")):
-            pts = [(xx, v) for xx, v in zip(x, tl.get(key, []), strict=False) if v]
-            if pts:
-                ax.scatter([p[0] for p in pts], [p[1] / bin_s for p in pts], marker=marker,
-                           s=28, color=line.get_color(), facecolors=(
-                               "none" if marker == "o" else line.get_color()),
-                           label=plain(f"{label}: {key.replace('_', ' ')}"), zorder=3)
-    if runs:
-        _shade_faults(ax, runs[0][2], end_s)
-    ax.set_xlabel("time since the run's first operation (s)")
-    ax.set_ylabel("per second")
-    ax.legend(fontsize=7)
+        x = [(b + 1) * bin_s for b in range(n)]
+        color = STRATEGY_COLORS.get(label.split(" ")[0])
+        top.step(x, np.cumsum(tl.get("results", [])), where="post", linewidth=1.2,
+                 color=color, label=plain(label))
+        bottom.step(x, np.cumsum(tl.get("duplicate_results", [0] * n)), where="post",
+                    linewidth=1.4, color=color, label=plain(f"{label}: duplicate results"))
+        if any(tl.get("fenced_commits", [])):
+            bottom.step(x, np.cumsum(tl["fenced_commits"]), where="post", linewidth=1.0,
+                        linestyle="--", color=color,
+                        label=plain(f"{label}: refused by the fence"))
+    for ax in (top, bottom):
+        if runs:
+            _shade_faults(ax, runs[0][2], end_s)
+        ax.grid(True, color="#e5e5e5", linewidth=0.8)
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.legend(fontsize=7)
+    top.set_ylabel("results committed")
+    bottom.set_ylabel("so far")
+    bottom.set_xlabel("time since the run's first operation (s)")
     return fig
 
 
@@ -216,14 +223,16 @@ def render_queue_report(results: Mapping[str, Any], run_dir: Path) -> Path:
         ["slow processings", f'{spec["slow_fraction"]:g} of them take {spec["slow_s"]:g} s'],
         ["faults", "; ".join(fault_text(f) for f in spec["faults"]) or "none"],
         ["clock", s["clock"]], ["seed", spec["seed"]]], caption="Configuration")
-    page.table(["Measure", "Value"], [[label, _cell(s.get(key))] for label, key in
-                                      SUMMARY_ROWS], caption="Every message accounted for")
+    page.table(["Measure", "Value"], [[label, _cell(s[key])] for label, key in SUMMARY_ROWS
+                                      if key in s],
+               caption="Every message accounted for" + (
+                   " (PARTIAL: the run was cut short)" if s.get("partial") else ""))
     page.figure("fig-queue-deliveries", "How many messages were delivered and processed k "
                 "times.", histogram_figure(results["checker"]["histograms"]))
     checker = results["checker"]
     if "timeline" in checker:
-        page.figure("fig-queue-timeline", "Committed results per second; duplicate results "
-                    "(x) and commits refused by the fence (o) marked; fault windows shaded.",
+        page.figure("fig-queue-timeline", "Results committed so far (top); duplicate results "
+                    "and commits refused by the fence so far (bottom); fault windows shaded.",
                     timeline_figure([(spec["strategy"], checker["timeline"],
                                       checker.get("faults", []))]))
     for name in ("lost", "unexpected", "duplicated", "duplicated_results"):
@@ -257,9 +266,9 @@ def render_compare_report(results: Mapping[str, Any], run_dir: Path) -> Path:
     page.figure("fig-queue-strategies", "Each strategy's duplicate processing and its cost "
                 "in central-store operations per message.", strategies_figure(runs))
     if any(r.get("timeline") for r in runs) and results["spec"].get("faults"):
-        page.figure("fig-queue-timeline", "Committed results per second for each run, "
-                    "duplicate results (x) and commits refused by the fence (o) marked; the "
-                    "fault windows shaded.",
+        page.figure("fig-queue-timeline", "Results committed so far (top), duplicate results "
+                    "and commits refused by the fence so far (bottom), for each run; the fault "
+                    "windows shaded.",
                     timeline_figure([(f"{r['strategy']} c{r['consumers']} "
                                       f"{short_url(r['queue'])}", r["timeline"],
                                       r.get("faults", [])) for r in runs

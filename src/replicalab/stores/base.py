@@ -104,9 +104,13 @@ def redact_url(url: str) -> str:
 
 
 def parse_element(key: str) -> Element:
-    """Return the Element for ``key`` or raise ValueError explaining the expected form."""
-    parts = key.split("/")
-    if len(parts) != 3 or not all(parts):
+    """Return the Element for ``key`` or raise ValueError explaining the expected form.
+
+    The last two parts are the item and the attribute; everything before them is the
+    domain, which may hold ``/`` (a key prefix, e.g. ``replicalab/<run>/probe``, is part of
+    the domain)."""
+    parts = key.rsplit("/", 2)
+    if len(parts) != 3 or not all(parts) or "" in parts[0].split("/"):
         raise ValueError(f"element {key!r} is not of the form domain/item/attribute")
     return Element(*parts)
 
@@ -169,3 +173,7 @@ class Store(Protocol):
     async def close(self) -> None:
         """Release everything the store holds."""
         ...
+
+    # Optional: ``async def remove_keys(self, keys: Sequence[str]) -> int`` deletes ``keys``
+    # and whatever the adapter created for them (e.g. parent znodes), returning how many
+    # existed; a probe's clean-up uses it when present, else ``Client.delete``.

@@ -469,6 +469,32 @@ class CassandraClient:
         _, node = await self._run(stmt)
         return WriteResult(node)
 
+    async def cql(self, query: str, params: Sequence[Any] = (), level: str = "ONE",
+                  serial: str | None = None) -> list[tuple[Any, ...]]:
+        """Run one CQL statement (prepared once per coordinator; schema statements, which
+        take no parameters, are sent as they are) at consistency ``level`` and return its
+        rows: for what the Store contract cannot say, such as Cassandra's native counter
+        columns (``counters/native.py``). Errors as for reads and writes."""
+        if query.lstrip().upper().startswith(("CREATE ", "DROP ", "ALTER ")):
+            from cassandra.query import SimpleStatement
+
+            stmt = SimpleStatement(query, consistency_level=_level(level))
+            rows, _ = await self._run(stmt)
+            return [tuple(r) for r in rows]
+        prepared = self.node.stmts.get(query)
+        if prepared is None:
+            try:
+                prepared = await asyncio.to_thread(self.node.session.prepare, query)
+            except Exception as err:
+                raise _error(err, self.name) from None
+            self.node.stmts[query] = prepared
+        stmt = prepared.bind(list(params))
+        stmt.consistency_level = _level(level)
+        if serial is not None:
+            stmt.serial_consistency_level = _level(serial)
+        rows, _ = await self._run(stmt)
+        return [tuple(r) for r in rows]
+
     async def close(self) -> None:
         """Sessions are shared per coordinator and closed by the store."""
 

@@ -17,11 +17,20 @@ applied at that member. Multi-element reads are one read-only txn of several ran
 revision); multi-element writes one txn of puts (atomic); conditional writes one txn
 comparing each expected value (``value == expected``, or ``create_revision == 0`` for
 ``ABSENT``); deletes one deleterange (a txn of them for several keys).
+
+A cluster with authentication: ``etcd://USER:PASSWORD@HOST:PORT`` (or ``ETCDCTL_USER=
+USER:PASSWORD``, or ``ETCDCTL_USER`` + ``ETCDCTL_PASSWORD``, as for etcdctl). Each client
+asks its member for a token (``/v3/auth/authenticate``) and sends it with every request;
+a token the server no longer knows (it expired) is renewed once and the request sent again
+(the server refused it before doing anything). TLS: ``tls=1`` (``https://``), verifying the
+members against the system CAs or ``tls_ca=PATH``; ``tls_cert``/``tls_key``: a client
+certificate.
 """
 
 from __future__ import annotations
 
 import base64
+import os
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,12 +49,21 @@ from replicalab.stores.base import (
     Unavailable,
     Unsupported,
     WriteResult,
+    redact_url,
 )
-from replicalab.stores.url import Endpoint, parse_store_url
+from replicalab.stores.url import Credentials, Endpoint, parse_store_url
 
 MAX_TXN_OPS = 128  # etcd's default --max-txn-ops
 # gRPC codes meaning "no answer, outcome unknown": CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE
 _UNKNOWN_CODES = {1, 4, 14}
+_TOKEN_GONE = "invalid auth token"  # what etcd answers for an expired or unknown token
+
+
+def _env_credentials(creds: Credentials) -> Credentials:
+    """Return ``creds`` with etcdctl's ``ETCDCTL_USER`` (``user`` or ``user:password``) and
+    ``ETCDCTL_PASSWORD`` filling what the URL left out."""
+    user, _, password = os.environ.get("ETCDCTL_USER", "").partition(":")
+    return creds.with_env(user, password or os.environ.get("ETCDCTL_PASSWORD"))
 
 
 def _b64(text: str) -> str:
@@ -60,8 +78,15 @@ class EtcdStore:
     """An opened etcd cluster (its members' client endpoints)."""
 
     def __init__(self, url: str, seed: int) -> None:
-        u = parse_store_url(url, "endpoints", (), "etcd://127.0.0.1:2379")
+        u = parse_store_url(url, "endpoints", (), "etcd://127.0.0.1:2379", tls_scheme="")
         self.url = u
+        self.shown_url = redact_url(url)
+        self.credentials = _env_credentials(u.credentials)
+        if self.credentials.user and self.credentials.password is None:
+            raise ValueError(f"etcd:// URL names user {self.credentials.user!r} without a "
+                             "password; use etcd://USER:PASSWORD@HOST:PORT or set "
+                             "ETCDCTL_PASSWORD")
+        self._verify = u.tls.context() if u.tls is not None else None
         self.regions = u.regions
         self.members = list(u.nodes)
         self.read_policy = u.read
@@ -69,10 +94,11 @@ class EtcdStore:
         self.rng = random.Random(seed)
         self.runtime = RealRuntime()
         self.info = StoreInfo(
-            url=url, kind="etcd",
+            url=self.shown_url, kind="etcd",
             features=ALL_FEATURES,
             regions=u.region_names(),
             params={"read": self.read_policy, "timeout_ms": round(self.timeout_s * 1000),
+                    "auth": self.credentials.user is not None, "tls": self._verify is not None,
                     "members": {m.name: f"{m.host}:{m.port} ({m.region})"
                                 for m in self.members}},
             eventual_read_served_by=f"the one member each client talks to ({self.read_policy}"
@@ -88,23 +114,54 @@ class EtcdStore:
         member cannot be reached."""
         region = self.url.placed(region)
         m = self._member_for(region)
-        http = httpx.AsyncClient(base_url=f"http://{m.host}:{m.port}",
-                                 timeout=self.timeout_s)
-        self._http.append(http)
+        http = self._client(m)
+        client = EtcdClient(self, http, m.name)
         try:
+            if self.credentials.user:
+                await client.authenticate()
             r = await http.post("/v3/maintenance/status", json={})
             r.raise_for_status()
-        except httpx.HTTPError as err:
-            raise ValueError(f"cannot reach etcd at {m.host}:{m.port} ({type(err).__name__}"
-                             f"{': ' + str(err) if str(err) else ''}); is the cluster up? "
-                             "(`replicalab cluster status`)") from None
-        return EtcdClient(self, http, m.name)
+        except (httpx.HTTPError, StoreError) as err:
+            raise ValueError(f"cannot reach etcd at {m.host}:{m.port} (member {m.name} of "
+                             f"{self.shown_url}): {_describe(err)}") from None
+        return client
+
+    def _client(self, m: Endpoint) -> httpx.AsyncClient:
+        scheme = "https" if self._verify is not None else "http"
+        http = httpx.AsyncClient(base_url=f"{scheme}://{m.host}:{m.port}",
+                                 timeout=self.timeout_s,
+                                 verify=self._verify if self._verify is not None else True)
+        self._http.append(http)
+        return http
+
+    async def remove_keys(self, keys: Sequence[str]) -> int:
+        """Delete ``keys`` through member n0 (txns of at most --max-txn-ops deletes); return
+        how many existed."""
+        m = self.members[0]
+        client = EtcdClient(self, self._client(m), m.name)
+        if self.credentials.user:
+            await client.authenticate()
+        removed = 0
+        for i in range(0, len(keys), MAX_TXN_OPS):
+            data = await client._call("/v3/kv/txn", {"success": [
+                {"request_delete_range": {"key": _b64(k)}} for k in keys[i:i + MAX_TXN_OPS]]})
+            removed += sum(int(r.get("response_delete_range", {}).get("deleted", 0))
+                           for r in data.get("responses", []))
+        return removed
 
     async def close(self) -> None:
         """Close every connection this store opened."""
         for http in self._http:
             await http.aclose()
         self._http.clear()
+
+
+def _describe(err: BaseException) -> str:
+    if isinstance(err, httpx.HTTPStatusError):
+        return f"HTTP {err.response.status_code} {err.response.text.strip()[:200]}"
+    text = str(err)
+    return f"{type(err).__name__}: {text}" if text and isinstance(err, httpx.HTTPError) else (
+        text or type(err).__name__)
 
 
 def _check_ops(n: int, what: str) -> None:
@@ -120,10 +177,24 @@ class EtcdClient:
     store: EtcdStore
     http: httpx.AsyncClient
     member: str
+    token: str = ""
 
-    async def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def authenticate(self) -> None:
+        """Get a token for the store's user from this client's member (StoreError with the
+        server's message when refused)."""
+        creds = self.store.credentials
+        self.token = ""
+        data = await self._call("/v3/auth/authenticate",
+                                {"name": creds.user, "password": creds.password}, renew=False)
+        self.token = str(data.get("token", ""))
+        if not self.token:
+            raise StoreError(f"{self.member}: etcd gave no token for user {creds.user!r}")
+
+    async def _call(self, path: str, body: dict[str, Any], renew: bool = True
+                    ) -> dict[str, Any]:
+        headers = {"Authorization": self.token} if self.token else None
         try:
-            r = await self.http.post(path, json=body)
+            r = await self.http.post(path, json=body, headers=headers)
         except httpx.TransportError as err:
             raise Unavailable(f"{self.member}: {type(err).__name__} {err}".rstrip()) from None
         try:
@@ -135,6 +206,9 @@ class EtcdClient:
             code = int(data.get("code", -1))
             if code in _UNKNOWN_CODES or r.status_code in (502, 503, 504):
                 raise Unavailable(f"{self.member}: {msg}")
+            if renew and self.token and _TOKEN_GONE in str(msg):
+                await self.authenticate()
+                return await self._call(path, body, renew=False)
             raise StoreError(f"{self.member}: etcd refused {path}: {msg} (HTTP "
                              f"{r.status_code})")
         return data

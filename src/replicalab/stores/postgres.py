@@ -4,7 +4,10 @@ URL: ``postgresql://postgres@127.0.0.1:P/postgres?standbys=127.0.0.1:P1,127.0.0.
 &node_regions=US-E,US-W,EU&regions=dc3&read=nearest|random
 &synchronous_commit=local|off|on|remote_write|remote_apply&timeout_ms=2000`` (what
 ``replicalab cluster up postgres`` prints). User, password and database come from the URL or
-libpq's ``PG*`` environment; the password is never logged or saved.
+libpq's ``PG*`` environment (``PGUSER``, ``PGPASSWORD``, ``PGDATABASE``, ``PGPASSFILE``);
+the password is never logged or saved. TLS: libpq's own parameters ``sslmode`` (``disable``
+... ``verify-full``), ``sslrootcert``, ``sslcert``, ``sslkey`` in the URL or as ``PGSSLMODE``
+etc. in the environment.
 
 Data model: one table ``replicalab_kv(domain, item, attr, value)`` keyed by the element's
 three parts, created on the primary at the first connect. A consistent read asks the
@@ -24,11 +27,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
 import random
+import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-from urllib.parse import unquote, urlsplit
 
 import psycopg
 from psycopg import errors as pgerr
@@ -51,6 +55,7 @@ from replicalab.stores.url import Endpoint, parse_store_url
 T = TypeVar("T")
 
 _SYNC = ("off", "local", "on", "remote_write", "remote_apply")
+_SSL_PARAMS = ("sslmode", "sslrootcert", "sslcert", "sslkey")
 TABLE = "replicalab_kv"
 _CREATE = (f"CREATE TABLE IF NOT EXISTS {TABLE} (domain text NOT NULL, item text NOT NULL, "
            "attr text NOT NULL, value text NOT NULL, PRIMARY KEY (domain, item, attr))")
@@ -80,27 +85,23 @@ class PostgresStore:
     """An opened PostgreSQL deployment (primary plus hot standbys)."""
 
     def __init__(self, url: str, seed: int) -> None:
-        u = parse_store_url(url, "standbys", ("synchronous_commit",),
+        u = parse_store_url(url, "standbys", ("synchronous_commit", *_SSL_PARAMS),
                             "postgresql://postgres@127.0.0.1:5432/postgres")
         self.url = u
         self.nodes = list(u.nodes)
         self.read_policy = u.read
         self.timeout_s = u.timeout_s
         self.synchronous_commit = u.choice("synchronous_commit", _SYNC, "local")
-        parts = urlsplit(url)
-        # credentials: from the URL, else libpq reads PGUSER/PGPASSWORD/PGDATABASE itself
-        self._auth: dict[str, str] = {}
-        if parts.username:
-            self._auth["user"] = unquote(parts.username)
-        if parts.password is not None:
-            self._auth["password"] = unquote(parts.password)
-        dbname = unquote(parts.path.lstrip("/"))
-        if dbname:
-            self._auth["dbname"] = dbname
+        # credentials and TLS: from the URL, else libpq reads its PG* environment itself
+        creds = u.credentials
+        self._auth: dict[str, str] = {k: v for k, v in (
+            ("user", creds.user), ("password", creds.password), ("dbname", creds.database),
+            *((p, u.query.get(p)) for p in _SSL_PARAMS)) if v}
+        self.shown_url = redact_url(url)
         self.rng = random.Random(seed)
         self.runtime = RealRuntime()
         self.info = StoreInfo(
-            url=redact_url(url), kind="postgres",
+            url=self.shown_url, kind="postgres",
             features=ALL_FEATURES,
             regions=u.region_names(),
             params={"read": self.read_policy, "synchronous_commit": self.synchronous_commit,
@@ -164,15 +165,32 @@ class PostgresStore:
                 await c.get()
             except Unavailable as err:
                 raise ValueError(f"cannot reach PostgreSQL at {c.node.host}:{c.node.port} "
-                                 f"({err}); is the cluster up? (`replicalab cluster status`)"
-                                 ) from None
+                                 f"(node {c.node.name} of {self.shown_url}): "
+                                 f"{str(err).removeprefix(c.node.name + ': ')}") from None
         try:
             await asyncio.wait_for(self._ensure_table(primary, standby), self.timeout_s + 5.0)
         except (psycopg.Error, TimeoutError) as err:
-            raise ValueError(f"cannot prepare table {TABLE} on {primary_node.host}:"
-                             f"{primary_node.port}: {_first_line(err)}; is the cluster up? "
-                             "(`replicalab cluster status`)") from None
+            raise ValueError(f"cannot prepare table {TABLE} in PostgreSQL at "
+                             f"{self.shown_url}: {_first_line(err)}") from None
         return PostgresClient(self, primary, standby)
+
+    async def remove_keys(self, keys: Sequence[str]) -> int:
+        """Delete the rows of ``keys`` at the primary (batches of 1,000); return how many
+        existed."""
+        c = self._conn(self.nodes[0])
+        removed = 0
+        try:
+            for i in range(0, len(keys), 1000):
+                d, it, a = _columns(keys[i:i + 1000])
+
+                async def delete(conn: psycopg.AsyncConnection[Any],
+                                 cols: tuple[list[str], ...] = (d, it, a)) -> int:
+                    return (await conn.execute(_DELETE, cols)).rowcount
+
+                removed += await c.run(delete)
+        finally:
+            await c.close()
+        return removed
 
     async def close(self) -> None:
         """Close every connection this store opened."""
@@ -216,15 +234,27 @@ class _Conn:
         return self.conn
 
     async def run(self, fn: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
-        """Return ``fn(connection)`` within the timeout, mapping errors to store errors."""
+        """Return ``fn(connection)`` within the timeout, mapping errors to store errors.
+
+        A call that outlasts the timeout is abandoned at once: its connection's socket is
+        shut down (the query's wait ends on the spot) and the next call reconnects.
+        Cancelling it instead would make psycopg ask the server to cancel the query and
+        wait for that up to 10 s: a server that stopped answering would hold the call
+        five times past its timeout."""
         conn = await self.get()
         self.warnings.clear()
+        task = asyncio.ensure_future(fn(conn))
         try:
-            out = await asyncio.wait_for(fn(conn), self.store.timeout_s)
-        except TimeoutError:
-            await self.close()  # its state is unknown; the next call reconnects
+            done, _ = await asyncio.wait({task}, timeout=self.store.timeout_s)
+        except asyncio.CancelledError:
+            self._abandon(conn, task)
+            raise
+        if not done:
+            self._abandon(conn, task)
             raise Unavailable(f"{self.node.name}: no answer within "
-                              f"{self.store.timeout_s * 1000:.0f} ms") from None
+                              f"{self.store.timeout_s * 1000:.0f} ms")
+        try:
+            out = task.result()
         except (psycopg.OperationalError, psycopg.InterfaceError) as err:
             await self.close()
             raise Unavailable(f"{self.node.name}: {_first_line(err)}") from None
@@ -233,6 +263,26 @@ class _Conn:
         if self.warnings:
             raise Unavailable(f"{self.node.name}: committed locally, but {self.warnings[0]}")
         return out
+
+    def _abandon(self, conn: psycopg.AsyncConnection[Any], task: asyncio.Future[Any]) -> None:
+        """Drop ``conn`` (state unknown) and end ``task``'s wait by shutting the socket."""
+        if self.conn is conn:
+            self.conn = None
+        with contextlib.suppress(OSError, psycopg.Error):
+            fd = conn.pgconn.socket
+            dup = socket.socket(fileno=os.dup(fd))
+            try:
+                dup.shutdown(socket.SHUT_RDWR)
+            finally:
+                dup.close()
+
+        def finished(t: asyncio.Future[Any]) -> None:
+            if not t.cancelled():
+                t.exception()  # retrieved: an abandoned call's error is expected
+            with contextlib.suppress(psycopg.Error, OSError):
+                conn.pgconn.finish()
+
+        task.add_done_callback(finished)
 
     async def close(self) -> None:
         """Close the connection (if any)."""

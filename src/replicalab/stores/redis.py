@@ -2,7 +2,12 @@
 
 URL: ``redis://127.0.0.1:P?replicas=127.0.0.1:P1,127.0.0.1:P2&node_regions=US-E,US-W,EU
 &regions=dc3&read=nearest|random&wait=0&wait_ms=100&timeout_ms=2000`` (what
-``replicalab cluster up redis`` prints). Each element ``domain/item/attribute`` is one Redis
+``replicalab cluster up redis`` prints). A store replicalab did not start:
+``redis://[USER]:PASSWORD@HOST:PORT/DB`` logs in with ``AUTH`` (the password may instead
+come from ``REDISCLI_AUTH``, as for redis-cli) and selects database DB (default 0) on every
+connection, replicas included; ``rediss://`` (or ``tls=1``) connects over TLS, verifying
+the server against the system CAs or ``tls_ca=PATH`` (``tls_cert``/``tls_key``: a client
+certificate). Each element ``domain/item/attribute`` is one Redis
 string key of that name. A consistent read asks the primary; an eventual read asks one
 replica: ``nearest`` = a replica in the client's region (else the first), ``random`` =
 chosen at random per client. Multi-element reads are one ``MGET`` (one node, one instant);
@@ -18,6 +23,7 @@ shows up as a failed or unknown operation in the history, not as one very slow s
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,9 +39,10 @@ from replicalab.stores.base import (
     StoreInfo,
     Unavailable,
     WriteResult,
+    redact_url,
 )
 from replicalab.stores.resp import RespConnection, RespError
-from replicalab.stores.url import Endpoint, parse_store_url
+from replicalab.stores.url import Endpoint, StoreUrl, parse_store_url
 
 # Compare every expected value, then set all: atomic because Redis runs a script alone.
 # KEYS = expected keys then keys to set; ARGV = count of expected, expected values, new values.
@@ -58,8 +65,12 @@ class RedisStore:
     """An opened Redis deployment (primary plus replicas)."""
 
     def __init__(self, url: str, seed: int) -> None:
-        u = parse_store_url(url, "replicas", ("wait", "wait_ms"), "redis://127.0.0.1:6379")
+        u = parse_store_url(url, "replicas", ("wait", "wait_ms"), "redis://127.0.0.1:6379",
+                            tls_scheme="rediss")
         self.url = u
+        self.shown_url = redact_url(url)
+        self._setup = _setup_commands(u)
+        self._tls = u.tls.context() if u.tls is not None else None
         self.nodes = list(u.nodes)
         self.read_policy = u.read
         self.timeout_s = u.timeout_s
@@ -68,17 +79,18 @@ class RedisStore:
         self.rng = random.Random(seed)
         self.runtime = RealRuntime()
         self.info = StoreInfo(
-            url=url, kind="redis",
+            url=self.shown_url, kind="redis",
             features=ALL_FEATURES,
             regions=u.region_names(),
             params={"read": self.read_policy, "wait": self.wait, "wait_ms": self.wait_ms,
+                    "database": int(u.credentials.database or 0), "tls": self._tls is not None,
                     "nodes": {n.name: f"{n.host}:{n.port} ({n.region})" for n in self.nodes}},
             eventual_read_served_by=f"one replica per client ({self.read_policy}); the "
                                     "primary when there is no replica")
         self._conns: list[RespConnection] = []
 
     def _conn(self, node: Endpoint) -> RespConnection:
-        c = RespConnection(node.host, node.port, self.timeout_s)
+        c = RespConnection(node.host, node.port, self.timeout_s, self._setup, self._tls)
         self._conns.append(c)
         return c
 
@@ -93,15 +105,28 @@ class RedisStore:
         replica = self._replica_for(region or primary.region)
         client = RedisClient(self, self._conn(primary), primary.name, self._conn(replica),
                              replica.name)
-        try:
-            reply, _, _ = await client.primary.call("PING")
-            if isinstance(reply, RespError):
-                raise StoreError(str(reply))
-        except (StoreError, TimeoutError) as err:
-            raise ValueError(f"cannot reach Redis at {primary.host}:{primary.port} "
-                             f"({err}); is the cluster up? (`replicalab cluster status`)"
-                             ) from None
+        for conn, node in ((client.primary, primary), (client.replica, replica)):
+            try:
+                reply, _, _ = await conn.call("PING")
+                if isinstance(reply, RespError):
+                    raise StoreError(str(reply))
+            except (StoreError, TimeoutError) as err:
+                raise ValueError(f"cannot reach Redis at {node.host}:{node.port} (node "
+                                 f"{node.name} of {self.shown_url}): {err or 'no answer'}"
+                                 ) from None
         return client
+
+    async def remove_keys(self, keys: Sequence[str]) -> int:
+        """Delete ``keys`` at the primary (batches of 500); return how many existed."""
+        conn = self._conn(self.nodes[0])
+        removed = 0
+        try:
+            for i in range(0, len(keys), 500):
+                n, _, _ = await _call(conn, self.nodes[0].name, "DEL", *keys[i:i + 500])
+                removed += int(n)
+        finally:
+            conn.close()
+        return removed
 
     async def close(self) -> None:
         """Close every connection this store opened."""
@@ -178,6 +203,27 @@ class RedisClient:
 
     async def close(self) -> None:
         """Connections are closed by the store."""
+
+
+def _setup_commands(u: StoreUrl) -> list[tuple[str, ...]]:
+    """Return the commands every new connection sends first: AUTH (URL, else
+    ``REDISCLI_AUTH``) and SELECT of the URL's database (ValueError for a bad number)."""
+    creds = u.credentials.with_env(None, os.environ.get("REDISCLI_AUTH"))
+    out: list[tuple[str, ...]] = []
+    if creds.password is not None:
+        out.append(("AUTH", creds.user, creds.password) if creds.user else
+                   ("AUTH", creds.password))
+    elif creds.user:
+        raise ValueError(f"{u.scheme}:// URL names user {creds.user!r} without a password; "
+                         f"use {u.scheme}://USER:PASSWORD@HOST:PORT or set REDISCLI_AUTH")
+    db = creds.database
+    if db:
+        if not db.isdigit():
+            raise ValueError(f"database {db!r} in the {u.scheme}:// URL must be a number "
+                             f"(e.g. {u.scheme}://HOST:PORT/2)")
+        if int(db):
+            out.append(("SELECT", str(int(db))))
+    return out
 
 
 def open_redis(url: str, seed: int) -> RedisStore:

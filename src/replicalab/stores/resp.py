@@ -41,10 +41,11 @@ changes nothing here).
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from array import array
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,12 +168,21 @@ class _RespProtocol(asyncio.Protocol):
 
 class RespConnection:
     """A connection to one Redis server for request/response calls (see the module
-    docstring); opened by the first :meth:`call`, opened again after a failure."""
+    docstring); opened by the first :meth:`call`, opened again after a failure.
 
-    def __init__(self, host: str, port: int, timeout_s: float) -> None:
+    ``setup`` are commands sent on every new connection before any call (``AUTH``,
+    ``SELECT``): an error reply to one of them raises :class:`RespError` naming the command
+    (never its arguments: they hold the password). ``tls`` wraps the connection in TLS.
+    """
+
+    def __init__(self, host: str, port: int, timeout_s: float,
+                 setup: Sequence[Sequence[str]] = (), tls: ssl.SSLContext | None = None
+                 ) -> None:
         self.host = host
         self.port = port
         self.timeout_s = timeout_s
+        self.setup = [tuple(c) for c in setup]
+        self.tls = tls
         self._proto: _RespProtocol | None = None
         self._opening: asyncio.Lock | None = None
 
@@ -186,11 +196,21 @@ class RespConnection:
             where = f"{self.host}:{self.port}"
             try:
                 _, proto = await asyncio.wait_for(
-                    loop.create_connection(lambda: _RespProtocol(where), self.host, self.port),
+                    loop.create_connection(lambda: _RespProtocol(where), self.host, self.port,
+                                           ssl=self.tls,
+                                           server_hostname=self.host if self.tls else None),
                     self.timeout_s)
+            except ssl.SSLError as err:
+                raise RespError(f"TLS handshake with Redis at {where} failed: "
+                                f"{err.reason or err}") from None
             except (OSError, TimeoutError) as err:
                 raise Unavailable(f"cannot connect to Redis at {where}: "
                                   f"{err or 'timed out'}") from None
+            for command in self.setup:
+                reply, _, _ = await self._send(proto, command)
+                if isinstance(reply, RespError):
+                    proto.fail(Unavailable(f"{where}: {command[0]} refused"))
+                    raise RespError(f"Redis at {where} refused {command[0]}: {reply}")
             self._proto = proto
             return proto
 
@@ -200,22 +220,27 @@ class RespConnection:
         proto.fail(TimeoutError(f"{proto.where}: no reply within "
                                 f"{self.timeout_s * 1000:g} ms"))
 
-    async def call(self, *args: str | bytes | int) -> tuple[Any, int, int]:
-        """Send one command; return (reply, sent_ns, received_ns) with the wire stamps
-        (monotonic ns). An error reply comes back as a :class:`RespError` instance (not
-        raised); Unavailable when the connection fails, TimeoutError when no reply comes
-        within the timeout (both: outcome unknown)."""
-        proto = self._proto
-        if proto is None or proto.dead:
-            proto = await self._open()
+    async def _send(self, proto: _RespProtocol, args: Sequence[str | bytes | int]
+                    ) -> tuple[Any, int, int]:
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[tuple[Any, int]] = loop.create_future()
         proto.waiting.append((fut, loop.call_later(self.timeout_s, self._timed_out, proto)))
-        payload = hiredis.pack_command(args)
+        payload = hiredis.pack_command(tuple(args))
         sent = time.monotonic_ns()
         proto.transport.write(payload)  # type: ignore[union-attr]
         reply, received = await fut
         return reply, sent, received
+
+    async def call(self, *args: str | bytes | int) -> tuple[Any, int, int]:
+        """Send one command; return (reply, sent_ns, received_ns) with the wire stamps
+        (monotonic ns). An error reply comes back as a :class:`RespError` instance (not
+        raised); Unavailable when the connection fails, TimeoutError when no reply comes
+        within the timeout (both: outcome unknown); RespError (raised) when a new
+        connection's setup command (AUTH, SELECT) or its TLS handshake is refused."""
+        proto = self._proto
+        if proto is None or proto.dead:
+            proto = await self._open()
+        return await self._send(proto, args)
 
     def close(self) -> None:
         """Close the connection (calls still waiting fail as Unavailable)."""

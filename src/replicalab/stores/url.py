@@ -1,16 +1,22 @@
-"""URLs of replicated stores started by ``replicalab cluster up``, parsed once for all kinds.
+"""URLs of replicated stores, parsed once for all kinds: those ``replicalab cluster up``
+prints and those of stores replicalab did not start.
 
-``scheme://HOST:PORT[/...]?<peers>=H:P,H:P&node_regions=R0,R1,...&regions=SET&read=nearest|
-random&timeout_ms=2000[&kind-specific parameters]``: the node before ``?`` is n0, the
-peers n1, n2, ... in order. Unknown parameters are an error naming the valid ones.
+``scheme://[USER[:PASSWORD]@]HOST:PORT[/DATABASE]?<peers>=H:P,H:P&node_regions=R0,R1,...
+&regions=SET&read=nearest|random&timeout_ms=2000[&tls=1&tls_ca=PATH&tls_cert=PATH
+&tls_key=PATH][&kind-specific parameters]``: the node before ``?`` is n0, the peers n1, n2,
+... in order. Unknown parameters are an error naming the valid ones. User, password and
+database are percent-decoded; the password is kept out of ``repr`` and never printed
+(:func:`replicalab.stores.base.redact_url` masks it in every message).
 """
 
 from __future__ import annotations
 
 import random
+import ssl
 from collections.abc import Sequence
-from dataclasses import dataclass
-from urllib.parse import parse_qs, urlsplit
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from replicalab.regions import RegionSet, region_set
 from replicalab.stores.base import redact_url
@@ -28,6 +34,52 @@ class Endpoint:
     region: str
 
 
+TLS_PARAMS = ("tls", "tls_ca", "tls_cert", "tls_key")
+"""The URL parameters of a TLS connection: on/off, CA file, client certificate and key."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Who a client logs in as: user, password (never shown) and database/namespace, each
+    None when neither the URL nor the environment gives it."""
+
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    database: str | None = None
+
+    def with_env(self, user: str | None, password: str | None) -> Credentials:
+        """Return these credentials with ``user``/``password`` (from the environment) filling
+        what the URL left out: the URL wins."""
+        return Credentials(self.user if self.user is not None else (user or None),
+                           self.password if self.password is not None else (password or None),
+                           self.database)
+
+
+@dataclass(frozen=True)
+class Tls:
+    """How to open a TLS connection: CA file (None: the system's), client certificate and
+    key (None: no client certificate)."""
+
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+
+    def context(self) -> ssl.SSLContext:
+        """Return an SSL context that verifies the server against ``ca`` (ValueError naming
+        an unreadable file)."""
+        for name, path in (("tls_ca", self.ca), ("tls_cert", self.cert), ("tls_key", self.key)):
+            if path is not None and not Path(path).is_file():
+                raise ValueError(f"{name}={path!r}: no such file; give the path of a PEM file")
+        try:
+            ctx = ssl.create_default_context(cafile=self.ca)
+            if self.cert is not None:
+                ctx.load_cert_chain(self.cert, self.key)
+        except (ssl.SSLError, OSError) as err:
+            raise ValueError(f"cannot load the TLS files ({err}); tls_ca, tls_cert and "
+                             "tls_key must be PEM files") from None
+        return ctx
+
+
 @dataclass(frozen=True)
 class StoreUrl:
     """A parsed replicated-store URL."""
@@ -38,6 +90,8 @@ class StoreUrl:
     read: str
     timeout_s: float
     query: dict[str, str]
+    credentials: Credentials = Credentials()
+    tls: Tls | None = None
 
     def number(self, key: str, default: float, minimum: float = 0.0) -> float:
         """Return parameter ``key`` as a number >= ``minimum`` (ValueError naming it)."""
@@ -101,13 +155,32 @@ def _hostport(text: str, url: str) -> tuple[str, int]:
         raise ValueError(f"{text!r} in {redact_url(url)!r} is not HOST:PORT") from None
 
 
+def _tls(scheme: str, tls_scheme: str | None, q: dict[str, str]) -> Tls | None:
+    """Return the TLS settings of a URL: on for ``tls_scheme`` (e.g. ``rediss``) or ``tls=1``."""
+    flag = q.get("tls", "")
+    if flag not in ("", "0", "1", "true", "false", "yes", "no"):
+        raise ValueError(f"parameter tls={flag!r} of {scheme}:// must be 1 or 0")
+    on = (bool(tls_scheme) and scheme == tls_scheme) or flag in ("1", "true", "yes")
+    if not on:
+        given = [k for k in TLS_PARAMS[1:] if k in q]
+        if given:
+            raise ValueError(f"{given[0]} needs TLS: add tls=1 to the {scheme}:// URL")
+        return None
+    return Tls(q.get("tls_ca") or None, q.get("tls_cert") or None, q.get("tls_key") or None)
+
+
 def parse_store_url(url: str, peers: str, extra: Sequence[str] = (),
-                    example: str = "") -> StoreUrl:
-    """Return the parsed ``url``; ``peers`` names the list parameter of the other nodes and
-    ``extra`` the kind-specific parameters (ValueError names any problem)."""
+                    example: str = "", tls_scheme: str | None = None) -> StoreUrl:
+    """Return the parsed ``url``; ``peers`` names the list parameter of the other nodes,
+    ``extra`` the kind-specific parameters, and ``tls_scheme`` (e.g. ``rediss``; "" for
+    none) the scheme that means TLS; a kind with ``tls_scheme`` also takes the ``tls*``
+    parameters
+    (ValueError names any problem, with the password masked)."""
     parts = urlsplit(url)
     scheme = parts.scheme
-    allowed = (peers, "regions", "node_regions", "read", "timeout_ms", "client_region", *extra)
+    tls_params = TLS_PARAMS if tls_scheme is not None else ()
+    allowed = (peers, "regions", "node_regions", "read", "timeout_ms", "client_region",
+               *tls_params, *extra)
     q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
     for k in q:
         if k not in allowed:
@@ -136,6 +209,10 @@ def parse_store_url(url: str, peers: str, extra: Sequence[str] = (),
     timeout_ms = u.number("timeout_ms", 2000.0)
     if not timeout_ms > 0:
         raise ValueError(f"parameter timeout_ms of {scheme}:// must be positive")
-    u = StoreUrl(scheme, nodes, regions, read, timeout_ms / 1000, q)
+    creds = Credentials(unquote(parts.username) if parts.username else None,
+                        unquote(parts.password) if parts.password is not None else None,
+                        unquote(parts.path.lstrip("/")) or None)
+    tls = _tls(scheme, tls_scheme, q) if tls_scheme is not None else None
+    u = StoreUrl(scheme, nodes, regions, read, timeout_ms / 1000, q, creds, tls)
     u.placed(None)  # validates client_region
     return u

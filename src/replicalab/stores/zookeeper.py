@@ -7,6 +7,13 @@ prints; the host:port before ``?`` is server n0, ``servers`` lists n1, n2, ...).
 Mapping: element ``domain/item/attribute`` = znode ``/replicalab/domain/item/attribute``
 holding the value as UTF-8; the parents are plain empty znodes created on first write.
 
+A store replicalab did not start: ``zk://USER:PASSWORD@HOST:PORT/CHROOT`` adds the digest
+credentials to every session (``addauth digest USER:PASSWORD``; or the environment's
+``REPLICALAB_ZK_DIGEST=USER:PASSWORD``) and roots every path at ``/CHROOT``; ``tls=1`` with
+``tls_ca``/``tls_cert``/``tls_key`` connects over TLS (ZooKeeper's secure client port).
+``remove_keys`` deletes elements and then the parent znodes left empty, up to
+``/replicalab``.
+
 Which server answers: a client session is connected to ONE server, chosen at ``connect``:
 ``nearest`` = a server in the client's region (else the one with the lowest RTT from it, else
 n0), ``random`` = one at random per client. Every call goes to that server. A plain
@@ -29,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +50,7 @@ from kazoo.exceptions import (
     KazooException,
     NodeExistsError,
     NoNodeError,
+    NotEmptyError,
     OperationTimeoutError,
     RolledBackError,
     RuntimeInconsistency,
@@ -62,6 +71,7 @@ from replicalab.stores.base import (
     Unavailable,
     WriteResult,
     parse_element,
+    redact_url,
 )
 from replicalab.stores.url import Endpoint, parse_store_url
 
@@ -86,8 +96,19 @@ class ZkStore:
     """An opened ZooKeeper ensemble."""
 
     def __init__(self, url: str, seed: int) -> None:
-        u = parse_store_url(url, "servers", ("session_ms",), "zk://127.0.0.1:2181")
+        u = parse_store_url(url, "servers", ("session_ms",), "zk://127.0.0.1:2181",
+                            tls_scheme="")
         self.url = u
+        self.shown_url = redact_url(url)
+        user, _, password = os.environ.get("REPLICALAB_ZK_DIGEST", "").partition(":")
+        creds = u.credentials.with_env(user, password)
+        if creds.user and creds.password is None:
+            raise ValueError(f"zk:// URL names user {creds.user!r} without a password; use "
+                             "zk://USER:PASSWORD@HOST:PORT or set REPLICALAB_ZK_DIGEST")
+        self._auth = ([("digest", f"{creds.user}:{creds.password}")] if creds.user else [])
+        self.chroot = f"/{creds.database.strip('/')}" if creds.database else ""
+        self._tls = ({"use_ssl": True, "ca": u.tls.ca, "certfile": u.tls.cert,
+                      "keyfile": u.tls.key, "verify_certs": True} if u.tls is not None else {})
         self.regions = u.regions
         self.nodes = list(u.nodes)
         self.read_policy = u.read
@@ -98,11 +119,12 @@ class ZkStore:
         self.rng = random.Random(seed)
         self.runtime = RealRuntime()
         self.info = StoreInfo(
-            url=url, kind="zookeeper",
+            url=self.shown_url, kind="zookeeper",
             features=ALL_FEATURES,
             regions=u.region_names(),
             params={"read": self.read_policy, "timeout_ms": round(self.timeout_s * 1000),
                     "session_ms": round(self.session_s * 1000),
+                    "auth": bool(self._auth), "chroot": self.chroot, "tls": bool(self._tls),
                     "nodes": {n.name: f"{n.host}:{n.port} ({n.region})" for n in self.nodes},
                     "consistent_read": "sync() through the client's server, then read",
                     "multi_read_snapshot": False,
@@ -122,26 +144,62 @@ class ZkStore:
         """Return a client session connected to one server (see the module doc)."""
         region = self.url.placed(region)
         node = self.server_for(region)
-        kz = KazooClient(hosts=f"{node.host}:{node.port}", timeout=self.session_s,
-                         randomize_hosts=False, command_retry=None, logger=_KAZOO_LOG,
-                         connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5,
-                                           "max_delay": 1.0})
+        kz = self._kazoo(node)
         try:
             await asyncio.to_thread(kz.start, max(self.timeout_s, 1.0))
         except (KazooException, KazooTimeoutError, OSError) as err:
             await asyncio.to_thread(_shutdown, kz)
-            raise ValueError(f"cannot reach ZooKeeper at {node.host}:{node.port} "
-                             f"({err or type(err).__name__}); is the cluster up? "
-                             "(`replicalab cluster status`)") from None
+            raise ValueError(f"cannot reach ZooKeeper at {node.host}:{node.port} (server "
+                             f"{node.name} of {self.shown_url}): {type(err).__name__}"
+                             f"{': ' + str(err) if str(err) else ''}") from None
         client = ZkClient(self, kz, node.name)
         self._clients.append(client)
         return client
 
+    def _kazoo(self, node: Endpoint) -> KazooClient:
+        return KazooClient(hosts=f"{node.host}:{node.port}{self.chroot}",
+                           timeout=self.session_s, randomize_hosts=False, command_retry=None,
+                           logger=_KAZOO_LOG, auth_data=self._auth or None,
+                           connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5,
+                                             "max_delay": 1.0}, **self._tls)
+
+    async def remove_keys(self, keys: Sequence[str]) -> int:
+        """Delete the znodes of ``keys``, then every parent left with no data and no
+        children, deepest first, up to and including ``/replicalab``; return how many
+        elements existed. The deletes of one level go out together (one round trip)."""
+        client = await self.connect()
+        kz = client.kz
+
+        async def drop(path: str, only_if_empty: bool) -> int:
+            try:
+                if only_if_empty:
+                    data, stat = await client._call(kz.get_async, path)
+                    if data or stat.numChildren:
+                        return 0
+                    await client._call(kz.delete_async, path, stat.version)
+                else:
+                    await client._call(kz.delete_async, path)
+            except (NoNodeError, NotEmptyError, BadVersionError):
+                return 0
+            return 1
+
+        paths = list(dict.fromkeys(znode(k) for k in keys))
+        removed = sum(await asyncio.gather(*(drop(p, False) for p in paths)))
+        parents: set[str] = set()
+        for path in paths:
+            parent = path.rsplit("/", 1)[0]
+            while parent and parent != "/":
+                parents.add(parent)
+                parent = parent.rsplit("/", 1)[0]
+        for depth in sorted({p.count("/") for p in parents}, reverse=True):
+            await asyncio.gather(*(drop(p, True) for p in parents if p.count("/") == depth))
+        self._parents.clear()
+        return removed
+
     async def close(self) -> None:
         """Close every session this store opened."""
         clients, self._clients = self._clients, []
-        for c in clients:
-            await asyncio.to_thread(_shutdown, c.kz)
+        await asyncio.gather(*(asyncio.to_thread(_shutdown, c.kz) for c in clients))
 
 
 def _shutdown(kz: KazooClient) -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from replicalab.history import History
+from replicalab.history import CONDITION_FAILED, History
 from replicalab.runtime import Runtime
 from replicalab.stores import (
     ABSENT,
     Client,
+    ConditionFailed,
     ReadResult,
     StoreError,
     Unavailable,
@@ -35,11 +36,15 @@ class Recorder:
             self.tick(self.rt.now_ns())
 
     def _close_failed(self, index: int, err: Exception) -> None:
-        """Close op ``index``: unknown outcome -> info, refused -> fail; re-raise Unsupported."""
+        """Close op ``index``: unknown outcome -> info, refused -> fail (a false condition's
+        error starts with CONDITION_FAILED: the store answered); re-raise Unsupported."""
         if isinstance(err, Unavailable | TimeoutError):
             self.h.info(index, self.rt.now_ns(), str(err) or "timeout")
             return
-        self.h.fail(index, self.rt.now_ns(), str(err))
+        text = str(err)
+        if isinstance(err, ConditionFailed) and not text.startswith(CONDITION_FAILED):
+            text = f"{CONDITION_FAILED}: {text}"
+        self.h.fail(index, self.rt.now_ns(), text)
         if isinstance(err, Unsupported):
             raise err
 

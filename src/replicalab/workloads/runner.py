@@ -4,17 +4,20 @@ Every run writes ``runs/<UTC time>-<workload>-<store>/`` with ``config.json``,
 ``history.parquet``, ``results.json`` and ``histograms/*.hlog``. If the run is interrupted
 (Ctrl-C) or the store fails, the history recorded so far is saved all the same, with the
 operations still in flight closed as ``info``.
+
+On a real store the workload's keys live under a key prefix (``ProbeSpec.key_prefix``,
+default ``replicalab/<run id>/``, see ``stores/prefix.py``), and every key the run wrote is
+removed at the end, interrupted or not, unless ``keep_keys``; ``config.json`` says which
+prefix and what the clean-up removed. The simulated store starts empty every run: no
+prefix there.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +31,16 @@ from replicalab.checkers.accounting import (
     unreachable_since,
 )
 from replicalab.checkers.latency import latency_histograms, latency_summary
+from replicalab.cluster.process import interrupts_deferred
+from replicalab.cluster.state import load, names
 from replicalab.faults.nemesis import Nemesis
 from replicalab.faults.schedule import Fault
 from replicalab.faults.sim import SimNemesis
 from replicalab.history import History, load_history, save_history
+from replicalab.history.rundir import Run, make_run_dir, save_results
 from replicalab.stores import Feature, Store, StoreError, open_store
 from replicalab.stores.base import redact_url
+from replicalab.stores.prefix import PrefixedStore, check_prefix
 from replicalab.workloads import registry
 from replicalab.workloads.base import ProbeOptions, config_from_json
 from replicalab.workloads.recorder import Recorder
@@ -53,6 +60,8 @@ class ProbeSpec:
     cluster: str | None = None
     cluster_root: str = ".replicalab"
     faults: tuple[Fault, ...] = ()
+    key_prefix: str | None = None  # None: replicalab/<run id>/ on a real store
+    keep_keys: bool = False
 
     def __post_init__(self) -> None:
         if self.config is None and self.workload in registry.names():
@@ -66,13 +75,16 @@ class ProbeSpec:
                              f"not a {type(self.config).__name__}")
         self.options.check()
         self.config.check()
+        if self.key_prefix is not None:
+            check_prefix(self.key_prefix)
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-ready dict of this spec (a password in the URL is masked)."""
         return {"store": redact_url(self.store), "workload": self.workload,
                 "options": asdict(self.options), "config": asdict(self.config),
                 "cluster": self.cluster, "cluster_root": self.cluster_root,
-                "faults": [asdict(f) for f in self.faults]}
+                "faults": [asdict(f) for f in self.faults], "key_prefix": self.key_prefix,
+                "keep_keys": self.keep_keys}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ProbeSpec:
@@ -88,17 +100,56 @@ class ProbeSpec:
         return cls(store=d["store"], workload=d["workload"], options=ProbeOptions(**d["options"]),
                    config=config_from_json(wl.config, cfg), cluster=d.get("cluster"),
                    cluster_root=d.get("cluster_root", ".replicalab"),
-                   faults=tuple(Fault(**f) for f in d.get("faults", [])))
+                   faults=tuple(Fault(**f) for f in d.get("faults", [])),
+                   key_prefix=d.get("key_prefix"), keep_keys=bool(d.get("keep_keys", False)))
 
 
 @dataclass
-class ProbeRun:
-    """Where a run was saved, its results, and whether it was cut short."""
+class KeyCleanup:
+    """Where a run's keys lived on a real store and what became of them: ``removed`` keys
+    the store still held at the end, of ``written`` distinct keys the run wrote; ``kept``
+    when asked to keep them; ``error`` when the clean-up failed (the keys are then left)."""
 
-    run_dir: Path
-    results: dict[str, Any]
-    interrupted: bool = False
+    prefix: str
+    written: int = 0
+    removed: int = 0
+    kept: bool = False
     error: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return a JSON-ready dict of this clean-up."""
+        return asdict(self)
+
+    def line(self) -> str:
+        """Return one line saying where the keys were and whether they are gone."""
+        if self.kept:
+            return f"keys: {self.written:,} under {self.prefix} kept (--keep)"
+        if self.error:
+            return (f"keys: {self.written:,} under {self.prefix} NOT removed ({self.error}); "
+                    "remove them by hand")
+        return f"keys: {self.written:,} written under {self.prefix}, removed at the end"
+
+
+_CLEANUP_S = 30.0  # bound on removing a run's keys (a store that stopped answering)
+
+
+def uses_prefix(store: Store) -> bool:
+    """Return True for a store whose keys outlive the run (every store but the simulated
+    one, which starts empty every run)."""
+    return not store.info.kind.startswith("sim/")
+
+
+async def _cleanup(store: PrefixedStore, keys: KeyCleanup) -> None:
+    """Remove the run's keys unless kept, noting the outcome in ``keys`` (bounded)."""
+    keys.written = len(store.written)
+    if keys.kept:
+        return
+    try:
+        keys.removed = await store.runtime.timeout(store.cleanup(), int(_CLEANUP_S * 1e9))
+    except TimeoutError:
+        keys.error = f"no answer within {_CLEANUP_S:g} s"
+    except (StoreError, ValueError, OSError) as err:
+        keys.error = redact_url(str(err)) or type(err).__name__
 
 
 FINAL_SETTLE_S = 30.0
@@ -163,32 +214,6 @@ def check(spec: ProbeSpec, h: History, features: frozenset[Feature]) -> dict[str
     return out
 
 
-def _slug(url: str) -> str:
-    base = url.split("?", 1)[0]
-    return re.sub(r"[^A-Za-z0-9]+", "-", base).strip("-")[:40] or "store"
-
-
-def make_run_dir(out: Path, workload: str, store_url: str) -> Path:
-    """Create and return a fresh run directory under ``out`` (ValueError if not writable)."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        for n in range(1000):
-            run_dir = out / f"{stamp}-{workload}-{_slug(store_url)}{'' if n == 0 else f'-{n}'}"
-            try:
-                run_dir.mkdir()
-                break
-            except FileExistsError:
-                continue
-        probe = run_dir / ".writable"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as err:
-        raise ValueError(f"cannot write to output directory {out}: {err.strerror}; "
-                         "pass --out with a writable directory") from None
-    return run_dir
-
-
 def write_histograms(h: History, run_dir: Path) -> list[Path]:
     """Write one HdrHistogram log per (operation, consistency); return the paths."""
     folder = run_dir / "histograms"
@@ -203,13 +228,6 @@ def write_histograms(h: History, run_dir: Path) -> list[Path]:
             writer.output_interval_histogram(hist, 0, 0, max_value_unit_ratio=1000.0)
         paths.append(path)
     return paths
-
-
-def save_results(results: dict[str, Any], run_dir: Path) -> Path:
-    """Write ``results.json`` deterministically (sorted keys) and return its path."""
-    path = run_dir / "results.json"
-    path.write_text(json.dumps(results, indent=1, sort_keys=True, allow_nan=False) + "\n")
-    return path
 
 
 def _unreachable(spec: ProbeSpec, h: History) -> str:
@@ -236,14 +254,27 @@ async def preflight(spec: ProbeSpec, store: Store) -> None:
                              "of them (names are case-sensitive)")
     try:
         client = await store.connect()
-    except StoreError as err:
-        raise ValueError(f"cannot reach {redact_url(spec.store)}: {err}") from None
+    except (StoreError, ValueError) as err:
+        raise ValueError(str(err) + cluster_hint(spec.store)) from None
     await client.close()
 
 
+def cluster_hint(url: str) -> str:
+    """Return "; is the cluster up? ..." when ``url`` is one a ``replicalab cluster up``
+    printed (its servers are replicalab's to start), else "" (the user's own store: the
+    adapter's message names the URL and the server's answer)."""
+    try:
+        mine = [n for n in names() if load(n).url == url]
+    except (OSError, ValueError):
+        return ""
+    return (f"; is the cluster up? (`replicalab cluster status {mine[0]}`)" if mine else "")
+
+
 def run_probe(spec: ProbeSpec, out: Path,
-              progress: Callable[[float], None] | None = None) -> ProbeRun:
-    """Run ``spec`` and save it under ``out``; returns even when interrupted (see ProbeRun)."""
+              progress: Callable[[float], None] | None = None,
+              announce: Callable[[str], None] | None = None) -> Run:
+    """Run ``spec`` and save it under ``out``; returns even when interrupted (see Run).
+    ``announce`` is told, before the first operation, where a real store's keys go."""
     spec.check()
     store = open_store(spec.store, spec.options.seed)
     wl = registry.get(spec.workload)
@@ -276,13 +307,28 @@ def run_probe(spec: ProbeSpec, out: Path,
     interrupted, error, trace = False, "", ""
     wall0 = time.perf_counter()
 
+    keys: list[KeyCleanup] = []
+
     async def main() -> None:
+        prefixed: PrefixedStore | None = None
         try:
             await preflight(spec, store)
             made.append(make_run_dir(out, spec.workload, spec.store))
+            target: Store = store
+            if uses_prefix(store):
+                prefix = (spec.key_prefix if spec.key_prefix is not None
+                          else f"replicalab/{made[0].name}/")
+                target = prefixed = PrefixedStore(store, prefix)
+                keys.append(KeyCleanup(prefix, kept=spec.keep_keys))
+                if announce is not None:
+                    announce(f"keys: under {prefix} on {redact_url(spec.store)}; "
+                             + ("kept at the end (--keep)" if spec.keep_keys else
+                                "removed at the end (--keep keeps them)"))
             start[0] = rt.now_ns()
-            await _run(spec, store, h, rec, nemesis)
+            await _run(spec, target, h, rec, nemesis)
         finally:
+            if prefixed is not None:
+                await _cleanup(prefixed, keys[0])
             await store.close()
 
     try:
@@ -304,17 +350,24 @@ def run_probe(spec: ProbeSpec, out: Path,
     config = {"spec": spec.to_json(), "store": store.info.to_json(),
               "wall_s": round(time.perf_counter() - wall0, 3), "interrupted": interrupted,
               "error": error, "error_traceback": trace,
-              "runtime": "virtual" if rt.virtual else "real"}
-    save_history(h, run_dir, config)
-    results = check(spec, h, store.info.features)
-    results["store"] = redact_url(spec.store)
-    if interrupted or error:
-        results["notes"].append(f"run cut short: {error}")
-    save_results(results, run_dir)
-    write_histograms(h, run_dir)
-    if progress is not None:
+              "runtime": "virtual" if rt.virtual else "real",
+              "keys": keys[0].to_json() if keys else None}
+    with interrupts_deferred() as late:  # a Ctrl-C now waits for the save to finish
+        save_history(h, run_dir, config)
+        results = check(spec, h, store.info.features)
+        results["store"] = redact_url(spec.store)
+        results["partial"] = bool(interrupted or error)
+        if interrupted or error:
+            results["notes"].append(f"PARTIAL: run cut short ({error}); every figure "
+                                    "covers only what ran")
+        save_results(results, run_dir)
+        write_histograms(h, run_dir)
+    if late[0] and not interrupted:
+        interrupted, error = True, error or "interrupted"
+    if progress is not None and not (interrupted or error):
         progress(1.0)
-    return ProbeRun(run_dir, results, interrupted, error)
+    return Run(run_dir, results, interrupted, error,
+               keys=keys[0] if keys else None)
 
 
 def recheck(run_dir: Path) -> dict[str, Any]:
@@ -327,7 +380,9 @@ def recheck(run_dir: Path) -> dict[str, Any]:
         raise ValueError(f"{run_dir / 'config.json'} is malformed ({err}); "
                          "re-run the probe to get a complete run directory") from None
     results = check(spec, h, features)
-    if config.get("error"):
-        results["notes"].append(f"run cut short: {config['error']}")
+    results["partial"] = bool(config.get("error") or config.get("interrupted"))
+    if results["partial"]:
+        results["notes"].append(f"PARTIAL: run cut short ({config.get('error') or 'interrupted'}"
+                                "); every figure covers only what ran")
     save_results(results, run_dir)
     return results

@@ -1,0 +1,38 @@
+"""The conformance suite (replicalab.testing) passes on every shipped adapter of a real
+store, each on the shared test cluster of its kind (dc3: replicas across regions, so an
+eventual read really can be stale), the timeout check through a relay it freezes."""
+
+from __future__ import annotations
+
+import pytest
+
+from replicalab.testing import run_conformance
+
+pytestmark = pytest.mark.integration
+
+EVERY_CHECK = {"describes-itself", "absent-reads-none", "consistent-read", "eventual-read",
+               "multi-read", "conditional-write", "atomic-multi-write", "delete",
+               "timeout-is-unknown"}
+
+
+def conforms(url: str) -> None:
+    report = run_conformance(url)
+    assert report.ok, report.text()
+    assert {r.name for r in report.results if r.status == "passed"} == EVERY_CHECK, \
+        report.text()
+
+
+def test_redis_adapter_conforms(redis_dc3):
+    conforms(redis_dc3[0].url)
+
+
+def test_postgres_adapter_conforms(postgres_dc3):
+    conforms(postgres_dc3[0].url)
+
+
+def test_etcd_adapter_conforms(etcd_dc3):
+    conforms(etcd_dc3[0].url)
+
+
+def test_zookeeper_adapter_conforms(zookeeper_dc3):
+    conforms(zookeeper_dc3[0].url)
