@@ -6,16 +6,17 @@ from pathlib import Path
 
 import pytest
 
+from replicalab.history.rundir import Run
 from replicalab.workloads.base import ProbeOptions
-from replicalab.workloads.runner import ProbeRun, ProbeSpec, run_probe
+from replicalab.workloads.runner import ProbeSpec, run_probe
 from servers import running_cluster
 
 
 @pytest.fixture
 def probe(tmp_path: Path):
-    """Return a function running a probe into tmp_path and returning its ProbeRun."""
+    """Return a function running a probe into tmp_path and returning its Run."""
 
-    def run(store: str = "sim://simpledb", workload: str = "staleness", **kw) -> ProbeRun:
+    def run(store: str = "sim://simpledb", workload: str = "staleness", **kw) -> Run:
         opts = {k: kw.pop(k) for k in list(kw) if k in ProbeOptions.__dataclass_fields__}
         spec = ProbeSpec(store=store, workload=workload, options=ProbeOptions(**opts), **kw)
         return run_probe(spec, tmp_path / "runs")

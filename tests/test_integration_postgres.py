@@ -19,9 +19,10 @@ from replicalab.checkers.freshness import judge, since_ack
 from replicalab.cluster import base, process
 from replicalab.cluster.ports import is_free
 from replicalab.history import load_history
+from replicalab.history.rundir import Run
 from replicalab.stores import ABSENT, ConditionFailed, Feature, open_store
 from replicalab.workloads.base import ProbeOptions
-from replicalab.workloads.runner import ProbeRun, ProbeSpec, run_probe
+from replicalab.workloads.runner import ProbeSpec, run_probe
 from replicalab.workloads.staleness import KEY, StalenessConfig
 
 pytestmark = pytest.mark.integration
@@ -43,7 +44,7 @@ def pg_dc3():
 
 
 def _probe(url: str, consistency: str, out: Path, duration_s: float = 10,
-           keep: bool = False) -> ProbeRun:
+           keep: bool = False) -> Run:
     spec = ProbeSpec(store=url, workload="staleness", keep_keys=keep,
                      options=ProbeOptions(consistency=consistency, duration_s=duration_s,
                                           write_interval_s=1.0, read_rate=100),
@@ -55,7 +56,7 @@ def _probe(url: str, consistency: str, out: Path, duration_s: float = 10,
     return run
 
 
-def _stale_windows_ms(run: ProbeRun) -> list[float]:
+def _stale_windows_ms(run: Run) -> list[float]:
     """Per write: the last time (ms after the write started) a read was stale."""
     h, _ = load_history(run.run_dir)
     j = judge(*element_ops(h, KEY))
@@ -63,7 +64,7 @@ def _stale_windows_ms(run: ProbeRun) -> list[float]:
             for w in np.unique(j.write[~j.fresh])]
 
 
-def _fresh_after_ack(run: ProbeRun) -> tuple[int, int]:
+def _fresh_after_ack(run: Run) -> tuple[int, int]:
     """Return (fresh, total) of the reads that started after some write was acknowledged,
     judged against the latest acknowledged write."""
     h, _ = load_history(run.run_dir)

@@ -65,7 +65,7 @@ def test_compare_figures_and_ratios(tmp_path: Path):
 
 def test_compare_under_a_pause_shows_duplicate_results_and_fenced_commits(tmp_path: Path):
     r = invoke("queue", "compare", "--consumers", "8", "--strategy", "none,central-lease,central",
-               "--messages", "400", "--visibility", "4s", "--process", "500ms", "--seed", "3",
+               "--messages", "200", "--visibility", "4s", "--process", "500ms", "--seed", "3",
                "--fault", "at=3s pause consumer=1 for=10s", "--out", str(tmp_path), "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)

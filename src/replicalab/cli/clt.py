@@ -16,8 +16,8 @@ from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, out_console, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
+from replicalab.history.rundir import load_results, make_run_dir, save_results
 from replicalab.regions import region_set
-from replicalab.workloads.runner import make_run_dir, save_results
 
 if TYPE_CHECKING:  # the CLT modules load when a clt command runs (they pull in matplotlib)
     from replicalab.clt import analysis, runner
@@ -269,7 +269,7 @@ def report(
     try:
         cfg = json.loads((run_dir / "config.json").read_text())
         rec = records.read_parquet(run_dir / "clt.parquet")
-        old = json.loads((run_dir / "results.json").read_text())
+        old = load_results(run_dir)
     except (OSError, ValueError, KeyError) as err:
         fail(f"{run_dir} is not a readable CLT run directory ({err}); pass the directory "
              "that clt run/local printed")

@@ -18,16 +18,11 @@ from replicalab.cli.progress import Phases, progress_bar
 from replicalab.cli.timeparse import parse_duration_s
 from replicalab.cluster import base
 from replicalab.faults.schedule import Fault, check_within, parse_fault
+from replicalab.history.rundir import Run, make_run_dir, save_results
 from replicalab.regions import region_set
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.latency import LatencyConfig
-from replicalab.workloads.runner import (
-    ProbeRun,
-    ProbeSpec,
-    make_run_dir,
-    run_probe,
-    save_results,
-)
+from replicalab.workloads.runner import ProbeSpec, run_probe
 from replicalab.workloads.staleness import StalenessConfig
 
 
@@ -69,7 +64,7 @@ def _stale(r: dict[str, Any]) -> tuple[float, float | None]:
 
 
 def _probe(spec: ProbeSpec, out: Path,
-           progress: Callable[[float], None] | None = None) -> ProbeRun:
+           progress: Callable[[float], None] | None = None) -> Run:
     """Return the probe's run; Ctrl-C or SIGTERM during it stops the whole comparison (the
     probe has saved its history; the cluster is brought down on the way out)."""
     run = run_probe(spec, out, progress)

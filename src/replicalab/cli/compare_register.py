@@ -13,10 +13,11 @@ from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import Phases, progress_bar
 from replicalab.cluster import base
 from replicalab.faults.schedule import Fault
+from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.regions import region_set
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.register import RegisterConfig
-from replicalab.workloads.runner import ProbeSpec, make_run_dir, run_probe, save_results
+from replicalab.workloads.runner import ProbeSpec, run_probe
 
 CONSISTENCIES = ("eventual", "consistent")
 

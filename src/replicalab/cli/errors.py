@@ -1,24 +1,65 @@
-"""One-line errors with exit code 2 for bad input; tracebacks only with --debug."""
+"""One-line errors with exit code 2 for bad input; tracebacks only with --debug.
+
+The stderr console (``err_console``) is made on first use: importing Rich costs tens of
+ms, which a command that prints no error (``replicalab --help``) should not pay.
+"""
 
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from rich.console import Console
-from rich.text import Text
-
-err_console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 DEBUG = {"on": False}
+_CONSOLE: list[Any] = []
+_NOTES: list[str] = []
+
+
+def note(text: str) -> None:
+    """Queue ``note: text`` for stderr (a deprecation, not an error): printed before the
+    command's first output, dropped if the command ends on bad input (its one error line
+    says all)."""
+    if text not in _NOTES:
+        _NOTES.append(text)
+
+
+def flush_notes() -> None:
+    """Print the queued notes on stderr, once each."""
+    while _NOTES:
+        sys.stderr.write(f"note: {_NOTES.pop(0)}\n")
+    sys.stderr.flush()
 
 
 class UserError(Exception):
     """Bad input: the message names the problem and the fix; exit code 2."""
 
 
+def stderr_console() -> Any:
+    """Return the Rich console on stderr (markup, highlighting and emoji off: text is
+    printed as given), made on first use."""
+    if not _CONSOLE:
+        from rich.console import Console
+
+        _CONSOLE.append(Console(stderr=True, highlight=False, soft_wrap=True, markup=False,
+                                emoji=False))
+    return _CONSOLE[0]
+
+
+def __getattr__(name: str) -> Any:
+    # ``from replicalab.cli.errors import err_console`` keeps working, made lazily
+    if name == "err_console":
+        return stderr_console()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print ``error: message`` on one line to stderr and exit with ``code``; the message is
     printed literally (brackets in a name or a hint are kept)."""
+    from rich.text import Text
+
+    if code == 2:
+        _NOTES.clear()  # bad input: one line, the error
+    else:
+        flush_notes()
     line = " ".join(str(message).split())  # one line, whatever the message held
-    err_console.print(Text.assemble(("error:", "bold red"), " ", line))
+    stderr_console().print(Text.assemble(("error:", "bold red"), " ", line))
     sys.exit(code)

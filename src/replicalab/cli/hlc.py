@@ -15,11 +15,11 @@ from replicalab.cli import hlc_query
 from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
+from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.hlc.align import AlignError, Alignment, align, alignment_errors
 from replicalab.hlc.bench import BenchConfig, run_bench
 from replicalab.hlc.synth import SynthConfig, generate, spread_skews
 from replicalab.hlc.trace import Event, LogError, read_log, write_log
-from replicalab.workloads.runner import make_run_dir, save_results
 
 hlc_app = typer.Typer(help="Hybrid logical clocks: align multi-node traces, reproduce seed 002.",
                       no_args_is_help=True)

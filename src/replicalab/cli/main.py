@@ -1,36 +1,149 @@
-"""Entry point: the Typer app, one command per verb, and the error policy."""
+"""Entry point: the Typer app, one registry line per verb, and the error policy.
+
+Verbs are loaded lazily: ``replicalab --help`` lists them from :data:`VERBS` without
+importing any, and ``replicalab check FILE`` imports ``cli/check.py`` and nothing of the
+other verbs (numpy, pyarrow, the stores...), so a short command starts in a fraction of
+a second. A verb is one line of :data:`VERBS` naming its module (see :class:`Verb`).
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
-from typing import Annotated
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import typer
+import typer.core
+import typer.main
 
 from replicalab import __version__
-from replicalab.cli import (
-    check,
-    clt,
-    counter,
-    hlc,
-    load,
-    placement,
-    placement_live,
-    queue,
-    scorecard,
-    watch,
+from replicalab.cli.errors import DEBUG, fail
+
+
+@dataclass(frozen=True)
+class Verb:
+    """One top-level command: ``name``, the ``module`` that defines it and the ``summary``
+    the root ``--help`` lists (so listing needs no import).
+
+    On first use the module is imported and attached to a fresh app: through its
+    ``register(app)`` when it has one (it may add several commands, or attach sub-commands
+    to a group another line registers), else its attribute ``<name>_app`` (a Typer group)
+    or ``<name>`` (a command function). Several lines may share a name: their modules are
+    loaded in order (``placement`` and the ``placement live`` sub-commands)."""
+
+    name: str
+    module: str
+    summary: str = ""
+
+
+VERBS: tuple[Verb, ...] = (
+    Verb("probe", "replicalab.cli.probe", "Probe a store's consistency as its clients see it."),
+    Verb("report", "replicalab.cli.probe",
+         "Re-check a saved run from its history and re-render its report."),
+    Verb("demo", "replicalab.cli.demo",
+         "Reproduce seed 003 §2.1.1 on the simulated SimpleDB and show the report."),
+    Verb("export", "replicalab.cli.export",
+         "Export a run's history as invoke/completion events (Jepsen EDN or JSON lines)."),
+    Verb("compare", "replicalab.cli.compare",
+         "Start each store as a 3-node cluster on the same regions and compare them."),
+    Verb("check", "replicalab.cli.check",
+         "Check histories for linearizability, with a minimal counterexample."),
+    Verb("watch", "replicalab.cli.watch",
+         "Run the seed-001 microbenchmark suite every interval against storage backends."),
+    Verb("dashboard", "replicalab.cli.watch",
+         "Serve the watch samples as a page on 127.0.0.1."),
+    Verb("model", "replicalab.cli.model",
+         "Predict protocol performance and staleness before building."),
+    Verb("cluster", "replicalab.cli.cluster", "Start, inspect and stop real local clusters."),
+    Verb("counter", "replicalab.cli.counter",
+         "Bounded Counters: numeric invariants (value >= bound) over replicated stores."),
+    Verb("clt", "replicalab.cli.clt",
+         "Cloud Latency Tester: all-pairs RTT and quorum latency over agents."),
+    Verb("hlc", "replicalab.cli.hlc",
+         "Hybrid logical clocks: align multi-node traces, reproduce the seed figures."),
+    Verb("load", "replicalab.cli.load",
+         "Open-loop load: offered rate, ramp until failure, SLA search."),
+    Verb("placement", "replicalab.cli.placement",
+         "Data placement (seed 002): where each object should live as access moves."),
+    Verb("placement", "replicalab.cli.placement_live"),
+    Verb("queue", "replicalab.cli.queue",
+         "Visibility-timeout queues: duplicate deliveries and the strategies against them."),
+    Verb("scorecard", "replicalab.cli.scorecard",
+         "Measure seed 001's chart for each store (latency, durability, consistency)."),
 )
-from replicalab.cli.cluster import cluster_app
-from replicalab.cli.compare import compare
-from replicalab.cli.demo import demo
-from replicalab.cli.errors import DEBUG, err_console, fail
-from replicalab.cli.export import export
-from replicalab.cli.model import model_app
-from replicalab.cli.probe import probe, report
-from replicalab.cluster import process
+"""Every verb of the CLI, in the order ``--help`` lists them."""
+
+
+def _summaries() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for v in VERBS:
+        out.setdefault(v.name, v.summary)
+    return out
+
+
+def load_verb(name: str) -> Any:
+    """Return the click command of verb ``name`` (importing its modules), or None for a
+    name no line of :data:`VERBS` has."""
+    modules = [v.module for v in VERBS if v.name == name]
+    if not modules:
+        return None
+    sub = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False,
+                      add_completion=False)
+    for path in modules:
+        module = importlib.import_module(path)
+        if hasattr(module, "register"):
+            module.register(sub)
+        elif hasattr(module, f"{name}_app"):
+            sub.add_typer(getattr(module, f"{name}_app"), name=name)
+        else:
+            sub.command(name=name)(getattr(module, name))
+    from replicalab.cli.metavars import word_metavars
+
+    return word_metavars(typer.main.get_group(sub).commands.get(name))
+
+
+class LazyGroup(typer.core.TyperGroup):
+    """The root group: lists the verbs of :data:`VERBS` and imports a verb's module only
+    when that verb runs or its own ``--help`` is asked for."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """Return the verb names, registry order (then any command added eagerly)."""
+        names = list(_summaries())
+        return names + [n for n in self.commands if n not in names]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """Return verb ``cmd_name``'s command, loading its module on first use."""
+        cmd = self.commands.get(cmd_name)
+        if cmd is None:
+            cmd = load_verb(cmd_name)
+            if cmd is not None:
+                self.commands[cmd_name] = cmd
+        return cmd
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """List the verbs with their registry summaries, importing none of them."""
+        from typer._click.utils import make_default_short_help
+
+        summaries = _summaries()
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = []
+        for n in names:
+            cmd = self.commands.get(n)
+            if cmd is not None and n not in summaries:
+                rows.append((n, cmd.get_short_help_str(limit)))
+            else:
+                rows.append((n, make_default_short_help(summaries[n], limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
 
 app = typer.Typer(
     name="replicalab",
+    cls=LazyGroup,
     help="A lab for replicated data: measure what consistency and latency a store gives "
          "its clients.",
     no_args_is_help=True,
@@ -55,22 +168,12 @@ def _root(
     DEBUG["on"] = debug
 
 
-app.command()(probe)
-app.command()(report)
-app.command()(demo)
-app.command()(export)
-app.command()(compare)
-app.add_typer(model_app, name="model")
-app.add_typer(cluster_app, name="cluster")
-for _module in (check, counter, clt, hlc, load, placement, placement_live, queue, scorecard,
-                watch):
-    _module.register(app)
-
-
 def main() -> None:
     """Run the CLI: bad input exits 2 with one line, Ctrl-C (or SIGTERM, the same) 130,
     tracebacks only with --debug; every process a command started and did not hand over is
     stopped however the command ends."""
+    from replicalab.cluster import process
+
     process.install_signal_handlers()
     try:
         _run()
@@ -94,8 +197,13 @@ def _run() -> None:
         if hasattr(e, "exit_code"):
             sys.exit(e.exit_code)
         if DEBUG["on"] or "--debug" in sys.argv:
+            from replicalab.cli.errors import err_console
+
             err_console.print_exception()
         fail(f"{type(e).__name__}: {e} (run with --debug for the traceback)", 1)
+    from replicalab.cli.errors import flush_notes
+
+    flush_notes()  # a command that printed nothing still says what is deprecated
     if code == 130:  # Typer turns a KeyboardInterrupt inside a command into exit code 130
         fail("interrupted", 130)
     sys.exit(code if isinstance(code, int) else 0)

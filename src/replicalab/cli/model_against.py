@@ -20,6 +20,7 @@ from replicalab.cli.model_params import build, describe, load_toml, parse_compar
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
+from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.models import paxos_wan_fit as fitting
 from replicalab.models import pbs as pbs_model
 from replicalab.models.paxos_wan import WanParams, best_leader
@@ -30,7 +31,6 @@ from replicalab.report.model_page import render_model_report
 from replicalab.report.model_plots import visibility_figure
 from replicalab.workloads import pbs_real
 from replicalab.workloads.consensus_latency import real_cluster, run_writes, store_kinds
-from replicalab.workloads.runner import make_run_dir, save_results
 
 DEFAULT_RATES_RPS = (10.0, 20.0, 40.0)
 """Offered write rates (writes/s over all client regions) when --loads is not given: low

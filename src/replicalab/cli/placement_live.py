@@ -29,8 +29,9 @@ import typer
 from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
-from replicalab.cli.timeparse import parse_duration_s
+from replicalab.cli.timeparse import duration_ms, note_once, parse_duration_s
 from replicalab.history import History, save_history
+from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.placement.live import LiveOptions
 from replicalab.placement.live_deploy import (
     Deployment,
@@ -42,12 +43,10 @@ from replicalab.placement.live_deploy import (
 )
 from replicalab.placement.live_run import LiveConfig, LiveResult, run_live
 from replicalab.placement.matrix import RegionMatrix, region_matrix
-from replicalab.placement.policies import make_policy, parse_spec
+from replicalab.placement.policies import described, make_policy, parse_spec, policy_class
 from replicalab.placement.simulate import SCHEMA
-from replicalab.workloads.runner import make_run_dir, save_results
 
 KINDS = ("sim", "redis", "postgresql")
-PERIODIC = {"majority", "cog"}
 WINDOWS_PER_RUN = 6
 """A periodic policy without window_ms= decides this many times per run."""
 
@@ -56,13 +55,12 @@ def _policy_spec(policy: str, duration_s: float) -> tuple[str, dict[str, str], s
     """Return (name, params, note) for ``--policy`` (ValueError on a bad spec); a periodic
     policy without ``window_ms`` gets duration / WINDOWS_PER_RUN, said in the note."""
     name, params = parse_spec(policy)
-    if name == "oracle":
-        raise ValueError("policy oracle needs the future request stream; it runs only in "
+    cls = policy_class(name)
+    if cls.needs_requests:
+        raise ValueError(f"policy {name} needs the future request stream; it runs only in "
                          "`replicalab placement simulate`")
     note = ""
-    periodic = name == "majority" or (name == "cog" and params.get("mode", "periodic")
-                                      == "periodic")
-    if periodic and "window_ms" not in params:
+    if cls.periodic(params) and "window_ms" not in params:
         window_ms = duration_s * 1000.0 / WINDOWS_PER_RUN
         params["window_ms"] = f"{window_ms:g}"
         note = (f"{name} decides every window_ms={window_ms:g} (the run's duration / "
@@ -70,17 +68,29 @@ def _policy_spec(policy: str, duration_s: float) -> tuple[str, dict[str, str], s
     return name, params, note
 
 
-def _store_kind(store: str) -> tuple[str, list[str]]:
-    """Return (kind, URLs) of ``--store``: a kind replicalab starts, or one URL per region."""
-    if store in ("sim", "sim://primary"):
-        return "sim", []
-    if store in KINDS:
-        return store, []
+def _store_kind(kind: str | None, store: str | None) -> tuple[str, list[str]]:
+    """Return (kind, URLs): ``--kind`` (a kind replicalab starts) or ``--store`` (one URL
+    per region); a kind given to ``--store`` still works, with a deprecation note."""
+    if kind is not None and store is not None:
+        raise ValueError("give --kind (servers started here) or --store (your URLs), not "
+                         "both")
+    if store is not None and "://" not in store and store in ("sim", *KINDS):
+        note_once(f"--store {store} is deprecated here; use --kind {store} (--store takes "
+                  "URLs)")
+        kind, store = store, None
+    if store is None:
+        kind = kind or "sim"
+        if kind in ("sim", "sim://primary"):
+            return "sim", []
+        if kind in KINDS:
+            return kind, []
+        raise ValueError(f"--kind {kind!r}: use sim, {', '.join(KINDS)} (or --store with "
+                         "one URL per region)")
     urls = [u.strip() for u in store.split(",") if u.strip()]
     if urls and all("://" in u for u in urls):
         return "urls", urls
-    raise ValueError(f"--store {store!r}: use sim, redis, postgresql, or one redis:// or "
-                     "postgresql:// URL per region, comma-separated")
+    raise ValueError(f"--store {store!r}: give one redis:// or postgresql:// URL per region, "
+                     "comma-separated (or --kind sim, redis or postgresql)")
 
 
 async def _check_reachable(urls: list[str]) -> None:
@@ -160,14 +170,18 @@ def _execute(deploy: Deployment, cfg: LiveConfig, policy: str, name: str,
 
 
 def live(
-    store: Annotated[str, typer.Option(
-        help="sim (simulated regions in virtual time), redis or postgresql (one server per "
-             "region, started here, joined by Toxiproxy WAN links), or one redis:// URL per "
-             "region, comma-separated, in the order of --regions.")] = "sim",
+    kind: Annotated[str | None, typer.Option(
+        help="sim (simulated regions in virtual time; the default), redis or postgresql (one "
+             "server per region, started here, joined by Toxiproxy WAN links).",
+        show_default=False)] = None,
+    store: Annotated[str | None, typer.Option(
+        help="Your own stores instead: one redis:// or postgresql:// URL per region, "
+             "comma-separated, in the order of --regions.", show_default=False)] = None,
     policy: Annotated[str, typer.Option(
-        help="Migration policy with optional parameters: cog, cog:window_ms=5000, "
-             "cog:mode=continuous:alpha=0.1, majority, consecutive:n=3, ema, static; "
-             "balance=0.5 adds the load-balancing filter.")] = "cog",
+        help="Migration policy with optional parameters, e.g. cog, cog:window_ms=5000, "
+             "cog:mode=continuous:alpha=0.1, consecutive:n=3; balance=0.5 adds the "
+             f"load-balancing filter. Policies (parameters): {described()}; those that "
+             "need the future request stream run only in simulate.")] = "cog",
     regions: Annotated[str, typer.Option(
         help="Region matrix or a subset of one: dc3, aws5, aws15:us-east-1,eu-west-1,"
              "ap-northeast-1.")] = "dc3",
@@ -176,13 +190,18 @@ def live(
     objects: Annotated[int, typer.Option(
         help="Object ids; each exists managed by the policy and as a static twin.")] = 30,
     clients: Annotated[int, typer.Option(help="Clients per region.")] = 2,
-    think_ms: Annotated[float, typer.Option(help="Pause between a client's accesses (ms).")
-                        ] = 20.0,
+    think: Annotated[str | None, typer.Option(
+        help="Pause between a client's accesses: 20ms, 0.1s (default 20ms).",
+        show_default=False)] = None,
+    think_ms: Annotated[float | None, typer.Option(hidden=True, help="Deprecated: --think."
+                                                  )] = None,
     write_share: Annotated[float, typer.Option(help="Share of accesses that are writes.")
                            ] = 0.5,
-    stuck_ms: Annotated[float, typer.Option(
+    stuck: Annotated[str | None, typer.Option(
         help="How long an object may stay frozen by a migration before a client finishes or "
-             "undoes it (ms).")] = 2000.0,
+             "undoes it: 2s, 500ms (default 2s).", show_default=False)] = None,
+    stuck_ms: Annotated[float | None, typer.Option(hidden=True, help="Deprecated: --stuck."
+                                                  )] = None,
     seed: Annotated[int, typer.Option(help="Seed of homes and traffic.")] = 1,
     out: Annotated[Path, typer.Option(help="Directory that receives the run directory.")
                    ] = Path("runs"),
@@ -191,11 +210,13 @@ def live(
     """Run a migration policy on a live multi-region store and compare it with static
     placement in the same run: latency over time, migrations, lost writes (must be 0).
 
-    Example: replicalab placement live --store redis --policy cog --regions dc3 --duration 30s
+    Example: replicalab placement live --kind redis --policy cog --regions dc3 --duration 30s
     """
     try:
         duration_s = parse_duration_s(duration, "--duration")
-        kind, urls = _store_kind(store)
+        think_ms = duration_ms(think, "--think", think_ms, "--think-ms", "20ms")
+        stuck_ms = duration_ms(stuck, "--stuck", stuck_ms, "--stuck-ms", "2s")
+        kind, urls = _store_kind(kind, store)
         matrix = region_matrix(regions)
         rs = region_set_of(matrix, regions)
         name, params, note = _policy_spec(policy, duration_s)

@@ -89,11 +89,11 @@ def scorecard(
 
     Example: replicalab scorecard --kinds etcd --only durability,availability
     """
+    from replicalab.history.rundir import make_run_dir
     from replicalab.regions import region_set
     from replicalab.report.scorecard import render_scorecard
     from replicalab.scorecard.plan import FULL, QUICK, expected_steps
     from replicalab.scorecard.run import Scorecard, run
-    from replicalab.workloads.runner import make_run_dir
 
     try:
         stores, props = _check_inputs(kinds, only, regions)

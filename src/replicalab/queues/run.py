@@ -5,16 +5,16 @@ the comparison of backends x strategies x consumer counts."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from replicalab.checkers.deliveries import check_deliveries
 from replicalab.cluster.process import interrupts_deferred
 from replicalab.faults.schedule import Fault
+from replicalab.history.rundir import Run as QueueRun
+from replicalab.history.rundir import make_run_dir, save_results, slug
 from replicalab.queues.backends import open_backends
 from replicalab.queues.base import QueueError
 from replicalab.queues.record import save_log
@@ -25,39 +25,6 @@ from replicalab.stores.base import StoreError, redact_url
 
 SCHEMA_VERSION = 1
 Progress = Callable[[float], None]
-
-
-@dataclass
-class QueueRun:
-    """A finished (or interrupted) run: where it is and what the checker found."""
-
-    run_dir: Path
-    results: dict[str, Any]
-    interrupted: bool
-
-
-def _slug(url: str) -> str:
-    base = url.split("?", 1)[0]
-    return re.sub(r"[^A-Za-z0-9]+", "-", base).strip("-")[:40] or "queue"
-
-
-def make_run_dir(out: Path, what: str, url: str) -> Path:
-    """Create and return ``out/<UTC time>-<what>-<url slug>`` (ValueError if not
-    writable)."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        for n in range(1000):
-            run_dir = out / f"{stamp}-{what}-{_slug(url)}{'' if n == 0 else f'-{n}'}"
-            try:
-                run_dir.mkdir()
-                return run_dir
-            except FileExistsError:
-                continue
-    except OSError as err:
-        raise ValueError(f"cannot write to output directory {out}: {err.strerror}; pass "
-                         "--out with a writable directory") from None
-    raise ValueError(f"{out} already holds 1000 runs of this second; pass another --out")
 
 
 def preflight(spec: QueueSpec) -> None:
@@ -102,7 +69,7 @@ def results_of(spec: QueueSpec, o: QueueOutcome) -> dict[str, Any]:
                      "messages not reached, none counted lost)")
     return {"kind": "queue", "schema_version": SCHEMA_VERSION, "spec": spec.to_json(),
             "queue": o.queue_info, "central": o.central_info, "summary": summary,
-            "checker": checked, "dead_letters": o.dead_letters[:100], "notes": notes}
+            "checker": checked, "dead_letters": o.dead_letters, "notes": notes}
 
 
 def _save(run_dir: Path, spec: QueueSpec, o: QueueOutcome, results: dict[str, Any]) -> None:
@@ -110,8 +77,7 @@ def _save(run_dir: Path, spec: QueueSpec, o: QueueOutcome, results: dict[str, An
     config = {"schema_version": SCHEMA_VERSION, "kind": "queue", "spec": spec.to_json(),
               "queue": o.queue_info, "central": o.central_info}
     (run_dir / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-    (run_dir / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True)
-                                          + "\n")
+    save_results(results, run_dir)
 
 
 def run_queue(spec: QueueSpec, out: Path, progress: Progress | None = None) -> QueueRun:
@@ -161,7 +127,7 @@ def compare_queues(base: QueueSpec, queues: Sequence[str], strategies: Sequence[
 
         o = run_workload(spec, inner)
         res = results_of(spec, o)
-        sub = run_dir / "runs" / f"{n:02d}-{_slug(spec.queue)}-{spec.strategy}-c{spec.consumers}"
+        sub = run_dir / "runs" / f"{n:02d}-{slug(spec.queue)}-{spec.strategy}-c{spec.consumers}"
         sub.mkdir(parents=True)
         _save(sub, spec, o, res)
         rows.append({"queue": spec.queue, "strategy": spec.strategy,
@@ -176,7 +142,7 @@ def compare_queues(base: QueueSpec, queues: Sequence[str], strategies: Sequence[
                "spec": base.to_json(), "queues": list(queues), "strategies": list(strategies),
                "consumers": list(consumers), "runs": rows,
                "ratios": throughput_ratios(rows)}
-    (run_dir / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    save_results(results, run_dir)
     return QueueRun(run_dir, results, interrupted)
 
 

@@ -13,13 +13,14 @@ import numpy as np
 
 from replicalab.faults.schedule import Fault
 from replicalab.history import NEMESIS, load_history
+from replicalab.history.rundir import Run
 from replicalab.scorecard.plan import Plan
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.increments import IncrementsConfig
 from replicalab.workloads.inter_element import InterElementConfig
 from replicalab.workloads.latency import LatencyConfig
 from replicalab.workloads.register import RegisterConfig
-from replicalab.workloads.runner import ProbeRun, ProbeSpec, run_probe
+from replicalab.workloads.runner import ProbeSpec, run_probe
 from replicalab.workloads.staleness import StalenessConfig
 
 Progress = Callable[[float], None] | None
@@ -56,7 +57,7 @@ class Interrupted(KeyboardInterrupt):
     """A sub-run was cut short by Ctrl-C or SIGTERM: its directory is saved, stop here."""
 
 
-def probe(spec: ProbeSpec, out: Path, progress: Progress = None) -> ProbeRun:
+def probe(spec: ProbeSpec, out: Path, progress: Progress = None) -> Run:
     """Run ``spec`` under ``out``; raise :class:`Interrupted` if it was cut short."""
     run = run_probe(spec, out, progress)
     if run.interrupted:
@@ -64,7 +65,7 @@ def probe(spec: ProbeSpec, out: Path, progress: Progress = None) -> ProbeRun:
     return run
 
 
-def _rel(run: ProbeRun, base: Path) -> str:
+def _rel(run: Run, base: Path) -> str:
     try:
         return str(run.run_dir.relative_to(base))
     except ValueError:

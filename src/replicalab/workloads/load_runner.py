@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +38,11 @@ from replicalab.checkers.load import (
     step_summary,
 )
 from replicalab.history import History, save_history
+from replicalab.history.rundir import Run, make_run_dir, save_results
 from replicalab.stores.base import redact_url
 from replicalab.workloads.base import SCHEMA_VERSION
 from replicalab.workloads.distributed import Pool, StepInterrupted, shifts_ns
 from replicalab.workloads.load import PROCESS_STRIDE, LoadSpec, WorkerResult
-from replicalab.workloads.runner import make_run_dir, save_results
 
 MODES = ("run", "ramp", "sla")
 MAX_STEPS = 200
@@ -82,7 +82,7 @@ class RampPlan:
         if not self.fail_p99_ms > 0:
             raise ValueError(f"--fail-p99-ms {self.fail_p99_ms} must be positive")
         if self.sla_p99_ms is not None and not self.sla_p99_ms > 0:
-            raise ValueError(f"--sla-p99-ms {self.sla_p99_ms} must be positive")
+            raise ValueError(f"--sla-p99 {self.sla_p99_ms:g}ms must be positive")
         if not 0 <= self.refine <= 20:
             raise ValueError(f"--refine {self.refine} must be 0..20")
 
@@ -98,17 +98,6 @@ def parse_ramp(text: str) -> tuple[float, float, float]:
         raise ValueError(f"--ramp {text!r} must be start:stop:step in requests per second, "
                          "e.g. 100:1000:100") from None
     return start, stop, step
-
-
-@dataclass
-class LoadRun:
-    """Where a run was saved, its results, and whether it was cut short."""
-
-    run_dir: Path
-    results: dict[str, Any]
-    interrupted: bool = False
-    error: str = ""
-    steps: list[list[WorkerResult]] = field(default_factory=list)
 
 
 def merge_step(results: list[WorkerResult], rate_per_s: float, duration_s: float
@@ -180,9 +169,9 @@ def _save(run_dir: Path, spec: LoadSpec, steps: list[list[WorkerResult]],
 def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None = None,
              workers: int = 1, ray_address: str | None = None,
              prices: PriceTable | None = None,
-             progress: Callable[[float], None] | None = None) -> LoadRun:
+             progress: Callable[[float, str | None], None] | None = None) -> Run:
     """Run ``mode`` (run | ramp | sla) and save it under ``out``; returns even when a step
-    fails or the run is interrupted (see LoadRun). ValueError for bad input."""
+    fails or the run is interrupted (see Run). ValueError for bad input."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: use run, ramp or sla")
     spec.check()
@@ -191,9 +180,11 @@ def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None
             raise ValueError(f"load {mode} needs --ramp start:stop:step")
         plan.check()
         if mode == "sla" and plan.sla_p99_ms is None:
-            raise ValueError("load sla needs --sla-p99-ms, the p99 target in ms")
+            raise ValueError("load sla needs --sla-p99, the p99 target, e.g. --sla-p99 200ms")
     from replicalab.stores import open_store
     open_store(spec.store, spec.seed)  # fail fast on a bad URL, before any directory
+    if workers < 1:  # before any directory: a refused command leaves none behind
+        raise ValueError(f"--workers {workers} must be at least 1")
     run_dir = make_run_dir(out, "load", spec.store)
     rates = [spec.rate_per_s] if mode == "run" else plan.rates()  # type: ignore[union-attr]
     duration_s = spec.duration_s if mode == "run" else plan.step_duration_s  # type: ignore
@@ -206,6 +197,10 @@ def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None
 
     def one(rate: float) -> dict[str, Any]:
         assert pool is not None
+        if progress is not None:  # the rate really offered next (a search picks it as it goes)
+            progress(min(1.0, len(summaries) / max(total, 1)),
+                     f"offering {rate:g}/s, step {len(summaries) + 1} of "
+                     f"{'up to ' if total > 1 else ''}{total}")
         step_spec = LoadSpec(**{**spec.__dict__, "rate_per_s": rate, "duration_s": duration_s})
         try:
             results = pool.run_step(step_spec)
@@ -221,7 +216,7 @@ def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None
                         if plan is not None else "")
         summaries.append(s)
         if progress is not None:
-            progress(min(1.0, len(summaries) / max(total, 1)))
+            progress(min(1.0, len(summaries) / max(total, 1)), None)
         if cut:
             raise KeyboardInterrupt
         return s
@@ -285,9 +280,9 @@ def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None
               "error": error, "process_stride": PROCESS_STRIDE}
     _save(run_dir, spec, steps, summaries, config)
     save_results(results, run_dir)
-    if progress is not None:
-        progress(1.0)
-    return LoadRun(run_dir, results, interrupted, error, steps)
+    if progress is not None and not interrupted:
+        progress(1.0, None)
+    return Run(run_dir, results, interrupted, error, steps)
 
 
 def _counts(summary: dict[str, Any]) -> Any:

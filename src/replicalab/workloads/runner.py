@@ -14,13 +14,10 @@ prefix there.
 
 from __future__ import annotations
 
-import json
-import re
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +37,7 @@ from replicalab.faults.nemesis import Nemesis
 from replicalab.faults.schedule import Fault
 from replicalab.faults.sim import SimNemesis
 from replicalab.history import History, load_history, save_history
+from replicalab.history.rundir import Run, make_run_dir, save_results
 from replicalab.stores import Feature, Store, StoreError, open_store
 from replicalab.stores.base import redact_url
 from replicalab.stores.prefix import PrefixedStore, check_prefix
@@ -104,18 +102,6 @@ class ProbeSpec:
                    cluster_root=d.get("cluster_root", ".replicalab"),
                    faults=tuple(Fault(**f) for f in d.get("faults", [])),
                    key_prefix=d.get("key_prefix"), keep_keys=bool(d.get("keep_keys", False)))
-
-
-@dataclass
-class ProbeRun:
-    """Where a run was saved, its results, whether it was cut short, and the key prefix
-    and clean-up on a real store (see :class:`KeyCleanup`)."""
-
-    run_dir: Path
-    results: dict[str, Any]
-    interrupted: bool = False
-    error: str = ""
-    keys: KeyCleanup | None = None
 
 
 @dataclass
@@ -228,37 +214,6 @@ def check(spec: ProbeSpec, h: History, features: frozenset[Feature]) -> dict[str
     return out
 
 
-def _slug(url: str) -> str:
-    """Return a short name for ``url`` in a directory name: scheme, host and path, never the
-    user or password."""
-    base = url.split("?", 1)[0]
-    scheme, sep, rest = base.partition("://")
-    if sep:
-        base = f"{scheme}://{rest.rpartition('@')[2]}"
-    return re.sub(r"[^A-Za-z0-9]+", "-", base).strip("-")[:40] or "store"
-
-
-def make_run_dir(out: Path, workload: str, store_url: str) -> Path:
-    """Create and return a fresh run directory under ``out`` (ValueError if not writable)."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        for n in range(1000):
-            run_dir = out / f"{stamp}-{workload}-{_slug(store_url)}{'' if n == 0 else f'-{n}'}"
-            try:
-                run_dir.mkdir()
-                break
-            except FileExistsError:
-                continue
-        probe = run_dir / ".writable"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as err:
-        raise ValueError(f"cannot write to output directory {out}: {err.strerror}; "
-                         "pass --out with a writable directory") from None
-    return run_dir
-
-
 def write_histograms(h: History, run_dir: Path) -> list[Path]:
     """Write one HdrHistogram log per (operation, consistency); return the paths."""
     folder = run_dir / "histograms"
@@ -273,13 +228,6 @@ def write_histograms(h: History, run_dir: Path) -> list[Path]:
             writer.output_interval_histogram(hist, 0, 0, max_value_unit_ratio=1000.0)
         paths.append(path)
     return paths
-
-
-def save_results(results: dict[str, Any], run_dir: Path) -> Path:
-    """Write ``results.json`` deterministically (sorted keys) and return its path."""
-    path = run_dir / "results.json"
-    path.write_text(json.dumps(results, indent=1, sort_keys=True, allow_nan=False) + "\n")
-    return path
 
 
 def _unreachable(spec: ProbeSpec, h: History) -> str:
@@ -324,8 +272,8 @@ def cluster_hint(url: str) -> str:
 
 def run_probe(spec: ProbeSpec, out: Path,
               progress: Callable[[float], None] | None = None,
-              announce: Callable[[str], None] | None = None) -> ProbeRun:
-    """Run ``spec`` and save it under ``out``; returns even when interrupted (see ProbeRun).
+              announce: Callable[[str], None] | None = None) -> Run:
+    """Run ``spec`` and save it under ``out``; returns even when interrupted (see Run).
     ``announce`` is told, before the first operation, where a real store's keys go."""
     spec.check()
     store = open_store(spec.store, spec.options.seed)
@@ -418,7 +366,8 @@ def run_probe(spec: ProbeSpec, out: Path,
         interrupted, error = True, error or "interrupted"
     if progress is not None and not (interrupted or error):
         progress(1.0)
-    return ProbeRun(run_dir, results, interrupted, error, keys[0] if keys else None)
+    return Run(run_dir, results, interrupted, error,
+               keys=keys[0] if keys else None)
 
 
 def recheck(run_dir: Path) -> dict[str, Any]:
