@@ -5,7 +5,8 @@ then `replicalab check` through the CLI. Each run logs in, keeps to its key pref
 server refuses keys outside ``replicalab/``: Redis by an ACL key pattern, PostgreSQL by a
 row-level security policy, etcd by a role's key range), leaves no key behind, and shows the
 password nowhere: not in any file of its run directory, not on the terminal, not in the
-servers' logs."""
+servers' logs. And a redis-server that speaks only TLS passes the conformance suite over
+``rediss://``."""
 
 from __future__ import annotations
 
@@ -143,3 +144,23 @@ def test_postgres_role_with_a_password(pg_role: AuthServer, postgres_dc3, tmp_pa
 def test_etcd_with_authentication(tmp_path: Path):
     with etcd_with_auth() as server:
         probe_check_and_grep(server, tmp_path / "runs", lambda: etcd_keys(server.port))
+
+
+def test_redis_over_tls_passes_the_conformance_suite():
+    from authservers import redis_tls
+    from replicalab.testing import run_conformance
+
+    with redis_tls() as (server, ca):
+        # without the CA the server's certificate is refused, in one line naming the URL
+        with pytest.raises(ValueError, match=r"rediss://:\*\*\*@.*CERTIFICATE_VERIFY_FAILED"):
+            asyncio.run(_connect(server.url))
+        report = run_conformance(f"{server.url}?tls_ca={ca}")
+        assert report.ok and len(report.results) == 9, report.text()
+
+
+async def _connect(url: str) -> None:
+    store = open_store(url)
+    try:
+        await store.connect()
+    finally:
+        await store.close()

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from replicalab.cli import rundir
-from replicalab.cli.errors import fail
+from replicalab.cli.errors import fail, note
 from replicalab.cli.output import say
 from replicalab.history import load_history, to_edn, to_jsonl
 from replicalab.history.export import record_events, write_edn, write_jsonl
@@ -72,7 +72,7 @@ def export(
                                         )] = "edn",
     out: Annotated[Path | None, typer.Option(
         "--out", help="File to write (default: RUN_DIR/history.FORMAT).",
-        show_default=False)] = None,
+        show_default=False, metavar="FILE")] = None,
     output: Annotated[Path | None, typer.Option(
         "--output", hidden=True, help="Deprecated: --out.")] = None,
     force: Annotated[bool, typer.Option(
@@ -88,7 +88,7 @@ def export(
     if output is not None:
         if out is not None:
             fail("--output is the old name of --out; give only --out")
-        say("note: --output is deprecated; use --out", err=True)
+        note("--output is deprecated; use --out")
         out = output
     try:
         what = rundir.kind(run_dir, "export")

@@ -19,7 +19,7 @@ import typer
 from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
-from replicalab.cli.timeparse import parse_duration_s
+from replicalab.cli.timeparse import note_once, parse_duration_s
 from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.placement import simulate as sim
 from replicalab.placement.policies import described
@@ -60,13 +60,15 @@ def _table(results: dict[str, Any]) -> TableData:
 def simulate_cmd(
     workload: Annotated[str, typer.Option(
         help=f"Access pattern: {', '.join(WORKLOADS)}.")] = "locality",
-    policies: Annotated[str | None, typer.Option(
+    policy: Annotated[str | None, typer.Option(
         help="Comma-separated policies with optional parameters, e.g. "
              "static,consecutive:n=3,majority:window_ms=30000,ema:alpha=0.1,cog,"
              "cog:mode=continuous:alpha=0.1,cog:balance=0.25,oracle. Policies (parameters; "
              f"balance= for every one): {described()} "
              f"[default: {sim.DEFAULT_POLICIES}; skew: {sim.SKEW_POLICIES}].",
         show_default=False)] = None,
+    policies: Annotated[str | None, typer.Option(hidden=True, help="Deprecated: --policy."
+                                                 )] = None,
     regions: Annotated[str | None, typer.Option(
         help="Region matrix, or a subset of one: aws15, aws15:us-east-1,eu-west-1,... "
              "[default: aws15; skew: 5 of aws15].", show_default=False)] = None,
@@ -94,12 +96,18 @@ def simulate_cmd(
     """Simulate seed 002's migration policies on 15 AWS regions and compare them with static
     placement and an oracle: latency, migrations, ping-pong and load balance over time.
 
-    Example: replicalab placement simulate --workload shared --policies
+    Example: replicalab placement simulate --workload shared --policy
     static,consecutive,majority,ema,cog --regions aws15 --objects 3000
     """
     try:
+        if policies is not None:
+            if policy is not None:
+                raise ValueError("--policies is the old name of --policy; give only --policy")
+            note_once("--policies is deprecated; use --policy (one or several, "
+                      "comma-separated)")
         duration_s = None if duration is None else parse_duration_s(duration, "--duration")
-        exp = sim.experiment(workload, policies=policies, regions=regions, objects=objects,
+        exp = sim.experiment(workload, policies=policy or policies, regions=regions,
+                             objects=objects,
                              requests=requests, duration_s=duration_s, seed=seed,
                              balance=balance,
                              pingpong_ms=parse_duration_s(pingpong, "--pingpong") * 1000.0)

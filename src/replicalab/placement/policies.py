@@ -141,7 +141,7 @@ class PolicyBase:
         return False
 
     def fast_args(self) -> dict[str, Any] | None:
-        """Return the arguments of ``kernel.run_fast`` that replay this policy (``code``
+        """Return the arguments of ``jit.run_fast`` that replay this policy (``code``
         included), or None if it has no fast path."""
         return None if self.kernel_code is None else {"code": self.kernel_code}
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from replicalab.placement import kernel, metrics, workloads
+from replicalab.placement import metrics, workloads
 from replicalab.placement.kernel import Trace
 from replicalab.placement.matrix import RegionMatrix, region_matrix
 from replicalab.placement.policies import Requests, make_policy, parse_spec, policy_class
@@ -107,8 +107,10 @@ def run_policy(policy: Any, regions: RegionMatrix, requests: Requests, owner0: n
     args = policy.fast_args()
     if args is None:
         return run_reference(policy, regions, requests, owner0, pingpong_ms)
+    from replicalab.placement import jit  # numba loads on first use, not at import
+
     code = args.pop("code")
-    return kernel.run_fast(code, regions.rtt_ms, requests.obj, requests.region,
+    return jit.run_fast(code, regions.rtt_ms, requests.obj, requests.region,
                            requests.t_ms, owner0, pingpong_ms=pingpong_ms, **args)
 
 
