@@ -10,9 +10,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use crate::wgl::{self, Limits, Op, Verdict, ANY, CAS, READ};
-#[cfg(test)]
-use crate::wgl::WRITE;
+use crate::wgl::{self, Limits, Op, Verdict, ANY, CAS, READ, WRITE};
 
 /// Outcome codes of the `outcome` column: `OPTIONAL` took effect inside its interval or
 /// not at all (what shrinking makes of the ops it leaves out of a counterexample).
@@ -346,10 +344,10 @@ pub fn check_part(c: &Columns, key: i64, part: &[u32], scratch: &mut Scratch,
 /// linearized with every other op relaxed, as `PartSearch._register_window` decides it:
 /// only the ops that overlap the window of the constrained ones (from their first invoke
 /// to their last completion) are searched, other `ok` ops made optional (inside their
-/// interval or not at all), `info` ops as they are, starting from each value the
-/// register could hold when the window opens (nil, or a value written by an op invoked
-/// before it). Returns 1 if one start is linearizable, -1 if none is but one hit the
-/// deadline, else 0.
+/// interval or not at all), `info` ops as they are, starting from any value the register
+/// could hold when the window opens (nil, a value written by an op invoked before it, or
+/// to a fixed point the new value of a cas before it from one of those).
+/// Returns 1 linearizable, 0 not, -1 the deadline came first.
 #[allow(clippy::needless_range_loop)]
 pub fn check_window(c: &Columns, constrained: &[u8], scratch: &mut Scratch,
                     deadline: Option<Instant>, cache_bytes: usize) -> i32 {
@@ -365,6 +363,7 @@ pub fn check_window(c: &Columns, constrained: &[u8], scratch: &mut Scratch,
     }
     let mut outcome = c.outcome.to_vec();
     let mut starts: Vec<i64> = vec![0];
+    let mut cas_before: Vec<(i64, i64)> = Vec::new();
     let mut rows: Vec<u32> = Vec::new();
     for r in 0..n {
         let o = c.outcome[r];
@@ -377,7 +376,11 @@ pub fn check_window(c: &Columns, constrained: &[u8], scratch: &mut Scratch,
         }
         let k = c.kind[r];
         if c.invoke[r] < lo && k != READ as i64 {
-            starts.push(if k == CAS as i64 { c.b[r] } else { c.a[r] });
+            if k == CAS as i64 {
+                cas_before.push((c.a[r], c.b[r]));
+            } else {
+                starts.push(c.a[r]);
+            }
         }
         if o != OK {
             rows.push(r as u32);
@@ -386,9 +389,28 @@ pub fn check_window(c: &Columns, constrained: &[u8], scratch: &mut Scratch,
             rows.push(r as u32);
         }
     }
+    // the starts: nil, the values written before the window, and to a fixed point the
+    // new value of a cas whose expected value is one of them (or unrecorded)
+    let mut grew = true;
+    while grew && !cas_before.is_empty() {
+        grew = false;
+        cas_before.retain(|&(x, y)| {
+            if x == ANY || starts.contains(&x) {
+                if !starts.contains(&y) {
+                    starts.push(y);
+                    grew = true;
+                }
+                return false;
+            }
+            true
+        });
+    }
     let w = Columns { outcome: &outcome, ..*c };
     let p = prepare(&w, &rows, scratch);
-    // starts no op of the window observes all act alike (the dead state): one of them
+    // Where the register starts: nil, or any start an op of the window observes (the
+    // others act alike: a state nothing observes). One search, not one per start: each
+    // start is a write that may happen (optional) before every event of the window, so
+    // the searches from different starts share their memo once they meet.
     let mut observed = std::collections::HashSet::new();
     for op in &p.ops {
         if op.f == READ || (op.f == CAS && op.a != ANY) {
@@ -397,23 +419,18 @@ pub fn check_window(c: &Columns, constrained: &[u8], scratch: &mut Scratch,
     }
     starts.sort_unstable();
     starts.dedup();
-    let mut dead_done = false;
-    let limits = Limits { deadline, max_entries: cache_entries(p.ops.len(), cache_bytes) };
-    let mut unknown = false;
-    for &init in &starts {
-        if !observed.contains(&init) {
-            if dead_done {
-                continue;
-            }
-            dead_done = true;
-        }
-        match wgl::search(&p.ops, &p.events, init, limits).verdict {
-            Verdict::Linearizable => return 1,
-            Verdict::Timeout => unknown = true,
-            Verdict::NotLinearizable => {}
-        }
+    let virt: Vec<i64> = starts.into_iter().filter(|&v| v != 0 && observed.contains(&v)).collect();
+    let k = virt.len() as u32;
+    let mut ops: Vec<Op> = virt.iter().map(|&v| Op { f: WRITE, a: v, b: 0, opt: true }).collect();
+    ops.extend(p.ops.iter().copied());
+    let mut events: Vec<u32> = (0..k).map(|i| 2 * i).chain((0..k).map(|i| 2 * i + 1)).collect();
+    events.extend(p.events.iter().map(|&e| e + 2 * k));
+    let limits = Limits { deadline, max_entries: cache_entries(ops.len(), cache_bytes) };
+    match wgl::search(&ops, &events, 0, limits).verdict {
+        Verdict::Linearizable => 1,
+        Verdict::NotLinearizable => 0,
+        Verdict::Timeout => -1,
     }
-    if unknown { -1 } else { 0 }
 }
 
 /// Check every part of a history (parts in first-seen key order in the result). Parts

@@ -46,7 +46,16 @@ from replicalab.checkers.lincolumns import (
 )
 from replicalab.checkers.linexplain import Clock, explain, explain_prefix, shrink
 from replicalab.checkers.linmodel import Model
-from replicalab.checkers.linops import FAIL, OK, OPTIONAL, LinOp, Verdict, event_order, overall
+from replicalab.checkers.linops import (
+    FAIL,
+    OK,
+    OPTIONAL,
+    UNRECORDED,
+    LinOp,
+    Verdict,
+    event_order,
+    overall,
+)
 from replicalab.checkers.linregistry import get_model
 from replicalab.checkers.linsearch import search_model, search_part
 
@@ -136,6 +145,10 @@ class PartSearch:
         self.cache_bytes = cache_bytes
         self.native = native
         self.cols: Columns | None = None
+        # register models check a counterexample on its window (see verdict); shrinking
+        # turns it off for a part whose window check cannot see the violation at all
+        self.windowed = (getattr(model, "encode", None) is not None
+                         and not any(o.f == "append" for o in self.ops))
         if native is not None and self.ops:
             self.cols = encode_columns([replace(o, key=None) for o in self.ops], model, native)
             self.codes = int64s(self.cols.outcome)
@@ -171,18 +184,17 @@ class PartSearch:
 
     def verdict(self, constrained: frozenset[int], deadline_s: float | None) -> Verdict:
         """Return the verdict with the ops outside ``constrained`` relaxed (see
-        ``linexplain``): for the register models on the window of the constrained ops,
-        from any value written before it (:meth:`_register_window`); for other models on
-        the whole part (:meth:`relaxed_outcomes`)."""
+        ``linexplain``): when ``windowed`` (register models) on the window of the
+        constrained ops, from any value the register could hold when it opens
+        (:meth:`_register_window`), else on the whole part (:meth:`relaxed_outcomes`)."""
+        if not self.windowed:
+            return self.run(constrained, deadline_s)[0]
         if (self.cols is not None and self.native == "register"
                 and _native_check_window is not None):
             mask = bytes(o.index in constrained for o in self.ops)
             return Verdict(_native_check_window(*self.cols.args(), mask, deadline_s,
                                                 self.cache_bytes))
-        if getattr(self.model, "encode", None) is not None and not any(
-                o.f == "append" for o in self.ops):
-            return self._register_window(constrained, deadline_s)
-        return self.run(constrained, deadline_s)[0]
+        return self._register_window(constrained, deadline_s)
 
     def _register_window(self, constrained: frozenset[int], deadline_s: float | None
                          ) -> Verdict:
@@ -198,8 +210,8 @@ class PartSearch:
         lo = min(o.invoke_ns for o in inside)
         hi = max(o.complete_ns for o in inside)
         norm = model.intern_key
-        starts = {norm(None)}
         window = []
+        before = []
         for o in self.ops:
             if o.outcome == FAIL or o.invoke_ns > hi:
                 continue
@@ -207,11 +219,12 @@ class PartSearch:
                 window.append(o)
                 continue
             if o.invoke_ns < lo and o.f != "read":
-                starts.add(norm(o.value[1] if o.f == "cas" else o.value))
+                before.append(o)
             if o.outcome != OK:
                 window.append(o)  # info: may take effect at any time after its invoke
             elif o.complete_ns >= lo:
                 window.append(replace(o, outcome=OPTIONAL))
+        starts = window_starts(before, norm)
         enc = model.encode(window)
         ids = {v: i for i, v in enumerate(enc.values)}
         inits = sorted({ids.get(v, len(enc.values)) for v in starts})
@@ -225,6 +238,32 @@ class PartSearch:
                 return Verdict.LINEARIZABLE
             unknown = unknown or v == Verdict.UNKNOWN
         return Verdict.UNKNOWN if unknown else Verdict.NOT_LINEARIZABLE
+
+
+def window_starts(before: Sequence[LinOp], norm: Callable[[Any], Any]) -> set[Any]:
+    """Return the values a register may hold when a counterexample's window opens, from
+    the writes and cas invoked ``before`` it: nil, every value written, and to a fixed
+    point the new value of a cas whose expected value is one of them (or unrecorded)."""
+    starts = {norm(None)}
+    cas = []
+    for o in before:
+        if o.f == "cas":
+            cas.append(o)
+        else:
+            starts.add(norm(o.value))
+    grew = True
+    while grew and cas:
+        grew = False
+        rest = []
+        for o in cas:
+            expected, new = o.value
+            if expected is UNRECORDED or norm(expected) in starts:
+                grew = grew or norm(new) not in starts
+                starts.add(norm(new))
+            else:
+                rest.append(o)
+        cas = rest
+    return starts
 
 
 def _search_python(model: Model, ops: list[LinOp], deadline_s: float | None,
@@ -296,6 +335,11 @@ def part_result(search: PartSearch, key: Any, verdict: Verdict, order: list[LinO
     if shrink_deadline_s is not None:
         end = min(end, shrink_deadline_s)
     kept = model.prepare(ops)
+    if search.windowed and search.verdict(
+            frozenset(o.index for o in kept if o.outcome == OK), end) != verdict:
+        # the window's starting values over-approximate what came before it: when even
+        # every op constrained is not seen failing that way, shrink on the whole part
+        search.windowed = False
     ce, minimal = shrink(kept, search.verdict, end, focus=stuck)
     ce.sort(key=lambda o: (o.invoke_ns, o.index))
     return PartResult(key, verdict, len(ops), linearization, [o.index for o in ce],

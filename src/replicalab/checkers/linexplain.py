@@ -161,16 +161,20 @@ def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
                 return kept + rest, False
             if b:
                 return kept, True
+        # kept + rest is known not linearizable (the whole part, then each round's
+        # prefix): it needs no check
+        if not rest:
+            return kept, False  # kept + rest was not linearizable, kept alone is: a bug
         lo, hi, j = 0, None, 1
         while hi is None:
-            j = min(j, len(rest))
+            if j >= len(rest):
+                hi = len(rest)
+                break
             b = bad(kept + rest[:j])
             if b is None:
                 return kept + rest, False
             if b:
                 hi = j
-            elif j >= len(rest):
-                return kept + rest, False  # not even all of them: cannot happen
             else:
                 lo, j = j, j * 2
         while hi - lo > 1:
@@ -255,7 +259,7 @@ def _headline(ce: Sequence[LinOp], part: Sequence[LinOp], model: Model,
                 if (r is op or r.f != "read" or r.outcome != OK or u == v
                         or r.complete_ns >= op.invoke_ns):
                     continue
-                if x.index in inside and x.complete_ns < r.invoke_ns:
+                if x.complete_ns < r.invoke_ns:  # done, in or out of the counterexample
                     since = f"after the write of {show_value(v)} completed at " \
                             f"{ms(x.complete_ns)}"
                 else:

@@ -313,27 +313,54 @@ def _edn_events(path: Path, text: str) -> list[tuple[dict[str, Any], int]]:
 
 _LOG = re.compile(r"jepsen\.util\s+-\s+(\S+)\s+:(\S+)\s+:(\S+)\s*(.*?)\s*$")
 
+Event = tuple[Any, Any, Any, Any, bool, Any, Any, int]
+"""One event as the pairing takes it: (process, type, f, value (``_MISSING`` when the
+event has none), whether it has a ``:key``, the key, ``:time`` (None: none), line)."""
+_MISSING = object()
 
-def _log_events(path: Path, text: str) -> list[tuple[dict[str, Any], int]]:
+
+def _log_events(path: Path, text: str) -> list[Event]:
     """Return the events of Jepsen's log lines (``INFO jepsen.util - 3 :invoke :cas [1
     2]``): process, type, f and the value as EDN; other lines are left out."""
     cache: dict[str, Any] = {}
-    out = []
+    flat: dict[str, Any] = {}
+    procs: dict[str, Any] = {}
+    out: list[Event] = []
+    add = out.append
+    search = _LOG.search
     for n, line in enumerate(text.splitlines(), start=1):
-        m = _LOG.search(line)
+        m = search(line)
         if m is None:
             continue
         proc, typ, f, raw = m.groups()
-        process: Any = int(proc) if proc.isdigit() else Keyword(proc.lstrip(":"))
-        if not raw:
-            value = None
-        else:
-            value = _flat_value(raw, cache)
-            if value is _ONE:
-                forms = parse_edn(raw, f"{path}:{n}")
-                value = forms[0][0] if forms else None
-        out.append(({"process": process, "type": Keyword(typ), "f": Keyword(f),
-                     "value": value}, n))
+        process = procs.get(proc)
+        if process is None:
+            process = procs[proc] = int(proc) if proc.isdigit() else Keyword(proc.lstrip(":"))
+        value = cache.get(raw, _ONE)
+        if value is _ONE:
+            if not raw:
+                value = None
+            else:
+                value = _flat_value(raw, flat)
+                if value is _ONE:
+                    forms = parse_edn(raw, f"{path}:{n}")
+                    value = forms[0][0] if forms else None
+            value = _value(value)
+            if len(cache) < 4096:
+                cache[raw] = value
+        add((process, typ, f, value, False, None, None, n))
+    return out
+
+
+def _from_maps(maps: list[tuple[dict[str, Any], int]]) -> list[Event]:
+    """Return EDN or JSON op maps as events."""
+    out: list[Event] = []
+    for ev, line in maps:
+        has_key = "key" in ev
+        raw = ev.get("value", _MISSING)
+        out.append((ev.get("process"), _word(ev.get("type")), _word(ev.get("f")),
+                    raw if raw is _MISSING else _value(raw), has_key,
+                    _value(ev["key"]) if has_key else None, ev.get("time"), line))
     return out
 
 
@@ -413,97 +440,85 @@ def read_ops(path: Path, tuples: bool = False) -> FileHistory:
     if not text.strip():
         return FileHistory([], False)  # an empty history (Porcupine's corpus has one)
     kind = _kind(path, text)
-    reader = {"jsonl": _jsonl_events, "edn": _edn_events, "log": _log_events}[kind]
-    events = reader(path, text)
+    if kind == "log":
+        events = _log_events(path, text)
+    else:
+        events = _from_maps((_jsonl_events if kind == "jsonl" else _edn_events)(path, text))
     if not events:
         raise HistoryFileError(f"{path}:1: no events; expected op maps like {EXAMPLE}")
     return _pair(path, events, tuples)
 
 
-@dataclass
-class _Open:
-    n: int
-    line: int
-    f: str
-    key: Any
-    value: Any
-    t: int
-
-
-def _pair(path: Path, events: list[tuple[dict[str, Any], int]], tuples: bool) -> FileHistory:
+def _pair(path: Path, events: list[Event], tuples: bool) -> FileHistory:
     """Return the ops of ``events``: each invoke paired with its process's next completion."""
-    timed = any("time" in ev for ev, _ in events)
-    lines_unique = len({ln for _, ln in events}) == len(events)
+    timed = any(ev[6] is not None for ev in events)
+    lines_unique = len({ev[7] for ev in events}) == len(events)
     out: list[FileOp | None] = []
-    open_ops: dict[int, _Open] = {}
-    for n, (ev, line) in enumerate(events, start=1):
-        where = f"{path}:{line}"
-        process = ev.get("process")
+    # per open op: (slot in out, line, f, key, value, time)
+    open_ops: dict[int, tuple[int, int, str, Any, Any, int]] = {}
+    for n, (process, typ, f, value, has_key, key, t, line) in enumerate(events, start=1):
         if isinstance(process, bool) or not isinstance(process, int):
             continue  # :nemesis and other non-client processes
-        typ = _word(ev.get("type"))
         if typ not in _TYPES:
-            raise HistoryFileError(f"{where}: :type {_show(ev.get('type'))}; expected :invoke, "
+            raise HistoryFileError(f"{path}:{line}: :type {_show(typ)}; expected :invoke, "
                                    ":ok, :fail or :info")
-        f = _word(ev.get("f"))
         if not isinstance(f, str) or not f:
-            raise HistoryFileError(f"{where}: :f {_show(ev.get('f'))}; expected the op's name "
+            raise HistoryFileError(f"{path}:{line}: :f {_show(f)}; expected the op's name "
                                    "(:read, :write, :cas, :append, :enqueue, ...)")
         pos = line if lines_unique else n
         if timed:
-            t = ev.get("time")
             if isinstance(t, bool) or not isinstance(t, int | float):
-                raise HistoryFileError(f"{where}: :time {_show(t)}; expected a number (ns) "
-                                       "on every event, or on none")
+                raise HistoryFileError(f"{path}:{line}: :time {_show(t)}; expected a number "
+                                       "(ns) on every event, or on none")
             t = int(t)
         else:
             t = pos  # no times: the line orders the events
         if typ == "invoke":
             if process in open_ops:
                 raise HistoryFileError(
-                    f"{where}: process {process} invokes again before its op on line "
-                    f"{open_ops[process].line} completed; expected its :ok, :fail or :info")
-            key, value = _key_value(ev, tuples, where)
-            open_ops[process] = _Open(len(out), pos, f, key, value, t)
+                    f"{path}:{line}: process {process} invokes again before its op on line "
+                    f"{open_ops[process][1]} completed; expected its :ok, :fail or :info")
+            if has_key or tuples:
+                key, value = _key_value(has_key, key, value, tuples, f"{path}:{line}")
+            open_ops[process] = (len(out), pos, f, key, None if value is _MISSING else value, t)
             out.append(None)
             continue
         op = open_ops.pop(process, None)
         if op is None:
-            raise HistoryFileError(f"{where}: a :{typ} of process {process} with no :invoke "
-                                   "before it; expected the invoke first")
-        if op.f != f:
-            raise HistoryFileError(f"{where}: a :{typ} :{f} completes the :{op.f} invoked on "
-                                   f"line {op.line}; expected :f :{op.f}")
-        if t < op.t:
-            raise HistoryFileError(f"{where}: completes at {t}, before its invoke on line "
-                                   f"{op.line}; expected times that do not go back")
-        value = op.value
-        if typ == "ok" and "value" in ev:
-            _, done = _key_value(ev, tuples, where)
-            if done is not None or value is None:
-                value = done  # the completion's value: a read's result
-        error = "" if typ == "ok" else _show(ev.get("error", ev.get("value", "")))
-        out[op.n] = FileOp(op.line, process, op.f, op.key, value, typ, op.t, t, error)
-    for process, op in open_ops.items():  # never completed: may have happened, or not
-        out[op.n] = FileOp(op.line, process, op.f, op.key, op.value, "info", op.t, -1,
-                           "never completed")
+            raise HistoryFileError(f"{path}:{line}: a :{typ} of process {process} with no "
+                                   ":invoke before it; expected the invoke first")
+        slot, inv_line, inv_f, inv_key, inv_value, inv_t = op
+        if inv_f != f:
+            raise HistoryFileError(f"{path}:{line}: a :{typ} :{f} completes the :{inv_f} "
+                                   f"invoked on line {inv_line}; expected :f :{inv_f}")
+        if t < inv_t:
+            raise HistoryFileError(f"{path}:{line}: completes at {t}, before its invoke on "
+                                   f"line {inv_line}; expected times that do not go back")
+        v = inv_value
+        if typ == "ok" and value is not _MISSING:
+            if has_key or tuples:
+                _, value = _key_value(has_key, key, value, tuples, f"{path}:{line}")
+            if value is not None or v is None:
+                v = value  # the completion's value: a read's result
+        error = "" if typ == "ok" else _show(value if value is not _MISSING else "")
+        out[slot] = FileOp(inv_line, process, f, inv_key, v, typ, inv_t, t, error)
+    for process, (slot, inv_line, f, key, value, t) in open_ops.items():
+        # never completed: may have happened, or not
+        out[slot] = FileOp(inv_line, process, f, key, value, "info", t, -1, "never completed")
     return FileHistory([o for o in out if o is not None], timed)
 
 
-def _key_value(ev: dict[str, Any], tuples: bool, where: str) -> tuple[Any, Any]:
-    """Return (key, value) of an event: the ``:key`` field, or the key of an independent
+def _key_value(has_key: bool, key: Any, value: Any, tuples: bool, where: str
+               ) -> tuple[Any, Any]:
+    """Return (key, value) of an event: its ``:key`` field, or the key of an independent
     ``[key value]`` tuple when ``tuples``."""
-    raw = ev.get("value")
-    key: Any = None
-    if "key" in ev:
-        key = _value(ev["key"])
+    if has_key:
         if isinstance(key, tuple):
             raise HistoryFileError(f"{where}: an op on {len(key)} keys; expected one key per "
                                    "op")
-    elif tuples:
-        if not (isinstance(raw, list | tuple) and len(raw) == 2):
-            raise HistoryFileError(f"{where}: :value {_show(raw)}; --model kv expects "
-                                   "jepsen.independent [key value] tuples (or a :key field); "
-                                   "for one register use --model register or cas-register")
-        key, raw = _value(raw[0]), raw[1]
-    return key, _value(raw)
+        return key, value
+    if not (isinstance(value, tuple) and len(value) == 2):
+        raise HistoryFileError(f"{where}: :value {_show(value)}; --model kv expects "
+                               "jepsen.independent [key value] tuples (or a :key field); "
+                               "for one register use --model register or cas-register")
+    return value[0], value[1]
