@@ -275,9 +275,9 @@ def _headline(ce: Sequence[LinOp], part: Sequence[LinOp], model: Model,
         # the writes of v that could take effect before op completed all completed
         # before a write in the counterexample that completed before op began
         before = [x for x in of_v if x.invoke_ns < op.complete_ns]
-        if not all(x.outcome == OK for x in before):
-            continue
-        for w in sorted(writers, key=lambda w: -w.complete_ns):
+        writes = sorted(writers, key=lambda w: -w.complete_ns) if all(
+            x.outcome == OK for x in before) else []
+        for w in writes:
             if (w is op or w.outcome != OK or _written(w) == v
                     or w.complete_ns >= op.invoke_ns):
                 continue
@@ -306,7 +306,68 @@ def _headline(ce: Sequence[LinOp], part: Sequence[LinOp], model: Model,
                         f"{show_value(u)} was written")
                 return (f"{did} {at} although {who(r.process)} had already {seen} "
                         f"{show_value(u)} (completed at {ms(r.complete_ns)}) and {back}.")
+        # the general case: after an op x of the counterexample that left another value
+        # (a write of u, or a read of u), v had to be written again before op ended, and
+        # nothing could: every other writer of v completed before x began, began after
+        # op ended, or is a cas from a value nothing could write after x
+        for x in sorted(ce, key=lambda o: -o.complete_ns):
+            if x is op or x.outcome != OK or x.complete_ns >= op.invoke_ns:
+                continue
+            u = _written(x) if x.f != "read" else x.value
+            if x.f == "cas" and _observed(x) is UNRECORDED:
+                u = _written(x)
+            if u == v or (x.f == "read" and u is UNRECORDED):
+                continue
+            blocked = _no_writer_after(v, x, u, op, every_writer)
+            if blocked is None:
+                continue
+            if x.f == "read":
+                since = f"{who(x.process)} read {show_value(u)} (completed at " \
+                        f"{ms(x.complete_ns)})"
+            else:
+                wrote = "write" if x.f == "write" else "cas"
+                since = (f"the {wrote} of {show_value(u)} by {who(x.process)} completed at "
+                         f"{ms(x.complete_ns)}")
+            why = "".join(f"; {who(c.process)}'s {model.describe(c)} (from "
+                          f"{ms(c.invoke_ns)}) needs {show_value(_observed(c))}, which "
+                          "nothing could write by then" for c in blocked)
+            return (f"{did} {at} although {since}, and no write of {show_value(v)} can "
+                    f"take effect after that{why}.")
     return None
+
+
+def _no_writer_after(v: Any, x: LinOp, u: Any, op: LinOp, writers: Sequence[LinOp]
+                     ) -> list[LinOp] | None:
+    """Return the cas ops that could write ``v`` after ``x`` (which left the register
+    holding ``u``) and before ``op`` completed but need a value nothing could write there
+    (nor, in turn, what those writers need), or None if some writer of ``v`` can: one
+    that did not complete before ``x`` began and began before ``op`` completed."""
+
+    def after(y: LinOp) -> bool:
+        return (y is not op and y.invoke_ns < op.complete_ns
+                and not (y.outcome == OK and y.complete_ns < x.invoke_ns))
+
+    def possible(t: Any, seen: frozenset[Any]) -> bool:
+        """Whether the register can come to hold ``t`` after x and before op ends."""
+        if t == u:
+            return True
+        for y in writers:
+            if _written(y) != t or not after(y):
+                continue
+            e = _observed(y) if y.f == "cas" else UNRECORDED
+            if e is UNRECORDED or (e not in seen and possible(e, seen | {t})):
+                return True
+        return False
+
+    blocked = []
+    for c in writers:
+        if _written(c) != v or not after(c):
+            continue
+        e = _observed(c) if c.f == "cas" else UNRECORDED
+        if e is UNRECORDED or possible(e, frozenset({v})):
+            return None
+        blocked.append(c)
+    return blocked
 
 
 def explain(ce: Sequence[LinOp], part: Sequence[LinOp], model: Model, clock: Clock,
