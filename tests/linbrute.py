@@ -88,7 +88,8 @@ def counterexample_bad(kept: list[LinOp], ops: list[LinOp], model: Any) -> bool:
     """Return whether ``kept`` is a counterexample of ``ops`` as shrinking measures it:
     on its window for the register models, unless even all the ``ok`` ops are not seen
     failing on theirs (then, as for other models, on the whole part)."""
-    window = hasattr(model, "encode") and model.encode is not None
+    window = (getattr(model, "encode", None) is not None
+              and not any(o.f == "append" for o in ops))
     if window:
         everything = [o for o in ops if o.outcome == "ok"]
         window = relaxed_bad(everything, ops, model, window=True)

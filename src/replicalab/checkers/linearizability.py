@@ -139,16 +139,19 @@ class PartSearch:
     (the register core for register models, the generic one otherwise)."""
 
     def __init__(self, model: Model, ops: Sequence[LinOp], cache_bytes: int,
-                 native: str | None) -> None:
+                 native: str | None, register: bool | None = None) -> None:
         self.model = model
         self.ops = list(ops)
         self.cache_bytes = cache_bytes
         self.native = native
         self.cols: Columns | None = None
+        # the register core (and its pruning) for the register models, unless the whole
+        # history has ops it does not know (kv's appends): decided per history, as the
+        # native core picks its machine, so both give the same results
+        self.register = register_core(model, self.ops) if register is None else register
         # register models check a counterexample on its window (see verdict); shrinking
         # turns it off for a part whose window check cannot see the violation at all
-        self.windowed = (getattr(model, "encode", None) is not None
-                         and not any(o.f == "append" for o in self.ops))
+        self.windowed = self.register
         if native is not None and self.ops:
             self.cols = encode_columns([replace(o, key=None) for o in self.ops], model, native)
             self.codes = int64s(self.cols.outcome)
@@ -180,7 +183,7 @@ class PartSearch:
         if constrained is not None:
             ops = [o if o.outcome == out else replace(o, outcome=out)
                    for o, out in zip(ops, self.relaxed_outcomes(constrained), strict=True)]
-        return _search_python(self.model, ops, deadline_s, self.cache_bytes)
+        return _search_python(self.model, ops, deadline_s, self.cache_bytes, self.register)
 
     def verdict(self, constrained: frozenset[int], deadline_s: float | None) -> Verdict:
         """Return the verdict with the ops outside ``constrained`` relaxed (see
@@ -266,10 +269,20 @@ def window_starts(before: Sequence[LinOp], norm: Callable[[Any], Any]) -> set[An
     return starts
 
 
+def register_core(model: Model, ops: Sequence[LinOp]) -> bool:
+    """Return whether ``ops`` (a whole history) go to the register search core: the model
+    encodes them (the register models) and they hold no op the core does not know."""
+    return (getattr(model, "encode", None) is not None
+            and not any(o.f == "append" for o in ops))
+
+
 def _search_python(model: Model, ops: list[LinOp], deadline_s: float | None,
-                   cache_bytes: int) -> tuple[Verdict, list[LinOp], LinOp | None]:
-    """Return (verdict, linearization or longest prefix, stuck op) by the Python search."""
-    encode = getattr(model, "encode", None)
+                   cache_bytes: int, register: bool = True
+                   ) -> tuple[Verdict, list[LinOp], LinOp | None]:
+    """Return (verdict, linearization or longest prefix, stuck op) by the Python search:
+    the register core when ``register`` and the model encodes the part, else the generic
+    search through the model's ``step``."""
+    encode = getattr(model, "encode", None) if register else None
     enc = encode(ops) if encode is not None else None
     if enc is not None:
         verdict, order, stuck = search_core(
@@ -295,7 +308,8 @@ def _search_python(model: Model, ops: list[LinOp], deadline_s: float | None,
 def check_part(model: Model, key: Any, ops: Sequence[LinOp], deadline_s: float | None = None,
                clock: Clock | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES,
                shrink_timeout_s: float = SHRINK_TIMEOUT_S,
-               shrink_deadline_s: float | None = None) -> PartResult:
+               shrink_deadline_s: float | None = None,
+               register: bool | None = None) -> PartResult:
     """Return the verdict on one part (``ops`` of one key) by the Python search, with its
     counterexample and explanation when it is not linearizable (points named by
     ``clock``; default: ms since the part's first invoke). The search stops at
@@ -306,7 +320,7 @@ def check_part(model: Model, key: Any, ops: Sequence[LinOp], deadline_s: float |
     ops = list(ops)
     if clock is None:
         clock = Clock(min((o.invoke_ns for o in ops), default=0))
-    search = PartSearch(model, ops, cache_bytes, None)
+    search = PartSearch(model, ops, cache_bytes, None, register)
     verdict, order, stuck = search.run(None, deadline_s)
     return part_result(search, key, verdict, order, stuck, clock, shrink_timeout_s,
                        shrink_deadline_s, started)
@@ -386,14 +400,14 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
             return CheckResult(m.name, overall([p.verdict for p in final]), len(ops), final,
                                time.monotonic() - started)
     final = _check_python(m, m.partition(ops), deadline_s, cache_bytes, progress, clock,
-                          fail_fast)
+                          fail_fast, register_core(m, ops))
     return CheckResult(m.name, overall([p.verdict for p in final]), len(ops), final,
                        time.monotonic() - started)
 
 
 def _check_python(m: Model, parts: list[tuple[Any, list[LinOp]]], deadline_s: float | None,
                   cache_bytes: int, progress: Callable[[int, int], None] | None,
-                  clock: Clock, fail_fast: bool) -> list[PartResult]:
+                  clock: Clock, fail_fast: bool, register: bool) -> list[PartResult]:
     """Return every part's result by the Python pipeline (the reference)."""
     results: list[PartResult | None] = [None] * len(parts)
     order = sorted(range(len(parts)), key=lambda j: len(parts[j][1]))
@@ -408,7 +422,8 @@ def _check_python(m: Model, parts: list[tuple[Any, list[LinOp]]], deadline_s: fl
     stop = False
     if deadline_s is None:
         for j in order:
-            results[j] = check_part(m, parts[j][0], parts[j][1], None, clock, cache_bytes)
+            results[j] = check_part(m, parts[j][0], parts[j][1], None, clock, cache_bytes,
+                                    register=register)
             tick()
             if fail_fast and results[j].verdict == Verdict.NOT_LINEARIZABLE:
                 break
@@ -421,7 +436,7 @@ def _check_python(m: Model, parts: list[tuple[Any, list[LinOp]]], deadline_s: fl
             now = time.monotonic()
             share = now + max(0.0, deadline_s - now) / (len(order) - n)
             r = check_part(m, parts[j][0], parts[j][1], min(share, deadline_s), clock,
-                           cache_bytes, shrink_deadline_s=shrink_until)
+                           cache_bytes, shrink_deadline_s=shrink_until, register=register)
             results[j] = r
             if r.verdict == Verdict.UNKNOWN:
                 deferred.append(j)
@@ -435,7 +450,7 @@ def _check_python(m: Model, parts: list[tuple[Any, list[LinOp]]], deadline_s: fl
                 break
             if time.monotonic() < deadline_s:
                 r = check_part(m, parts[j][0], parts[j][1], deadline_s, clock, cache_bytes,
-                               shrink_deadline_s=shrink_until)
+                               shrink_deadline_s=shrink_until, register=register)
                 if r.verdict != Verdict.UNKNOWN or len(r.linearization or ()) >= len(
                         results[j].linearization or ()):
                     results[j] = r
@@ -477,7 +492,8 @@ def check_native(ops_at: Callable[[list[int]], list[LinOp]], m: Model, cols: Col
             rows = [r for r, k in enumerate(key_ids) if k == kid]
             part = ops_at(rows)
             by_row = dict(zip(rows, part, strict=True))
-            search = PartSearch(m, part, cache_bytes, cols.machine)
+            search = PartSearch(m, part, cache_bytes, cols.machine,
+                                register=cols.machine == "register")
             out.append(part_result(search, key, v, [by_row[r] for r in uint32s(order_b)],
                                    by_row[stuck] if stuck >= 0 else None, clock,
                                    SHRINK_TIMEOUT_S, shrink_until, time.monotonic(),
