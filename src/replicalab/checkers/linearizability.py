@@ -159,11 +159,16 @@ class PartSearch:
 
     def relaxed_outcomes(self, constrained: frozenset[int]) -> list[str]:
         """Return each op's outcome with the ops outside ``constrained`` relaxed: an ``ok``
-        op becomes optional; an op invoked after every constrained op completed becomes
-        ``fail`` (left out: it could only come after all of them, and need not happen)."""
+        op becomes optional; an op invoked after every constrained op completed, or that
+        could not help them (``Model.useless``), becomes ``fail`` (left out: it need not
+        happen, and happening could not help)."""
         end = max((o.complete_ns for o in self.ops if o.index in constrained), default=0)
+        inside = [o for o in self.ops if o.index in constrained]
+        loose = [o for o in self.ops if o.index not in constrained and o.outcome != FAIL
+                 and o.invoke_ns <= end]
+        drop = self.model.useless(loose, inside)  # could not help: left out too
         return [o.outcome if o.index in constrained or o.outcome == FAIL else
-                FAIL if o.invoke_ns > end else
+                FAIL if o.invoke_ns > end or o.index in drop else
                 OPTIONAL if o.outcome == OK else o.outcome for o in self.ops]
 
     def run(self, constrained: frozenset[int] | None, deadline_s: float | None

@@ -119,6 +119,13 @@ class Model:
         kept.sort(key=lambda o: (o.invoke_ns, o.index))
         return kept
 
+    def useless(self, relaxed: Sequence[LinOp], constrained: Sequence[LinOp]) -> set[int]:
+        """Return the indexes of the ``relaxed`` ops (each may take effect, or not) that
+        could not help any linearization of the ``constrained`` ops, so leaving them out
+        changes no verdict (default: none). Shrinking's checks drop them: fewer ops that
+        may or may not happen, a smaller search."""
+        return set()
+
     def native_columns(self, ops: Sequence[LinOp]) -> NativeColumns:
         """Return ``ops`` as the native machine's columns (models with ``native``)."""
         raise NotImplementedError(f"the {self.name} model has no native machine")

@@ -227,6 +227,17 @@ class KV(CasRegister):
             return f"an append needs a string, got {op.value!r}"
         return super().value_problem(op)
 
+    def useless(self, relaxed: Sequence[LinOp], constrained: Sequence[LinOp]) -> set[int]:
+        """Return the relaxed appends whose string no value observed contains (no read of
+        the constrained ops, no cas's expected value): placing one could only put it into
+        every value read until the next write, and no read has it."""
+        seen = [v for o in constrained if o.f == "read" and isinstance(v := o.value, str)]
+        seen += [e for o in (*relaxed, *constrained) if o.f == "cas"
+                 and isinstance(e := o.value[0], str)]
+        text = "\0".join(seen)
+        return {o.index for o in relaxed
+                if o.f == "append" and o.value and o.value not in text}
+
     def native_machine(self, ops: Sequence[LinOp]) -> str:
         """Return the native machine for ``ops``: ``register``, or ``append`` when there
         are appends."""

@@ -53,6 +53,15 @@ class SetModel(Model):
             return f"an element must be hashable, got {op.value!r}"
         return None
 
+    def useless(self, relaxed: Sequence[LinOp], constrained: Sequence[LinOp]) -> set[int]:
+        """Return the relaxed adds of an element no constrained read saw: placed before a
+        read, it would be in it (a set only grows)."""
+        seen: set[Any] = set()
+        for o in constrained:
+            if o.f == "read":
+                seen |= _elements(o.value) or frozenset()
+        return {o.index for o in relaxed if o.f == "add" and o.value not in seen}
+
     def describe(self, op: LinOp) -> str:
         """Return "add 3" or "read #{1 2 3}"."""
         if op.f == "add":
