@@ -19,6 +19,7 @@ import statistics
 import time
 
 from replicalab.models import paxos_lan as lan
+from replicalab.models import paxos_lan_queue as lanq
 
 SIZES = (3, 5, 7, 9, 11)
 
@@ -73,8 +74,8 @@ def main() -> None:
 
     p = lan.PaxosLanParams(n=a.n)
     load = a.load * lan.max_throughput_rps(p)
-    check_fast = lan.simulate_queue(p, load, 20_000, a.seed)
-    check_slow = lan.simulate_queue_reference(p, load, 20_000, a.seed)
+    check_fast = lanq.simulate_queue(p, load, 20_000, a.seed)
+    check_slow = lanq.simulate_queue_reference(p, load, 20_000, a.seed)
     same = check_fast.latency_ms == check_slow.latency_ms and check_fast.p99_ms == \
         check_slow.p99_ms
     print(f"queue sim N={a.n} at {a.load:.0%} of max ({load:,.0f} rounds/s), 20,000 rounds: "
@@ -82,10 +83,10 @@ def main() -> None:
           f"ms ({'identical' if same else 'DIFFERENT'})")
 
     t = time.perf_counter()
-    big = lan.simulate_queue(p, load, a.rounds, a.seed)
+    big = lanq.simulate_queue(p, load, a.rounds, a.seed)
     ours_s = time.perf_counter() - t
     t = time.perf_counter()
-    lan.simulate_queue_reference(p, load, a.peer_rounds, a.seed)
+    lanq.simulate_queue_reference(p, load, a.peer_rounds, a.seed)
     peer_s = (time.perf_counter() - t) * a.rounds / a.peer_rounds
     print(f"queue sim, {a.rounds:,} rounds: {ours_s:6.2f} s ({big.extra['passes']:.0f} passes, "
           f"mean {big.latency_ms:.4f} ms, p99 {big.p99_ms:.4f} ms)   plain loop "

@@ -11,6 +11,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+# a self-signed certificate for the TLS test of the redis adapter (rediss://)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server etcd-client)
 [ -e /usr/share/zookeeper/bin/zkServer.sh ] || missing+=(zookeeper)

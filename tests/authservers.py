@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -169,3 +170,34 @@ def _reload(cluster: Cluster) -> None:
         with psycopg.connect(f"host=127.0.0.1 port={n.port} user=postgres dbname=postgres",
                              autocommit=True) as conn:
             conn.execute("SELECT pg_reload_conf()")
+
+
+@contextmanager
+def redis_tls() -> Iterator[tuple[AuthServer, Path]]:
+    """Yield a redis-server that speaks only TLS (and asks for SECRET), with a self-signed
+    certificate for 127.0.0.1 made by openssl, and the path of that certificate (the CA a
+    client must trust)."""
+    if shutil.which("redis-server") is None or shutil.which("openssl") is None:
+        server_missing("redis-server with TLS (and openssl)", "not installed")
+    root = shared_root("replicalab-auth-tls-")
+    cert, key = root / "cert.pem", root / "key.pem"
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                           "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj",
+                           "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                          capture_output=True, text=True, timeout=60)
+    if made.returncode != 0:
+        server_missing("a self-signed certificate", made.stderr[-300:])
+    (port,) = allocate(1)
+    conf = root / "redis.conf"
+    conf.write_text(f"port 0\ntls-port {port}\nbind 127.0.0.1\ndir {root}\nsave \"\"\n"
+                    f"tls-cert-file {cert}\ntls-key-file {key}\ntls-ca-cert-file {cert}\n"
+                    f"tls-auth-clients no\nrequirepass {SECRET}\n")
+    log = root / "server.log"
+    pid = process.start(["redis-server", str(conf)], log)
+    try:
+        if not wait_listening(port, 20):
+            server_missing("redis-server with TLS", log.read_text()[-300:])
+        yield AuthServer(f"rediss://:{SECRET}@127.0.0.1:{port}/3", [log], port), cert
+    finally:
+        process.stop(pid)
+        shutil.rmtree(root, ignore_errors=True)

@@ -34,7 +34,7 @@ VICTIM = "US-E"
 
 def _launch(t: topology.DataCentres, dc: str, port: int, log: Path) -> int:
     argv = [sys.executable, "-m", "replicalab.cli.main", "counter", "serve", "--dc", dc,
-            "--port", str(port), "--sync-ms", "100", "--threshold", "10", "--batch-ms", "2"]
+            "--port", str(port), "--sync", "100ms", "--threshold", "10", "--batch-ms", "2"]
     for other in t.dcs:  # in replica order; other DCs' stores through the WAN links
         argv += ["--store", f"{other}={t.url(other, from_dc=dc)}"]
     pid = process.start(argv, log)

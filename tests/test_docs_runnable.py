@@ -5,7 +5,16 @@ Convention (docs/cli.md): an HTML comment on the line right before a fenced bloc
     <!-- runnable -->           every `replicalab ...` command in the block exits 0;
     <!-- runnable: errors -->   every command exits 2 with one `error: ...` line, and the error
                                 line the block shows after it (up to its first "(") is what
-                                the command prints.
+                                the command prints;
+    <!-- runnable: figures -->  every command exits 0 (or 1: `check` of a history that is not
+                                linearizable), and every other line of the block is output
+                                they print now, figure for figure: a shown line must match a
+                                printed line of the same shape (numbers aside, box-drawing and
+                                spaces collapsed) whose numbers are the same as printed. Run
+                                directory names and wall-clock seconds (a number followed by
+                                " s") may differ; "..." lines stand for lines left out. These
+                                blocks run on the simulator, so a changed figure is a change
+                                in the code, never noise.
 
 Command lines start with `replicalab`, `$ replicalab` or `$ .venv/bin/replicalab`; a
 trailing backslash continues a line; `# ...` is a comment; other lines (output shown in the
@@ -20,7 +29,7 @@ from __future__ import annotations
 import glob
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -42,6 +51,7 @@ class Block:
     line: int
     mode: str
     commands: list[tuple[str, str]]
+    shown: list[str] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -61,8 +71,62 @@ def blocks(path: Path) -> list[Block]:
             if lines[j].startswith("```"):
                 break
             body.append(lines[j])
-        found.append(Block(path, i + 2, m.group(1) or "ok", commands_of(body)))
+        found.append(Block(path, i + 2, m.group(1) or "ok", commands_of(body),
+                           shown_lines(body)))
     return found
+
+
+def shown_lines(body: list[str]) -> list[str]:
+    """Return the output lines a block shows: not commands (nor their continuation lines),
+    comments, blank lines or "..." elisions."""
+    out, k = [], 0
+    while k < len(body):
+        line = body[k]
+        k += 1
+        if PROMPT.match(line):
+            while line.rstrip().endswith("\\") and k < len(body):
+                line = body[k]
+                k += 1
+            continue
+        text = line.strip()
+        if not text or text.startswith("#") or re.fullmatch(r"[│|]?\s*(\.\.\.|…)\s*[│|]?",
+                                                             text):
+            continue
+        out.append(line)
+    return out
+
+
+NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
+VOLATILE = (re.compile(r"\d{8}T\d{6}Z[\w.-]*"),  # a run directory's name (its UTC time)
+            re.compile(r"-?\d[\d,]*(?:\.\d+)? s\b"))  # wall-clock seconds
+
+
+def shape(line: str) -> tuple[str, list[str]]:
+    """Return (the line with numbers as #, box runs and spaces collapsed; its numbers),
+    volatile parts dropped."""
+    for v in VOLATILE:
+        line = v.sub("~", line)
+    numbers = NUMBER.findall(line)
+    text = NUMBER.sub("#", line)
+    text = re.sub(r"([━─═┄])\1+", r"\1", text)
+    return " ".join(text.split()), numbers
+
+
+def drift(shown: list[str], printed: str) -> list[str]:
+    """Return one message per shown line that the printed output does not hold as shown."""
+    got: dict[str, list[list[str]]] = {}
+    for line in printed.splitlines():
+        form, numbers = shape(line)
+        got.setdefault(form, []).append(numbers)
+    problems = []
+    for line in shown:
+        form, numbers = shape(line)
+        if form not in got:
+            problems.append(f"the docs show a line the commands no longer print: {line!r}")
+        elif numbers not in got[form]:
+            problems.append(f"figures differ: the docs show {numbers} in {line.strip()!r}, "
+                            f"the commands print {got[form][0]}")
+    return problems
 
 
 def commands_of(body: list[str]) -> list[tuple[str, str]]:
@@ -134,9 +198,11 @@ def test_the_convention_finds_blocks_and_parses_commands():
 
 def run_block(block: Block, cwd: Path) -> None:
     """Run the commands of ``block`` in order in ``cwd`` (the current directory); raise
-    AssertionError at the first that does not end as the block says."""
+    AssertionError at the first that does not end as the block says (for a figures block,
+    then at every shown line whose figures differ from what the commands printed)."""
     url = None
     runner = CliRunner()
+    printed = []
     for cmd, shown in block.commands:
         args = argv(cmd, cwd, url)
         res = runner.invoke(app, args, env={"COLUMNS": "100"})
@@ -149,10 +215,15 @@ def run_block(block: Block, cwd: Path) -> None:
                 expect = shown.split("(")[0].strip()
                 assert lines[0].startswith(expect), (where, lines[0], expect)
             continue
-        assert res.exit_code == 0, (where, res.exit_code, res.stderr, res.exception)
+        ok = (0, 1) if block.mode == "figures" and args[:1] == ["check"] else (0,)
+        assert res.exit_code in ok, (where, res.exit_code, res.stderr, res.exception)
+        printed.append(res.stdout + res.stderr)
         for line in res.stdout.splitlines():
             if line.startswith("store URL: "):
                 url = line.split(": ", 1)[1]
+    if block.mode == "figures":
+        problems = drift(block.shown, "\n".join(printed))
+        assert not problems, f"{block.id}: " + "\n".join(problems)
 
 
 def test_a_block_that_does_not_run_as_written_fails(tmp_path: Path,
@@ -174,3 +245,17 @@ def test_runnable_block(block: Block, tmp_path: Path, monkeypatch: pytest.Monkey
     (tmp_path / "docs").symlink_to(REPO / "docs")
     monkeypatch.chdir(tmp_path)
     run_block(block, tmp_path)
+
+
+def test_a_figures_block_fails_on_a_changed_figure_not_on_volatile_ones():
+    printed = ("runs/20261126T033054Z-register-sim-primary (kv model): NOT linearizable, "
+               "1,293 ops, 3 keys, 0.05 s\n"
+               "│ fresh in [0, 450) ms      │    32.98% (12,986/39,376) │")
+    same = ["runs/20240101T000000Z-register-sim-primary (kv model): NOT linearizable, "
+            "1,293 ops, 3 keys, 1.20 s",
+            "│ fresh in [0, 450) ms │ 32.98% (12,986/39,376) │"]
+    assert drift(same, printed) == []
+    changed = drift(["│ fresh in [0, 450) ms │ 33.43% (12,986/39,376) │"], printed)
+    assert len(changed) == 1 and "33.43" in changed[0] and "32.98" in changed[0]
+    gone = drift(["median first time >= 99% fresh 503.0 ms"], printed)
+    assert "no longer print" in gone[0]

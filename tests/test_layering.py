@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import replicalab
@@ -50,9 +51,19 @@ def _part(path: Path) -> str:
     return rel.parts[0].removesuffix(".py")
 
 
+@functools.cache
+def _parsed(text: str) -> list[ast.AST]:
+    return list(ast.walk(ast.parse(text)))
+
+
+def _nodes(path: Path) -> list[ast.AST]:
+    """Return every node of ``path``'s syntax tree (one parse per text for all the tests)."""
+    return _parsed(path.read_text())
+
+
 def _imports(path: Path) -> set[str]:
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _nodes(path):
         if isinstance(node, ast.ImportFrom) and node.module:
             names = [node.module]
         elif isinstance(node, ast.Import):
@@ -82,3 +93,131 @@ def test_every_part_has_its_place_in_the_layering():
              if (p.is_dir() and not p.name.startswith("_")) or
              (p.suffix == ".py" and p.name != "__init__.py")}
     assert parts - ALLOWED.keys() == set(), "add the new part to ALLOWED (and DESIGN.md)"
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_imports(name: str, path: Path, modules: set[str]) -> set[str]:
+    """Return the modules of src/replicalab that ``path`` imports anywhere: at the top, inside
+    functions (lazy imports) and under TYPE_CHECKING. ``from a import b`` names module
+    ``a.b`` when there is one, else ``a``."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in _nodes(path):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                       for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target.startswith("replicalab") and target != name:
+                found.add(target)
+    return found
+
+
+def import_cycles(root: Path = ROOT) -> list[list[str]]:
+    """Return every set of modules of the package at ``root`` that import each other in a
+    circle (strongly connected components of the import graph with two modules or more)."""
+    paths = {_module_name(p, root): p for p in root.rglob("*.py")}
+    graph = {n: _module_imports(n, p, set(paths)) for n, p in paths.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+    for start in sorted(graph):  # Tarjan's algorithm, iterative (no recursion limit)
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    top = stack.pop()
+                    component.append(top)
+                    if top == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+# Known cycles their owners are removing, each with the issue that removes it. Empty: a new
+# cycle fails the test at once.
+KNOWN_CYCLES: list[list[str]] = []
+
+
+def test_no_import_cycle_between_modules():
+    """No two modules import each other, directly or around a circle, lazily or not: a
+    module that needs another's piece and is needed by it means the piece belongs in a
+    third module below both."""
+    new = [c for c in import_cycles() if c not in KNOWN_CYCLES]
+    assert not new, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in new)
+
+
+def test_the_cycle_finder_finds_a_cycle(tmp_path: Path):
+    """The check above can fail: a circle of three modules, one import of it lazy (inside a
+    function), is found, and a module that only imports into the circle is not part of it."""
+    pkg = tmp_path / "replicalab"
+    (pkg / "part").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "part" / "__init__.py").write_text("")
+    (pkg / "part" / "a.py").write_text("def f():\n    from replicalab.part import b\n")
+    (pkg / "part" / "b.py").write_text("from replicalab.other import g\n")
+    (pkg / "other.py").write_text("from replicalab.part.a import f\n")
+    (pkg / "leaf.py").write_text("import replicalab.part.b\n")
+    assert import_cycles(pkg) == [["replicalab.other", "replicalab.part.a", "replicalab.part.b"]]
+    (pkg / "part" / "a.py").write_text("def f():\n    return 1\n")
+    assert import_cycles(pkg) == []
+
+
+ONE_HOME = {"make_run_dir": "history/rundir.py", "save_results": "history/rundir.py",
+            "NS_PER_S": "runtime/base.py", "NS_PER_MS": "runtime/base.py"}
+
+
+def _definitions(path: Path) -> set[str]:
+    """Return the names in ONE_HOME that ``path`` defines (a function or an assignment, at
+    any depth)."""
+    found = set()
+    for node in _nodes(path):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return found & ONE_HOME.keys()
+
+
+def test_run_directory_helpers_and_time_units_are_defined_once():
+    """make_run_dir and save_results live in history/rundir.py, NS_PER_S and NS_PER_MS in
+    runtime/base.py; every other module imports them."""
+    where: dict[str, list[str]] = {name: [] for name in ONE_HOME}
+    for path in sorted(ROOT.rglob("*.py")):
+        for name in _definitions(path):
+            where[name].append(path.relative_to(ROOT).as_posix())
+    assert where == {name: [home] for name, home in ONE_HOME.items()}

@@ -292,7 +292,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(args, needle, tmp_path: Path):
 
 
 def test_cli_sla_no_rate_meets_exits_2_and_keeps_results(tmp_path: Path):
-    r = _cli("sla", "--ramp", "50:100:50", "--sla-p99-ms", "1", "--step-duration", "2s",
+    r = _cli("sla", "--ramp", "50:100:50", "--sla-p99", "1ms", "--step-duration", "2s",
              "--out", str(tmp_path), "--json", cwd=tmp_path)
     assert r.returncode == 2
     assert "no offered rate meets p99 < 1 ms" in r.stderr

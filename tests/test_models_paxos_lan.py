@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replicalab.models import paxos_lan as lan
+from replicalab.models import paxos_lan_queue as lanq
 from replicalab.models.base import from_dict
 from replicalab.models.orderstats import (
     EmpiricalRtt,
@@ -207,7 +208,7 @@ def test_refined_model_agrees_with_the_twin_below_80_percent(n):
         assert s.latency_ms is not None
         assert abs(t.latency_ms - m.latency_ms) / t.latency_ms < 0.10
         assert s.latency_ms < t.latency_ms  # the seed's formula underestimates
-        q = lan.simulate_queue(p, x, 30_000, seed=4)
+        q = lanq.simulate_queue(p, x, 30_000, seed=4)
         assert q.latency_ms is not None
         assert abs(t.latency_ms - q.latency_ms) / t.latency_ms < 0.04
     if n == 9:  # the divergence the refinement removes (documented in docs/models)
@@ -222,8 +223,8 @@ def test_refined_model_agrees_with_the_twin_below_80_percent(n):
 def test_vectorized_queue_equals_the_plain_loop(n, n_p, frac):
     p = PaxosLanParams(n=n, n_p=n_p)
     x = frac * lan.max_throughput_rps(p)
-    fast = lan.simulate_queue(p, x, 3000, seed=7)
-    slow = lan.simulate_queue_reference(p, x, 3000, seed=7)
+    fast = lanq.simulate_queue(p, x, 3000, seed=7)
+    slow = lanq.simulate_queue_reference(p, x, 3000, seed=7)
     assert fast.latency_ms == slow.latency_ms
     assert fast.p99_ms == slow.p99_ms
     assert fast.extra["measured_utilisation"] == slow.extra["measured_utilisation"]
@@ -233,11 +234,11 @@ def test_vectorized_queue_equals_the_plain_loop(n, n_p, frac):
 def test_queue_simulation_is_seeded_and_measures_the_offered_load():
     p = PaxosLanParams(n=5, talk_to="quorum", q2=3)
     x = 0.6 * lan.max_throughput_rps(p)
-    a = lan.simulate_queue(p, x, 20_000, seed=9)
-    assert a == dataclasses.replace(lan.simulate_queue(p, x, 20_000, seed=9),
+    a = lanq.simulate_queue(p, x, 20_000, seed=9)
+    assert a == dataclasses.replace(lanq.simulate_queue(p, x, 20_000, seed=9),
                                     extra={**a.extra})  # wall time aside
-    assert a.latency_ms == lan.simulate_queue(p, x, 20_000, seed=9).latency_ms
-    assert a.latency_ms != lan.simulate_queue(p, x, 20_000, seed=10).latency_ms
+    assert a.latency_ms == lanq.simulate_queue(p, x, 20_000, seed=9).latency_ms
+    assert a.latency_ms != lanq.simulate_queue(p, x, 20_000, seed=10).latency_ms
     assert a.extra["measured_utilisation"] == pytest.approx(0.6, rel=0.03)
     assert a.p99_ms is not None and a.latency_ms is not None and a.p99_ms > a.latency_ms
 
@@ -343,12 +344,12 @@ def test_loads_beyond_saturation_are_saturated_points_never_nan():
         sat = [pt for pt in c.points if pt.offered_rps >= top]
         assert sat and all(pt.saturated and pt.latency_ms is None for pt in sat)
         json.dumps(c.to_json(), allow_nan=False)  # raises on NaN or inf
-    assert lan.simulate_queue(p, 2 * top, 1000).saturated
+    assert lanq.simulate_queue(p, 2 * top, 1000).saturated
     with pytest.raises(ValueError, match="load -1"):
         lan.curve(p, [-1.0])
     with pytest.raises(ValueError, match="load_rps=nan"):
-        lan.simulate_queue(p, math.nan, 1000)
+        lanq.simulate_queue(p, math.nan, 1000)
     with pytest.raises(ValueError, match="rounds=10"):
-        lan.simulate_queue(p, 100.0, 10)
+        lanq.simulate_queue(p, 100.0, 10)
     with pytest.raises(ValueError, match="clients=0"):
         lan.closed_loop_throughput_rps(p, 0)

@@ -5,7 +5,8 @@ then `replicalab check` through the CLI. Each run logs in, keeps to its key pref
 server refuses keys outside ``replicalab/``: Redis by an ACL key pattern, PostgreSQL by a
 row-level security policy, etcd by a role's key range), leaves no key behind, and shows the
 password nowhere: not in any file of its run directory, not on the terminal, not in the
-servers' logs."""
+servers' logs. And a redis-server that speaks only TLS passes the conformance suite over
+``rediss://``."""
 
 from __future__ import annotations
 
@@ -79,6 +80,7 @@ def probe_check_and_grep(server: AuthServer, out: Path, keys_left) -> None:
     files = [p for p in out.rglob("*") if p.is_file()] + list(server.logs)
     holding = [str(p) for p in files if SECRET.encode() in p.read_bytes()]
     assert holding == [], holding
+    assert not [p for p in out.rglob("*") if SECRET in str(p)]  # nor in a name
     assert all(SECRET not in t for t in printed), printed
     assert any(":***@" in t for t in printed)  # the URL shown, with its password masked
 
@@ -105,6 +107,13 @@ def test_redis_with_requirepass_on_database_2(tmp_path: Path):
         assert both[1].get("replicalab/t/item/a") == b"1" and both[0].dbsize() == 0
         both[1].delete("replicalab/t/item/a")
         probe_check_and_grep(server, tmp_path / "runs", keys_left)
+        # --prefix and --keep: the keys stay, under that prefix only
+        code, text = cli("probe", "--store", server.url, "--duration", "500ms",
+                         "--write-interval", "100ms", "--prefix", "replicalab/kept/",
+                         "--keep", "--out", str(tmp_path / "kept"))
+        assert code == 0, text
+        assert "keys: 1 under replicalab/kept/ kept (--keep)" in text
+        assert keys_left() == [b"replicalab/kept/probe/item/value"]
 
 
 @pytest.fixture
@@ -135,3 +144,23 @@ def test_postgres_role_with_a_password(pg_role: AuthServer, postgres_dc3, tmp_pa
 def test_etcd_with_authentication(tmp_path: Path):
     with etcd_with_auth() as server:
         probe_check_and_grep(server, tmp_path / "runs", lambda: etcd_keys(server.port))
+
+
+def test_redis_over_tls_passes_the_conformance_suite():
+    from authservers import redis_tls
+    from replicalab.testing import run_conformance
+
+    with redis_tls() as (server, ca):
+        # without the CA the server's certificate is refused, in one line naming the URL
+        with pytest.raises(ValueError, match=r"rediss://:\*\*\*@.*CERTIFICATE_VERIFY_FAILED"):
+            asyncio.run(_connect(server.url))
+        report = run_conformance(f"{server.url}?tls_ca={ca}")
+        assert report.ok and len(report.results) == 9, report.text()
+
+
+async def _connect(url: str) -> None:
+    store = open_store(url)
+    try:
+        await store.connect()
+    finally:
+        await store.close()

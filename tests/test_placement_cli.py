@@ -35,7 +35,7 @@ def one_line_error(p: subprocess.CompletedProcess[str], *needles: str) -> None:
 
 
 def test_simulate_json_run_directory_and_report(tmp_path: Path):
-    p = invoke("simulate", "--workload", "shared", "--policies",
+    p = invoke("simulate", "--workload", "shared", "--policy",
                "static,consecutive,majority,ema,cog,oracle", "--regions", "aws15", *SMALL,
                "--out", str(tmp_path), "--json")
     assert p.returncode == 0, p.stderr
@@ -74,7 +74,7 @@ def test_same_seed_same_results_and_balance_for_every_policy():
 
 
 def test_table_output(tmp_path: Path):
-    p = invoke("simulate", "--workload", "locality", "--policies", "static,cog", *SMALL,
+    p = invoke("simulate", "--workload", "locality", "--policy", "static,cog", *SMALL,
                "--out", str(tmp_path))
     assert p.returncode == 0, p.stderr
     assert "steady_ms" in p.stdout and "report:" in p.stdout
@@ -83,14 +83,14 @@ def test_table_output(tmp_path: Path):
 def test_bad_input_is_one_line_exit_2_and_leaves_nothing(tmp_path: Path):
     out = tmp_path / "runs"
     cases = [
-        (["--policies", "static,gravity"], ("unknown policy", "gravity")),
-        (["--policies", "cog:balance=0"], ("balance",)),
+        (["--policy", "static,gravity"], ("unknown policy", "gravity")),
+        (["--policy", "cog:balance=0"], ("balance",)),
         (["--balance", "0"], ("balance",)),
         (["--balance", "1.5"], ("balance",)),
         (["--regions", "aws15:us-east-1,mars-north-1"], ("mars-north-1", "aws15")),
         (["--regions", "aws99"], ("aws99",)),
         (["--workload", "bursty"], ("bursty", "locality")),
-        (["--policies", "consecutive:window_ms=5"], ("no parameter",)),
+        (["--policy", "consecutive:window_ms=5"], ("no parameter",)),
         (["--duration", "soon"], ("--duration",)),
         (["--balance", "0.05"], ("at least",)),  # 15 regions x 5 % cannot hold every object
     ]

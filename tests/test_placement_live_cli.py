@@ -49,11 +49,10 @@ def test_sim_run_prints_json_and_saves_history_and_results(tmp_path: Path):
     html = (run_dir / "report.html").read_text()
     assert "no acknowledged write was lost" in html
     assert f"{managed['mean_latency_ms']:.1f}" in html and 'id="fig-latency"' in html
-    # `report` points at it instead of treating the run as a probe's
-    from replicalab.cli.rundir import kind
+    # `report` re-checks it as a placement-live run, not as a probe's
+    from replicalab.cli.rundir import PLACEMENT_LIVE, kind
 
-    with pytest.raises(ValueError, match="placement-live run: its report is"):
-        kind(run_dir, "report")
+    assert kind(run_dir, "report") == PLACEMENT_LIVE
 
 
 def test_a_periodic_policy_without_a_window_gets_one_and_says_so(tmp_path: Path):

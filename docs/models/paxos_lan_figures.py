@@ -14,6 +14,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from replicalab.models import paxos_lan as lan
+from replicalab.models import paxos_lan_queue as lanq
 from replicalab.models.base import Curve
 from replicalab.models.orderstats import NormalRtt, order_stat_mean_ms
 from replicalab.models.twins.paxos_lan import simulate
@@ -91,7 +92,7 @@ def validation_table() -> None:
         tw = simulate(p, loads, SEED, TWIN_ROUNDS)
         for f, x, s, r, t in zip(TWIN_FRACTIONS, loads, seed.points, ref.points, tw.points,
                                  strict=True):
-            q = lan.simulate_queue(p, x, ROUNDS, SEED)
+            q = lanq.simulate_queue(p, x, ROUNDS, SEED)
             assert s.latency_ms and r.latency_ms and t.latency_ms and q.latency_ms
             print(f"| {n} | {100 * f:.0f} | {s.latency_ms:.3f} | {r.latency_ms:.3f} | "
                   f"{q.latency_ms:.3f} | {t.latency_ms:.3f} | "
@@ -124,13 +125,13 @@ def lan_figures() -> None:
     _save(curves_figure([lan.curve(p, _loads(p, FRACTIONS)) for p in sizes],
                         "Seed formula (Marchal G/G/1), one pipeline, default costs"),
           "paxos-lan-model.png")
-    sims = [lan.queue_curve(p, _loads(p, FRACTIONS), ROUNDS, SEED) for p in sizes]
+    sims = [lanq.queue_curve(p, _loads(p, FRACTIONS), ROUNDS, SEED) for p in sizes]
     _save(curves_figure(sims, "Message-level queue simulation, 200,000 rounds per load"),
           "paxos-lan-queue-sim.png")
     spread: list[Curve] = []
     for f in (0.0, 0.5, 1.0, 2.0):
         p = lan.PaxosLanParams(n=5, sigma_r_factor=f)
-        c = lan.queue_curve(p, _loads(p, FRACTIONS), ROUNDS, SEED)
+        c = lanq.queue_curve(p, _loads(p, FRACTIONS), ROUNDS, SEED)
         spread.append(Curve(f"N=5, sigma_r = {f:g} mu_r", c.points, c.max_throughput_rps))
     _save(curves_figure(spread, "Queue simulation, N=5, inter-round spread"),
           "paxos-lan-sigma-r.png")

@@ -13,8 +13,7 @@ import numpy as np
 
 from replicalab.checkers.extract import ReadLog, WriteLog, latest_write_before
 from replicalab.checkers.stats import median_cv, wilson
-
-NS_PER_MS = 1_000_000
+from replicalab.runtime.base import NS_PER_MS
 
 
 @dataclass(frozen=True)

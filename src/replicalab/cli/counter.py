@@ -14,10 +14,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import typer
 
-from replicalab.cli.errors import fail
+from replicalab.cli.errors import fail, note
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
-from replicalab.cli.timeparse import parse_duration_s
+from replicalab.cli.timeparse import duration_ms, parse_duration_s
 from replicalab.counters.bench import CONFIGS, EXPERIMENTS
 from replicalab.counters.bench_run import BenchSpec, run_bench
 from replicalab.counters.crdt import CounterError
@@ -171,8 +171,8 @@ def _print(as_json: bool, doc: dict[str, Any], line: str) -> None:
 
 
 StoreOpt = Annotated[list[str] | None, typer.Option(
-    "--store", help="A data centre and its store, DC=URL; repeat once per DC (the first is "
-                    "the default --dc and Strong's home).")]
+    "--store", metavar="DC=URL", help="A data centre and its store, DC=URL; repeat once per "
+                                      "DC (the first is the default --dc and Strong's home).")]
 DcOpt = Annotated[str | None, typer.Option(help="The data centre whose view to use.")]
 ConfigOpt = Annotated[str, typer.Option(help="client-based (the Bounded Counter), weak or "
                                              "strong.")]
@@ -317,8 +317,11 @@ def bench(
                                                "experiment.")] = "1,100",
     duration: Annotated[str, typer.Option(help="Length of each point: 20s, 1m; a plain number "
                                           "is seconds.")] = "20s",
-    think_ms: Annotated[float, typer.Option(help="Think time between a client's ops (ms).")
-                        ] = 100.0,
+    think: Annotated[str | None, typer.Option(
+        help="Think time between a client's ops: 100ms (the default), 0 for none.",
+        show_default=False)] = None,
+    think_ms: Annotated[float | None, typer.Option(hidden=True, help="Deprecated: --think.")
+                        ] = None,
     inc_fraction: Annotated[float, typer.Option(help="Fraction of increments.")] = 0.2,
     low_load_clients: Annotated[int, typer.Option(help="Clients of the by-region experiment.")
                                 ] = 15,
@@ -329,8 +332,11 @@ def bench(
                            ] = "2m",
     violation_initial: Annotated[int, typer.Option(help="Initial value of the violations "
                                                         "experiment.")] = 100,
-    sync_ms: Annotated[float, typer.Option(help="Inter-DC synchronisation period (ms).")
-                       ] = 200.0,
+    sync: Annotated[str | None, typer.Option(
+        help="Inter-DC synchronisation period: 200ms (the default), 1s.",
+        show_default=False)] = None,
+    sync_ms: Annotated[float | None, typer.Option(hidden=True, help="Deprecated: --sync.")
+                       ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the clients' choices.")] = 1,
     out: Annotated[Path, typer.Option(help="Directory that receives the run directory.")
                    ] = Path("runs"),
@@ -341,9 +347,11 @@ def bench(
     Example: replicalab counter bench --kind redis --clients 3,15,30 --duration 20s
     """
     if store is not None:
-        sys.stderr.write(f"note: --store {store} is deprecated here; use --kind {store}\n")
+        note(f"--store {store} is deprecated here; use --kind {store}")
     store = kind or store or "redis"
     try:
+        think_ms = duration_ms(think, "--think", think_ms, "--think-ms", "100ms")
+        sync_ms = duration_ms(sync, "--sync", sync_ms, "--sync-ms", "200ms")
         spec = BenchSpec(store=store, configs=_names(configs, "--configs"),
                          experiments=_names(experiments, "--experiments"),
                          clients=_ints(clients, "--clients"),
@@ -398,8 +406,11 @@ def serve(
                                             "is written (ms); 0 = no batching.")] = 2.0,
     batch_max: Annotated[int, typer.Option(help="Group commit: most operations per write.")
                          ] = 256,
-    sync_ms: Annotated[float, typer.Option(help="Period of state sync with the other DCs "
-                                           "(ms).")] = 200.0,
+    sync: Annotated[str | None, typer.Option(
+        help="Period of state sync with the other DCs: 200ms (the default), 1s.",
+        show_default=False)] = None,
+    sync_ms: Annotated[float | None, typer.Option(hidden=True, help="Deprecated: --sync.")
+                       ] = None,
     threshold: Annotated[int, typer.Option(help="Ask another DC for rights below this many."
                                            )] = 20,
     seed: Annotated[int, typer.Option(help="Seed of retry jitter.")] = 0,
@@ -415,6 +426,7 @@ def serve(
     from replicalab.counters import server
 
     try:
+        sync_ms = duration_ms(sync, "--sync", sync_ms, "--sync-ms", "200ms")
         topo = parse_stores(stores, serving=True)
         if dc not in topo.dcs:
             raise ValueError(f"--dc {dc!r} is not one of the data centres given with --store "

@@ -11,6 +11,22 @@ from typing import Any, NoReturn
 
 DEBUG = {"on": False}
 _CONSOLE: list[Any] = []
+_NOTES: list[str] = []
+
+
+def note(text: str) -> None:
+    """Queue ``note: text`` for stderr (a deprecation, not an error): printed before the
+    command's first output, dropped if the command ends on bad input (its one error line
+    says all)."""
+    if text not in _NOTES:
+        _NOTES.append(text)
+
+
+def flush_notes() -> None:
+    """Print the queued notes on stderr, once each."""
+    while _NOTES:
+        sys.stderr.write(f"note: {_NOTES.pop(0)}\n")
+    sys.stderr.flush()
 
 
 class UserError(Exception):
@@ -40,6 +56,10 @@ def fail(message: str, code: int = 2) -> NoReturn:
     printed literally (brackets in a name or a hint are kept)."""
     from rich.text import Text
 
+    if code == 2:
+        _NOTES.clear()  # bad input: one line, the error
+    else:
+        flush_notes()
     line = " ".join(str(message).split())  # one line, whatever the message held
     stderr_console().print(Text.assemble(("error:", "bold red"), " ", line))
     sys.exit(code)

@@ -15,8 +15,9 @@ from replicalab.checkers.load import SIMPLEDB_2011, PriceTable, p99_ms, parse_pr
 from replicalab.cli.errors import UserError, fail
 from replicalab.cli.output import TableData, out_console, say, show
 from replicalab.cli.progress import Tick, progress_bar
-from replicalab.cli.timeparse import parse_duration_s
+from replicalab.cli.timeparse import duration_ms, parse_duration_s
 from replicalab.history.rundir import Run
+from replicalab.stores.base import redact_url
 from replicalab.workloads.distributed import RayMissing
 from replicalab.workloads.load import LoadSpec, default_loop
 from replicalab.workloads.load_runner import RampPlan, parse_ramp, run_load
@@ -137,7 +138,7 @@ def _finish(run: Run, as_json: bool) -> None:
     if sla is not None and sla["best_rate_per_s"] is None:
         lowest = min(s["rate_per_s"] for s in r["steps"])
         fail(f"no offered rate meets p99 < {sla['sla_p99_ms']:g} ms (not even {lowest:g}/s); "
-             f"lower the ramp's start or raise --sla-p99-ms; results are in {run.run_dir}")
+             f"lower the ramp's start or raise --sla-p99; results are in {run.run_dir}")
 
 
 def reachable(url: str) -> None:
@@ -146,7 +147,6 @@ def reachable(url: str) -> None:
     if url.startswith("sim://"):
         return
     from replicalab.stores import StoreError, open_store
-    from replicalab.stores.base import redact_url
 
     store = open_store(url, 1)
 
@@ -182,10 +182,16 @@ class StepPacer:
         return f"{rate}step {self.done + 1} of {'up to ' if self.steps > 1 else ''}{self.steps}"
 
     def __call__(self, fraction: float, what: str | None = None) -> None:
-        """run_load's callback: ``fraction`` of the steps are done."""
+        """run_load's callback: ``fraction`` of the steps are done; ``what``, when given,
+        names the step starting now (the rate it really offers)."""
         self.done = round(fraction * self.steps)
         self.t_step = time.monotonic()
-        self.tick(fraction, self.what() if fraction < 1 else "saving the history")
+        if what is not None:
+            self.tick(fraction, what)
+        elif fraction >= 1:
+            self.tick(fraction, "saving the history")
+        else:
+            self.tick(fraction)
 
     def _run(self) -> None:
         while not self._stop.wait(0.5):
@@ -209,9 +215,11 @@ def _go(spec: LoadSpec, mode: str, plan: RampPlan | None, workers: int, ray: str
         reachable(spec.store)
         rates = [spec.rate_per_s] if plan is None else plan.rates()
         steps = len(rates) + (plan.refine if plan is not None and mode == "sla" else 0)
-        with progress_bar(f"load {mode} on {spec.store}", not as_json) as tick, \
+        with progress_bar(f"load {mode} on {redact_url(spec.store)}", not as_json) as tick, \
                 StepPacer(tick, steps, spec.duration_s, rates) as pacer:
             run = run_load(spec, out, mode, plan, workers, ray, table, pacer)
+            if run.interrupted:
+                tick.interrupted()
     except (ValueError, UserError, RayMissing) as err:
         fail(str(err))
     _finish(run, as_json)
@@ -281,8 +289,11 @@ def ramp_cmd(
 @load_app.command("sla")
 def sla_cmd(
     ramp: Ramp,
-    sla_p99_ms: Annotated[float, typer.Option(help="Target: response-time p99 below this "
-                                              "(ms).")],
+    sla_p99: Annotated[str | None, typer.Option(
+        help="Target: response-time p99 below this: 200ms, 1.5s (required).",
+        show_default=False)] = None,
+    sla_p99_ms: Annotated[float | None, typer.Option(hidden=True, help="Deprecated: --sla-p99."
+                                                     )] = None,
     store: Store = "sim://simpledb", step_duration: StepDuration = "10s",
     refine: Annotated[int, typer.Option(help="Extra bisection steps between the highest rate "
                                         "that met the SLA and the lowest that missed.")] = 3,
@@ -296,9 +307,12 @@ def sla_cmd(
 ) -> None:
     """Find the highest offered rate whose response-time p99 stays under a target.
 
-    Example: replicalab load sla --store sim://simpledb --ramp 100:2000:100 --sla-p99-ms 100
+    Example: replicalab load sla --store sim://simpledb --ramp 100:2000:100 --sla-p99 100ms
     """
     try:
+        if sla_p99 is None and sla_p99_ms is None:
+            raise ValueError("load sla needs --sla-p99, the p99 target, e.g. --sla-p99 200ms")
+        sla_p99_ms = duration_ms(sla_p99, "--sla-p99", sla_p99_ms, "--sla-p99-ms", "0")
         plan = _plan(ramp, step_duration, max_error_rate, fail_p99_ms, sla_p99_ms, refine)
         spec = _spec(store, plan.start_per_s, step_duration, arrivals, read_ratio, keyspace,
                      max_in_flight, consistency, timeout, drain, client, seed, loop,

@@ -98,7 +98,9 @@ def load_verb(name: str) -> Any:
             sub.add_typer(getattr(module, f"{name}_app"), name=name)
         else:
             sub.command(name=name)(getattr(module, name))
-    return typer.main.get_group(sub).commands.get(name)
+    from replicalab.cli.metavars import word_metavars
+
+    return word_metavars(typer.main.get_group(sub).commands.get(name))
 
 
 class LazyGroup(typer.core.TyperGroup):
@@ -199,6 +201,9 @@ def _run() -> None:
 
             err_console.print_exception()
         fail(f"{type(e).__name__}: {e} (run with --debug for the traceback)", 1)
+    from replicalab.cli.errors import flush_notes
+
+    flush_notes()  # a command that printed nothing still says what is deprecated
     if code == 130:  # Typer turns a KeyboardInterrupt inside a command into exit code 130
         fail("interrupted", 130)
     sys.exit(code if isinstance(code, int) else 0)

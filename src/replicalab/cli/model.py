@@ -17,6 +17,7 @@ from replicalab.cli.errors import fail
 from replicalab.cli.model_params import build, describe, load_toml, parse_compare, parse_sets
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import Phases, progress_bar
+from replicalab.cli.timeparse import duration_ms
 from replicalab.history import load_history
 from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.models import pbs as pbs_model
@@ -61,8 +62,11 @@ def pbs(
     regions: Annotated[str | None, typer.Option(
         help="Region set of the replicas: lan, dc3, aws5 (default lan; dc3 with --against).")
                        ] = None,
-    apply_ms: Annotated[float, typer.Option(help="Mean exponential apply delay at a replica "
-                                            "(ms).")] = 10.0,
+    apply: Annotated[str | None, typer.Option(
+        help="Mean exponential apply delay at a replica: 10ms (the default), 0.5s.",
+        show_default=False)] = None,
+    apply_ms: Annotated[float | None, typer.Option(hidden=True, help="Deprecated: --apply."
+                                                   )] = None,
     client_rtt_ms: Annotated[float, typer.Option(help="Client-replica RTT in one region (ms).")
                              ] = 0.427,
     client_sd_ms: Annotated[float, typer.Option(help="Its standard deviation (ms).")] = 0.0476,
@@ -94,7 +98,7 @@ def pbs(
 ) -> None:
     """Predict how stale an N/R/W quorum store reads (PBS t-visibility and k-staleness).
 
-    Example: replicalab model pbs --n 3 --r 1 --w 1 --apply-ms 10
+    Example: replicalab model pbs --n 3 --r 1 --w 1 --apply 10ms
     Against Cassandra: replicalab model pbs --n 3 --r 1 --w 1 --against cassandra
     """
     if against is not None or duration is not None or pairs is not None \
@@ -116,6 +120,7 @@ def pbs(
         return
     regions = regions or "lan"
     try:
+        apply_ms = duration_ms(apply, "--apply", apply_ms, "--apply-ms", "10ms")
         if not t_max_ms > 0:
             raise ValueError(f"--t-max-ms must be positive (got {t_max_ms})")
         if from_run is not None:

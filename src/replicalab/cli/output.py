@@ -94,6 +94,9 @@ class TableData:
 
 def say(text: str = "", *, err: bool = False) -> None:
     """Print ``text`` literally (no markup, no highlighting) on stdout, or stderr."""
+    from replicalab.cli.errors import flush_notes
+
+    flush_notes()  # deprecation notes come before the command's first output
     stream = sys.stderr if err else sys.stdout
     stream.write(text + "\n")
     stream.flush()
@@ -213,6 +216,9 @@ def render(t: TableData, width: int | None) -> str:
 
 def show(tables: TableData | Iterable[TableData]) -> None:
     """Print one table or several on stdout (see the module docstring for the layout)."""
+    from replicalab.cli.errors import flush_notes
+
+    flush_notes()
     for t in [tables] if isinstance(tables, TableData) else tables:
         if not stdout_console().is_terminal:
             sys.stdout.write(render(t, None) + "\n")

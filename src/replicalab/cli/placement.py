@@ -8,6 +8,7 @@ the order of registration does not matter, Typer builds the group when the CLI r
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -18,9 +19,10 @@ import typer
 from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
-from replicalab.cli.timeparse import parse_duration_s
+from replicalab.cli.timeparse import note_once, parse_duration_s
 from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.placement import simulate as sim
+from replicalab.placement.policies import described
 from replicalab.placement.workloads import WORKLOADS
 
 placement_app = typer.Typer(
@@ -58,12 +60,15 @@ def _table(results: dict[str, Any]) -> TableData:
 def simulate_cmd(
     workload: Annotated[str, typer.Option(
         help=f"Access pattern: {', '.join(WORKLOADS)}.")] = "locality",
-    policies: Annotated[str | None, typer.Option(
+    policy: Annotated[str | None, typer.Option(
         help="Comma-separated policies with optional parameters, e.g. "
              "static,consecutive:n=3,majority:window_ms=30000,ema:alpha=0.1,cog,"
-             "cog:mode=continuous:alpha=0.1,cog:balance=0.25,oracle "
+             "cog:mode=continuous:alpha=0.1,cog:balance=0.25,oracle. Policies (parameters; "
+             f"balance= for every one): {described()} "
              f"[default: {sim.DEFAULT_POLICIES}; skew: {sim.SKEW_POLICIES}].",
         show_default=False)] = None,
+    policies: Annotated[str | None, typer.Option(hidden=True, help="Deprecated: --policy."
+                                                 )] = None,
     regions: Annotated[str | None, typer.Option(
         help="Region matrix, or a subset of one: aws15, aws15:us-east-1,eu-west-1,... "
              "[default: aws15; skew: 5 of aws15].", show_default=False)] = None,
@@ -91,26 +96,33 @@ def simulate_cmd(
     """Simulate seed 002's migration policies on 15 AWS regions and compare them with static
     placement and an oracle: latency, migrations, ping-pong and load balance over time.
 
-    Example: replicalab placement simulate --workload shared --policies
+    Example: replicalab placement simulate --workload shared --policy
     static,consecutive,majority,ema,cog --regions aws15 --objects 3000
     """
     try:
+        if policies is not None:
+            if policy is not None:
+                raise ValueError("--policies is the old name of --policy; give only --policy")
+            note_once("--policies is deprecated; use --policy (one or several, "
+                      "comma-separated)")
         duration_s = None if duration is None else parse_duration_s(duration, "--duration")
-        exp = sim.experiment(workload, policies=policies, regions=regions, objects=objects,
+        exp = sim.experiment(workload, policies=policy or policies, regions=regions,
+                             objects=objects,
                              requests=requests, duration_s=duration_s, seed=seed,
                              balance=balance,
                              pingpong_ms=parse_duration_s(pingpong, "--pingpong") * 1000.0)
         sim.check(exp)
-    except ValueError as e:
-        fail(str(e))
-    try:
-        run_dir = make_run_dir(out, f"placement-{exp.workload}", exp.regions.split(":")[0])
+        writable(out)
     except ValueError as e:
         fail(str(e))
     label = f"placement {exp.workload}: {len(exp.policies)} policies"
     with progress_bar(label, enabled=not as_json) as tick:
         results = sim.run_experiment(
             exp, progress=lambda k, n, what: tick(k / n, what or "metrics"))
+    try:  # made once there is something to save: a Ctrl-C above leaves no empty directory
+        run_dir = make_run_dir(out, f"placement-{exp.workload}", exp.regions.split(":")[0])
+    except ValueError as e:
+        fail(str(e))
     results["command"] = shlex.join(["replicalab", "placement", "simulate", *sys.argv[3:]])
     save_results(results, run_dir)
     from replicalab.report.placement import render_placement_report
@@ -124,6 +136,19 @@ def simulate_cmd(
     show(table)
     say(f"run directory: {run_dir}")
     say(f"report: {report}")
+
+
+def writable(out: Path) -> None:
+    """Raise ValueError naming --out if run directories cannot be made under ``out`` (made
+    if missing; no run directory is made here)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"cannot write to output directory {out}: {err.strerror}; pass "
+                         "--out with a writable directory") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ValueError(f"cannot write to output directory {out}: permission denied; pass "
+                         "--out with a writable directory")
 
 
 def register(app: typer.Typer) -> None:

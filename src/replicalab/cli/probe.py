@@ -95,13 +95,18 @@ def finish(run: Run, as_json: bool) -> None:
 
     report = render_report(run.results, run.run_dir)
     table = summary_table(run.results, f"{run.results['workload']} on "
-                          f"{run.results['store']} ({run.results['consistency']})")
+                          f"{run.results['store']} ({run.results['consistency']})"
+                          + (" - PARTIAL: the run was cut short"
+                             if run.results.get("partial") else ""))
+    keys = run.keys.to_json() if run.keys is not None else None
     if as_json:
         sys.stdout.write(json.dumps({**run.results, "run_dir": str(run.run_dir),
-                                     "report": str(report), "tables": [table.to_json()]},
-                                    sort_keys=True) + "\n")
+                                     "report": str(report), "tables": [table.to_json()],
+                                     "keys": keys}, sort_keys=True) + "\n")
     else:
         show(table)
+        if run.keys is not None:
+            say(run.keys.line())
         say(f"report: {report}")
     if run.interrupted:
         fail(f"interrupted; the history so far and a partial report are in {run.run_dir}", 130)
@@ -195,6 +200,12 @@ def probe(
         help="TOML file of [[fault]] tables (action, at, for, node or region, ms).")] = None,
     cluster: Annotated[str | None, typer.Option(
         help="Cluster the faults act on (default: the one whose URL is --store).")] = None,
+    prefix: Annotated[str | None, typer.Option(
+        help="Real stores: the key prefix every key of the run goes under (default "
+             "replicalab/RUN-ID/; printed before the run).", show_default=False)] = None,
+    keep: Annotated[bool, typer.Option(
+        "--keep", help="Real stores: keep the run's keys (by default they are removed at "
+                       "the end).")] = False,
     **workload_flags: Any,
 ) -> None:
     """Probe a store's consistency as its clients see it.
@@ -204,6 +215,9 @@ def probe(
     Example: replicalab probe --workload sweep --clients 1,10,100 --total 2000 --variants put
 
     Example: replicalab probe --workload register --keys 5 --clients 10 --mix read=50,cas=50
+
+    Example: replicalab probe --store 'redis://:PASSWORD@HOST:6379/2' --duration 2m
+    (your own store: keys under a prefix, removed at the end; docs/your-store.md)
     """
     try:
         opts = ProbeOptions(consistency=consistency, duration_s=parse_duration_s(duration,
@@ -214,10 +228,13 @@ def probe(
         registry.get(workload)
         spec = ProbeSpec(store=store, workload=workload, options=opts,
                          config=workload_config(workload, workload_flags),
+                         key_prefix=prefix, keep_keys=keep,
                          **_fault_options(store, fault or [], faults, cluster))
         check_within(spec.faults, opts.duration_s)
         with progress_bar(f"{workload} on {redact_url(store)}", not as_json) as tick:
             run = run_probe(spec, out, tick, announce=lambda line: say(line, err=True))
+            if run.interrupted or run.error:
+                tick.interrupted("interrupted" if run.interrupted else "stopped early")
     except (ValueError, UserError) as err:
         fail(str(err))
     finish(run, as_json)
@@ -255,15 +272,25 @@ _with_workload_flags(probe)
 
 
 def report(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory written by probe or load.")],
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by probe, load, "
+                                             "queue run or placement live.")],
 ) -> None:
     """Re-check a saved run from its history and re-render its report; says whether the
-    re-check agrees with the saved results.
+    re-check agrees with the saved results (a queue run: every delivery accounted for
+    again; a placement-live run: lost writes).
 
     Example: replicalab report runs/20261122T010203Z-staleness-sim-simpledb
     """
     try:
         what = rundir.kind(run_dir, "report")
+        if what in (rundir.QUEUE, rundir.PLACEMENT_LIVE):
+            from replicalab.cli.recheck import report_placement_live, report_queue
+
+            page, line = (report_queue if what == rundir.QUEUE else report_placement_live)(
+                run_dir)
+            say(f"report: {page}")
+            say(line)
+            return
         if what == rundir.LOAD:
             from replicalab.report.load import render_load_report
 

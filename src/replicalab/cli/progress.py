@@ -19,7 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column
 from rich.text import Text
 
-from replicalab.cli.errors import err_console
+from replicalab.cli.errors import err_console, flush_notes
 
 HEARTBEAT_S = 60.0
 """Piped output: a line at least this often during one long phase."""
@@ -148,6 +148,7 @@ class _Silent(Tick):
 @contextmanager
 def progress_bar(label: str, enabled: bool = True) -> Iterator[Tick]:
     """Yield a :class:`Tick` for a run described by ``label`` (e.g. ``compare on dc3``)."""
+    flush_notes()  # the command got past its checks: its deprecation notes, then progress
     if not enabled:
         yield _Silent()
         return

@@ -1,9 +1,12 @@
 """What a path given to ``report`` or ``export`` is, and the one line that says what to pass.
 
 Commands write several kinds of directory: probe runs (``history.parquet`` and a config
-with the probe's spec), load runs (the same files plus ``intended.parquet``), comparisons,
-model runs and benches (``results.json`` with their own kind), CLT runs (``clt.parquet``).
-``report`` and ``export`` work on run directories with a history; anything else gets a
+with the probe's spec), load runs (the same files plus ``intended.parquet``), queue runs
+(``queue.parquet``, every queue operation), placement-live runs (``history.parquet`` of the
+clients and migrations), comparisons, model runs and benches (``results.json`` with their
+own kind), CLT runs (``clt.parquet``). ``report`` and ``export`` work on every run directory
+with a history; ``check`` (linearizability) on those whose history is of registers (probe
+and load runs) and names the command that re-checks the others; anything else gets a
 message naming what it is and what to do instead of a missing-file error.
 """
 
@@ -13,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-PROBE, LOAD = "probe", "load"
+PROBE, LOAD, QUEUE, PLACEMENT_LIVE = "probe", "load", "queue", "placement-live"
 
 
 def _results(path: Path) -> dict[str, Any]:
@@ -43,8 +46,9 @@ def _run_dirs_in(path: Path) -> list[Path]:
 
 
 def kind(path: Path, command: str) -> str:
-    """Return PROBE or LOAD for a run directory with a history that ``command`` can use;
-    raise ValueError with one line saying what ``path`` is and what to pass instead."""
+    """Return PROBE, LOAD, QUEUE or PLACEMENT_LIVE for a run directory with a history that
+    ``command`` can use; raise ValueError with one line saying what ``path`` is and what to
+    pass instead."""
     example = "runs/<UTC time>-staleness-sim-simpledb"
     if not path.exists():
         raise ValueError(f"{path} does not exist; pass a run directory such as {example} "
@@ -58,9 +62,20 @@ def kind(path: Path, command: str) -> str:
         raise ValueError(f"{path} is a CLT run; use `replicalab clt report {path}` (it has "
                          "no operation history to re-check or export)")
     results, config = _results(path), _config(path)
-    if results.get("kind") == "placement-live" and command == "report":
-        raise ValueError(f"{path} is a placement-live run: its report is {path / 'report.html'}"
-                         f" (its history exports with `replicalab export {path}`)")
+    if (path / "queue.parquet").exists():
+        if command == "check":
+            raise ValueError(f"{path} is a queue run: its record is of deliveries, not of "
+                             "registers; `replicalab report "
+                             f"{path}` re-checks it (exactly once, lost, duplicates)")
+        return QUEUE
+    interrupted_live = ((path / "history.parquet").exists() and "store" in config
+                        and "spec" not in config)  # saved before its results were
+    if results.get("kind") == "placement-live" or interrupted_live:
+        if command == "check":
+            raise ValueError(f"{path} is a placement-live run: its migrations are not register "
+                             "writes; `replicalab report "
+                             f"{path}` re-checks its history for lost writes")
+        return PLACEMENT_LIVE
     if (path / "history.parquet").exists():
         if "mode" in config and isinstance(config.get("spec"), dict) and \
                 "rate_per_s" in config["spec"]:
@@ -73,6 +88,9 @@ def kind(path: Path, command: str) -> str:
                 f"{inner[-1]}" if inner else "")
         report = path / "report.html"
         shown = f"its report is {report}" if report.exists() else "it has no history"
+        if what == "queue-compare" and inner:
+            hint = (f"; each of its runs is a queue run, e.g. replicalab {command} "
+                    f"{inner[-1]}")
         raise ValueError(f"{path} is a {what} run, not a probe run: {shown}{hint}")
     inner = _run_dirs_in(path)
     if inner:

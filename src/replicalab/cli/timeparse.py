@@ -1,16 +1,47 @@
-"""Durations on the command line: ``300``, ``300s``, ``500ms``, ``5m``, ``1h``."""
+"""Durations on the command line: ``300s``, ``500ms``, ``5m``, ``1h`` (and, deprecated, a bare
+``300`` read as seconds); the old ``--x-ms`` options that took bare milliseconds."""
 
 from __future__ import annotations
 
 import re
 
+from replicalab.cli.errors import note as note_once
+
 _UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
-def parse_duration_s(text: str, flag: str) -> float:
-    """Return ``text`` as seconds (> 0); ValueError names the flag and the accepted forms."""
+def parse_duration(text: str, flag: str, bare_unit: str = "s") -> float:
+    """Return ``text`` as seconds (> 0): a number with a unit (ms, s, m, h, d), or a bare
+    number in ``bare_unit`` with a deprecation note; ValueError names the flag and the
+    accepted forms."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h|d)?\s*", text)
-    value = float(m.group(1)) * _UNITS[m.group(2) or "s"] if m else 0.0
+    value = float(m.group(1)) * _UNITS[m.group(2) or bare_unit] if m else 0.0
     if not m or value <= 0:
         raise ValueError(f"{flag} {text!r} must be a positive duration like 500ms, 30s, 5m or 1h")
+    if m.group(2) is None:
+        note_once(f"{flag} {text.strip()}: a number without a unit is read as "
+                  f"{text.strip()}{bare_unit}; write the unit (bare numbers are deprecated)")
     return value
+
+
+def parse_duration_s(text: str, flag: str) -> float:
+    """Return ``text`` as seconds (> 0); a bare number is seconds (deprecated, noted)."""
+    return parse_duration(text, flag, "s")
+
+
+def duration_ms(text: str | None, flag: str, old_ms: float | None, old_flag: str,
+                default: str) -> float:
+    """Return the milliseconds of a duration option that replaced a bare-milliseconds one:
+    ``text`` given to ``flag`` (e.g. ``--think 20ms``), else ``old_ms`` given to the
+    deprecated ``old_flag`` (``--think-ms 20``, noted), else ``default``."""
+    if text is not None and old_ms is not None:
+        raise ValueError(f"{old_flag} is the old name of {flag}; give only {flag}")
+    if old_ms is not None:
+        if old_ms < 0:
+            raise ValueError(f"{old_flag} {old_ms:g} must not be negative")
+        note_once(f"{old_flag} is deprecated; use {flag} {old_ms:g}ms")
+        return old_ms
+    chosen = default if text is None else text
+    if chosen.strip() in ("0", "0ms", "0s"):
+        return 0.0
+    return parse_duration(chosen, flag) * 1000.0

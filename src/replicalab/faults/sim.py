@@ -22,7 +22,8 @@ from replicalab.faults.nemesis import run_schedule
 from replicalab.faults.schedule import Fault, check_cluster_faults
 from replicalab.history import History
 from replicalab.runtime import Runtime
-from replicalab.sim.network import NS_PER_MS, Network, Node
+from replicalab.runtime.base import NS_PER_MS
+from replicalab.sim.network import Network, Node
 
 FAULTABLE = ("primary", "quorum")
 

@@ -6,7 +6,7 @@ Other checkers (Elle, Knossos, Porcupine) read these; times are ns, as Jepsen's 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +46,40 @@ def events(h: History) -> Iterator[dict[str, Any]]:
         yield {"index": i, **ev}
 
 
-def to_jsonl(h: History, path: Path) -> int:
-    """Write events as JSON lines to ``path``; return the number of events."""
+def record_events(cols: Mapping[str, Sequence[Any]]) -> Iterator[dict[str, Any]]:
+    """Yield Jepsen-style events ordered by time from a record of rows that are not
+    register operations (a queue run's: ``kind`` is the event's ``f``; ``process``,
+    ``invoke_ns``, ``complete_ns``, ``outcome`` as in a History, every other column kept as
+    a field of the ``value`` map)."""
+    kinds, procs = cols["kind"], cols["process"]
+    inv, comp, outcome = cols["invoke_ns"], cols["complete_ns"], cols["outcome"]
+    fields = [c for c in cols if c not in ("kind", "process", "invoke_ns", "complete_ns",
+                                           "outcome")]
+    rows: list[tuple[int, int, dict[str, Any]]] = []
+    for i in range(len(kinds)):
+        value = {c: cols[c][i] for c in fields if cols[c][i] not in ("", None)}
+        base = {"process": procs[i], "f": kinds[i], "value": value}
+        rows.append((inv[i], 2 * i, {**base, "type": "invoke", "time": inv[i]}))
+        if outcome[i] != "invoke":
+            rows.append((comp[i], 2 * i + 1, {**base, "type": outcome[i], "time": comp[i]}))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    for n, (_, _, ev) in enumerate(rows):
+        yield {"index": n, **ev}
+
+
+def write_jsonl(evs: Iterable[dict[str, Any]], path: Path) -> int:
+    """Write ``evs`` as JSON lines to ``path``; return the number of events."""
     n = 0
     with path.open("w") as out:
-        for ev in events(h):
+        for ev in evs:
             out.write(json.dumps(ev) + "\n")
             n += 1
     return n
+
+
+def to_jsonl(h: History, path: Path) -> int:
+    """Write events as JSON lines to ``path``; return the number of events."""
+    return write_jsonl(events(h), path)
 
 
 def _edn(v: Any) -> str:
@@ -77,9 +103,14 @@ _KEYWORD_FIELDS = {"type", "f", "consistency"}
 
 def to_edn(h: History, path: Path) -> int:
     """Write events as one EDN map per line (Jepsen's history.edn); return the count."""
+    return write_edn(events(h), path)
+
+
+def write_edn(evs: Iterable[dict[str, Any]], path: Path) -> int:
+    """Write ``evs`` as one EDN map per line; return the count."""
     n = 0
     with path.open("w") as out:
-        for ev in events(h):
+        for ev in evs:
             parts = []
             for k, v in ev.items():
                 if k in _KEYWORD_FIELDS or (k == "process" and v == "nemesis"):

@@ -1,5 +1,6 @@
 """The numba-compiled loop of ``kernel.py`` (see there): every policy and the filter over
-whole request arrays. Kept apart so numba is imported only when a simulation runs."""
+whole request arrays, and ``run_fast``, its entry. Kept apart so numba is imported only when
+a simulation runs (``simulate.run_policy`` imports this module on first use)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from replicalab.placement.kernel import (
     EMA,
     MAJORITY,
     ORACLE,
+    Trace,
 )
+from replicalab.placement.matrix import nearest_order
 
 
 @numba.njit(cache=True)
@@ -159,3 +162,28 @@ def run(code, n_consecutive, window_ms, alpha, rtt, near, obj, region, t_ms, own
             loads[own] -= 1
             loads[target] += 1
     return n_mig
+
+
+def run_fast(code: int, rtt_ms: np.ndarray, obj: np.ndarray, region: np.ndarray,
+             t_ms: np.ndarray, owner0: np.ndarray, *, n_consecutive: int = 3,
+             window_ms: float = 1.0, alpha: float = 0.1, capacity: int = -1,
+             plan: np.ndarray | None = None, pingpong_ms: float = 0.0) -> Trace:
+    """Return the Trace of the policy of branch ``code`` over the stream, starting from owners
+    ``owner0``; ``capacity`` objects per region for the filter (-1: no filter); ``plan`` the
+    oracle's per-request targets (``policies.oracle_plan``)."""
+    m = int(obj.shape[0])
+    owner = np.array(owner0, dtype=np.int64)
+    rtt = np.ascontiguousarray(rtt_ms, dtype=np.float64)
+    latency = np.empty(m, np.float64)
+    mig_index = np.empty(m, np.int64)
+    mig_from = np.empty(m, np.int64)
+    mig_to = np.empty(m, np.int64)
+    mig_pp = np.empty(m, np.bool_)
+    n = run(code, int(n_consecutive), float(window_ms), float(alpha), rtt,
+             nearest_order(rtt), np.ascontiguousarray(obj, dtype=np.int64),
+             np.ascontiguousarray(region, dtype=np.int64),
+             np.ascontiguousarray(t_ms, dtype=np.float64), owner, int(capacity),
+             np.zeros(0, np.int64) if plan is None else np.ascontiguousarray(plan, np.int64),
+             float(pingpong_ms), latency, mig_index, mig_from, mig_to, mig_pp)
+    return Trace(latency, mig_index[:n].copy(), mig_from[:n].copy(), mig_to[:n].copy(),
+                 mig_pp[:n].copy(), owner)

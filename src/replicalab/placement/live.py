@@ -55,9 +55,9 @@ from replicalab.placement.directory import (
     value_key,
 )
 from replicalab.runtime import Runtime
+from replicalab.runtime.base import NS_PER_MS
 from replicalab.stores.base import ABSENT, Client, ConditionFailed, StoreError, Unavailable
 
-NS_PER_MS = 1_000_000
 STEPS = ("freeze", "copy", "commit", "activate", "retire")
 """The migration steps in order; a halt hook is called after each."""
 

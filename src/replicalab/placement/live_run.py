@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -34,26 +34,14 @@ from replicalab.history import History, encode_value
 from replicalab.placement.live import Conns, LiveOptions, Migration, Router, migrate, seed_objects
 from replicalab.placement.live_check import LostWrites, lost_writes
 from replicalab.placement.live_deploy import Deployment
+from replicalab.placement.policies import Policy
+from replicalab.runtime.base import NS_PER_MS, NS_PER_S
 from replicalab.stores import StoreError, Unavailable
 
-NS_PER_MS = 1_000_000
-NS_PER_S = 1_000_000_000
 MIGRATOR = -2
 """History process id of migrations (as Jepsen's nemesis is -1)."""
 FINAL = -3
 """History process id of the final read of every object."""
-
-
-class Policy(Protocol):
-    """A migration policy fed one access at a time (``placement/policies.py``)."""
-
-    def hit(self, obj: int, region: int, t_ms: float) -> int | None:
-        """Return the region ``obj`` should move to after this access, or None."""
-        ...
-
-    def moved(self, obj: int, region: int) -> None:
-        """Tell the policy ``obj`` now lives in ``region``."""
-        ...
 
 
 PolicyFactory = Callable[[list[str], list[int]], Policy]

@@ -48,6 +48,13 @@ Every policy takes ``balance`` (a share of the objects, 0 < balance <= 1): the l
 filter. A region may own at most ``floor(balance * objects)`` objects; when the policy's target
 is full the object goes to the next best region with room, and stays where it is if its owner
 comes first in that order. Placements that start above capacity are not corrected.
+
+A policy is one class (a subclass of :class:`PolicyBase`) carrying its ``name``, its
+parameters (``PARAMS``), how it is built from them (``build``), the colour of its curves, the
+branch of the compiled loop that replays it (``kernel_code``, see ``kernel.py``; None: the
+simulator feeds it one access at a time) with that loop's arguments (``fast_args``), and one
+line of :data:`POLICIES` (or :func:`register`). Everything that lists, parses, simulates,
+runs live or draws policies reads them from there.
 """
 
 from __future__ import annotations
@@ -55,25 +62,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from replicalab.placement import kernel
 from replicalab.placement.matrix import RegionMatrix, nearest_order
 
 DEFAULT_WINDOW_MS = 30_000.0
 DEFAULT_N = 3
 DEFAULT_ALPHA = 0.1
-NAMES = ("static", "consecutive", "majority", "ema", "cog", "oracle")
-# name -> {parameter: type}; ``balance`` applies to all.
-PARAMS: dict[str, dict[str, type]] = {
-    "static": {},
-    "consecutive": {"n": int},
-    "majority": {"window_ms": float},
-    "ema": {"alpha": float},
-    "cog": {"mode": str, "window_ms": float, "alpha": float},
-    "oracle": {"window_ms": float},
-}
 
 
 class Policy(Protocol):
@@ -106,8 +104,21 @@ class Requests:
         return int(self.obj.shape[0])
 
 
-class _Base:
-    name = "static"
+class PolicyBase:
+    """What every policy class declares and shares (see the module docstring).
+
+    Class attributes: ``name`` (as ``--policies`` spells it), ``PARAMS`` (parameter -> type;
+    ``balance`` applies to every policy), ``color`` (of its curves in the reports),
+    ``kernel_code`` (its branch of the compiled loop in ``kernel.py``/``jit.py``; None runs it
+    on the reference path), ``needs_requests`` (it must see the whole stream in advance, so
+    it cannot run live). Instances keep the owner of every object; the defaults of ``hit``,
+    ``moved`` and ``ranked`` never migrate, record a move and rank regions by RTT."""
+
+    name: ClassVar[str] = ""
+    PARAMS: ClassVar[dict[str, type]] = {}
+    color: ClassVar[str] = ""
+    kernel_code: ClassVar[int | None] = None
+    needs_requests: ClassVar[bool] = False
 
     def __init__(self, regions: RegionMatrix, owner: Sequence[int] | np.ndarray) -> None:
         self.regions = regions
@@ -117,24 +128,51 @@ class _Base:
         self._near: list[list[int]] = nearest_order(regions.rtt_ms).tolist()
         self.params: dict[str, Any] = {}
 
+    @classmethod
+    def build(cls, regions: RegionMatrix, owner: np.ndarray, kw: dict[str, Any],
+              requests: Requests | None) -> PolicyBase:
+        """Return the policy with parameters ``kw`` (already of their ``PARAMS`` types);
+        ValueError names a bad value."""
+        return cls(regions, owner, **kw)
+
+    @classmethod
+    def periodic(cls, params: dict[str, str]) -> bool:
+        """Return True if, with ``params``, the policy decides once per ``window_ms``."""
+        return False
+
+    def fast_args(self) -> dict[str, Any] | None:
+        """Return the arguments of ``jit.run_fast`` that replay this policy (``code``
+        included), or None if it has no fast path."""
+        return None if self.kernel_code is None else {"code": self.kernel_code}
+
     def hit(self, obj: int, region: int, t_ms: float) -> int | None:
+        """Return the region to migrate ``obj`` to after this access, or None."""
         return None
 
     def moved(self, obj: int, region: int) -> None:
+        """Record that ``obj`` is now owned by ``region`` (by any cause)."""
         self.owner[obj] = region
 
     def ranked(self, obj: int, target: int) -> Sequence[int]:
+        """Return all region ids, best first, starting with ``target``."""
         return self._near[target]
 
 
-class Static(_Base):
+class Static(PolicyBase):
     """Never migrates."""
 
+    name = "static"
+    color = "#7f7f7f"
+    kernel_code = kernel.STATIC
 
-class Consecutive(_Base):
+
+class Consecutive(PolicyBase):
     """Migrate to a region that made the last ``n`` accesses in a row."""
 
     name = "consecutive"
+    PARAMS: ClassVar[dict[str, type]] = {"n": int}
+    color = "#ff7f0e"
+    kernel_code = kernel.CONSECUTIVE
 
     def __init__(self, regions: RegionMatrix, owner: Sequence[int] | np.ndarray,
                  n: int = DEFAULT_N) -> None:
@@ -143,6 +181,18 @@ class Consecutive(_Base):
         self.params = {"n": n}
         self.last = [-1] * len(self.owner)
         self.run = [0] * len(self.owner)
+
+    @classmethod
+    def build(cls, regions: RegionMatrix, owner: np.ndarray, kw: dict[str, Any],
+              requests: Requests | None) -> PolicyBase:
+        """Return the policy (ValueError if ``n`` < 1)."""
+        if kw.get("n", DEFAULT_N) < 1:
+            raise ValueError("policy consecutive: n must be at least 1 access")
+        return cls(regions, owner, **kw)
+
+    def fast_args(self) -> dict[str, Any] | None:
+        """Return the fast path's arguments: the run length ``n``."""
+        return {"code": self.kernel_code, "n_consecutive": self.n}
 
     def hit(self, obj: int, region: int, t_ms: float) -> int | None:
         if self.last[obj] == region:
@@ -155,8 +205,10 @@ class Consecutive(_Base):
         return None
 
 
-class _Periodic(_Base):
+class _Periodic(PolicyBase):
     """Counts accesses per region over periods of ``window_ms``; decides on a closed period."""
+
+    PARAMS: ClassVar[dict[str, type]] = {"window_ms": float}
 
     def __init__(self, regions: RegionMatrix, owner: Sequence[int] | np.ndarray,
                  window_ms: float = DEFAULT_WINDOW_MS) -> None:
@@ -165,6 +217,15 @@ class _Periodic(_Base):
         self.params = {"window_ms": window_ms}
         self.period = [-1] * len(self.owner)
         self.counts = [[0] * self.n_regions for _ in self.owner]
+
+    @classmethod
+    def periodic(cls, params: dict[str, str]) -> bool:
+        """Return True: the policy decides once per period."""
+        return True
+
+    def fast_args(self) -> dict[str, Any] | None:
+        """Return the fast path's arguments: the period ``window_ms``."""
+        return {"code": self.kernel_code, "window_ms": self.window_ms}
 
     def _decide(self, obj: int, counts: list[int]) -> int | None:
         raise NotImplementedError
@@ -185,6 +246,8 @@ class Majority(_Periodic):
     """Migrate to the region with the most accesses over the last period."""
 
     name = "majority"
+    color = "#2ca02c"
+    kernel_code = kernel.MAJORITY
 
     def _decide(self, obj: int, counts: list[int]) -> int | None:
         best = max(counts)
@@ -214,6 +277,8 @@ class CogPeriodic(_Periodic):
     """Center of gravity on the last period's access counts."""
 
     name = "cog"
+    color = "#1f77b4"
+    kernel_code = kernel.COG_PERIODIC
 
     def __init__(self, regions: RegionMatrix, owner: Sequence[int] | np.ndarray,
                  window_ms: float = DEFAULT_WINDOW_MS) -> None:
@@ -231,10 +296,13 @@ class CogPeriodic(_Periodic):
         return [target, *(c for c in order if c != target)]
 
 
-class CogContinuous(_Base):
+class CogContinuous(PolicyBase):
     """Center of gravity on exponentially decaying weights, re-decided on every access."""
 
     name = "cog"
+    PARAMS: ClassVar[dict[str, type]] = {"alpha": float}
+    color = "#1f77b4"
+    kernel_code = kernel.COG_CONTINUOUS
 
     def __init__(self, regions: RegionMatrix, owner: Sequence[int] | np.ndarray,
                  alpha: float = DEFAULT_ALPHA) -> None:
@@ -243,6 +311,10 @@ class CogContinuous(_Base):
         self.params = {"mode": "continuous", "alpha": alpha}
         # all weight on the initial owner: L_c = rtt_ms[owner, c]
         self.scores = [self.rtt[o].copy() for o in self.owner]
+
+    def fast_args(self) -> dict[str, Any] | None:
+        """Return the fast path's arguments: the decay ``alpha``."""
+        return {"code": self.kernel_code, "alpha": self.alpha}
 
     def hit(self, obj: int, region: int, t_ms: float) -> int | None:
         s = self.scores[obj]
@@ -255,10 +327,45 @@ class CogContinuous(_Base):
         return [target, *(c for c in order if c != target)]
 
 
-class Ema(_Base):
+class Cog(PolicyBase):
+    """Center of gravity, periodic (``window_ms``) or continuous (``alpha``) by ``mode``:
+    builds a :class:`CogPeriodic` or a :class:`CogContinuous`."""
+
+    name = "cog"
+    PARAMS: ClassVar[dict[str, type]] = {"mode": str, "window_ms": float, "alpha": float}
+    color = "#1f77b4"
+
+    @classmethod
+    def build(cls, regions: RegionMatrix, owner: np.ndarray, kw: dict[str, Any],
+              requests: Requests | None) -> PolicyBase:
+        """Return the periodic or continuous CoG (ValueError for a parameter of the other
+        mode or an unknown mode)."""
+        mode = kw.pop("mode", "periodic")
+        if mode == "periodic":
+            if "alpha" in kw:
+                raise ValueError("policy cog: alpha applies to mode=continuous; periodic takes "
+                                 "window_ms")
+            return CogPeriodic(regions, owner, **kw)
+        if mode == "continuous":
+            if "window_ms" in kw:
+                raise ValueError("policy cog: window_ms applies to mode=periodic; continuous "
+                                 "takes alpha")
+            return CogContinuous(regions, owner, **kw)
+        raise ValueError(f"policy cog: mode {mode!r} must be periodic or continuous")
+
+    @classmethod
+    def periodic(cls, params: dict[str, str]) -> bool:
+        """Return True unless ``mode=continuous``."""
+        return params.get("mode", "periodic") == "periodic"
+
+
+class Ema(PolicyBase):
     """Exponential moving average of region ids; moves one id at a time towards it."""
 
     name = "ema"
+    PARAMS: ClassVar[dict[str, type]] = {"alpha": float}
+    color = "#d62728"
+    kernel_code = kernel.EMA
 
     def __init__(self, regions: RegionMatrix, owner: Sequence[int] | np.ndarray,
                  alpha: float = DEFAULT_ALPHA) -> None:
@@ -266,6 +373,10 @@ class Ema(_Base):
         self.alpha = alpha
         self.params = {"alpha": alpha}
         self.avg = [float(o) for o in self.owner]
+
+    def fast_args(self) -> dict[str, Any] | None:
+        """Return the fast path's arguments: the weight ``alpha``."""
+        return {"code": self.kernel_code, "alpha": self.alpha}
 
     def hit(self, obj: int, region: int, t_ms: float) -> int | None:
         e = self.alpha * region + (1.0 - self.alpha) * self.avg[obj]
@@ -321,10 +432,14 @@ def oracle_plan(requests: Requests, rtt_ms: np.ndarray, window_ms: float) -> np.
     return out
 
 
-class Oracle(_Base):
+class Oracle(PolicyBase):
     """Moves each object, ahead of each period, to where that period's accesses cost least."""
 
     name = "oracle"
+    PARAMS: ClassVar[dict[str, type]] = {"window_ms": float}
+    color = "#000000"
+    kernel_code = kernel.ORACLE
+    needs_requests = True
 
     def __init__(self, regions: RegionMatrix, owner: Sequence[int] | np.ndarray,
                  requests: Requests, window_ms: float = DEFAULT_WINDOW_MS) -> None:
@@ -335,6 +450,18 @@ class Oracle(_Base):
         self.plan: list[int] = oracle_plan(requests, regions.rtt_ms, window_ms).tolist()
         self._objs: list[int] = np.asarray(requests.obj).tolist()
         self.i = 0
+
+    @classmethod
+    def build(cls, regions: RegionMatrix, owner: np.ndarray, kw: dict[str, Any],
+              requests: Requests | None) -> PolicyBase:
+        """Return the oracle (ValueError without the request stream)."""
+        if requests is None:
+            raise ValueError("policy oracle needs the whole request stream (requests=)")
+        return cls(regions, owner, requests, **kw)
+
+    def fast_args(self) -> dict[str, Any] | None:
+        """Return the fast path's arguments: the planned target of every request."""
+        return {"code": self.kernel_code, "plan": np.asarray(self.plan, np.int64)}
 
     def hit(self, obj: int, region: int, t_ms: float) -> int | None:
         i = self.i
@@ -350,7 +477,7 @@ class Oracle(_Base):
 class Balanced:
     """The load-balancing filter around any policy: no migration into a full region."""
 
-    def __init__(self, inner: _Base, capacity_share: float) -> None:
+    def __init__(self, inner: PolicyBase, capacity_share: float) -> None:
         n_objects, n_regions = len(inner.owner), inner.n_regions
         self.inner = inner
         self.name = inner.name
@@ -383,6 +510,11 @@ class Balanced:
     def ranked(self, obj: int, target: int) -> Sequence[int]:
         return self.inner.ranked(obj, target)
 
+    def fast_args(self) -> dict[str, Any] | None:
+        """Return the inner policy's fast-path arguments with this filter's capacity."""
+        args = self.inner.fast_args()
+        return None if args is None else {**args, "capacity": self.capacity}
+
 
 def capacity_objects(share: float, n_objects: int, n_regions: int) -> int:
     """Return how many objects one region may own under ``share`` (ValueError if the share
@@ -409,14 +541,44 @@ def _convert(name: str, key: str, value: Any, kind: type) -> Any:
     return v
 
 
+POLICIES: dict[str, type[PolicyBase]] = {
+    cls.name: cls for cls in (Static, Consecutive, Majority, Ema, Cog, Oracle)}
+"""Every policy by name, in the order help and defaults list them: one line per policy."""
+
+
+def register(cls: type[PolicyBase]) -> None:
+    """Make policy ``cls.name`` available to ``--policies``, ``--policy`` and the reports."""
+    POLICIES[cls.name] = cls
+
+
+def names() -> list[str]:
+    """Return the name of every policy."""
+    return list(POLICIES)
+
+
+def policy_class(name: str) -> type[PolicyBase]:
+    """Return the class of policy ``name`` (ValueError listing the known ones)."""
+    try:
+        return POLICIES[name]
+    except KeyError:
+        raise ValueError(f"unknown policy {name!r}; use one of {', '.join(POLICIES)}"
+                         ) from None
+
+
+def described() -> str:
+    """Return every policy with its parameters, for --help: ``static, consecutive (n),
+    ...``."""
+    return ", ".join(f"{n} ({', '.join(c.PARAMS)})" if c.PARAMS else n
+                     for n, c in POLICIES.items())
+
+
 def make_policy(name: str, regions: RegionMatrix, owner: Sequence[int] | np.ndarray,
                 **params: Any) -> Policy:
     """Return policy ``name`` with ``params`` (strings are converted: CLI specs pass them so)
     on ``regions`` with initial owners ``owner`` (one region id per object); wrapped in the
     load-balancing filter when ``balance`` is given. ``oracle`` needs ``requests=``. Raises
     ValueError with one line naming an unknown policy, parameter or bad value."""
-    if name not in PARAMS:
-        raise ValueError(f"unknown policy {name!r}; use one of {', '.join(NAMES)}")
+    cls = policy_class(name)
     owner_arr = np.asarray(owner)
     if owner_arr.ndim != 1 or owner_arr.size == 0 or (
             owner_arr.size and (owner_arr.min() < 0 or owner_arr.max() >= regions.size)):
@@ -424,52 +586,22 @@ def make_policy(name: str, regions: RegionMatrix, owner: Sequence[int] | np.ndar
     params = dict(params)
     balance = params.pop("balance", None)
     requests = params.pop("requests", None)
-    allowed = PARAMS[name]
+    allowed = cls.PARAMS
     for key in params:
         if key not in allowed:
             can = ", ".join(allowed) or "no parameters"
             raise ValueError(f"policy {name} has no parameter {key!r}; it takes {can}"
                              f"{' and' if allowed else ', only'} balance")
     kw = {k: _convert(name, k, v, allowed[k]) for k, v in params.items()}
-    inner = _build(name, regions, owner_arr, kw, requests)
-    if balance is None:
-        return inner
-    return Balanced(inner, _convert(name, "balance", balance, float))
-
-
-def _build(name: str, regions: RegionMatrix, owner: np.ndarray, kw: dict[str, Any],
-           requests: Requests | None) -> _Base:
     if "window_ms" in kw and not kw["window_ms"] > 0:
         raise ValueError(f"policy {name}: window_ms must be > 0 (a period in ms)")
     if "alpha" in kw and not 0 < kw["alpha"] <= 1:
         raise ValueError(f"policy {name}: alpha must be in (0, 1] (the weight of the newest "
                          "access)")
-    if name == "static":
-        return Static(regions, owner)
-    if name == "consecutive":
-        if kw.get("n", DEFAULT_N) < 1:
-            raise ValueError("policy consecutive: n must be at least 1 access")
-        return Consecutive(regions, owner, **kw)
-    if name == "majority":
-        return Majority(regions, owner, **kw)
-    if name == "ema":
-        return Ema(regions, owner, **kw)
-    if name == "cog":
-        mode = kw.pop("mode", "periodic")
-        if mode == "periodic":
-            if "alpha" in kw:
-                raise ValueError("policy cog: alpha applies to mode=continuous; periodic takes "
-                                 "window_ms")
-            return CogPeriodic(regions, owner, **kw)
-        if mode == "continuous":
-            if "window_ms" in kw:
-                raise ValueError("policy cog: window_ms applies to mode=periodic; continuous "
-                                 "takes alpha")
-            return CogContinuous(regions, owner, **kw)
-        raise ValueError(f"policy cog: mode {mode!r} must be periodic or continuous")
-    if requests is None:
-        raise ValueError("policy oracle needs the whole request stream (requests=)")
-    return Oracle(regions, owner, requests, **kw)
+    inner = cls.build(regions, owner_arr, kw, requests)
+    if balance is None:
+        return inner
+    return Balanced(inner, _convert(name, "balance", balance, float))
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
@@ -483,6 +615,5 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
             raise ValueError(f"policy spec {spec!r}: {part!r} must be key=value, e.g. "
                              "consecutive:n=5 or cog:balance=0.25")
         params[key.strip()] = value.strip()
-    if name.strip() not in PARAMS:
-        raise ValueError(f"unknown policy {name.strip()!r}; use one of {', '.join(NAMES)}")
+    policy_class(name.strip())
     return name.strip(), params

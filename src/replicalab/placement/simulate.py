@@ -18,22 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from replicalab.placement import kernel, metrics, workloads
+from replicalab.placement import metrics, workloads
 from replicalab.placement.kernel import Trace
 from replicalab.placement.matrix import RegionMatrix, region_matrix
-from replicalab.placement.policies import (
-    Balanced,
-    CogContinuous,
-    CogPeriodic,
-    Consecutive,
-    Ema,
-    Majority,
-    Oracle,
-    Requests,
-    Static,
-    make_policy,
-    parse_spec,
-)
+from replicalab.placement.policies import Requests, make_policy, parse_spec, policy_class
 
 DEFAULT_POLICIES = "static,consecutive,majority,ema,cog,oracle"
 SKEW_POLICIES = "static,cog,cog:balance=0.25,oracle"
@@ -72,7 +60,7 @@ def policy_specs(text: str, balance: float | None = None) -> list[PolicySpec]:
 def build(spec: PolicySpec, regions: RegionMatrix, owner0: np.ndarray,
           requests: Requests) -> Any:
     """Return the reference policy object for ``spec`` (ValueError on bad parameters)."""
-    extra = {"requests": requests} if spec.name == "oracle" else {}
+    extra = {"requests": requests} if policy_class(spec.name).needs_requests else {}
     try:
         return make_policy(spec.name, regions, owner0, **spec.params, **extra)
     except ValueError as e:
@@ -112,38 +100,17 @@ def run_reference(policy: Any, regions: RegionMatrix, requests: Requests, owner0
                  np.array(mt, np.int64), np.array(mp, np.bool_), np.array(owner, np.int64))
 
 
-def _fast_args(policy: Any) -> dict[str, Any]:
-    capacity = -1
-    if isinstance(policy, Balanced):
-        capacity = policy.capacity
-        policy = policy.inner
-    args: dict[str, Any] = {"capacity": capacity}
-    if isinstance(policy, Consecutive):
-        args.update(code=kernel.CONSECUTIVE, n_consecutive=policy.n)
-    elif isinstance(policy, Majority):
-        args.update(code=kernel.MAJORITY, window_ms=policy.window_ms)
-    elif isinstance(policy, CogPeriodic):
-        args.update(code=kernel.COG_PERIODIC, window_ms=policy.window_ms)
-    elif isinstance(policy, CogContinuous):
-        args.update(code=kernel.COG_CONTINUOUS, alpha=policy.alpha)
-    elif isinstance(policy, Ema):
-        args.update(code=kernel.EMA, alpha=policy.alpha)
-    elif isinstance(policy, Oracle):
-        args.update(code=kernel.ORACLE, plan=np.asarray(policy.plan, np.int64))
-    elif isinstance(policy, Static):
-        args.update(code=kernel.STATIC)
-    else:
-        raise TypeError(f"no fast path for {type(policy).__name__}")
-    return args
-
-
 def run_policy(policy: Any, regions: RegionMatrix, requests: Requests, owner0: np.ndarray,
                pingpong_ms: float = PINGPONG_MS) -> Trace:
     """Return the Trace of ``policy`` (from ``build``) on the compiled fast path; equal to
-    ``run_reference`` on the same input."""
-    args = _fast_args(policy)
+    ``run_reference`` on the same input (which runs a policy without a fast path)."""
+    args = policy.fast_args()
+    if args is None:
+        return run_reference(policy, regions, requests, owner0, pingpong_ms)
+    from replicalab.placement import jit  # numba loads on first use, not at import
+
     code = args.pop("code")
-    return kernel.run_fast(code, regions.rtt_ms, requests.obj, requests.region,
+    return jit.run_fast(code, regions.rtt_ms, requests.obj, requests.region,
                            requests.t_ms, owner0, pingpong_ms=pingpong_ms, **args)
 
 

@@ -69,7 +69,7 @@ def results_of(spec: QueueSpec, o: QueueOutcome) -> dict[str, Any]:
                      "messages not reached, none counted lost)")
     return {"kind": "queue", "schema_version": SCHEMA_VERSION, "spec": spec.to_json(),
             "queue": o.queue_info, "central": o.central_info, "summary": summary,
-            "checker": checked, "dead_letters": o.dead_letters[:100], "notes": notes}
+            "checker": checked, "dead_letters": o.dead_letters, "notes": notes}
 
 
 def _save(run_dir: Path, spec: QueueSpec, o: QueueOutcome, results: dict[str, Any]) -> None:

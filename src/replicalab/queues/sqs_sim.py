@@ -52,13 +52,12 @@ from replicalab.queues.base import (
 )
 from replicalab.regions import region_set
 from replicalab.runtime import VirtualRuntime
+from replicalab.runtime.base import NS_PER_MS, NS_PER_S
 from replicalab.sim.errors import Lost
 from replicalab.sim.network import Delay, Network, Node
 from replicalab.sim.params import parse_params, require
 from replicalab.sim.random import Stream
 
-NS_PER_MS = 1_000_000
-NS_PER_S = 1_000_000_000
 MAX_BATCH = 10  # SQS ReceiveMessage MaxNumberOfMessages is 1..10
 MAX_VISIBILITY_S = 43_200.0  # 12 hours, SQS's maximum visibility timeout
 

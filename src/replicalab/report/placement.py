@@ -12,26 +12,42 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
+from replicalab.placement.policies import policy_class
 from replicalab.report.page import Page, esc, num, write_page
 from replicalab.report.plots import plain
 
-# Fixed colours per policy so every figure of a report (and of different reports) matches.
-COLORS = {"static": "#7f7f7f", "consecutive": "#ff7f0e", "majority": "#2ca02c",
-           "ema": "#d62728", "cog": "#1f77b4", "oracle": "#000000"}
 _EXTRA = ("#9467bd", "#17becf", "#8c564b", "#e377c2", "#bcbd22")
+
+
+def policy_color(name: str) -> str:
+    """Return the colour of policy ``name``'s curves: the one its class declares, so every
+    figure of a report (and of different reports) matches; a spare one if it has none."""
+    try:
+        return policy_class(name).color or _EXTRA[0]
+    except ValueError:
+        return _EXTRA[0]
+
+
+def _is_bound(name: str) -> bool:
+    """Return True for a policy that knows the future (the oracle): a bound, drawn dotted."""
+    try:
+        return policy_class(name).needs_requests
+    except ValueError:
+        return False
 
 
 def _style(entries: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Return matplotlib line styles per policy label: colour by policy name, dashed when the
-    load-balancing filter is on, dotted for the oracle; repeated names get spare colours."""
+    load-balancing filter is on, dotted for the oracle (a policy that knows the future);
+    repeated names get spare colours."""
     seen: dict[str, int] = {}
     out = {}
     for e in entries:
         name, label = e["name"], e["policy"]
         k = seen.get(name, 0)
         seen[name] = k + 1
-        color = COLORS.get(name, _EXTRA[0]) if k == 0 else _EXTRA[(k - 1) % len(_EXTRA)]
-        style = ":" if name == "oracle" else "--" if "balance" in e["params"] else "-"
+        color = policy_color(name) if k == 0 else _EXTRA[(k - 1) % len(_EXTRA)]
+        style = ":" if _is_bound(name) else "--" if "balance" in e["params"] else "-"
         out[label] = {"color": color, "linestyle": style, "linewidth": 1.6}
     return out
 

@@ -12,10 +12,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
 from replicalab.report.page import Page, esc, num, write_page
-from replicalab.report.placement import COLORS, time_axes
+from replicalab.report.placement import policy_color, time_axes
 
-_MANAGED = COLORS["cog"]
-_STATIC = COLORS["static"]
+_MANAGED = policy_color("cog")
+_STATIC = policy_color("static")
 
 
 def _floats(values: list[Any]) -> np.ndarray:

@@ -20,10 +20,9 @@ from typing import Any
 
 from replicalab.regions import RegionSet
 from replicalab.runtime import Runtime
+from replicalab.runtime.base import NS_PER_MS
 from replicalab.sim.errors import Lost
 from replicalab.sim.random import Stream
-
-NS_PER_MS = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 
 from replicalab.regions import LAN_RTT_MS, LAN_SD_MS, RegionSet
 from replicalab.runtime import Runtime
+from replicalab.runtime.base import NS_PER_MS
 from replicalab.sim.errors import Lost
-from replicalab.sim.network import NS_PER_MS, Delay, Network, Node
+from replicalab.sim.network import Delay, Network, Node
 from replicalab.sim.params import require
 from replicalab.sim.random import Stream
 

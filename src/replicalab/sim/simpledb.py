@@ -30,8 +30,9 @@ from typing import Any, ClassVar
 
 from replicalab.regions import RegionSet
 from replicalab.runtime import Runtime
+from replicalab.runtime.base import NS_PER_MS
 from replicalab.sim.errors import ConditionNotMet, NotExpressible
-from replicalab.sim.network import NS_PER_MS, Delay, Network, Node
+from replicalab.sim.network import Delay, Network, Node
 from replicalab.sim.params import require
 from replicalab.sim.random import Stream
 from replicalab.sim.scheme import domain_of, expectation_holds

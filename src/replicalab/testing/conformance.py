@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from replicalab.runtime.base import NS_PER_S
 from replicalab.stores.base import (
     ABSENT,
     ConditionFailed,
@@ -45,7 +46,6 @@ from replicalab.stores.prefix import PrefixedStore
 from replicalab.stores.registry import open_store
 from replicalab.testing.stall import Staller, staller_for
 
-NS_PER_S = 1_000_000_000
 CONVERGE_S = 30.0
 """How long an eventual read may take to return an acknowledged write (store time)."""
 STALL_LIMIT_S = 30.0

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-NS_PER_S = 1_000_000_000
+from replicalab.runtime.base import NS_PER_S
+
 PROCESSES = ("uniform", "poisson")
 MAX_ARRIVALS = 50_000_000  # 400 MB of offsets: a bound on one schedule, not a target
 

@@ -11,12 +11,12 @@ import numpy as np
 
 from replicalab.history import History
 from replicalab.runtime import Runtime
+from replicalab.runtime.base import NS_PER_S
 from replicalab.stores import Feature, Store
 
 if TYPE_CHECKING:
     from replicalab.workloads.recorder import Recorder
 
-NS_PER_S = 1_000_000_000
 SCHEMA_VERSION = 1
 
 

@@ -17,15 +17,9 @@ import numpy as np
 
 from replicalab.checkers.extract import element_ops
 from replicalab.history import History, encode_value
+from replicalab.runtime.base import NS_PER_S
 from replicalab.stores import Feature, Store
-from replicalab.workloads.base import (
-    NS_PER_S,
-    Flag,
-    ProbeOptions,
-    Workload,
-    deadline,
-    envelope,
-)
+from replicalab.workloads.base import Flag, ProbeOptions, Workload, deadline, envelope
 from replicalab.workloads.recorder import Recorder
 from replicalab.workloads.slots import Slots
 

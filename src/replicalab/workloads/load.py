@@ -40,11 +40,11 @@ from replicalab.checkers.load import (
 from replicalab.history import History, encode_value
 from replicalab.history.core import OpType
 from replicalab.runtime import Runtime
+from replicalab.runtime.base import NS_PER_S
 from replicalab.stores import Client, Feature, Store, open_store
 from replicalab.workloads.arrivals import arrival_offsets_ns, check_arrivals
 from replicalab.workloads.recorder import Recorder
 
-NS_PER_S = 1_000_000_000
 CLIENTS = ("store", "fast")
 LOOPS = ("uvloop", "asyncio")
 KEY_DOMAIN = "load"

@@ -34,15 +34,9 @@ import numpy as np
 
 from replicalab.history import History, OpType, encode_value
 from replicalab.runtime import Runtime
+from replicalab.runtime.base import NS_PER_S
 from replicalab.stores import Client, Feature, Store
-from replicalab.workloads.base import (
-    NS_PER_S,
-    Flag,
-    ProbeOptions,
-    Workload,
-    deadline,
-    envelope,
-)
+from replicalab.workloads.base import Flag, ProbeOptions, Workload, deadline, envelope
 from replicalab.workloads.recorder import Recorder
 
 DOMAIN = "register"

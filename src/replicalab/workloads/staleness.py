@@ -15,15 +15,9 @@ from replicalab.checkers.sessions import (
 )
 from replicalab.checkers.stats import parse_ranges
 from replicalab.history import History, encode_value
+from replicalab.runtime.base import NS_PER_S
 from replicalab.stores import Feature, Store
-from replicalab.workloads.base import (
-    NS_PER_S,
-    Flag,
-    ProbeOptions,
-    Workload,
-    deadline,
-    envelope,
-)
+from replicalab.workloads.base import Flag, ProbeOptions, Workload, deadline, envelope
 from replicalab.workloads.recorder import Recorder
 from replicalab.workloads.slots import Slots
 

@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 
 from replicalab.history import History, encode_value
+from replicalab.runtime.base import NS_PER_S
 from replicalab.stores import ABSENT, Client, Feature, Store, Unavailable
-from replicalab.workloads.base import NS_PER_S, Flag, ProbeOptions, Workload, envelope
+from replicalab.workloads.base import Flag, ProbeOptions, Workload, envelope
 from replicalab.workloads.recorder import Recorder
 
 DOMAIN = "sweep"

@@ -33,8 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from replicalab.runtime.base import NS_PER_MS
 from replicalab.runtime.virtual import VirtualRuntime
-from replicalab.sim.network import NS_PER_MS, Delay, Node
+from replicalab.sim.network import Delay, Node
 from replicalab.sim.random import Stream
 
 PILOT_RPS = 1000.0   # any load works: work per request does not depend on it

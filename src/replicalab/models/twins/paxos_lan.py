@@ -47,8 +47,9 @@ from replicalab.models.twins.capacity import (
     verdict,
 )
 from replicalab.regions import RegionSet
+from replicalab.runtime.base import NS_PER_MS
 from replicalab.runtime.virtual import VirtualRuntime
-from replicalab.sim.network import NS_PER_MS, Delay, Network, Node
+from replicalab.sim.network import Delay, Network, Node
 from replicalab.sim.random import Stream
 
 
