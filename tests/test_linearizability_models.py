@@ -270,3 +270,35 @@ def test_the_native_machines_give_the_pure_python_results(model, n, seed, keys):
         ops.append(LinOp(999, 9, "append", "k", "a", "info", 0, -1))  # the append machine
     assert linearizability.native_available(model, ops)
     assert _summary(check(ops, model)) == _summary(_reference(ops, model))
+
+
+# ------------------------------------------------------------- a queue run's history
+
+
+def _queue_run(tmp_path, url: str, *extra: str):
+    from replicalab.cli.main import app
+
+    r = CliRunner().invoke(app, ["queue", "run", "--queue", url, "--messages", "120",
+                                 "--consumers", "3", "--out", str(tmp_path), "--json", *extra])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)["run_dir"]
+
+
+def test_a_fifo_sqs_run_is_a_fifo_queue_per_group_and_a_standard_one_is_not(tmp_path):
+    """``--model fifo-queue`` on queue runs: sends are enqueues, deliveries dequeues, keyed
+    by message group. A FIFO ``sim://sqs`` whose leases outlast the processing hands out
+    every group's messages once and in order: linearizable. A standard queue redelivers
+    (and reorders): not, with the two deliveries that show it."""
+    fifo = _queue_run(tmp_path / "f", "sim://sqs?fifo=1&servers=1&copies=1",
+                      "--visibility", "5m")
+    r = CliRunner().invoke(_app(), ["check", fifo, "--model", "fifo-queue", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)["results"][0]
+    assert doc["valid"] is True and doc["keys"] == 16 and doc["ops"] == 240
+    std = _queue_run(tmp_path / "s", "sim://sqs", "--visibility", "1s", "--process", "2s")
+    r = CliRunner().invoke(_app(), ["check", std, "--model", "fifo-queue"])
+    assert r.exit_code == 1, r.output
+    assert "is not a FIFO queue" in r.output
+    assert "a FIFO queue hands" in r.output
+    r = CliRunner().invoke(_app(), ["check", std])  # the default model: one line, exit 2
+    assert r.exit_code == 2 and "--model fifo-queue" in r.stderr

@@ -393,6 +393,38 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
     ops = list(ops)
     if clock is None:
         clock = Clock(min((o.invoke_ns for o in ops), default=0) if t0_ns is None else t0_ns)
+    refuted: dict[Any, PartResult] = {}
+    order: list[Any] = []
+    if type(m).refute is not Model.refute:
+        # parts a pattern of the model refutes skip the search (their verdict is known)
+        rest: list[LinOp] = []
+        for key, part in m.partition(ops):
+            order.append(key)
+            r = _refuted(m, key, part, clock, cache_bytes, deadline_s)
+            if r is None:
+                rest += part
+            else:
+                refuted[key] = r
+        search_ops = rest
+    else:
+        search_ops = ops
+    final = _search_all(m, search_ops, deadline_s, cache_bytes, progress, clock,
+                        fail_fast and not refuted)
+    if refuted:
+        found = {p.key: p for p in final}
+        skip = fail_fast  # a refuted part is a part found not linearizable
+        final = [refuted[k] if k in refuted else
+                 PartResult(k, Verdict.SKIPPED, found[k].ops, None, None, None, 0.0)
+                 if skip else found[k] for k in order]
+    return CheckResult(m.name, overall([p.verdict for p in final]), len(ops), final,
+                       time.monotonic() - started)
+
+
+def _search_all(m: Model, ops: list[LinOp], deadline_s: float | None, cache_bytes: int,
+                progress: Callable[[int, int], None] | None, clock: Clock,
+                fail_fast: bool) -> list[PartResult]:
+    """Return every part's result: the native core when it runs the model, else the
+    Python pipeline."""
     machine = native_machine(m, ops) if ops and native_available(m, ops) else None
     if machine is not None:
         try:
@@ -400,14 +432,33 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
         except (TypeError, OverflowError):
             cols = None  # times, indexes or values that are not int64: Python takes them
         if cols is not None:
-            final = check_native(lambda rows: [ops[r] for r in rows], m, cols, deadline_s,
-                                 cache_bytes, progress, clock, fail_fast)
-            return CheckResult(m.name, overall([p.verdict for p in final]), len(ops), final,
-                               time.monotonic() - started)
-    final = _check_python(m, m.partition(ops), deadline_s, cache_bytes, progress, clock,
-                          fail_fast, register_core(m, ops))
-    return CheckResult(m.name, overall([p.verdict for p in final]), len(ops), final,
-                       time.monotonic() - started)
+            return check_native(lambda rows: [ops[r] for r in rows], m, cols, deadline_s,
+                                cache_bytes, progress, clock, fail_fast)
+    return _check_python(m, m.partition(ops), deadline_s, cache_bytes, progress, clock,
+                         fail_fast, register_core(m, ops))
+
+
+def _refuted(m: Model, key: Any, part: list[LinOp], clock: Clock, cache_bytes: int,
+             deadline_s: float | None) -> PartResult | None:
+    """Return the result of a part the model refutes without a search (its counterexample
+    confirmed and shrunk, 1-minimal), or None."""
+    started = time.monotonic()
+    ce = m.refute(part)
+    if not ce:
+        return None
+    machine = native_machine(m, part) if native_available(m, part) else None
+    search = PartSearch(m, part, cache_bytes, machine)
+    end = started + SHRINK_TIMEOUT_S
+    if deadline_s is not None:
+        end = min(end, deadline_s + SHRINK_GRACE_S)
+    if search.verdict(frozenset(o.index for o in ce), end) != Verdict.NOT_LINEARIZABLE:
+        return None  # not a counterexample after all: the search decides
+    kept = m.prepare(part)
+    small, minimal = shrink(ce, search.verdict, end)
+    small.sort(key=lambda o: (o.invoke_ns, o.index))
+    return PartResult(key, Verdict.NOT_LINEARIZABLE, len(part), [],
+                      [o.index for o in small], explain(small, kept, m, clock, minimal),
+                      time.monotonic() - started, minimal)
 
 
 def _check_python(m: Model, parts: list[tuple[Any, list[LinOp]]], deadline_s: float | None,

@@ -375,7 +375,7 @@ def explain(ce: Sequence[LinOp], part: Sequence[LinOp], model: Model, clock: Clo
     """Return one paragraph saying why the counterexample ``ce`` (of the ops ``part``) is
     not linearizable and listing its operations (as ``clock`` names points)."""
     ops = sorted(ce, key=lambda o: (o.invoke_ns, o.index))
-    head = _headline(ops, part, model, clock) or (
+    head = model.headline(ops, part, clock) or _headline(ops, part, model, clock) or (
         f"These {len(ops)} operations cannot be put in any order that respects real time "
         f"and the {model.name} model's rules, whatever the other operations did.")
     listed = "; ".join(f"{who(o.process)} {model.describe(o)} {clock.span(o)}"

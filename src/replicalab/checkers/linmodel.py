@@ -126,6 +126,18 @@ class Model:
         may or may not happen, a smaller search."""
         return set()
 
+    def refute(self, ops: Sequence[LinOp]) -> list[LinOp] | None:
+        """Return a few ops of the part ``ops`` that cannot be linearized whatever the others
+        did, found without a search (a pattern the model knows), or None (default: none).
+        The check then skips the search of that part: the verdict is known."""
+        return None
+
+    def headline(self, ce: Sequence[LinOp], part: Sequence[LinOp], clock: Any) -> str | None:
+        """Return the sentence saying why the counterexample ``ce`` (of the ops ``part``)
+        fails, points named by ``clock`` (``linexplain.Clock``), or None (default: the
+        explanation lists the ops under a general sentence)."""
+        return None
+
     def native_columns(self, ops: Sequence[LinOp]) -> NativeColumns:
         """Return ``ops`` as the native machine's columns (models with ``native``)."""
         raise NotImplementedError(f"the {self.name} model has no native machine")

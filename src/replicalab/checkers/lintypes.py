@@ -123,6 +123,90 @@ class FifoQueue(Model):
             return "an enqueue of nil cannot be told from a dequeue of an empty queue"
         return None
 
+    @staticmethod
+    def _taken(op: LinOp) -> bool:
+        """Whether ``op`` is a dequeue known to have returned a value."""
+        return (op.f == "dequeue" and op.outcome == "ok" and op.value is not None
+                and op.value is not UNRECORDED)
+
+    def refute(self, ops: Sequence[LinOp]) -> list[LinOp] | None:
+        """Return a counterexample found without a search, for values enqueued at most
+        once: a dequeue of a value no enqueue began before it ended; a value dequeued
+        twice; or two values dequeued in the opposite order of their enqueues (x's
+        enqueue completed before y's began, y's dequeue completed before x's began)."""
+        enq: dict[Any, list[LinOp]] = {}
+        deq: dict[Any, list[LinOp]] = {}
+        for o in ops:
+            if o.f == "enqueue" and o.outcome != "fail":
+                enq.setdefault(o.value, []).append(o)
+            elif self._taken(o):
+                deq.setdefault(o.value, []).append(o)
+        unique = []
+        for v, ds in deq.items():
+            es = enq.get(v, [])
+            if len(es) > 1:
+                continue  # a value enqueued again: no simple pattern
+            ds.sort(key=lambda o: (o.invoke_ns, o.index))
+            early = [d for d in ds if not es or es[0].invoke_ns >= d.complete_ns]
+            if early:
+                return [early[0]]
+            if len(ds) > 1:
+                return ds[:2]
+            if es[0].outcome == "ok":
+                unique.append((es[0], ds[0]))
+        # opposite order: sweep the dequeues by completion, keeping the one whose
+        # enqueue began latest among those completed so far
+        unique.sort(key=lambda p: p[1].complete_ns)
+        by_invoke = sorted(unique, key=lambda p: p[1].invoke_ns)
+        best: tuple[LinOp, LinOp] | None = None
+        i = 0
+        for ex, dx in by_invoke:
+            while i < len(unique) and unique[i][1].complete_ns < dx.invoke_ns:
+                if best is None or unique[i][0].invoke_ns > best[0].invoke_ns:
+                    best = unique[i]
+                i += 1
+            if best is not None and best[0].invoke_ns > ex.complete_ns:
+                return [best[1], dx]
+        return None
+
+    def useless(self, relaxed: Sequence[LinOp], constrained: Sequence[LinOp]) -> set[int]:
+        """Return the relaxed enqueues of a value no constrained dequeue returned (placed,
+        it could only stand in front of one), the relaxed dequeues of such values and of
+        nil: they could not help the constrained ops."""
+        wanted = {o.value for o in constrained if self._taken(o)}
+        return {o.index for o in relaxed
+                if (o.f == "enqueue" and o.value not in wanted)
+                or (o.f == "dequeue" and o.outcome == "optional"
+                    and (o.value is None or o.value not in wanted))}
+
+    def headline(self, ce: Sequence[LinOp], part: Sequence[LinOp], clock: Any) -> str | None:
+        """Return the sentence for the patterns :meth:`refute` finds."""
+        from replicalab.checkers.linexplain import who
+
+        ds = sorted((o for o in ce if self._taken(o)), key=lambda o: (o.invoke_ns, o.index))
+        if len(ce) == 1 and ds:
+            d = ds[0]
+            return (f"{who(d.process)} dequeued {show_value(d.value)} at "
+                    f"{clock.point(d.invoke_ns)}, which no enqueue began before it ended.")
+        if len(ce) == 2 and len(ds) == 2:
+            a, b = ds
+            if a.value == b.value:
+                return (f"{who(b.process)} dequeued {show_value(b.value)} at "
+                        f"{clock.point(b.invoke_ns)} although {who(a.process)} had dequeued "
+                        f"it already (at {clock.point(a.invoke_ns)}): a FIFO queue hands each "
+                        "value out once.")
+            enq = {o.value: o for o in part if o.f == "enqueue" and o.outcome == "ok"}
+            ey, ex = enq.get(a.value), enq.get(b.value)
+            if ex is not None and ey is not None and ex.complete_ns < ey.invoke_ns:
+                return (f"{who(b.process)} dequeued {show_value(b.value)} at "
+                        f"{clock.point(b.invoke_ns)} after {who(a.process)} had dequeued "
+                        f"{show_value(a.value)} (completed at {clock.point(a.complete_ns)}), "
+                        f"although {show_value(b.value)} was enqueued first (completed at "
+                        f"{clock.point(ex.complete_ns)}, before the enqueue of "
+                        f"{show_value(a.value)} began at {clock.point(ey.invoke_ns)}): a FIFO "
+                        "queue hands values out in the order they went in.")
+        return None
+
     def describe(self, op: LinOp) -> str:
         """Return "enqueue 3", "dequeue 3", "dequeue (empty)" or "dequeue ?"."""
         if op.f == "enqueue":

@@ -104,16 +104,24 @@ def _load_queue(path: Path, model: Any) -> Loaded:
     """Return a queue run's sends and deliveries as fifo-queue ops."""
     from replicalab.checkers.linexplain import Clock
     from replicalab.checkers.linqueue import queue_ops
+    from replicalab.cli import rundir
     from replicalab.queues.record import load_log
 
     if model.name != "fifo-queue":
-        raise ValueError(f"{path} is a queue run: check it with --model fifo-queue")
-    config = json.loads((path / "config.json").read_text()) if (
-        path / "config.json").exists() else {}
-    spec = config.get("spec", config) if isinstance(config, dict) else {}
-    info = config.get("queue", {}) if isinstance(config, dict) else {}
-    fifo = bool(info.get("fifo")) if isinstance(info, dict) else False
-    groups = int(spec.get("groups", 1)) if fifo and isinstance(spec, dict) else 1
+        try:
+            rundir.kind(path, "check")
+        except ValueError as err:
+            raise ValueError(f"{err}; or check its sends and deliveries as a FIFO queue: "
+                             "--model fifo-queue") from None
+    try:
+        config = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError):
+        config = {}
+    config = config if isinstance(config, dict) else {}
+    spec = config.get("spec") if isinstance(config.get("spec"), dict) else {}
+    info = config.get("queue") if isinstance(config.get("queue"), dict) else {}
+    fifo = bool(info.get("fifo"))
+    groups = int(spec.get("groups", 1)) if fifo else 1
     ops = queue_ops(load_log(path), groups)
     t0 = min((o.invoke_ns for o in ops), default=0)
     note = None if fifo else (
