@@ -9,6 +9,9 @@
 
 pub mod generic;
 pub mod intern;
+pub mod simpledb;
+pub mod simreads;
+pub mod simrt;
 pub mod kv;
 pub mod wgl;
 
@@ -398,6 +401,10 @@ fn replicalab_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(search_part_stats, m)?)?;
     m.add_function(wrap_pyfunction!(check_kv, m)?)?;
     m.add_function(wrap_pyfunction!(intern::encode_register_history, m)?)?;
+    m.add_class::<simrt::Stream>()?;
+    m.add_class::<simrt::SimNode>()?;
+    m.add_class::<simpledb::SimpleDbCore>()?;
+    m.add_class::<simreads::ReadCore>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
