@@ -10,10 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.servers import server_missing
 
 from replicalab.faults import powerloss
 from replicalab.faults.powerfs import PAGE_BYTES, PageCache
+from replicalab.faults.schedule import parse_fault
+from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads.runner import ProbeSpec, run_probe
+from servers import server_missing
 
 
 @pytest.fixture
@@ -91,3 +94,21 @@ def test_page_cache_overlays_truncates_and_syncs(tmp_path):
         assert c.lose() == (1, 1) and disk.read_bytes() == b"aaaaBB"
     finally:
         os.close(fd)
+
+
+def test_power_loss_fault_parses_with_every_node_by_default():
+    f = parse_fault("at=20s power-loss")
+    assert (f.action, f.at_s, f.for_s, f.target) == ("power-loss", 20.0, 1.0, "every node")
+    g = parse_fault("at=5s power-loss node=1 for=3s")
+    assert (g.node, g.for_s, g.label) == (1, 3.0, "power-loss n1")
+    with pytest.raises(ValueError, match="node=N or region=NAME, or no target"):
+        parse_fault("at=5s power-loss consumer=1")
+
+
+def test_a_simulated_store_refuses_a_power_loss(tmp_path):
+    spec = ProbeSpec(store="sim://primary?regions=dc3", workload="staleness",
+                     options=ProbeOptions(duration_s=30),
+                     faults=(parse_fault("at=5s power-loss"),))
+    with pytest.raises(ValueError, match="keeps no disk"):
+        run_probe(spec, tmp_path)
+    assert not any(tmp_path.iterdir())  # refused before a run directory was made

@@ -8,8 +8,10 @@ import dataclasses
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -175,3 +177,28 @@ def test_cli_json_on_a_simulated_store(tmp_path: Path):
     doc = json.loads(p.stdout)
     assert [c["prop"] for c in doc["cells"]] == ["consistency", "transactionality"]
     assert Path(doc["report"]).exists() and Path(doc["run_dir"], "scorecard.json").exists()
+
+
+def test_sigterm_keeps_the_cells_measured_and_writes_a_partial_chart(tmp_path: Path):
+    proc = subprocess.Popen([*EXE, "scorecard", "--kinds", f"{SIM},sim://simpledb", "--out",
+                             str(tmp_path)], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "COLUMNS": "100"})
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            saved = list(tmp_path.glob("*/scorecard.json"))
+            if saved and json.loads(saved[0].read_text() or "{}").get("cells"):
+                break  # a first cell is measured: interrupt the run (SIGTERM = Ctrl-C)
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "partial chart" in err.strip().splitlines()[-1]
+    run_dir = next(tmp_path.glob("*-scorecard-*"))
+    saved = json.loads((run_dir / "scorecard.json").read_text())
+    assert saved["interrupted"] is True and 1 <= len(saved["cells"]) < 12
+    html = (run_dir / "report.html").read_text()
+    assert "Interrupted" in html and 'class="cell pending"' in html

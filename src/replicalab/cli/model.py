@@ -16,15 +16,17 @@ from replicalab.checkers.freshness import since_ack
 from replicalab.cli.errors import fail
 from replicalab.cli.model_params import build, describe, load_toml, parse_compare, parse_sets
 from replicalab.cli.output import TableData, say, show
-from replicalab.cli.progress import Phases, progress_bar
+from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import duration_ms
+from replicalab.cluster import process
 from replicalab.history import load_history
 from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.models import pbs as pbs_model
 from replicalab.models.base import Curve
 from replicalab.models.registry import MODELS, ModelSpec
+from replicalab.models.validate import Divergence, comparison_table, validate_cost, validate_entry
 from replicalab.models.validate import compare as compare_curves
-from replicalab.models.validate import comparison_table, validate
+from replicalab.runtime.parallel import JobFailed, RayMissing, Workers
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec, run_probe
 from replicalab.workloads.staleness import KEY, StalenessConfig
@@ -322,12 +324,20 @@ def validate_command(
     tolerance: Annotated[float, typer.Option(
         help="Allowed relative gap in mean latency and in maximum throughput.")] = 0.10,
     seed: Annotated[int, typer.Option(help="Seed of the twins.")] = 1,
+    workers: Annotated[int, typer.Option(
+        help="Run the grid's independent twin simulations on this many local "
+             "processes.")] = 1,
+    ray: Annotated[str | None, typer.Option(
+        help="Run them as tasks on a Ray cluster: ADDRESS, or 'local' for a local "
+             "instance; needs replicalab[ray].")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Run every model and its discrete-event twin over a grid: latency and maximum
     throughput (the twin's measured by its own runs); report where they diverge.
 
     Example: replicalab model validate --model paxos-lan
+
+    Example: replicalab model validate --workers 2
     """
     names = [model] if model else list(MODELS)
     unknown = [n for n in names if n not in MODELS]
@@ -335,17 +345,30 @@ def validate_command(
         fail(f"--model {unknown[0]!r}: use one of {', '.join(MODELS)}")
     if not 0 < tolerance < 1 or rounds < 100:
         fail("--tolerance must be in (0, 1) and --rounds at least 100")
-    rows = []
-    grids = {name: MODELS[name].grid() for name in names}
-    with progress_bar("model validate", not as_json) as tick:
-        # each grid entry runs a model and its twin: the entries are the units of work
-        phases = Phases(tick, [(f"{name}: model vs twin", float(len(grids[name])))
-                               for name in names])
-        for name in names:
-            spec = MODELS[name]
-            for d in validate(grids[name], spec.curve, spec.twin, rounds, seed, tolerance,
-                              phases.start(f"{name}: model vs twin")):
-                rows.append({"model": name, **d.to_json()})
+    # every grid entry runs a model and its twin: the entries are the independent jobs,
+    # the slowest first so that two workers finish together
+    jobs = [(name, i, rounds, seed, tolerance) for name in names
+            for i in range(len(MODELS[name].grid()))]
+    order = sorted(range(len(jobs)), key=lambda j: -validate_cost(*jobs[j][:2]))
+    try:
+        pool = Workers(workers, ray, on_start=process.track)
+        pool.start(len(jobs))
+    except (RayMissing, ValueError) as err:
+        fail(str(err))
+    done = [0]
+    try:
+        with progress_bar("model validate", not as_json) as tick:
+            def finished(_i: int, _d: Divergence) -> None:
+                done[0] += 1
+                tick(done[0] / len(jobs))
+
+            found = pool.map(validate_entry, [jobs[j] for j in order], finished)
+    except JobFailed as err:
+        fail(f"a twin failed: {err}")
+    finally:
+        pool.close()
+    by_job = dict(zip(order, found, strict=True))
+    rows = [{"model": jobs[j][0], **by_job[j].to_json()} for j in range(len(jobs))]
     table = TableData.from_json(comparison_table(rows, tolerance), wrap=(1, 9),
                                 right=(2, 3, 4, 5, 6, 7))
     if as_json:

@@ -21,6 +21,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -45,6 +46,7 @@ from replicalab.placement.live_run import LiveConfig, LiveResult, run_live
 from replicalab.placement.matrix import RegionMatrix, region_matrix
 from replicalab.placement.policies import described, make_policy, parse_spec, policy_class
 from replicalab.placement.simulate import SCHEMA
+from replicalab.regions import RegionSet
 
 KINDS = ("sim", "redis", "postgresql")
 WINDOWS_PER_RUN = 6
@@ -213,30 +215,68 @@ def live(
     Example: replicalab placement live --kind redis --policy cog --regions dc3 --duration 30s
     """
     try:
-        duration_s = parse_duration_s(duration, "--duration")
-        think_ms = duration_ms(think, "--think", think_ms, "--think-ms", "20ms")
-        stuck_ms = duration_ms(stuck, "--stuck", stuck_ms, "--stuck-ms", "2s")
-        kind, urls = _store_kind(kind, store)
-        matrix = region_matrix(regions)
-        rs = region_set_of(matrix, regions)
-        name, params, note = _policy_spec(policy, duration_s)
-        if kind == "urls" and len(urls) != len(rs.regions):
-            raise ValueError(f"{len(urls)} store URLs for {len(rs.regions)} regions "
-                             f"({', '.join(rs.regions)}): give one URL per region")
-        cfg = LiveConfig(duration_s=duration_s, objects=objects, clients=clients,
-                         think_ms=think_ms, write_share=write_share,
-                         window_s=duration_s / 10, seed=seed,
-                         live=LiveOptions(stuck_ms=stuck_ms,
-                                          deadline_ms=max(15_000.0, 4 * stuck_ms)))
-        cfg.check()
-        make_policy(name, matrix, [0] * objects, **params)  # refuse bad parameters now
-        if kind == "urls":
-            asyncio.run(_check_reachable(urls))
-        run_dir = make_run_dir(out, "placement-live", kind if kind != "urls" else
-                               urls[0].split("://", 1)[0])
+        plan = _plan(kind, store, policy, regions, duration, objects, clients,
+                     (think, think_ms), write_share, (stuck, stuck_ms), seed, out)
     except ValueError as err:
         fail(str(err))
-    label = f"placement live: {policy} on {kind} ({len(rs.regions)} regions)"
+    res, history = _measure(plan, as_json)
+    _save_and_show(plan, res, history, as_json)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A checked ``placement live`` command: where it runs, the policy, the run config and
+    the run directory made for it."""
+
+    kind: str
+    urls: list[str]
+    rs: RegionSet
+    matrix: RegionMatrix
+    policy: str
+    name: str
+    params: dict[str, str]
+    note: str
+    cfg: LiveConfig
+    run_dir: Path
+
+
+def _plan(kind: str | None, store: str | None, policy: str, regions: str, duration: str,
+          objects: int, clients: int, think: tuple[str | None, float | None],
+          write_share: float, stuck: tuple[str | None, float | None], seed: int, out: Path
+          ) -> _Plan:
+    """Return the checked plan of a run and make its run directory (ValueError, before the
+    directory, for bad input or a store URL that does not answer). ``think`` and ``stuck``
+    are (--think, deprecated --think-ms) and (--stuck, --stuck-ms)."""
+    duration_s = parse_duration_s(duration, "--duration")
+    think_ms = duration_ms(think[0], "--think", think[1], "--think-ms", "20ms")
+    stuck_ms = duration_ms(stuck[0], "--stuck", stuck[1], "--stuck-ms", "2s")
+    kind, urls = _store_kind(kind, store)
+    matrix = region_matrix(regions)
+    rs = region_set_of(matrix, regions)
+    name, params, note = _policy_spec(policy, duration_s)
+    if kind == "urls" and len(urls) != len(rs.regions):
+        raise ValueError(f"{len(urls)} store URLs for {len(rs.regions)} regions "
+                         f"({', '.join(rs.regions)}): give one URL per region")
+    cfg = LiveConfig(duration_s=duration_s, objects=objects, clients=clients,
+                     think_ms=think_ms, write_share=write_share,
+                     window_s=duration_s / 10, seed=seed,
+                     live=LiveOptions(stuck_ms=stuck_ms,
+                                      deadline_ms=max(15_000.0, 4 * stuck_ms)))
+    cfg.check()
+    make_policy(name, matrix, [0] * objects, **params)  # refuse bad parameters now
+    if kind == "urls":
+        asyncio.run(_check_reachable(urls))
+    run_dir = make_run_dir(out, "placement-live", kind if kind != "urls" else
+                           urls[0].split("://", 1)[0])
+    return _Plan(kind, urls, rs, matrix, policy, name, params, note, cfg, run_dir)
+
+
+def _measure(plan: _Plan, as_json: bool) -> tuple[LiveResult, History]:
+    """Deploy the stores (simulated, started here or given), run the clients and the policy,
+    and return what they measured; on Ctrl-C save the history so far and exit 130, on a
+    store that cannot be used remove the empty run directory and exit 2."""
+    kind, rs, run_dir = plan.kind, plan.rs, plan.run_dir
+    label = f"placement live: {plan.policy} on {kind} ({len(rs.regions)} regions)"
     deploy: Deployment
     root = Path(tempfile.mkdtemp(prefix="replicalab-plive-"))
     root.chmod(0o755)  # PostgreSQL runs as its own user, which must reach its data directory
@@ -246,15 +286,15 @@ def live(
         with progress_bar(label, enabled=not as_json) as tick:
             try:
                 if kind == "sim":
-                    deploy = SimDeployment(rs, seed=seed)
+                    deploy = SimDeployment(rs, seed=plan.cfg.seed)
                 elif kind == "urls":
-                    deploy = real = attach_real(urls, rs, root, "plive")
+                    deploy = real = attach_real(plan.urls, rs, root, "plive")
                 else:
                     tick(0.0, f"starting {len(rs.regions)} {kind} servers")
                     deploy = real = start_real(kind, rs, root, "plive")
                 tick(0.0, "clients running")
-                res, history = _execute(deploy, cfg, policy, name, {**params}, matrix, tick,
-                                        history)
+                return _execute(deploy, plan.cfg, plan.policy, plan.name, {**plan.params},
+                                plan.matrix, tick, history)
             except ValueError as err:
                 with contextlib.suppress(OSError):
                     run_dir.rmdir()  # nothing was measured: leave no empty run directory
@@ -268,12 +308,18 @@ def live(
         if real is not None:
             real.topology.down()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _save_and_show(plan: _Plan, res: LiveResult, history: History, as_json: bool) -> None:
+    """Save the history, results and report of a run, print them, and exit 1 if a write was
+    lost or a read returned a value never written."""
+    run_dir, note = plan.run_dir, plan.note
     results = _jsonable({"kind": "placement-live", "schema_version": SCHEMA,
                          **res.to_json(), "policies": _policies_json(res),
                          "command": shlex.join(["replicalab", "placement", "live",
                                                 *sys.argv[3:]]),
                          "notes": [note] if note else []})
-    save_history(history, run_dir, {"command": results["command"], "store": kind,
+    save_history(history, run_dir, {"command": results["command"], "store": plan.kind,
                                     "config": results["config"]})
     save_results(results, run_dir)
     from replicalab.report.placement_live import render_placement_live_report

@@ -14,6 +14,7 @@ from replicalab.cli.errors import UserError, fail
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
+from replicalab.queues.registry import schemes
 from replicalab.stores.base import redact_url
 
 queue_app = typer.Typer(help="Visibility-timeout queues: duplicate deliveries and the "
@@ -122,7 +123,9 @@ def _emit(run: Any, table: TableData, report: Path, as_json: bool) -> None:
 @queue_app.command("run")
 def run_cmd(
     queue: Annotated[str, typer.Option(help="Queue URL: sim://sqs, sim://sqs?fifo=1, "
-                                       "redis://..., postgresql://...")] = "sim://sqs",
+                                       "redis://..., postgresql://...; schemes: "
+                                       + ", ".join(f"{s}://" for s in schemes()) + "."
+                                       )] = "sim://sqs",
     consumers: Annotated[int, typer.Option(help="Consumers receiving in parallel.")] = 8,
     strategy: Strategy = "none",
     central: Central = None, messages: Messages = 10000, producers: Producers = 2,

@@ -23,11 +23,19 @@ from replicalab.counters.service import CounterExists, UnknownCounter
 from replicalab.stores import Store, Unavailable
 
 LEVEL = "LOCAL_ONE"
+SCHEMA_TIMEOUT_S = 60.0
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS {ks}.native_bounds (key text PRIMARY KEY, initial bigint, "
     "lower bigint)",
     "CREATE TABLE IF NOT EXISTS {ks}.native_counters (key text PRIMARY KEY, delta counter)",
 )
+
+
+async def ensure_schema(client: Any, keyspace: str) -> None:
+    """Create the native-counter tables in ``keyspace`` unless they exist (a schema change
+    waits for every data centre to agree: minutes are allowed, not the URL's timeout)."""
+    for ddl in _SCHEMA:
+        await client.cql(ddl.format(ks=keyspace), (), "ONE", timeout_s=SCHEMA_TIMEOUT_S)
 
 
 @dataclass
@@ -109,7 +117,7 @@ class NativeWeakDeployment:
     _clients: dict[str, Any] = field(default_factory=dict)
 
     async def open(self) -> NativeWeakDeployment:
-        """Connect to every DC's node and create the tables unless they exist."""
+        """Connect to every DC's node; create the tables unless they exist."""
         for dc in self.topo.dcs:
             store = self.topo.native_store(dc)  # type: ignore[attr-defined]
             self._stores[dc] = store
@@ -117,9 +125,7 @@ class NativeWeakDeployment:
                 self._clients[dc] = await store.connect()
             except ValueError as err:
                 raise Unavailable(f"cannot reach data centre {dc}'s node: {err}") from None
-        first = self._clients[self.topo.dcs[0]]
-        for ddl in _SCHEMA:
-            await first.cql(ddl.format(ks=self.keyspace), (), "ONE")
+        await ensure_schema(self._clients[self.topo.dcs[0]], self.keyspace)
         return self
 
     async def service(self, dc: str) -> NativeWeak:

@@ -6,6 +6,7 @@ with ``opener(url, seed) -> Queue``; a shipped scheme cannot be taken over)."""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from replicalab.queues.base import Queue
@@ -22,9 +23,18 @@ _BACKENDS = {
 }
 
 
+Opener = Callable[[str, int], Queue]
+_REGISTERED: dict[str, Opener] = {}
+
+
+def register(scheme: str, opener: Opener) -> None:
+    """Make ``scheme://`` queue URLs open with ``opener(url, seed)`` in this process."""
+    _REGISTERED[scheme] = opener
+
+
 def schemes() -> list[str]:
     """Return the URL schemes a queue can be opened from."""
-    return sorted({"sim", *_BACKENDS, *declared(QUEUE_GROUP)})
+    return sorted({"sim", *_BACKENDS, *_REGISTERED, *declared(QUEUE_GROUP)})
 
 
 def open_queue(url: str, seed: int = 1, runtime: VirtualRuntime | None = None) -> Queue:
@@ -40,6 +50,8 @@ def open_queue(url: str, seed: int = 1, runtime: VirtualRuntime | None = None) -
         from replicalab.queues.sqs_sim import open_sqs_sim
 
         return open_sqs_sim(url, seed, runtime)
+    if scheme in _REGISTERED:
+        return _REGISTERED[scheme](url, seed)
     target = _BACKENDS.get(scheme)
     if target is None:
         ep = declared(QUEUE_GROUP).get(scheme)

@@ -18,6 +18,15 @@ def _range(lo: float, hi: float | None) -> str:
 
 def staleness_section(page: Page, r: Mapping[str, Any]) -> None:
     """Add the staleness probe's figures and tables to ``page``."""
+    _freshness(page, r)
+    _periods(page, r)
+    _k_staleness(page, r["k_staleness"])
+    _read_your_writes(page, r["read_your_writes"])
+    _successive_reads(page, r["successive_reads"])
+
+
+def _freshness(page: Page, r: Mapping[str, Any]) -> None:
+    """Freshness against the time since the write started (Figure 2, Table 1)."""
     page.heading("Probability of reading the freshest value")
     page.figure(
         "fig-staleness",
@@ -39,6 +48,9 @@ def staleness_section(page: Page, r: Mapping[str, Any]) -> None:
         caption="Fresh reads by time range (cf. paper Table 1)",
     )
 
+
+def _periods(page: Page, r: Mapping[str, Any]) -> None:
+    """First time >= 99 % and last time < 100 % fresh, per measurement period (Figure 3)."""
     per = r["periods"]
     page.heading("Time to see freshness per measurement period", 3)
     page.figure(
@@ -64,7 +76,9 @@ def staleness_section(page: Page, r: Mapping[str, Any]) -> None:
         ],
     )
 
-    ks = r["k_staleness"]
+
+def _k_staleness(page: Page, ks: Mapping[str, Any]) -> None:
+    """How many versions behind the freshest the reads were."""
     if ks["k"]:
         page.heading("k-staleness", 3)
         page.figure(
@@ -78,7 +92,9 @@ def staleness_section(page: Page, r: Mapping[str, Any]) -> None:
             [[k, f"{c:,}", pct(c / reads, 3)] for k, c in zip(ks["k"], ks["count"], strict=True)],
         )
 
-    ryw = r["read_your_writes"]
+
+def _read_your_writes(page: Page, ryw: Mapping[str, Any]) -> None:
+    """Reads by the writer older than its own last write."""
     page.heading("Read your writes", 3)
     if ryw["applicable"]:
         page.para(
@@ -88,7 +104,9 @@ def staleness_section(page: Page, r: Mapping[str, Any]) -> None:
     else:
         page.para("Not applicable: the reads and writes come from different clients.", "muted")
 
-    sr = r["successive_reads"]
+
+def _successive_reads(page: Page, sr: Mapping[str, Any]) -> None:
+    """Pairs of successive reads and monotonic-read violations (Table 2)."""
     lo_ms, hi_ms = sr["window_ms"]
     counts = sr["counts"]
     page.heading("Successive reads (monotonic reads)", 3)

@@ -150,10 +150,10 @@ def availability_cell(store: str, m: dict[str, Any], p: Promise,
         e, c = f["eventual"], f["consistent"]
         writes = e["writes"]
         rec = [x["recovery_ms"] for x in (e, c) if x["recovery_ms"] is not None]
-        details.append(f"{f['fault']} ({f['window']}), clients in {f['region']}: eventual "
-                       f"reads {_pct(e['reads'])}, consistent reads {_pct(c['reads'])}, writes "
-                       f"{_pct(writes)} of the time; recovered "
-                       f"{_ms(max(rec)) if rec else 'n/a'} after the heal")
+        details.append(f"{f['fault']} ({f['window']}), readers in {f['region']}: eventual "
+                       f"reads {_pct(e['reads'])}, consistent reads {_pct(c['reads'])}; writes "
+                       f"from {e.get('writer_region', f['region'])} {_pct(writes)} of the "
+                       f"time; recovered {_ms(max(rec)) if rec else 'n/a'} after the heal")
         values.append(f"{f['fault'].split(' ')[0] if 'cut' not in f['fault'] else 'cut-off'}:"
                       f" r {_pct(e['reads'])}/{_pct(c['reads'])} w {_pct(writes)}")
         for name, x in (("eventual reads", e["reads"]), ("consistent reads", c["reads"]),

@@ -10,6 +10,8 @@ store recovers) and ``lost_writes`` counts the acknowledged writes newer than wh
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,8 @@ from replicalab.faults.schedule import Fault
 from replicalab.scorecard.measure import Progress, probe
 from replicalab.scorecard.plan import Plan
 from replicalab.scorecard.promises import DURABILITY, DurabilityVariant
+from replicalab.stores import StoreError, open_store
+from replicalab.stores.base import redact_url
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec
 from replicalab.workloads.staleness import StalenessConfig
@@ -42,8 +46,42 @@ def leader_index(name: str, root: Path = ROOT) -> int:
     return next((i for i, s in enumerate(status) if s.get("role") in ("leader", "primary")), 0)
 
 
+READY_WAIT_S = 90.0
+"""How long a durability cluster may take to accept writes again after the last fault."""
+READY_KEY = "scorecard/ready/probe"
+
+
+def wait_writable(url: str, timeout_s: float = READY_WAIT_S) -> None:
+    """Return once ``url`` acknowledges a write (a cluster restarted by the previous run
+    may still be electing or recovering); ValueError naming the wait if it never does."""
+
+    async def attempt() -> bool:
+        store = open_store(url, 1)
+        try:
+            client = await store.connect()
+            try:
+                await client.write({READY_KEY: "1"})
+                await client.delete([READY_KEY])
+                return True
+            finally:
+                await client.close()
+        except (StoreError, ValueError, OSError, TimeoutError):
+            return False  # not up yet
+        finally:
+            await store.close()
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if asyncio.run(attempt()):
+            return
+        time.sleep(0.5)
+    raise ValueError(f"{redact_url(url)} did not accept a write within {timeout_s:g} s after "
+                     "its restart; see the servers' logs in the cluster directory")
+
+
 def _run(url: str, cluster: str, fault: Fault, plan: Plan, writer_region: str, seed: int,
          out: Path, base_dir: Path, root: Path, progress: Progress) -> dict[str, Any]:
+    wait_writable(url)
     spec = ProbeSpec(store=url, workload="staleness", options=ProbeOptions(
         duration_s=plan.durability_s + AFTER_FAULT_S,
         write_interval_s=plan.durability_write_interval_s, read_rate=5.0, period_s=1.0,

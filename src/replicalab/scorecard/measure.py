@@ -164,16 +164,21 @@ def recovery_ms(run_dir: Path) -> float | None:
 
 def _fault_run(t: Target, plan: Plan, fault: Fault, consistency_: str, region: str,
                out: Path, base: Path, seed: int, progress: Progress) -> dict[str, Any]:
+    """Run one availability probe under ``fault``: with eventual reads both clients sit in
+    ``region`` (reads at its replica, writes from it); with consistent reads the placement
+    is exactly ``compare``'s (writer in the first region, reader in ``region``), so the
+    consistent-read figure is the one ``compare --fault`` measures."""
+    writer = region if consistency_ == "eventual" else t.writer_region
     run = probe(staleness_spec(t, plan, consistency_, seed, (fault,), plan.fault_probe_s,
-                               writer=region, reader=region), out, progress)
+                               writer=writer, reader=region), out, progress)
     a = run.results["availability"]
     by_f = a.get("by_f", {})
     return {"reads": by_f.get("read", {}).get("overall"),
             "reads_ops": by_f.get("read", {}).get("overall_ops"),
             "writes": by_f.get("write", {}).get("overall"),
             "writes_ops": by_f.get("write", {}).get("overall_ops"),
-            "recovery_ms": recovery_ms(run.run_dir), "lost_writes":
-            run.results["lost_writes"]["lost"], "run": _rel(run, base)}
+            "writer_region": writer, "recovery_ms": recovery_ms(run.run_dir),
+            "lost_writes": run.results["lost_writes"]["lost"], "run": _rel(run, base)}
 
 
 def availability(t: Target, plan: Plan, out: Path, base: Path, seed: int,

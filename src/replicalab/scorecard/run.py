@@ -106,36 +106,45 @@ def _cluster_target(kind: str, regions: str, root: Path) -> Target:
                   c.nodes[leader].region, tuple(n.region for n in c.nodes), str(root))
 
 
+def _add(sc: Scorecard, store: str, prop: str, make: Callable[[], cells.Cell]) -> None:
+    """Add the cell ``make`` returns, or a grey one naming why it could not be measured."""
+    try:
+        sc.add(make())
+    except ValueError as err:  # this property cannot run here: say why in its cell
+        sc.add(cells.not_measured(store, prop, promise(store, prop), f"the run failed: {err}"))
+
+
 def score_store(sc: Scorecard, store: str, tick: Callable[[str], Progress],
                 root: Path = ROOT) -> None:
     """Measure every asked property of ``store`` into ``sc`` (its cluster is stopped
-    however this ends)."""
+    however this ends). Durability runs first, on clusters of its own that are down before
+    the main cluster starts (a kind on fixed ports, Cassandra, runs one cluster at a
+    time)."""
     kind = store_kind(store)
     props = sc.properties
-    needs_main = any(p != "durability" for p in props)
+    lat: list[dict[str, Any]] = []
+    if "durability" in props:
+        _add(sc, store, "durability",
+             lambda: _cell(sc, store, "durability", None, frozenset(), None, lat, tick, root))
+    rest = [p for p in props if p != "durability"]
+    if not rest:
+        return
     target: Target | None = None
-    features: frozenset[str] = frozenset()
-    rs_name: str | None = None
     try:
-        if needs_main:
-            tick(f"{store}: starting")
-            if kind == "sim":
-                target, features, rs_name = _sim_target(store)
-            else:
-                target = _cluster_target(store, sc.regions, root)
-                features = frozenset(f.value for f in open_store(target.url, 1).info.features)
-                rs_name = sc.regions
-            sc.stores[store] = {"url": target.url.split("?")[0], "regions":
-                                list(target.regions), "leader": target.leader,
-                                "leader_region": target.leader_region,
-                                "features": sorted(features)}
-        lat: list[dict[str, Any]] = []
-        for prop in props:
-            p = promise(store, prop)
-            try:
-                sc.add(_cell(sc, store, prop, target, features, rs_name, lat, tick, root))
-            except ValueError as err:  # this property cannot run here: say why in its cell
-                sc.add(cells.not_measured(store, prop, p, f"the run failed: {err}"))
+        tick(f"{store}: starting")
+        if kind == "sim":
+            target, features, rs_name = _sim_target(store)
+        else:
+            target = _cluster_target(store, sc.regions, root)
+            features = frozenset(f.value for f in open_store(target.url, 1).info.features)
+            rs_name = sc.regions
+        sc.stores[store] = {"url": target.url.split("?")[0], "regions":
+                            list(target.regions), "leader": target.leader,
+                            "leader_region": target.leader_region,
+                            "features": sorted(features)}
+        for prop in rest:
+            _add(sc, store, prop, lambda prop=prop: _cell(
+                sc, store, prop, target, features, rs_name, lat, tick, root))
     finally:
         if target is not None and target.cluster is not None:
             base.down(target.cluster, root)

@@ -319,9 +319,10 @@ class CassandraClient:
         """Return the coordinator's node name."""
         return self.node.endpoint.name
 
-    async def _run(self, stmt: Any, params: Sequence[Any] | None = None) -> tuple[list[Any],
-                                                                                    str]:
+    async def _run(self, stmt: Any, params: Sequence[Any] | None = None,
+                   timeout_s: float | None = None) -> tuple[list[Any], str]:
         """Execute ``stmt`` at the coordinator; return (rows, serving node name)."""
+        timeout_s = timeout_s or self.store.timeout_s
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[list[Any]] = loop.create_future()
 
@@ -341,15 +342,15 @@ class CassandraClient:
                 loop.call_soon_threadsafe(settle, False, err)
 
         try:
-            rf = self.node.session.execute_async(stmt, params, timeout=self.store.timeout_s)
+            rf = self.node.session.execute_async(stmt, params, timeout=timeout_s)
         except Exception as err:
             raise _error(err, self.name) from None
         rf.add_callbacks(done, failed)
         try:
-            rows = await asyncio.wait_for(fut, self.store.timeout_s + 1.0)
+            rows = await asyncio.wait_for(fut, timeout_s + 1.0)
         except TimeoutError:
             raise Unavailable(f"{self.name}: no answer within "
-                              f"{self.store.timeout_s * 1000 + 1000:.0f} ms") from None
+                              f"{timeout_s * 1000 + 1000:.0f} ms") from None
         except StoreError:
             raise
         except Exception as err:
@@ -470,16 +471,18 @@ class CassandraClient:
         return WriteResult(node)
 
     async def cql(self, query: str, params: Sequence[Any] = (), level: str = "ONE",
-                  serial: str | None = None) -> list[tuple[Any, ...]]:
+                  serial: str | None = None, timeout_s: float | None = None
+                  ) -> list[tuple[Any, ...]]:
         """Run one CQL statement (prepared once per coordinator; schema statements, which
         take no parameters, are sent as they are) at consistency ``level`` and return its
         rows: for what the Store contract cannot say, such as Cassandra's native counter
-        columns (``counters/native.py``). Errors as for reads and writes."""
+        columns (``counters/native.py``). ``timeout_s`` replaces the URL's ``timeout_ms``
+        (a schema change waits for every node to agree). Errors as for reads and writes."""
         if query.lstrip().upper().startswith(("CREATE ", "DROP ", "ALTER ")):
             from cassandra.query import SimpleStatement
 
             stmt = SimpleStatement(query, consistency_level=_level(level))
-            rows, _ = await self._run(stmt)
+            rows, _ = await self._run(stmt, timeout_s=timeout_s)
             return [tuple(r) for r in rows]
         prepared = self.node.stmts.get(query)
         if prepared is None:
@@ -492,7 +495,7 @@ class CassandraClient:
         stmt.consistency_level = _level(level)
         if serial is not None:
             stmt.serial_consistency_level = _level(serial)
-        rows, _ = await self._run(stmt)
+        rows, _ = await self._run(stmt, timeout_s=timeout_s)
         return [tuple(r) for r in rows]
 
     async def close(self) -> None:

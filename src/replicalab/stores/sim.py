@@ -18,11 +18,11 @@ import numpy as np
 
 from replicalab.regions import region_set
 from replicalab.runtime import RealRuntime, VirtualRuntime
+from replicalab.sim import native
 from replicalab.sim.errors import ConditionNotMet, Lost, NotExpressible
 from replicalab.sim.params import parse_params
 from replicalab.sim.primary import Primary, PrimaryParams
 from replicalab.sim.quorum import Quorum, QuorumParams
-from replicalab.sim.random import Stream
 from replicalab.sim.simpledb import SimpleDB, SimpleDBParams
 from replicalab.stores.base import (
     ABSENT,
@@ -53,7 +53,9 @@ class SimClient:
     async def read(self, keys: Sequence[str], *, consistent: bool) -> ReadResult:
         """Return the values of ``keys`` read in one call."""
         try:
-            values, node = await self.store.scheme.read(self.region, keys, consistent)
+            # a simulated call that met no other event has finished already (a tuple)
+            got = self.store.scheme.read(self.region, keys, consistent)
+            values, node = got if type(got) is tuple else await got
         except Lost as err:
             raise Unavailable(str(err)) from None
         except NotExpressible as err:
@@ -66,7 +68,8 @@ class SimClient:
         if expect and Feature.CONDITIONAL_WRITE not in self.store.info.features:
             raise Unsupported(f"{self.store.info.url} has no conditional writes")
         try:
-            node = await self.store.scheme.write(self.region, values, expect, ABSENT)
+            got = self.store.scheme.write(self.region, values, expect, ABSENT)
+            node = got if type(got) is str else await got
         except Lost as err:
             raise Unavailable(str(err)) from None
         except ConditionNotMet as err:
@@ -100,8 +103,8 @@ class SimStore:
         params = parse_params(params_cls, query, f"sim://{kind}")
         regions = region_set(getattr(params, "regions", "lan"))
         self.runtime = VirtualRuntime() if clock == "virtual" else RealRuntime()
-        self.scheme = scheme_cls(self.runtime, Stream(np.random.default_rng(seed)), regions,
-                                 params)
+        stream = native.stream_for(np.random.default_rng(seed), clock == "virtual")
+        self.scheme = scheme_cls(self.runtime, stream, regions, params)
         self.info = StoreInfo(
             url=url, kind=f"sim/{kind}",
             features=frozenset(Feature(f) for f in scheme_cls.features),

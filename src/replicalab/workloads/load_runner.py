@@ -166,12 +166,9 @@ def _save(run_dir: Path, spec: LoadSpec, steps: list[list[WorkerResult]],
                 writer.output_interval_histogram(hist, 0, 0, max_value_unit_ratio=1000.0)
 
 
-def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None = None,
-             workers: int = 1, ray_address: str | None = None,
-             prices: PriceTable | None = None,
-             progress: Callable[[float, str | None], None] | None = None) -> Run:
-    """Run ``mode`` (run | ramp | sla) and save it under ``out``; returns even when a step
-    fails or the run is interrupted (see Run). ValueError for bad input."""
+def _check_input(spec: LoadSpec, mode: str, plan: RampPlan | None, workers: int) -> None:
+    """Raise ValueError for bad input, before any directory is made (a refused command
+    leaves none behind)."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: use run, ramp or sla")
     spec.check()
@@ -182,82 +179,98 @@ def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None
         if mode == "sla" and plan.sla_p99_ms is None:
             raise ValueError("load sla needs --sla-p99, the p99 target, e.g. --sla-p99 200ms")
     from replicalab.stores import open_store
-    open_store(spec.store, spec.seed)  # fail fast on a bad URL, before any directory
-    if workers < 1:  # before any directory: a refused command leaves none behind
+    open_store(spec.store, spec.seed)  # fail fast on a bad URL
+    if workers < 1:
         raise ValueError(f"--workers {workers} must be at least 1")
-    run_dir = make_run_dir(out, "load", spec.store)
-    rates = [spec.rate_per_s] if mode == "run" else plan.rates()  # type: ignore[union-attr]
-    duration_s = spec.duration_s if mode == "run" else plan.step_duration_s  # type: ignore
-    steps: list[list[WorkerResult]] = []
-    summaries: list[dict[str, Any]] = []
-    interrupted, error, stopped = False, "", ""
-    wall0 = time.perf_counter()
-    pool: Pool | None = None
-    total = len(rates) + (plan.refine if plan and mode == "sla" else 0)
 
-    def one(rate: float) -> dict[str, Any]:
-        assert pool is not None
-        if progress is not None:  # the rate really offered next (a search picks it as it goes)
-            progress(min(1.0, len(summaries) / max(total, 1)),
-                     f"offering {rate:g}/s, step {len(summaries) + 1} of "
-                     f"{'up to ' if total > 1 else ''}{total}")
-        step_spec = LoadSpec(**{**spec.__dict__, "rate_per_s": rate, "duration_s": duration_s})
+
+class _Stepper:
+    """Offers one rate at a time on the worker pool and keeps what every step recorded:
+    the workers' results and the merged summary (with why the step failed, if it did)."""
+
+    def __init__(self, spec: LoadSpec, duration_s: float, plan: RampPlan | None, total: int,
+                 progress: Callable[[float, str | None], None] | None) -> None:
+        self.spec, self.duration_s, self.plan = spec, duration_s, plan
+        self.total, self.progress = total, progress
+        self.pool: Pool | None = None
+        self.steps: list[list[WorkerResult]] = []
+        self.summaries: list[dict[str, Any]] = []
+
+    def _tell(self, what: str | None) -> None:
+        if self.progress is not None:
+            self.progress(min(1.0, len(self.summaries) / max(self.total, 1)), what)
+
+    def offer(self, rate: float) -> dict[str, Any]:
+        """Run one step at ``rate`` per second and return its summary; KeyboardInterrupt
+        (after keeping what the workers recorded) if the step was cut short."""
+        assert self.pool is not None
+        # the rate really offered next (a search picks it as it goes)
+        self._tell(f"offering {rate:g}/s, step {len(self.summaries) + 1} of "
+                   f"{'up to ' if self.total > 1 else ''}{self.total}")
+        step_spec = LoadSpec(**{**self.spec.__dict__, "rate_per_s": rate,
+                                "duration_s": self.duration_s})
         try:
-            results = pool.run_step(step_spec)
+            results = self.pool.run_step(step_spec)
         except StepInterrupted as stop:  # keep what the workers recorded, then stop
             results, cut = stop.results, True
         else:
             cut = any(r.error == "interrupted" for r in results)  # an inline worker's Ctrl-C
         if cut and not results:
             raise KeyboardInterrupt
-        steps.append(results)
-        s = merge_step(results, rate, duration_s)
+        self.steps.append(results)
+        s = merge_step(results, rate, self.duration_s)
+        plan = self.plan
         s["failure"] = (step_failure(s, plan.max_error_rate, plan.fail_p99_ms)
                         if plan is not None else "")
-        summaries.append(s)
-        if progress is not None:
-            progress(min(1.0, len(summaries) / max(total, 1)), None)
+        self.summaries.append(s)
+        self._tell(None)
         if cut:
             raise KeyboardInterrupt
         return s
 
-    try:
-        pool = Pool(workers, ray_address)
-        for rate in rates:
-            s = one(rate)
-            if s["errors"]:
-                error = "; ".join(s["errors"])
-                break
-            if mode == "ramp" and s["failure"]:
-                stopped = f"the store failed at {rate:g}/s: {s['failure']}"
-                break
-            if mode == "sla":
-                assert plan is not None and plan.sla_p99_ms is not None
-                found = sla_search(summaries, plan.sla_p99_ms, plan.max_error_rate)
-                if found["first_miss_rate_per_s"] is not None:
-                    stopped = f"the SLA was first missed at {rate:g}/s"
-                    break
-        if mode == "sla" and not error and plan is not None and plan.sla_p99_ms is not None:
-            min_gap = plan.step_per_s / 2 ** (plan.refine + 1)
-            for _ in range(plan.refine):
-                found = sla_search(summaries, plan.sla_p99_ms, plan.max_error_rate)
-                lo, hi = found["best_rate_per_s"], found["first_miss_rate_per_s"]
-                if lo is None or hi is None:
-                    break
-                rate = next_refinement(lo, hi, min_gap)
-                if rate is None:
-                    break
-                s = one(rate)
-                if s["errors"]:
-                    error = "; ".join(s["errors"])
-                    break
-    except KeyboardInterrupt:
-        interrupted, error = True, "interrupted"
-    finally:
-        if pool is not None:
-            pool.close()
-    if mode == "ramp" and not stopped and not error:
-        stopped = "the ramp reached its last rate without the store failing"
+
+def _offer_rates(stepper: _Stepper, mode: str, rates: list[float], plan: RampPlan | None
+                 ) -> tuple[str, str]:
+    """Offer ``rates`` in turn until a step errs, a ramp's store fails or an SLA is first
+    missed; return (error, why the steps stopped early)."""
+    for rate in rates:
+        s = stepper.offer(rate)
+        if s["errors"]:
+            return "; ".join(s["errors"]), ""
+        if mode == "ramp" and s["failure"]:
+            return "", f"the store failed at {rate:g}/s: {s['failure']}"
+        if mode == "sla":
+            assert plan is not None and plan.sla_p99_ms is not None
+            found = sla_search(stepper.summaries, plan.sla_p99_ms, plan.max_error_rate)
+            if found["first_miss_rate_per_s"] is not None:
+                return "", f"the SLA was first missed at {rate:g}/s"
+    return "", ""
+
+
+def _refine_sla(stepper: _Stepper, plan: RampPlan, sla_p99_ms: float) -> str:
+    """Offer rates between the best one that met the SLA and the first that missed it,
+    halving the gap ``plan.refine`` times at most; return the error of a step that erred."""
+    min_gap = plan.step_per_s / 2 ** (plan.refine + 1)
+    for _ in range(plan.refine):
+        found = sla_search(stepper.summaries, sla_p99_ms, plan.max_error_rate)
+        lo, hi = found["best_rate_per_s"], found["first_miss_rate_per_s"]
+        if lo is None or hi is None:
+            break
+        rate = next_refinement(lo, hi, min_gap)
+        if rate is None:
+            break
+        s = stepper.offer(rate)
+        if s["errors"]:
+            return "; ".join(s["errors"])
+    return ""
+
+
+def _results(spec: LoadSpec, mode: str, plan: RampPlan | None, stepper: _Stepper,
+             workers: int, stopped: str, prices: PriceTable | None) -> dict[str, Any]:
+    """Return results.json of a load run: its steps, why it stopped, the SLA found and the
+    cost, where asked."""
+    summaries = stepper.summaries
+    pool = stepper.pool
     results: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "workload": "load", "mode": mode,
         "store": redact_url(spec.store), "consistency": spec.consistency, "seed": spec.seed,
@@ -270,19 +283,50 @@ def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None
     if prices is not None and summaries:
         total_counts = merge_counts(_counts(s) for s in summaries)
         results["cost"] = cost(total_counts, prices, sum(s["duration_s"] for s in summaries))
+    steps = stepper.steps
     if steps and steps[0] and steps[0][0].virtual and len(steps[0]) > 1:
         results["notes"].append("sim:// stores run per worker process: each worker drove its "
                                 "own simulated store at its share of the rate")
+    return results
+
+
+def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None = None,
+             workers: int = 1, ray_address: str | None = None,
+             prices: PriceTable | None = None,
+             progress: Callable[[float, str | None], None] | None = None) -> Run:
+    """Run ``mode`` (run | ramp | sla) and save it under ``out``; returns even when a step
+    fails or the run is interrupted (see Run). ValueError for bad input."""
+    _check_input(spec, mode, plan, workers)
+    run_dir = make_run_dir(out, "load", spec.store)
+    rates = [spec.rate_per_s] if mode == "run" else plan.rates()  # type: ignore[union-attr]
+    duration_s = spec.duration_s if mode == "run" else plan.step_duration_s  # type: ignore
+    total = len(rates) + (plan.refine if plan and mode == "sla" else 0)
+    stepper = _Stepper(spec, duration_s, plan, total, progress)
+    interrupted, error, stopped = False, "", ""
+    wall0 = time.perf_counter()
+    try:
+        stepper.pool = Pool(workers, ray_address)
+        error, stopped = _offer_rates(stepper, mode, rates, plan)
+        if mode == "sla" and not error and plan is not None and plan.sla_p99_ms is not None:
+            error = _refine_sla(stepper, plan, plan.sla_p99_ms)
+    except KeyboardInterrupt:
+        interrupted, error = True, "interrupted"
+    finally:
+        if stepper.pool is not None:
+            stepper.pool.close()
+    if mode == "ramp" and not stopped and not error:
+        stopped = "the ramp reached its last rate without the store failing"
+    results = _results(spec, mode, plan, stepper, workers, stopped, prices)
     if interrupted or error:
         results["notes"].append(f"run cut short: {error}")
     config = {"spec": spec.to_json(), "mode": mode, "plan": plan.__dict__ if plan else None,
               "wall_s": round(time.perf_counter() - wall0, 3), "interrupted": interrupted,
               "error": error, "process_stride": PROCESS_STRIDE}
-    _save(run_dir, spec, steps, summaries, config)
+    _save(run_dir, spec, stepper.steps, stepper.summaries, config)
     save_results(results, run_dir)
     if progress is not None and not interrupted:
         progress(1.0, None)
-    return Run(run_dir, results, interrupted, error, steps)
+    return Run(run_dir, results, interrupted, error, stepper.steps)
 
 
 def _counts(summary: dict[str, Any]) -> Any:

@@ -49,6 +49,7 @@ WINDOW_MS = 5.0
 window WINDOW_MS, widened by WINDOW_MS at a time (up to MAX_WINDOW_MS) until it holds
 MIN_READS reads: readers waiting on a WAN round trip read in bursts."""
 MAX_WINDOW_MS = 25.0
+SCHEMA_TIMEOUT_S = 60.0
 MIN_READS = 10
 
 
@@ -123,11 +124,13 @@ async def _calibrate(c: Cluster, writer: str, reader: str, samples: int) -> Cali
         client = await setup.connect()
         for n in c.nodes:
             ks = _keyspace(n.region)
+            # a schema change waits for every node to agree: not the URL's 2 s
             await client.cql(f"CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = "
-                             f"{{'class': 'NetworkTopologyStrategy', '{n.region}': 1}}")
+                             f"{{'class': 'NetworkTopologyStrategy', '{n.region}': 1}}",
+                             timeout_s=SCHEMA_TIMEOUT_S)
             await client.cql(f"CREATE TABLE IF NOT EXISTS {ks}.elements (domain text, "
                              "item text, attribute text, value text, PRIMARY KEY "
-                             "((domain, item), attribute))")
+                             "((domain, item), attribute))", timeout_s=SCHEMA_TIMEOUT_S)
     finally:
         await setup.close()
     jobs = []

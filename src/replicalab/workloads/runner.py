@@ -270,11 +270,26 @@ def cluster_hint(url: str) -> str:
     return (f"; is the cluster up? (`replicalab cluster status {mine[0]}`)" if mine else "")
 
 
+def named_run_dir(out: Path, name: str) -> Path:
+    """Create and return ``out/name``, one run of a batch (ValueError if it exists or
+    cannot be written)."""
+    run_dir = out / name
+    try:
+        run_dir.mkdir(parents=True)
+    except FileExistsError:
+        raise ValueError(f"{run_dir} exists already; pass another --out") from None
+    except OSError as err:
+        raise ValueError(f"cannot write to output directory {out}: {err.strerror}; "
+                         "pass --out with a writable directory") from None
+    return run_dir
+
+
 def run_probe(spec: ProbeSpec, out: Path,
               progress: Callable[[float], None] | None = None,
-              announce: Callable[[str], None] | None = None) -> Run:
-    """Run ``spec`` and save it under ``out``; returns even when interrupted (see Run).
-    ``announce`` is told, before the first operation, where a real store's keys go."""
+              announce: Callable[[str], None] | None = None, name: str | None = None) -> Run:
+    """Run ``spec`` and save it under ``out`` (as ``out/name`` when a name is given: one run
+    of a batch); returns even when interrupted (see Run). ``announce`` is told, before the
+    first operation, where a real store's keys go."""
     spec.check()
     store = open_store(spec.store, spec.options.seed)
     wl = registry.get(spec.workload)
@@ -313,7 +328,8 @@ def run_probe(spec: ProbeSpec, out: Path,
         prefixed: PrefixedStore | None = None
         try:
             await preflight(spec, store)
-            made.append(make_run_dir(out, spec.workload, spec.store))
+            made.append(make_run_dir(out, spec.workload, spec.store) if name is None
+                        else named_run_dir(out, name))
             target: Store = store
             if uses_prefix(store):
                 prefix = (spec.key_prefix if spec.key_prefix is not None

@@ -42,7 +42,7 @@ from replicalab.models.twins.capacity import (
 from replicalab.models.wpaxos import WPaxosParams, nearest_zones
 from replicalab.runtime.virtual import VirtualRuntime
 from replicalab.sim.network import Delay, Network, Node
-from replicalab.sim.random import Stream
+from replicalab.sim.random import new_stream
 
 __all__ = ["simulate_epaxos", "simulate_paxos_wan", "simulate_wpaxos"]
 
@@ -61,7 +61,7 @@ class _Engine:
         self.span_ns = 1
         self.watch: BacklogWatch | None = None
         self.rt = VirtualRuntime()
-        self.s = Stream(np.random.default_rng([seed, index, 0]))
+        self.s = new_stream(np.random.default_rng([seed, index, 0]))
         self.arrival_rng = np.random.default_rng([seed, index, 1])
         self.net = Network(self.rt, self.s, p.rs)
         # The node's own service Delay is unused: every job's cost is drawn in ``job``.
@@ -88,11 +88,11 @@ class _Engine:
         self.work_ns[i][self.region_of[k]] += svc
         wait = self.net.process(self.nodes[i], svc)
         if fn is not None:
-            self.rt.call_later(wait, fn, *args)
+            self.rt.schedule(wait, fn, *args)
 
     def send(self, src_region: str, dst_region: str, fn: Callable[..., Any], *args: Any) -> None:
         """Deliver ``fn(*args)`` after one one-way link delay."""
-        self.rt.call_later(self.net.link(src_region, dst_region).draw(self.s), fn, *args)
+        self.rt.schedule(self.net.link(src_region, dst_region).draw(self.s), fn, *args)
 
     # ---- clients
     def schedule_clients(self, load_rps: float, rounds: int,
@@ -136,7 +136,7 @@ class _Engine:
         self.span_ns = span_ns
         self.watch = BacklogWatch(self.rt, self.nodes, self.span_ns, settle_ns=self.settle_ns)
         for k in range(self.expected):
-            self.rt.call_later(self.t0[k], start, k)
+            self.rt.schedule(self.t0[k], start, k)
 
     def _segment(self, a_ms: float, b_ms: float, rate_per_ms: float) -> np.ndarray:
         """Return exactly round(rate x (b - a)) arrival times (ms) in [a, b): the region's
@@ -300,14 +300,14 @@ def simulate_paxos_wan(p: WanParams, loads_rps: Sequence[float], seed: int = 0,
 
         def at_follower(k: int, j: int) -> None:
             if p.persist_ms > 0:
-                eng.job(j, k, True, eng.rt.call_later, round(p.persist_ms * 1e6), eng.send,
+                eng.job(j, k, True, eng.rt.schedule, round(p.persist_ms * 1e6), eng.send,
                         regions[j], lr, reply, k)
             else:
                 eng.job(j, k, True, eng.send, regions[j], lr, reply, k)
 
         def answer(k: int) -> None:
             if p.forward_ms > 0 and eng.region_of[k] != lead:
-                eng.rt.call_later(round(p.forward_ms * 1e6), eng.finish, k)
+                eng.rt.schedule(round(p.forward_ms * 1e6), eng.finish, k)
             else:
                 eng.finish(k)
 

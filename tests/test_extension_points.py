@@ -1,0 +1,358 @@
+"""Every extension point is one module plus one registry line: a toy of each kind is defined
+here, in the test module only, and plugged in by one line each (``plug_in``); then the real
+command line, in a process of its own, lists it in ``--help`` and runs it end to end (run
+directory, results, terminal summary, report). Nothing in src/ names a toy.
+
+Toys: a workload (``echo-toy``: write a value, read it back), a placement policy
+(``toy-last``: move an object to the region of every k-th access), a store adapter
+(``toymem://``: a dict in virtual time) and a queue backend (``toyq://``: an in-memory
+visibility-timeout queue in virtual time).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import replicalab
+from replicalab.history import History, encode_value
+from replicalab.placement import policies
+from replicalab.placement.policies import PolicyBase
+from replicalab.queues import registry as queue_registry
+from replicalab.queues.base import DeadLetter, Delivery, QueueInfo, StaleReceipt
+from replicalab.runtime import VirtualRuntime
+from replicalab.stores import ABSENT, ConditionFailed, Feature, ReadResult, StoreInfo, WriteResult
+from replicalab.stores import registry as store_registry
+from replicalab.workloads import registry as workload_registry
+from replicalab.workloads.base import Flag, ProbeOptions, Workload, envelope
+from replicalab.workloads.recorder import Recorder
+
+TESTS = Path(__file__).resolve().parent
+SRC = Path(replicalab.__file__).resolve().parent
+TOY_NAMES = ("echo-toy", "toy-last", "toymem", "toyq", "test_extension_points")
+OP_NS = 1_000_000  # every toy store or queue call takes 1 ms of virtual time
+
+
+def plug_in() -> None:
+    """The one line per extension point that makes each toy available."""
+    workload_registry.register("echo-toy", __name__)
+    policies.register(ToyLast)
+    store_registry.register("toymem", ToyStore)
+    queue_registry.register("toyq", ToyQueue)
+
+
+# ---------------------------------------------------------------- the toy workload
+
+
+@dataclass(frozen=True)
+class EchoConfig:
+    """How many write-then-read rounds the client makes."""
+
+    rounds: int = 10
+
+    def check(self) -> None:
+        """Raise ValueError for fewer than one round."""
+        if self.rounds < 1:
+            raise ValueError(f"--rounds {self.rounds} must be at least 1")
+
+
+KEY = "echo/item/value"
+
+
+async def echo_generate(store: Any, h: History, opts: ProbeOptions, cfg: EchoConfig,
+                        rec: Recorder) -> None:
+    """Write a unique value, then read it back consistently, ``rounds`` times."""
+    client = await store.connect()
+    for seq in range(1, cfg.rounds + 1):
+        await rec.write(client, 0, {KEY: encode_value(0, seq, store.runtime.now_ns())})
+        await rec.read(client, 0, (KEY,), True)
+
+
+def echo_check(h: History, store_url: str, opts: ProbeOptions, cfg: EchoConfig,
+               features: frozenset[Feature]) -> dict[str, Any]:
+    """Return how many reads returned the value written just before them."""
+    out = envelope("echo-toy", store_url, opts, h)
+    last, echoed, reads = None, 0, 0
+    for i in range(len(h)):
+        if h.process[i] != 0 or h.types()[i] != 1:
+            continue
+        if h.f[i] == h.f_code("write"):
+            last = h.values[i][0]
+        elif h.f[i] == h.f_code("read"):
+            reads += 1
+            echoed += h.values[i][0] == last
+    out["config"] = asdict(cfg)
+    out["echo"] = {"reads": reads, "echoed": echoed}
+    return out
+
+
+def echo_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return the toy's terminal summary row."""
+    e = results["echo"]
+    return [("reads that echoed the last write", f"{e['echoed']} of {e['reads']}")]
+
+
+def echo_section(page: Any, results: Mapping[str, Any]) -> None:
+    """Add the toy's report section."""
+    page.heading("Echo toy")
+    page.para(f"{results['echo']['echoed']} of {results['echo']['reads']} reads echoed the "
+              "last write.")
+
+
+WORKLOAD = Workload("echo-toy", EchoConfig, echo_generate, echo_check,
+                    lambda _o, _c: {Feature.CONSISTENT_READ},
+                    flags=(Flag("rounds", int, "write-then-read rounds"),),
+                    summary_rows=echo_rows,
+                    report_section="test_extension_points:echo_section")
+
+
+# ---------------------------------------------------------------- the toy placement policy
+
+
+class ToyLast(PolicyBase):
+    """Move an object to the region of every ``k``-th access to it (no fast path)."""
+
+    name = "toy-last"
+    PARAMS = {"k": int}  # noqa: RUF012 - the registry reads the class attribute
+    color = "#bcbd22"
+
+    def __init__(self, regions: Any, owner: Sequence[int], k: int = 4) -> None:
+        super().__init__(regions, owner)
+        self.k = k
+        self.params = {"k": k}
+        self.seen = [0] * len(self.owner)
+
+    def hit(self, obj: int, region: int, t_ms: float) -> int | None:
+        """Return the access's region on every k-th access, unless it owns the object."""
+        self.seen[obj] += 1
+        if self.seen[obj] % self.k == 0 and region != self.owner[obj]:
+            return region
+        return None
+
+
+# ---------------------------------------------------------------- the toy store adapter
+
+
+class ToyClient:
+    """A session of the dict store: one call at a time, each 1 ms of virtual time."""
+
+    def __init__(self, store: ToyStore) -> None:
+        self.store = store
+
+    async def read(self, keys: Sequence[str], *, consistent: bool) -> ReadResult:
+        await self.store.runtime.sleep_ns(OP_NS)
+        return ReadResult(tuple(self.store.data.get(k) for k in keys), "dict")
+
+    async def write(self, values: Mapping[str, str], *,
+                    expect: Mapping[str, Any] | None = None) -> WriteResult:
+        await self.store.runtime.sleep_ns(OP_NS)
+        for key, want in (expect or {}).items():
+            have = self.store.data.get(key)
+            if (want is ABSENT and have is not None) or (want is not ABSENT and have != want):
+                raise ConditionFailed(f"{key} is {have!r}")
+        self.store.data.update(values)
+        return WriteResult("dict")
+
+    async def delete(self, keys: Sequence[str]) -> WriteResult:
+        await self.store.runtime.sleep_ns(OP_NS)
+        for k in keys:
+            self.store.data.pop(k, None)
+        return WriteResult("dict")
+
+    async def close(self) -> None:
+        return None
+
+
+class ToyStore:
+    """``toymem://NAME``: one dict, every read current, in virtual time."""
+
+    def __init__(self, url: str, seed: int) -> None:
+        self.runtime = VirtualRuntime()
+        self.data: dict[str, str] = {}
+        self.info = StoreInfo(url=url, kind="toymem", features=frozenset(Feature),
+                              eventual_read_served_by="the one dict")
+
+    async def connect(self, region: str | None = None) -> ToyClient:
+        return ToyClient(self)
+
+    async def close(self) -> None:
+        return None
+
+
+# ---------------------------------------------------------------- the toy queue backend
+
+
+@dataclass
+class _Message:
+    id: str
+    body: str
+    visible_ns: int = 0
+    receipt: str = ""
+    count: int = 0
+
+
+class ToyQueueClient:
+    """A session of the in-memory queue; every call takes 1 ms of virtual time."""
+
+    def __init__(self, queue: ToyQueue) -> None:
+        self.q = queue
+
+    async def send(self, body: str, **_: Any) -> str:
+        await self.q.runtime.sleep_ns(OP_NS)
+        mid = f"m{next(self.q.ids)}"
+        self.q.messages[mid] = _Message(mid, body)
+        return mid
+
+    async def receive(self, max_messages: int, visibility_timeout_s: float) -> list[Delivery]:
+        await self.q.runtime.sleep_ns(OP_NS)
+        now, out = self.q.runtime.now_ns(), []
+        for m in list(self.q.messages.values()):
+            if len(out) == max_messages:
+                break
+            if m.visible_ns > now:
+                continue
+            m.count += 1
+            if m.count > self.q.info.max_receives:
+                self.q.dead.append(DeadLetter(m.id, m.body, m.count - 1))
+                del self.q.messages[m.id]
+                continue
+            m.receipt = f"{m.id}.{m.count}"
+            m.visible_ns = now + int(visibility_timeout_s * 1e9)
+            out.append(Delivery(m.id, m.body, m.receipt, m.count))
+        return out
+
+    def _current(self, receipt: str) -> _Message:
+        m = self.q.messages.get(receipt.partition(".")[0])
+        if m is None or m.receipt != receipt:
+            raise StaleReceipt(receipt)
+        return m
+
+    async def delete(self, receipt: str) -> None:
+        await self.q.runtime.sleep_ns(OP_NS)
+        del self.q.messages[self._current(receipt).id]
+
+    async def change_visibility(self, receipt: str, timeout_s: float) -> None:
+        await self.q.runtime.sleep_ns(OP_NS)
+        self._current(receipt).visible_ns = self.q.runtime.now_ns() + int(timeout_s * 1e9)
+
+    async def close(self) -> None:
+        return None
+
+
+class ToyQueue:
+    """``toyq://NAME``: messages in a dict, in virtual time."""
+
+    def __init__(self, url: str, seed: int) -> None:
+        self.runtime = VirtualRuntime()
+        self.info = QueueInfo(url=url, kind="toyq", max_receives=10)
+        self.messages: dict[str, _Message] = {}
+        self.dead: list[DeadLetter] = []
+        self.ids = itertools.count(1)
+
+    async def connect(self) -> ToyQueueClient:
+        return ToyQueueClient(self)
+
+    async def dead_letters(self) -> list[DeadLetter]:
+        return list(self.dead)
+
+    async def depth(self) -> tuple[int, int]:
+        now = self.runtime.now_ns()
+        hidden = sum(m.visible_ns > now for m in self.messages.values())
+        return len(self.messages) - hidden, hidden
+
+    async def close(self) -> None:
+        return None
+
+
+# ---------------------------------------------------------------- the command line, plugged
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``replicalab ARGS`` in a process of its own with the toys plugged in."""
+    boot = ("import sys; import test_extension_points as t; t.plug_in(); "
+            "from replicalab.cli.main import main; sys.argv = ['replicalab', *sys.argv[1:]]; "
+            "main()")
+    env = {**os.environ, "COLUMNS": "200",
+           "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-c", boot, *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def run_json(*args: str, cwd: Path) -> dict[str, Any]:
+    """Run a command with ``--json --out`` and return its JSON object, checking that the run
+    directory holds results.json equal to it and a report."""
+    p = cli(*args, "--json", "--out", str(cwd / "runs"), cwd=cwd)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    run_dir = Path(out["run_dir"])
+    saved = json.loads((run_dir / "results.json").read_text())
+    assert {k: v for k, v in out.items() if k in saved} == saved
+    assert Path(out["report"]).is_file() and Path(out["report"]).parent == run_dir
+    return out
+
+
+def test_nothing_in_src_names_a_toy():
+    """The toys are plugged in from here alone: no file of the package mentions them."""
+    hits = [f"{p.relative_to(SRC)}: {name}" for p in SRC.rglob("*.py")
+            for name in TOY_NAMES if name in p.read_text()]
+    assert not hits
+
+
+def test_help_lists_every_toy(tmp_path: Path):
+    probe = cli("probe", "--help", cwd=tmp_path)
+    assert probe.returncode == 0, probe.stderr
+    assert "echo-toy" in probe.stdout and "--rounds" in probe.stdout  # the workload, its flag
+    assert "toymem://" in probe.stdout  # the store
+    placement = cli("placement", "simulate", "--help", cwd=tmp_path)
+    assert "toy-last (k)" in placement.stdout, placement.stdout
+    queue = cli("queue", "run", "--help", cwd=tmp_path)
+    assert "toyq://" in queue.stdout, queue.stdout
+
+
+def test_the_toy_workload_runs_end_to_end_on_the_toy_store(tmp_path: Path):
+    out = run_json("probe", "--workload", "echo-toy", "--rounds", "7", "--store",
+                   "toymem://one", cwd=tmp_path)
+    assert out["workload"] == "echo-toy" and out["echo"] == {"reads": 7, "echoed": 7}
+    config = json.loads((Path(out["run_dir"]) / "config.json").read_text())
+    assert config["store"]["kind"] == "toymem"  # the toy store served the run
+    rows = dict(out["tables"][0]["rows"])
+    assert rows["reads that echoed the last write"] == "7 of 7"
+    report = Path(out["report"]).read_text()
+    assert "<h2>Echo toy</h2>" in report and "7 of 7 reads echoed" in report
+    again = cli("report", out["run_dir"], cwd=tmp_path)  # re-checked from the saved history
+    assert again.returncode == 0 and "agrees with the saved results" in again.stdout
+
+
+def test_a_shipped_workload_runs_on_the_toy_store(tmp_path: Path):
+    out = run_json("probe", "--store", "toymem://two", "--duration", "1m", cwd=tmp_path)
+    assert out["ops"]["reads"] > 1000 and out["fresh_by_range"][0]["p"] == 1.0
+    assert "toymem://two" in Path(out["report"]).read_text()
+
+
+def test_the_toy_policy_runs_in_the_simulator(tmp_path: Path):
+    # k=3 moves objects towards their users; k=10**9 never moves one (static placement)
+    out = run_json("placement", "simulate", "--policies", "toy-last:k=3,toy-last:k=1000000000",
+                   "--requests", "3000", "--objects", "60", cwd=tmp_path)
+    moving, still = out["policies"]
+    assert moving["params"] == {"k": 3} and moving["migrations"] > 0 == still["migrations"]
+    assert moving["mean_latency_ms"] < still["mean_latency_ms"]
+    assert [row[0] for row in out["tables"][0]["rows"]] == ["toy-last:k=3",
+                                                            "toy-last:k=1000000000"]
+    assert "toy-last:k=3" in Path(out["report"]).read_text()
+
+
+def test_the_toy_queue_runs_a_queue_workload(tmp_path: Path):
+    out = run_json("queue", "run", "--queue", "toyq://q", "--messages", "40", "--consumers",
+                   "3", "--process", "20ms", "--slow-fraction", "0", cwd=tmp_path)
+    summary = out["summary"]
+    assert out["queue"]["kind"] == "toyq"
+    assert summary["messages"] == 40 and summary["lost"] == 0 and summary["processing"] >= 40
+    assert dict(out["tables"][0]["rows"])["messages (acknowledged sends)"] == "40"
+    assert "toyq://q" in Path(out["report"]).read_text()
