@@ -4,6 +4,8 @@ written here from what the tasks sent back."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from replicalab.runtime.parallel import Workers
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.batch import parse_axis, plan_runs, run_batch
@@ -15,11 +17,12 @@ def _build(point: dict[str, str]) -> ProbeSpec:
                      options=ProbeOptions(duration_s=30))
 
 
-def test_a_batch_on_ray_is_the_batch_on_local_processes(ray_local, tmp_path):
+def test_a_batch_on_ray_is_the_batch_on_local_processes(ray_local, tmp_path, monkeypatch):
     plan = plan_runs(_build, [parse_axis("r=1,2")], 2, 1)
+    monkeypatch.chdir(tmp_path)  # --out as typed: a relative path
     with Workers(2, ray_address="local") as pool:
         assert pool.kind == "ray" and pool.ray_cpus == 2
-        on_ray = run_batch(plan, tmp_path / "ray", pool)
+        on_ray = run_batch(plan, Path("ray"), pool)
     assert ray_local.is_initialized()  # the shared instance stays up
     with Workers(2) as pool:
         local = run_batch(plan, tmp_path / "local", pool)

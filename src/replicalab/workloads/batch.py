@@ -147,10 +147,10 @@ def unpack(outcome: RunOutcome) -> None:
     """Write a packed run directory (from a Ray node) where the batch keeps it."""
     if outcome.files is None:
         return
-    root = Path(outcome.run_dir)
+    root = Path(outcome.run_dir).resolve()
     for rel, data in outcome.files.items():
-        path = root / rel
-        if root not in path.resolve().parents:
+        path = (root / rel).resolve()
+        if root not in path.parents:
             raise ValueError(f"a packed run directory names a file outside it: {rel!r}")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
