@@ -174,7 +174,9 @@ class VirtualRuntime:
         self._ready: deque[tuple[VTask, Any, BaseException | None]] = deque()
         self._live: set[VTask] = set()
         self._skips = _SKIP_BUDGET
-        self._interrupted = [False]  # set by a deferred Ctrl-C; checked between steps
+        # set by a deferred Ctrl-C, checked between steps; a worker's is process-wide (the
+        # native core reads this very list)
+        self._interrupted = _STOP if signal.getsignal(signal.SIGINT) is note_stop else [False]
 
     def now_ns(self) -> int:
         """Return the virtual time in ns since the start of the run."""
