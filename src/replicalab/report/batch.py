@@ -38,6 +38,18 @@ def figure_rows(merged: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
     return rows
 
 
+PER_RUN_COLUMNS = 6
+"""Figures shown per run in the report's run table (all of them are in batch.json)."""
+
+
+def _cell(figure: Any) -> str:
+    """Return one run's figure as text: a (count, total) pair as a percentage."""
+    if isinstance(figure, list | tuple):
+        count, total = figure
+        return f"{pct(count / total)} ({count:,}/{total:,})" if total else "n/a"
+    return num(figure, 3)
+
+
 FIGURE_HEADER = ["figure", "pooled over runs", "mean of runs", "95 % CI of the mean", "sd",
                  "min", "median", "max", "runs"]
 
@@ -85,6 +97,12 @@ def render_batch_report(summary: Mapping[str, Any], batch_dir: Path) -> Path:
             page.figure(f"fig-series-{k}", f"{label}: per run, "
                         + "; ".join(point["series"]) + " (one point per measurement period)",
                         series_figure(point["series"]))
+        names = list(point["merged"])[:PER_RUN_COLUMNS]
+        page.table(["run", "seed", *names],
+                   [[r["label"] + (" (cut short)" if r["interrupted"] else ""), str(r["seed"]),
+                     *(_cell(r["figures"].get(n)) for n in names)] for r in point["runs"]],
+                   caption=f"{label}: each run's figures (its report: runs/<run>/report.html)",
+                   numeric_from=1)
         links = " ".join(f'<a href="runs/{esc(r["label"])}/report.html">{esc(r["label"])}</a>'
                          for r in point["runs"])
         page.add(f"<p>Runs: {links}</p>")
