@@ -57,6 +57,7 @@ def run_probe_batch(build: Callable[[dict[str, str]], ProbeSpec], sweep: Sequenc
                     repeats: int, seed: int, workers: int, ray: str | None, out: Path,
                     as_json: bool) -> None:
     """Plan, run and report a batch; exit 130 if interrupted (what was done is saved)."""
+    # the report modules (matplotlib) load before the workers are forked: they inherit them
     from replicalab.report import render_report
     from replicalab.report.batch import render_batch_report
 
