@@ -306,7 +306,7 @@ def _search_python(model: Model, ops: list[LinOp], deadline_s: float | None,
         verdict, order, stuck = search_model(
             len(kept), event_order(kept), step, model.init(), deadline_s,
             _cache_entries(len(kept), cache_bytes), [o.f in model.reads for o in kept],
-            [o.outcome == OPTIONAL for o in kept])
+            [o.outcome == OPTIONAL for o in kept], model.viability(kept))
     return Verdict(verdict), [kept[i] for i in order], kept[stuck] if stuck >= 0 else None
 
 
@@ -395,7 +395,7 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
         clock = Clock(min((o.invoke_ns for o in ops), default=0) if t0_ns is None else t0_ns)
     refuted: dict[Any, PartResult] = {}
     order: list[Any] = []
-    if type(m).refute is not Model.refute:
+    if m.refutes(ops):
         # parts a pattern of the model refutes skip the search (their verdict is known)
         rest: list[LinOp] = []
         for key, part in m.partition(ops):

@@ -190,6 +190,14 @@ def _text(v: Any) -> str | None:
     return None if v == "" else v
 
 
+def _brief(v: Any, limit: int = 48) -> str:
+    """Return a value for a sentence: a long string by its two ends."""
+    text = show_value(v)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit // 2 - 2]}…{text[-(limit // 2 - 2):]} ({len(text)} characters)"
+
+
 class KV(CasRegister):
     """A map of independent registers (Jepsen's ``independent`` register test, Porcupine's
     kv): read (``get``), write (``put``), cas and append, checked one key at a time.
@@ -237,6 +245,97 @@ class KV(CasRegister):
         text = "\0".join(seen)
         return {o.index for o in relaxed
                 if o.f == "append" and o.value and o.value not in text}
+
+    def refutes(self, ops: Sequence[LinOp]) -> bool:
+        """Return whether the history has appends (the patterns :meth:`refute` knows)."""
+        return any(o.f == "append" for o in ops)
+
+    def refute(self, ops: Sequence[LinOp]) -> list[LinOp] | None:
+        """Return a counterexample of a part with appends found without a search: an
+        append that completed before a read began whose value lacks its string, or two
+        reads one after the other where the first is not the start of the second — when
+        no write or cas could have put a new value there in between."""
+        if not any(o.f == "append" for o in ops):
+            return None
+        resets = [o for o in ops if o.f in ("write", "cas") and o.outcome != "fail"]
+        reads = sorted((o for o in ops if o.f == "read" and o.outcome == "ok"
+                        and isinstance(o.value, str | None)), key=lambda o: o.invoke_ns)
+        appends = sorted((o for o in ops if o.f == "append" and o.outcome == "ok"
+                          and o.value), key=lambda o: o.complete_ns)
+
+        def reset_between(x: LinOp, r: LinOp) -> bool:
+            """Whether a write or cas may take effect after x and before r completed."""
+            return any(y.invoke_ns < r.complete_ns
+                       and not (y.outcome == "ok" and y.complete_ns < x.invoke_ns)
+                       for y in resets)
+
+        for r in reads:
+            text = r.value or ""
+            for a in appends:
+                if a.complete_ns >= r.invoke_ns:
+                    break
+                if a.value not in text and not reset_between(a, r):
+                    return [a, r]
+        for i, r1 in enumerate(reads):
+            first = r1.value or ""
+            for r2 in reads[i + 1:]:
+                if (r1.complete_ns < r2.invoke_ns and not (r2.value or "").startswith(first)
+                        and not reset_between(r1, r2)):
+                    return [r1, r2]
+        return None
+
+    def headline(self, ce: Sequence[LinOp], part: Sequence[LinOp], clock: Any) -> str | None:
+        """Return the sentence for the append patterns :meth:`refute` finds."""
+        from replicalab.checkers.linexplain import who
+
+        if len(ce) != 2 or not any(o.f == "append" for o in part):
+            return None
+        x, r = sorted(ce, key=lambda o: (o.complete_ns, o.index))
+        if r.f != "read" or r.outcome != "ok":
+            return None
+        did = f"{who(r.process)} read {_brief(r.value)} at {clock.point(r.invoke_ns)}"
+        tail = "and no write or cas could have replaced the value in between"
+        if x.f == "append" and x.value not in (r.value or ""):
+            return (f"{did} although the append of {x.value!r} by {who(x.process)} completed "
+                    f"at {clock.point(x.complete_ns)}, before it began: the value read "
+                    f"lacks it, {tail}.")
+        if x.f == "read" and not (r.value or "").startswith(x.value or ""):
+            return (f"{did} although {who(x.process)} had read {_brief(x.value)} "
+                    f"(completed at {clock.point(x.complete_ns)}), which it does not start "
+                    f"with: appends only lengthen a value, {tail}.")
+        return None
+
+    def viability(self, ops: Sequence[LinOp]) -> Any:
+        """Return the pruning of a part with appends: appends only lengthen a value, so
+        a state is viable only if every read that must still happen reads a value that
+        starts with it, or with a value a write or cas still to come may put there (a
+        read of nil or "" needs the empty value). None for parts without appends."""
+        if not any(o.f == "append" for o in ops):
+            return None
+        resets = []  # (position, the string it puts there): only strings can be read
+        for i, o in enumerate(ops):
+            if o.f in ("write", "cas"):
+                w = _text(o.value[1] if o.f == "cas" else o.value)
+                if isinstance(w, str | None):
+                    resets.append((i, w or ""))
+        reads = []
+        for i, o in enumerate(ops):
+            if o.f == "read" and o.outcome == "ok" and isinstance(o.value, str | None):
+                text = o.value or ""
+                reads.append((i, text, [j for j, w in resets if text.startswith(w)]))
+
+        def viable(state: Any, done: int) -> bool:
+            s = state or ""
+            if not isinstance(s, str):
+                return True
+            for i, text, resetters in reads:
+                if done >> i & 1 or text.startswith(s):
+                    continue
+                if not any(not done >> j & 1 for j in resetters):
+                    return False
+            return True
+
+        return viable
 
     def native_machine(self, ops: Sequence[LinOp]) -> str:
         """Return the native machine for ``ops``: ``register``, or ``append`` when there

@@ -296,12 +296,18 @@ def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
 def search_model(n: int, events: Sequence[int], step: Callable[[Any, int], tuple[bool, Any]],
                  init: Hashable, deadline_s: float | None = None,
                  max_cache: int = DEFAULT_MAX_CACHE, pure: Sequence[bool] | None = None,
-                 optional: Sequence[bool] | None = None) -> tuple[int, list[int], int]:
+                 optional: Sequence[bool] | None = None,
+                 viable: Callable[[Any, int], bool] | None = None
+                 ) -> tuple[int, list[int], int]:
     """Return (verdict 1/0/-1, op order, stuck op or -1) of ops ``0..n-1`` under any model:
     ``step(state, i)`` returns (legal, new state) of op ``i`` (states hashable);
     ``pure[i]`` (None: all False) marks an op that never changes the state (a read): at a
-    new configuration the first one legal there is taken at once, without a choice; the
-    rest is as :func:`search_part`."""
+    new configuration the first one legal there is taken at once, without a choice;
+    ``viable(state, done)`` (``done`` the bitset of ops placed or dropped), when given,
+    says whether the ops left can still be linearized from ``state`` as far as the model
+    can tell at once: a step of an op that is not pure to a state that is not viable is
+    refused (a pruning that must never refuse a state some linearization goes through).
+    The rest is as :func:`search_part`."""
     op_of, match, nxt, prv, tail = _links(events)
     is_call = [True] * (tail + 1)
     for e, ev in enumerate(events, start=1):
@@ -340,6 +346,8 @@ def search_model(n: int, events: Sequence[int], step: Callable[[Any, int], tuple
         if take or (is_call[entry] and not reads[op]):
             if not take:
                 legal, new = step(state, op)
+                if legal and viable is not None and not viable(new, bits | (1 << op)):
+                    legal = False
             if legal:
                 nb = bits | (1 << op)
                 key = (nb, new)
