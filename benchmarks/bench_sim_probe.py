@@ -15,16 +15,23 @@ print a ratio otherwise. Then it times the full single-thread study of seed 003 
 (26,500 writes, issued at 50 reads/s) end to end: simulation, checkers, Parquet history,
 results.
 
+With ``--scaling``, it also times a batch as a user runs it (the command, start-up
+included): ``replicalab probe --duration 5m --repeats 20`` on 1 and 2 local workers and on
+a local Ray instance (which includes starting it), and checks that all three give the same
+batch.json.
+
 Run: .venv/bin/python benchmarks/bench_sim_probe.py [--repeats 3] [--hours 2] [--no-full]
-     [--schemes simpledb,quorum,primary]
+     [--schemes simpledb,quorum,primary] [--scaling] [--scaling-repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import math
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -362,6 +369,44 @@ def full_study() -> tuple[float, int]:
     return wall, run.results["ops"]["reads"] + run.results["ops"]["writes"]
 
 
+def batch_wall_s(where: list[str], out: Path) -> tuple[float, bytes]:
+    """Return (wall s, batch.json) of ``replicalab probe --duration 5m --repeats 20`` run
+    as a command with ``where`` (--workers N or --ray local) into ``out``."""
+    cmd = [sys.executable, "-m", "replicalab.cli.main", "probe", "--store", "sim://simpledb",
+           "--duration", "5m", "--repeats", "20", *where, "--out", str(out), "--json"]
+    t = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed: {done.stderr.strip()[-500:]}")
+    batch = Path(json.loads(done.stdout)["batch_dir"])
+    return wall, (batch / "batch.json").read_bytes()
+
+
+def scaling(repeats: int) -> None:
+    """Print the batch's wall time on 1 and 2 workers and on local Ray (medians of
+    ``repeats``, the configurations alternating) and the ratio to one worker."""
+    configs = {"1 worker": ["--workers", "1"], "2 workers": ["--workers", "2"],
+               "Ray (local, started by the command)": ["--ray", "local"]}
+    walls: dict[str, list[float]] = {k: [] for k in configs}
+    outputs: set[bytes] = set()
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeats):
+            for name, where in configs.items():
+                wall, batch = batch_wall_s(where, Path(tmp) / f"{i}")
+                walls[name].append(wall)
+                outputs.add(batch)
+    if len(outputs) != 1:
+        sys.exit("the batch gave different batch.json on 1 worker, 2 workers and Ray")
+    one = statistics.median(walls["1 worker"])
+    print(f"probe --duration 5m --repeats 20 (sim://simpledb), wall s with start-up, median "
+          f"of {repeats}; the same batch.json everywhere")
+    for name, values in walls.items():
+        med = statistics.median(values)
+        print(f"  {name:<38}{med:>7.1f} s  ({med / one:.2f} of 1 worker; runs "
+              + ", ".join(f"{v:.1f}" for v in values) + ")")
+
+
 def compare(scheme: str, hours: float, repeats: int) -> dict[str, float]:
     """Run both engines ``repeats`` times (seeds 1..repeats, alternating which goes first)
     and return the medians; exit without a ratio if any pair of histories differs."""
@@ -399,6 +444,8 @@ def main() -> None:
     ap.add_argument("--hours", type=float, default=2.0)
     ap.add_argument("--schemes", default="simpledb,quorum,primary")
     ap.add_argument("--no-full", action="store_true")
+    ap.add_argument("--scaling", action="store_true")
+    ap.add_argument("--scaling-repeats", type=int, default=3)
     args = ap.parse_args()
     schemes = [x.strip() for x in args.schemes.split(",") if x.strip()]
     unknown = [x for x in schemes if x not in URLS]
@@ -416,6 +463,8 @@ def main() -> None:
         wall, ops = full_study()
         print(f"full seed 003 §2.1.1 study on sim://simpledb ({ops:,} ops) end to end: "
               f"{wall:.1f} s (target < 60 s: {'met' if wall < 60 else 'NOT met'})")
+    if args.scaling:
+        scaling(args.scaling_repeats)
 
 
 if __name__ == "__main__":

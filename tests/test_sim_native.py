@@ -136,3 +136,12 @@ def test_a_store_with_a_native_core_is_freed_after_its_run(monkeypatch):
     alive = [_one_write(url) for url in ("sim://simpledb", "sim://primary", "sim://quorum")]
     gc.collect()
     assert [a() for a in alive] == [None, None, None]
+
+
+def test_the_simulator_s_read_result_is_a_read_result():
+    from replicalab.stores.base import ReadResult
+    from replicalab.stores.sim import _read_result
+
+    made = _read_result(("v",), "n0")
+    assert made == ReadResult(("v",), "n0") and hash(made) == hash(ReadResult(("v",), "n0"))
+    assert (made.sent_ns, made.received_ns) == (0, 0)

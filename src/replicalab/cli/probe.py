@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -256,49 +257,16 @@ def probe(
 
     Example: replicalab probe --store sim://quorum --sweep r=1,2 --sweep w=1,2 --repeats 5
     """
-    common = {"consistency": consistency, "duration": duration,
-              "write_interval": write_interval, "read_rate": read_rate, "period": period}
-
-    def build(point: dict[str, str]) -> ProbeSpec:
-        """Return the probe with ``point``'s values (a batch's sweep point) in place of
-        the options given."""
-        values, flags, url = dict(common), dict(workload_flags), store
-        for key, text in point.items():
-            if key in values:
-                values[key] = text
-            elif key in _flags_by_name():
-                flags[key] = text
-            else:
-                url = with_url_parameter(url, key, text)
-        if url != store:
-            open_store(url, seed)  # a parameter the simulated store does not take is named
-        opts = ProbeOptions(
-            consistency=values["consistency"],
-            duration_s=parse_duration_s(values["duration"], "--duration"),
-            write_interval_s=parse_duration_s(values["write_interval"], "--write-interval"),
-            read_rate=_number(values["read_rate"], "--read-rate"),
-            period_s=parse_duration_s(values["period"], "--period"), seed=seed)
-        registry.get(workload)
-        spec = ProbeSpec(store=url, workload=workload, options=opts,
-                         config=workload_config(workload, flags),
-                         key_prefix=prefix, keep_keys=keep,
-                         **_fault_options(url, fault or [], faults, cluster))
-        check_within(spec.faults, opts.duration_s)
-        return spec
-
+    args = _ProbeArgs(store, workload, seed,
+                      {"consistency": consistency, "duration": duration,
+                       "write_interval": write_interval, "read_rate": read_rate,
+                       "period": period},
+                      dict(workload_flags), prefix, keep, list(fault or []), faults, cluster)
     if repeats != 1 or sweep or workers != 1 or ray is not None:
-        if repeats == 1 and not sweep:
-            fail("--workers and --ray spread a batch of runs over processes; add --repeats N "
-                 "or --sweep KEY=V1,V2")
-        if (workers != 1 or ray is not None) and not store.startswith("sim://"):
-            fail("--workers and --ray run independent simulations; runs against one real "
-                 "store would share it: drop them (the batch then runs one run at a time)")
-        from replicalab.cli.batch import run_probe_batch
-
-        run_probe_batch(build, sweep or [], repeats, seed, workers, ray, out, as_json)
+        _batch(args, repeats, sweep or [], workers, ray, out, as_json)
         return
     try:
-        spec = build({})
+        spec = args.spec({})
         with progress_bar(f"{workload} on {redact_url(store)}", not as_json) as tick:
             run = run_probe(spec, out, tick, announce=lambda line: say(line, err=True))
             if run.interrupted or run.error:
@@ -306,6 +274,65 @@ def probe(
     except (ValueError, UserError) as err:
         fail(str(err))
     finish(run, as_json)
+
+
+@dataclass(frozen=True)
+class _ProbeArgs:
+    """The options of one ``probe`` command, from which each of its runs is built: the
+    common options as typed (``common``), the workload's flags, the key prefix and faults."""
+
+    store: str
+    workload: str
+    seed: int
+    common: dict[str, Any]
+    flags: dict[str, Any]
+    prefix: str | None
+    keep: bool
+    fault: list[str]
+    faults: Path | None
+    cluster: str | None
+
+    def spec(self, point: dict[str, str]) -> ProbeSpec:
+        """Return the probe with ``point``'s values (a batch's sweep point: a common
+        option, a workload flag or a store URL parameter) in place of the options given."""
+        values, flags, url = dict(self.common), dict(self.flags), self.store
+        for key, text in point.items():
+            if key in values:
+                values[key] = text
+            elif key in _flags_by_name():
+                flags[key] = text
+            else:
+                url = with_url_parameter(url, key, text)
+        if url != self.store:
+            open_store(url, self.seed)  # a parameter the simulated store does not take
+        opts = ProbeOptions(
+            consistency=values["consistency"],
+            duration_s=parse_duration_s(values["duration"], "--duration"),
+            write_interval_s=parse_duration_s(values["write_interval"], "--write-interval"),
+            read_rate=_number(values["read_rate"], "--read-rate"),
+            period_s=parse_duration_s(values["period"], "--period"), seed=self.seed)
+        registry.get(self.workload)
+        spec = ProbeSpec(store=url, workload=self.workload, options=opts,
+                         config=workload_config(self.workload, flags),
+                         key_prefix=self.prefix, keep_keys=self.keep,
+                         **_fault_options(url, self.fault, self.faults, self.cluster))
+        check_within(spec.faults, opts.duration_s)
+        return spec
+
+
+def _batch(args: _ProbeArgs, repeats: int, sweep: list[str], workers: int, ray: str | None,
+           out: Path, as_json: bool) -> None:
+    """Run ``--repeats``/``--sweep`` as a batch of runs (exit 2 for --workers/--ray where
+    they do not apply)."""
+    if repeats == 1 and not sweep:
+        fail("--workers and --ray spread a batch of runs over processes; add --repeats N "
+             "or --sweep KEY=V1,V2")
+    if (workers != 1 or ray is not None) and not args.store.startswith("sim://"):
+        fail("--workers and --ray run independent simulations; runs against one real "
+             "store would share it: drop them (the batch then runs one run at a time)")
+    from replicalab.cli.batch import run_probe_batch
+
+    run_probe_batch(args.spec, sweep, repeats, args.seed, workers, ray, out, as_json)
 
 
 def _flag_option(uses: list[tuple[str, Flag]]) -> Any:

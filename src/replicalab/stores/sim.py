@@ -10,7 +10,7 @@ time on asyncio (slow, but it exercises the real-time path of workloads end to e
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -43,6 +43,24 @@ _SCHEMES: dict[str, tuple[type, type]] = {
 }
 
 
+_new = object.__new__
+if [f.name for f in fields(ReadResult)] != ["values", "node", "sent_ns", "received_ns"]:
+    raise RuntimeError("ReadResult's fields changed: update stores/sim.py's _read_result")
+_SET_VALUES, _SET_NODE = ReadResult.values.__set__, ReadResult.node.__set__  # type: ignore[attr-defined]
+_SET_SENT, _SET_RECEIVED = ReadResult.sent_ns.__set__, ReadResult.received_ns.__set__  # type: ignore[attr-defined]
+
+
+def _read_result(values: tuple[str | None, ...], node: str) -> ReadResult:
+    """Return ``ReadResult(values, node)``, its slots set directly: the same object in half
+    the time of the frozen dataclass's ``__init__`` (one per simulated read)."""
+    r = _new(ReadResult)
+    _SET_VALUES(r, values)
+    _SET_NODE(r, node)
+    _SET_SENT(r, 0)
+    _SET_RECEIVED(r, 0)
+    return r
+
+
 @dataclass
 class SimClient:
     """A client placed in one region of the simulated store."""
@@ -60,7 +78,7 @@ class SimClient:
             raise Unavailable(str(err)) from None
         except NotExpressible as err:
             raise Unsupported(str(err)) from None
-        return ReadResult(values, node)
+        return _read_result(values, node)
 
     async def write(self, values: Mapping[str, str], *,
                     expect: Mapping[str, Any] | None = None) -> WriteResult:

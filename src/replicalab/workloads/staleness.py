@@ -54,12 +54,14 @@ async def _read_until(rec: Recorder, client: Any, process: int, consistent: bool
     the slots it outlasted are skipped, never caught up in a burst)."""
     rt = rec.rt
     slots = Slots(rt, int(NS_PER_S / rate))
+    keys = (KEY,)
     while True:
         now = rt.now_ns()
         if slots.slot_ns >= until_ns or now >= until_ns or now >= stop_ns:
             return
-        await slots.wait()
-        await rec.read(client, process, (KEY,), consistent)
+        if slots.slot_ns > now:  # not due yet (a read that outlasts its slot is not)
+            await slots.wait()
+        await rec.read(client, process, keys, consistent)
         slots.advance()
 
 
