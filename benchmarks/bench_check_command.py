@@ -94,7 +94,7 @@ def generate(model: str, n: int, procs: int, seed: int, keys: int = 1,
     """Return a history of ``n`` ops by ``procs`` processes, linearizable by construction:
     each op takes effect on a sequential object at a point inside its interval; 5 % of
     writes end ``info`` (half of them took effect); cas ops from a wrong value fail. With
-    ``mutate`` one read returns a value never written (a string never appended)."""
+    ``mutate`` one read is made certainly not linearizable (:func:`_mutated`)."""
     rnd = random.Random(seed)
     spans = []
     t = [0] * procs
@@ -138,13 +138,34 @@ def generate(model: str, n: int, procs: int, seed: int, keys: int = 1,
         ops.append(LinOp(i, p, f, key, value, outcome, inv, comp))
     ops.sort(key=lambda o: o.index)
     if mutate:
-        reads = [j for j, o in enumerate(ops) if o.f == "read"]
+        ops = _mutated(ops, model)
+    return ops
+
+
+def _mutated(ops: list[LinOp], model: str) -> list[LinOp]:
+    """Return ``ops`` with one read made certainly not linearizable. Registers: a stale
+    read — it returns v0, whose write w0 completed before a write w1 of another value
+    began, which completed before the read began (values are written once, so v0 cannot
+    come back). kv: a read with a string nobody appended at its end."""
+    reads = [j for j, o in enumerate(ops) if o.f == "read" and o.outcome == "ok"]
+    if model == "kv":
         j = reads[len(reads) // 2]
         o = ops[j]
-        bad = (o.value or "") + " x never appended y" if model == "kv" else "never written"
-        ops[j] = LinOp(o.index, o.process, o.f, o.key, bad, o.outcome, o.invoke_ns,
-                       o.complete_ns)
-    return ops
+        return [*ops[:j], LinOp(o.index, o.process, "read", o.key,
+                                (o.value or "") + " x never appended y", "ok", o.invoke_ns,
+                                o.complete_ns), *ops[j + 1:]]
+    writes = [o for o in ops if o.f in ("write", "cas") and o.outcome == "ok"]
+    for j in sorted(reads, key=lambda j: abs(j - reads[len(reads) // 2])):
+        r = ops[j]
+        for w1 in writes:
+            if w1.complete_ns >= r.invoke_ns:
+                continue
+            for w0 in writes:
+                v0 = w0.value[1] if w0.f == "cas" else w0.value
+                if w0.complete_ns < w1.invoke_ns and v0 != r.value:
+                    return [*ops[:j], LinOp(r.index, r.process, "read", r.key, v0, "ok",
+                                            r.invoke_ns, r.complete_ns), *ops[j + 1:]]
+    raise SystemExit("no read to make stale: generate a longer history")
 
 
 def _edn(v: Any) -> str:

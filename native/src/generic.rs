@@ -434,7 +434,9 @@ pub fn search(machine: &mut dyn Machine, ops: &[MOp], events: &[u32], limits: Li
 
     loop {
         iter += 1;
-        if iter & 0x3FF == 0 && limits.deadline.is_some_and(|d| Instant::now() >= d) {
+        if (iter & 0x3FF == 0 && limits.deadline.is_some_and(|d| Instant::now() >= d))
+            || (iter & crate::signals::EVERY == 0 && crate::signals::interrupted())
+        {
             let order = order_of(&mut best.iter().copied(), &is_call, &node_op);
             return Outcome { verdict: Verdict::Timeout, order, stuck, states };
         }

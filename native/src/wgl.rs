@@ -397,7 +397,9 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
     // tracked as `linsearch.search_part` tracks them: both cores give the same result.
     loop {
         iter += 1;
-        if iter & 0x3FF == 0 && limits.deadline.is_some_and(|d| Instant::now() >= d) {
+        if (iter & 0x3FF == 0 && limits.deadline.is_some_and(|d| Instant::now() >= d))
+            || (iter & crate::signals::EVERY == 0 && crate::signals::interrupted())
+        {
             return Outcome { verdict: Verdict::Timeout, order: s.best_order(), stuck,
                              states: s.states };
         }

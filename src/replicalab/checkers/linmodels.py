@@ -128,6 +128,82 @@ class CasRegister(Model):
             return (UNRECORDED, value)
         return value
 
+    def _unwritten(self, ops: Sequence[LinOp]) -> LinOp | None:
+        """Return the first op that completed ``ok`` needing a value (a read's, a cas's
+        expected one) that no write or cas of its key began to write before it ended."""
+        norm = self.intern_key
+        first: dict[tuple[Any, Any], int] = {}  # (key, value) -> earliest invoke writing it
+        def pair(o: LinOp) -> bool:  # what the checks later refuse is left to them
+            return isinstance(o.value, tuple) and len(o.value) == 2
+
+        for o in ops:
+            if o.outcome != "fail" and (o.f == "write" or (o.f == "cas" and pair(o))):
+                k = (o.key, norm(o.value[1] if o.f == "cas" else o.value))
+                if k not in first or o.invoke_ns < first[k]:
+                    first[k] = o.invoke_ns
+        for o in sorted(ops, key=lambda o: (o.invoke_ns, o.index)):
+            if o.outcome != "ok" or o.f not in ("read", "cas") or (o.f == "cas" and not pair(o)):
+                continue
+            v = norm(o.value if o.f == "read" else o.value[0])
+            if v is None or v is UNRECORDED:
+                continue
+            if first.get((o.key, v), o.complete_ns) >= o.complete_ns:
+                return o
+        return None
+
+    def _stale(self, ops: Sequence[LinOp]) -> list[LinOp] | None:
+        """Return [w, r]: a read r of a value v and a write (or cas) w of another value
+        that began after every write of v completed (none may still take effect: all
+        ``ok``) and completed before r began — v cannot come back; or None. One sweep
+        of the reads by invoke over the writes by completion."""
+        norm = self.intern_key
+        writers: dict[tuple[Any, Any], list[LinOp]] = {}
+        done = []
+        for o in ops:
+            if o.outcome == "fail" or o.f not in ("write", "cas"):
+                continue
+            if o.f == "cas" and not (isinstance(o.value, tuple) and len(o.value) == 2):
+                continue
+            v = norm(o.value[1] if o.f == "cas" else o.value)
+            writers.setdefault((o.key, v), []).append(o)
+            if o.outcome == "ok":
+                done.append((o.complete_ns, o, v))
+        done.sort(key=lambda d: d[0])
+        reads = sorted((o for o in ops if o.f == "read" and o.outcome == "ok"),
+                       key=lambda o: o.invoke_ns)
+        # per key, the two latest-invoked writes of different values completed so far
+        best: dict[Any, list[tuple[LinOp, Any]]] = {}
+        i = 0
+        for r in reads:
+            while i < len(done) and done[i][0] < r.invoke_ns:
+                _, w, v = done[i]
+                top = [t for t in best.get(w.key, []) if t[1] != v]
+                top.append((w, v))
+                top.sort(key=lambda t: -t[0].invoke_ns)
+                best[w.key] = top[:2]
+                i += 1
+            v = norm(r.value)
+            of_v = writers.get((r.key, v), [])
+            if any(x.outcome != "ok" for x in of_v):
+                continue
+            last_v = max((x.complete_ns for x in of_v), default=None)
+            for w, wv in best.get(r.key, []):
+                if wv != v and (last_v is None or w.invoke_ns > last_v):
+                    return [w, r]
+        return None
+
+    def refutes(self, ops: Sequence[LinOp]) -> bool:
+        """Return whether :meth:`refute` finds something (a pass and a sweep)."""
+        return self._unwritten(ops) is not None or self._stale(ops) is not None
+
+    def refute(self, ops: Sequence[LinOp]) -> list[LinOp] | None:
+        """Return a counterexample found without a search (a search would have to try
+        every order of everything before it to fail): a read (or a cas) of a value no
+        write began to write before it ended; or a stale read and the write that
+        certainly replaced its value (:meth:`_stale`)."""
+        op = self._unwritten(ops)
+        return [op] if op is not None else self._stale(ops)
+
     def describe(self, op: LinOp) -> str:
         """Return "read 3", "write 3", "cas 1 -> 2" (values as :func:`show_value`)."""
         if op.f == "cas":
@@ -247,16 +323,18 @@ class KV(CasRegister):
                 if o.f == "append" and o.value and o.value not in text}
 
     def refutes(self, ops: Sequence[LinOp]) -> bool:
-        """Return whether the history has appends (the patterns :meth:`refute` knows)."""
-        return any(o.f == "append" for o in ops)
+        """Return whether the history has appends (the patterns :meth:`refute` knows) or
+        a value read that nothing wrote."""
+        return any(o.f == "append" for o in ops) or super().refutes(ops)
 
     def refute(self, ops: Sequence[LinOp]) -> list[LinOp] | None:
-        """Return a counterexample of a part with appends found without a search: an
-        append that completed before a read began whose value lacks its string, or two
-        reads one after the other where the first is not the start of the second — when
-        no write or cas could have put a new value there in between."""
+        """Return a counterexample found without a search: a value read that nothing
+        wrote (:meth:`CasRegister.refute`); in a part with appends, an append that
+        completed before a read began whose value lacks its string, or two reads one
+        after the other where the first is not the start of the second — when no write
+        or cas could have put a new value there in between."""
         if not any(o.f == "append" for o in ops):
-            return None
+            return super().refute(ops)
         resets = [o for o in ops if o.f in ("write", "cas") and o.outcome != "fail"]
         reads = sorted((o for o in ops if o.f == "read" and o.outcome == "ok"
                         and isinstance(o.value, str | None)), key=lambda o: o.invoke_ns)
