@@ -354,12 +354,13 @@ def part_result(search: PartSearch, key: Any, verdict: Verdict, order: list[LinO
     if shrink_deadline_s is not None:
         end = min(end, shrink_deadline_s)
     kept = model.prepare(ops)
-    if search.windowed and search.verdict(
-            frozenset(o.index for o in kept if o.outcome == OK), end) != verdict:
+    ce, minimal = shrink(kept, search.verdict, end, focus=stuck)
+    if minimal is None and search.windowed:
         # the window's starting values over-approximate what came before it: when even
         # every op constrained is not seen failing that way, shrink on the whole part
         search.windowed = False
-    ce, minimal = shrink(kept, search.verdict, end, focus=stuck)
+        ce, minimal = shrink(kept, search.verdict, end, focus=stuck)
+    minimal = bool(minimal)
     ce.sort(key=lambda o: (o.invoke_ns, o.index))
     return PartResult(key, verdict, len(ops), linearization, [o.index for o in ce],
                       explain(ce, kept, model, clock, minimal),
@@ -454,7 +455,8 @@ def _refuted(m: Model, key: Any, part: list[LinOp], clock: Clock, cache_bytes: i
     if search.verdict(frozenset(o.index for o in ce), end) != Verdict.NOT_LINEARIZABLE:
         return None  # not a counterexample after all: the search decides
     kept = m.prepare(part)
-    small, minimal = shrink(ce, search.verdict, end)
+    small, confirmed = shrink(ce, search.verdict, end)
+    minimal = bool(confirmed)
     small.sort(key=lambda o: (o.invoke_ns, o.index))
     return PartResult(key, Verdict.NOT_LINEARIZABLE, len(part), [],
                       [o.index for o in small], explain(small, kept, m, clock, minimal),
