@@ -394,6 +394,15 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
     ops = list(ops)
     if clock is None:
         clock = Clock(min((o.invoke_ns for o in ops), default=0) if t0_ns is None else t0_ns)
+    if ops and native_machine(m, ops) == "register" and native_available(m, ops):
+        try:
+            cols = encode_columns(ops, m, "register")
+        except (TypeError, OverflowError):
+            cols = None  # times, indexes or values that are not int64: Python takes them
+        if cols is not None:  # refutations found natively on the columns, as for runs
+            r = check_columns(cols, m, lambda rows: [ops[i] for i in rows], deadline_s,
+                              cache_bytes, progress, clock, fail_fast)
+            return replace(r, ops=len(ops), check_s=time.monotonic() - started)
     final: list[PartResult] | None = None
     if m.refutes(ops):
         # parts a pattern of the model refutes skip the search (their verdict is known),
