@@ -89,7 +89,8 @@ class PartResult:
 
     ``ops`` counts the part's ops as given; ``linearization`` lists ``LinOp.index`` values
     in linearization order — all the ops that took effect when linearizable, the longest
-    linearizable prefix found otherwise (None if the part was never searched);
+    linearizable prefix found otherwise (None if the part was never searched: skipped, or
+    refuted without a search, ``Model.refute``);
     ``counterexample`` the indexes of a 1-minimal non-linearizable subset (None unless not
     linearizable); ``minimal`` False when shrinking ran out of time; ``explanation`` a
     paragraph saying why; ``check_s`` the time spent on the part in s (search and
@@ -467,7 +468,7 @@ def _refuted(m: Model, key: Any, part: list[LinOp], clock: Clock, cache_bytes: i
     small, confirmed = shrink(ce, search.verdict, end)
     minimal = bool(confirmed)
     small.sort(key=lambda o: (o.invoke_ns, o.index))
-    return PartResult(key, Verdict.NOT_LINEARIZABLE, len(part), [],
+    return PartResult(key, Verdict.NOT_LINEARIZABLE, len(part), None,
                       [o.index for o in small], explain(small, kept, m, clock, minimal),
                       time.monotonic() - started, minimal)
 
