@@ -289,6 +289,9 @@ func main() {
 			}); err != nil {
 				os.Exit(1)
 			}
+			if res == porcupine.Unknown && vres == porcupine.Unknown {
+				break // no verdict within the timeout: another repeat would only wait again
+			}
 		}
 	}
 }
