@@ -154,7 +154,7 @@ class PartSearch:
         # turns it off for a part whose window check cannot see the violation at all
         self.windowed = self.register
         if native is not None and self.ops:
-            self.cols = encode_columns([replace(o, key=None) for o in self.ops], model, native)
+            self.cols = encode_columns(self.ops, model, native, one_part=True)
             self.codes = int64s(self.cols.outcome)
             self.pos = {o.index: n for n, o in enumerate(self.ops)}
 
