@@ -21,8 +21,11 @@ built beforehand — its process start and parsing are left out, ours are not. H
   loads them). Both checkers' verdicts against the known answers: where Porcupine gives
   none within ``--timeout``, ours is still checked against the construction.
 
-Each command runs ``--repeats`` times (median); ratios are ours / Porcupine's medians of
-this run. The machine is shared: the load average is printed before and after.
+Each command runs ``--repeats`` times (median); "command / Porcupine" is that median over
+Porcupine's median check-call time of this run; "check / Porcupine" puts the checks'
+own ``check_s`` (from the ``--json`` run: search, shrinking and explanations, no start-up
+or parsing) beside the same calls. The machine is shared: the load average is printed
+before and after.
 
 Run: .venv/bin/python benchmarks/bench_check_command.py [--repeats 5] [--timeout 20]
      [--quick] [--json PATH]
@@ -71,6 +74,7 @@ class Case:
     ours_s: list[float] = field(default_factory=list)
     ours_dir_s: list[float] = field(default_factory=list)
     ours: list[Any] = field(default_factory=list)
+    check_s: float = 0.0
     minimal: bool = True
     lines: bool = True
     porcupine: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -286,18 +290,23 @@ def generated_cases(tmp: Path, quick: bool) -> list[Case]:
 # ------------------------------------------------------------------------ measuring
 
 
-def measure_ours(case: Case, repeats: int) -> None:
-    """Time ``replicalab check`` on the case's files (and run directory), then read its
-    verdicts, minimality and explanations from one ``--json`` run."""
+def time_ours(case: Case) -> None:
+    """Time ``replicalab check`` once on the case's files (and run directory)."""
     args = [*map(str, case.paths), "--model", case.model, "--timeout", "600s"]
-    for _ in range(repeats):
-        case.ours_s.append(_command(["check", *args])[0])
-        if case.run_dir is not None:
-            case.ours_dir_s.append(_command(["check", str(case.run_dir), "--model",
-                                             case.model])[0])
+    case.ours_s.append(_command(["check", *args])[0])
+    if case.run_dir is not None:
+        case.ours_dir_s.append(_command(["check", str(case.run_dir), "--model",
+                                         case.model])[0])
+
+
+def read_ours(case: Case) -> None:
+    """Read the case's verdicts, check time, minimality and explanations from one
+    ``--json`` run."""
+    args = [*map(str, case.paths), "--model", case.model, "--timeout", "600s"]
     _, p = _command(["check", *args, "--json"])
     docs = json.loads(p.stdout)["results"]
     case.ours = [d["valid"] for d in docs]
+    case.check_s = sum(d["check_s"] for d in docs)  # the check alone, in the process
     ces = [c for d in docs for c in d["counterexample"] or ()]
     case.minimal = all(c["minimal"] for c in ces)
     case.lines = all(not d["timed"] for d in docs)
@@ -311,7 +320,7 @@ def _median(xs: list[float]) -> float:
 
 
 def porcupine_total(case: Case) -> tuple[float, list[Any]]:
-    """Return (median over repeats of the summed check-call s, verdicts) of a case."""
+    """Return (median over rounds of the summed check-call s, verdicts) of a case."""
     runs = [case.porcupine[f"{case.name}#{i}"] for i in range(len(case.paths))]
     rounds = min(len(r) for r in runs)
     totals = [sum(r[k]["check_ns"] for r in runs) / 1e9 for k in range(rounds)]
@@ -340,11 +349,23 @@ def main() -> int:
                 if name not in seen:
                     seen.add(name)
                     histories.append((name, "kv" if case.model == "kv" else "register", ops))
-        runs = porcupine.run(binary, histories, args.repeats, args.timeout, tmp)
+        # rounds interleave the two sides, so both meet the shared machine's load alike:
+        # Porcupine's calls on every history, then each of our commands once
+        runs: dict[str, list[dict[str, Any]]] = {}
+        hopeless: set[str] = set()
+        for r in range(args.repeats):
+            todo = [h for h in histories if h[0] not in hopeless]
+            for name, recs in porcupine.run(binary, todo, 1, args.timeout, tmp).items():
+                runs.setdefault(name, []).extend(recs)
+                if recs[0]["valid"] == "unknown" and recs[0]["verbose_valid"] == "unknown":
+                    hopeless.add(name)  # no verdict: waiting again would tell nothing
+            for case in cases:
+                time_ours(case)
+            print(f"round {r + 1}/{args.repeats} done, load {os.getloadavg()[0]:.1f}",
+                  file=sys.stderr)
         for case in cases:
             case.porcupine = runs
-            measure_ours(case, args.repeats)
-            print(f"{case.name}: done", file=sys.stderr)
+            read_ours(case)
         rows = report(cases, args.timeout)
     print(f"load average after: {os.getloadavg()}", file=sys.stderr)
     if args.json:
@@ -356,9 +377,10 @@ def main() -> int:
 def report(cases: list[Case], timeout_s: float) -> list[dict[str, Any]]:
     """Print the table (markdown) and return its rows."""
     rows = []
-    print("| history | model | ops | in flight | known | ours | command ms | run dir ms | "
-          "Porcupine | Porcupine check ms | ours / Porcupine | minimal | lines |")
-    print("|---|---|---:|---:|---|---|---:|---:|---|---:|---:|---|---|")
+    print("| history | model | ops | in flight (info open to the end) | known | ours | "
+          "command ms | run dir ms | check ms | Porcupine | Porcupine check ms | "
+          "command / Porcupine | check / Porcupine | minimal | lines |")
+    print("|---|---|---:|---:|---|---|---:|---:|---:|---|---:|---:|---:|---|---|")
     for c in cases:
         p_s, p_verdicts = porcupine_total(c)
         known = c.expected
@@ -371,6 +393,8 @@ def report(cases: list[Case], timeout_s: float) -> list[dict[str, Any]]:
         no_verdict = sum(v == "unknown" for v in p_verdicts)
         ratio = (f"< {ours_s / (timeout_s * no_verdict):.2g}" if no_verdict else
                  f"{ours_s / p_s:.2f}")
+        check_ratio = (f"< {c.check_s / (timeout_s * no_verdict):.2g}" if no_verdict else
+                       f"{c.check_s / p_s:.2f}")
         n_ops = sum(len(o) for o in c.ops)
         flight = max(max_in_flight(o) for o in c.ops)
 
@@ -388,14 +412,18 @@ def report(cases: list[Case], timeout_s: float) -> list[dict[str, Any]]:
                "known": verdicts(known), "ours": verdicts(c.ours),
                "command_ms": round(ours_s * 1000, 1),
                "run_dir_ms": round(_median(c.ours_dir_s) * 1000, 1) if c.ours_dir_s else None,
+               "check_ms": round(c.check_s * 1000, 1),
                "porcupine": p_text, "porcupine_ms": None if no_verdict else round(p_s * 1000, 1),
-               "ratio": ratio, "minimal": c.minimal, "lines": c.lines,
+               "ratio": ratio, "check_ratio": check_ratio, "minimal": c.minimal,
+               "lines": c.lines,
                "command_s_all": [round(x, 4) for x in c.ours_s], "verdicts_agree": agree}
         rows.append(row)
         print(f"| {c.name} | {c.model} | {n_ops:,} | {flight} | {row['known']} | "
               f"{row['ours']} | {row['command_ms']:,} | "
               f"{'-' if c.run_dir is None else format(row['run_dir_ms'], ',')} | "
+              f"{row['check_ms']:,} | "
               f"{p_text} | {'-' if no_verdict else f'{p_s * 1000:,.1f}'} | {ratio} | "
+              f"{check_ratio} | "
               f"{'yes' if c.minimal else 'NO'} | {'yes' if c.lines else 'no (timed)'} |"
               + ("" if agree else " VERDICTS DISAGREE"))
     return rows
