@@ -76,7 +76,9 @@ def test_consistency_cell_agrees_with_the_probes_run_alone(sim_scorecard: Scorec
                                                              tmp_path: Path):
     cons = next(c for c in sim_scorecard.cells if c.prop == "consistency").figures
     t = Target(SIM, SIM, None, ("US-E", "US-W", "EU"))
-    alone = run_probe(staleness_spec(t, TINY, "eventual", 7), tmp_path).results
+    alone = run_probe(staleness_spec(t, TINY, "eventual", 7,
+                                     write_interval_s=TINY.staleness_write_interval_s),
+                      tmp_path).results
     f = alone["freshness"]
     assert cons["eventual"]["stale_fraction"] == 1 - sum(f["fresh"]) / sum(f["total"])
     assert cons["eventual"]["stale_window_ms"] == alone["periods"]["last_lt_100_median_ms"]
