@@ -154,6 +154,14 @@ def test_durability_cell_grades_against_the_documented_setting():
     c = cells.durability_cell("redis", {"variants": [lab, broken], "runs": []}, p)
     assert c.grade == "red" and "power loss" in c.caveat
     assert cells.durability_cell("redis", {"variants": [safe], "runs": []}, p).grade == "green"
+    gone = variant("forceSync=no", 0, 0, True, False)
+    gone["power_loss"].update(checked=False, complaints=["n0: Caused by: EOFException"])
+    c = cells.durability_cell("zookeeper", {"variants": [safe, gone], "runs": []}, p)
+    assert c.grade == "yellow" and "did not come back" in c.caveat  # documented risk
+    assert any("EOFException" in d for d in c.details)
+    gone["keeps_on_power_loss"] = True  # had it promised to keep them: red
+    assert cells.durability_cell("zookeeper", {"variants": [safe, gone], "runs": []},
+                                 p).grade == "red"
 
 
 @pytest.mark.parametrize(("args", "env", "needle"), [
