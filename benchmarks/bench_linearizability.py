@@ -66,14 +66,13 @@ from pathlib import Path
 from typing import Any
 
 from replicalab.checkers import linearizability
-from replicalab.checkers.linearizability import (
-    DEFAULT_CACHE_BYTES,
-    LinOp,
-    encode_columns,
-    encode_history,
-    ops_from_history,
-)
-from replicalab.checkers.linmodels import UNKNOWN, get_model, prepare
+from replicalab.checkers.lincolumns import encode_columns as _encode_columns
+from replicalab.checkers.linearizability import DEFAULT_CACHE_BYTES
+from replicalab.checkers.linhistory import check_history, ops_from_history
+from replicalab.checkers.linhistory import encode_history as _encode_history
+from replicalab.checkers.linops import UNRECORDED as UNKNOWN
+from replicalab.checkers.linops import LinOp
+from replicalab.checkers.linregistry import get_model
 from replicalab.checkers.linsearch import DEFAULT_MAX_CACHE, search_part
 from replicalab.history import History
 from replicalab.stores import open_store
@@ -87,6 +86,19 @@ except ImportError:  # the benchmark still compares the pure-Python core
     replicalab_native = None
 
 DRIVER = Path(__file__).parent / "porcupine_driver"
+
+
+def prepare(ops: list[LinOp]) -> list[LinOp]:
+    """Jepsen's drops (fail ops, reads not ok), in invoke order: the kv model's."""
+    return get_model("kv").prepare(ops)
+
+
+def encode_columns(ops: list[LinOp], model: str) -> Any:
+    return _encode_columns(ops, get_model(model))
+
+
+def encode_history(h: History, model: str) -> Any:
+    return _encode_history(h, get_model(model))
 STORE = "sim://primary?replication=async&regions=dc3"
 F_CODE = {"read": 0, "write": 1, "cas": 2}
 ANY = -1
@@ -364,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
                     linearizability.check(case.ops, "kv", timeout_s=args.timeout)
                     case.check_s = time.perf_counter() - t
                     t = time.perf_counter()
-                    linearizability.check_history(case.history, "kv", timeout_s=args.timeout)
+                    check_history(case.history, "kv", timeout_s=args.timeout)
                     case.hist_check_s = time.perf_counter() - t
             print(f"round {r + 1}/{args.repeats} done", file=sys.stderr)
     return report(cases, args)

@@ -9,7 +9,7 @@ import pytest
 from replicalab.history.rundir import Run
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec, run_probe
-from servers import running_cluster
+from servers import need_module, running_cluster
 
 
 @pytest.fixture
@@ -65,11 +65,24 @@ def cassandra_dc3():
         yield c
 
 
+@pytest.fixture(scope="session")
+def ray_local():
+    """The ray module, initialised once as a local instance of 2 CPUs that every Ray test
+    shares (a start costs 10-15 s here); pools find it running and leave it running."""
+    ray = need_module("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()
+
+
 def pytest_collection_modifyitems(config, items):
     """Group tests for pytest-xdist: those of a shared cluster on one worker (it starts once),
-    every other test with the rest of its file (module fixtures start once)."""
+    those of the shared Ray instance on one worker, every other test with the rest of its
+    file (module fixtures start once)."""
     for item in items:
-        kinds = sorted({CLUSTER_FIXTURES[f] for f in getattr(item, "fixturenames", ())
-                        if f in CLUSTER_FIXTURES})
+        names = getattr(item, "fixturenames", ())
+        kinds = sorted({CLUSTER_FIXTURES[f] for f in names if f in CLUSTER_FIXTURES})
         group = "cluster-" + "-".join(kinds) if kinds else item.nodeid.split("::", 1)[0]
+        if not kinds and "ray_local" in names:
+            group = "ray"
         item.add_marker(pytest.mark.xdist_group(group))

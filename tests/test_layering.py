@@ -196,7 +196,8 @@ def test_the_cycle_finder_finds_a_cycle(tmp_path: Path):
     assert import_cycles(pkg) == []
 
 
-ONE_HOME = {"make_run_dir": "history/rundir.py", "save_results": "history/rundir.py",
+ONE_HOME = {"make_run_dir": "history/rundir.py", "named_run_dir": "history/rundir.py",
+            "save_results": "history/rundir.py", "load_results": "history/rundir.py",
             "NS_PER_S": "runtime/base.py", "NS_PER_MS": "runtime/base.py"}
 
 
@@ -214,7 +215,7 @@ def _definitions(path: Path) -> set[str]:
 
 
 def test_run_directory_helpers_and_time_units_are_defined_once():
-    """make_run_dir and save_results live in history/rundir.py, NS_PER_S and NS_PER_MS in
+    """The run-directory helpers live in history/rundir.py, NS_PER_S and NS_PER_MS in
     runtime/base.py; every other module imports them."""
     where: dict[str, list[str]] = {name: [] for name in ONE_HOME}
     for path in sorted(ROOT.rglob("*.py")):

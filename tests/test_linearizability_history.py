@@ -15,15 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from registerhist import register_history
-from replicalab.checkers import linearizability
-from replicalab.checkers.linearizability import (
-    check,
-    check_history,
-    encode_columns,
-    encode_history,
-    history_key_ops,
-    ops_from_history,
-)
+from replicalab.checkers import linhistory
+from replicalab.checkers.lincolumns import encode_columns as _encode_columns
+from replicalab.checkers.linearizability import check
+from replicalab.checkers.linhistory import check_history, history_key_ops, ops_from_history
+from replicalab.checkers.linhistory import encode_history as _encode_history
+from replicalab.checkers.linops import Verdict
+from replicalab.checkers.linregistry import get_model
 from replicalab.history import NEMESIS, History
 from replicalab.workloads import register_check
 from replicalab.workloads.register import RegisterConfig
@@ -43,15 +41,23 @@ PRIMARY_DC3 = "sim://primary?replication=async&regions=dc3"
 def interning(request, monkeypatch):
     """Run a test with the native History encoder and with the pure-Python one."""
     if request.param == "python":
-        monkeypatch.setattr(linearizability, "_native_encode_history", None)
+        monkeypatch.setattr(linhistory, "_native_encode_history", None)
     return request.param
 
 
 def summary(r):
     """Everything a check's result says but the times."""
-    return (r.model, r.valid, r.ops, [(p.key, p.valid, p.ops, p.linearization,
-                                       p.counterexample, p.explanation, p.minimal)
-                                      for p in r.parts])
+    return (r.model, r.verdict, r.ops, [(p.key, p.verdict, p.ops, p.linearization,
+                                         p.counterexample, p.explanation, p.minimal)
+                                        for p in r.parts])
+
+
+def encode_history(h, model):
+    return _encode_history(h, get_model(model))
+
+
+def encode_columns(ops, model):
+    return _encode_columns(ops, get_model(model))
 
 
 def _fresh(s: str) -> str:
@@ -101,12 +107,12 @@ def test_random_histories_encode_and_check_as_the_linop_path(seed, n, keys, fail
     ops = ops_from_history(h)
     want = encode_columns(ops, "kv")
     assert encode_history(h, "kv") == want
-    saved = linearizability._native_encode_history
+    saved = linhistory._native_encode_history
     try:
-        linearizability._native_encode_history = None
+        linhistory._native_encode_history = None
         assert encode_history(h, "kv") == want
     finally:
-        linearizability._native_encode_history = saved
+        linhistory._native_encode_history = saved
     assert summary(check_history(h, "kv", fail_fast=fail_fast)) == summary(
         check(ops, "kv", fail_fast=fail_fast))
     for key in want.keys:
@@ -124,7 +130,7 @@ def _old_linearizability_results(h: History, timeout_s: float, limit: int) -> di
     by_key: dict[Any, list[Any]] = {}
     for op in sorted(ops, key=lambda o: (o.invoke_ns, o.index)):
         by_key.setdefault(op.key, []).append(op)
-    parts = sorted(result.parts, key=lambda p: (rc._RANK.get(p.valid, 1), str(p.key)))
+    parts = sorted(result.parts, key=lambda p: (rc._RANK[p.verdict], str(p.key)))
     listed, timelines = [], []
     for part in parts:
         if len(listed) >= rc.MAX_PARTS and len(timelines) >= rc.MAX_TIMELINES:
@@ -132,16 +138,18 @@ def _old_linearizability_results(h: History, timeout_s: float, limit: int) -> di
         tops = rc.part_results(by_key.get(part.key, []), part.linearization or (),
                                part.counterexample, t0)
         if len(listed) < rc.MAX_PARTS:
-            listed.append({"key": str(part.key), "valid": part.valid, "ops": part.ops,
+            listed.append({"key": str(part.key), "valid": part.verdict.json(), "ops": part.ops,
                            "counterexample": [rc._op_json(o) for o in tops if o.offending][
                                :rc.MAX_EXAMPLE_OPS] or None,
                            "explanation": part.explanation})
-        if len(timelines) < rc.MAX_TIMELINES and (part.valid is not True or not timelines):
-            timelines.append(rc.timeline(str(part.key), part.valid, tops, limit))
+        if len(timelines) < rc.MAX_TIMELINES and (
+                part.verdict != Verdict.LINEARIZABLE or not timelines):
+            timelines.append(rc.timeline(str(part.key), part.verdict.json(), tops, limit))
     return {"linearizability": {
-        "model": "kv", "valid": result.valid, "keys": len(parts), "ops": result.ops,
-        "keys_not_linearizable": sum(p.valid is False for p in result.parts),
-        "keys_unknown": sum(p.valid == "unknown" for p in result.parts),
+        "model": "kv", "valid": result.verdict.json(), "keys": len(parts), "ops": result.ops,
+        "keys_not_linearizable": sum(p.verdict == Verdict.NOT_LINEARIZABLE
+                                     for p in result.parts),
+        "keys_unknown": sum(p.verdict == Verdict.UNKNOWN for p in result.parts),
         "timeout_s": timeout_s, "parts": listed, "parts_left_out": len(parts) - len(listed)},
         "timeline": timelines}
 
@@ -208,5 +216,5 @@ def test_single_register_models_and_empty_histories():
     h.ok(h.invoke(1, "read", ("a",), (None,), "eventual", 6), 7, ("0",))
     for model in ("register", "cas-register", "kv"):
         got = check_history(h, model)
-        assert got.valid is False
+        assert got.verdict == Verdict.NOT_LINEARIZABLE
         assert summary(got) == summary(check(ops_from_history(h), model))

@@ -276,6 +276,24 @@ def test_load_run_with_workers(tmp_path: Path, sig: int, redis_lan):
     assert len(steps) == 1 and steps[0]["counts"]["ok"] > 0  # the cut step is kept
 
 
+def test_probe_batch_with_workers(tmp_path: Path):
+    # two forked workers (same command line as the CLI), each two simulated hours into a run;
+    # SIGTERM only: the CLI turns it into its SIGINT, which takes the Ctrl-C path from there
+    sig = signal.SIGTERM
+    w = run_and_signal(["probe", "--duration", "2h", "--repeats", "4", "--workers", "2",
+                        "--out", "runs", "--json"], tmp_path, sig,
+                       lambda s: _count(s, "replicalab.cli.main") >= 2, settle_s=1.5)
+    assert _count(w.seen, "replicalab.cli.main") == 2
+    _check_interrupted(w, sig)
+    batch = _run_dir(tmp_path / "runs", "*-batch-staleness-*")
+    summary = json.loads((batch / "batch.json").read_text())
+    assert summary["interrupted"] is True and summary["runs_planned"] == 4
+    cut = [r for p in summary["points"] for r in p["runs"] if r["interrupted"]]
+    assert cut, "the runs in progress are kept, marked as cut short"
+    for r in cut:
+        _history_ends_in_time(batch / "runs" / r["label"], w)
+
+
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
 def test_cluster_up_interrupted_while_starting(tmp_path: Path, sig: int):
     # ZooKeeper's JVMs take seconds to start: the signal lands while the ensemble forms

@@ -88,6 +88,13 @@ def probe_check_and_grep(server: AuthServer, out: Path, keys_left) -> None:
 def test_redis_with_requirepass_on_database_2(tmp_path: Path):
     with redis_requirepass() as server:
         admin = redis.Redis(port=server.port, password=SECRET, db=2)
+        # the load generator's fast client logs in and selects the database too
+        code, text = cli("load", "run", "--store", server.url, "--client", "fast", "--rate",
+                         "200", "--duration", "1s", "--out", str(tmp_path / "load"), "--json")
+        assert code == 0, text
+        assert json.loads(text[text.index("{"):])["steps"][0]["errors"] == [], text
+        assert SECRET not in text and admin.dbsize() > 0  # load keeps its keys (no prefix)
+        admin.flushdb()
         # the default user (requirepass) may only touch keys under the probe's prefix
         admin.execute_command("ACL", "SETUSER", "default", "resetkeys", "~replicalab/*")
         both = [redis.Redis(port=server.port, password=SECRET, db=d) for d in (0, 2)]

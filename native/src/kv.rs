@@ -10,14 +10,14 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use crate::wgl::{self, Limits, Op, Verdict, ANY, CAS, READ};
-#[cfg(test)]
-use crate::wgl::WRITE;
+use crate::wgl::{self, Limits, Op, Verdict, ANY, CAS, READ, WRITE};
 
-/// Outcome codes of the `outcome` column.
+/// Outcome codes of the `outcome` column: `OPTIONAL` took effect inside its interval or
+/// not at all (what shrinking makes of the ops it leaves out of a counterexample).
 pub const OK: i64 = 0;
 pub const INFO: i64 = 1;
 pub const FAIL: i64 = 2;
+pub const OPTIONAL: i64 = 3;
 
 /// The verdict of a part that `fail_fast` left unchecked (never searched).
 pub const SKIPPED: i32 = 2;
@@ -40,7 +40,35 @@ pub struct Columns<'a> {
 }
 
 impl Columns<'_> {
-    /// The number of rows, or an error naming the column whose length differs.
+    /// The number of rows, or an error naming a column whose length differs, a kind
+    /// outside `0..kinds` or an outcome that is not one of the four.
+    pub fn lengths(&self, kinds: i64) -> Result<usize, String> {
+        let n = self.key.len();
+        let cols = [("kind", self.kind), ("a", self.a), ("b", self.b), ("outcome", self.outcome),
+                    ("invoke_ns", self.invoke), ("complete_ns", self.complete),
+                    ("index", self.index)];
+        for (name, col) in cols {
+            if col.len() != n {
+                return Err(format!("column {name} has {} rows, key has {n}", col.len()));
+            }
+        }
+        for i in 0..n {
+            let (k, o) = (self.kind[i], self.outcome[i]);
+            if !(0..kinds).contains(&k) {
+                return Err(format!("row {i} has kind {k}; give 0..{}", kinds - 1));
+            }
+            if !(0..=3).contains(&o) {
+                return Err(format!(
+                    "row {i} has outcome {o}; give 0 (ok), 1 (info), 2 (fail) or 3 (optional)"));
+            }
+        }
+        if n >= (u32::MAX / 2) as usize {
+            return Err(format!("{n} rows is too many"));
+        }
+        Ok(n)
+    }
+
+    /// The number of rows of a register history, or an error naming the first bad one.
     pub fn rows(&self) -> Result<usize, String> {
         let n = self.key.len();
         let cols = [("kind", self.kind), ("a", self.a), ("b", self.b), ("outcome", self.outcome),
@@ -56,8 +84,9 @@ impl Columns<'_> {
             if !(0..=2).contains(&k) {
                 return Err(format!("row {i} has kind {k}; give 0 (read), 1 (write) or 2 (cas)"));
             }
-            if !(0..=2).contains(&o) {
-                return Err(format!("row {i} has outcome {o}; give 0 (ok), 1 (info) or 2 (fail)"));
+            if !(0..=3).contains(&o) {
+                return Err(format!(
+                    "row {i} has outcome {o}; give 0 (ok), 1 (info), 2 (fail) or 3 (optional)"));
             }
             let cas = k == CAS as i64;
             if (a < 0 && !(cas && a == ANY)) || (cas && b < 0) {
@@ -154,11 +183,17 @@ impl Scratch {
     }
 }
 
+/// Whether an op of this outcome has a completion event (ok, optional).
+#[inline]
+pub fn has_completion(outcome: i64) -> bool {
+    outcome == OK || outcome == OPTIONAL
+}
+
 /// Jepsen's preparation of one part (as `CasRegister.encode`): fail ops and reads that
-/// did not complete ok are dropped, the rest sorted by (invoke, index); an info write or
-/// cas whose new value no op that must happen observes (or, to a fixed point, no info op
-/// kept for that reason expects) is dropped too; then the events in time order (as
-/// `event_order`: an invoke before a completion at the same time).
+/// did not complete ok are dropped, the rest sorted by (invoke, index); an info or
+/// optional write or cas whose new value no op that must happen observes (or, to a fixed
+/// point, no such op kept for that reason expects) is dropped too; then the events in
+/// time order (as `event_order`: an invoke before a completion at the same time).
 pub fn prepare(c: &Columns, part: &[u32], scratch: &mut Scratch) -> Prepared {
     let mut kept: Vec<u32> = part
         .iter()
@@ -234,16 +269,24 @@ pub fn prepare(c: &Columns, part: &[u32], scratch: &mut Scratch) -> Prepared {
         .map(|&r| {
             let r = r as usize;
             let f = c.kind[r] as u8;
-            Op { f, a: c.a[r], b: if f == CAS { c.b[r] } else { 0 } }
+            Op { f, a: c.a[r], b: if f == CAS { c.b[r] } else { 0 },
+                 opt: c.outcome[r] == OPTIONAL }
         })
         .collect();
-    // invokes are already in (time, position) order; completions (ok ops only, at their
-    // completion or their invoke if earlier) are sorted and merged in, each invoke before
-    // a completion at the same time
+    let events = events_of(c, &rows);
+    Prepared { rows, ops, events }
+}
+
+/// The events of `rows` (sorted by (invoke, index)) in time order, as `event_order`
+/// makes them: `2 p` the invoke of `rows[p]`, `2 p + 1` its completion (ok and optional
+/// ops, at their completion or their invoke if earlier), an invoke before a completion
+/// at the same time.
+pub fn events_of(c: &Columns, rows: &[u32]) -> Vec<u32> {
+    // invokes are already in order; completions are sorted and merged in
     let mut done: Vec<(i64, u32)> = rows
         .iter()
         .enumerate()
-        .filter(|&(_, &r)| c.outcome[r as usize] == OK)
+        .filter(|&(_, &r)| has_completion(c.outcome[r as usize]))
         .map(|(p, &r)| (c.complete[r as usize].max(c.invoke[r as usize]), p as u32))
         .collect();
     done.sort_unstable();
@@ -261,7 +304,24 @@ pub fn prepare(c: &Columns, part: &[u32], scratch: &mut Scratch) -> Prepared {
         events.push(2 * p as u32);
     }
     events.extend(d.map(|&(_, q)| 2 * q + 1));
-    Prepared { rows, ops, events }
+    events
+}
+
+/// The `Part` of a search's outcome over `rows` (op ids are positions in `rows`).
+pub fn part_of(key: i64, ops: usize, rows: &[u32], out: wgl::Outcome, started: Instant) -> Part {
+    let verdict = match out.verdict {
+        Verdict::Linearizable => 1,
+        Verdict::NotLinearizable => 0,
+        Verdict::Timeout => -1,
+    };
+    Part {
+        key,
+        ops: ops as u32,
+        verdict,
+        order: out.order.iter().map(|&i| rows[i as usize]).collect(),
+        stuck: out.stuck.map_or(-1, |i| rows[i as usize] as i64),
+        seconds: started.elapsed().as_secs_f64(),
+    }
 }
 
 /// Most memo entries of a part of `n` ops within `cache_bytes` (as the Python side's
@@ -277,18 +337,99 @@ pub fn check_part(c: &Columns, key: i64, part: &[u32], scratch: &mut Scratch,
     let p = prepare(c, part, scratch);
     let limits = Limits { deadline, max_entries: cache_entries(p.ops.len(), cache_bytes) };
     let out = wgl::search(&p.ops, &p.events, 0, limits);
-    let verdict = match out.verdict {
+    part_of(key, part.len(), &p.rows, out, t)
+}
+
+/// Whether the `constrained` rows of one part (`c` holds that part alone) can be
+/// linearized with every other op relaxed, as `PartSearch._register_window` decides it:
+/// only the ops that overlap the window of the constrained ones (from their first invoke
+/// to their last completion) are searched, other `ok` ops made optional (inside their
+/// interval or not at all), `info` ops as they are, starting from any value the register
+/// could hold when the window opens (nil, a value written by an op invoked before it, or
+/// to a fixed point the new value of a cas before it from one of those).
+/// Returns 1 linearizable, 0 not, -1 the deadline came first.
+#[allow(clippy::needless_range_loop)]
+pub fn check_window(c: &Columns, constrained: &[u8], scratch: &mut Scratch,
+                    deadline: Option<Instant>, cache_bytes: usize) -> i32 {
+    let n = c.key.len();
+    let inside = |r: usize| constrained[r] != 0;
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    for r in (0..n).filter(|&r| inside(r)) {
+        lo = lo.min(c.invoke[r]);
+        hi = hi.max(c.complete[r]);
+    }
+    if lo == i64::MAX {
+        return 1;
+    }
+    let mut outcome = c.outcome.to_vec();
+    let mut starts: Vec<i64> = vec![0];
+    let mut cas_before: Vec<(i64, i64)> = Vec::new();
+    let mut rows: Vec<u32> = Vec::new();
+    for r in 0..n {
+        let o = c.outcome[r];
+        if o == FAIL || c.invoke[r] > hi {
+            continue;
+        }
+        if inside(r) {
+            rows.push(r as u32);
+            continue;
+        }
+        let k = c.kind[r];
+        if c.invoke[r] < lo && k != READ as i64 {
+            if k == CAS as i64 {
+                cas_before.push((c.a[r], c.b[r]));
+            } else {
+                starts.push(c.a[r]);
+            }
+        }
+        if o != OK {
+            rows.push(r as u32);
+        } else if c.complete[r] >= lo {
+            outcome[r] = OPTIONAL;
+            rows.push(r as u32);
+        }
+    }
+    // the starts: nil, the values written before the window, and to a fixed point the
+    // new value of a cas whose expected value is one of them (or unrecorded)
+    let mut grew = true;
+    while grew && !cas_before.is_empty() {
+        grew = false;
+        cas_before.retain(|&(x, y)| {
+            if x == ANY || starts.contains(&x) {
+                if !starts.contains(&y) {
+                    starts.push(y);
+                    grew = true;
+                }
+                return false;
+            }
+            true
+        });
+    }
+    let w = Columns { outcome: &outcome, ..*c };
+    let p = prepare(&w, &rows, scratch);
+    // Where the register starts: nil, or any start an op of the window observes (the
+    // others act alike: a state nothing observes). One search, not one per start: each
+    // start is a write that may happen (optional) before every event of the window, so
+    // the searches from different starts share their memo once they meet.
+    let mut observed = std::collections::HashSet::new();
+    for op in &p.ops {
+        if op.f == READ || (op.f == CAS && op.a != ANY) {
+            observed.insert(op.a);
+        }
+    }
+    starts.sort_unstable();
+    starts.dedup();
+    let virt: Vec<i64> = starts.into_iter().filter(|&v| v != 0 && observed.contains(&v)).collect();
+    let k = virt.len() as u32;
+    let mut ops: Vec<Op> = virt.iter().map(|&v| Op { f: WRITE, a: v, b: 0, opt: true }).collect();
+    ops.extend(p.ops.iter().copied());
+    let mut events: Vec<u32> = (0..k).map(|i| 2 * i).chain((0..k).map(|i| 2 * i + 1)).collect();
+    events.extend(p.events.iter().map(|&e| e + 2 * k));
+    let limits = Limits { deadline, max_entries: cache_entries(ops.len(), cache_bytes) };
+    match wgl::search(&ops, &events, 0, limits).verdict {
         Verdict::Linearizable => 1,
         Verdict::NotLinearizable => 0,
         Verdict::Timeout => -1,
-    };
-    Part {
-        key,
-        ops: part.len() as u32,
-        verdict,
-        order: out.order.iter().map(|&i| p.rows[i as usize]).collect(),
-        stuck: out.stuck.map_or(-1, |i| p.rows[i as usize] as i64),
-        seconds: t.elapsed().as_secs_f64(),
     }
 }
 
@@ -300,9 +441,26 @@ pub fn check_part(c: &Columns, key: i64, part: &[u32], scratch: &mut Scratch,
 /// is called as parts are decided.
 pub fn check_all(c: &Columns, deadline: Option<Instant>, cache_bytes: usize, fail_fast: bool,
                  progress: &mut dyn FnMut(usize, usize)) -> Vec<Part> {
-    let (keys, start, rows) = partition(c.key);
     let values = c.a.iter().chain(c.b.iter()).copied().max().unwrap_or(0).max(0) as usize + 1;
     let mut scratch = Scratch::new(values);
+    schedule(c, deadline, fail_fast, progress, &mut |key, part, dl| {
+        check_part(c, key, part, &mut scratch, dl, cache_bytes)
+    })
+}
+
+/// How `schedule` searches one part: (key, rows, deadline) to its result.
+pub type PartSearch<'a> = dyn FnMut(i64, &[u32], Option<Instant>) -> Part + 'a;
+
+/// Search every part of `c` with `search(key, rows, deadline)` (parts in first-seen key
+/// order in the result). Parts are searched smallest first; with a deadline each first
+/// gets a fair share of the time left, then the undecided ones share what remains
+/// (keeping the longer prefix), as `linearizability.check` does. With `fail_fast` the
+/// search stops at the first part found not linearizable: parts not yet searched are
+/// `SKIPPED`. `progress(done, total)` is called as parts are decided.
+pub fn schedule(c: &Columns, deadline: Option<Instant>, fail_fast: bool,
+                progress: &mut dyn FnMut(usize, usize),
+                search: &mut PartSearch) -> Vec<Part> {
+    let (keys, start, rows) = partition(c.key);
     let total = keys.len();
     let part = |j: usize| &rows[start[j] as usize..start[j + 1] as usize];
     let mut results: Vec<Part> = (0..total)
@@ -315,7 +473,7 @@ pub fn check_all(c: &Columns, deadline: Option<Instant>, cache_bytes: usize, fai
     match deadline {
         None => {
             for &j in &order {
-                results[j] = check_part(c, keys[j], part(j), &mut scratch, None, cache_bytes);
+                results[j] = search(keys[j], part(j), None);
                 done += 1;
                 progress(done, total);
                 if fail_fast && results[j].verdict == 0 {
@@ -329,8 +487,7 @@ pub fn check_all(c: &Columns, deadline: Option<Instant>, cache_bytes: usize, fai
             for (n, &j) in order.iter().enumerate() {
                 let now = Instant::now();
                 let share = now + end.saturating_duration_since(now) / (total - n) as u32;
-                let r = check_part(c, keys[j], part(j), &mut scratch, Some(share.min(end)),
-                                   cache_bytes);
+                let r = search(keys[j], part(j), Some(share.min(end)));
                 let v = r.verdict;
                 results[j] = r;
                 if v == -1 {
@@ -349,7 +506,7 @@ pub fn check_all(c: &Columns, deadline: Option<Instant>, cache_bytes: usize, fai
                     break;
                 }
                 if Instant::now() < end {
-                    let r = check_part(c, keys[j], part(j), &mut scratch, Some(end), cache_bytes);
+                    let r = search(keys[j], part(j), Some(end));
                     if r.verdict != -1 || r.order.len() >= results[j].order.len() {
                         results[j] = r;
                     }

@@ -7,11 +7,16 @@
 //! `encode_register_history` turns a replicalab History (its numeric columns and its
 //! Python lists of keys and values) into those int64 columns (`intern`).
 
+pub mod generic;
 pub mod intern;
+pub mod simpledb;
+pub mod simreads;
+pub mod simrt;
 pub mod kv;
 pub mod wgl;
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyValueError;
@@ -34,10 +39,12 @@ const DEFAULT_MAX_CACHE: usize = 2_000_000;
 /// gives up (None: no limit); ``max_cache`` the most memo entries kept at once. The
 /// verdict is 1 (linearizable), 0 (not) or -1 (deadline reached); ``order`` the op ids of
 /// a full linearization (1) or of the longest linearizable prefix found; ``stuck`` the op
-/// whose completion that prefix could not get past (-1 if none). The search runs
+/// whose completion that prefix could not get past (-1 if none). ``optional[i]`` (None:
+/// all False): op ``i`` took effect inside its interval or not at all. The search runs
 /// without the GIL.
 #[pyfunction]
-#[pyo3(signature = (kinds, a, b, events, init=0, deadline_s=None, max_cache=DEFAULT_MAX_CACHE))]
+#[pyo3(signature = (kinds, a, b, events, init=0, deadline_s=None, max_cache=DEFAULT_MAX_CACHE,
+                    optional=None))]
 #[allow(clippy::too_many_arguments)]
 fn search_part(
     py: Python<'_>,
@@ -48,15 +55,17 @@ fn search_part(
     init: i64,
     deadline_s: Option<f64>,
     max_cache: usize,
+    optional: Option<Vec<bool>>,
 ) -> PyResult<(i32, Vec<u32>, i64)> {
-    let (out, _) = run(py, kinds, a, b, events, init, deadline_s, max_cache)?;
+    let (out, _) = run(py, kinds, a, b, events, init, deadline_s, max_cache, optional)?;
     Ok(out)
 }
 
 /// As ``search_part``, and how many (set, state) configurations the search memoised
 /// (``(verdict, order, stuck, states)``): the benchmark reports it.
 #[pyfunction]
-#[pyo3(signature = (kinds, a, b, events, init=0, deadline_s=None, max_cache=DEFAULT_MAX_CACHE))]
+#[pyo3(signature = (kinds, a, b, events, init=0, deadline_s=None, max_cache=DEFAULT_MAX_CACHE,
+                    optional=None))]
 #[allow(clippy::too_many_arguments)]
 fn search_part_stats(
     py: Python<'_>,
@@ -67,8 +76,10 @@ fn search_part_stats(
     init: i64,
     deadline_s: Option<f64>,
     max_cache: usize,
+    optional: Option<Vec<bool>>,
 ) -> PyResult<(i32, Vec<u32>, i64, u64)> {
-    let ((v, order, stuck), states) = run(py, kinds, a, b, events, init, deadline_s, max_cache)?;
+    let ((v, order, stuck), states) =
+        run(py, kinds, a, b, events, init, deadline_s, max_cache, optional)?;
     Ok((v, order, stuck, states))
 }
 
@@ -85,8 +96,14 @@ fn run(
     init: i64,
     deadline_s: Option<f64>,
     max_cache: usize,
+    optional: Option<Vec<bool>>,
 ) -> PyResult<(Found, u64)> {
     let n = kinds.len();
+    let optional = optional.unwrap_or_else(|| vec![false; n]);
+    if optional.len() != n {
+        return Err(PyValueError::new_err(format!(
+            "search_part: {n} ops but {} optional flags; give one per op", optional.len())));
+    }
     if a.len() != n || b.len() != n {
         return Err(PyValueError::new_err(format!(
             "search_part: kinds, a and b have {n}, {} and {} entries; give one per op",
@@ -111,7 +128,8 @@ fn run(
         return Err(PyValueError::new_err(format!("search_part: init {init} must be >= 0")));
     }
     wgl::check_events(n, &events).map_err(PyValueError::new_err)?;
-    let ops: Vec<Op> = (0..n).map(|i| Op { f: kinds[i], a: a[i], b: b[i] }).collect();
+    let ops: Vec<Op> =
+        (0..n).map(|i| Op { f: kinds[i], a: a[i], b: b[i], opt: optional[i] }).collect();
     let deadline = instant_of(py, deadline_s)?;
     let limits = Limits { deadline, max_entries: max_cache.max(1) };
     let out = py.detach(|| wgl::search(&ops, &events, init, limits));
@@ -223,12 +241,170 @@ fn check_kv(
         .collect())
 }
 
+/// The machines ``check_machine`` has (``generic``), as the Python models name them.
+const MACHINES: [&str; 5] = ["append", "set", "fifo-queue", "counter", "mutex"];
+
+/// The machine named `name`, built from `table` (what it needs besides the columns).
+fn machine_of(name: &str, table: Option<&Bound<'_, PyAny>>)
+              -> PyResult<Box<dyn generic::Machine + Send>> {
+    Ok(match name {
+        "append" => {
+            let mut texts = Vec::new();
+            if let Some(t) = table {
+                for item in t.try_iter()? {
+                    let item = item?;
+                    texts.push(if item.is_none() {
+                        generic::Text::Nil
+                    } else if let Ok(s) = item.extract::<String>() {
+                        generic::Text::Str(s)
+                    } else {
+                        generic::Text::Opaque
+                    });
+                }
+            }
+            if texts.is_empty() {
+                texts.push(generic::Text::Nil);
+            }
+            Box::new(generic::Append::new(texts))
+        }
+        "set" => {
+            let sets: Vec<Vec<i64>> = match table {
+                Some(t) => t.extract()?,
+                None => Vec::new(),
+            };
+            Box::new(generic::Set::new(sets))
+        }
+        "fifo-queue" => Box::new(generic::Fifo::new()),
+        "counter" => Box::new(generic::Counter),
+        "mutex" => Box::new(generic::Mutex),
+        _ => return Err(PyValueError::new_err(format!(
+            "check_machine: no machine {name:?}; give one of {}", MACHINES.join(", ")))),
+    })
+}
+
+/// As ``check_kv`` for any machine of ``MACHINES``: ``kind``, ``a`` and ``b`` are the
+/// machine's (``Model.native_columns``), ``table`` what it needs besides (the strings
+/// behind value ids for ``append``, the sets read for ``set``). Outcome 3 (optional):
+/// took effect inside its interval or not at all. Same result tuples as ``check_kv``.
+#[pyfunction]
+#[pyo3(signature = (machine, key, kind, a, b, outcome, invoke_ns, complete_ns, index,
+                    table=None, deadline_s=None, cache_bytes=256 << 20, fail_fast=false,
+                    progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn check_machine(
+    py: Python<'_>,
+    machine: &str,
+    key: &[u8],
+    kind: &[u8],
+    a: &[u8],
+    b: &[u8],
+    outcome: &[u8],
+    invoke_ns: &[u8],
+    complete_ns: &[u8],
+    index: &[u8],
+    table: Option<Bound<'_, PyAny>>,
+    deadline_s: Option<f64>,
+    cache_bytes: usize,
+    fail_fast: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Vec<KvPart>> {
+    let proto = machine_of(machine, table.as_ref())?;
+    let kinds = proto.kinds() as i64;
+    drop(proto);
+    let cols = [("key", key), ("kind", kind), ("a", a), ("b", b), ("outcome", outcome),
+                ("invoke_ns", invoke_ns), ("complete_ns", complete_ns), ("index", index)];
+    let v = cols.iter().map(|&(n, c)| int64s(n, c)).collect::<PyResult<Vec<_>>>()?;
+    let c = kv::Columns { key: &v[0], kind: &v[1], a: &v[2], b: &v[3], outcome: &v[4],
+                          invoke: &v[5], complete: &v[6], index: &v[7] };
+    c.lengths(kinds).map_err(|e| PyValueError::new_err(format!("check_machine: {e}")))?;
+    let deadline = instant_of(py, deadline_s)?;
+    // one machine per part (its interned states belong to that part), built with the GIL
+    let (keys, _, _) = kv::partition(c.key);
+    let mut machines: Vec<Box<dyn generic::Machine + Send>> = Vec::with_capacity(keys.len());
+    for _ in 0..keys.len() {
+        machines.push(machine_of(machine, table.as_ref())?);
+    }
+    let slot: HashMap<i64, usize> = keys.iter().enumerate().map(|(j, &k)| (k, j)).collect();
+    let mut err: Option<PyErr> = None;
+    let parts = py.detach(|| {
+        let mut tick = |done: usize, total: usize| {
+            if let (Some(cb), None) = (&progress, &err) {
+                if let Err(e) = Python::attach(|py| cb.call1(py, (done, total))) {
+                    err = Some(e);
+                }
+            }
+        };
+        kv::schedule(&c, deadline, fail_fast, &mut tick, &mut |k, part, dl| {
+            let m = &mut machines[slot[&k]];
+            generic::check_part(&c, k, part, m.as_mut(), dl, cache_bytes)
+        })
+    });
+    if let Some(e) = err {
+        return Err(e);
+    }
+    Ok(parts
+        .into_iter()
+        .map(|p| {
+            let bytes: Vec<u8> = p.order.iter().flat_map(|x| x.to_ne_bytes()).collect();
+            (p.key, p.ops, p.verdict, PyBytes::new(py, &bytes).unbind(), p.stuck, p.seconds)
+        })
+        .collect())
+}
+
+/// Return whether the ``constrained`` rows (``bytes``, one 0/1 per row) of a one-part
+/// register history given as ``check_kv``'s columns can be linearized with every other
+/// op relaxed, on the window of the constrained ops from every start the register could
+/// have (``kv::check_window``): 1 yes, 0 no, -1 the deadline came first. What shrinking
+/// a counterexample asks, one small search per start.
+#[pyfunction]
+#[pyo3(signature = (key, kind, a, b, outcome, invoke_ns, complete_ns, index, constrained,
+                    deadline_s=None, cache_bytes=256 << 20))]
+#[allow(clippy::too_many_arguments)]
+fn check_window(
+    py: Python<'_>,
+    key: &[u8],
+    kind: &[u8],
+    a: &[u8],
+    b: &[u8],
+    outcome: &[u8],
+    invoke_ns: &[u8],
+    complete_ns: &[u8],
+    index: &[u8],
+    constrained: &[u8],
+    deadline_s: Option<f64>,
+    cache_bytes: usize,
+) -> PyResult<i32> {
+    let cols = [("key", key), ("kind", kind), ("a", a), ("b", b), ("outcome", outcome),
+                ("invoke_ns", invoke_ns), ("complete_ns", complete_ns), ("index", index)];
+    let v = cols.iter().map(|&(n, c)| int64s(n, c)).collect::<PyResult<Vec<_>>>()?;
+    let c = kv::Columns { key: &v[0], kind: &v[1], a: &v[2], b: &v[3], outcome: &v[4],
+                          invoke: &v[5], complete: &v[6], index: &v[7] };
+    let n = c.rows().map_err(|e| PyValueError::new_err(format!("check_window: {e}")))?;
+    if constrained.len() != n {
+        return Err(PyValueError::new_err(format!(
+            "check_window: {} constrained flags for {n} rows", constrained.len())));
+    }
+    let deadline = instant_of(py, deadline_s)?;
+    let values = c.a.iter().chain(c.b.iter()).copied().max().unwrap_or(0).max(0) as usize + 1;
+    Ok(py.detach(|| {
+        let mut scratch = kv::Scratch::new(values);
+        kv::check_window(&c, constrained, &mut scratch, deadline, cache_bytes)
+    }))
+}
+
 #[pymodule]
 fn replicalab_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(check_window, m)?)?;
+    m.add_function(wrap_pyfunction!(check_machine, m)?)?;
+    m.add("MACHINES", MACHINES.to_vec())?;
     m.add_function(wrap_pyfunction!(search_part, m)?)?;
     m.add_function(wrap_pyfunction!(search_part_stats, m)?)?;
     m.add_function(wrap_pyfunction!(check_kv, m)?)?;
     m.add_function(wrap_pyfunction!(intern::encode_register_history, m)?)?;
+    m.add_class::<simrt::Stream>()?;
+    m.add_class::<simrt::SimNode>()?;
+    m.add_class::<simpledb::SimpleDbCore>()?;
+    m.add_class::<simreads::ReadCore>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -10,6 +10,10 @@
 //! whose outcome is unknown (`info`) have no completion: they may be linearized at any
 //! point after their invoke or never, so the search succeeds when it walks past the last
 //! event left (every completed operation placed; info ones still there never took effect).
+//! An `optional` operation has a completion but may also not have happened: when the walk
+//! reaches its completion with the operation not placed, it is dropped (counted done, the
+//! state unchanged) instead of the search backtracking; shrinking a counterexample makes
+//! the operations it leaves out optional.
 //!
 //! Three reductions, all exact (the pure-Python core makes the same ones):
 //! * a read legal in the current state is linearized at once, without trying anything
@@ -40,12 +44,14 @@ const HEAD: u32 = 0;
 
 /// One operation of a part: `a` is the value a read returned or a write wrote, or the
 /// value a cas expected (`ANY`: legal in every state); a cas writes `b`. Values are
-/// integers chosen by the caller.
+/// integers chosen by the caller. `opt`: the op may also not have happened (see the
+/// module docs; only meaningful for an op with a completion event).
 #[derive(Clone, Copy, Debug)]
 pub struct Op {
     pub f: u8,
     pub a: i64,
     pub b: i64,
+    pub opt: bool,
 }
 
 /// A cas's expected value meaning "whatever the state is" (it was not recorded).
@@ -105,19 +111,19 @@ fn mix64(mut z: u64) -> u64 {
 }
 
 #[inline]
-fn zobrist(id: u32, info: bool) -> u64 {
+pub(crate) fn zobrist(id: u32, info: bool) -> u64 {
     mix64(((info as u64) << 40) | id as u64)
 }
 
 #[inline]
-fn state_hash(state: i64) -> u64 {
+pub(crate) fn state_hash(state: i64) -> u64 {
     mix64(state as u64 ^ 0x5851_F42D_4C95_7F2D).rotate_left(17)
 }
 
 /// The memo keys are already well mixed 64-bit hashes: use them as they are (values are
 /// mixed first).
 #[derive(Default)]
-struct IdHasher(u64);
+pub(crate) struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
@@ -145,18 +151,19 @@ struct Entry {
 }
 
 /// Memo table: hash -> chain of entries whose words live in one arena.
-struct Memo {
+pub(crate) struct Memo {
     heads: HashMap<u64, u32, BuildHasherDefault<IdHasher>>,
     entries: Vec<Entry>,
     words: Vec<u64>,
 }
 
-/// The current set of linearized operations, in the compact form the memo compares.
-struct LinSet {
-    done: Vec<u64>,
-    info: Vec<u64>,
-    lc: u32,
-    hc: u32,
+/// The current set of linearized (or dropped) operations, in the compact form the memo
+/// compares.
+pub(crate) struct LinSet {
+    pub(crate) done: Vec<u64>,
+    pub(crate) info: Vec<u64>,
+    pub(crate) lc: u32,
+    pub(crate) hc: u32,
 }
 
 impl LinSet {
@@ -170,7 +177,7 @@ impl LinSet {
     }
 
     /// The first completed operation at or after `from` that is not linearized.
-    fn next_unset(&self, from: u32, n: u32) -> u32 {
+    pub(crate) fn next_unset(&self, from: u32, n: u32) -> u32 {
         let mut w = (from / 64) as usize;
         if w >= self.done.len() {
             return n;
@@ -192,7 +199,7 @@ impl LinSet {
 impl Memo {
     /// A memo sized for about `n` configurations (a linearizable part with little
     /// backtracking needs one per op).
-    fn with_capacity(n: usize) -> Self {
+    pub(crate) fn with_capacity(n: usize) -> Self {
         Memo {
             heads: HashMap::with_capacity_and_hasher(n, Default::default()),
             entries: Vec::with_capacity(n),
@@ -200,13 +207,13 @@ impl Memo {
         }
     }
 
-    fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.heads.clear();
         self.entries.clear();
         self.words.clear();
     }
 
-    fn contains(&self, key: u64, state: i64, set: &LinSet) -> bool {
+    pub(crate) fn contains(&self, key: u64, state: i64, set: &LinSet) -> bool {
         let mut i = match self.heads.get(&key) {
             Some(&i) => i,
             None => return false,
@@ -226,7 +233,11 @@ impl Memo {
         false
     }
 
-    fn insert(&mut self, key: u64, state: i64, set: &LinSet) {
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub(crate) fn insert(&mut self, key: u64, state: i64, set: &LinSet) {
         let off = self.words.len();
         self.words.extend_from_slice(&set.info);
         self.words.extend_from_slice(set.window());
@@ -241,8 +252,11 @@ struct Frame {
     state: i64,
     lc: u32,
     hc: u32,
-    /// A read taken without branching: backtracking past it backtracks its parent too.
+    /// A read taken, or an optional op dropped, without branching: backtracking past it
+    /// backtracks its parent too.
     forced: bool,
+    /// The op was dropped (it did not happen): left out of orders.
+    dropped: bool,
 }
 
 /// Return an error naming the first problem unless `events` holds each op's invoke
@@ -277,6 +291,8 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
             info[(ev >> 1) as usize] = false;
         }
     }
+    // must happen: a completion and not optional
+    let must: Vec<bool> = (0..n).map(|i| !info[i] && !ops[i].opt).collect();
     // class-local ids in invoke order: completed ops 0..nc, info ops 0..ni
     let mut cid = vec![0u32; n];
     let (mut nc, mut ni) = (0u32, 0u32);
@@ -329,6 +345,7 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
             f: o.f,
             a: if o.f == CAS && o.a == ANY { ANY } else { id_of(o.a) },
             b: if o.f == CAS { id_of(o.b) } else { 0 },
+            opt: o.opt,
         })
         .collect();
     let ops = &owned[..];
@@ -336,6 +353,8 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
     let mut s = Search {
         ops,
         info,
+        must,
+        call_node,
         cid,
         nc,
         next,
@@ -423,6 +442,25 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
             }
             entry = s.next[entry as usize];
         } else {
+            let i = s.node_op[entry as usize] as usize;
+            if s.ops[i].opt {
+                // an optional op not placed by its completion did not happen: drop it,
+                // without a choice (placing it earlier is what other branches try)
+                let drop_state = match observed(&s.ops[i]) {
+                    Some(v) if v as i64 == s.state && s.obs_left[v] == 1 => DEAD,
+                    _ => s.state,
+                };
+                if s.place_as(s.call_node[i], drop_state, true, true) {
+                    fresh = true;
+                    continue;
+                }
+                match s.unwind() {
+                    Some(e) => entry = e,
+                    None => return Outcome { verdict: Verdict::NotLinearizable,
+                                             order: s.best_order(), stuck, states: s.states },
+                }
+                continue;
+            }
             // the completion of an op not yet linearized: backtrack; the first completion
             // met since the deepest prefix yet was reached is the one it could not get past
             if s.new_best || stuck.is_none() {
@@ -442,6 +480,8 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
 struct Search<'a> {
     ops: &'a [Op],
     info: Vec<bool>,
+    must: Vec<bool>,
+    call_node: Vec<u32>,
     cid: Vec<u32>,
     nc: u32,
     next: Vec<u32>,
@@ -491,7 +531,7 @@ impl Search<'_> {
             READ => (self.state == op.a).then(|| live(op.a, 1)),
             WRITE => (!strands(op.a, 0)).then(|| live(op.a, 0)),
             _ if op.a == ANY => (!strands(op.b, 0)).then(|| live(op.b, 0)),
-            _ => (self.state == op.a && !strands(op.b, !self.info[i] as u32))
+            _ => (self.state == op.a && !strands(op.b, self.must[i] as u32))
                 .then(|| live(op.b, (op.b == op.a) as u32)),
         }
     }
@@ -503,7 +543,7 @@ impl Search<'_> {
         let add = |x: &mut u32| *x = x.wrapping_add_signed(d);
         if let Some(v) = observed(&op) {
             add(&mut self.obs_left[v]);
-            if !self.info[i] {
+            if self.must[i] {
                 add(&mut self.must_left[v]);
             }
         }
@@ -515,12 +555,14 @@ impl Search<'_> {
     }
 
     fn order(&self) -> Vec<u32> {
-        self.stack.iter().map(|f| self.node_op[f.node as usize]).collect()
+        self.stack.iter().filter(|f| !f.dropped).map(|f| self.node_op[f.node as usize]).collect()
     }
 
-    /// The ops of the longest prefix placed yet, in order.
+    /// The ops of the longest prefix placed yet, in order (dropped ops, kept as their
+    /// return node, left out).
     fn best_order(&self) -> Vec<u32> {
-        self.best.iter().map(|&node| self.node_op[node as usize]).collect()
+        self.best.iter().filter(|&&node| self.is_call[node as usize])
+            .map(|&node| self.node_op[node as usize]).collect()
     }
 
     /// The first available read (its call comes before any pending completion) that is
@@ -547,6 +589,11 @@ impl Search<'_> {
     /// Linearize the op of call `node` next, reaching `new_state`, unless that (set, state)
     /// was explored already; return whether it was placed.
     fn place(&mut self, node: u32, new_state: i64, forced: bool) -> bool {
+        self.place_as(node, new_state, forced, false)
+    }
+
+    /// As `place`; `dropped`: the op is dropped (did not happen) rather than linearized.
+    fn place_as(&mut self, node: u32, new_state: i64, forced: bool, dropped: bool) -> bool {
         let i = self.node_op[node as usize] as usize;
         let (id, is_info) = (self.cid[i], self.info[i]);
         let (old_lc, old_hc) = (self.set.lc, self.set.hc);
@@ -571,10 +618,13 @@ impl Search<'_> {
         self.memo.insert(key, new_state, &self.set);
         self.states += 1;
         self.hash ^= z;
-        self.stack.push(Frame { node, state: self.state, lc: old_lc, hc: old_hc, forced });
+        self.stack.push(Frame { node, state: self.state, lc: old_lc, hc: old_hc, forced,
+                                dropped });
         if self.stack.len() > self.best.len() {
             self.best.truncate(self.agree);
-            self.best.extend(self.stack[self.agree..].iter().map(|f| f.node));
+            let ret_of = &self.ret_of;
+            self.best.extend(self.stack[self.agree..].iter()
+                .map(|f| if f.dropped { ret_of[f.node as usize] } else { f.node }));
             self.agree = self.stack.len();
             self.new_best = true;
         }
@@ -658,7 +708,7 @@ mod tests {
     type Row = (u8, i64, i64, i64, i64);
 
     fn run(rows: &[Row]) -> Outcome {
-        let ops: Vec<Op> = rows.iter().map(|&(f, a, b, _, _)| Op { f, a, b }).collect();
+        let ops: Vec<Op> = rows.iter().map(|&(f, a, b, _, _)| Op { f, a, b, opt: false }).collect();
         let mut evs: Vec<(i64, u8, u32)> = Vec::new();
         for (i, &(_, _, _, inv, done)) in rows.iter().enumerate() {
             evs.push((inv, 0, 2 * i as u32));

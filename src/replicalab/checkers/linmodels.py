@@ -1,100 +1,22 @@
-"""Linearizability models: what a sequential object does, one small pure class per type.
+"""The register models: ``register``, ``cas-register`` and ``kv`` (pure, no I/O).
 
-A model has four parts, as Porcupine's: ``init()`` the initial state, ``step(state, op)``
--> (legal, new state), ``partition(ops)`` -> independent parts checked one by one
-(P-compositionality), and ``describe(op)`` -> the op in words. The three shipped models
-(``register``, ``cas-register``, ``kv``) also have ``encode(ops)``: the part as small ints
-for the fast search core (:func:`replicalab.checkers.linsearch.search_part`), which knows
-their semantics; a model without ``encode`` is searched through its ``step``.
-
-Operations are :class:`LinOp`. Jepsen's semantics are applied when a part is prepared
-(:func:`prepare`), not by the models: a ``fail`` op never happened (dropped); a read that
-did not complete ``ok`` constrains nothing (dropped); an ``info`` op may take effect at any
-time after its invoke, or never.
+Their parts go to the register search core (:func:`replicalab.checkers.linsearch.search_part`
+or its native twin), which knows their semantics, through :meth:`CasRegister.encode`:
+the part as small ints. ``kv`` also takes ``append`` (Porcupine's key-value model):
+string concatenation onto the key's value; a part with appends goes to the generic search
+(natively the ``append`` machine), since its states are the strings built.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
+from replicalab.checkers.linmodel import Model, NativeColumns
+from replicalab.checkers.linops import OK, UNRECORDED, LinOp
 from replicalab.checkers.linsearch import ANY, CAS, NIL, READ, WRITE
-from replicalab.history import decode_value
-
-
-class _Unknown:
-    """The expected value of a cas that was not recorded (the cas then acts as a write)."""
-
-    _it: ClassVar[_Unknown | None] = None
-
-    def __new__(cls) -> _Unknown:
-        if cls._it is None:
-            cls._it = super().__new__(cls)
-        return cls._it
-
-    def __repr__(self) -> str:
-        return "?"
-
-    def __reduce__(self) -> str:
-        return "UNKNOWN"
-
-
-UNKNOWN = _Unknown()
-"""A cas's expected value when the history did not record it: legal in every state."""
-
-
-@dataclass(frozen=True, slots=True)
-class LinOp:
-    """One operation as the checker sees it.
-
-    ``index`` identifies it (the History row or the file line); ``f`` is ``read``,
-    ``write`` or ``cas``; ``key`` is None for a single register; ``value`` is the value
-    read (None = nil), the value written, or a cas's ``(expected, new)``; ``outcome`` is
-    ``ok``, ``fail`` or ``info``; times are ns (``complete_ns`` is ignored for ``info``).
-    """
-
-    index: int
-    process: int
-    f: str
-    key: Any
-    value: Any
-    outcome: str
-    invoke_ns: int
-    complete_ns: int
-
-
-@dataclass(frozen=True)
-class Encoded:
-    """One part as the search core takes it (see ``linsearch.search_part``); ``ops[i]`` is
-    the LinOp behind op id ``i`` (ops that constrain nothing are left out)."""
-
-    ops: list[LinOp]
-    kinds: list[int]
-    a: list[int]
-    b: list[int]
-    events: list[int]
-    init: int
-    values: list[Any]
-    """Interned value id -> value (id 0 is nil)."""
-
-
-class Model(Protocol):
-    """What the checker needs of a data type."""
-
-    name: str
-
-    def init(self) -> Any:
-        """Return the initial state."""
-
-    def step(self, state: Any, op: LinOp) -> tuple[bool, Any]:
-        """Return (whether ``op`` is legal in ``state``, the state after it)."""
-
-    def partition(self, ops: Sequence[LinOp]) -> list[tuple[Any, list[LinOp]]]:
-        """Return the independent parts of ``ops`` as (key, ops) pairs."""
-
-    def describe(self, op: LinOp) -> str:
-        """Return ``op`` in a few words ("read 3", "cas 1 -> 2")."""
+from replicalab.history.values import decode_value
 
 
 def show_value(v: Any) -> str:
@@ -104,40 +26,67 @@ def show_value(v: Any) -> str:
         return "nil"
     if isinstance(v, str):
         pv = decode_value(v)
-        return f"{pv.seq}.{pv.writer}" if pv is not None else v
+        return f"{pv.seq}.{pv.writer}" if pv is not None else repr(v) if v == "" else v
     return str(v)
 
 
-def event_order(ops: Sequence[LinOp]) -> list[int]:
-    """Return the events of ``ops`` (ids = positions) in time order: ``2 i`` for an invoke,
-    ``2 i + 1`` for the completion of an ``ok`` op (``info`` ops have none); an invoke
-    sorts before a completion at the same time (touching ops are concurrent)."""
-    evs = []
-    add = evs.append
-    for i, op in enumerate(ops):
-        t = op.invoke_ns
-        add((t, 0, 2 * i))
-        if op.outcome == "ok":
-            c = op.complete_ns
-            add((c if c > t else t, 1, 2 * i + 1))
-    evs.sort()
-    return [e[2] for e in evs]
+@dataclass(frozen=True)
+class Encoded:
+    """One part as the register search core takes it (see ``linsearch.search_part``);
+    ``ops[i]`` is the LinOp behind op id ``i`` (ops that constrain nothing are left out);
+    ``optional[i]`` whether op ``i`` may also not have happened."""
+
+    ops: list[LinOp]
+    kinds: list[int]
+    a: list[int]
+    b: list[int]
+    events: list[int]
+    init: int
+    values: list[Any]
+    """Interned value id -> value (id 0 is nil)."""
+    optional: list[bool]
 
 
-def prepare(ops: Sequence[LinOp]) -> list[LinOp]:
-    """Return the ops that constrain the search, in invoke order: ``fail`` ops and reads
-    that did not complete ``ok`` are dropped (Jepsen: they did not happen / saw nothing)."""
-    kept = [op for op in ops
-            if op.outcome != "fail" and not (op.f == "read" and op.outcome != "ok")]
-    kept.sort(key=lambda o: (o.invoke_ns, o.index))
-    return kept
+def _observed_pruned(kept: list[LinOp]) -> list[LinOp]:
+    """Return ``kept`` without the ``info``/``optional`` writes and cas whose new value
+    no op that must happen observes (to a fixed point through the ones kept): taking
+    effect could only move the register to a state nothing looks at, so leaving them
+    out (not happening is one of their options) changes no verdict."""
+    seen: set[Any] = set()
+    pending = []
+    for op in kept:
+        if op.outcome == OK:
+            if op.f == "read":
+                seen.add(op.value)
+            elif op.f == "cas" and op.value[0] is not UNRECORDED:
+                seen.add(op.value[0])
+        elif op.f != "read":
+            pending.append(op)
+    retained: set[int] = set()
+    grew = True
+    while grew:
+        grew = False
+        rest = []
+        for op in pending:
+            if (op.value[1] if op.f == "cas" else op.value) in seen:
+                retained.add(id(op))
+                if op.f == "cas" and op.value[0] is not UNRECORDED and op.value[0] not in seen:
+                    seen.add(op.value[0])
+                    grew = True
+            else:
+                rest.append(op)
+        pending = rest
+    return [op for op in kept if op.outcome == OK or id(op) in retained]
 
 
-class CasRegister:
+class CasRegister(Model):
     """A register with read, write and compare-and-set; the state is its value (None = nil)."""
 
     name = "cas-register"
-    allowed: ClassVar[tuple[str, ...]] = ("read", "write", "cas")
+    summary = "one register: read, write, cas [from to]"
+    ops: ClassVar[tuple[str, ...]] = ("read", "write", "cas")
+    reads: ClassVar[frozenset[str]] = frozenset({"read"})
+    native = "register"
 
     def init(self) -> Any:
         """Return None: the register starts empty."""
@@ -150,26 +99,34 @@ class CasRegister:
         if op.f == "write":
             return True, op.value
         expected, new = op.value
-        return expected is UNKNOWN or expected == state, new
+        return expected is UNRECORDED or expected == state, new
 
-    def partition(self, ops: Sequence[LinOp]) -> list[tuple[Any, list[LinOp]]]:
-        """Return one part: a single register (raises ValueError if ops name several keys
-        or use an op the model does not have)."""
-        self._check_ops(ops)
-        keys = {op.key for op in ops}
-        if len(keys) > 1:
-            raise ValueError(f"the history has {len(keys)} keys; the {self.name} model checks "
-                             "one register: use --model kv")
-        return [(next(iter(keys)) if keys else None, list(ops))]
+    def value_problem(self, op: LinOp) -> str | None:
+        """Return the problem with a cas that is not ``(expected, new)``, or a read or
+        write of a pair (a Jepsen ``independent`` history read as one register)."""
+        if op.f == "cas":
+            if not (isinstance(op.value, tuple) and len(op.value) == 2):
+                return f"a cas needs (expected, new), got {op.value!r}"
+        elif isinstance(op.value, tuple):
+            return (f"a {op.f} of {op.value!r}; expected one value (a jepsen.independent "
+                    "[key value] history? use --model kv)")
+        return None
 
-    def _check_ops(self, ops: Sequence[LinOp]) -> None:
-        for op in ops:
-            if op.f not in self.allowed:
-                raise ValueError(f"op {op.index} is a {op.f}: the {self.name} model has "
-                                 f"{', '.join(self.allowed)}"
-                                 + (" (use --model cas-register or kv)" if op.f == "cas" else ""))
-            if op.f == "cas" and not (isinstance(op.value, tuple) and len(op.value) == 2):
-                raise ValueError(f"op {op.index}: a cas needs (expected, new), got {op.value!r}")
+    def why_not(self, op: LinOp) -> str | None:
+        """As :meth:`Model.why_not`, with the model to use for a cas or an append."""
+        bad = super().why_not(op)
+        if bad and op.f == "cas" and "cas" not in self.ops:
+            bad += " (use --model cas-register or kv)"
+        elif bad and op.f in ("append", "get", "put") and op.f not in self.ops:
+            bad += " (use --model kv)"
+        return bad
+
+    def file_value(self, f: str, value: Any) -> Any:
+        """Return a cas's value as ``(expected, new)``: ``[from to]`` as written, a bare
+        value as ``(UNRECORDED, value)`` (the expected value was not recorded)."""
+        if f == "cas" and not (isinstance(value, tuple) and len(value) == 2):
+            return (UNRECORDED, value)
+        return value
 
     def describe(self, op: LinOp) -> str:
         """Return "read 3", "write 3", "cas 1 -> 2" (values as :func:`show_value`)."""
@@ -178,40 +135,24 @@ class CasRegister:
             return f"cas {show_value(expected)} -> {show_value(new)}"
         return f"{op.f} {show_value(op.value)}"
 
-    def encode(self, ops: Sequence[LinOp]) -> Encoded:
-        """Return the part as ints for the search core. Besides :func:`prepare`'s drops, an
-        ``info`` write or cas whose new value no read or cas ever saw is left out: taking
-        effect could only change the state to one nothing observed, so leaving it out
-        never turns a linearizable history into a non-linearizable one or back."""
-        kept = prepare(ops)
-        # what the ops that must happen observe, then (to a fixed point) what the info
-        # ops kept because their value is observed expect in turn
-        seen: set[Any] = set()
-        pending = []
-        for op in kept:
-            if op.outcome == "ok":
-                if op.f == "read":
-                    seen.add(op.value)
-                elif op.f == "cas" and op.value[0] is not UNKNOWN:
-                    seen.add(op.value[0])
-            elif op.f != "read":
-                pending.append(op)
-        retained: list[LinOp] = []
-        grew = True
-        while grew:
-            grew = False
-            rest = []
-            for op in pending:
-                if (op.value[1] if op.f == "cas" else op.value) in seen:
-                    retained.append(op)
-                    if op.f == "cas" and op.value[0] is not UNKNOWN and op.value[0] not in seen:
-                        seen.add(op.value[0])
-                        grew = True
-                else:
-                    rest.append(op)
-            pending = rest
-        keep = {id(op) for op in retained}
-        kept = [op for op in kept if op.outcome == "ok" or id(op) in keep]
+    empty_is_nil: ClassVar[bool] = False
+    """True: "" and nil are one value (kv, as Porcupine's kv model)."""
+
+    def intern_key(self, v: Any) -> Any:
+        """Return the value ``v`` is interned as ("" as nil when ``empty_is_nil``)."""
+        return None if self.empty_is_nil and v == "" else v
+
+    def encode(self, ops: Sequence[LinOp]) -> Encoded | None:
+        """Return the part as ints for the register search core (None when it has ops the
+        core does not know: appends). Besides :meth:`prepare`'s drops, ``info`` and
+        ``optional`` writes whose value nothing observes are left out
+        (:func:`_observed_pruned`)."""
+        from replicalab.checkers.linops import event_order, optional_flags
+
+        if any(op.f == "append" for op in ops):
+            return None
+        kept = _observed_pruned(self.prepare(ops))
+        norm = self.intern_key
         # values interned in first-seen order: dict insertion order is the id
         ids: dict[Any, int] = {None: NIL}
         intern = ids.setdefault
@@ -220,52 +161,106 @@ class CasRegister:
             f = op.f
             if f == "read":
                 kinds.append(READ)
-                a.append(intern(op.value, len(ids)))
+                a.append(intern(norm(op.value), len(ids)))
                 b.append(0)
             elif f == "write":
                 kinds.append(WRITE)
-                a.append(intern(op.value, len(ids)))
+                a.append(intern(norm(op.value), len(ids)))
                 b.append(0)
             else:
                 expected, new = op.value
                 kinds.append(CAS)
-                a.append(ANY if expected is UNKNOWN else intern(expected, len(ids)))
-                b.append(intern(new, len(ids)))
+                a.append(ANY if expected is UNRECORDED else intern(norm(expected), len(ids)))
+                b.append(intern(norm(new), len(ids)))
         return Encoded(ops=kept, kinds=kinds, a=a, b=b, events=event_order(kept), init=NIL,
-                       values=list(ids))
+                       values=list(ids), optional=optional_flags(kept))
 
 
 class Register(CasRegister):
     """A read/write register (Jepsen's ``register``)."""
 
     name = "register"
-    allowed: ClassVar[tuple[str, ...]] = ("read", "write")
+    summary = "one register: read, write"
+    ops: ClassVar[tuple[str, ...]] = ("read", "write")
+
+
+def _text(v: Any) -> str | None:
+    """Return ``v`` as the kv model compares it: nil and "" are one value (a key never
+    written; Porcupine's kv model starts every key at "")."""
+    return None if v == "" else v
 
 
 class KV(CasRegister):
-    """A map of independent cas registers (Jepsen's ``independent`` register test):
-    checked one key at a time."""
+    """A map of independent registers (Jepsen's ``independent`` register test, Porcupine's
+    kv): read (``get``), write (``put``), cas and append, checked one key at a time.
+
+    ``append`` concatenates its string onto the key's value (a key never written holds
+    nil and appends onto ""); nil and "" are one value, so a ``get`` of "" sees a key
+    never written, as in Porcupine's kv model."""
 
     name = "kv"
+    summary = "a register per key: read/get, write/put, cas, append (strings)"
+    ops: ClassVar[tuple[str, ...]] = ("read", "write", "cas", "append")
+    aliases: ClassVar[dict[str, str]] = {"get": "read", "put": "write"}
+    keyed = True
+    tuples = True
+    empty_is_nil = True
 
-    def partition(self, ops: Sequence[LinOp]) -> list[tuple[Any, list[LinOp]]]:
-        """Return one part per key, keys in first-seen order."""
-        self._check_ops(ops)
-        parts: dict[Any, list[LinOp]] = {}
+    def step(self, state: Any, op: LinOp) -> tuple[bool, Any]:
+        """Return (legal, new value) as :class:`CasRegister`, "" being nil, and an append
+        legal onto nil or a string."""
+        f = op.f
+        if f == "append":
+            if state is not None and not isinstance(state, str):
+                return False, state
+            return True, _text((state or "") + op.value)
+        if f == "read":
+            return state == _text(op.value), state
+        if f == "write":
+            return True, _text(op.value)
+        expected, new = op.value
+        return expected is UNRECORDED or _text(expected) == state, _text(new)
+
+    def value_problem(self, op: LinOp) -> str | None:
+        """Return the problem with a cas that is not a pair or an append of no string."""
+        if op.f == "append" and not isinstance(op.value, str):
+            return f"an append needs a string, got {op.value!r}"
+        return super().value_problem(op)
+
+    def useless(self, relaxed: Sequence[LinOp], constrained: Sequence[LinOp]) -> set[int]:
+        """Return the relaxed appends whose string no value observed contains (no read of
+        the constrained ops, no cas's expected value): placing one could only put it into
+        every value read until the next write, and no read has it."""
+        seen = [v for o in constrained if o.f == "read" and isinstance(v := o.value, str)]
+        seen += [e for o in (*relaxed, *constrained) if o.f == "cas"
+                 and isinstance(e := o.value[0], str)]
+        text = "\0".join(seen)
+        return {o.index for o in relaxed
+                if o.f == "append" and o.value and o.value not in text}
+
+    def native_machine(self, ops: Sequence[LinOp]) -> str:
+        """Return the native machine for ``ops``: ``register``, or ``append`` when there
+        are appends."""
+        return "append" if any(op.f == "append" for op in ops) else "register"
+
+    def native_columns(self, ops: Sequence[LinOp]) -> NativeColumns:
+        """Return the ops as the ``append`` machine takes them: kind = position in
+        ``ops``, ``a`` the value id (a cas's expected one, -1 unrecorded), ``b`` a cas's
+        new value id; ``table[id]`` the string behind an id (0: nil; False: a value that is
+        not a string)."""
+        ids: dict[Any, int] = {None: 0}
+        intern = ids.setdefault
+        kind_of = {f: i for i, f in enumerate(self.ops)}
+        kinds, a, b = [], [], []
         for op in ops:
-            parts.setdefault(op.key, []).append(op)
-        return list(parts.items())
-
-
-MODELS: dict[str, Model] = {m.name: m for m in (Register(), CasRegister(), KV())}
-
-
-def get_model(name: str | Model) -> Model:
-    """Return the model named ``name`` (or ``name`` itself if it is a model); raises
-    ValueError naming the known ones."""
-    if not isinstance(name, str):
-        return name
-    try:
-        return MODELS[name]
-    except KeyError:
-        raise ValueError(f"unknown model {name!r}: use one of {', '.join(MODELS)}") from None
+            kinds.append(kind_of[op.f])
+            if op.f == "cas":
+                expected, new = op.value
+                a.append(-1 if expected is UNRECORDED else intern(_text(expected), len(ids)))
+                b.append(intern(_text(new), len(ids)))
+            else:
+                a.append(intern(_text(op.value), len(ids)))
+                b.append(0)
+        # the machine appends onto strings only: any other value is False ("not a string")
+        return NativeColumns(kinds, a, b,
+                             [v if v is None or isinstance(v, str) else False for v in ids])

@@ -17,23 +17,32 @@ Two entry points share one algorithm:
     happened any time after its invoke, or never (``info``), has only its invoke;
   - ``init``: the initial state; ``deadline_s``: a ``time.monotonic()`` value in s after
     which the search gives up (None: no limit); ``max_cache``: most memo entries kept
-    (the cache is emptied when full, which costs time, never correctness).
+    (the cache is emptied when full, which costs time, never correctness);
+  - ``optional`` (None: all False): op ``i`` has both events but may also not have
+    happened at all: when the search reaches its completion with the op not linearized,
+    the op is dropped (it did not happen) instead of the search backtracking. Shrinking
+    a counterexample makes the ops it leaves out optional.
 
   It returns ``(verdict, order, stuck)``: verdict 1 linearizable, 0 not, -1 unknown
   (deadline reached); ``order`` the op ids of a full linearization (verdict 1) or of the
   longest linearizable prefix found; ``stuck`` the op whose completion the longest prefix
   could not get past (-1 if none).
 
-* :func:`search_model` runs the same search over any :class:`~replicalab.checkers.linmodels.Model`
-  (states are any hashable value), for data types without an int encoding.
+* :func:`search_model` runs the same search over any model
+  (:class:`~replicalab.checkers.linmodel.Model`; states are any hashable value), for data
+  types without an int encoding; ``pure[i]`` marks the ops that never change the state
+  (reads), which get the first reduction below.
 
 The search (Lowe's version of Wing and Gong's): events sit in a doubly linked list; the
 search walks it from the head, and at each invoke tries to linearize that op now (the
 model allows it and the pair (set of linearized ops, state) was not seen before); it then
 lifts the op's invoke and completion out of the list and starts again from the head. At a
-completion of an op not yet linearized it backtracks. Reaching the end of the list means
-every op that must have happened is linearized: ``info`` ops still in the list never took
-effect. The set of linearized ops is a Python int used as a bitset.
+completion of an op not yet linearized it backtracks (or, for an optional op, drops it
+and goes on). Reaching the end of the list means every op that must have happened is
+linearized: ``info`` ops still in the list never took effect. The set of linearized (or
+dropped) ops is a Python int used as a bitset. A placement made without a choice (a legal
+read taken first, an optional op dropped at its completion) is undone together with the
+choice before it when the search backtracks.
 """
 
 from __future__ import annotations
@@ -56,8 +65,9 @@ _CLOCK_EVERY = 4095
 
 
 def _links(events: Sequence[int]) -> tuple[list[int], list[int], list[int], list[int], int]:
-    """Return (op of entry, return entry of a call entry or 0, next, prev, tail id) of the
-    list holding ``events``: entry 0 is the head, 1..m the events, m + 1 the tail."""
+    """Return (op of entry, the other entry of the op's pair (a call's return, a return's
+    call) or 0, next, prev, tail id) of the list holding ``events``: entry 0 is the head,
+    1..m the events, m + 1 the tail."""
     m = len(events)
     op_of = [0] * (m + 2)
     match = [0] * (m + 2)
@@ -65,12 +75,39 @@ def _links(events: Sequence[int]) -> tuple[list[int], list[int], list[int], list
     for e, ev in enumerate(events, start=1):
         op_of[e] = ev >> 1
         if ev & 1:
-            match[call_entry[ev >> 1]] = e
+            c = call_entry[ev >> 1]
+            match[c], match[e] = e, c
         else:
             call_entry[ev >> 1] = e
     nxt = list(range(1, m + 3))
     prv = list(range(-1, m + 1))
     return op_of, match, nxt, prv, m + 1
+
+
+def _lift(call: int, nxt: list[int], prv: list[int], match: list[int]) -> None:
+    """Take an op's call entry and its return entry (if any) out of the list."""
+    p, q = prv[call], nxt[call]
+    nxt[p], prv[q] = q, p
+    r = match[call]
+    if r:
+        p, q = prv[r], nxt[r]
+        nxt[p], prv[q] = q, p
+
+
+def _unlift(call: int, nxt: list[int], prv: list[int], match: list[int]) -> None:
+    """Put back what :func:`_lift` took out, in the reverse order."""
+    r = match[call]
+    if r:
+        p, q = prv[r], nxt[r]
+        nxt[p] = prv[q] = r
+    p, q = prv[call], nxt[call]
+    nxt[p] = prv[q] = call
+
+
+def _order(stack: list[int], op_of: list[int], is_call: list[bool]) -> list[int]:
+    """Return the ops linearized by ``stack`` in order (a dropped op, whose frame is its
+    return entry, did not happen and is left out)."""
+    return [op_of[e] for e in stack if is_call[e]]
 
 
 def check_events(n: int, events: Sequence[int]) -> None:
@@ -90,10 +127,12 @@ def check_events(n: int, events: Sequence[int]) -> None:
 
 def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
                 events: Sequence[int], init: int = NIL, deadline_s: float | None = None,
-                max_cache: int = DEFAULT_MAX_CACHE) -> tuple[int, list[int], int]:
+                max_cache: int = DEFAULT_MAX_CACHE, optional: Sequence[bool] | None = None
+                ) -> tuple[int, list[int], int]:
     """Return (verdict 1/0/-1, op order, stuck op or -1) of one register part (see the
     module docstring for the exact contract)."""
     n = len(kinds)
+    opt = list(optional) if optional is not None else [False] * n
     op_of, match, nxt, prv, tail = _links(events)
     is_call = [True] * (tail + 1)
     for e, ev in enumerate(events, start=1):
@@ -108,20 +147,25 @@ def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
     # so the replacing step is pruned at once instead of when the op's completion comes.
     must_left = [0] * size
     writes_left = [0] * size
-    has_ret = [False] * n
+    has_ret = [False] * n  # must happen: a completion and not optional
     for ev in events:
         if ev & 1:
-            has_ret[ev >> 1] = True
-    for op in range(n):
+            has_ret[ev >> 1] = not opt[ev >> 1]
+
+    def _count(op: int, d: int) -> None:
+        """Count op ``op`` in (``d`` = 1) or out of (-1) what is left to linearize."""
         k = kinds[op]
         if k == READ or (k == CAS and a[op] != ANY):
-            obs_left[a[op]] += 1
+            obs_left[a[op]] += d
             if has_ret[op]:
-                must_left[a[op]] += 1
+                must_left[a[op]] += d
         if k == WRITE:
-            writes_left[a[op]] += 1
+            writes_left[a[op]] += d
         elif k == CAS:
-            writes_left[b[op]] += 1
+            writes_left[b[op]] += d
+
+    for op in range(n):
+        _count(op, 1)
     stack: list[int] = []
     saved: list[int] = []
     cache: set[int] = set()
@@ -133,9 +177,9 @@ def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
     while True:
         steps += 1
         if deadline_s is not None and not steps & _CLOCK_EVERY and time.monotonic() > deadline_s:
-            return UNKNOWN, [op_of[e] for e in best], stuck
+            return UNKNOWN, _order(best, op_of, is_call), stuck
         if entry == tail:
-            return LINEARIZABLE, [op_of[e] for e in stack], -1
+            return LINEARIZABLE, _order(stack, op_of, is_call), -1
         if entry == nxt[0]:
             # a new configuration: a legal read among the ops invoked so far is taken
             # first (see the backtracking below for why nothing else need be tried)
@@ -146,8 +190,30 @@ def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
                     entry = e
                     break
                 e = nxt[e]
-        if is_call[entry]:
-            op = op_of[entry]
+        op = op_of[entry]
+        if not is_call[entry] and opt[op]:
+            # an optional op not linearized by its completion did not happen: drop it,
+            # without a choice (placing it earlier is what the other branches try)
+            k = kinds[op]
+            obs = a[op] if k == READ or (k == CAS and a[op] != ANY) else -3
+            new = DEAD if obs == state and obs_left[state] == 1 else state
+            nb = bits | (1 << op)
+            key = nb | ((new + 2) << n)
+            if key not in cache:
+                if len(cache) >= max_cache:
+                    cache.clear()
+                cache.add(key)
+                stack.append(entry)
+                saved.append(state)
+                bits, state = nb, new
+                _count(op, -1)
+                _lift(match[entry], nxt, prv, match)
+                if len(stack) > best_len:
+                    best_len, fresh = len(stack), True
+                    best = stack[:]
+                entry = nxt[0]
+                continue
+        elif is_call[entry]:
             k = kinds[op]
             if k == READ:
                 if state != a[op]:
@@ -191,20 +257,8 @@ def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
                 stack.append(entry)
                 saved.append(state)
                 bits, state = nb, new
-                if k == READ or (k == CAS and a[op] != ANY):
-                    obs_left[a[op]] -= 1
-                    if has_ret[op]:
-                        must_left[a[op]] -= 1
-                if k == WRITE:
-                    writes_left[a[op]] -= 1
-                elif k == CAS:
-                    writes_left[b[op]] -= 1
-                p, q = prv[entry], nxt[entry]
-                nxt[p], prv[q] = q, p
-                r = match[entry]
-                if r:
-                    p, q = prv[r], nxt[r]
-                    nxt[p], prv[q] = q, p
+                _count(op, -1)
+                _lift(entry, nxt, prv, match)
                 if len(stack) > best_len:
                     best_len, fresh = len(stack), True
                     best = stack[:]
@@ -216,50 +270,47 @@ def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
             # a legal read whose configuration was searched before: it failed, and so
             # does this one (see below)
         elif fresh or stuck < 0:
-            stuck, fresh = op_of[entry], False
+            stuck, fresh = op, False
         # Backtrack. A read that was legal when linearized never needs another place:
         # whatever order completes the history from there can take the read first (it
         # changes no state, and everything that had to precede it already did), so if
-        # the search after it failed, the configuration before it fails too.
+        # the search after it failed, the configuration before it fails too. The same
+        # holds for an optional op dropped at its completion.
         while True:
             if not stack:
-                return NOT_LINEARIZABLE, [op_of[e] for e in best], stuck
+                return NOT_LINEARIZABLE, _order(best, op_of, is_call), stuck
             e = stack.pop()
             state = saved.pop()
             op = op_of[e]
             bits ^= 1 << op
-            k = kinds[op]
-            if k == READ or (k == CAS and a[op] != ANY):
-                obs_left[a[op]] += 1
-                if has_ret[op]:
-                    must_left[a[op]] += 1
-            if k == WRITE:
-                writes_left[a[op]] += 1
-            elif k == CAS:
-                writes_left[b[op]] += 1
-            r = match[e]
-            if r:
-                p, q = prv[r], nxt[r]
-                nxt[p] = prv[q] = r
-            p, q = prv[e], nxt[e]
-            nxt[p] = prv[q] = e
-            if k != READ:
-                break
+            _count(op, 1)
+            if is_call[e]:
+                _unlift(e, nxt, prv, match)
+                if kinds[op] != READ:
+                    break
+            else:
+                _unlift(match[e], nxt, prv, match)
         entry = nxt[e]
 
 
 def search_model(n: int, events: Sequence[int], step: Callable[[Any, int], tuple[bool, Any]],
                  init: Hashable, deadline_s: float | None = None,
-                 max_cache: int = DEFAULT_MAX_CACHE) -> tuple[int, list[int], int]:
+                 max_cache: int = DEFAULT_MAX_CACHE, pure: Sequence[bool] | None = None,
+                 optional: Sequence[bool] | None = None) -> tuple[int, list[int], int]:
     """Return (verdict 1/0/-1, op order, stuck op or -1) of ops ``0..n-1`` under any model:
-    ``step(state, i)`` returns (legal, new state) of op ``i`` (states hashable); the rest
-    is as :func:`search_part`."""
+    ``step(state, i)`` returns (legal, new state) of op ``i`` (states hashable);
+    ``pure[i]`` (None: all False) marks an op that never changes the state (a read): at a
+    new configuration the first one legal there is taken at once, without a choice; the
+    rest is as :func:`search_part`."""
     op_of, match, nxt, prv, tail = _links(events)
     is_call = [True] * (tail + 1)
     for e, ev in enumerate(events, start=1):
         is_call[e] = not ev & 1
+    opt = list(optional) if optional is not None else [False] * n
+    reads = list(pure) if pure is not None else [False] * n
     stack: list[int] = []
     saved: list[Any] = []
+    forced: list[bool] = []
     cache: set[tuple[int, Any]] = set()
     bits, state = 0, init
     best: list[int] = []
@@ -267,11 +318,28 @@ def search_model(n: int, events: Sequence[int], step: Callable[[Any, int], tuple
     steps = 0
     entry = nxt[0]
     while True:
+        steps += 1
+        if deadline_s is not None and not steps & _CLOCK_EVERY and time.monotonic() > deadline_s:
+            return UNKNOWN, _order(best, op_of, is_call), stuck
         if entry == tail:
-            return LINEARIZABLE, [op_of[e] for e in stack], -1
-        if is_call[entry]:
-            op = op_of[entry]
-            legal, new = step(state, op)
+            return LINEARIZABLE, _order(stack, op_of, is_call), -1
+        take = False
+        if entry == nxt[0]:
+            # a new configuration: the first legal read among the ops invoked so far is
+            # taken at once (as in search_part)
+            e = entry
+            while e != tail and is_call[e]:
+                op = op_of[e]
+                if reads[op]:
+                    legal, new = step(state, op)
+                    if legal:
+                        entry, take = e, True
+                        break
+                e = nxt[e]
+        op = op_of[entry]
+        if take or (is_call[entry] and not reads[op]):
+            if not take:
+                legal, new = step(state, op)
             if legal:
                 nb = bits | (1 << op)
                 key = (nb, new)
@@ -281,34 +349,46 @@ def search_model(n: int, events: Sequence[int], step: Callable[[Any, int], tuple
                     cache.add(key)
                     stack.append(entry)
                     saved.append(state)
+                    forced.append(take)
                     bits, state = nb, new
-                    p, q = prv[entry], nxt[entry]
-                    nxt[p], prv[q] = q, p
-                    r = match[entry]
-                    if r:
-                        p, q = prv[r], nxt[r]
-                        nxt[p], prv[q] = q, p
+                    _lift(entry, nxt, prv, match)
                     if len(stack) > best_len:
                         best_len, fresh = len(stack), True
                         best = stack[:]
                     entry = nxt[0]
                     continue
-            entry = nxt[entry]
-        else:
-            if fresh or stuck < 0:
-                stuck, fresh = op_of[entry], False
+            if not take:
+                entry = nxt[entry]
+                continue
+        elif is_call[entry]:
+            entry = nxt[entry]  # a read not legal here (a legal one was taken above)
+            continue
+        elif opt[op]:
+            nb = bits | (1 << op)
+            key = (nb, state)
+            if key not in cache:  # dropped: it did not happen
+                if len(cache) >= max_cache:
+                    cache.clear()
+                cache.add(key)
+                stack.append(entry)
+                saved.append(state)
+                forced.append(True)
+                bits = nb
+                _lift(match[entry], nxt, prv, match)
+                if len(stack) > best_len:
+                    best_len, fresh = len(stack), True
+                    best = stack[:]
+                entry = nxt[0]
+                continue
+        elif fresh or stuck < 0:
+            stuck, fresh = op, False
+        while True:  # backtrack to the last placement made by choice
             if not stack:
-                return NOT_LINEARIZABLE, [op_of[e] for e in best], stuck
+                return NOT_LINEARIZABLE, _order(best, op_of, is_call), stuck
             e = stack.pop()
             state = saved.pop()
             bits ^= 1 << op_of[e]
-            r = match[e]
-            if r:
-                p, q = prv[r], nxt[r]
-                nxt[p] = prv[q] = r
-            p, q = prv[e], nxt[e]
-            nxt[p] = prv[q] = e
-            entry = nxt[e]
-        steps += 1
-        if deadline_s is not None and not steps & _CLOCK_EVERY and time.monotonic() > deadline_s:
-            return UNKNOWN, [op_of[e] for e in best], stuck
+            _unlift(e if is_call[e] else match[e], nxt, prv, match)
+            if not forced.pop():
+                break
+        entry = nxt[e]

@@ -373,6 +373,12 @@ def bench(
         with contextlib.suppress(OSError):
             run_dir.rmdir()  # nothing was measured: leave no empty run directory
         fail(f"{err}; the data centres could not be started (try --kind sim)")
+    _emit_bench(run, run_dir, as_json)
+
+
+def _emit_bench(run: Any, run_dir: Path, as_json: bool) -> None:
+    """Render a bench's report, print its table (or one JSON object), and exit 130 or 2 if
+    it was interrupted or stopped early."""
     from replicalab.report.counters import render_counter_report
 
     report = render_counter_report(run.results, run_dir)

@@ -219,20 +219,8 @@ def sonify(
 
     log_error: LogError | None = None
     try:
-        others: list[Query] = []
-        for spec in voice or []:
-            vq, sep, vs = spec.rpartition("|")
-            if not sep or not vq.strip() or not vs.strip():
-                raise ValueError(f"--voice {spec!r} must be 'QUERY | SEVERITY'")
-            others.append(parse_query(vq.strip()).with_severity(vs.strip()))
-        if len(others) >= len(_CHANNELS):
-            raise ValueError(f"at most {len(_CHANNELS) - 1} --voice options (MIDI channels)")
-        rng = None
-        if severity_range is not None:
-            lo, sep, hi = severity_range.partition(":")
-            if not sep:
-                raise ValueError(f"--severity-range {severity_range!r} must be LO:HI")
-            rng = (float(lo), float(hi))
+        others = _other_voices(voice)
+        rng = _severity_range(severity_range)
         if not 0 <= program <= 127:
             raise ValueError(f"--program {program} must lie in 0..127")
         cfg = SonifyConfig(pitch_low, pitch_high, speed * 1_000_000, note_ms / 1000, rng)
@@ -259,19 +247,50 @@ def sonify(
         length_s = write_midi(midi, voices)
     except (QueryError, CutError, ValueError, OSError) as e:
         fail(str(e))
+    _say_sonified(midi, length_s, voices, as_json)
+    if log_error is not None:
+        fail(f"{log_error}; the MIDI file holds the matches from the events before it")
+
+
+def _other_voices(voice: list[str] | None) -> list[Query]:
+    """Return the queries of ``--voice 'QUERY | SEVERITY'`` options (ValueError for a
+    malformed one, or more than the MIDI channels left)."""
+    from replicalab.hlc.query import parse_query
+
+    others: list[Query] = []
+    for spec in voice or []:
+        vq, sep, vs = spec.rpartition("|")
+        if not sep or not vq.strip() or not vs.strip():
+            raise ValueError(f"--voice {spec!r} must be 'QUERY | SEVERITY'")
+        others.append(parse_query(vq.strip()).with_severity(vs.strip()))
+    if len(others) >= len(_CHANNELS):
+        raise ValueError(f"at most {len(_CHANNELS) - 1} --voice options (MIDI channels)")
+    return others
+
+
+def _severity_range(text: str | None) -> tuple[float, float] | None:
+    """Return ``--severity-range LO:HI`` as numbers (None: not given)."""
+    if text is None:
+        return None
+    lo, sep, hi = text.partition(":")
+    if not sep:
+        raise ValueError(f"--severity-range {text!r} must be LO:HI")
+    return (float(lo), float(hi))
+
+
+def _say_sonified(midi: Path, length_s: float, voices: list[Any], as_json: bool) -> None:
+    """Print what the MIDI file holds: each voice's notes and pitches, and its length."""
     summary = {"midi": str(midi), "length_s": round(length_s, 3), "voices": [
         {"query": v.name, "notes": len(v.notes), "channel": v.channel, "program": v.program,
          "pitch_min": min((n.pitch for n in v.notes), default=None),
          "pitch_max": max((n.pitch for n in v.notes), default=None)} for v in voices]}
     if as_json:
         say(json.dumps(summary))
-    else:
-        for v in summary["voices"]:
-            say(f"{v['notes']} notes, pitches {v['pitch_min']}..{v['pitch_max']}, program "
-                f"{v['program']}: {v['query']}")
-        say(f"{summary['length_s']} s: {midi}")
-    if log_error is not None:
-        fail(f"{log_error}; the MIDI file holds the matches from the events before it")
+        return
+    for v in summary["voices"]:
+        say(f"{v['notes']} notes, pitches {v['pitch_min']}..{v['pitch_max']}, program "
+            f"{v['program']}: {v['query']}")
+    say(f"{summary['length_s']} s: {midi}")
 
 
 def add_commands(hlc_app: typer.Typer) -> None:

@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -16,15 +16,17 @@ from replicalab.checkers.freshness import since_ack
 from replicalab.cli.errors import fail
 from replicalab.cli.model_params import build, describe, load_toml, parse_compare, parse_sets
 from replicalab.cli.output import TableData, say, show
-from replicalab.cli.progress import Phases, progress_bar
+from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import duration_ms
+from replicalab.cluster import process
 from replicalab.history import load_history
 from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.models import pbs as pbs_model
 from replicalab.models.base import Curve
 from replicalab.models.registry import MODELS, ModelSpec
+from replicalab.models.validate import Divergence, comparison_table, validate_cost, validate_entry
 from replicalab.models.validate import compare as compare_curves
-from replicalab.models.validate import comparison_table, validate
+from replicalab.runtime.parallel import JobFailed, RayMissing, Workers
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec, run_probe
 from replicalab.workloads.staleness import KEY, StalenessConfig
@@ -103,34 +105,17 @@ def pbs(
     """
     if against is not None or duration is not None or pairs is not None \
             or reader_region is not None:
-        from replicalab.cli.model_against import parse_pairs, run_pbs_against
-
-        try:
-            if against != "cassandra":
-                raise ValueError(f"--against {against!r}: PBS can be checked against "
-                                 "cassandra (--duration, --pairs and --reader-region need it)")
-            if from_run is not None or measure:
-                raise ValueError("--against measures the cluster itself; drop --from-run "
-                                 "and --measure")
-            chosen = parse_pairs(pairs, r, w, n)
-        except ValueError as err:
-            fail(str(err))
-        run_pbs_against(n, chosen, regions or "dc3", client_region, reader_region, duration,
-                        t_max_ms, trials, seed, out, as_json)
+        _pbs_against(against, n, r, w, pairs, from_run is not None or measure,
+                     regions or "dc3", client_region, reader_region, duration, t_max_ms,
+                     trials, seed, out, as_json)
         return
     regions = regions or "lan"
     try:
         apply_ms = duration_ms(apply, "--apply", apply_ms, "--apply-ms", "10ms")
         if not t_max_ms > 0:
             raise ValueError(f"--t-max-ms must be positive (got {t_max_ms})")
-        if from_run is not None:
-            h, _ = load_history(from_run)
-            wars = pbs_model.fit_wars(h, n, r, w)
-            source = f"fitted from {from_run}"
-        else:
-            wars = pbs_model.wars_for_sim_quorum(n, regions, client_rtt_ms, client_sd_ms,
-                                                 apply_ms, client_region)
-            source = f"sim://quorum legs ({regions}, apply {apply_ms:g} ms)"
+        wars, source = _legs(n, r, w, from_run, regions, client_rtt_ms, client_sd_ms,
+                             apply_ms, client_region)
         t = np.linspace(0.0, t_max_ms, 201)
         p = pbs_model.t_visibility(wars, r, w, t, trials, seed)
         measured = _measure(n, r, w, regions, apply_ms, client_rtt_ms, client_sd_ms,
@@ -143,7 +128,92 @@ def pbs(
         fail(str(err))
     shown = [x for x in _T_SHOWN_MS if x <= t_max_ms]
     at_shown = pbs_model.t_visibility(wars, r, w, shown, trials, seed)
-    results = {
+    results = _pbs_results(n, r, w, source, trials, seed, (t, p), t_at, k_stale,
+                           (shown, at_shown))
+    overlay = None
+    if measured is not None:
+        results["measured"], overlay = _beside_measured(measured, wars, r, w, t_max_ms,
+                                                        trials, seed)
+    save_results(results, run_dir)
+    report = _pbs_report(results, run_dir, (t, p), overlay)
+    if as_json:
+        sys.stdout.write(json.dumps({**results, "run_dir": str(run_dir), "report": str(report)},
+                                    sort_keys=True) + "\n")
+        return
+    _say_pbs(results, source, (shown, at_shown), t_at, report)
+
+
+def _pbs_report(results: dict[str, Any], run_dir: Path, curve: tuple[np.ndarray, np.ndarray],
+                overlay: tuple[np.ndarray, np.ndarray] | None) -> Path:
+    """Write the report of a PBS prediction: its t-visibility ``curve`` (t ms, P), with what
+    was measured overlaid; return its path."""
+    from replicalab.report.model_page import render_model_report
+    from replicalab.report.model_plots import visibility_figure
+
+    prm = results["params"]
+    n, r, w = prm["n"], prm["r"], prm["w"]
+    return render_model_report(results, run_dir, figures=[(
+        "fig-visibility", f"t-visibility of N={n}, R={r}, W={w} ({prm['legs']}).",
+        visibility_figure(curve[0], {f"PBS N={n} R={r} W={w}": curve[1]}, overlay))])
+
+
+def _legs(n: int, r: int, w: int, from_run: Path | None, regions: str, client_rtt_ms: float,
+          client_sd_ms: float, apply_ms: float, client_region: str | None) -> tuple[Any, str]:
+    """Return PBS's latency legs (WARS) and where they come from: fitted from a probe run's
+    history, or those of the sim://quorum store with these parameters."""
+    if from_run is not None:
+        h, _ = load_history(from_run)
+        return pbs_model.fit_wars(h, n, r, w), f"fitted from {from_run}"
+    return (pbs_model.wars_for_sim_quorum(n, regions, client_rtt_ms, client_sd_ms, apply_ms,
+                                          client_region),
+            f"sim://quorum legs ({regions}, apply {apply_ms:g} ms)")
+
+
+def _beside_measured(measured: tuple[np.ndarray, np.ndarray, np.ndarray], wars: Any, r: int,
+                     w: int, t_max_ms: float, trials: int, seed: int
+                     ) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray]]:
+    """Return what the sim://quorum probe measured (times with enough samples, up to
+    ``t_max_ms``) with its largest gap to the prediction, and the (t ms, P) to overlay."""
+    mt, mp, enough = measured
+    mt, mp = mt[enough & (mt <= t_max_ms)], mp[enough & (mt <= t_max_ms)]
+    predicted = pbs_model.t_visibility(wars, r, w, mt, trials, seed)
+    gap = float(np.abs(predicted - mp).max()) if len(mt) else None
+    return ({"t_mean_ms": mt.round(4).tolist(), "p": mp.round(6).tolist(),
+             "max_abs_difference": None if gap is None else round(gap, 6)}, (mt, mp))
+
+
+def _pbs_against(against: str | None, n: int, r: int, w: int, pairs: str | None,
+                 local_options: bool, regions: str, client_region: str | None,
+                 reader_region: str | None, duration: str | None, t_max_ms: float,
+                 trials: int, seed: int, out: Path, as_json: bool) -> None:
+    """Run ``model pbs --against``: predict and measure on a real cluster (exit 2 for an
+    option it cannot take; ``local_options``: --from-run or --measure was given)."""
+    from replicalab.cli.model_against import parse_pairs, run_pbs_against
+
+    try:
+        if against != "cassandra":
+            raise ValueError(f"--against {against!r}: PBS can be checked against "
+                             "cassandra (--duration, --pairs and --reader-region need it)")
+        if local_options:
+            raise ValueError("--against measures the cluster itself; drop --from-run "
+                             "and --measure")
+        chosen = parse_pairs(pairs, r, w, n)
+    except ValueError as err:
+        fail(str(err))
+    run_pbs_against(n, chosen, regions, client_region, reader_region, duration,
+                    t_max_ms, trials, seed, out, as_json)
+
+
+def _pbs_results(n: int, r: int, w: int, source: str, trials: int, seed: int,
+                 curve: tuple[np.ndarray, np.ndarray], t_at: dict[float, float],
+                 k_stale: dict[int, float], at_shown: tuple[list[float], Any]
+                 ) -> dict[str, Any]:
+    """Return the results of a PBS prediction: the t-visibility ``curve`` (t in ms, P), the
+    time to each probability, k-staleness and their tables (``at_shown``: t and P at the
+    times the table shows)."""
+    t, p = curve
+    shown, at = at_shown
+    return {
         "schema_version": 1, "model": "pbs", "title": f"PBS N={n} R={r} W={w}",
         "params": {"n": n, "r": r, "w": w, "legs": source, "trials": trials, "seed": seed},
         "t_visibility": {"t_ms": t.round(4).tolist(), "p": p.round(6).tolist()},
@@ -152,8 +222,7 @@ def pbs(
         "tables": [
             {"caption": "P(consistent read) t ms after the write committed",
              "header": ["t (ms)", "P(consistent)"],
-             "rows": [[f"{x:g}", f"{100 * y:.2f}%"] for x, y in zip(shown, at_shown,
-                                                                     strict=True)]},
+             "rows": [[f"{x:g}", f"{100 * y:.2f}%"] for x, y in zip(shown, at, strict=True)]},
             {"caption": "Time after commit for a consistent read with probability p",
              "header": ["p", "t (ms)"],
              "rows": [[f"{q:g}", f"{v:.2f}"] for q, v in t_at.items()]},
@@ -162,32 +231,18 @@ def pbs(
              "rows": [[k, f"{100 * v:.3f}%"] for k, v in k_stale.items()]},
         ],
     }
-    overlay = None
-    if measured is not None:
-        mt, mp, enough = measured
-        mt, mp = mt[enough & (mt <= t_max_ms)], mp[enough & (mt <= t_max_ms)]
-        predicted = pbs_model.t_visibility(wars, r, w, mt, trials, seed)
-        gap = float(np.abs(predicted - mp).max()) if len(mt) else None
-        results["measured"] = {"t_mean_ms": mt.round(4).tolist(), "p": mp.round(6).tolist(),
-                               "max_abs_difference": None if gap is None else round(gap, 6)}
-        overlay = (mt, mp)
-    save_results(results, run_dir)
-    from replicalab.report.model_page import render_model_report
-    from replicalab.report.model_plots import visibility_figure
 
-    report = render_model_report(results, run_dir, figures=[(
-        "fig-visibility", f"t-visibility of N={n}, R={r}, W={w} ({source}).",
-        visibility_figure(t, {f"PBS N={n} R={r} W={w}": p}, overlay))])
-    if as_json:
-        sys.stdout.write(json.dumps({**results, "run_dir": str(run_dir), "report": str(report)},
-                                    sort_keys=True) + "\n")
-        return
+
+def _say_pbs(results: dict[str, Any], source: str, at_shown: tuple[list[float], Any],
+             t_at: dict[float, float], report: Path) -> None:
+    """Print a PBS prediction: P(consistent) over time, the gap to what was measured, the
+    times to p=0.99 and 0.999, and where the report is."""
     table = TableData(results["title"] + f" — {source}", ["t after commit (ms)",
                                                            "P(consistent)"], right=(0, 1))
-    for x, y in zip(shown, at_shown, strict=True):
+    for x, y in zip(*at_shown, strict=True):
         table.add(f"{x:g}", f"{100 * y:.2f}%")
     show(table)
-    if measured is not None:
+    if "measured" in results:
         gap = results["measured"]["max_abs_difference"]
         say(f"measured on sim://quorum: largest gap to the prediction "
             f"{'n/a' if gap is None else f'{100 * gap:.2f} points'}")
@@ -253,32 +308,11 @@ def model_command(spec: ModelSpec) -> Callable[..., None]:
             variants = [(f"{cmp[0]}={v}", {cmp[0]: v}) for v in cmp[1]] if cmp else [("", {})]
             configs = [(label, build(spec.params_cls, base, {**sets, **extra}, spec.name))
                        for label, extra in variants]
-            curves = []
-            with progress_bar(f"model {spec.name}", enabled=twin and not as_json) as tick:
-                for i, (label, p) in enumerate(configs):
-                    max_rps = spec.curve(p, [1.0]).max_throughput_rps
-                    grid = _loads(max_rps, points, loads)
-                    c = spec.curve(p, grid)
-                    curves.append(_relabel(c, label or c.label))
-                    if twin:
-                        tick(i / len(configs), f"twin of {label or c.label}")
-                        t = spec.twin(p, grid, seed, rounds)
-                        curves.append(_relabel(t, f"{label or c.label} (twin)"))
+            curves = _curves(spec, configs, points, loads, twin, rounds, seed, as_json)
             run_dir = make_run_dir(out, "model", spec.name)
         except ValueError as err:
             fail(str(err))
-        results = {
-            "schema_version": 1, "model": spec.name, "title": spec.title,
-            "params": describe(configs[0][1]),
-            "compare": None if cmp is None else {"key": cmp[0], "values": cmp[1]},
-            "curves": [c.to_json() for c in curves],
-            "tables": [t for _, p in configs[:1] for t in spec.tables(p)],
-        }
-        if twin:  # model vs twin, latency and capacity, per configuration
-            pairs = [{"model": spec.name, **compare_curves(m.label, m, t, 0.10).to_json()}
-                     for m, t in zip(curves[::2], curves[1::2], strict=True)]
-            results["model_vs_twin"] = pairs
-            results["tables"].append(comparison_table(pairs, 0.10))
+        results = _model_results(spec, configs, cmp, curves, twin)
         table = TableData(spec.title, ["curve", "max throughput (req/s)",
                                        "latency at 50% / 90% of max (ms)"], right=(1, 2))
         for c in curves:
@@ -298,6 +332,44 @@ def model_command(spec: ModelSpec) -> Callable[..., None]:
 
     command.__doc__ = f"{spec.title}.\n\nExample: {spec.example}"
     return command
+
+
+def _curves(spec: ModelSpec, configs: list[tuple[str, Any]], points: int, loads: str | None,
+            twin: bool, rounds: int, seed: int, as_json: bool) -> list[Curve]:
+    """Return the model's curve of every configuration (label, params), each followed by its
+    twin's when ``twin``: latency (ms) against offered load (req/s)."""
+    curves = []
+    with progress_bar(f"model {spec.name}", enabled=twin and not as_json) as tick:
+        for i, (label, p) in enumerate(configs):
+            max_rps = spec.curve(p, [1.0]).max_throughput_rps
+            grid = _loads(max_rps, points, loads)
+            c = spec.curve(p, grid)
+            curves.append(_relabel(c, label or c.label))
+            if twin:
+                tick(i / len(configs), f"twin of {label or c.label}")
+                t = spec.twin(p, grid, seed, rounds)
+                curves.append(_relabel(t, f"{label or c.label} (twin)"))
+    return curves
+
+
+def _model_results(spec: ModelSpec, configs: list[tuple[str, Any]],
+                   cmp: tuple[str, list[Any]] | None, curves: list[Curve], twin: bool
+                   ) -> dict[str, Any]:
+    """Return results.json of a model run: parameters, curves, the model's tables and, with
+    twins, model against twin per configuration."""
+    results: dict[str, Any] = {
+        "schema_version": 1, "model": spec.name, "title": spec.title,
+        "params": describe(configs[0][1]),
+        "compare": None if cmp is None else {"key": cmp[0], "values": cmp[1]},
+        "curves": [c.to_json() for c in curves],
+        "tables": [t for _, p in configs[:1] for t in spec.tables(p)],
+    }
+    if twin:  # model vs twin, latency and capacity, per configuration
+        pairs = [{"model": spec.name, **compare_curves(m.label, m, t, 0.10).to_json()}
+                 for m, t in zip(curves[::2], curves[1::2], strict=True)]
+        results["model_vs_twin"] = pairs
+        results["tables"].append(comparison_table(pairs, 0.10))
+    return results
 
 
 def _relabel(c: Curve, label: str) -> Curve:
@@ -322,12 +394,20 @@ def validate_command(
     tolerance: Annotated[float, typer.Option(
         help="Allowed relative gap in mean latency and in maximum throughput.")] = 0.10,
     seed: Annotated[int, typer.Option(help="Seed of the twins.")] = 1,
+    workers: Annotated[int, typer.Option(
+        help="Run the grid's independent twin simulations on this many local "
+             "processes.")] = 1,
+    ray: Annotated[str | None, typer.Option(
+        help="Run them as tasks on a Ray cluster: ADDRESS, or 'local' for a local "
+             "instance; needs replicalab[ray].")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Run every model and its discrete-event twin over a grid: latency and maximum
     throughput (the twin's measured by its own runs); report where they diverge.
 
     Example: replicalab model validate --model paxos-lan
+
+    Example: replicalab model validate --workers 2
     """
     names = [model] if model else list(MODELS)
     unknown = [n for n in names if n not in MODELS]
@@ -335,17 +415,30 @@ def validate_command(
         fail(f"--model {unknown[0]!r}: use one of {', '.join(MODELS)}")
     if not 0 < tolerance < 1 or rounds < 100:
         fail("--tolerance must be in (0, 1) and --rounds at least 100")
-    rows = []
-    grids = {name: MODELS[name].grid() for name in names}
-    with progress_bar("model validate", not as_json) as tick:
-        # each grid entry runs a model and its twin: the entries are the units of work
-        phases = Phases(tick, [(f"{name}: model vs twin", float(len(grids[name])))
-                               for name in names])
-        for name in names:
-            spec = MODELS[name]
-            for d in validate(grids[name], spec.curve, spec.twin, rounds, seed, tolerance,
-                              phases.start(f"{name}: model vs twin")):
-                rows.append({"model": name, **d.to_json()})
+    # every grid entry runs a model and its twin: the entries are the independent jobs,
+    # the slowest first so that two workers finish together
+    jobs = [(name, i, rounds, seed, tolerance) for name in names
+            for i in range(len(MODELS[name].grid()))]
+    order = sorted(range(len(jobs)), key=lambda j: -validate_cost(*jobs[j][:2]))
+    try:
+        pool = Workers(workers, ray, on_start=process.track)
+        pool.start(len(jobs))
+    except (RayMissing, ValueError) as err:
+        fail(str(err))
+    done = [0]
+    try:
+        with progress_bar("model validate", not as_json) as tick:
+            def finished(_i: int, _d: Divergence) -> None:
+                done[0] += 1
+                tick(done[0] / len(jobs))
+
+            found = pool.map(validate_entry, [jobs[j] for j in order], finished)
+    except JobFailed as err:
+        fail(f"a twin failed: {err}")
+    finally:
+        pool.close()
+    by_job = dict(zip(order, found, strict=True))
+    rows = [{"model": jobs[j][0], **by_job[j].to_json()} for j in range(len(jobs))]
     table = TableData.from_json(comparison_table(rows, tolerance), wrap=(1, 9),
                                 right=(2, 3, 4, 5, 6, 7))
     if as_json:

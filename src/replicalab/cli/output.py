@@ -23,14 +23,37 @@ import sys
 import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.table import Table
 
-out_console = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
-"""Standard output; markup off, so text is printed as given."""
+# Rich is imported on first use (a table, a width): a command that only prints lines,
+# such as a short ``replicalab check``, does not pay for it at start-up.
+_OUT: list[Any] = []
+
+
+def stdout_console() -> Any:
+    """Return the Rich console on standard output (markup off: text printed as given)."""
+    if not _OUT:
+        from rich.console import Console
+
+        _OUT.append(Console(highlight=False, soft_wrap=True, markup=False, emoji=False))
+    return _OUT[0]
+
+
+def __getattr__(name: str) -> Any:
+    # ``from replicalab.cli.output import out_console`` keeps working, made lazily
+    if name == "out_console":
+        return stdout_console()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def Text(text: str) -> Any:  # stands in for rich.text.Text, imported late
+    """Return ``rich.text.Text(text)``."""
+    from rich.text import Text as RichText
+
+    return RichText(text)
 
 _PADDING = 2  # Rich's default cell padding: one space each side
 
@@ -133,6 +156,8 @@ def fit_widths(t: TableData, width: int) -> list[int] | None:
 
 
 def _rich_table(t: TableData, widths: Sequence[int] | None, title: bool = True) -> Table:
+    from rich.table import Table
+
     table = Table(title=Text(t.caption) if t.caption and title else None,
                   title_justify="left")
     for i, h in enumerate(t.header):
@@ -180,6 +205,8 @@ def render(t: TableData, width: int | None) -> str:
     # table's width, cutting a phrase someone may grep for
     apart = width is None and Text(t.caption).cell_len > natural_width(t)
     buf = io.StringIO()
+    from rich.console import Console
+
     console = Console(file=buf, width=max(full, 20), highlight=False, markup=False,
                       emoji=False, soft_wrap=False, color_system=None)
     console.print(_rich_table(t, widths, title=not apart))
@@ -193,12 +220,12 @@ def show(tables: TableData | Iterable[TableData]) -> None:
 
     flush_notes()
     for t in [tables] if isinstance(tables, TableData) else tables:
-        if not out_console.is_terminal:
+        if not stdout_console().is_terminal:
             sys.stdout.write(render(t, None) + "\n")
             continue
-        widths = fit_widths(t, out_console.width)
+        widths = fit_widths(t, stdout_console().width)
         if widths is None:
-            say(render_records(t, out_console.width))
+            say(render_records(t, stdout_console().width))
         else:
-            out_console.print(_rich_table(t, widths))
+            stdout_console().print(_rich_table(t, widths))
     sys.stdout.flush()

@@ -5,8 +5,10 @@ from __future__ import annotations
 import inspect
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import typer
 
@@ -18,6 +20,7 @@ from replicalab.cli.timeparse import parse_duration_s
 from replicalab.cluster.state import load, names
 from replicalab.faults.schedule import check_within, load_faults, parse_fault
 from replicalab.history.rundir import Run, load_results
+from replicalab.stores import open_store
 from replicalab.stores.base import redact_url
 from replicalab.stores.registry import schemes
 from replicalab.workloads import registry
@@ -155,6 +158,25 @@ def workload_config(workload: str, given: dict[str, Any]) -> Any:
     return wl.make_config({f.name: _convert(f, given.get(f.name)) for f in wl.flags})
 
 
+def _number(value: Any, flag: str) -> float:
+    """Return ``value`` (a number, or text from --sweep) as a float (ValueError naming it)."""
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{flag} {value!r}: give a number, e.g. 50") from None
+
+
+def with_url_parameter(url: str, key: str, value: str) -> str:
+    """Return ``url`` with query parameter ``key`` set to ``value`` (a simulated store's
+    parameter, for --sweep); ValueError for a key a probe cannot take from a real store."""
+    if not url.startswith("sim://"):
+        raise ValueError(f"--sweep {key}: not a probe or workload option; parameters of the "
+                         "store URL can be swept on sim:// stores only")
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != key]
+    return urlunsplit(parts._replace(query=urlencode([*query, (key, value)], safe=",")))
+
+
 def _fault_options(store: str, texts: list[str], path: Path | None,
                    cluster: str | None) -> dict[str, Any]:
     """Return the ProbeSpec fields for faults (ValueError if they cannot be carried out)."""
@@ -206,6 +228,18 @@ def probe(
     keep: Annotated[bool, typer.Option(
         "--keep", help="Real stores: keep the run's keys (by default they are removed at "
                        "the end).")] = False,
+    repeats: Annotated[int, typer.Option(
+        help="Run the probe this many times, with seeds --seed, --seed+1, ...: a batch "
+             "whose figures are merged, with their spread across runs.")] = 1,
+    sweep: Annotated[list[str] | None, typer.Option(
+        help="Repeatable: KEY=V1,V2,... runs the batch at each value (every combination "
+             "of several): a probe option (read_rate=10,50), a workload option "
+             "(readers=1,4) or a parameter of the store URL (flush_ms=300,500).")] = None,
+    workers: Annotated[int, typer.Option(
+        help="Run a batch's simulations on this many local processes.")] = 1,
+    ray: Annotated[str | None, typer.Option(
+        help="Run a batch's simulations as tasks on a Ray cluster: ADDRESS, or 'local' for "
+             "a local instance; needs replicalab[ray].")] = None,
     **workload_flags: Any,
 ) -> None:
     """Probe a store's consistency as its clients see it.
@@ -218,19 +252,21 @@ def probe(
 
     Example: replicalab probe --store 'redis://:PASSWORD@HOST:6379/2' --duration 2m
     (your own store: keys under a prefix, removed at the end; docs/your-store.md)
+
+    Example: replicalab probe --duration 5m --repeats 20 --workers 2
+
+    Example: replicalab probe --store sim://quorum --sweep r=1,2 --sweep w=1,2 --repeats 5
     """
+    args = _ProbeArgs(store, workload, seed,
+                      {"consistency": consistency, "duration": duration,
+                       "write_interval": write_interval, "read_rate": read_rate,
+                       "period": period},
+                      dict(workload_flags), prefix, keep, list(fault or []), faults, cluster)
+    if repeats != 1 or sweep or workers != 1 or ray is not None:
+        _batch(args, repeats, sweep or [], workers, ray, out, as_json)
+        return
     try:
-        opts = ProbeOptions(consistency=consistency, duration_s=parse_duration_s(duration,
-                            "--duration"), write_interval_s=parse_duration_s(
-                                write_interval, "--write-interval"),
-                            read_rate=read_rate, period_s=parse_duration_s(period, "--period"),
-                            seed=seed)
-        registry.get(workload)
-        spec = ProbeSpec(store=store, workload=workload, options=opts,
-                         config=workload_config(workload, workload_flags),
-                         key_prefix=prefix, keep_keys=keep,
-                         **_fault_options(store, fault or [], faults, cluster))
-        check_within(spec.faults, opts.duration_s)
+        spec = args.spec({})
         with progress_bar(f"{workload} on {redact_url(store)}", not as_json) as tick:
             run = run_probe(spec, out, tick, announce=lambda line: say(line, err=True))
             if run.interrupted or run.error:
@@ -238,6 +274,65 @@ def probe(
     except (ValueError, UserError) as err:
         fail(str(err))
     finish(run, as_json)
+
+
+@dataclass(frozen=True)
+class _ProbeArgs:
+    """The options of one ``probe`` command, from which each of its runs is built: the
+    common options as typed (``common``), the workload's flags, the key prefix and faults."""
+
+    store: str
+    workload: str
+    seed: int
+    common: dict[str, Any]
+    flags: dict[str, Any]
+    prefix: str | None
+    keep: bool
+    fault: list[str]
+    faults: Path | None
+    cluster: str | None
+
+    def spec(self, point: dict[str, str]) -> ProbeSpec:
+        """Return the probe with ``point``'s values (a batch's sweep point: a common
+        option, a workload flag or a store URL parameter) in place of the options given."""
+        values, flags, url = dict(self.common), dict(self.flags), self.store
+        for key, text in point.items():
+            if key in values:
+                values[key] = text
+            elif key in _flags_by_name():
+                flags[key] = text
+            else:
+                url = with_url_parameter(url, key, text)
+        if url != self.store:
+            open_store(url, self.seed)  # a parameter the simulated store does not take
+        opts = ProbeOptions(
+            consistency=values["consistency"],
+            duration_s=parse_duration_s(values["duration"], "--duration"),
+            write_interval_s=parse_duration_s(values["write_interval"], "--write-interval"),
+            read_rate=_number(values["read_rate"], "--read-rate"),
+            period_s=parse_duration_s(values["period"], "--period"), seed=self.seed)
+        registry.get(self.workload)
+        spec = ProbeSpec(store=url, workload=self.workload, options=opts,
+                         config=workload_config(self.workload, flags),
+                         key_prefix=self.prefix, keep_keys=self.keep,
+                         **_fault_options(url, self.fault, self.faults, self.cluster))
+        check_within(spec.faults, opts.duration_s)
+        return spec
+
+
+def _batch(args: _ProbeArgs, repeats: int, sweep: list[str], workers: int, ray: str | None,
+           out: Path, as_json: bool) -> None:
+    """Run ``--repeats``/``--sweep`` as a batch of runs (exit 2 for --workers/--ray where
+    they do not apply)."""
+    if repeats == 1 and not sweep:
+        fail("--workers and --ray spread a batch of runs over processes; add --repeats N "
+             "or --sweep KEY=V1,V2")
+    if (workers != 1 or ray is not None) and not args.store.startswith("sim://"):
+        fail("--workers and --ray run independent simulations; runs against one real "
+             "store would share it: drop them (the batch then runs one run at a time)")
+    from replicalab.cli.batch import run_probe_batch
+
+    run_probe_batch(args.spec, sweep, repeats, args.seed, workers, ray, out, as_json)
 
 
 def _flag_option(uses: list[tuple[str, Flag]]) -> Any:

@@ -1,20 +1,26 @@
 """Read Jepsen-style histories from files: EDN (one op map per line, or one vector of
-maps) and JSON lines (our ``export --format jsonl``), into a :class:`History`.
+maps), JSON lines (our ``export --format jsonl``) and Jepsen's log lines (``INFO
+jepsen.util - 3 :invoke :cas [1 2]``, the form of Knossos's and Porcupine's test corpora),
+into :class:`FileOp` records: plain data, no numpy, so a short check starts fast.
 
-Each event is a map with ``:type`` (``:invoke``, ``:ok``, ``:fail``, ``:info``), ``:f``
-(``:read``, ``:write``, ``:cas``), ``:process`` and ``:value``, and optionally ``:time``
-(ns; without it the event's position stands for its time, which is all that orders
-ops), ``:key`` (our export) and ``:consistency``. An invoke is paired with the next
-completion of the same process, as Jepsen does; an invoke left open becomes an op that
-never completed (``info``). Events of a process that is not an integer (``:nemesis``)
-are left out. A cas's ``:value`` is ``[from to]``; with ``independent=True``
-(``jepsen.independent``, the ``kv`` model) values are ``[key value]`` tuples unless the
-event has a ``:key``.
+Each event has a type (``:invoke``, ``:ok``, ``:fail``, ``:info``), an ``:f`` (any name:
+the model decides what it takes), a ``:process`` and a ``:value``, and optionally
+``:time`` (ns), ``:key`` (our export) and ``:consistency``. An invoke is paired with the
+next completion of the same process, as Jepsen does; an invoke left open becomes an op
+that never completed (``info``). Events of a process that is not an integer
+(``:nemesis``) are left out. An op's value is its ``:ok`` completion's (a read's result),
+else its invoke's. With ``tuples=True`` (``jepsen.independent``, the ``kv`` model) values
+are ``[key value]`` tuples unless the event has a ``:key``.
+
+A history without ``:time`` (Knossos's and Porcupine's corpora) is ordered by its lines:
+each op's times are then the lines of its invoke and completion (``FileHistory.timed`` is
+False), so explanations name lines, never invented times.
 
 Malformed input raises :class:`HistoryFileError` naming the file, the line and what was
-expected. The parser is a small EDN reader of its own (maps, vectors, lists, sets,
-keywords, strings, numbers, nil/true/false, symbols, tagged values such as
-``#jepsen.history.Op{...}``, comments and ``#_`` discards).
+expected. The EDN reader is a small one of its own (maps, vectors, lists, sets, keywords,
+strings, numbers, nil/true/false, symbols, tagged values such as
+``#jepsen.history.Op{...}``, comments and ``#_`` discards); a flat map on one line, what
+Jepsen writes, is read by one regular expression.
 """
 
 from __future__ import annotations
@@ -25,10 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from replicalab.history.core import CONSISTENCY_NAMES, History
-
 EXAMPLE = "{:type :invoke, :f :read, :process 0, :value nil, :time 0}"
-_F = ("read", "write", "cas")
 _TYPES = ("invoke", "ok", "fail", "info")
 
 
@@ -58,6 +61,35 @@ class Tagged:
 
     tag: str
     value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class FileOp:
+    """One operation of a history file: ``line`` of its invoke (its position among the
+    events, 1-based, when several events share a line); ``f`` as written; ``key`` None
+    unless given; ``value`` as the history keeps it (vectors as tuples, keywords as
+    ":name"); ``outcome`` ok / fail / info (info too for an invoke never completed);
+    times in ns, or lines for a history without times (``complete_ns`` -1: never
+    completed)."""
+
+    line: int
+    process: int
+    f: str
+    key: Any
+    value: Any
+    outcome: str
+    invoke_ns: int
+    complete_ns: int
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class FileHistory:
+    """The ops of a history file in invoke order, and whether its events had ``:time``
+    (if not, times are lines)."""
+
+    ops: list[FileOp]
+    timed: bool
 
 
 # One alternative per token kind, in this group order: space (commas are space), comment,
@@ -109,7 +141,7 @@ def _read_forms(text: str, name: str) -> tuple[list[tuple[Any, int]], list[int]]
     of the elements of the first form when it is a vector or list.
 
     One pass over the tokens (``re.findall``) with an explicit stack: no recursion, no
-    call per token, which keeps a 200,000-event history to seconds.
+    call per token.
     """
     forms: list[tuple[Any, int]] = []
     first_lines: list[int] = []
@@ -199,20 +231,136 @@ def parse_edn(text: str, name: str = "<edn>") -> list[tuple[Any, int]]:
     return _read_forms(text, name)[0]
 
 
+# A flat op map on one line: {:k v, ...} with v nil, a boolean, an integer, a string
+# without escapes, a keyword or a vector of such atoms (no strings, maps or sets inside):
+# what Jepsen writes, read without the tokenizer. Anything else takes the full reader.
+_KW = r"[A-Za-z*+!?_][\w.*+!?$%&=<>/-]*"
+_SIMPLE = rf'nil|true|false|-?\d+|"[^"\\]*"|:{_KW}'
+_VALUE = rf"{_SIMPLE}|\[[^\[\]{{}}()\"#\\;]*\]"
+_FLAT_MAP = re.compile(rf"\s*\{{(?:[\s,]*:{_KW}\s+(?:{_VALUE}))*[\s,]*\}}\s*")
+_PAIR = re.compile(rf":({_KW})\s+({_VALUE})")
+_VEC_ATOM = re.compile(r"[^\s,]+")
+
+
+def _flat_value(text: str, cache: dict[str, Any]) -> Any:
+    v = cache.get(text, _ONE)
+    if v is not _ONE:
+        return v
+    c = text[0]
+    if c == '"':
+        v = text[1:-1]
+    elif c == ":":
+        v = Keyword(text[1:])
+    elif c == "[":
+        v = [_flat_value(a, cache) for a in _VEC_ATOM.findall(text[1:-1])]
+        if any(x is _ONE for x in v):
+            return _ONE
+        return v  # a fresh list each time: not cached
+    elif text == "nil":
+        v = None
+    elif text in ("true", "false"):
+        v = text == "true"
+    elif _INT.fullmatch(text):
+        v = int(text)
+    else:
+        return _ONE  # an atom the flat reader does not know: the full reader takes it
+    if len(cache) < 4096:
+        cache[text] = v
+    return v
+
+
+def _flat_map(line: str, cache: dict[str, Any]) -> dict[str, Any] | None:
+    """Return the op map on ``line`` if it is a flat one (see _FLAT_MAP), else None."""
+    if not _FLAT_MAP.fullmatch(line):
+        return None
+    out = {}
+    for k, raw in _PAIR.findall(line):
+        v = _flat_value(raw, cache)
+        if v is _ONE:
+            return None
+        out[k] = v
+    return out
+
+
 def _edn_events(path: Path, text: str) -> list[tuple[dict[str, Any], int]]:
     """Return the op maps of an EDN history (one per line, or one vector of maps) with
     their lines, keys as plain names."""
+    cache: dict[str, Any] = {}
+    out: list[tuple[dict[str, Any], int]] = []
+    lines = text.splitlines()
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        m = _flat_map(line, cache)
+        if m is None:
+            out = []
+            break
+        out.append((m, n))
+    else:
+        return out
     forms, first_lines = _read_forms(text, str(path))
     if len(forms) == 1 and isinstance(forms[0][0], list | tuple):
         forms = list(zip(forms[0][0], first_lines, strict=True))
-    out = []
-    for form, line in forms:
+    for form, line_no in forms:
         if isinstance(form, Tagged):
             form = form.value
         if not isinstance(form, dict):
-            raise HistoryFileError(f"{path}:{line}: expected an op map like {EXAMPLE}, "
+            raise HistoryFileError(f"{path}:{line_no}: expected an op map like {EXAMPLE}, "
                                    f"got {_show(form)}")
-        out.append(({_name(k): v for k, v in form.items()}, line))
+        out.append(({_name(k): v for k, v in form.items()}, line_no))
+    return out
+
+
+_LOG = re.compile(r"jepsen\.util\s+-\s+(\S+)\s+:(\S+)\s+:(\S+)\s*(.*?)\s*$")
+
+Event = tuple[Any, Any, Any, Any, bool, Any, Any, int]
+"""One event as the pairing takes it: (process, type, f, value (``_MISSING`` when the
+event has none), whether it has a ``:key``, the key, ``:time`` (None: none), line)."""
+_MISSING = object()
+
+
+def _log_events(path: Path, text: str) -> list[Event]:
+    """Return the events of Jepsen's log lines (``INFO jepsen.util - 3 :invoke :cas [1
+    2]``): process, type, f and the value as EDN; other lines are left out."""
+    cache: dict[str, Any] = {}
+    flat: dict[str, Any] = {}
+    procs: dict[str, Any] = {}
+    out: list[Event] = []
+    add = out.append
+    search = _LOG.search
+    for n, line in enumerate(text.splitlines(), start=1):
+        m = search(line)
+        if m is None:
+            continue
+        proc, typ, f, raw = m.groups()
+        process = procs.get(proc)
+        if process is None:
+            process = procs[proc] = int(proc) if proc.isdigit() else Keyword(proc.lstrip(":"))
+        value = cache.get(raw, _ONE)
+        if value is _ONE:
+            if not raw:
+                value = None
+            else:
+                value = _flat_value(raw, flat)
+                if value is _ONE:
+                    forms = parse_edn(raw, f"{path}:{n}")
+                    value = forms[0][0] if forms else None
+            value = _value(value)
+            if len(cache) < 4096:
+                cache[raw] = value
+        add((process, typ, f, value, False, None, None, n))
+    return out
+
+
+def _from_maps(maps: list[tuple[dict[str, Any], int]]) -> list[Event]:
+    """Return EDN or JSON op maps as events."""
+    out: list[Event] = []
+    for ev, line in maps:
+        has_key = "key" in ev
+        raw = ev.get("value", _MISSING)
+        out.append((ev.get("process"), _word(ev.get("type")), _word(ev.get("f")),
+                    raw if raw is _MISSING else _value(raw), has_key,
+                    _value(ev["key"]) if has_key else None, ev.get("time"), line))
     return out
 
 
@@ -244,13 +392,16 @@ def _jsonl_events(path: Path, text: str) -> list[tuple[dict[str, Any], int]]:
 
 
 def _kind(path: Path, text: str) -> str:
-    """Return "jsonl" or "edn": by suffix, else by whether the first line is JSON."""
+    """Return "jsonl", "edn" or "log": Jepsen's log lines when the first line is one, else
+    by suffix, else by whether the first line is JSON."""
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    if _LOG.search(first) and not first.lstrip().startswith(("{", "[")):
+        return "log"
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".json", ".ndjson"):
         return "jsonl"
     if suffix == ".edn":
         return "edn"
-    first = next((ln for ln in text.splitlines() if ln.strip()), "")
     try:
         json.loads(first)
     except ValueError:
@@ -264,7 +415,7 @@ def _word(v: Any) -> Any:
 
 
 def _value(v: Any) -> Any:
-    """Return an EDN/JSON value as the History keeps it: lists as tuples, keywords as
+    """Return an EDN/JSON value as the history keeps it: lists as tuples, keywords as
     text."""
     if isinstance(v, list | tuple):
         return tuple(_value(x) for x in v)
@@ -275,108 +426,99 @@ def _value(v: Any) -> Any:
     return v
 
 
-@dataclass
-class _Open:
-    row: int
-    line: int
-    f: str
-
-
-def read_history(path: Path, independent: bool = False) -> tuple[History, list[int]]:
-    """Return the History of the EDN or JSONL file ``path`` and, per row, the line of its
-    invoke (or the invoke's position among the events, 1-based, when several events share
-    a line); raises HistoryFileError naming the file and line of the first problem."""
+def read_ops(path: Path, tuples: bool = False) -> FileHistory:
+    """Return the ops of the EDN, JSONL or Jepsen log file ``path`` in invoke order (see
+    the module docstring); raises HistoryFileError naming the file and line of the first
+    problem."""
     try:
         text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not an op
     except UnicodeDecodeError:
-        raise HistoryFileError(f"{path}: not a text file; expected Jepsen EDN or JSON "
-                               "lines") from None
+        raise HistoryFileError(f"{path}: not a text file; expected Jepsen EDN, JSON lines "
+                               "or Jepsen log lines") from None
     except OSError as err:
         raise HistoryFileError(f"{path}: cannot read it ({err.strerror})") from None
-    events = (_jsonl_events if _kind(path, text) == "jsonl" else _edn_events)(path, text)
+    if not text.strip():
+        return FileHistory([], False)  # an empty history (Porcupine's corpus has one)
+    kind = _kind(path, text)
+    if kind == "log":
+        events = _log_events(path, text)
+    else:
+        events = _from_maps((_jsonl_events if kind == "jsonl" else _edn_events)(path, text))
     if not events:
         raise HistoryFileError(f"{path}:1: no events; expected op maps like {EXAMPLE}")
-    lines_unique = len({ln for _, ln in events}) == len(events)
-    h = History()
-    ids: list[int] = []
-    open_ops: dict[int, _Open] = {}
-    for n, (ev, line) in enumerate(events, start=1):
-        where = f"{path}:{line}"
-        process = ev.get("process")
+    return _pair(path, events, tuples)
+
+
+def _pair(path: Path, events: list[Event], tuples: bool) -> FileHistory:
+    """Return the ops of ``events``: each invoke paired with its process's next completion."""
+    timed = any(ev[6] is not None for ev in events)
+    lines_unique = len({ev[7] for ev in events}) == len(events)
+    out: list[FileOp | None] = []
+    # per open op: (slot in out, line, f, key, value, time)
+    open_ops: dict[int, tuple[int, int, str, Any, Any, int]] = {}
+    for n, (process, typ, f, value, has_key, key, t, line) in enumerate(events, start=1):
         if isinstance(process, bool) or not isinstance(process, int):
             continue  # :nemesis and other non-client processes
-        typ = _word(ev.get("type"))
         if typ not in _TYPES:
-            raise HistoryFileError(f"{where}: :type {_show(ev.get('type'))}; expected :invoke, "
+            raise HistoryFileError(f"{path}:{line}: :type {_show(typ)}; expected :invoke, "
                                    ":ok, :fail or :info")
-        f = _word(ev.get("f"))
-        if f not in _F:
-            raise HistoryFileError(f"{where}: :f {_show(ev.get('f'))}; expected :read, :write "
-                                   "or :cas")
-        t = ev.get("time", n)
-        if isinstance(t, bool) or not isinstance(t, int | float):
-            raise HistoryFileError(f"{where}: :time {_show(t)}; expected a number (ns)")
-        t = int(t)
+        if not isinstance(f, str) or not f:
+            raise HistoryFileError(f"{path}:{line}: :f {_show(f)}; expected the op's name "
+                                   "(:read, :write, :cas, :append, :enqueue, ...)")
+        pos = line if lines_unique else n
+        if timed:
+            if isinstance(t, bool) or not isinstance(t, int | float):
+                raise HistoryFileError(f"{path}:{line}: :time {_show(t)}; expected a number "
+                                       "(ns) on every event, or on none")
+            t = int(t)
+        else:
+            t = pos  # no times: the line orders the events
         if typ == "invoke":
             if process in open_ops:
                 raise HistoryFileError(
-                    f"{where}: process {process} invokes again before its op on line "
-                    f"{open_ops[process].line} completed; expected its :ok, :fail or :info")
-            key, value = _key_value(ev, f, independent, where)
-            consistency = _word(ev.get("consistency", "none"))
-            expects: tuple[Any, ...] = ()
-            if f == "cas" and len(value) == 2:  # [from to]; a bare value: from unknown
-                expects, value = value[:1], value[1:]
-            row = h.invoke(process, f, (key,), value, consistency if consistency in
-                           CONSISTENCY_NAMES else "none", t, expects)
-            open_ops[process] = _Open(row, line, f)
-            ids.append(line if lines_unique else n)
+                    f"{path}:{line}: process {process} invokes again before its op on line "
+                    f"{open_ops[process][1]} completed; expected its :ok, :fail or :info")
+            if has_key or tuples:
+                key, value = _key_value(has_key, key, value, tuples, f"{path}:{line}")
+            open_ops[process] = (len(out), pos, f, key, None if value is _MISSING else value, t)
+            out.append(None)
             continue
         op = open_ops.pop(process, None)
         if op is None:
-            raise HistoryFileError(f"{where}: a :{typ} of process {process} with no :invoke "
-                                   "before it; expected the invoke first")
-        if op.f != f:
-            raise HistoryFileError(f"{where}: a :{typ} :{f} completes the :{op.f} invoked on "
-                                   f"line {op.line}; expected :f :{op.f}")
-        if t < h.invoke_ns[op.row]:
-            raise HistoryFileError(f"{where}: completes at {t}, before its invoke on line "
-                                   f"{op.line}; expected times that do not go back")
-        if typ == "ok":
-            values = None
-            if f == "read":
-                _, v = _key_value(ev, f, independent, where)
-                values = v
-            h.ok(op.row, t, values)
-        elif typ == "fail":
-            h.fail(op.row, t, _show(ev.get("error", "")))
-        else:
-            h.info(op.row, t, _show(ev.get("error", "")))
-    return h, ids
+            raise HistoryFileError(f"{path}:{line}: a :{typ} of process {process} with no "
+                                   ":invoke before it; expected the invoke first")
+        slot, inv_line, inv_f, inv_key, inv_value, inv_t = op
+        if inv_f != f:
+            raise HistoryFileError(f"{path}:{line}: a :{typ} :{f} completes the :{inv_f} "
+                                   f"invoked on line {inv_line}; expected :f :{inv_f}")
+        if t < inv_t:
+            raise HistoryFileError(f"{path}:{line}: completes at {t}, before its invoke on "
+                                   f"line {inv_line}; expected times that do not go back")
+        v = inv_value
+        if typ == "ok" and value is not _MISSING:
+            if has_key or tuples:
+                _, value = _key_value(has_key, key, value, tuples, f"{path}:{line}")
+            if value is not None or v is None:
+                v = value  # the completion's value: a read's result
+        error = "" if typ == "ok" else _show(value if value is not _MISSING else "")
+        out[slot] = FileOp(inv_line, process, f, inv_key, v, typ, inv_t, t, error)
+    for process, (slot, inv_line, f, key, value, t) in open_ops.items():
+        # never completed: may have happened, or not
+        out[slot] = FileOp(inv_line, process, f, key, value, "info", t, -1, "never completed")
+    return FileHistory([o for o in out if o is not None], timed)
 
 
-def _key_value(ev: dict[str, Any], f: str, independent: bool, where: str
-               ) -> tuple[Any, tuple[Any, ...]]:
-    """Return (key, values as the History keeps them) of an event: a read or write one
-    value, a cas (from, to) when given as a pair."""
-    raw = ev.get("value")
-    key: Any = None
-    if "key" in ev:
-        key = _value(ev["key"])
+def _key_value(has_key: bool, key: Any, value: Any, tuples: bool, where: str
+               ) -> tuple[Any, Any]:
+    """Return (key, value) of an event: its ``:key`` field, or the key of an independent
+    ``[key value]`` tuple when ``tuples``."""
+    if has_key:
         if isinstance(key, tuple):
             raise HistoryFileError(f"{where}: an op on {len(key)} keys; expected one key per "
-                                   "op (a register history)")
-    elif independent:
-        if not (isinstance(raw, list | tuple) and len(raw) == 2):
-            raise HistoryFileError(f"{where}: :value {_show(raw)}; --model kv expects "
-                                   "jepsen.independent [key value] tuples (or a :key field); "
-                                   "for one register use --model register or cas-register")
-        key, raw = _value(raw[0]), raw[1]
-    v = _value(raw)
-    if f == "cas" and isinstance(v, tuple):
-        if len(v) != 2:
-            raise HistoryFileError(f"{where}: cas :value {_show(raw)}; expected [from to]")
-        return key, v
-    if f != "cas" and isinstance(v, tuple):
-        raise HistoryFileError(f"{where}: {f} :value {_show(raw)}; expected one value")
-    return key, (v,)
+                                   "op")
+        return key, value
+    if not (isinstance(value, tuple) and len(value) == 2):
+        raise HistoryFileError(f"{where}: :value {_show(value)}; --model kv expects "
+                               "jepsen.independent [key value] tuples (or a :key field); "
+                               "for one register use --model register or cas-register")
+    return value[0], value[1]

@@ -68,6 +68,20 @@ def make_run_dir(out: Path, what: str, name: str) -> Path:
     return run_dir
 
 
+def named_run_dir(out: Path, name: str) -> Path:
+    """Create and return ``out/name``, one run of a batch whose directory names its place in
+    the batch (ValueError if it exists already or cannot be written)."""
+    run_dir = out / name
+    try:
+        run_dir.mkdir(parents=True)
+    except FileExistsError:
+        raise ValueError(f"{run_dir} exists already; pass another --out") from None
+    except OSError as err:
+        raise ValueError(f"cannot write to output directory {out}: {err.strerror}; "
+                         "pass --out with a writable directory") from None
+    return run_dir
+
+
 def save_results(results: dict[str, Any], run_dir: Path) -> Path:
     """Write ``run_dir/results.json`` deterministically (sorted keys, no NaN: a missing
     figure is null) and return its path."""

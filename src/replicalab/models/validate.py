@@ -106,6 +106,28 @@ def compare(label: str, model: Curve, twin: Curve, tolerance: float) -> Divergen
         latency_ok and capacity_ok, why or "agree")
 
 
+def validate_entry(model: str, index: int, rounds: int, seed: int, tolerance: float
+                   ) -> Divergence:
+    """Return model vs twin for entry ``index`` of model ``model``'s validation grid (one
+    independent job of ``model validate``: the twin is seeded, so where it runs does not
+    change the result)."""
+    from replicalab.models.registry import MODELS
+
+    spec = MODELS[model]
+    label, params, loads = spec.grid()[index]
+    return compare(label, spec.curve(params, loads), spec.twin(params, loads, seed, rounds),
+                   tolerance)
+
+
+def validate_cost(model: str, index: int) -> float:
+    """Return a rough relative cost of one grid entry (loads x nodes): ``model validate``
+    starts the dearest first, so that its workers finish together."""
+    from replicalab.models.registry import MODELS
+
+    _label, params, loads = MODELS[model].grid()[index]
+    return float(len(loads) * getattr(params, "n", 5))
+
+
 def validate(grid: Sequence[tuple[str, Any, list[float]]],
              model: Callable[[Any, list[float]], Curve],
              twin: Callable[[Any, list[float], int, int], Curve],

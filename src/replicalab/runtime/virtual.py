@@ -39,6 +39,23 @@ def _sleep(rt: VirtualRuntime, ns: int) -> Generator[int, None, None]:
     yield ns
 
 
+_STOP = [False]
+"""Set by :func:`note_stop` (the SIGINT handler of a process that runs simulations as
+jobs, see ``runtime.parallel``); every virtual loop of the process then stops."""
+
+
+def note_stop(_sig: int = 0, _frame: Any = None) -> None:
+    """Ask every virtual loop of this process to stop between events (KeyboardInterrupt),
+    and code that checks :func:`stop_requested` to wind up: a SIGINT handler for worker
+    processes, where an interrupt must not land in the middle of saving a run."""
+    _STOP[0] = True
+
+
+def stop_requested() -> bool:
+    """Return True once :func:`note_stop` has been called in this process."""
+    return _STOP[0]
+
+
 def _defer_sigint(flag: list[bool]) -> Any:
     """Make Ctrl-C set ``flag[0]`` instead of raising wherever the loop happens to be, and
     return the handler to restore (None when left alone: not the main thread, or a
@@ -270,6 +287,8 @@ class VirtualRuntime:
         root = self.spawn(main)
         ready = self._ready
         heap = self._heap
+        if signal.getsignal(signal.SIGINT) is note_stop:
+            self._interrupted = _STOP  # a worker: its Ctrl-C is noted process-wide
         interrupted = self._interrupted
         previous = _defer_sigint(interrupted)
         try:

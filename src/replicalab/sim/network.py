@@ -22,7 +22,7 @@ from replicalab.regions import RegionSet
 from replicalab.runtime import Runtime
 from replicalab.runtime.base import NS_PER_MS
 from replicalab.sim.errors import Lost
-from replicalab.sim.random import Stream
+from replicalab.sim.random import NativeStream, Stream
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +42,8 @@ class Delay:
 
     def draw(self, s: Stream) -> int:
         """Return one delay in ns."""
+        if type(s) is NativeStream:  # the same arithmetic and draws, in one native call
+            return s.delay(self.mean_ns, self.sd_ns, self.tail_ns, self.floor_ns)
         d = self.mean_ns
         if self.sd_ns:
             d += int(self.sd_ns * s.normal())
@@ -79,6 +81,8 @@ class Network:
         self.on_rejoin: list[Callable[[Node], None]] = []  # catch-up after restart/heal
         self._links: dict[tuple[str, str], Delay] = {}
         self._last_arrival: dict[tuple[str, str], int] = {}  # fifo sends, per node pair
+        # what add_node makes: Node, or the native core's SimNode (same fields)
+        self.node_class: Callable[..., Any] = Node
 
     @classmethod
     def with_client_link(cls, rt: Runtime, stream: Stream, regions: RegionSet,
@@ -94,7 +98,7 @@ class Network:
         self.regions.index(region)
         if pipelines < 1:
             raise ValueError(f"node {name}: pipelines={pipelines} must be at least 1")
-        node = Node(name, region, service, free_at_ns=[0] * pipelines)
+        node = self.node_class(name, region, service, free_at_ns=[0] * pipelines)
         self.nodes[name] = node
         return node
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from replicalab.regions import LAN_RTT_MS, LAN_SD_MS, RegionSet
 from replicalab.runtime import Runtime
+from replicalab.sim import native
 from replicalab.sim.errors import ConditionNotMet, Lost
 from replicalab.sim.network import Delay, Network, Node
 from replicalab.sim.params import require
@@ -64,12 +65,19 @@ class Primary:
                                             p.client_sd_ms, p.timeout_ms)
         count = p.replicas or max(3, len(regions.regions))
         service = Delay.ms(0.05)
+        fast = native.runs_natively(rt, stream)
+        if fast:
+            self.net.node_class = native.SimNode
         self.nodes = [self.net.add_node(f"n{i}", regions.regions[i % len(regions.regions)],
                                         service) for i in range(count)]
         self.primary = self.nodes[0]
         self.commit = Delay.ms(p.commit_ms, p.commit_ms / 10)
         self._nearest: dict[str, list[Node]] = {}
         self.net.on_rejoin.append(self._resync)
+        if fast:
+            # reads run in the native core (same steps, same draws); writes, faults and
+            # the resync act on the same nodes from Python
+            self.read = native.read_core(self).read  # type: ignore[method-assign]
 
     def _resync(self, node: Node) -> None:
         """Send ``node`` a copy of the primary's state (every replica, when the primary
@@ -95,29 +103,45 @@ class Primary:
             near = self._nearest[region] = [n for n in self.nodes if dist[n.name] == best]
         return near
 
-    async def read(self, region: str, keys: Sequence[str], consistent: bool
-                   ) -> tuple[tuple[str | None, ...], str]:
-        """Return values from the primary (consistent) or the nearest node (eventual)."""
+    def read(self, region: str, keys: Sequence[str], consistent: bool) -> Any:
+        """Return a future of (values, serving node name): from the primary (consistent)
+        or the nearest node (eventual)."""
+        fut = self.rt.future()
         if consistent:
             node = self.primary
         else:
             near = self._near(region)
             node = near[self.s.index(len(near))] if len(near) > 1 else near[0]
-        await self.net.to_node(region, node)
+        self.net.request(fut, region, node, 0, self._answer_read, fut, region, node, keys)
+        return fut
+
+    def _answer_read(self, fut: Any, region: str, node: Node, keys: Sequence[str]) -> None:
         state = node.state
         values = tuple(state.get(k) for k in keys)
-        await self.net.to_client(node, region)
-        return values, node.name
+        self.rt.resolve_later(self._reply_ns(node, region), fut, (values, node.name))
 
-    async def write(self, region: str, values: Mapping[str, str | None],
-                    expect: Mapping[str, Any] | None, absent: Any = None) -> str:
-        """Apply at the primary, forward to replicas; ack per the replication mode."""
+    def _reply_ns(self, node: Node, region: str) -> int:
+        """Return ns until a reply from ``node`` reaches a client (``Network.to_client``)."""
+        net = self.net
+        return net.client_delay(region, node).draw(self.s) + net.extra_ns(node)
+
+    def write(self, region: str, values: Mapping[str, str | None],
+              expect: Mapping[str, Any] | None, absent: Any = None) -> Any:
+        """Return a future of the primary's name: apply at the primary, forward to the
+        replicas, acknowledge per the replication mode."""
+        fut = self.rt.future()
+        self.net.request(fut, region, self.primary, 0, self._serve_write, fut, region, values,
+                         expect, absent)
+        return fut
+
+    def _serve_write(self, fut: Any, region: str, values: Mapping[str, str | None],
+                     expect: Mapping[str, Any] | None, absent: Any) -> None:
         rt, net, s = self.rt, self.net, self.s
         primary = self.primary
-        await net.to_node(region, primary)
         if expect and not expectation_holds(primary.state, expect, absent):
-            await net.to_client(primary, region)
-            raise ConditionNotMet(f"condition failed at {primary.name}")
+            rt.reject_later(self._reply_ns(primary, region), fut,
+                            ConditionNotMet(f"condition failed at {primary.name}"))
+            return
         primary.state.update(values)
         wait = self.commit.draw(s)
         missing = ""
@@ -129,9 +153,11 @@ class Primary:
                 wait = max(wait, fwd + net.link(node.region, primary.region).draw(s)
                            + net.extra_ns(node) + net.extra_ns(primary))
         if missing:
-            await rt.sleep_ns(net.timeout_ns)
-            raise Lost(f"replica {missing} did not acknowledge the synchronous write "
-                       f"within {net.timeout_ns / 1e6:.0f} ms")
-        await rt.sleep_ns(wait)
-        await net.to_client(primary, region)
-        return primary.name
+            rt.reject_later(net.timeout_ns, fut, Lost(
+                f"replica {missing} did not acknowledge the synchronous write within "
+                f"{net.timeout_ns / 1e6:.0f} ms"))
+            return
+        rt.continue_after(wait, self._ack_write, fut, region)
+
+    def _ack_write(self, fut: Any, region: str) -> None:
+        self.rt.resolve_later(self._reply_ns(self.primary, region), fut, self.primary.name)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+
+try:
+    from replicalab_native import Stream as NativeStream
+except ImportError:  # not built (make native): the Python stream draws the same numbers
+    NativeStream = None
 
 _BLOCK = 8192
 
@@ -46,3 +53,12 @@ class Stream:
     def index(self, n: int) -> int:
         """Return a uniform integer in [0, n)."""
         return int(self.uniform() * n)
+
+
+def new_stream(rng: np.random.Generator) -> Any:
+    """Return a stream of ``rng``'s draws: the native one when it is built (the same
+    numbers, a draw costs less; ``REPLICALAB_SIM_NATIVE=0`` turns it off), else
+    :class:`Stream`."""
+    if NativeStream is not None and os.environ.get("REPLICALAB_SIM_NATIVE", "1") != "0":
+        return NativeStream(rng)
+    return Stream(rng)

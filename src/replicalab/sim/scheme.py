@@ -46,3 +46,10 @@ def expectation_holds(state: Mapping[str, Any], expect: Mapping[str, Any], absen
         elif have != want:
             return False
     return True
+
+
+def settle(fut: Any, value: Any) -> None:
+    """Complete ``fut`` with ``value`` now unless it is done already (a caller's timeout
+    may have cancelled an asyncio future)."""
+    if not fut.done():
+        fut.set_result(value)

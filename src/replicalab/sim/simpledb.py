@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 from replicalab.regions import RegionSet
 from replicalab.runtime import Runtime
 from replicalab.runtime.base import NS_PER_MS
+from replicalab.sim import native
 from replicalab.sim.errors import ConditionNotMet, NotExpressible
 from replicalab.sim.network import Delay, Network, Node
 from replicalab.sim.params import require
@@ -118,6 +119,13 @@ class SimpleDB:
         self._items: dict[str, str] = {}  # element -> its item, memoised
         # (node name, item) -> [start_ns, end_ns] of the item's latest commit batch there
         self.batches: dict[tuple[str, str], list[int]] = {}
+        if native.runs_natively(rt, stream):
+            # calls run in the native core (same steps, same draws); these methods stay
+            # the reference and run in real time or when the core is not built
+            self.net.node_class = native.SimNode
+            core = native.simpledb_core(self)
+            self.read = core.read  # type: ignore[method-assign]
+            self.write = core.write  # type: ignore[method-assign]
 
     def describe(self) -> dict[str, Any]:
         """Return the effective parameters."""

@@ -69,8 +69,8 @@ class RedisStore:
                             tls_scheme="rediss")
         self.url = u
         self.shown_url = redact_url(url)
-        self._setup = _setup_commands(u)
-        self._tls = u.tls.context() if u.tls is not None else None
+        self.setup_commands = _setup_commands(u)
+        self.tls_context = u.tls.context() if u.tls is not None else None
         self.nodes = list(u.nodes)
         self.read_policy = u.read
         self.timeout_s = u.timeout_s
@@ -83,14 +83,16 @@ class RedisStore:
             features=ALL_FEATURES,
             regions=u.region_names(),
             params={"read": self.read_policy, "wait": self.wait, "wait_ms": self.wait_ms,
-                    "database": int(u.credentials.database or 0), "tls": self._tls is not None,
+                    "database": int(u.credentials.database or 0),
+                    "tls": self.tls_context is not None,
                     "nodes": {n.name: f"{n.host}:{n.port} ({n.region})" for n in self.nodes}},
             eventual_read_served_by=f"one replica per client ({self.read_policy}); the "
                                     "primary when there is no replica")
         self._conns: list[RespConnection] = []
 
     def _conn(self, node: Endpoint) -> RespConnection:
-        c = RespConnection(node.host, node.port, self.timeout_s, self._setup, self._tls)
+        c = RespConnection(node.host, node.port, self.timeout_s, self.setup_commands,
+                           self.tls_context)
         self._conns.append(c)
         return c
 

@@ -264,13 +264,47 @@ class _Conn(asyncio.Protocol):
         self.lost: str = ""
         self.pending: asyncio.TimerHandle | None = None
         self.idle = False  # got nothing more to send: the schedule is out or stop passed
+        self.hello: asyncio.Future[None] | None = None  # set while AUTH/SELECT are answered
+        self.hello_left = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
+    async def greet(self, setup: Sequence[Sequence[str]], timeout_s: float) -> None:
+        """Send ``setup`` (AUTH, SELECT) before the schedule; RespError naming what Redis
+        answered (never the arguments: they hold the password), Unavailable when no answer
+        comes in time."""
+        if not setup:
+            return
+        self.hello = asyncio.get_running_loop().create_future()
+        self.hello_left = len(setup)
+        for command in setup:
+            self.transport.write(pack_command(*command))  # type: ignore[union-attr]
+        try:
+            await asyncio.wait_for(self.hello, timeout_s)
+        except TimeoutError:
+            raise Unavailable(f"no answer to {setup[0][0]} within {timeout_s:g} s") from None
+        finally:
+            self.hello, self.hello_left = None, 0
+
+    def _greeted(self) -> None:
+        reader, fut = self.reader, self.hello
+        while self.hello_left and fut is not None and not fut.done():
+            reply = reader.gets()
+            if reply is _MORE:
+                return
+            self.hello_left -= 1
+            if isinstance(reply, RespError):
+                fut.set_exception(RespError(f"Redis refused the connection's setup: {reply}"))
+            elif not self.hello_left:
+                fut.set_result(None)
+
     def data_received(self, data: bytes) -> None:
         reader = self.reader
         reader.feed(data)
+        if self.hello is not None:
+            self._greeted()
+            return
         reply = reader.gets()
         if reply is _MORE:
             return
@@ -421,24 +455,30 @@ class _Driver:
 async def drive_schedule(host: str, port: int, connections: int,
                          sched: Schedule, rec: LoadRecord, *, process_base: int = 0,
                          stop_after_ns: int, timeout_ns: int,
-                         on_start: Callable[[], Any] | None = None) -> None:
+                         on_start: Callable[[], Any] | None = None,
+                         setup: Sequence[Sequence[str]] = (),
+                         tls: ssl.SSLContext | None = None) -> None:
     """Run ``sched`` against the Redis at ``host:port`` over ``connections`` connections and
     fill ``rec`` (times in monotonic ns). Requests not yet sent ``stop_after_ns`` after the
     start stay unsent; replies missing ``timeout_ns`` after their send are closed as
     timeouts, and whatever is still open ``stop_after_ns + timeout_ns`` after the start is
-    closed as "timeout: no reply by the drain limit". Raises Unavailable if it cannot
-    connect; what was recorded stays in ``rec`` whatever happens."""
+    closed as "timeout: no reply by the drain limit". Every connection first sends
+    ``setup`` (AUTH, SELECT: the redis:// adapter's) and is wrapped in ``tls`` when given.
+    Raises Unavailable if it cannot connect, RespError if the setup is refused; what was
+    recorded stays in ``rec`` whatever happens."""
     d = _Driver(sched, rec, process_base, stop_after_ns, timeout_ns)
     loop = d.loop
     try:
         for c in range(connections):
             try:
                 _, conn = await asyncio.wait_for(
-                    loop.create_connection(lambda c=c: _Conn(d, c), host, port),
+                    loop.create_connection(lambda c=c: _Conn(d, c), host, port, ssl=tls,
+                                           server_hostname=host if tls else None),
                     timeout_ns / 1e9)
             except (OSError, TimeoutError) as err:
                 raise Unavailable(f"cannot connect to Redis at {host}:{port}: {err}") from None
             d.conns.append(conn)
+            await conn.greet(setup, timeout_ns / 1e9)
         if on_start is not None:
             on_start()
         d.start()

@@ -120,6 +120,11 @@ class Workload:
     ``"module:function"`` of its section of the HTML report, ``function(page, results)``
     (a name, since workloads may not import ``report/``); ``legacy_config`` turns a
     config.json saved before workloads had one config each into this one's config fields.
+
+    What a batch of runs (``probe --repeats/--sweep``) reads: ``figures`` are one run's
+    headline figures by name (a number, None, or a (count, total) pair that is pooled over
+    the runs), beside those every probe has (``checkers.spread.common_figures``); ``series``
+    are per-run lists of points plotted one point each (seed 003's Figure 3).
     """
 
     name: str
@@ -134,6 +139,8 @@ class Workload:
     per_op_latency_rows: bool = True
     report_section: str = ""
     legacy_config: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    figures: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    series: Callable[[dict[str, Any]], dict[str, list[float | None]]] | None = None
 
     def make_config(self, given: dict[str, Any]) -> Any:
         """Return the config from the values of this workload's flags (None: not given)."""

@@ -82,6 +82,7 @@ class Pool:
         self.kind = "ray" if ray_address else ("process" if workers > 1 else "inline")
         self._actors: list[Any] = []
         self._ray: Any = None
+        self._owns_ray = False
         self.nodes: list[str] = []
         if self.kind == "ray":
             self._start_ray(ray_local_cpus)
@@ -94,10 +95,11 @@ class Pool:
             raise RayMissing("--ray needs Ray: pip install 'replicalab[ray]' (or run "
                              "without --ray for local processes)") from None
         self._ray = ray
-        if self.ray_address == "local":
+        self._owns_ray = not ray.is_initialized()  # one found running is left running
+        if self._owns_ray and self.ray_address == "local":
             ray.init(num_cpus=local_cpus, include_dashboard=False, log_to_driver=False,
                      configure_logging=False)
-        else:
+        elif self._owns_ray:
             try:
                 ray.init(address=self.ray_address, log_to_driver=False,
                          configure_logging=False)
@@ -115,7 +117,8 @@ class Pool:
                     self.nodes[i % len(self.nodes)], soft=False)).remote()
                 for i in range(self.workers)]
         except BaseException:
-            ray.shutdown()
+            if self._owns_ray:
+                ray.shutdown()
             raise
 
     def run_step(self, spec: LoadSpec) -> list[WorkerResult]:
@@ -195,7 +198,8 @@ class Pool:
             for a in self._actors:
                 self._ray.kill(a)
             self._actors = []
-            self._ray.shutdown()
+            if self._owns_ray:
+                self._ray.shutdown()
             self._ray = None
 
     def __enter__(self) -> Pool:

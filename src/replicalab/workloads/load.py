@@ -93,7 +93,7 @@ class LoadSpec:
             raise ValueError(f"--drain {self.drain_s} s must not be negative")
         if self.client not in CLIENTS:
             raise ValueError(f"--client {self.client!r}: use store or fast")
-        if self.client == "fast" and not self.store.startswith("redis://"):
+        if self.client == "fast" and not self.store.startswith(("redis://", "rediss://")):
             raise ValueError("--client fast speaks Redis only; use a redis:// store or "
                              "--client store")
         if self.loop not in LOOPS:
@@ -252,7 +252,8 @@ async def _drive_fast(store: Store, spec: LoadSpec, offsets_ns: np.ndarray, h: H
             primary.host, primary.port, spec.max_in_flight, sched, rec,
             process_base=process_base, stop_after_ns=int((spec.duration_s + spec.drain_s)
                                                          * NS_PER_S),
-            timeout_ns=int(spec.timeout_ms * 1e6), on_start=on_start)
+            timeout_ns=int(spec.timeout_ms * 1e6), on_start=on_start,
+            setup=getattr(store, "setup_commands", ()), tls=getattr(store, "tls_context", None))
     finally:
         _append_record(h, intended, rec, sched, spec, primary.name, process_base)
     return rec.t0_ns, rec.end_ns

@@ -134,7 +134,9 @@ def history_origin_ns(h: History) -> int:
 
 MAX_PARTS = 100
 """Keys listed one by one in results.json (the non-linearizable ones first)."""
-_RANK = {False: 0, "unknown": 1, True: 2}
+_RANK = {0: 0, -1: 1, 1: 2, 2: 3}
+"""Order of the keys listed by verdict (``Verdict`` values): not linearizable, unknown,
+linearizable, skipped."""
 
 
 def timeline_ops(ops: Sequence[Any], t0_ns: int) -> list[TimelineOp]:
@@ -174,18 +176,21 @@ def part_results(ops: Sequence[Any], linearization: Sequence[int],
 def linearizability_results(h: History, timeout_s: float, limit: int) -> dict[str, Any]:
     """Return ``{"linearizability": verdict and per-key parts, "timeline": [...]}`` for
     the register history ``h`` checked with the ``kv`` model within ``timeout_s``."""
-    from replicalab.checkers.linearizability import (
+    from replicalab.checkers.linhistory import (
         check_history,
         encode_history,
         history_key_ops,
         ops_from_history,
     )
+    from replicalab.checkers.linops import Verdict
+    from replicalab.checkers.linregistry import get_model
 
+    kv = get_model("kv")  # resolved once: the object goes on from here
     try:
-        cols = encode_history(h, "kv")
+        cols = encode_history(h, kv)
     except (TypeError, OverflowError):
         cols = None  # values the interning cannot take: check_history takes the LinOp path
-    result = check_history(h, model="kv", timeout_s=timeout_s, columns=cols)
+    result = check_history(h, model=kv, timeout_s=timeout_s, columns=cols)
     t0 = history_origin_ns(h)
     by_key: dict[Any, list[Any]] = {}
 
@@ -199,27 +204,30 @@ def linearizability_results(h: History, timeout_s: float, limit: int) -> dict[st
             by_key[key] = sorted(ops, key=lambda o: (o.invoke_ns, o.index))
         return by_key[key]
 
-    parts = sorted(result.parts, key=lambda p: (_RANK.get(p.valid, 1), str(p.key)))
+    parts = sorted(result.parts, key=lambda p: (_RANK[p.verdict], str(p.key)))
     listed, timelines = [], []
     for part in parts:
         if len(listed) >= MAX_PARTS and len(timelines) >= MAX_TIMELINES:
             break
-        drawn = len(timelines) < MAX_TIMELINES and (part.valid is not True or not timelines)
+        valid = part.verdict.json()  # the JSON edge: true / false / "unknown"
+        drawn = len(timelines) < MAX_TIMELINES and (
+            part.verdict != Verdict.LINEARIZABLE or not timelines)
         # a key with no counterexample that is not drawn needs no LinOps: its entry lists
         # no ops
         tops = (part_results(key_ops(part.key), part.linearization or (),
                              part.counterexample, t0)
                 if drawn or part.counterexample else [])
         if len(listed) < MAX_PARTS:
-            listed.append({"key": str(part.key), "valid": part.valid, "ops": part.ops,
+            listed.append({"key": str(part.key), "valid": valid, "ops": part.ops,
                            "counterexample": [_op_json(o) for o in tops if o.offending][
                                :MAX_EXAMPLE_OPS] or None,
                            "explanation": part.explanation})
         if drawn:
-            timelines.append(timeline(str(part.key), part.valid, tops, limit))
+            timelines.append(timeline(str(part.key), valid, tops, limit))
     return {"linearizability": {
-        "model": "kv", "valid": result.valid, "keys": len(parts), "ops": result.ops,
-        "keys_not_linearizable": sum(p.valid is False for p in result.parts),
-        "keys_unknown": sum(p.valid == "unknown" for p in result.parts),
+        "model": "kv", "valid": result.verdict.json(), "keys": len(parts), "ops": result.ops,
+        "keys_not_linearizable": sum(p.verdict == Verdict.NOT_LINEARIZABLE
+                                     for p in result.parts),
+        "keys_unknown": sum(p.verdict == Verdict.UNKNOWN for p in result.parts),
         "timeout_s": timeout_s, "parts": listed, "parts_left_out": len(parts) - len(listed)},
         "timeline": timelines}

@@ -37,7 +37,7 @@ from replicalab.faults.nemesis import Nemesis
 from replicalab.faults.schedule import Fault
 from replicalab.faults.sim import SimNemesis
 from replicalab.history import History, load_history, save_history
-from replicalab.history.rundir import Run, make_run_dir, save_results
+from replicalab.history.rundir import Run, make_run_dir, named_run_dir, save_results
 from replicalab.stores import Feature, Store, StoreError, open_store
 from replicalab.stores.base import redact_url
 from replicalab.stores.prefix import PrefixedStore, check_prefix
@@ -270,12 +270,9 @@ def cluster_hint(url: str) -> str:
     return (f"; is the cluster up? (`replicalab cluster status {mine[0]}`)" if mine else "")
 
 
-def run_probe(spec: ProbeSpec, out: Path,
-              progress: Callable[[float], None] | None = None,
-              announce: Callable[[str], None] | None = None) -> Run:
-    """Run ``spec`` and save it under ``out``; returns even when interrupted (see Run).
-    ``announce`` is told, before the first operation, where a real store's keys go."""
-    spec.check()
+def _open_checked(spec: ProbeSpec) -> tuple[Store, Nemesis | SimNemesis | None]:
+    """Return ``spec``'s store and the nemesis of its faults (None without faults);
+    ValueError for a feature the store lacks or faults without the cluster they act on."""
     store = open_store(spec.store, spec.options.seed)
     wl = registry.get(spec.workload)
     missing = wl.required_features(spec.options, spec.config) - store.info.features
@@ -291,6 +288,49 @@ def run_probe(spec: ProbeSpec, out: Path,
         else:
             nemesis = Nemesis(spec.cluster, Path(spec.cluster_root))
         nemesis.check(list(spec.faults))
+    return store, nemesis
+
+
+def _prefixed(spec: ProbeSpec, store: Store, run_dir: Path, keys: list[KeyCleanup],
+              announce: Callable[[str], None] | None) -> PrefixedStore:
+    """Return ``store`` with every key under the run's prefix (``--prefix``, else
+    ``replicalab/<run directory>/``), noting it in ``keys`` and telling ``announce``."""
+    prefix = (spec.key_prefix if spec.key_prefix is not None
+              else f"replicalab/{run_dir.name}/")
+    prefixed = PrefixedStore(store, prefix)
+    keys.append(KeyCleanup(prefix, kept=spec.keep_keys))
+    if announce is not None:
+        announce(f"keys: under {prefix} on {redact_url(spec.store)}; "
+                 + ("kept at the end (--keep)" if spec.keep_keys else
+                    "removed at the end (--keep keeps them)"))
+    return prefixed
+
+
+def _save(spec: ProbeSpec, h: History, features: frozenset[Feature], run_dir: Path,
+          config: dict[str, Any], cut_short: str | None) -> dict[str, Any]:
+    """Save the history, the checked results and the latency histograms of a run; return
+    the results (``cut_short``: why the run stopped early, None if it did not)."""
+    save_history(h, run_dir, config)
+    results = check(spec, h, features)
+    results["store"] = redact_url(spec.store)
+    results["partial"] = cut_short is not None
+    if cut_short is not None:
+        results["notes"].append(f"PARTIAL: run cut short ({cut_short}); every figure "
+                                "covers only what ran")
+    save_results(results, run_dir)
+    write_histograms(h, run_dir)
+    return results
+
+
+def run_probe(spec: ProbeSpec, out: Path,
+              progress: Callable[[float], None] | None = None,
+              announce: Callable[[str], None] | None = None, name: str | None = None) -> Run:
+    """Run ``spec`` and save it under ``out`` (as ``out/name`` when a name is given: one run
+    of a batch); returns even when interrupted (see Run). ``announce`` is told, before the
+    first operation, where a real store's keys go."""
+    spec.check()
+    store, nemesis = _open_checked(spec)
+    wl = registry.get(spec.workload)
     rt = store.runtime
     made: list[Path] = []  # the run directory, made once the store has answered
     h = History()
@@ -313,17 +353,11 @@ def run_probe(spec: ProbeSpec, out: Path,
         prefixed: PrefixedStore | None = None
         try:
             await preflight(spec, store)
-            made.append(make_run_dir(out, spec.workload, spec.store))
+            made.append(make_run_dir(out, spec.workload, spec.store) if name is None
+                        else named_run_dir(out, name))
             target: Store = store
             if uses_prefix(store):
-                prefix = (spec.key_prefix if spec.key_prefix is not None
-                          else f"replicalab/{made[0].name}/")
-                target = prefixed = PrefixedStore(store, prefix)
-                keys.append(KeyCleanup(prefix, kept=spec.keep_keys))
-                if announce is not None:
-                    announce(f"keys: under {prefix} on {redact_url(spec.store)}; "
-                             + ("kept at the end (--keep)" if spec.keep_keys else
-                                "removed at the end (--keep keeps them)"))
+                target = prefixed = _prefixed(spec, store, made[0], keys, announce)
             start[0] = rt.now_ns()
             await _run(spec, target, h, rec, nemesis)
         finally:
@@ -353,15 +387,8 @@ def run_probe(spec: ProbeSpec, out: Path,
               "runtime": "virtual" if rt.virtual else "real",
               "keys": keys[0].to_json() if keys else None}
     with interrupts_deferred() as late:  # a Ctrl-C now waits for the save to finish
-        save_history(h, run_dir, config)
-        results = check(spec, h, store.info.features)
-        results["store"] = redact_url(spec.store)
-        results["partial"] = bool(interrupted or error)
-        if interrupted or error:
-            results["notes"].append(f"PARTIAL: run cut short ({error}); every figure "
-                                    "covers only what ran")
-        save_results(results, run_dir)
-        write_histograms(h, run_dir)
+        results = _save(spec, h, store.info.features, run_dir, config,
+                        error if interrupted or error else None)
     if late[0] and not interrupted:
         interrupted, error = True, error or "interrupted"
     if progress is not None and not (interrupted or error):

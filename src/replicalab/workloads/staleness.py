@@ -54,12 +54,14 @@ async def _read_until(rec: Recorder, client: Any, process: int, consistent: bool
     the slots it outlasted are skipped, never caught up in a burst)."""
     rt = rec.rt
     slots = Slots(rt, int(NS_PER_S / rate))
+    keys = (KEY,)
     while True:
         now = rt.now_ns()
         if slots.slot_ns >= until_ns or now >= until_ns or now >= stop_ns:
             return
-        await slots.wait()
-        await rec.read(client, process, (KEY,), consistent)
+        if slots.slot_ns > now:  # not due yet (a read that outlasts its slot is not)
+            await slots.wait()
+        await rec.read(client, process, keys, consistent)
         slots.advance()
 
 
@@ -165,7 +167,30 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def figures(results: dict[str, Any]) -> dict[str, Any]:
+    """Return one run's headline figures for a batch of runs: fresh reads per range (a
+    (fresh, total) pair), the median first time a period is >= 99 % fresh and last time it
+    is < 100 % fresh (ms), monotonic-read violations (a (fresh-then-stale, pairs) pair)."""
+    out: dict[str, Any] = {}
+    for r in results["fresh_by_range"]:
+        out[f"fresh in [{r['from_ms']:g}, {r['to_ms']:g}) ms"] = (r["fresh"], r["total"])
+    per = results["periods"]
+    out["first time >= 99 % fresh (ms)"] = per["first_ge_99_median_ms"]
+    out["last time < 100 % fresh (ms)"] = per["last_lt_100_median_ms"]
+    s = results["successive_reads"]
+    out["monotonic-read violations"] = (s["counts"]["fresh_stale"], s["pairs"])
+    return out
+
+
+def series(results: dict[str, Any]) -> dict[str, list[float | None]]:
+    """Return seed 003's Figure 3 series of one run: per measurement period, the first
+    time >= 99 % fresh and the last time < 100 % fresh (ms after the write started)."""
+    per = results["periods"]
+    return {"first time >= 99 % fresh (ms)": list(per["first_ge_99_ms"]),
+            "last time < 100 % fresh (ms)": list(per["last_lt_100_ms"])}
+
+
 WORKLOAD = Workload("staleness", StalenessConfig, generate, check, required_features,
                     flags=FLAGS, from_flags=from_flags, summary_rows=summary_rows,
                     report_section="replicalab.report.staleness:staleness_section",
-                    legacy_config=lambda d: d["staleness"])
+                    legacy_config=lambda d: d["staleness"], figures=figures, series=series)

@@ -145,7 +145,7 @@ class BacklogWatch:
         self.backlog_ns: list[list[float]] = []
         start = min(max(span_ns // 2, settle_ns), span_ns)
         for k in range(samples):
-            rt.call_later(start + (span_ns - start) * k // (samples - 1), self._snap)
+            rt.schedule(start + (span_ns - start) * k // (samples - 1), self._snap)
 
     def _snap(self) -> None:
         now = self.rt.now_ns()

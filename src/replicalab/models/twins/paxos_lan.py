@@ -50,7 +50,7 @@ from replicalab.regions import RegionSet
 from replicalab.runtime.base import NS_PER_MS
 from replicalab.runtime.virtual import VirtualRuntime
 from replicalab.sim.network import Delay, Network, Node
-from replicalab.sim.random import Stream
+from replicalab.sim.random import new_stream
 
 
 class _Run:
@@ -68,7 +68,7 @@ class _Run:
             gaps = stratify(gaps, 1000.0 / load_rps)
         self.gaps = np.rint(gaps * NS_PER_MS).astype(np.int64).tolist()
         self.rt = VirtualRuntime()
-        self.s = Stream(rng)
+        self.s = new_stream(rng)
         regions = RegionSet.from_matrix("lan", ["local"], [[0.0]], intra_rtt_ms=p.mu_l_ms,
                                         intra_sd_ms=p.sigma_l_ms)
         self.net = Network.with_client_link(self.rt, self.s, regions, p.client_ms,
@@ -98,17 +98,17 @@ class _Run:
 
     def arrival(self, rid: int) -> None:
         self.sent[rid] = self.rt.now_ns()
-        self.rt.call_later(self.client.draw(self.s), self.at_leader_request, rid)
+        self.rt.schedule(self.client.draw(self.s), self.at_leader_request, rid)
         if rid + 1 < self.total:
-            self.rt.call_later(self.gaps[rid + 1], self.arrival, rid + 1)
+            self.rt.schedule(self.gaps[rid + 1], self.arrival, rid + 1)
 
     def at_leader_request(self, rid: int) -> None:
         d, s = self.draw, self.s
         w = self._lead(d(self.md, s) + d(self.ms, s))  # request in, accept out
-        self.rt.call_later(w, self.broadcast, rid)
+        self.rt.schedule(w, self.broadcast, rid)
 
     def broadcast(self, rid: int) -> None:
-        link, s, later = self.link, self.s, self.rt.call_later
+        link, s, later = self.link, self.s, self.rt.schedule
         for f in self.followers:
             later(link.draw(s), self.at_follower, f, rid)
 
@@ -116,7 +116,7 @@ class _Run:
         cost = self.draw(self.md, self.s) + self.draw(self.ms, self.s)  # accept, reply
         self.busy_ns[f.name] += cost
         w = self.net.process(f, cost)
-        self.rt.call_later(w + self.link.draw(self.s), self.at_leader_reply, rid)
+        self.rt.schedule(w + self.link.draw(self.s), self.at_leader_reply, rid)
 
     def at_leader_reply(self, rid: int) -> None:
         self.votes[rid] += 1
@@ -130,7 +130,7 @@ class _Run:
         else:  # completes the quorum: deserialize, serialize the client reply
             now = self.rt.now_ns()
             done = max(self.quorum_at[rid], now + self._lead(d(self.md, s) + d(self.ms, s)))
-            self.rt.call_later(done - now + self.client.draw(self.s), self.finish, rid)
+            self.rt.schedule(done - now + self.client.draw(self.s), self.finish, rid)
 
     def finish(self, rid: int) -> None:
         self.latency_ns[rid] = self.rt.now_ns() - self.sent[rid]
@@ -139,7 +139,7 @@ class _Run:
             self.fut.set_result(None)
 
     async def main(self) -> None:
-        self.rt.call_later(0, self.arrival, 0)
+        self.rt.schedule(0, self.arrival, 0)
         await self.fut
 
     def run(self) -> None:

@@ -5,7 +5,7 @@ Open-loop clients next to the leader issue requests with gamma inter-arrival gap
 negative, so we keep its mean and sd with a gamma). Every message handled is one job in the
 receiving node's FIFO pipeline: deserialization/processing, plus the serialization of the
 message it sends in response, if any. Each round every relay group draws its relays at random.
-Events are plain callbacks (``call_later``), not coroutines, for speed. Service times go
+Events are plain callbacks (``schedule``), not coroutines, for speed. Service times go
 through an injectable ``service`` draw.
 
 Everything the twin reports is measured on its own runs: the maximum throughput is the
@@ -39,7 +39,7 @@ from replicalab.regions import RegionSet
 from replicalab.runtime.base import NS_PER_MS
 from replicalab.runtime.virtual import VirtualRuntime
 from replicalab.sim.network import Delay, Network, Node
-from replicalab.sim.random import Stream
+from replicalab.sim.random import new_stream
 
 
 def _regions(p: PigPaxosParams) -> RegionSet:
@@ -95,7 +95,7 @@ class _Run:
             gaps = stratify(gaps, 1e9 / load_rps)
         self.gaps = gaps.astype(np.int64).tolist()
         self.rt = VirtualRuntime()
-        self.s = Stream(rng)
+        self.s = new_stream(rng)
         self.net = Network(self.rt, self.s, _regions(p))
         svc = Delay.ms(p.mu_md_ms, p.sigma_md_ms)
         self.deser = svc
@@ -142,16 +142,16 @@ class _Run:
 
     def arrival(self, rid: int) -> None:
         self.t0[rid] = self.rt.now_ns()
-        self.rt.call_later(self.client.draw(self.s), self.at_leader_request, rid)
+        self.rt.schedule(self.client.draw(self.s), self.at_leader_request, rid)
         if rid + 1 < self.total:
-            self.rt.call_later(self.gaps[rid + 1], self.arrival, rid + 1)
+            self.rt.schedule(self.gaps[rid + 1], self.arrival, rid + 1)
 
     def at_leader_request(self, rid: int) -> None:
         d, s = self.draw, self.s
         cost = d(self.deser, s) + d(self.ser, s)  # request in, broadcast out
         w = self._work(self.leader, cost)
         self.leader_wait_ns += w - cost
-        self.rt.call_later(w, self.broadcast, rid)
+        self.rt.schedule(w, self.broadcast, rid)
 
     def broadcast(self, rid: int) -> None:
         s, k, leader = self.s, self.k, self.leader
@@ -171,7 +171,7 @@ class _Run:
                 d = self._hop(leader, relay)
                 if relay.region != leader.region:
                     self.cross_out += 1
-                self.rt.call_later(d, self.at_relay, u)
+                self.rt.schedule(d, self.at_relay, u)
 
     def at_relay(self, u: _Unit) -> None:
         relay = u.relay
@@ -184,7 +184,7 @@ class _Run:
         self.follower_wait_ns += w - cost
         self.follower_jobs += 1
         for m in u.members:
-            self.rt.call_later(w + self._hop(relay, m), self.at_member, u, m)
+            self.rt.schedule(w + self._hop(relay, m), self.at_member, u, m)
         if u.need == 0:
             self._aggregate(u, w)
 
@@ -193,7 +193,7 @@ class _Run:
         w = self._work(m, cost)
         self.follower_wait_ns += w - cost
         self.follower_jobs += 1
-        self.rt.call_later(w + self._hop(m, u.relay), self.at_relay_reply, u)
+        self.rt.schedule(w + self._hop(m, u.relay), self.at_relay_reply, u)
 
     def at_relay_reply(self, u: _Unit) -> None:
         u.count += 1
@@ -207,7 +207,7 @@ class _Run:
         d = self._hop(u.relay, self.leader)
         if u.relay.region != self.leader.region:
             self.cross_in += 1
-        self.rt.call_later(after_ns + d, self.at_leader_aggregate, u.rid, u.need + 1)
+        self.rt.schedule(after_ns + d, self.at_leader_aggregate, u.rid, u.need + 1)
 
     def at_leader_aggregate(self, rid: int, votes: int) -> None:
         if self.done[rid]:  # late aggregate: dead weight
@@ -221,7 +221,7 @@ class _Run:
         d, s = self.draw, self.s
         cost = d(self.deser, s) + d(self.ser, s)  # commit, reply to client
         w = self._work(self.leader, cost)
-        self.rt.call_later(w + self.client.draw(self.s), self.finish, rid)
+        self.rt.schedule(w + self.client.draw(self.s), self.finish, rid)
 
     def finish(self, rid: int) -> None:
         self.latency_ns[rid] = self.rt.now_ns() - self.t0[rid]
@@ -230,7 +230,7 @@ class _Run:
             self.fut.set_result(None)
 
     async def main(self) -> None:
-        self.rt.call_later(0, self.arrival, 0)
+        self.rt.schedule(0, self.arrival, 0)
         await self.fut
 
     def run(self) -> None:

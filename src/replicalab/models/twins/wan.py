@@ -42,7 +42,7 @@ from replicalab.models.twins.capacity import (
 from replicalab.models.wpaxos import WPaxosParams, nearest_zones
 from replicalab.runtime.virtual import VirtualRuntime
 from replicalab.sim.network import Delay, Network, Node
-from replicalab.sim.random import Stream
+from replicalab.sim.random import new_stream
 
 __all__ = ["simulate_epaxos", "simulate_paxos_wan", "simulate_wpaxos"]
 
@@ -61,7 +61,7 @@ class _Engine:
         self.span_ns = 1
         self.watch: BacklogWatch | None = None
         self.rt = VirtualRuntime()
-        self.s = Stream(np.random.default_rng([seed, index, 0]))
+        self.s = new_stream(np.random.default_rng([seed, index, 0]))
         self.arrival_rng = np.random.default_rng([seed, index, 1])
         self.net = Network(self.rt, self.s, p.rs)
         # The node's own service Delay is unused: every job's cost is drawn in ``job``.
@@ -88,11 +88,11 @@ class _Engine:
         self.work_ns[i][self.region_of[k]] += svc
         wait = self.net.process(self.nodes[i], svc)
         if fn is not None:
-            self.rt.call_later(wait, fn, *args)
+            self.rt.schedule(wait, fn, *args)
 
     def send(self, src_region: str, dst_region: str, fn: Callable[..., Any], *args: Any) -> None:
         """Deliver ``fn(*args)`` after one one-way link delay."""
-        self.rt.call_later(self.net.link(src_region, dst_region).draw(self.s), fn, *args)
+        self.rt.schedule(self.net.link(src_region, dst_region).draw(self.s), fn, *args)
 
     # ---- clients
     def schedule_clients(self, load_rps: float, rounds: int,
@@ -136,7 +136,7 @@ class _Engine:
         self.span_ns = span_ns
         self.watch = BacklogWatch(self.rt, self.nodes, self.span_ns, settle_ns=self.settle_ns)
         for k in range(self.expected):
-            self.rt.call_later(self.t0[k], start, k)
+            self.rt.schedule(self.t0[k], start, k)
 
     def _segment(self, a_ms: float, b_ms: float, rate_per_ms: float) -> np.ndarray:
         """Return exactly round(rate x (b - a)) arrival times (ms) in [a, b): the region's
@@ -300,14 +300,14 @@ def simulate_paxos_wan(p: WanParams, loads_rps: Sequence[float], seed: int = 0,
 
         def at_follower(k: int, j: int) -> None:
             if p.persist_ms > 0:
-                eng.job(j, k, True, eng.rt.call_later, round(p.persist_ms * 1e6), eng.send,
+                eng.job(j, k, True, eng.rt.schedule, round(p.persist_ms * 1e6), eng.send,
                         regions[j], lr, reply, k)
             else:
                 eng.job(j, k, True, eng.send, regions[j], lr, reply, k)
 
         def answer(k: int) -> None:
             if p.forward_ms > 0 and eng.region_of[k] != lead:
-                eng.rt.call_later(round(p.forward_ms * 1e6), eng.finish, k)
+                eng.rt.schedule(round(p.forward_ms * 1e6), eng.finish, k)
             else:
                 eng.finish(k)
 
@@ -395,6 +395,148 @@ def simulate_epaxos(p: EPaxosParams, loads_rps: Sequence[float], seed: int = 0,
 
 # ----------------------------------------------------------------------------- WPaxos
 
+class _WPaxosRun:
+    """One load's WPaxos requests on an engine: each method is a step of a request's life
+    (its arguments: request ``k`` and the nodes it involves), per-request state in lists."""
+
+    def __init__(self, p: WPaxosParams, eng: _Engine) -> None:
+        w = p.wan
+        self.p, self.eng, self.s = p, eng, eng.s
+        self.regions = w.rs.regions
+        self.zones, self.per = len(self.regions), p.nodes_per_zone
+        self.n = self.zones * self.per
+        self.zone_of = [i // self.per for i in range(self.n)]
+        self.far = [nearest_zones(w, z, p.fz) for z in range(self.zones)]
+        self.p1_need = [self.per - p.fn_ - 1 if u == z else self.per - p.fn_
+                        for z in range(self.zones) for u in range(self.zones)]  # [z * zones + u]
+        self.p1_zones = self.zones - p.fz
+        self.entry: list[int] = []
+        self.got: list[int] = []
+        self.zone_got: list[list[int]] = []
+        self.zones_ok: list[int] = []
+
+    def allocate(self, m: int) -> None:
+        """Make room for the state of ``m`` requests."""
+        self.entry.extend([0] * m)
+        self.got.extend([0] * m)
+        self.zone_got.extend([[]] * m)
+        self.zones_ok.extend([0] * m)
+
+    def pick(self, k: int, first: int) -> list[int]:
+        """Return ``k`` distinct nodes of the zone whose first node is ``first``."""
+        pool = list(range(first, first + self.per))
+        out = []
+        for m in range(k):
+            j = m + self.s.index(len(pool) - m)
+            pool[m], pool[j] = pool[j], pool[m]
+            out.append(pool[m])
+        return out
+
+    def phase2_targets(self, x: int) -> list[int]:
+        """Return leader ``x``'s thrifty phase-2 quorum: fn peers in its zone, fn + 1 nodes
+        in each of its fz nearest zones."""
+        z = self.zone_of[x]
+        per = self.per
+        peers = [y for y in range(z * per, z * per + per) if y != x]
+        out = []
+        for m in range(self.p.fn_):
+            j = m + self.s.index(len(peers) - m)
+            peers[m], peers[j] = peers[j], peers[m]
+            out.append(peers[m])
+        for u in self.far[z]:
+            out.extend(self.pick(self.p.fn_ + 1, u * per))
+        return out
+
+    def start(self, k: int) -> None:
+        """The client sends request ``k`` to a random leader of its zone."""
+        c = self.eng.region_of[k]
+        x = c * self.per + self.s.index(self.p.leaders)
+        self.entry[k] = x
+        self.eng.send(self.regions[c], self.regions[c], self.at_entry, k, x)
+
+    def at_entry(self, k: int, x: int) -> None:
+        """Leader ``x`` owns the object (phase 2), steals it (phase 1 first) or forwards the
+        request to a leader of another zone."""
+        u = self.s.uniform()
+        if u < self.p.locality:
+            self.eng.job(x, k, True, self.phase2, k, x, -1)
+        elif u < self.p.locality + self.p.steal:
+            self.eng.job(x, k, True, self.phase1, k, x)
+        else:
+            z = self.zone_of[x]
+            oz = self.s.index(self.zones - 1)
+            oz += oz >= z
+            y = oz * self.per + self.s.index(self.p.leaders)
+            self.eng.job(x, k, True, self.eng.send, self.regions[z], self.regions[oz],
+                         self.at_owner, k, y)
+
+    def at_owner(self, k: int, y: int) -> None:
+        """The owning leader ``y`` commits a forwarded request."""
+        self.eng.job(y, k, True, self.phase2, k, y, self.entry[k])
+
+    def phase2(self, k: int, x: int, back: int) -> None:
+        """Leader ``x`` sends phase 2 to its quorum (``back``: the forwarding node, or -1)."""
+        targets = self.phase2_targets(x)
+        self.got[k] = len(targets)
+        for t in targets:
+            self.eng.send(self.regions[self.zone_of[x]], self.regions[self.zone_of[t]],
+                          self.p2_follower, k, x, t, back)
+
+    def p2_follower(self, k: int, x: int, t: int, back: int) -> None:
+        """Follower ``t`` accepts and answers leader ``x``."""
+        self.eng.job(t, k, True, self.eng.send, self.regions[self.zone_of[t]],
+                     self.regions[self.zone_of[x]], self.p2_reply, k, x, back)
+
+    def p2_reply(self, k: int, x: int, back: int) -> None:
+        """Leader ``x`` counts a phase-2 reply; the last one commits and answers."""
+        self.got[k] -= 1
+        if self.got[k]:
+            self.eng.job(x, k, False)
+            return
+        zx = self.regions[self.zone_of[x]]
+        if back < 0:  # answer the client in this zone
+            self.eng.job(x, k, True, self.eng.send, zx, self.regions[self.eng.region_of[k]],
+                         self.eng.finish, k)
+        else:         # relay to the forwarding node, which answers its client
+            self.eng.job(x, k, True, self.eng.send, zx, self.regions[self.zone_of[back]],
+                         self.relay, k, back)
+
+    def relay(self, k: int, x: int) -> None:
+        """The forwarding node ``x`` answers its client."""
+        self.eng.job(x, k, True, self.eng.send, self.regions[self.zone_of[x]],
+                     self.regions[self.eng.region_of[k]], self.eng.finish, k)
+
+    def phase1(self, k: int, x: int) -> None:
+        """Leader ``x`` steals the object: phase 1 to every node."""
+        zones = self.zones
+        self.zone_got[k] = [0] * zones
+        self.zones_ok[k] = 1 if self.p1_need[self.zone_of[x] * zones + self.zone_of[x]] == 0 \
+            else 0
+        if self.zones_ok[k] >= self.p1_zones:  # cannot happen with a valid grid, kept for safety
+            self.eng.job(x, k, True, self.phase2, k, x, -1)
+            return
+        for t in range(self.n):
+            if t != x:
+                self.eng.send(self.regions[self.zone_of[x]], self.regions[self.zone_of[t]],
+                              self.p1_follower, k, x, t)
+
+    def p1_follower(self, k: int, x: int, t: int) -> None:
+        """Node ``t`` promises and answers leader ``x``."""
+        self.eng.job(t, k, True, self.eng.send, self.regions[self.zone_of[t]],
+                     self.regions[self.zone_of[x]], self.p1_reply, k, x, self.zone_of[t])
+
+    def p1_reply(self, k: int, x: int, u: int) -> None:
+        """Leader ``x`` counts a promise from zone ``u``; a grid quorum starts phase 2."""
+        zg = self.zone_got[k]
+        zg[u] += 1
+        if zg[u] == self.p1_need[self.zone_of[x] * self.zones + u]:
+            self.zones_ok[k] += 1
+            if self.zones_ok[k] == self.p1_zones:
+                self.eng.job(x, k, True, self.phase2, k, x, -1)
+                return
+        self.eng.job(x, k, False)
+
+
 def simulate_wpaxos(p: WPaxosParams, loads_rps: Sequence[float], seed: int = 0,
                     rounds: int = 10_000, *, service: ServiceDraw | None = None,
                     capacity_rounds: int | None = None, capacity: str = "search") -> Curve:
@@ -405,19 +547,12 @@ def simulate_wpaxos(p: WPaxosParams, loads_rps: Sequence[float], seed: int = 0,
     object and commits with a phase-2 to its thrifty grid quorum; with probability ``steal``
     it first runs phase-1 on all nodes (grid quorum: ``l - fn`` nodes in ``Z - fz`` zones);
     otherwise it forwards the request to a random leader of a random other zone and relays the
-    answer back.
+    answer back (the steps: :class:`_WPaxosRun`).
     """
     w = p.wan
     regions = w.rs.regions
-    zones, per = len(regions), p.nodes_per_zone
-    n = zones * per
-    lz = p.leaders
-    zone_of = [i // per for i in range(n)]
-    far = [nearest_zones(w, z, p.fz) for z in range(zones)]
-    p1_need = [per - p.fn_ - 1 if u == z else per - p.fn_ for z in range(zones)
-               for u in range(zones)]  # flattened [z * zones + u]
-    p1_zones = zones - p.fz
-
+    per = p.nodes_per_zone
+    n = len(regions) * per
     draw = service or default_draw
     settle = _settle_ns(w, 1.25 + p.fz)  # forward and answer, plus phase 2 to fz zones
 
@@ -425,111 +560,9 @@ def simulate_wpaxos(p: WPaxosParams, loads_rps: Sequence[float], seed: int = 0,
         eng = _Engine(w, seed, index,
                       [(f"{regions[i // per]}{i % per}", regions[i // per]) for i in range(n)],
                       draw, settle)
-        s = eng.s
-        entry: list[int] = []
-        got: list[int] = []
-        zone_got: list[list[int]] = []
-        zones_ok: list[int] = []
-
-        def pick(k: int, first: int) -> list[int]:
-            # k distinct nodes of a zone starting at node index ``first`` (per nodes)
-            pool = list(range(first, first + per))
-            out = []
-            for m in range(k):
-                j = m + s.index(len(pool) - m)
-                pool[m], pool[j] = pool[j], pool[m]
-                out.append(pool[m])
-            return out
-
-        def phase2_targets(x: int) -> list[int]:
-            z = zone_of[x]
-            peers = [y for y in range(z * per, z * per + per) if y != x]
-            out = []
-            for m in range(p.fn_):
-                j = m + s.index(len(peers) - m)
-                peers[m], peers[j] = peers[j], peers[m]
-                out.append(peers[m])
-            for u in far[z]:
-                out.extend(pick(p.fn_ + 1, u * per))
-            return out
-
-        def start(k: int) -> None:
-            c = eng.region_of[k]
-            x = c * per + s.index(lz)
-            entry[k] = x
-            eng.send(regions[c], regions[c], at_entry, k, x)
-
-        def at_entry(k: int, x: int) -> None:
-            u = s.uniform()
-            if u < p.locality:
-                eng.job(x, k, True, phase2, k, x, -1)
-            elif u < p.locality + p.steal:
-                eng.job(x, k, True, phase1, k, x)
-            else:
-                z = zone_of[x]
-                oz = s.index(zones - 1)
-                oz += oz >= z
-                y = oz * per + s.index(lz)
-                eng.job(x, k, True, eng.send, regions[z], regions[oz], at_owner, k, y)
-
-        def at_owner(k: int, y: int) -> None:
-            eng.job(y, k, True, phase2, k, y, entry[k])
-
-        def phase2(k: int, x: int, back: int) -> None:
-            targets = phase2_targets(x)
-            got[k] = len(targets)
-            for t in targets:
-                eng.send(regions[zone_of[x]], regions[zone_of[t]], p2_follower, k, x, t, back)
-
-        def p2_follower(k: int, x: int, t: int, back: int) -> None:
-            eng.job(t, k, True, eng.send, regions[zone_of[t]], regions[zone_of[x]],
-                    p2_reply, k, x, back)
-
-        def p2_reply(k: int, x: int, back: int) -> None:
-            got[k] -= 1
-            if got[k]:
-                eng.job(x, k, False)
-                return
-            zx = regions[zone_of[x]]
-            if back < 0:  # answer the client in this zone
-                eng.job(x, k, True, eng.send, zx, regions[eng.region_of[k]], eng.finish, k)
-            else:         # relay to the forwarding node, which answers its client
-                eng.job(x, k, True, eng.send, zx, regions[zone_of[back]], relay, k, back)
-
-        def relay(k: int, x: int) -> None:
-            eng.job(x, k, True, eng.send, regions[zone_of[x]], regions[eng.region_of[k]],
-                    eng.finish, k)
-
-        def phase1(k: int, x: int) -> None:
-            zone_got[k] = [0] * zones
-            zones_ok[k] = 1 if p1_need[zone_of[x] * zones + zone_of[x]] == 0 else 0
-            if zones_ok[k] >= p1_zones:  # cannot happen with a valid grid, kept for safety
-                eng.job(x, k, True, phase2, k, x, -1)
-                return
-            for t in range(n):
-                if t != x:
-                    eng.send(regions[zone_of[x]], regions[zone_of[t]], p1_follower, k, x, t)
-
-        def p1_follower(k: int, x: int, t: int) -> None:
-            eng.job(t, k, True, eng.send, regions[zone_of[t]], regions[zone_of[x]],
-                    p1_reply, k, x, zone_of[t])
-
-        def p1_reply(k: int, x: int, u: int) -> None:
-            zg = zone_got[k]
-            zg[u] += 1
-            if zg[u] == p1_need[zone_of[x] * zones + u]:
-                zones_ok[k] += 1
-                if zones_ok[k] == p1_zones:
-                    eng.job(x, k, True, phase2, k, x, -1)
-                    return
-            eng.job(x, k, False)
-
-        eng.schedule_clients(load, rounds, start, index == _CAPACITY_INDEX)
-        m = eng.expected
-        entry.extend([0] * m)
-        got.extend([0] * m)
-        zone_got.extend([[]] * m)
-        zones_ok.extend([0] * m)
+        run = _WPaxosRun(p, eng)
+        eng.schedule_clients(load, rounds, run.start, index == _CAPACITY_INDEX)
+        run.allocate(eng.expected)
         return eng
 
     label = (f"WPaxos {n} nodes, locality {p.locality:.0%}, steal {p.steal:.0%}, "

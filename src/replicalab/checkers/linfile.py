@@ -1,0 +1,32 @@
+"""The ops of a history file (``history.read.FileOp``) as a model's LinOps (pure).
+
+Names are mapped to the model's (``get`` -> ``read`` for kv), values shaped as its
+``step`` takes them (``Model.file_value``), and every op checked against the model: a
+problem is one line naming the file and the line of the op's invoke.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from replicalab.checkers.linmodel import Model
+from replicalab.checkers.linops import LinOp
+from replicalab.history.read import FileOp, HistoryFileError
+
+
+def ops_from_file(path: Path, ops: Sequence[FileOp], model: Model) -> list[LinOp]:
+    """Return ``ops`` as LinOps of ``model`` (``index`` = the line of the invoke); raises
+    HistoryFileError (``path:line: ...``) for the first op the model cannot take."""
+    out = []
+    canonical = model.canonical
+    shape = model.file_value
+    for o in ops:
+        f = canonical(o.f)
+        op = LinOp(o.line, o.process, f, o.key, shape(f, o.value), o.outcome, o.invoke_ns,
+                   o.complete_ns)
+        bad = model.why_not(op)
+        if bad:
+            raise HistoryFileError(f"{path}:{o.line}: {bad}")
+        out.append(op)
+    return out
