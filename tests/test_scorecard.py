@@ -169,7 +169,6 @@ def test_durability_cell_grades_against_the_documented_setting():
     (("--kinds", "sim://simpledb", "--only", "latency,speed"), {}, "'speed' is not a property"),
     (("--kinds", "redis", "--only", "durability"), {"REPLICALAB_FUSE_DEVICE": "/nonexistent"},
      "power-loss file system"),
-    (("--kinds", "sim://nosuchscheme"), {}, "nosuchscheme"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args, env, needle):
     p = _cli("scorecard", *args, "--out", str(tmp_path / "runs"), cwd=tmp_path, **env)
