@@ -88,7 +88,16 @@ class Nemesis:
                 out.write(f"replicalab: power loss dropped {pages} unsynced pages of "
                           f"{files} files\n")
             c.extra["powerfs"][str(i)] = new.to_json()
+            self._leave_with_cluster(c, [new.pid])
         c.save(self.root)
+
+    @staticmethod
+    def _leave_with_cluster(c: Cluster, pids: list[int]) -> None:
+        """Hand ``pids`` (a restarted server, a remounted file system) over to the cluster
+        when this process does not own the cluster (``cluster up`` handed it over): they
+        must outlive this command, as the rest of the cluster does."""
+        if c.toxiproxy_pid and c.toxiproxy_pid not in process.owned():
+            process.release(pids)
 
     def start(self, f: Fault) -> None:
         """Begin fault ``f`` (blocking; call from a thread)."""
@@ -120,6 +129,7 @@ class Nemesis:
             drv = base.driver(c.kind)
             for i in self._nodes(c, f):
                 drv.start_node(c, c.nodes[i], self.root)
+                self._leave_with_cluster(c, [c.nodes[i].pid])
             c.save(self.root)
         elif f.action == "pause":
             for i in self._nodes(c, f):

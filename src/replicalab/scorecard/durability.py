@@ -90,10 +90,34 @@ def _run(url: str, cluster: str, fault: Fault, plan: Plan, writer_region: str, s
         cluster=cluster, cluster_root=str(root), faults=(fault,))
     run = probe(spec, out, progress)
     lw = run.results["lost_writes"]
-    return {"checked": lw["checked"] and lw["keys"] > 0, "acknowledged": lw["acknowledged"],
-            "lost": lw["lost"], "run": str(run.run_dir.relative_to(base_dir))
-            if run.run_dir.is_relative_to(base_dir) else str(run.run_dir),
-            "error": run.error}
+    checked = lw["checked"] and lw["keys"] > 0
+    entry: dict[str, Any] = {
+        "checked": checked, "recovered": checked,
+        "acknowledged": lw["acknowledged"] if checked else run.results["ops"]["writes"],
+        "lost": lw["lost"], "error": run.error,
+        "run": str(run.run_dir.relative_to(base_dir)) if run.run_dir.is_relative_to(base_dir)
+        else str(run.run_dir)}
+    if not checked:
+        # no read succeeded for FINAL_SETTLE_S after the restart: say what the servers said
+        entry["complaints"] = server_complaints(cluster, root)
+    return entry
+
+
+def server_complaints(name: str, root: Path, limit: int = 3) -> list[str]:
+    """Return, per node, the last "Caused by" line of its server.log, else its last ERROR
+    line (what a server that would not come back said), at most ``limit``."""
+    out = []
+    for node in load(name, root).nodes:
+        log = Path(node.data_dir) / "server.log"
+        try:
+            lines = log.read_text(errors="replace").splitlines()[-400:]
+        except OSError:
+            continue
+        cause = [x.strip() for x in lines if x.lstrip().startswith("Caused by")]
+        bad = cause or [x.strip() for x in lines if "ERROR" in x or "FATAL" in x]
+        if bad:
+            out.append(f"n{node.index}: {bad[-1][:300]}")
+    return out[:limit]
 
 
 def durability(kind: str, regions: str, plan: Plan, seed: int, out: Path, base_dir: Path,
