@@ -10,10 +10,9 @@ import pytest
 
 from replicalab.checkers.accounting import FINAL
 from replicalab.checkers.linearizability import PartSearch, check
-from replicalab.checkers.linexplain import FINAL_PROCESS
 from replicalab.checkers.linhistory import ops_from_history
 from replicalab.checkers.linmodels import KV, CasRegister, Register
-from replicalab.checkers.linops import UNRECORDED, LinOp, Verdict
+from replicalab.checkers.linops import FINAL_PROCESS, UNRECORDED, LinOp, Verdict
 from replicalab.checkers.linsearch import (
     CAS,
     READ,

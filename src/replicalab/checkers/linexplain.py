@@ -32,12 +32,10 @@ from typing import Any
 
 from replicalab.checkers.linmodel import Model
 from replicalab.checkers.linmodels import show_value
-from replicalab.checkers.linops import OK, UNRECORDED, LinOp, Verdict
+from replicalab.checkers.linops import OK, UNRECORDED, LinOp, Verdict, who
 
 MAX_LISTED = 20
 """Operations a paragraph lists (a counterexample not fully shrunk can be long)."""
-FINAL_PROCESS = -2
-"""The process of the register workload's final reads (``checkers.accounting.FINAL``)."""
 
 SubVerdict = Callable[[frozenset[int], float | None], Verdict]
 """``verdict(S, deadline_s)``: the part checked with the ops whose index is not in S made
@@ -191,11 +189,6 @@ def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
                 lo = mid
         kept.append(rest[hi - 1])
         rest = rest[:hi - 1]
-
-
-def who(process: int) -> str:
-    """Return how a process is named in an explanation."""
-    return "the final read" if process == FINAL_PROCESS else f"process {process}"
 
 
 def _written(op: LinOp) -> Any:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from replicalab.checkers.linmodel import Model, NativeColumns
-from replicalab.checkers.linops import OK, UNRECORDED, LinOp
+from replicalab.checkers.linops import OK, UNRECORDED, LinOp, who
 from replicalab.checkers.linsearch import ANY, CAS, NIL, READ, WRITE
 from replicalab.history.values import decode_value
 
@@ -364,7 +364,6 @@ class KV(CasRegister):
 
     def headline(self, ce: Sequence[LinOp], part: Sequence[LinOp], clock: Any) -> str | None:
         """Return the sentence for the append patterns :meth:`refute` finds."""
-        from replicalab.checkers.linexplain import who
 
         if len(ce) != 2 or not any(o.f == "append" for o in part):
             return None
