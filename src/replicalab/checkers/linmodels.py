@@ -9,8 +9,11 @@ string concatenation onto the key's value; a part with appends goes to the gener
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any, ClassVar
 
 from replicalab.checkers.linmodel import Model, NativeColumns
@@ -266,6 +269,22 @@ def _text(v: Any) -> str | None:
     return None if v == "" else v
 
 
+
+def _resets_before(ops: Sequence[LinOp]) -> Callable[[LinOp], float]:
+    """Return ``reset_after(r)``: the latest time (ns) at which a write or cas that may take
+    effect before ``r`` completes can still take effect (``-inf`` when none can): a reset
+    may fall between an operation ``x`` and ``r`` exactly when ``x`` began before it."""
+    resets = sorted((o for o in ops if o.f in ("write", "cas") and o.outcome != "fail"),
+                    key=lambda o: o.invoke_ns)
+    starts = [o.invoke_ns for o in resets]
+    # an ok reset takes effect by its completion, any other may take effect at any later time
+    latest = list(accumulate((float(o.complete_ns) if o.outcome == OK else math.inf
+                              for o in resets), max, initial=-math.inf))
+
+    def reset_after(r: LinOp) -> float:
+        return latest[bisect_left(starts, r.complete_ns)]
+    return reset_after
+
 def _brief(v: Any, limit: int = 48) -> str:
     """Return a value for a sentence: a long string by its two ends."""
     text = show_value(v)
@@ -335,30 +354,36 @@ class KV(CasRegister):
         or cas could have put a new value there in between."""
         if not any(o.f == "append" for o in ops):
             return super().refute(ops)
-        resets = [o for o in ops if o.f in ("write", "cas") and o.outcome != "fail"]
+        reset_after = _resets_before(ops)
         reads = sorted((o for o in ops if o.f == "read" and o.outcome == "ok"
-                        and isinstance(o.value, str | None)), key=lambda o: o.invoke_ns)
+                        and isinstance(o.value, str | None)), key=lambda o: o.complete_ns)
         appends = sorted((o for o in ops if o.f == "append" and o.outcome == "ok"
                           and o.value), key=lambda o: o.complete_ns)
+        read_ends = [o.complete_ns for o in reads]
+        append_ends = [o.complete_ns for o in appends]
+        latest_start = list(accumulate((o.invoke_ns for o in reads), max, initial=-math.inf))
 
-        def reset_between(x: LinOp, r: LinOp) -> bool:
-            """Whether a write or cas may take effect after x and before r completed."""
-            return any(y.invoke_ns < r.complete_ns
-                       and not (y.outcome == "ok" and y.complete_ns < x.invoke_ns)
-                       for y in resets)
-
-        for r in reads:
+        # Only the last operations before r need checking: an append or read x that
+        # completed before some read r' began that itself completed before r began is
+        # covered by the pairs (x, r') and (r', r) — containment and prefixes are
+        # transitive, and a reset between x and r' or r' and r is one between x and r.
+        # That keeps the work near linear where a pairwise scan was quadratic.
+        by_start = sorted(reads, key=lambda o: o.invoke_ns)
+        for r in by_start:
+            before = bisect_left(read_ends, r.invoke_ns)
+            since = latest_start[before]
             text = r.value or ""
-            for a in appends:
-                if a.complete_ns >= r.invoke_ns:
-                    break
-                if a.value not in text and not reset_between(a, r):
+            reset = reset_after(r)
+            for a in appends[bisect_left(append_ends, since):
+                             bisect_left(append_ends, r.invoke_ns)]:
+                if a.value not in text and reset < a.invoke_ns:
                     return [a, r]
-        for i, r1 in enumerate(reads):
-            first = r1.value or ""
-            for r2 in reads[i + 1:]:
-                if (r1.complete_ns < r2.invoke_ns and not (r2.value or "").startswith(first)
-                        and not reset_between(r1, r2)):
+        for r2 in by_start:
+            before = bisect_left(read_ends, r2.invoke_ns)
+            reset = reset_after(r2)
+            second = r2.value or ""
+            for r1 in reads[bisect_left(read_ends, latest_start[before]):before]:
+                if not second.startswith(r1.value or "") and reset < r1.invoke_ns:
                     return [r1, r2]
         return None
 
