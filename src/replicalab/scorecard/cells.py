@@ -107,8 +107,9 @@ def durability_cell(store: str, m: dict[str, Any], p: Promise) -> Cell:
     some (or a count could not be checked), yellow if the lab's setting loses writes as
     documented while a safe alternative lost none, green if every setting lost none."""
     details, broken, lossy, unchecked = [], [], [], []
+    killed = m.get("killed", "the leader")
     for v in m["variants"]:
-        for key, what, keeps in (("kill", "kill -9 of the leader", v["keeps_on_kill"]),
+        for key, what, keeps in (("kill", f"kill -9 of {killed}", v["keeps_on_kill"]),
                                  ("power_loss", "power loss of every node",
                                   v["keeps_on_power_loss"])):
             r = v[key]

@@ -39,11 +39,14 @@ def variants(kind: str, plan: Plan) -> tuple[DurabilityVariant, ...]:
     return tuple(v for v in DURABILITY[kind] if v.quick or not plan.quick)
 
 
-def leader_index(name: str, root: Path = ROOT) -> int:
-    """Return the node index of the cluster's leader/primary as its status says (0 if none
-    says so)."""
+def leader(name: str, root: Path = ROOT) -> tuple[int, str]:
+    """Return (node index, what it is) of the node whose crash the scorecard measures: the
+    leader/primary as the cluster's status says, else n0, the writer's coordinator (a
+    leaderless store such as Cassandra)."""
     _, status = base.status(name, root)
-    return next((i for i, s in enumerate(status) if s.get("role") in ("leader", "primary")), 0)
+    i = next((i for i, s in enumerate(status) if s.get("role") in ("leader", "primary")), None)
+    return (0, "node (no leader: the writer's coordinator)") if i is None \
+        else (i, "leader/primary")
 
 
 READY_WAIT_S = 90.0
@@ -126,13 +129,14 @@ def durability(kind: str, regions: str, plan: Plan, seed: int, out: Path, base_d
     under a power loss of every node (each with its sub-run)."""
     res: dict[str, Any] = {"variants": [], "runs": []}
     clusters: dict[tuple[tuple[str, str], ...], str] = {}
+    todo = variants(kind, plan)
     try:
-        for v in variants(kind, plan):
+        for n, v in enumerate(todo):
             name = clusters.get(v.settings)
             if name is None:
                 progress(f"durability: starting {kind} on power-loss file systems ({v.label})")
                 c = base.up(kind, 3, regions,
-                            name=f"scorecard-{kind}-durability-{len(clusters)}", root=root,
+                            name=f"scorecard-{kind}-durability-{n}", root=root,
                             settings=dict(v.settings), power_loss_fs=True)
                 name = clusters[v.settings] = c.name
             c = load(name, root)
@@ -140,17 +144,23 @@ def durability(kind: str, regions: str, plan: Plan, seed: int, out: Path, base_d
             entry: dict[str, Any] = {"label": v.label, "promise": v.promise,
                                      "source": v.source, "keeps_on_kill": v.keeps_on_kill,
                                      "keeps_on_power_loss": v.keeps_on_power_loss}
-            leader = leader_index(name, root)
+            leader_i, role = leader(name, root)
+            res["killed"] = f"the {role.split(' (')[0]}" if role == "leader/primary" \
+                else f"n{leader_i}, the writer's coordinator (no leader)"
             for key, fault in (("kill", Fault("crash", plan.durability_s, POWER_OFF_S,
-                                              node=leader)),
+                                              node=leader_i)),
                                ("power_loss", Fault("power-loss", plan.durability_s,
                                                     POWER_OFF_S))):
-                what = "kill -9 of the leader" if key == "kill" else "power loss"
+                what = f"kill -9 of {res['killed']}" if key == "kill" else "power loss"
                 entry[key] = _run(url, name, fault, plan, c.nodes[0].region, seed, out,
                                   base_dir, root, progress(f"durability, {v.label}: {what}"))
                 entry[key]["fault"] = f"{fault.label} at {fault.at_s:g}s"
                 res["runs"].append(entry[key]["run"])
             res["variants"].append(entry)
+            if all(later.settings != v.settings for later in todo[n + 1:]):
+                # no later setting needs this cluster: one on power-loss file systems at a
+                # time (three Cassandra JVMs each on a 2-core machine)
+                base.down(clusters.pop(v.settings), root)
     finally:
         if clusters:
             base.down_many(list(clusters.values()), root)

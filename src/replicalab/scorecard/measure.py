@@ -40,6 +40,7 @@ class Target:
     node_regions: tuple[str, ...] = ()
     cluster_root: str = ".replicalab"
     notes: list[str] = field(default_factory=list)
+    leader_role: str = "leader/primary"  # "node" where the store has no leader (Cassandra)
 
     @property
     def writer_region(self) -> str:
@@ -199,7 +200,7 @@ def availability(t: Target, plan: Plan, out: Path, base: Path, seed: int,
         res["notes"] = ["one region only: no region to cut off"]
     faults = [(f"region {r} cut off", Fault("partition", plan.fault_at_s, plan.fault_for_s,
                                             region=r), r) for r in cut]
-    faults.append((f"leader/primary n{t.leader} crashed",
+    faults.append((f"{t.leader_role} n{t.leader} crashed",
                    Fault("crash", plan.fault_at_s, plan.fault_for_s, node=t.leader),
                    t.reader_region))
     for label, fault, region in faults:
