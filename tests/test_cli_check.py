@@ -123,8 +123,9 @@ def test_jsonl_and_run_directory_round_trip(tmp_path):
 
 
 def _hard_edn(path: Path, writers: int = 28) -> None:
-    """Writes of distinct values all overlapping, reads of each, then a read of a value
-    never written: the search must try every order of the writes (hours for 28)."""
+    """Writes of distinct values all overlapping, reads of each, then two reads of
+    different values one after the other: the search must try every order of the writes
+    (hours for 28)."""
     lines = []
     for i in range(writers):
         lines.append(f"{{:type :invoke, :f :write, :value {i + 1}, :process {i}, :time 0}}")
@@ -136,8 +137,12 @@ def _hard_edn(path: Path, writers: int = 28) -> None:
     for j in range(writers):
         lines.append(f"{{:type :ok, :f :read, :value {j + 1}, :process {100 + j}, "
                      f":time 1000000000}}")
+    # after every write, two reads of different values: the search must try every order
+    # of the writes before it fails
     lines.append("{:type :invoke, :f :read, :value nil, :process 999, :time 2000000000}")
-    lines.append("{:type :ok, :f :read, :value -1, :process 999, :time 2001000000}")
+    lines.append("{:type :ok, :f :read, :value 1, :process 999, :time 2001000000}")
+    lines.append("{:type :invoke, :f :read, :value nil, :process 998, :time 2002000000}")
+    lines.append("{:type :ok, :f :read, :value 2, :process 998, :time 2003000000}")
     path.write_text("\n".join(lines) + "\n")
 
 

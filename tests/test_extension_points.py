@@ -5,8 +5,9 @@ directory, results, terminal summary, report). Nothing in src/ names a toy.
 
 Toys: a workload (``echo-toy``: write a value, read it back), a placement policy
 (``toy-last``: move an object to the region of every k-th access), a store adapter
-(``toymem://``: a dict in virtual time) and a queue backend (``toyq://``: an in-memory
-visibility-timeout queue in virtual time).
+(``toymem://``: a dict in virtual time), a queue backend (``toyq://``: an in-memory
+visibility-timeout queue in virtual time) and a linearizability model (``toy-stack``: a
+LIFO stack, ``replicalab check --model toy-stack``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -22,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import replicalab
+from replicalab.checkers import linregistry
+from replicalab.checkers.linmodel import Model
+from replicalab.checkers.linops import LinOp
 from replicalab.history import History, encode_value
 from replicalab.placement import policies
 from replicalab.placement.policies import PolicyBase
@@ -36,7 +41,7 @@ from replicalab.workloads.recorder import Recorder
 
 TESTS = Path(__file__).resolve().parent
 SRC = Path(replicalab.__file__).resolve().parent
-TOY_NAMES = ("echo-toy", "toy-last", "toymem", "toyq", "test_extension_points")
+TOY_NAMES = ("echo-toy", "toy-last", "toymem", "toyq", "toy-stack", "test_extension_points")
 OP_NS = 1_000_000  # every toy store or queue call takes 1 ms of virtual time
 
 
@@ -46,6 +51,7 @@ def plug_in() -> None:
     policies.register(ToyLast)
     store_registry.register("toymem", ToyStore)
     queue_registry.register("toyq", ToyQueue)
+    linregistry.register_model(ToyStack)
 
 
 # ---------------------------------------------------------------- the toy workload
@@ -271,6 +277,29 @@ class ToyQueue:
         return None
 
 
+# ---------------------------------------------------------------- the toy linearizability model
+
+
+class ToyStack(Model):
+    """A LIFO stack: ``push`` a value, ``pop`` the newest one (nil when empty)."""
+
+    name = "toy-stack"
+    summary = "a stack: push x, pop (returns the newest, nil when empty)"
+    ops = ("push", "pop")
+
+    def init(self) -> tuple[Any, ...]:
+        return ()
+
+    def step(self, state: tuple[Any, ...], op: LinOp) -> tuple[bool, tuple[Any, ...]]:
+        if op.f == "push":
+            return True, (*state, op.value)
+        if op.outcome == "info":  # what it popped is unknown: the newest value, if any
+            return True, state[:-1]
+        if op.value is None:
+            return not state, state
+        return bool(state) and state[-1] == op.value, state[:-1]
+
+
 # ---------------------------------------------------------------- the command line, plugged
 
 
@@ -346,6 +375,32 @@ def test_the_toy_policy_runs_in_the_simulator(tmp_path: Path):
     assert [row[0] for row in out["tables"][0]["rows"]] == ["toy-last:k=3",
                                                             "toy-last:k=1000000000"]
     assert "toy-last:k=3" in Path(out["report"]).read_text()
+
+
+def test_the_toy_model_checks_a_history_from_the_command_line(tmp_path: Path):
+    help_ = cli("check", "--help", cwd=tmp_path)
+    assert help_.returncode == 0
+    listed = re.sub(r"-\s+", "-", " ".join(help_.stdout.split()))  # click wraps at "-"
+    assert "toy-stack (a stack: push x, pop" in listed
+    events = ["{:process 0, :type :invoke, :f :push, :value 1}",
+              "{:process 0, :type :ok, :f :push, :value 1}",
+              "{:process 0, :type :invoke, :f :push, :value 2}",
+              "{:process 0, :type :ok, :f :push, :value 2}",
+              "{:process 1, :type :invoke, :f :pop, :value nil}",
+              "{:process 1, :type :ok, :f :pop, :value 2}"]
+    good = tmp_path / "good.edn"
+    good.write_text("\n".join(events) + "\n")
+    p = cli("check", str(good), "--model", "toy-stack", cwd=tmp_path)
+    assert p.returncode == 0 and "(toy-stack model): linearizable" in p.stdout, p.stdout
+    bad = tmp_path / "bad.edn"  # the pop returns the oldest value: a queue, not a stack
+    bad.write_text("\n".join([*events[:5], events[5].replace(":value 2", ":value 1")]) + "\n")
+    p = cli("check", str(bad), "--model", "toy-stack", "--json", cwd=tmp_path)
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)["results"][0]
+    assert doc["model"] == "toy-stack" and doc["valid"] is False
+    ce = doc["counterexample"][0]
+    assert ce["minimal"] and [o["index"] for o in ce["ops"]] == [3, 5]  # push 2, pop -> 1
+    assert "lines 3–4" in ce["explanation"] and "ms" not in ce["explanation"]
 
 
 def test_the_toy_queue_runs_a_queue_workload(tmp_path: Path):

@@ -182,7 +182,7 @@ def test_check_help_lists_every_registered_model():
 # ------------------------------------------------------------- Hypothesis vs brute force
 
 
-def _value(model: str, f: str, rnd: random.Random) -> Any:
+def _value(model: str, f: str, rnd: random.Random, i: int) -> Any:
     pool = [1, 2, 3]
     if model == "kv":
         return (rnd.choice(["", "a", "ab", "b", "ba", None]) if f == "read" else
@@ -192,8 +192,8 @@ def _value(model: str, f: str, rnd: random.Random) -> Any:
     if model == "set":
         return (frozenset(rnd.sample(pool, rnd.randint(0, 2))) if f == "read"
                 else rnd.choice(pool))
-    if model == "fifo-queue":
-        return rnd.choice([None, *pool]) if f == "dequeue" else rnd.choice(pool)
+    if model == "fifo-queue":  # values enqueued once, as a queue run's tags are
+        return rnd.choice([None, *range(1, i + 1)]) if f == "dequeue" else i + 1
     if model == "counter":
         return rnd.choice([0, 1, 2, 3, -1]) if f == "read" else rnd.choice([1, 2, -1])
     return None
@@ -209,7 +209,7 @@ def random_history(model: str, n: int, seed: int) -> list[LinOp]:
         f = rnd.choice(m.ops)
         inv = rnd.randint(0, 20)
         outcome = rnd.choice(["ok", "ok", "ok", "info", "fail"])
-        ops.append(LinOp(i, i, f, "k", _value(model, f, rnd), outcome, inv,
+        ops.append(LinOp(i, i, f, "k", _value(model, f, rnd, i), outcome, inv,
                          inv + rnd.randint(0, 10)))
     return ops
 

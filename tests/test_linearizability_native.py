@@ -334,11 +334,12 @@ def test_register_workload_histories_get_the_reference_verdict(url, consistency,
 
 
 def _hard_part(writers: int):
-    """Concurrent writes of distinct values, each read once while they run, then a read of
-    a value never written: the search must try every order of the writes to fail."""
-    kinds = [WRITE] * writers + [READ] * writers + [READ]
-    a = [*range(1, writers + 1), *range(1, writers + 1), 10_000]
-    spans = [(0, 100)] * writers + [(50, 100)] * writers + [(200, 201)]
+    """Concurrent writes of distinct values, each read once while they run, then two reads
+    of different values one after the other: the search must try every order of the
+    writes to fail."""
+    kinds = [WRITE] * writers + [READ] * writers + [READ, READ]
+    a = [*range(1, writers + 1), *range(1, writers + 1), 1, 2]
+    spans = [(0, 100)] * writers + [(50, 100)] * writers + [(200, 201), (202, 203)]
     return kinds, a, [0] * len(kinds), events_of(spans)
 
 

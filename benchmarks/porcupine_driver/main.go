@@ -5,7 +5,12 @@
 // Input (a JSON file named by the first argument):
 //
 //	{"repeats": 3, "timeout_s": 60, "histories": [
-//	  {"name": "...", "ops": [[process, f, key, a, b, outcome, call, ret], ...]}]}
+//	  {"name": "...", "ops": [[process, f, key, a, b, outcome, call, ret], ...]},
+//	  {"name": "...", "model": "kv", "kv_ops": [{"p": 0, "f": 2, "k": "3",
+//	    "v": "x 0 1 y", "out": "", "o": 0, "c": 5, "r": 9}, ...]}]}
+//
+// A "kv" history is Porcupine's key-value model (its kv tests): get (f 0, the value
+// read in "out"), put (1) and append (2) of strings, a register per key starting at "".
 //
 // f is 0 read, 1 write, 2 cas; values are integers (0 is the register's
 // initial nil); a read returned a, a write wrote a, a cas swapped a for b;
@@ -27,6 +32,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"os"
 	"time"
@@ -97,9 +103,76 @@ var kvModel = porcupine.Model{
 	Hash:  func(s interface{}) uint64 { return uint64(s.(int64)) },
 }
 
+// kvInput and kvOutput are the key-value model's (Porcupine's kv tests': get, put,
+// append on strings, one register per key, a key never written reads "").
+type kvInput struct {
+	f     int // 0 get, 1 put, 2 append
+	key   string
+	value string
+}
+
+type kvOutput struct {
+	value   string
+	unknown bool
+}
+
+var kvAppendModel = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		byKey := map[string][]porcupine.Operation{}
+		var keys []string
+		for _, op := range history {
+			k := op.Input.(kvInput).key
+			if _, seen := byKey[k]; !seen {
+				keys = append(keys, k)
+			}
+			byKey[k] = append(byKey[k], op)
+		}
+		parts := make([][]porcupine.Operation, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, byKey[k])
+		}
+		return parts
+	},
+	Init: func() interface{} { return "" },
+	Step: func(state, in, out interface{}) (bool, interface{}) {
+		s := state.(string)
+		i := in.(kvInput)
+		switch i.f {
+		case 0:
+			o := out.(kvOutput)
+			return o.unknown || o.value == s, s
+		case 1:
+			return true, i.value
+		default:
+			return true, s + i.value
+		}
+	},
+	Equal: func(a, b interface{}) bool { return a.(string) == b.(string) },
+	Hash: func(s interface{}) uint64 {
+		h := fnv.New64a()
+		h.Write([]byte(s.(string)))
+		return h.Sum64()
+	},
+}
+
+// kvOp is one op of a kv history: process, f (0 get, 1 put, 2 append), key, value
+// (put, append), output (get), outcome (0 ok, 1 info), call and return.
+type kvOp struct {
+	P   int    `json:"p"`
+	F   int    `json:"f"`
+	Key string `json:"k"`
+	V   string `json:"v"`
+	Out string `json:"out"`
+	O   int    `json:"o"`
+	C   int64  `json:"c"`
+	R   int64  `json:"r"`
+}
+
 type history struct {
-	Name string    `json:"name"`
-	Ops  [][]int64 `json:"ops"`
+	Name  string    `json:"name"`
+	Model string    `json:"model"` // "register" (default) or "kv"
+	Ops   [][]int64 `json:"ops"`
+	KVOps []kvOp    `json:"kv_ops"`
 }
 
 type request struct {
@@ -109,6 +182,20 @@ type request struct {
 	Repeats      int       `json:"repeats"`
 	TimeoutS     float64   `json:"timeout_s"`
 	Histories    []history `json:"histories"`
+}
+
+func kvOperations(h history) []porcupine.Operation {
+	ops := make([]porcupine.Operation, 0, len(h.KVOps))
+	for _, r := range h.KVOps {
+		out := kvOutput{value: r.Out, unknown: r.O == 1}
+		ret := r.R
+		if out.unknown {
+			ret = math.MaxInt64
+		}
+		ops = append(ops, porcupine.Operation{ClientId: r.P,
+			Input: kvInput{f: r.F, key: r.Key, value: r.V}, Call: r.C, Output: out, Return: ret})
+	}
+	return ops
 }
 
 func operations(h history) ([]porcupine.Operation, error) {
@@ -158,10 +245,18 @@ func main() {
 	timeout := time.Duration(req.TimeoutS * float64(time.Second))
 	enc := json.NewEncoder(os.Stdout)
 	for _, h := range req.Histories {
-		ops, err := operations(h)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bad input:", err)
-			os.Exit(2)
+		model := kvModel
+		var ops []porcupine.Operation
+		if h.Model == "kv" {
+			model = kvAppendModel
+			ops = kvOperations(h)
+		} else {
+			var err error
+			ops, err = operations(h)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bad input:", err)
+				os.Exit(2)
+			}
 		}
 		for r := 0; r < req.Repeats; r++ {
 			var res, vres porcupine.CheckResult
@@ -169,14 +264,14 @@ func main() {
 			var elapsed, velapsed time.Duration
 			verbose := func() {
 				t := time.Now()
-				vres, info = porcupine.CheckOperationsVerbose(kvModel, ops, timeout)
+				vres, info = porcupine.CheckOperationsVerbose(model, ops, timeout)
 				velapsed = time.Since(t)
 			}
 			if req.VerboseFirst {
 				verbose()
 			}
 			t0 := time.Now()
-			res = porcupine.CheckOperationsTimeout(kvModel, ops, timeout)
+			res = porcupine.CheckOperationsTimeout(model, ops, timeout)
 			elapsed = time.Since(t0)
 			if !req.VerboseFirst {
 				verbose()
@@ -193,6 +288,9 @@ func main() {
 				"verbose_ns": velapsed.Nanoseconds(), "partials": partials,
 			}); err != nil {
 				os.Exit(1)
+			}
+			if res == porcupine.Unknown && vres == porcupine.Unknown {
+				break // no verdict within the timeout: another repeat would only wait again
 			}
 		}
 	}

@@ -44,6 +44,14 @@ pub trait Machine {
     fn pure(&self, kind: u8) -> bool;
     /// How many kinds of op the machine has.
     fn kinds(&self) -> u8;
+    /// Learn the part's ops before a search (`must[i]`: op `i` has to happen).
+    fn prepare(&mut self, _ops: &[MOp], _must: &[bool]) {}
+    /// Whether the ops left (`done(i)` false) can still be linearized from `state` as far
+    /// as the machine can tell at once; false only when none can (the Python model's
+    /// `viability`). A step to a state that is not viable is refused.
+    fn viable(&self, _state: i64, _done: &dyn Fn(usize) -> bool) -> bool {
+        true
+    }
 }
 
 /// A value of the append machine's table: nil, a string, or a value that is not one.
@@ -61,6 +69,9 @@ pub struct Append {
     texts: Vec<Text>,
     by_str: HashMap<String, i64>,
     appended: HashMap<(i64, i64), i64>,
+    /// Reads that must happen: (op, the string read, the writes or cas that may put a
+    /// prefix of it there); empty when the part has no append (no pruning then).
+    reads: Vec<(usize, String, Vec<usize>)>,
 }
 
 impl Append {
@@ -72,7 +83,7 @@ impl Append {
                 by_str.entry(s.clone()).or_insert(i as i64);
             }
         }
-        Append { texts: table, by_str, appended: HashMap::new() }
+        Append { texts: table, by_str, appended: HashMap::new(), reads: Vec::new() }
     }
 
     fn concat(&mut self, state: i64, v: i64) -> Option<i64> {
@@ -101,9 +112,55 @@ impl Append {
     }
 }
 
+impl Append {
+    /// The string of value `id`: nil is "", a value that is not a string None.
+    fn text(&self, id: i64) -> Option<&str> {
+        match self.texts.get(id as usize)? {
+            Text::Nil => Some(""),
+            Text::Str(s) => Some(s),
+            Text::Opaque => None,
+        }
+    }
+}
+
 impl Machine for Append {
     fn init(&mut self) -> i64 {
         0
+    }
+
+    fn prepare(&mut self, ops: &[MOp], must: &[bool]) {
+        self.reads.clear();
+        if !ops.iter().any(|o| o.kind == 3) {
+            return;
+        }
+        let mut resets: Vec<(usize, String)> = Vec::new();
+        for (i, o) in ops.iter().enumerate() {
+            let new = match o.kind {
+                1 => o.a,
+                2 => o.b,
+                _ => continue,
+            };
+            if let Some(w) = self.text(new) {
+                resets.push((i, w.to_string()));
+            }
+        }
+        for (i, o) in ops.iter().enumerate() {
+            if o.kind != 0 || !must[i] {
+                continue;
+            }
+            if let Some(t) = self.text(o.a) {
+                let by: Vec<usize> = resets.iter().filter(|(_, w)| t.starts_with(w.as_str()))
+                    .map(|&(j, _)| j).collect();
+                self.reads.push((i, t.to_string(), by));
+            }
+        }
+    }
+
+    fn viable(&self, state: i64, done: &dyn Fn(usize) -> bool) -> bool {
+        let Some(s) = self.text(state) else { return true };
+        self.reads.iter().all(|(i, t, by)| {
+            done(*i) || t.starts_with(s) || by.iter().any(|&j| !done(j))
+        })
     }
     fn step(&mut self, state: i64, op: &MOp) -> Option<i64> {
         match op.kind {
@@ -349,6 +406,8 @@ pub fn search(machine: &mut dyn Machine, ops: &[MOp], events: &[u32], limits: Li
         }
     }
     let pure: Vec<bool> = ops.iter().map(|o| machine.pure(o.kind)).collect();
+    let must: Vec<bool> = (0..n).map(|i| !info[i] && !ops[i].opt).collect();
+    machine.prepare(ops, &must);
     let mut set = LinSet {
         done: vec![0; (nc as usize).div_ceil(64)],
         info: vec![0; (ni as usize).div_ceil(64)],
@@ -375,7 +434,9 @@ pub fn search(machine: &mut dyn Machine, ops: &[MOp], events: &[u32], limits: Li
 
     loop {
         iter += 1;
-        if iter & 0x3FF == 0 && limits.deadline.is_some_and(|d| Instant::now() >= d) {
+        if (iter & 0x3FF == 0 && limits.deadline.is_some_and(|d| Instant::now() >= d))
+            || (iter & crate::signals::EVERY == 0 && crate::signals::interrupted())
+        {
             let order = order_of(&mut best.iter().copied(), &is_call, &node_op);
             return Outcome { verdict: Verdict::Timeout, order, stuck, states };
         }
@@ -405,7 +466,19 @@ pub fn search(machine: &mut dyn Machine, ops: &[MOp], events: &[u32], limits: Li
         let mut placing: Option<(u32, i64, bool, bool)> = None;
         let mut walk_on = false;
         if take.is_some() || (is_call[entry as usize] && !pure[i]) {
-            let new = if take.is_some() { take } else { machine.step(state, &ops[i]) };
+            let new = if take.is_some() {
+                take
+            } else {
+                machine.step(state, &ops[i]).filter(|&s| {
+                    let done = |j: usize| {
+                        j == i || {
+                            let bits = if info[j] { &set.info } else { &set.done };
+                            bits[(cid[j] / 64) as usize] >> (cid[j] % 64) & 1 == 1
+                        }
+                    };
+                    machine.viable(s, &done)
+                })
+            };
             match new {
                 Some(s) => placing = Some((entry, s, take.is_some(), false)),
                 None => walk_on = true,

@@ -448,6 +448,78 @@ pub fn check_all(c: &Columns, deadline: Option<Instant>, cache_bytes: usize, fai
     })
 }
 
+/// A counterexample of one register part found without a search, as
+/// `CasRegister.refute` finds it (same rows, same choice among several): the first op in
+/// (invoke, index) order that completed ok and needs a value (a read's, a cas's expected
+/// one; nil aside) no write or cas of the part began to write before it ended — `[op]`;
+/// else a stale read — `[w, r]`: a read r of v and an ok write or cas w of another value
+/// that began after every write of v completed (all of them ok) and completed before r
+/// began, picked by sweeping the reads by invoke over the ok writes by completion.
+pub fn refute(c: &Columns, part: &[u32]) -> Option<Vec<u32>> {
+    let is_write = |r: usize| c.kind[r] == WRITE as i64 || c.kind[r] == CAS as i64;
+    let written = |r: usize| if c.kind[r] == CAS as i64 { c.b[r] } else { c.a[r] };
+    // the earliest invoke writing each value; every writer of each value
+    let mut first: HashMap<i64, i64> = HashMap::new();
+    let mut writers: HashMap<i64, Vec<u32>> = HashMap::new();
+    for &r in part {
+        let r = r as usize;
+        if c.outcome[r] != FAIL && is_write(r) {
+            let e = first.entry(written(r)).or_insert(c.invoke[r]);
+            *e = (*e).min(c.invoke[r]);
+            writers.entry(written(r)).or_default().push(r as u32);
+        }
+    }
+    let mut by_invoke: Vec<u32> = part.to_vec();
+    by_invoke.sort_by_key(|&r| (c.invoke[r as usize], c.index[r as usize]));
+    for &r in &by_invoke {
+        let r = r as usize;
+        if c.outcome[r] != OK || !(c.kind[r] == READ as i64 || c.kind[r] == CAS as i64) {
+            continue;
+        }
+        let v = c.a[r];
+        if v == 0 || v == ANY {
+            continue;
+        }
+        if first.get(&v).is_none_or(|&t| t >= c.complete[r]) {
+            return Some(vec![r as u32]);
+        }
+    }
+    // stale reads
+    let mut done: Vec<u32> = part.iter().copied()
+        .filter(|&r| c.outcome[r as usize] == OK && is_write(r as usize)).collect();
+    done.sort_by_key(|&r| c.complete[r as usize]); // stable: ties keep row order
+    let mut reads: Vec<u32> = part.iter().copied()
+        .filter(|&r| c.outcome[r as usize] == OK && c.kind[r as usize] == READ as i64)
+        .collect();
+    reads.sort_by_key(|&r| c.invoke[r as usize]);
+    let mut best: Vec<(u32, i64)> = Vec::new(); // up to two (write, value), latest invoke first
+    let mut i = 0;
+    for &r in &reads {
+        let r = r as usize;
+        while i < done.len() && c.complete[done[i] as usize] < c.invoke[r] {
+            let w = done[i];
+            let v = written(w as usize);
+            best.retain(|&(_, bv)| bv != v);
+            best.push((w, v));
+            best.sort_by_key(|&(x, _)| std::cmp::Reverse(c.invoke[x as usize])); // stable
+            best.truncate(2);
+            i += 1;
+        }
+        let v = c.a[r];
+        let of_v = writers.get(&v).map_or(&[][..], |x| &x[..]);
+        if of_v.iter().any(|&x| c.outcome[x as usize] != OK) {
+            continue;
+        }
+        let last_v = of_v.iter().map(|&x| c.complete[x as usize]).max();
+        for &(w, wv) in &best {
+            if wv != v && last_v.is_none_or(|l| c.invoke[w as usize] > l) {
+                return Some(vec![w, r as u32]);
+            }
+        }
+    }
+    None
+}
+
 /// How `schedule` searches one part: (key, rows, deadline) to its result.
 pub type PartSearch<'a> = dyn FnMut(i64, &[u32], Option<Instant>) -> Part + 'a;
 

@@ -13,6 +13,7 @@ pub mod simpledb;
 pub mod simreads;
 pub mod simrt;
 pub mod kv;
+pub mod signals;
 pub mod wgl;
 
 use std::borrow::Cow;
@@ -133,6 +134,7 @@ fn run(
     let deadline = instant_of(py, deadline_s)?;
     let limits = Limits { deadline, max_entries: max_cache.max(1) };
     let out = py.detach(|| wgl::search(&ops, &events, init, limits));
+    raise_if_interrupted(py)?;
     let verdict = match out.verdict {
         Verdict::Linearizable => 1,
         Verdict::NotLinearizable => 0,
@@ -229,6 +231,7 @@ fn check_kv(
         };
         kv::check_all(&c, deadline, cache_bytes, fail_fast, &mut tick)
     });
+    raise_if_interrupted(py)?;
     if let Some(e) = err {
         return Err(e);
     }
@@ -339,6 +342,7 @@ fn check_machine(
             generic::check_part(&c, k, part, m.as_mut(), dl, cache_bytes)
         })
     });
+    raise_if_interrupted(py)?;
     if let Some(e) = err {
         return Err(e);
     }
@@ -347,6 +351,46 @@ fn check_machine(
         .map(|p| {
             let bytes: Vec<u8> = p.order.iter().flat_map(|x| x.to_ne_bytes()).collect();
             (p.key, p.ops, p.verdict, PyBytes::new(py, &bytes).unbind(), p.stuck, p.seconds)
+        })
+        .collect())
+}
+
+/// Return the register parts of ``check_kv``'s columns refuted without a search
+/// (``kv::refute``, as ``CasRegister.refute``): ``[(key id, rows as uint32 bytes)]`` in
+/// first-seen key order, parts with none left out.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn refute_register(
+    py: Python<'_>,
+    key: &[u8],
+    kind: &[u8],
+    a: &[u8],
+    b: &[u8],
+    outcome: &[u8],
+    invoke_ns: &[u8],
+    complete_ns: &[u8],
+    index: &[u8],
+) -> PyResult<Vec<(i64, Py<PyBytes>)>> {
+    let cols = [("key", key), ("kind", kind), ("a", a), ("b", b), ("outcome", outcome),
+                ("invoke_ns", invoke_ns), ("complete_ns", complete_ns), ("index", index)];
+    let v = cols.iter().map(|&(n, c)| int64s(n, c)).collect::<PyResult<Vec<_>>>()?;
+    let c = kv::Columns { key: &v[0], kind: &v[1], a: &v[2], b: &v[3], outcome: &v[4],
+                          invoke: &v[5], complete: &v[6], index: &v[7] };
+    c.rows().map_err(|e| PyValueError::new_err(format!("refute_register: {e}")))?;
+    let (keys, start, rows) = kv::partition(c.key);
+    let found: Vec<(i64, Vec<u32>)> = py.detach(|| {
+        (0..keys.len())
+            .filter_map(|j| {
+                kv::refute(&c, &rows[start[j] as usize..start[j + 1] as usize])
+                    .map(|r| (keys[j], r))
+            })
+            .collect()
+    });
+    Ok(found
+        .into_iter()
+        .map(|(k, r)| {
+            let bytes: Vec<u8> = r.iter().flat_map(|x| x.to_ne_bytes()).collect();
+            (k, PyBytes::new(py, &bytes).unbind())
         })
         .collect())
 }
@@ -386,15 +430,41 @@ fn check_window(
     }
     let deadline = instant_of(py, deadline_s)?;
     let values = c.a.iter().chain(c.b.iter()).copied().max().unwrap_or(0).max(0) as usize + 1;
-    Ok(py.detach(|| {
+    let v = py.detach(|| {
         let mut scratch = kv::Scratch::new(values);
         kv::check_window(&c, constrained, &mut scratch, deadline, cache_bytes)
-    }))
+    });
+    raise_if_interrupted(py)?;
+    Ok(v)
+}
+
+/// Look at pending signals with the GIL held (installed for `signals::interrupted`): a
+/// handler that raised (Ctrl-C) leaves its exception set for `raise_if_interrupted`.
+fn poll_signals() -> bool {
+    Python::attach(|py| match py.check_signals() {
+        Ok(()) => false,
+        Err(e) => {
+            e.restore(py);
+            true
+        }
+    })
+}
+
+/// Raise what a signal handler raised during the search that just returned, if any.
+fn raise_if_interrupted(py: Python<'_>) -> PyResult<()> {
+    if signals::take() {
+        return Err(PyErr::take(py).unwrap_or_else(|| {
+            pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted")
+        }));
+    }
+    Ok(())
 }
 
 #[pymodule]
 fn replicalab_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    signals::install(poll_signals);
     m.add_function(wrap_pyfunction!(check_window, m)?)?;
+    m.add_function(wrap_pyfunction!(refute_register, m)?)?;
     m.add_function(wrap_pyfunction!(check_machine, m)?)?;
     m.add("MACHINES", MACHINES.to_vec())?;
     m.add_function(wrap_pyfunction!(search_part, m)?)?;

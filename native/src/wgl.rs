@@ -350,8 +350,24 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
         .collect();
     let ops = &owned[..];
     let values = dense.len() + 1;
+    // per info op, the latest identical info op invoked before it (see `Search::twin`)
+    let mut twin = vec![NIL; n];
+    let mut last: HashMap<(u8, i64, i64), u32> = HashMap::new();
+    for &ev in events {
+        let i = (ev >> 1) as usize;
+        if ev & 1 == 1 || !info[i] || ops[i].f == READ {
+            continue;
+        }
+        let o = &ops[i];
+        let k = (o.f, o.a, if o.f == CAS { o.b } else { 0 });
+        if let Some(&j) = last.get(&k) {
+            twin[i] = j;
+        }
+        last.insert(k, i as u32);
+    }
     let mut s = Search {
         ops,
+        twin,
         info,
         must,
         call_node,
@@ -397,7 +413,9 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
     // tracked as `linsearch.search_part` tracks them: both cores give the same result.
     loop {
         iter += 1;
-        if iter & 0x3FF == 0 && limits.deadline.is_some_and(|d| Instant::now() >= d) {
+        if (iter & 0x3FF == 0 && limits.deadline.is_some_and(|d| Instant::now() >= d))
+            || (iter & crate::signals::EVERY == 0 && crate::signals::interrupted())
+        {
             return Outcome { verdict: Verdict::Timeout, order: s.best_order(), stuck,
                              states: s.states };
         }
@@ -431,8 +449,13 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
         }
         if s.is_call[entry as usize] {
             let i = s.node_op[entry as usize] as usize;
+            let t = s.twin[i];
+            let twin_free = t != NIL && {
+                let id = s.cid[t as usize];
+                s.set.info[(id / 64) as usize] >> (id % 64) & 1 == 0
+            };
             // no read is legal in this configuration (one would have been taken)
-            if s.ops[i].f != READ {
+            if s.ops[i].f != READ && !twin_free {
                 if let Some(new_state) = s.step(i) {
                     if s.place(entry, new_state, false) {
                         fresh = true;
@@ -479,6 +502,10 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
 /// The search's working data: the event list, the linearized set, the memo and the stack.
 struct Search<'a> {
     ops: &'a [Op],
+    /// Per info op, the latest identical info op invoked before it (NIL: none): the two
+    /// are interchangeable once both are invoked, so one is placed only after its twin
+    /// (exact: a linearization placing it first is one with the two swapped).
+    twin: Vec<u32>,
     info: Vec<bool>,
     must: Vec<bool>,
     call_node: Vec<u32>,

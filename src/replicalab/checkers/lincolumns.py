@@ -82,18 +82,20 @@ def native_machine(model: Model, ops: Sequence[LinOp]) -> str | None:
     return machine if machine in machines else None
 
 
-def encode_columns(ops: Sequence[LinOp], model: Model, machine: str = "register") -> Columns:
+def encode_columns(ops: Sequence[LinOp], model: Model, machine: str = "register",
+                   one_part: bool = False) -> Columns:
     """Return ``ops`` as int64 columns for ``machine``. For ``register``: key ids and
     values interned in first-seen order (value 0 is None, a register's nil; a cas's
     unrecorded expected value is -1), kind 0 read / 1 write / 2 cas; for another machine
     kind/a/b/table from ``model.native_columns``. Outcome 0 ok / 1 info / 2 fail /
     3 optional, times in ns. Raises ValueError for an op the model cannot take, TypeError
-    or OverflowError for times, indexes or counter values that are not int64."""
+    or OverflowError for times, indexes or counter values that are not int64. With
+    ``one_part`` the ops are one part whatever their keys (key id 0 for all)."""
     if not ops:
         return _empty(machine)
     # column by column, each a comprehension or a C-level map: this encoding is the part
     # of a native check that runs in Python, so it is kept to a few cheap passes
-    keyc = [o.key for o in ops]
+    keyc = [None] * len(ops) if one_part else [o.key for o in ops]
     if machine == "register":
         kind_b, a_b, b_b = _register_columns(ops, model)
         table = None

@@ -89,7 +89,8 @@ class PartResult:
 
     ``ops`` counts the part's ops as given; ``linearization`` lists ``LinOp.index`` values
     in linearization order — all the ops that took effect when linearizable, the longest
-    linearizable prefix found otherwise (None if the part was never searched);
+    linearizable prefix found otherwise (None if the part was never searched: skipped, or
+    refuted without a search, ``Model.refute``);
     ``counterexample`` the indexes of a 1-minimal non-linearizable subset (None unless not
     linearizable); ``minimal`` False when shrinking ran out of time; ``explanation`` a
     paragraph saying why; ``check_s`` the time spent on the part in s (search and
@@ -153,7 +154,7 @@ class PartSearch:
         # turns it off for a part whose window check cannot see the violation at all
         self.windowed = self.register
         if native is not None and self.ops:
-            self.cols = encode_columns([replace(o, key=None) for o in self.ops], model, native)
+            self.cols = encode_columns(self.ops, model, native, one_part=True)
             self.codes = int64s(self.cols.outcome)
             self.pos = {o.index: n for n, o in enumerate(self.ops)}
 
@@ -306,7 +307,7 @@ def _search_python(model: Model, ops: list[LinOp], deadline_s: float | None,
         verdict, order, stuck = search_model(
             len(kept), event_order(kept), step, model.init(), deadline_s,
             _cache_entries(len(kept), cache_bytes), [o.f in model.reads for o in kept],
-            [o.outcome == OPTIONAL for o in kept])
+            [o.outcome == OPTIONAL for o in kept], model.viability(kept))
     return Verdict(verdict), [kept[i] for i in order], kept[stuck] if stuck >= 0 else None
 
 
@@ -354,12 +355,13 @@ def part_result(search: PartSearch, key: Any, verdict: Verdict, order: list[LinO
     if shrink_deadline_s is not None:
         end = min(end, shrink_deadline_s)
     kept = model.prepare(ops)
-    if search.windowed and search.verdict(
-            frozenset(o.index for o in kept if o.outcome == OK), end) != verdict:
+    ce, minimal = shrink(kept, search.verdict, end, focus=stuck)
+    if minimal is None and search.windowed:
         # the window's starting values over-approximate what came before it: when even
         # every op constrained is not seen failing that way, shrink on the whole part
         search.windowed = False
-    ce, minimal = shrink(kept, search.verdict, end, focus=stuck)
+        ce, minimal = shrink(kept, search.verdict, end, focus=stuck)
+    minimal = bool(minimal)
     ce.sort(key=lambda o: (o.invoke_ns, o.index))
     return PartResult(key, verdict, len(ops), linearization, [o.index for o in ce],
                       explain(ce, kept, model, clock, minimal),
@@ -393,29 +395,38 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
     ops = list(ops)
     if clock is None:
         clock = Clock(min((o.invoke_ns for o in ops), default=0) if t0_ns is None else t0_ns)
-    refuted: dict[Any, PartResult] = {}
-    order: list[Any] = []
-    if type(m).refute is not Model.refute:
-        # parts a pattern of the model refutes skip the search (their verdict is known)
-        rest: list[LinOp] = []
-        for key, part in m.partition(ops):
-            order.append(key)
-            r = _refuted(m, key, part, clock, cache_bytes, deadline_s)
-            if r is None:
-                rest += part
-            else:
-                refuted[key] = r
-        search_ops = rest
-    else:
-        search_ops = ops
-    final = _search_all(m, search_ops, deadline_s, cache_bytes, progress, clock,
-                        fail_fast and not refuted)
-    if refuted:
-        found = {p.key: p for p in final}
-        skip = fail_fast  # a refuted part is a part found not linearizable
-        final = [refuted[k] if k in refuted else
-                 PartResult(k, Verdict.SKIPPED, found[k].ops, None, None, None, 0.0)
-                 if skip else found[k] for k in order]
+    if ops and native_machine(m, ops) == "register" and native_available(m, ops):
+        try:
+            cols = encode_columns(ops, m, "register")
+        except (TypeError, OverflowError):
+            cols = None  # times, indexes or values that are not int64: Python takes them
+        if cols is not None:  # refutations found natively on the columns, as for runs
+            r = check_columns(cols, m, lambda rows: [ops[i] for i in rows], deadline_s,
+                              cache_bytes, progress, clock, fail_fast)
+            return replace(r, ops=len(ops), check_s=time.monotonic() - started)
+    final: list[PartResult] | None = None
+    if m.refutes(ops):
+        # parts a pattern of the model refutes skip the search (their verdict is known),
+        # smallest first as the search goes; with fail_fast the first one ends the check
+        parts = m.partition(ops)
+        refuted: dict[int, PartResult] = {}
+        for j in sorted(range(len(parts)), key=lambda j: len(parts[j][1])):
+            r = _refuted(m, parts[j][0], parts[j][1], clock, cache_bytes, deadline_s)
+            if r is not None:
+                refuted[j] = r
+                if fail_fast:
+                    break
+        if fail_fast and refuted:
+            final = [refuted.get(j) or PartResult(key, Verdict.SKIPPED, len(part), None, None,
+                                                  None, 0.0)
+                     for j, (key, part) in enumerate(parts)]
+        elif refuted:
+            rest = [o for j, (_, part) in enumerate(parts) if j not in refuted for o in part]
+            found = iter(_search_all(m, rest, deadline_s, cache_bytes, progress, clock,
+                                     fail_fast))
+            final = [refuted[j] if j in refuted else next(found) for j in range(len(parts))]
+    if final is None:
+        final = _search_all(m, ops, deadline_s, cache_bytes, progress, clock, fail_fast)
     return CheckResult(m.name, overall([p.verdict for p in final]), len(ops), final,
                        time.monotonic() - started)
 
@@ -454,9 +465,10 @@ def _refuted(m: Model, key: Any, part: list[LinOp], clock: Clock, cache_bytes: i
     if search.verdict(frozenset(o.index for o in ce), end) != Verdict.NOT_LINEARIZABLE:
         return None  # not a counterexample after all: the search decides
     kept = m.prepare(part)
-    small, minimal = shrink(ce, search.verdict, end)
+    small, confirmed = shrink(ce, search.verdict, end)
+    minimal = bool(confirmed)
     small.sort(key=lambda o: (o.invoke_ns, o.index))
-    return PartResult(key, Verdict.NOT_LINEARIZABLE, len(part), [],
+    return PartResult(key, Verdict.NOT_LINEARIZABLE, len(part), None,
                       [o.index for o in small], explain(small, kept, m, clock, minimal),
                       time.monotonic() - started, minimal)
 
@@ -562,10 +574,62 @@ def check_columns(cols: Columns, m: Model, ops_at: Callable[[list[int]], list[Li
                   progress: Callable[[int, int], None] | None = None,
                   clock: Clock | None = None, fail_fast: bool = False) -> CheckResult:
     """Return the verdict on a history already encoded as native columns (``ops_at`` as
-    :func:`check_native`): what :func:`check_history` and the CLI use."""
+    :func:`check_native`): what :func:`check_history` and the CLI use. The parts the
+    model refutes without a search (``replicalab_native.refute_register`` finds them on
+    the columns, ``Model.refute`` makes their counterexample from their LinOps) are not
+    searched, as in :func:`check`."""
     started = time.monotonic()
     if clock is None:
         clock = Clock(cols.t0_ns)
-    final = check_native(ops_at, m, cols, deadline_s, cache_bytes, progress, clock, fail_fast)
+    refuted = _refuted_columns(cols, m, ops_at, clock, cache_bytes, deadline_s, fail_fast)
+    if not refuted:
+        final = check_native(ops_at, m, cols, deadline_s, cache_bytes, progress, clock,
+                             fail_fast)
+    elif fail_fast:
+        key_ids = int64s(cols.key)
+        sizes = {k: key_ids.count(k) for k in range(len(cols.keys))}
+        final = [refuted.get(k) or PartResult(cols.keys[k], Verdict.SKIPPED, sizes[k], None,
+                                              None, None, 0.0) for k in range(len(cols.keys))]
+    else:
+        # the refuted parts' rows are left out of the search (as if they failed)
+        key_ids = int64s(cols.key)
+        codes = [OUTCOME_CODE[FAIL] if k in refuted else c
+                 for k, c in zip(key_ids, int64s(cols.outcome), strict=True)]
+        rest = cols.with_outcomes(array("q", codes).tobytes())
+        searched = check_native(ops_at, m, rest, deadline_s, cache_bytes, progress, clock,
+                                fail_fast)
+        final = [refuted.get(k, p) for k, p in enumerate(searched)]
     return CheckResult(m.name, overall([p.verdict for p in final]), cols.rows(), final,
                        time.monotonic() - started)
+
+
+try:  # the register refutations on columns (an older build of the core may lack it)
+    from replicalab_native import refute_register as _native_refute_register
+except ImportError:
+    _native_refute_register = None
+
+
+def _refuted_columns(cols: Columns, m: Model, ops_at: Callable[[list[int]], list[LinOp]],
+                     clock: Clock, cache_bytes: int, deadline_s: float | None,
+                     fail_fast: bool) -> dict[int, PartResult]:
+    """Return key id -> result of the register parts of ``cols`` refuted without a search
+    (smallest first; with ``fail_fast`` only the first)."""
+    if (cols.machine != "register" or _native_refute_register is None or not cols.kind
+            or type(m).refute is Model.refute):
+        return {}
+    found = _native_refute_register(*cols.args())
+    if not found:
+        return {}
+    key_ids = int64s(cols.key)
+    rows_of: dict[int, list[int]] = {}
+    for r, k in enumerate(key_ids):
+        rows_of.setdefault(k, []).append(r)
+    out: dict[int, PartResult] = {}
+    for kid, _ in sorted(found, key=lambda f: (len(rows_of[f[0]]), f[0])):
+        rows = rows_of[kid]
+        r = _refuted(m, cols.keys[kid], ops_at(rows), clock, cache_bytes, deadline_s)
+        if r is not None:
+            out[kid] = r
+            if fail_fast:
+                break
+    return out

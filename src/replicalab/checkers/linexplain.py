@@ -32,12 +32,10 @@ from typing import Any
 
 from replicalab.checkers.linmodel import Model
 from replicalab.checkers.linmodels import show_value
-from replicalab.checkers.linops import OK, UNRECORDED, LinOp, Verdict
+from replicalab.checkers.linops import OK, UNRECORDED, LinOp, Verdict, who
 
 MAX_LISTED = 20
 """Operations a paragraph lists (a counterexample not fully shrunk can be long)."""
-FINAL_PROCESS = -2
-"""The process of the register workload's final reads (``checkers.accounting.FINAL``)."""
 
 SubVerdict = Callable[[frozenset[int], float | None], Verdict]
 """``verdict(S, deadline_s)``: the part checked with the ops whose index is not in S made
@@ -126,14 +124,15 @@ def _by_value(ops: Sequence[LinOp], focus: LinOp) -> list[LinOp]:
 
 
 def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
-           focus: LinOp | None = None) -> tuple[list[LinOp], bool]:
+           focus: LinOp | None = None) -> tuple[list[LinOp], bool | None]:
     """Return (a counterexample, whether it is 1-minimal) of the non-linearizable part
     ``ops``: the ops that completed ``ok`` are the candidates, in the order of
     :func:`_by_value` (register models) or nearest ``focus`` in time (the op the search
     could not get past); needed ops are found one per round (see the module docstring).
     ``verdict(S, deadline_s)`` checks the part with S constrained; shrinking stops at
     ``deadline_s`` (``time.monotonic()`` s): the counterexample is then returned as it
-    stands, not 1-minimal."""
+    stands, not 1-minimal. Whether it is 1-minimal is None when ``verdict`` never saw the
+    candidates fail, even all of them (the ops are then returned unconfirmed)."""
     ok = [o for o in ops if o.outcome == OK]
     if focus is not None and all(o.f in ("read", "write", "cas") for o in ok):
         cand = _by_value(ok, focus)
@@ -164,7 +163,9 @@ def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
         # kept + rest is known not linearizable (the whole part, then each round's
         # prefix): it needs no check
         if not rest:
-            return kept, False  # kept + rest was not linearizable, kept alone is: a bug
+            # every candidate kept and still not seen failing: this check cannot see the
+            # violation (the caller may try another one); nothing is confirmed
+            return kept, None
         lo, hi, j = 0, None, 1
         while hi is None:
             if j >= len(rest):
@@ -188,11 +189,6 @@ def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
                 lo = mid
         kept.append(rest[hi - 1])
         rest = rest[:hi - 1]
-
-
-def who(process: int) -> str:
-    """Return how a process is named in an explanation."""
-    return "the final read" if process == FINAL_PROCESS else f"process {process}"
 
 
 def _written(op: LinOp) -> Any:

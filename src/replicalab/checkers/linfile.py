@@ -21,12 +21,13 @@ def ops_from_file(path: Path, ops: Sequence[FileOp], model: Model) -> list[LinOp
     out = []
     canonical = model.canonical
     shape = model.file_value
+    takes = set(model.ops)
+    value_problem = model.value_problem
     for o in ops:
         f = canonical(o.f)
         op = LinOp(o.line, o.process, f, o.key, shape(f, o.value), o.outcome, o.invoke_ns,
                    o.complete_ns)
-        bad = model.why_not(op)
-        if bad:
-            raise HistoryFileError(f"{path}:{o.line}: {bad}")
+        if f not in takes or value_problem(op):
+            raise HistoryFileError(f"{path}:{o.line}: {model.why_not(op)}")
         out.append(op)
     return out

@@ -126,6 +126,17 @@ class Model:
         may or may not happen, a smaller search."""
         return set()
 
+    def viability(self, ops: Sequence[LinOp]) -> Any:
+        """Return ``viable(state, done)`` for the search of the prepared part ``ops``
+        (``done`` the bitset of op positions placed or dropped): False only when no
+        linearization of the ops left can go on from ``state``; or None (default: no
+        pruning)."""
+        return None
+
+    def refutes(self, ops: Sequence[LinOp]) -> bool:
+        """Return whether :meth:`refute` may find something in ``ops`` (a whole history)."""
+        return type(self).refute is not Model.refute
+
     def refute(self, ops: Sequence[LinOp]) -> list[LinOp] | None:
         """Return a few ops of the part ``ops`` that cannot be linearized whatever the others
         did, found without a search (a pattern the model knows), or None (default: none).

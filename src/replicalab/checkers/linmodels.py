@@ -9,12 +9,15 @@ string concatenation onto the key's value; a part with appends goes to the gener
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any, ClassVar
 
 from replicalab.checkers.linmodel import Model, NativeColumns
-from replicalab.checkers.linops import OK, UNRECORDED, LinOp
+from replicalab.checkers.linops import OK, UNRECORDED, LinOp, who
 from replicalab.checkers.linsearch import ANY, CAS, NIL, READ, WRITE
 from replicalab.history.values import decode_value
 
@@ -128,6 +131,82 @@ class CasRegister(Model):
             return (UNRECORDED, value)
         return value
 
+    def _unwritten(self, ops: Sequence[LinOp]) -> LinOp | None:
+        """Return the first op that completed ``ok`` needing a value (a read's, a cas's
+        expected one) that no write or cas of its key began to write before it ended."""
+        norm = self.intern_key
+        first: dict[tuple[Any, Any], int] = {}  # (key, value) -> earliest invoke writing it
+        def pair(o: LinOp) -> bool:  # what the checks later refuse is left to them
+            return isinstance(o.value, tuple) and len(o.value) == 2
+
+        for o in ops:
+            if o.outcome != "fail" and (o.f == "write" or (o.f == "cas" and pair(o))):
+                k = (o.key, norm(o.value[1] if o.f == "cas" else o.value))
+                if k not in first or o.invoke_ns < first[k]:
+                    first[k] = o.invoke_ns
+        for o in sorted(ops, key=lambda o: (o.invoke_ns, o.index)):
+            if o.outcome != "ok" or o.f not in ("read", "cas") or (o.f == "cas" and not pair(o)):
+                continue
+            v = norm(o.value if o.f == "read" else o.value[0])
+            if v is None or v is UNRECORDED:
+                continue
+            if first.get((o.key, v), o.complete_ns) >= o.complete_ns:
+                return o
+        return None
+
+    def _stale(self, ops: Sequence[LinOp]) -> list[LinOp] | None:
+        """Return [w, r]: a read r of a value v and a write (or cas) w of another value
+        that began after every write of v completed (none may still take effect: all
+        ``ok``) and completed before r began — v cannot come back; or None. One sweep
+        of the reads by invoke over the writes by completion."""
+        norm = self.intern_key
+        writers: dict[tuple[Any, Any], list[LinOp]] = {}
+        done = []
+        for o in ops:
+            if o.outcome == "fail" or o.f not in ("write", "cas"):
+                continue
+            if o.f == "cas" and not (isinstance(o.value, tuple) and len(o.value) == 2):
+                continue
+            v = norm(o.value[1] if o.f == "cas" else o.value)
+            writers.setdefault((o.key, v), []).append(o)
+            if o.outcome == "ok":
+                done.append((o.complete_ns, o, v))
+        done.sort(key=lambda d: d[0])
+        reads = sorted((o for o in ops if o.f == "read" and o.outcome == "ok"),
+                       key=lambda o: o.invoke_ns)
+        # per key, the two latest-invoked writes of different values completed so far
+        best: dict[Any, list[tuple[LinOp, Any]]] = {}
+        i = 0
+        for r in reads:
+            while i < len(done) and done[i][0] < r.invoke_ns:
+                _, w, v = done[i]
+                top = [t for t in best.get(w.key, []) if t[1] != v]
+                top.append((w, v))
+                top.sort(key=lambda t: -t[0].invoke_ns)
+                best[w.key] = top[:2]
+                i += 1
+            v = norm(r.value)
+            of_v = writers.get((r.key, v), [])
+            if any(x.outcome != "ok" for x in of_v):
+                continue
+            last_v = max((x.complete_ns for x in of_v), default=None)
+            for w, wv in best.get(r.key, []):
+                if wv != v and (last_v is None or w.invoke_ns > last_v):
+                    return [w, r]
+        return None
+
+    def refutes(self, ops: Sequence[LinOp]) -> bool:
+        """Return whether :meth:`refute` finds something (a pass and a sweep)."""
+        return self._unwritten(ops) is not None or self._stale(ops) is not None
+
+    def refute(self, ops: Sequence[LinOp]) -> list[LinOp] | None:
+        """Return a counterexample found without a search (a search would have to try
+        every order of everything before it to fail): a read (or a cas) of a value no
+        write began to write before it ended; or a stale read and the write that
+        certainly replaced its value (:meth:`_stale`)."""
+        op = self._unwritten(ops)
+        return [op] if op is not None else self._stale(ops)
+
     def describe(self, op: LinOp) -> str:
         """Return "read 3", "write 3", "cas 1 -> 2" (values as :func:`show_value`)."""
         if op.f == "cas":
@@ -190,6 +269,30 @@ def _text(v: Any) -> str | None:
     return None if v == "" else v
 
 
+
+def _resets_before(ops: Sequence[LinOp]) -> Callable[[LinOp], float]:
+    """Return ``reset_after(r)``: the latest time (ns) at which a write or cas that may take
+    effect before ``r`` completes can still take effect (``-inf`` when none can): a reset
+    may fall between an operation ``x`` and ``r`` exactly when ``x`` began before it."""
+    resets = sorted((o for o in ops if o.f in ("write", "cas") and o.outcome != "fail"),
+                    key=lambda o: o.invoke_ns)
+    starts = [o.invoke_ns for o in resets]
+    # an ok reset takes effect by its completion, any other may take effect at any later time
+    latest = list(accumulate((float(o.complete_ns) if o.outcome == OK else math.inf
+                              for o in resets), max, initial=-math.inf))
+
+    def reset_after(r: LinOp) -> float:
+        return latest[bisect_left(starts, r.complete_ns)]
+    return reset_after
+
+def _brief(v: Any, limit: int = 48) -> str:
+    """Return a value for a sentence: a long string by its two ends."""
+    text = show_value(v)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit // 2 - 2]}…{text[-(limit // 2 - 2):]} ({len(text)} characters)"
+
+
 class KV(CasRegister):
     """A map of independent registers (Jepsen's ``independent`` register test, Porcupine's
     kv): read (``get``), write (``put``), cas and append, checked one key at a time.
@@ -237,6 +340,104 @@ class KV(CasRegister):
         text = "\0".join(seen)
         return {o.index for o in relaxed
                 if o.f == "append" and o.value and o.value not in text}
+
+    def refutes(self, ops: Sequence[LinOp]) -> bool:
+        """Return whether the history has appends (the patterns :meth:`refute` knows) or
+        a value read that nothing wrote."""
+        return any(o.f == "append" for o in ops) or super().refutes(ops)
+
+    def refute(self, ops: Sequence[LinOp]) -> list[LinOp] | None:
+        """Return a counterexample found without a search: a value read that nothing
+        wrote (:meth:`CasRegister.refute`); in a part with appends, an append that
+        completed before a read began whose value lacks its string, or two reads one
+        after the other where the first is not the start of the second — when no write
+        or cas could have put a new value there in between."""
+        if not any(o.f == "append" for o in ops):
+            return super().refute(ops)
+        reset_after = _resets_before(ops)
+        reads = sorted((o for o in ops if o.f == "read" and o.outcome == "ok"
+                        and isinstance(o.value, str | None)), key=lambda o: o.complete_ns)
+        appends = sorted((o for o in ops if o.f == "append" and o.outcome == "ok"
+                          and o.value), key=lambda o: o.complete_ns)
+        read_ends = [o.complete_ns for o in reads]
+        append_ends = [o.complete_ns for o in appends]
+        latest_start = list(accumulate((o.invoke_ns for o in reads), max, initial=-math.inf))
+
+        # Only the last operations before r need checking: an append or read x that
+        # completed before some read r' began that itself completed before r began is
+        # covered by the pairs (x, r') and (r', r) — containment and prefixes are
+        # transitive, and a reset between x and r' or r' and r is one between x and r.
+        # That keeps the work near linear where a pairwise scan was quadratic.
+        by_start = sorted(reads, key=lambda o: o.invoke_ns)
+        for r in by_start:
+            before = bisect_left(read_ends, r.invoke_ns)
+            since = latest_start[before]
+            text = r.value or ""
+            reset = reset_after(r)
+            for a in appends[bisect_left(append_ends, since):
+                             bisect_left(append_ends, r.invoke_ns)]:
+                if a.value not in text and reset < a.invoke_ns:
+                    return [a, r]
+        for r2 in by_start:
+            before = bisect_left(read_ends, r2.invoke_ns)
+            reset = reset_after(r2)
+            second = r2.value or ""
+            for r1 in reads[bisect_left(read_ends, latest_start[before]):before]:
+                if not second.startswith(r1.value or "") and reset < r1.invoke_ns:
+                    return [r1, r2]
+        return None
+
+    def headline(self, ce: Sequence[LinOp], part: Sequence[LinOp], clock: Any) -> str | None:
+        """Return the sentence for the append patterns :meth:`refute` finds."""
+
+        if len(ce) != 2 or not any(o.f == "append" for o in part):
+            return None
+        x, r = sorted(ce, key=lambda o: (o.complete_ns, o.index))
+        if r.f != "read" or r.outcome != "ok":
+            return None
+        did = f"{who(r.process)} read {_brief(r.value)} at {clock.point(r.invoke_ns)}"
+        tail = "and no write or cas could have replaced the value in between"
+        if x.f == "append" and x.value not in (r.value or ""):
+            return (f"{did} although the append of {x.value!r} by {who(x.process)} completed "
+                    f"at {clock.point(x.complete_ns)}, before it began: the value read "
+                    f"lacks it, {tail}.")
+        if x.f == "read" and not (r.value or "").startswith(x.value or ""):
+            return (f"{did} although {who(x.process)} had read {_brief(x.value)} "
+                    f"(completed at {clock.point(x.complete_ns)}), which it does not start "
+                    f"with: appends only lengthen a value, {tail}.")
+        return None
+
+    def viability(self, ops: Sequence[LinOp]) -> Any:
+        """Return the pruning of a part with appends: appends only lengthen a value, so
+        a state is viable only if every read that must still happen reads a value that
+        starts with it, or with a value a write or cas still to come may put there (a
+        read of nil or "" needs the empty value). None for parts without appends."""
+        if not any(o.f == "append" for o in ops):
+            return None
+        resets = []  # (position, the string it puts there): only strings can be read
+        for i, o in enumerate(ops):
+            if o.f in ("write", "cas"):
+                w = _text(o.value[1] if o.f == "cas" else o.value)
+                if isinstance(w, str | None):
+                    resets.append((i, w or ""))
+        reads = []
+        for i, o in enumerate(ops):
+            if o.f == "read" and o.outcome == "ok" and isinstance(o.value, str | None):
+                text = o.value or ""
+                reads.append((i, text, [j for j, w in resets if text.startswith(w)]))
+
+        def viable(state: Any, done: int) -> bool:
+            s = state or ""
+            if not isinstance(s, str):
+                return True
+            for i, text, resetters in reads:
+                if done >> i & 1 or text.startswith(s):
+                    continue
+                if not any(not done >> j & 1 for j in resetters):
+                    return False
+            return True
+
+        return viable
 
     def native_machine(self, ops: Sequence[LinOp]) -> str:
         """Return the native machine for ``ops``: ``register``, or ``append`` when there

@@ -123,3 +123,12 @@ def event_order(ops: Sequence[LinOp]) -> list[int]:
 def optional_flags(ops: Sequence[LinOp]) -> list[bool]:
     """Return, per op, whether it is ``optional`` (what the search cores take)."""
     return [op.outcome == OPTIONAL for op in ops]
+
+
+FINAL_PROCESS = -2
+"""The process of the register workload's final reads (``checkers.accounting.FINAL``)."""
+
+
+def who(process: int) -> str:
+    """Return how a process is named in an explanation."""
+    return "the final read" if process == FINAL_PROCESS else f"process {process}"

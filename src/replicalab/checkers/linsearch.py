@@ -104,6 +104,25 @@ def _unlift(call: int, nxt: list[int], prv: list[int], match: list[int]) -> None
     nxt[p] = prv[q] = call
 
 
+def _twins(n: int, events: Sequence[int], kinds: Sequence[int], a: Sequence[int],
+           b: Sequence[int], completes: Sequence[bool]) -> list[int]:
+    """Return, per write or cas, the latest one invoked before it that is identical (same
+    kind and values) and, like it, has no completion (``info``), or -1. Two such ops are
+    interchangeable once both are invoked: a search places one only when its twin is
+    placed already, which leaves out orders that differ by swapping them (exact: any
+    linearization placing the later one first is one with the two swapped)."""
+    twin = [-1] * n
+    last: dict[tuple[int, int, int], int] = {}
+    for ev in events:
+        i = ev >> 1
+        if ev & 1 or completes[i] or kinds[i] == READ:
+            continue
+        k = (kinds[i], a[i], b[i] if kinds[i] == CAS else 0)
+        twin[i] = last.get(k, -1)
+        last[k] = i
+    return twin
+
+
 def _order(stack: list[int], op_of: list[int], is_call: list[bool]) -> list[int]:
     """Return the ops linearized by ``stack`` in order (a dropped op, whose frame is its
     return entry, did not happen and is left out)."""
@@ -148,9 +167,12 @@ def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
     must_left = [0] * size
     writes_left = [0] * size
     has_ret = [False] * n  # must happen: a completion and not optional
+    completes = [False] * n
     for ev in events:
         if ev & 1:
             has_ret[ev >> 1] = not opt[ev >> 1]
+            completes[ev >> 1] = True
+    twin = _twins(n, events, kinds, a, b, completes)
 
     def _count(op: int, d: int) -> None:
         """Count op ``op`` in (``d`` = 1) or out of (-1) what is left to linearize."""
@@ -215,6 +237,9 @@ def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
                 continue
         elif is_call[entry]:
             k = kinds[op]
+            if twin[op] >= 0 and not bits >> twin[op] & 1:
+                entry = nxt[entry]  # an identical info op before it is still free: that one
+                continue
             if k == READ:
                 if state != a[op]:
                     entry = nxt[entry]
@@ -296,12 +321,18 @@ def search_part(kinds: Sequence[int], a: Sequence[int], b: Sequence[int],
 def search_model(n: int, events: Sequence[int], step: Callable[[Any, int], tuple[bool, Any]],
                  init: Hashable, deadline_s: float | None = None,
                  max_cache: int = DEFAULT_MAX_CACHE, pure: Sequence[bool] | None = None,
-                 optional: Sequence[bool] | None = None) -> tuple[int, list[int], int]:
+                 optional: Sequence[bool] | None = None,
+                 viable: Callable[[Any, int], bool] | None = None
+                 ) -> tuple[int, list[int], int]:
     """Return (verdict 1/0/-1, op order, stuck op or -1) of ops ``0..n-1`` under any model:
     ``step(state, i)`` returns (legal, new state) of op ``i`` (states hashable);
     ``pure[i]`` (None: all False) marks an op that never changes the state (a read): at a
-    new configuration the first one legal there is taken at once, without a choice; the
-    rest is as :func:`search_part`."""
+    new configuration the first one legal there is taken at once, without a choice;
+    ``viable(state, done)`` (``done`` the bitset of ops placed or dropped), when given,
+    says whether the ops left can still be linearized from ``state`` as far as the model
+    can tell at once: a step of an op that is not pure to a state that is not viable is
+    refused (a pruning that must never refuse a state some linearization goes through).
+    The rest is as :func:`search_part`."""
     op_of, match, nxt, prv, tail = _links(events)
     is_call = [True] * (tail + 1)
     for e, ev in enumerate(events, start=1):
@@ -340,6 +371,8 @@ def search_model(n: int, events: Sequence[int], step: Callable[[Any, int], tuple
         if take or (is_call[entry] and not reads[op]):
             if not take:
                 legal, new = step(state, op)
+                if legal and viable is not None and not viable(new, bits | (1 << op)):
+                    legal = False
             if legal:
                 nb = bits | (1 << op)
                 key = (nb, new)

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from replicalab.checkers.linmodel import Model, NativeColumns
 from replicalab.checkers.linmodels import show_value
-from replicalab.checkers.linops import INFO, UNRECORDED, LinOp
+from replicalab.checkers.linops import INFO, UNRECORDED, LinOp, who
 
 
 def _elements(v: Any) -> frozenset[Any] | None:
@@ -181,7 +181,6 @@ class FifoQueue(Model):
 
     def headline(self, ce: Sequence[LinOp], part: Sequence[LinOp], clock: Any) -> str | None:
         """Return the sentence for the patterns :meth:`refute` finds."""
-        from replicalab.checkers.linexplain import who
 
         ds = sorted((o for o in ce if self._taken(o)), key=lambda o: (o.invoke_ns, o.index))
         if len(ce) == 1 and ds:

@@ -22,6 +22,9 @@ import typer
 from replicalab.cli.errors import fail
 from replicalab.cli.timeparse import parse_duration_s
 
+PLAIN_PARAMETERS = True
+"""Its options are strings, paths and flags: cli/main.py converts them without Typer's
+Pydantic adapters, whose import would be a good part of a short check's start-up."""
 MAX_ROWS = 20
 """Keys listed one per row in the terminal table (the rest are counted)."""
 MAX_LISTED_OPS = 64
@@ -219,7 +222,6 @@ def _check_one(item: Loaded, model: Any, deadline_s: float, fail_fast: bool,
                as_json: bool) -> Any:
     """Return the CheckResult of one loaded PATH (progress on stderr when not --json)."""
     from replicalab.checkers.linearizability import check as run_check
-    from replicalab.cli.progress import progress_bar
 
     def run(progress: Any) -> Any:
         if item.columns is not None:
@@ -233,6 +235,8 @@ def _check_one(item: Loaded, model: Any, deadline_s: float, fail_fast: bool,
 
     if as_json or (len(item.ops or ()) < 10_000 and item.columns is None):
         return run(None)  # over in milliseconds: no progress bar to set up
+    from replicalab.cli.progress import progress_bar
+
     with progress_bar(f"check {item.path.name}", enabled=True) as tick:
         def progress(done: int, total: int) -> None:
             tick(done / max(total, 1), f"{done:,} of {total:,} keys checked")

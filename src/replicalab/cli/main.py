@@ -100,12 +100,58 @@ def load_verb(name: str) -> Any:
             sub.command(name=name)(getattr(module, name))
     from replicalab.cli.metavars import word_metavars
 
-    return word_metavars(typer.main.get_group(sub).commands.get(name))
+    cmd = word_metavars(typer.main.get_group(sub).commands.get(name))
+    if cmd is not None and any(getattr(importlib.import_module(m), "PLAIN_PARAMETERS", False)
+                               for m in modules):
+        _plain_parameters(cmd)
+    return cmd
+
+
+class _Plain:
+    """Coercion of a parameter typed ``str``, ``Path``, ``list[Path]`` or ``bool``, as
+    Typer's runtime coercion gives it but without building a Pydantic adapter: importing
+    Pydantic for that costs a short command a sizeable share of its start-up."""
+
+    def __init__(self, make: Any, many: bool) -> None:
+        self.make, self.many = make, many
+
+    def coerce(self, value: Any, param: Any = None, ctx: Any = None) -> Any:
+        """Return ``value`` (a string or strings from the command line) as the type."""
+        if value is None:
+            return () if self.many else None
+        if self.many:
+            return [self.make(v) for v in value]
+        return self.make(value)
+
+
+def _plain_parameters(cmd: Any) -> None:
+    """Give ``cmd``'s plainly typed parameters :class:`_Plain` coercion (a verb module
+    asks with ``PLAIN_PARAMETERS = True``); others keep Typer's."""
+    from pathlib import Path
+
+    makers = {str: str, Path: Path, bool: bool}
+
+    def plain(param: Any) -> Any:
+        annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+        many = getattr(annotation, "__origin__", None) is list
+        target = annotation.__args__[0] if many else annotation
+        if target in makers and getattr(param, "_runtime_param", False) is None:
+            param._runtime_param = _Plain(makers[target], many)
+        return param
+
+    for param in getattr(cmd, "params", ()):
+        plain(param)
+    made = cmd.get_help_option  # --help is made when a context asks for it
+    cmd.get_help_option = lambda ctx: None if (o := made(ctx)) is None else plain(o)
 
 
 class LazyGroup(typer.core.TyperGroup):
     """The root group: lists the verbs of :data:`VERBS` and imports a verb's module only
     when that verb runs or its own ``--help`` is asked for."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _plain_parameters(self)  # --debug, --version: flags, no adapter needed
 
     def list_commands(self, ctx: Any) -> list[str]:
         """Return the verb names, registry order (then any command added eagerly)."""

@@ -63,7 +63,8 @@ def _table(sc: dict[str, Any]) -> TableData:
 
 def scorecard(
     kinds: Annotated[str, typer.Option(help="Comma-separated stores: cluster kinds (redis, "
-                                            "postgres, etcd, zookeeper) and sim:// URLs.")
+                                            "postgres, etcd, zookeeper, cassandra) and "
+                                            "sim:// URLs.")
                      ] = "redis,postgres,etcd,zookeeper",
     regions: Annotated[str, typer.Option(help="Region set of the clusters.")] = "dc3",
     quick: Annotated[bool, typer.Option("--quick", help="Every cell, shorter runs "
@@ -88,6 +89,8 @@ def scorecard(
     Example: replicalab scorecard --kinds 'sim://primary?regions=dc3' --quick --only consistency
 
     Example: replicalab scorecard --kinds etcd --only durability,availability
+
+    Example: replicalab scorecard --kinds cassandra --regions dc3 --quick
     """
     from replicalab.history.rundir import make_run_dir
     from replicalab.regions import region_set

@@ -14,7 +14,9 @@ Layout. Node i is in region i mod |regions|; each region is a Cassandra data cen
 mean what they say. Every node is a seed with a fixed token (Murmur3, evenly spaced), so all
 start at once without bootstrapping or colliding on tokens. Small heaps (256 MB), no JMX,
 hinted handoff on, commit log synced every 10 s (the page cache survives a SIGKILLed node),
-no dynamic snitch (see ``config_yaml``).
+no dynamic snitch (see ``config_yaml``). ``cluster up --set KEY=VALUE`` overrides any
+cassandra.yaml setting, e.g. ``commitlog_sync=batch`` (ack a write only once its commit log
+is synced) over the default ``periodic`` (synced every 10 s, Cassandra's own default).
 
 Installation: ``scripts/install-servers.sh`` copies cassandra-all 5.0.6 and its dependency
 jars from Maven Central with Debian's Maven into ``.replicalab/cassandra/5.0.6/lib``. The
@@ -34,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from replicalab.cluster import loopback, process
 from replicalab.cluster.ports import wait_listening_on
 from replicalab.cluster.state import Cluster, Node
+from replicalab.cluster.state import settings as state_settings
 
 if TYPE_CHECKING:
     from replicalab.cluster.base import LinkMaker
@@ -189,8 +192,22 @@ def config_yaml(c: Cluster, node: Node) -> str:
         "seed_provider": [{"class_name": "org.apache.cassandra.locator.SimpleSeedProvider",
                            "parameters": [{"seeds": seeds}]}],
     }
+    overrides = {k: _yaml_value(v) for k, v in state_settings(c).items()}
+    if overrides.get("commitlog_sync", "periodic") != "periodic":
+        # batch and group syncs take no period (Cassandra refuses one beside them)
+        settings.pop("commitlog_sync_period")
+    settings.update(overrides)  # e.g. commitlog_sync=batch (``cluster up --set``)
     # YAML reads JSON values; one line per key keeps the file readable
     return "".join(f"{k}: {json.dumps(v)}\n" for k, v in settings.items())
+
+
+def _yaml_value(text: str) -> Any:
+    """Return a ``--set`` value as cassandra.yaml wants it: an integer, a boolean or text."""
+    if text.lstrip("-").isdigit():
+        return int(text)
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return text
 
 
 class CassandraDriver:
@@ -247,8 +264,14 @@ class CassandraDriver:
 
     def start_node(self, c: Cluster, node: Node, root: Path) -> None:
         """(Re)start one node from its data directory; return once it serves CQL."""
-        self._launch(c, node, root)
-        self._wait_cql([node], _READY_TIMEOUT_S)
+        self.start_nodes(c, [node], root)
+
+    def start_nodes(self, c: Cluster, nodes: list[Node], root: Path) -> None:
+        """(Re)start ``nodes`` at once from their data directories (after a power loss of
+        every node); return once every one serves CQL."""
+        for node in nodes:
+            self._launch(c, node, root)
+        self._wait_cql(nodes, _READY_TIMEOUT_S)
 
     def _launch(self, c: Cluster, node: Node, root: Path) -> None:
         conf = self._write_config(c, node)

@@ -13,12 +13,13 @@ from the node (or every link crossing the region's border), removed at the end. 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from replicalab.cluster import base, process
+from replicalab.cluster import base, loopback, process
 from replicalab.cluster.state import Cluster, Link, load
 from replicalab.cluster.toxiproxy import Toxiproxy
 from replicalab.faults import powerloss
@@ -33,6 +34,9 @@ class Nemesis:
 
     name: str
     root: Path
+    held: dict[int, int] = field(default_factory=dict)
+    """Per fault (its id), the fd of the shared lock on the cluster's loopback block held
+    while its servers are down (see :meth:`_hold_block`)."""
 
     def cluster(self) -> Cluster:
         """Return the cluster as saved now (pids change on restart)."""
@@ -88,11 +92,35 @@ class Nemesis:
                 out.write(f"replicalab: power loss dropped {pages} unsynced pages of "
                           f"{files} files\n")
             c.extra["powerfs"][str(i)] = new.to_json()
+            self._leave_with_cluster(c, [new.pid])
         c.save(self.root)
+
+    @staticmethod
+    def _leave_with_cluster(c: Cluster, pids: list[int]) -> None:
+        """Hand ``pids`` (a restarted server, a remounted file system) over to the cluster
+        when this process does not own the cluster (``cluster up`` handed it over): they
+        must outlive this command, as the rest of the cluster does."""
+        if c.toxiproxy_pid and c.toxiproxy_pid not in process.owned():
+            process.release(pids)
+
+    def _hold_block(self, c: Cluster, f: Fault) -> None:
+        """Keep the cluster's loopback block (Cassandra) claimed while ``f`` has its servers
+        down: their wrappers held it, and with every node down another cluster starting
+        then would claim the block and take the addresses the nodes restart on."""
+        lock = c.extra.get("lock")
+        if lock and id(f) not in self.held:
+            self.held[id(f)] = loopback.hold_shared(Path(str(lock)))
+
+    def _release_block(self, f: Fault) -> None:
+        fd = self.held.pop(id(f), None)
+        if fd is not None:
+            os.close(fd)
 
     def start(self, f: Fault) -> None:
         """Begin fault ``f`` (blocking; call from a thread)."""
         c = self.cluster()
+        if f.action in ("power-loss", "crash"):
+            self._hold_block(c, f)
         if f.action == "power-loss":
             self._power_loss(c, f)
         elif f.action == "crash":
@@ -117,9 +145,12 @@ class Nemesis:
         """End fault ``f``: restart, resume, heal or restore (blocking; call from a thread)."""
         c = self.cluster()
         if f.action in ("crash", "power-loss"):
-            drv = base.driver(c.kind)
-            for i in self._nodes(c, f):
-                drv.start_node(c, c.nodes[i], self.root)
+            nodes = [c.nodes[i] for i in self._nodes(c, f)]
+            try:
+                base.restart_nodes(base.driver(c.kind), c, nodes, self.root)
+            finally:
+                self._release_block(f)  # the restarted wrappers hold it now
+            self._leave_with_cluster(c, [n.pid for n in nodes])
             c.save(self.root)
         elif f.action == "pause":
             for i in self._nodes(c, f):

@@ -431,7 +431,9 @@ def read_ops(path: Path, tuples: bool = False) -> FileHistory:
     the module docstring); raises HistoryFileError naming the file and line of the first
     problem."""
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not an op
+        text = path.read_bytes().decode("utf-8")
+        if text.startswith("\ufeff"):
+            text = text[1:]  # a byte-order mark is not an op
     except UnicodeDecodeError:
         raise HistoryFileError(f"{path}: not a text file; expected Jepsen EDN, JSON lines "
                                "or Jepsen log lines") from None

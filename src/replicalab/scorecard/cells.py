@@ -96,8 +96,10 @@ def latency_cell(store: str, m: dict[str, Any], p: Promise) -> Cell:
 
 def _lost(r: dict[str, Any]) -> str:
     if not r["checked"]:
-        return "unchecked (no write read back)"
-    return f"{r['lost']:,} of {r['acknowledged']:,} lost"
+        why = "; ".join(r.get("complaints", [])) or "no read succeeded"
+        return (f"none readable: the store did not come back within 30 s after the restart "
+                f"({r['acknowledged']:,} acknowledged writes; {why})")
+    return f"{r['lost']:,} of {r['acknowledged']:,} acknowledged writes lost"
 
 
 def durability_cell(store: str, m: dict[str, Any], p: Promise) -> Cell:
@@ -105,15 +107,18 @@ def durability_cell(store: str, m: dict[str, Any], p: Promise) -> Cell:
     some (or a count could not be checked), yellow if the lab's setting loses writes as
     documented while a safe alternative lost none, green if every setting lost none."""
     details, broken, lossy, unchecked = [], [], [], []
+    killed = m.get("killed", "the leader")
     for v in m["variants"]:
-        for key, what, keeps in (("kill", "kill -9 of the leader", v["keeps_on_kill"]),
+        for key, what, keeps in (("kill", f"kill -9 of {killed}", v["keeps_on_kill"]),
                                  ("power_loss", "power loss of every node",
                                   v["keeps_on_power_loss"])):
             r = v[key]
-            details.append(f"{v['label']}, {what}: {_lost(r)} acknowledged writes"
+            details.append(f"{v['label']}, {what}: {_lost(r)}"
                            f" (documented: {'none lost' if keeps else 'may lose'})")
-            if not r["checked"]:
+            if not r["checked"] and keeps:
                 unchecked.append(f"{v['label']}, {what}")
+            elif not r["checked"]:
+                lossy.append(f"{v['label']} (did not come back after a {what})")
             elif r["lost"] and keeps:
                 broken.append(f"{v['label']}, {what}")
             elif r["lost"]:
@@ -121,17 +126,21 @@ def durability_cell(store: str, m: dict[str, Any], p: Promise) -> Cell:
     parts = []
     for v in m["variants"]:
         k, pl = v["kill"], v["power_loss"]
-        parts.append(f"{v['label'].split(' (')[0]}: kill {k['lost'] if k['checked'] else '?'}"
-                     f" / power {pl['lost'] if pl['checked'] else '?'}")
+        parts.append(f"{v['label'].split(' (')[0]}: kill "
+                     f"{k['lost'] if k['checked'] else 'no restart'} / power "
+                     f"{pl['lost'] if pl['checked'] else 'no restart'}")
     value = "lost: " + "; ".join(parts)
     if broken or unchecked:
         grade = "red"
         caveat = "; ".join([f"lost writes its documentation says it keeps: {b}" for b in broken]
-                           + [f"not checked: {u}" for u in unchecked])
+                           + [f"did not come back, so nothing could be read back: {u}"
+                              for u in unchecked])
     elif lossy:
         grade = "yellow"
         caveat = ("loses acknowledged writes as documented under "
                   + ", ".join(dict.fromkeys(lossy)) + "; the safe setting lost none")
+        if any(not v[k]["checked"] for v in m["variants"] for k in ("kill", "power_loss")):
+            caveat += " (a setting whose documentation warns of loss did not restart at all)"
     else:
         grade, caveat = "green", ""
     return Cell(store, "durability", value, grade, p.text, p.source, caveat, details,

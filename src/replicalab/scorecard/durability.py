@@ -39,11 +39,14 @@ def variants(kind: str, plan: Plan) -> tuple[DurabilityVariant, ...]:
     return tuple(v for v in DURABILITY[kind] if v.quick or not plan.quick)
 
 
-def leader_index(name: str, root: Path = ROOT) -> int:
-    """Return the node index of the cluster's leader/primary as its status says (0 if none
-    says so)."""
+def leader(name: str, root: Path = ROOT) -> tuple[int, str]:
+    """Return (node index, what it is) of the node whose crash the scorecard measures: the
+    leader/primary as the cluster's status says, else n0, the writer's coordinator (a
+    leaderless store such as Cassandra)."""
     _, status = base.status(name, root)
-    return next((i for i, s in enumerate(status) if s.get("role") in ("leader", "primary")), 0)
+    i = next((i for i, s in enumerate(status) if s.get("role") in ("leader", "primary")), None)
+    return (0, "node (no leader: the writer's coordinator)") if i is None \
+        else (i, "leader/primary")
 
 
 READY_WAIT_S = 90.0
@@ -90,10 +93,34 @@ def _run(url: str, cluster: str, fault: Fault, plan: Plan, writer_region: str, s
         cluster=cluster, cluster_root=str(root), faults=(fault,))
     run = probe(spec, out, progress)
     lw = run.results["lost_writes"]
-    return {"checked": lw["checked"] and lw["keys"] > 0, "acknowledged": lw["acknowledged"],
-            "lost": lw["lost"], "run": str(run.run_dir.relative_to(base_dir))
-            if run.run_dir.is_relative_to(base_dir) else str(run.run_dir),
-            "error": run.error}
+    checked = lw["checked"] and lw["keys"] > 0
+    entry: dict[str, Any] = {
+        "checked": checked, "recovered": checked,
+        "acknowledged": lw["acknowledged"] if checked else run.results["ops"]["writes"],
+        "lost": lw["lost"], "error": run.error,
+        "run": str(run.run_dir.relative_to(base_dir)) if run.run_dir.is_relative_to(base_dir)
+        else str(run.run_dir)}
+    if not checked:
+        # no read succeeded for FINAL_SETTLE_S after the restart: say what the servers said
+        entry["complaints"] = server_complaints(cluster, root)
+    return entry
+
+
+def server_complaints(name: str, root: Path, limit: int = 3) -> list[str]:
+    """Return, per node, the last "Caused by" line of its server.log, else its last ERROR
+    line (what a server that would not come back said), at most ``limit``."""
+    out = []
+    for node in load(name, root).nodes:
+        log = Path(node.data_dir) / "server.log"
+        try:
+            lines = log.read_text(errors="replace").splitlines()[-400:]
+        except OSError:
+            continue
+        cause = [x.strip() for x in lines if x.lstrip().startswith("Caused by")]
+        bad = cause or [x.strip() for x in lines if "ERROR" in x or "FATAL" in x]
+        if bad:
+            out.append(f"n{node.index}: {bad[-1][:300]}")
+    return out[:limit]
 
 
 def durability(kind: str, regions: str, plan: Plan, seed: int, out: Path, base_dir: Path,
@@ -102,13 +129,14 @@ def durability(kind: str, regions: str, plan: Plan, seed: int, out: Path, base_d
     under a power loss of every node (each with its sub-run)."""
     res: dict[str, Any] = {"variants": [], "runs": []}
     clusters: dict[tuple[tuple[str, str], ...], str] = {}
+    todo = variants(kind, plan)
     try:
-        for v in variants(kind, plan):
+        for n, v in enumerate(todo):
             name = clusters.get(v.settings)
             if name is None:
                 progress(f"durability: starting {kind} on power-loss file systems ({v.label})")
                 c = base.up(kind, 3, regions,
-                            name=f"scorecard-{kind}-durability-{len(clusters)}", root=root,
+                            name=f"scorecard-{kind}-durability-{n}", root=root,
                             settings=dict(v.settings), power_loss_fs=True)
                 name = clusters[v.settings] = c.name
             c = load(name, root)
@@ -116,17 +144,23 @@ def durability(kind: str, regions: str, plan: Plan, seed: int, out: Path, base_d
             entry: dict[str, Any] = {"label": v.label, "promise": v.promise,
                                      "source": v.source, "keeps_on_kill": v.keeps_on_kill,
                                      "keeps_on_power_loss": v.keeps_on_power_loss}
-            leader = leader_index(name, root)
+            leader_i, role = leader(name, root)
+            res["killed"] = f"the {role.split(' (')[0]}" if role == "leader/primary" \
+                else f"n{leader_i}, the writer's coordinator (no leader)"
             for key, fault in (("kill", Fault("crash", plan.durability_s, POWER_OFF_S,
-                                              node=leader)),
+                                              node=leader_i)),
                                ("power_loss", Fault("power-loss", plan.durability_s,
                                                     POWER_OFF_S))):
-                what = "kill -9 of the leader" if key == "kill" else "power loss"
+                what = f"kill -9 of {res['killed']}" if key == "kill" else "power loss"
                 entry[key] = _run(url, name, fault, plan, c.nodes[0].region, seed, out,
                                   base_dir, root, progress(f"durability, {v.label}: {what}"))
                 entry[key]["fault"] = f"{fault.label} at {fault.at_s:g}s"
                 res["runs"].append(entry[key]["run"])
             res["variants"].append(entry)
+            if all(later.settings != v.settings for later in todo[n + 1:]):
+                # no later setting needs this cluster: one on power-loss file systems at a
+                # time (three Cassandra JVMs each on a 2-core machine)
+                base.down(clusters.pop(v.settings), root)
     finally:
         if clusters:
             base.down_many(list(clusters.values()), root)

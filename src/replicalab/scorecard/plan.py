@@ -9,9 +9,8 @@ PROPERTIES = ("latency", "durability", "availability", "consistency", "transacti
               "geography")
 """The columns of seed 001's chart, in its order (consistency added from seed 003)."""
 
-CLUSTER_KINDS = ("redis", "postgres", "etcd", "zookeeper")
-"""Real stores the scorecard starts as 3-node clusters (``cassandra`` once its driver is on
-main: see docs/scorecard.md)."""
+CLUSTER_KINDS = ("redis", "postgres", "etcd", "zookeeper", "cassandra")
+"""Real stores the scorecard starts as 3-node clusters."""
 
 READ_GOAL_P99_MS = 50.0
 WRITE_GOAL_P99_MS = 500.0
@@ -24,6 +23,7 @@ class Plan:
 
     quick: bool
     staleness_s: float  # each staleness probe (eventual, consistent, same client)
+    staleness_write_interval_s: float  # between the writes of those probes
     register_s: float  # each register test (eventual and consistent reads)
     latency_ops: int  # operations per variant per region
     fault_probe_s: float  # each availability probe
@@ -40,10 +40,12 @@ class Plan:
         return dict(self.__dict__)
 
 
-QUICK = Plan(quick=True, staleness_s=4.0, register_s=3.0, latency_ops=8, fault_probe_s=6.0,
+QUICK = Plan(quick=True, staleness_s=4.0, staleness_write_interval_s=0.5, register_s=3.0,
+             latency_ops=8, fault_probe_s=6.0,
              fault_at_s=1.5, fault_for_s=3.0, increments_s=3.0, inter_element_s=4.0,
              durability_s=3.0, durability_write_interval_s=0.005, all_cut_regions=False)
-FULL = Plan(quick=False, staleness_s=20.0, register_s=15.0, latency_ops=50,
+FULL = Plan(quick=False, staleness_s=20.0, staleness_write_interval_s=1.0, register_s=15.0,
+            latency_ops=50,
             fault_probe_s=20.0, fault_at_s=5.0, fault_for_s=8.0, increments_s=10.0,
             inter_element_s=15.0, durability_s=5.0, durability_write_interval_s=0.005,
             all_cut_regions=True)

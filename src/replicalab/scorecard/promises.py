@@ -43,6 +43,11 @@ _ZK_GUARANTEES = ("https://zookeeper.apache.org/doc/r3.8.4/zookeeperProgrammers.
 _REDIS_REPL = ("https://redis.io/docs/latest/operate/oss_and_stack/management/replication/")
 _PG_HOT = "https://www.postgresql.org/docs/15/hot-standby.html"
 _SEED003 = "seed 003 §4.3 (SimpleDB as hypothesised) and docs/simulator.md"
+_CASSANDRA_YAML = ("https://github.com/apache/cassandra/blob/cassandra-5.0/conf/cassandra.yaml "
+                   "(commitlog_sync)")
+_CASSANDRA_DYNAMO = ("https://cassandra.apache.org/doc/5.0/cassandra/architecture/dynamo.html"
+                     "#tunable-consistency")
+_CASSANDRA_DML = "https://cassandra.apache.org/doc/5.0/cassandra/developing/cql/dml.html"
 
 DURABILITY: dict[str, tuple[DurabilityVariant, ...]] = {
     "redis": (
@@ -87,6 +92,16 @@ DURABILITY: dict[str, tuple[DurabilityVariant, ...]] = {
                           True, False, "no fsync of the transaction log: \"risk of data "
                           "loss\" on a power failure", _ZK_ADMIN, quick=False),
     ),
+    # both in a quick run: the question of its row is exactly periodic against batch
+    "cassandra": (
+        DurabilityVariant("commitlog_sync periodic (the default and the lab's)", (), "", True,
+                          False, "\"writes may be acked immediately and the CommitLog is "
+                          "simply synced every commitlog_sync_period\" (10 s): a node that "
+                          "loses power loses what it acked since the last sync", _CASSANDRA_YAML),
+        DurabilityVariant("commitlog_sync batch", (("commitlog_sync", "batch"),), "", True,
+                          True, "\"Cassandra won't ack writes until the commit log has been "
+                          "flushed to disk\"", _CASSANDRA_YAML),
+    ),
 }
 """Per cluster kind, the settings its durability runs compare; the first is the store as
 the lab configures it, the others its documented alternatives."""
@@ -101,6 +116,9 @@ _CONSISTENCY = {
                     _ETCD_GUARANTEES),
     "zookeeper": Promise("sequential consistency: a server may serve stale data; sync() then "
                          "read gives the latest", _ZK_GUARANTEES),
+    "cassandra": Promise("tunable: a read at ONE may be stale; QUORUM reads after QUORUM "
+                         "writes see them (R + W > N); linearizable only for lightweight "
+                         "transactions and SERIAL reads", _CASSANDRA_DYNAMO),
 }
 _AVAILABILITY = {
     "redis": Promise("a replica keeps serving (stale) reads without its primary; writes need "
@@ -111,6 +129,9 @@ _AVAILABILITY = {
                     "writes; serializable reads stay local", _ETCD_GUARANTEES),
     "zookeeper": Promise("a server that loses its quorum stops serving clients (read-only "
                          "mode is off)", _ZK_GUARANTEES),
+    "cassandra": Promise("no leader: a request at ONE needs one live replica, at QUORUM a "
+                         "majority of the replicas; any node coordinates writes",
+                         _CASSANDRA_DYNAMO),
 }
 _TRANSACTIONS = {
     "redis": Promise("conditional writes by WATCH/MULTI or a script; MULTI/EXEC applies "
@@ -122,6 +143,9 @@ _TRANSACTIONS = {
                     "atomically)", _ETCD_GUARANTEES),
     "zookeeper": Promise("conditional setData by version; multi() applies several operations "
                          "atomically", _ZK_GUARANTEES),
+    "cassandra": Promise("lightweight transactions (IF conditions, Paxos) within one "
+                         "partition; a batch of one partition is atomic and isolated",
+                         _CASSANDRA_DML),
 }
 _SIM = Promise("the simulated scheme's own rules (no documentation to promise more)", _SEED003)
 

@@ -15,7 +15,7 @@ from replicalab.cluster import base
 from replicalab.cluster.state import ROOT
 from replicalab.regions import region_set
 from replicalab.scorecard import cells, measure
-from replicalab.scorecard.durability import durability, leader_index
+from replicalab.scorecard.durability import durability, leader
 from replicalab.scorecard.measure import Interrupted, Progress, Target
 from replicalab.scorecard.plan import PROPERTIES, Plan
 from replicalab.scorecard.promises import promise, store_kind
@@ -23,12 +23,16 @@ from replicalab.stores import open_store
 
 SCHEMA_VERSION = 1
 
-_LOCAL_READS = {"redis": True, "postgres": True, "etcd": True, "zookeeper": False}
+_LOCAL_READS = {"redis": True, "postgres": True, "etcd": True, "zookeeper": False,
+                "cassandra": True}
 """Whether the store's documentation promises eventual reads at a replica cut off from its
-leader/primary (ZooKeeper's servers stop serving without a quorum)."""
-_STRONG = {"redis": False, "postgres": False, "etcd": True, "zookeeper": True}
+leader/primary (ZooKeeper's servers stop serving without a quorum; Cassandra's at ONE need
+one live replica, its own)."""
+_STRONG = {"redis": False, "postgres": False, "etcd": True, "zookeeper": True,
+           "cassandra": False}
 """Whether the store's consistent read (as the adapter makes it) is promised linearizable:
-etcd's linearizable read, ZooKeeper's sync + read."""
+etcd's linearizable read, ZooKeeper's sync + read (Cassandra's QUORUM read is not: only
+SERIAL reads with lightweight transactions are)."""
 
 
 @dataclass
@@ -101,9 +105,10 @@ def _sim_target(url: str) -> tuple[Target, frozenset[str], str | None]:
 
 def _cluster_target(kind: str, regions: str, root: Path) -> Target:
     c = base.up(kind, 3, regions, name=f"scorecard-{kind}", root=root)
-    leader = leader_index(c.name, root)
-    return Target(kind, c.url, c.name, region_set(regions).regions, leader,
-                  c.nodes[leader].region, tuple(n.region for n in c.nodes), str(root))
+    i, role = leader(c.name, root)
+    return Target(kind, c.url, c.name, region_set(regions).regions, i,
+                  c.nodes[i].region, tuple(n.region for n in c.nodes), str(root),
+                  leader_role="leader/primary" if role == "leader/primary" else "node")
 
 
 def _add(sc: Scorecard, store: str, prop: str, make: Callable[[], cells.Cell]) -> None:

@@ -43,6 +43,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -71,6 +72,9 @@ _SERIAL = ("SERIAL", "LOCAL_SERIAL")
 _PARAMS = ("hosts", "eventual_cl", "consistent_cl", "write_cl", "serial_cl", "keyspace",
            "writes")
 WRITE_MODES = ("plain", "lwt")
+RING_WAIT_S = 30.0
+"""How long a first connection waits for the ring to show every node the URL names before
+it creates the keyspace (s)."""
 NEVER = "\x00"
 """A value no workload writes: ``IF value != NEVER`` is a condition that always holds, so
 ``writes=lwt`` puts every write through Paxos."""
@@ -207,7 +211,7 @@ class CassandraStore:
         try:
             session = cluster.connect()
             if not self._schema_ready:
-                ensure_schema(session, self.keyspace)
+                ensure_schema(session, self.keyspace, len(self.nodes))
                 self._schema_ready = True
             node = _Node(ep, cluster, session)
             _prepare(node, self.keyspace)
@@ -240,23 +244,47 @@ def _quick_reconnect() -> Any:
 
 
 def data_centres(session: Any) -> dict[str, int]:
-    """Return {data centre: nodes} as the connected node sees the ring."""
+    """Return {data centre: nodes} as the connected node sees the ring (a peer whose data
+    centre gossip has not brought yet is left out)."""
     counts: dict[str, int] = defaultdict(int)
     for (dc,) in session.execute("SELECT data_center FROM system.local"):
         counts[dc] += 1
     for (dc,) in session.execute("SELECT data_center FROM system.peers_v2"):
-        counts[dc] += 1
+        if dc:
+            counts[dc] += 1
     return dict(counts)
 
 
-def ensure_schema(session: Any, keyspace: str) -> None:
-    """Create the keyspace (one replica per node of every data centre, at most 3 each) and
-    the elements table unless they exist."""
+def ring_view(session: Any, nodes: int, wait_s: float = RING_WAIT_S) -> dict[str, int]:
+    """Return {data centre: nodes} once the connected node sees at least ``nodes`` nodes
+    with their data centres (ValueError after ``wait_s`` seconds).
+
+    Right after a cluster starts, or on a machine too busy for gossip to keep up, a
+    coordinator can know a peer without its data centre; a keyspace created from that view
+    would hold no replica there, and every LOCAL_ONE read in that data centre would be
+    refused for as long as the keyspace exists."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        dcs = data_centres(session)
+        if sum(dcs.values()) >= nodes:
+            return dcs
+        if time.monotonic() > deadline:
+            raise ValueError(f"the coordinator sees {sum(dcs.values())} of the {nodes} nodes "
+                             f"the URL names ({', '.join(sorted(dcs)) or 'none'}) after "
+                             f"{wait_s:.0f} s; is every node up? (`replicalab cluster status`)")
+        time.sleep(0.2)
+
+
+def ensure_schema(session: Any, keyspace: str, nodes: int = 1) -> None:
+    """Create the keyspace (one replica per node of every data centre, at most 3 each, as
+    the ring is seen once it holds the ``nodes`` nodes the URL names) and the elements table
+    unless they exist."""
     have = list(session.execute("SELECT keyspace_name FROM system_schema.tables WHERE "
                                 "keyspace_name = %s AND table_name = %s", (keyspace, TABLE)))
     if have:
         return
-    rf = ", ".join(f"'{dc}': {min(n, 3)}" for dc, n in sorted(data_centres(session).items()))
+    rf = ", ".join(f"'{dc}': {min(n, 3)}" for dc, n in sorted(ring_view(session,
+                                                                         nodes).items()))
     session.execute(f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = "
                     f"{{'class': 'NetworkTopologyStrategy', {rf}}}", timeout=30)
     session.execute(f"CREATE TABLE IF NOT EXISTS {keyspace}.{TABLE} (domain text, item text, "
