@@ -146,6 +146,7 @@ def postgres_role(cluster: Cluster) -> Iterator[AuthServer]:
         conn.execute("SET password_encryption = 'scram-sha-256'")
         conn.execute(f"CREATE ROLE prober LOGIN PASSWORD '{SECRET}'")
         conn.execute("CREATE DATABASE probedb OWNER prober")
+    wait_replayed(cluster)  # a probe's first read at a standby must find the database
     originals = [p.read_text() for p in hba]
     try:
         for p, text in zip(hba, originals, strict=True):
@@ -163,6 +164,26 @@ def postgres_role(cluster: Cluster) -> Iterator[AuthServer]:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute("DROP DATABASE IF EXISTS probedb WITH (FORCE)")
             conn.execute("DROP ROLE IF EXISTS prober")
+
+
+def wait_replayed(cluster: Cluster, timeout_s: float = 60.0) -> None:
+    """Wait until every standby of ``cluster`` has replayed the primary's WAL as it is now
+    (a database or table just created there exists on them too); fail after ``timeout_s``.
+    Without it a probe read "database probedb does not exist" at a standby on a busy
+    machine."""
+    def query(port: int, sql: str, *args: object) -> object:
+        with psycopg.connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres",
+                             autocommit=True) as conn:
+            return conn.execute(sql, args or None).fetchone()[0]  # type: ignore[index]
+
+    lsn = str(query(cluster.nodes[0].port, "SELECT pg_current_wal_lsn()"))
+    standbys = [n for n in cluster.nodes[1:]
+                if query(n.port, "SELECT pg_is_in_recovery()")]
+    deadline = time.monotonic() + timeout_s
+    for n in standbys:
+        while not query(n.port, "SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", lsn):
+            assert time.monotonic() < deadline, f"standby n{n.index} did not replay {lsn}"
+            time.sleep(0.05)
 
 
 def _reload(cluster: Cluster) -> None:

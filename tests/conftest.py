@@ -75,10 +75,15 @@ def ray_local():
     ray.shutdown()
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Group tests for pytest-xdist: those of a shared cluster on one worker (it starts once),
     those of the shared Ray instance on one worker, every other test with the rest of its
-    file (module fixtures start once)."""
+    file (module fixtures start once).
+
+    First of the hooks: pytest-xdist 3.8 reads the groups in its own (no longer last)
+    implementation of this hook, and once ran before this one, so no test was grouped:
+    a session cluster started on every worker, a module fixture once per test."""
     for item in items:
         names = getattr(item, "fixturenames", ())
         kinds = sorted({CLUSTER_FIXTURES[f] for f in names if f in CLUSTER_FIXTURES})

@@ -70,13 +70,25 @@ def one_line_error(p: subprocess.CompletedProcess[str], *needles: str) -> str:
     return lines[0]
 
 
+def runqueue_wait_s(pid: int) -> float:
+    """Return the seconds thread ``pid`` has spent ready to run but waiting for a CPU (the
+    second field of /proc/PID/schedstat: what a loaded machine adds to its wall time);
+    0.0 once it is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def run_pty(args: list[str], cwd: Path, columns: int = 80, until: str | None = None,
             first_only: bool = False, timeout: float = 120,
-            exe: list[str] | None = None) -> tuple[str, float | None, int]:
+            exe: list[str] | None = None, waited: list[float] | None = None
+            ) -> tuple[str, float | None, int]:
     """Run replicalab on a pseudo-terminal of ``columns`` columns; return (output without
     escape codes, seconds to its first output byte, exit code). With ``first_only`` it is
     interrupted (SIGINT, as Ctrl-C) once something has been printed; with ``until`` the
-    seconds returned are those until that text was printed."""
+    seconds returned are those until that text was printed, and ``waited`` gets the seconds
+    its main thread had waited for a CPU by then (:func:`runqueue_wait_s`)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
     env = {**os.environ, "COLUMNS": str(columns), "LINES": "40", "TERM": "xterm-256color"}
@@ -90,7 +102,8 @@ def run_pty(args: list[str], cwd: Path, columns: int = 80, until: str | None = N
     deadline = t0 + timeout
     try:
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.1)
+            wait_s = runqueue_wait_s(proc.pid)  # taken before the output it may precede
+            ready, _, _ = select.select([master], [], [], 0.05)
             if ready:
                 try:
                     data = os.read(master, 65536)
@@ -103,6 +116,8 @@ def run_pty(args: list[str], cwd: Path, columns: int = 80, until: str | None = N
                 chunks.append(data)
                 if until and until in ANSI.sub("", b"".join(chunks).decode(errors="replace")):
                     first = time.monotonic() - t0
+                    if waited is not None:
+                        waited.append(wait_s)
                     break
                 if first_only and until is None:
                     break
@@ -503,23 +518,23 @@ LONG = {  # commands that can run longer than 10 s, each in a form that does, an
 }
 
 
-def _startup_s(cwd: Path) -> float:
-    """Return how long `replicalab --version` takes here now: the interpreter and imports
-    (on a loaded CI machine more than on an idle one)."""
-    t0 = time.monotonic()
-    subprocess.run([*EXE, "--version"], cwd=cwd, capture_output=True, timeout=60)
-    return time.monotonic() - t0
-
-
 @pytest.mark.parametrize("name", sorted(LONG))
 def test_long_commands_show_progress_within_2s(name: str, tmp_path: Path):
+    """2 s of the command's own time: from its start (the interpreter, imports, parsing
+    and its own work) to the progress, less the time it stood ready to run while other
+    processes had the CPUs (on a CI machine at load 14 on 2 cores the wall time was
+    several times that; a command that sleeps or computes before showing progress still
+    fails)."""
     repo = Path(__file__).resolve().parent.parent
     cmd, marker = LONG[name]
     args = [a.format(repo=repo) for a in cmd] + (
         ["--out", str(tmp_path / "runs")] if name not in ("model validate", "watch") else [])
-    limit = 2.0 + max(0.0, _startup_s(tmp_path) - 1.0)  # 2 s once Python is up
-    text, shown, _ = run_pty(args, tmp_path, 100, until=marker, timeout=limit + 10)
-    assert shown is not None and shown <= limit, (name, shown, limit, text)
+    waited: list[float] = []
+    text, shown, _ = run_pty(args, tmp_path, 100, until=marker, timeout=60, waited=waited)
+    assert shown is not None, (name, text)
+    own_s = shown - waited[0]
+    assert own_s <= 2.0, (name, f"{shown:.2f} s to progress, {waited[0]:.2f} s of it "
+                                f"waiting for a CPU", text)
 
 
 @pytest.mark.integration

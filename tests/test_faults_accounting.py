@@ -82,3 +82,28 @@ def test_lost_acknowledged_writes():
     lost = lost_writes(h)
     assert (lost["acknowledged"], lost["lost"]) == (4, 1)
     assert lost["examples"][0]["value"] == encode_value(0, 6, 5 * S)
+
+
+def test_a_store_silent_at_the_end_is_gone_only_if_the_final_reads_get_no_answer():
+    from replicalab.workloads.base import ProbeOptions
+    from replicalab.workloads.runner import ProbeSpec, _unreachable
+
+    def run(final_ok: bool) -> str:
+        h = History()
+        for k in range(40):  # 4 s of answers, then 3 s of "leader changed" (unknown)
+            h.ok(h.invoke(0, "read", ("d/i/a",), (None,), "eventual", k * S // 10),
+                 k * S // 10 + 5)
+        for k in range(40, 70):
+            i = h.invoke(0, "write", ("d/i/a",), (encode_value(0, k, k),), "none", k * S // 10)
+            h.info(i, k * S // 10 + 5, "n0: etcdserver: leader changed")
+        i = h.invoke(FINAL, "read", ("d/i/a",), (None,), "consistent", 8 * S)
+        if final_ok:
+            h.ok(i, 8 * S + 5)
+        else:
+            h.info(i, 8 * S + 5, "n0: ConnectError")
+        spec = ProbeSpec(store="etcd://127.0.0.1:1", workload="register",
+                         options=ProbeOptions(duration_s=7.0))
+        return _unreachable(spec, h)
+
+    assert run(final_ok=True) == ""  # an outage (an election): availability shows it
+    assert run(final_ok=False).startswith("the store became unreachable 4.0 s into the run")

@@ -27,6 +27,7 @@ from authservers import (
     etcd_with_auth,
     postgres_role,
     redis_requirepass,
+    wait_replayed,
 )
 from replicalab.cli.main import app
 from replicalab.history import load_history
@@ -140,6 +141,7 @@ def test_postgres_role_with_a_password(pg_role: AuthServer, postgres_dc3, tmp_pa
         conn.execute(f"ALTER TABLE {TABLE} ENABLE ROW LEVEL SECURITY")
         conn.execute(f"CREATE POLICY under_prefix ON {TABLE} TO prober "
                      "USING (domain LIKE 'replicalab/%') WITH CHECK (domain LIKE 'replicalab/%')")
+    wait_replayed(postgres_dc3[0])  # the table and its policy on the standbys too
 
     def keys_left() -> list:
         with psycopg.connect(admin) as conn:

@@ -112,6 +112,34 @@ def test_sigterm_takes_the_ctrl_c_path(tmp_path: Path):
     assert _gone([pid])
 
 
+def test_a_ctrl_c_while_a_process_starts_does_not_lose_it(tmp_path: Path):
+    # the Ctrl-C comes while Popen waits for the child's exec (how an agent of `clt local`
+    # outlived a progress test by hours): the child must still be owned, and stopped
+    done, pids = _python(tmp_path, """
+        import signal, subprocess
+        real, spawned = subprocess.Popen, []
+
+        def popen(*args, **kw):
+            child = real(*args, **kw)
+            spawned.append(child.pid)
+            signal.raise_signal(signal.SIGINT)
+            return child
+
+        subprocess.Popen = popen
+        try:
+            process.start(["sleep", "60"], log)
+        except KeyboardInterrupt:
+            print(spawned[0], spawned[0] in process.owned(), flush=True)
+    """)
+    try:
+        assert len(pids) == 1 and done.stdout.split()[1] == "True", (done.stdout, done.stderr)
+        assert _gone(pids), "the process started as Ctrl-C came outlived its owner"
+    finally:
+        for pid in pids:
+            if process.alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 def test_a_recycled_pid_is_not_stopped(tmp_path: Path):
     # a stale pid (a crashed node's) that the kernel handed to another process must not get
     # that process stopped: the start time recorded with the pid tells them apart

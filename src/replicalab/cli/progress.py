@@ -54,6 +54,8 @@ class Tick:
         self.done = 0.0
         self._bar = bar
         self._task = bar.add_task(label, total=1.0, eta="") if bar is not None else None
+        if bar is not None:
+            bar.refresh()  # drawn now, not at the next tick of Rich's thread (late when busy)
         self._clock = clock
         self._t0 = self._now()
         self._last_line = self._t0

@@ -93,11 +93,15 @@ def start(argv: list[str], log: Path, cwd: Path | None = None,
     """Start ``argv`` detached in its own session, output to ``log``, owned by the registry
     (see the module docstring); return its pid."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, cwd=cwd,
-                                env={**os.environ, **(env or {})}, start_new_session=True)
-    REGISTRY.add(proc.pid, label or Path(argv[0]).name)
+    # A Ctrl-C while Popen waits for the child's exec raised out of Popen with the child
+    # running and its pid lost: an agent of `clt local` outlived its command by hours. The
+    # signal waits until the pid is registered (stop_all then stops the child), then acts.
+    with signals_deferred():
+        with log.open("ab") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, cwd=cwd,
+                                    env={**os.environ, **(env or {})}, start_new_session=True)
+        REGISTRY.add(proc.pid, label or Path(argv[0]).name)
     return proc.pid
 
 
@@ -154,6 +158,34 @@ def signals_held() -> Iterator[None]:
     finally:
         for s, h in before.items():
             signal.signal(s, h if h is not None else signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM inside the block and deliver them, in the order they came,
+    to the handlers in force once it ends: for a block that must not be cut half way but is
+    short (start a process and register its pid). Outside the main thread (where Python
+    runs no signal handler) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+
+    def note(sig: int, _frame: FrameType | None) -> None:
+        held.append(sig)
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in before:
+        signal.signal(s, note)
+    try:
+        yield
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+        for sig in dict.fromkeys(held):
+            # an asyncio loop's add_signal_handler already had it (through its wakeup fd)
+            if getattr(before[sig], "__name__", "") != "_sighandler_noop":
+                signal.raise_signal(sig)
 
 
 @contextlib.contextmanager

@@ -146,8 +146,9 @@ class Pool:
                 p = ctx.Process(target=_worker_main, name=f"replicalab-load-worker-{w}",
                                 args=(theirs, spec, w, self.workers, start_at_wall_ns),
                                 daemon=True)
-                p.start()
-                process.track(p.pid, f"load worker {w}")
+                with process.signals_deferred():  # a Ctrl-C here must not lose the pid
+                    p.start()
+                    process.track(p.pid, f"load worker {w}")
                 theirs.close()
                 procs.append(p)
                 conns[mine] = w

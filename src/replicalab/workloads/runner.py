@@ -238,6 +238,12 @@ def _unreachable(spec: ProbeSpec, h: History) -> str:
     if any(f.at_s <= since + 1 and f.at_s + f.for_s >= spec.options.duration_s
            for f in spec.faults):
         return ""  # a scheduled fault explains it
+    proc = h.column("process")
+    if bool(((proc == FINAL) & (h.types() == 1)).any()):
+        # a final read answered after the run: the silence was an outage (an etcd election
+        # answering "leader changed", ops left unknown), which availability shows, not a
+        # store gone for good
+        return ""
     last = next((e for e in reversed(h.error) if e), "no answer")
     return f"the store became unreachable {since:.1f} s into the run ({last})"
 
