@@ -274,6 +274,18 @@ def linearizability_section(page: Page, r: Mapping[str, Any]) -> None:
         _timeline_figure(page, n, tl, faults)
 
 
+def _order_note(tl: Mapping[str, Any]) -> str:
+    """Return what the caption says of the dots: a refuted key was never searched, so it
+    has no linearization order to draw."""
+    if any(op.get("lin_rank") is not None for op in tl["ops"]):
+        prefix = " of the longest linearizable prefix" if tl["valid"] is False else ""
+        return f"dots joined by a line: the checker's linearization order{prefix}"
+    if tl["valid"] is False:
+        return ("no linearization dots: the checker refuted this key from the "
+                "counterexample's operations alone, without searching for an order")
+    return "no linearization dots: the checker did not search this key"
+
+
 def _timeline_figure(page: Page, n: int, tl: Mapping[str, Any],
                      faults: Sequence[Mapping[str, Any]]) -> None:
     what = ("the counterexample (red) and the operations nearest it"
@@ -284,8 +296,7 @@ def _timeline_figure(page: Page, n: int, tl: Mapping[str, Any],
              f"operations on this key, {esc(what)}. One lane per process; a bar from invoke "
              "to completion (dashed: outcome unknown, it may take effect any time after its "
              "invoke; ✗: failed, it did not happen); events are spaced evenly in time order "
-             "(the order is what linearizability depends on; the axis gives their ms); dots "
-             "joined by a line: the checker's linearization order"
-             f"{' of the longest linearizable prefix' if tl['valid'] is False else ''}; "
-             "shaded: injected faults. Hover an operation for its details."
+             f"(the order is what linearizability depends on; the axis gives their ms); "
+             f"{esc(_order_note(tl))}; shaded: injected faults. Hover an operation for its "
+             "details."
              "</figcaption></figure>")
