@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from replicalab.checkers.accounting import availability
 from replicalab.faults.schedule import parse_fault
-from replicalab.history import History, encode_value
+from replicalab.history import NEMESIS, History, encode_value
 from replicalab.runtime import VirtualRuntime
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec, run_probe
@@ -98,10 +98,38 @@ def test_a_blocked_reader_counts_for_the_time_it_waited():
     assert a["overall_ops"] == pytest.approx(750 / 755, abs=1e-6)  # the old measure: 99 %
     win = dict(zip(a["t_s"], a["ok_fraction"], strict=True))
     assert [win[float(t)] for t in range(5, 15)] == [0.0] * 10
+    assert a["during_faults"] is None  # no fault was injected: nothing to be during
     assert win[4.0] == 1.0 and win[15.0] == 1.0
     assert a["by_f"]["read"]["overall"] == a["overall"] and "write" not in a["by_f"]
     assert a["time_s"] == pytest.approx(24.981, abs=1e-6)  # the last read ends at 24.981 s
     assert a["ops"][5] == 1 and a["ok_ops"][5] == 0 and a["ok_fraction_ops"][0] == 1.0
+
+
+def _fault(h: History, at_ns: int, heal_ns: int) -> None:
+    for t, f in ((at_ns, "partition"), (heal_ns, "heal")):
+        i = h.invoke(NEMESIS, f, ("US-W",), ("region US-W cut off",), "none", t)
+        h.ok(i, t)
+
+
+def test_during_the_fault_is_the_faults_window_only():
+    """Down from 5 s to 15 s, then a slow recovery (3 s of timeouts after the heal at 12 s):
+    during the fault (7 s to 12 s) the reader was never served; over the run, 15 of 25 s."""
+    h = History()
+    _reads(h, 1, 0, 5 * S, 20 * MS, MS)
+    _reads(h, 1, 5 * S, 15 * S, 2 * S, 2 * S, ok=False)
+    _reads(h, 1, 15 * S, 25 * S, 20 * MS, MS)
+    _fault(h, 7 * S, 12 * S)
+    a = availability(h, 1.0)
+    assert a["during_faults"] == 0.0
+    assert a["by_f"]["read"]["during_faults"] == 0.0
+    assert a["overall"] == pytest.approx(15 / 25, abs=1e-3)
+    # a fault the reader rode through half of (4 s to 10 s: served 4-5 s, blocked 5-10 s)
+    h2 = History()
+    _reads(h2, 1, 0, 5 * S, 20 * MS, MS)
+    _reads(h2, 1, 5 * S, 15 * S, 2 * S, 2 * S, ok=False)
+    _reads(h2, 1, 15 * S, 25 * S, 20 * MS, MS)
+    _fault(h2, 4 * S, 10 * S)
+    assert availability(h2, 1.0)["during_faults"] == pytest.approx(1 / 6, abs=1e-3)
 
 
 @st.composite
@@ -153,6 +181,7 @@ def test_partitioned_consistent_reader_unavailable_for_the_partitions_share(tmp_
     run = run_probe(spec, tmp_path)
     reads = run.results["availability"]["by_f"]["read"]
     assert reads["overall"] == pytest.approx(15 / 25, abs=0.02)
+    assert reads["during_faults"] < 0.02  # cut off from the primary for the whole fault
     assert reads["overall_ops"] > 0.95  # by operations the partition nearly vanishes
     # no catch-up burst: no window holds more reads than the schedule offers
     assert max(reads["ops"]) <= rate * reads["window_s"] + 1

@@ -46,9 +46,11 @@ def test_a_partition_shows_as_staleness_and_availability_per_store(tmp_path: Pat
     # but it keeps answering, and consistent reads at the primary are unaffected
     assert row["eventual_stale_fraction"] > 0.2
     assert row["eventual_availability"] == 1.0 and row["consistent_stale_fraction"] == 0.0
+    assert row["eventual_availability_during"] == 1.0
     assert row["eventual_lost_writes"] == row["consistent_lost_writes"] == 0
     header = out["tables"][0]["header"]
-    assert "eventual: read time available (reads ok)" in header
+    assert ("eventual: read time available during the fault / whole run (reads ok)"
+            in header)
     assert "lost acknowledged writes" in header
     assert "under partition region US-W" in out["tables"][0]["caption"]
     run_dir = Path(out["report"]).parent

@@ -49,9 +49,23 @@ def _covered_ns(start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarray
     return (tf * na - ca[na]) - (tf * nb - cb[nb])
 
 
+def _during(start: np.ndarray, end: np.ndarray, ok: np.ndarray,
+            periods: np.ndarray) -> float | None:
+    """Return the fraction of client time inside ``periods`` ([a, b) rows, ns relative like
+    the spans) covered by ok spans; None when no client time falls in them."""
+    if not len(periods):
+        return None
+    edges = periods.reshape(-1)
+    total = float(np.diff(_covered_ns(start, end, edges))[::2].sum())
+    good = float(np.diff(_covered_ns(start[ok], end[ok], edges))[::2].sum())
+    return round(good / total, 6) if total > 0 else None
+
+
 def _windows(start: np.ndarray, end: np.ndarray, ok: np.ndarray, invoke: np.ndarray,
-             t0: int, window_ns: int, n_windows: int) -> dict[str, Any]:
-    """Return time-weighted and per-op availability per window and overall for spans."""
+             t0: int, window_ns: int, n_windows: int,
+             periods: np.ndarray | None = None) -> dict[str, Any]:
+    """Return time-weighted and per-op availability per window, overall, and during the
+    fault ``periods`` (ns relative to t0) for spans."""
     # relative to t0: the prefix sums stay small enough for float64 to hold them to the ns
     start, end = start - t0, end - t0
     edges = window_ns * np.arange(n_windows + 1, dtype=np.int64)
@@ -74,6 +88,8 @@ def _windows(start: np.ndarray, end: np.ndarray, ok: np.ndarray, invoke: np.ndar
         "overall": (round(float((end - start)[ok].sum()) / span_ns, 6) if span_ns > 0
                     else round(float(ok.mean()), 6) if len(ok) else None),
         "overall_ops": round(float(ok.mean()), 6) if len(ok) else None,
+        "during_faults": _during(start, end, ok, np.empty((0, 2), np.int64)
+                                 if periods is None else periods),
         "time_s": round(span_ns / 1e9, 6),
         "ok_time_s": round(float((end - start)[ok].sum()) / 1e9, 6),
         "count": len(ok),
@@ -105,12 +121,16 @@ def availability(h: History, window_s: float = 1.0) -> dict[str, Any]:
     issued; ``client_s`` is the client time (s) a window holds. Beside them, per window
     ``ops`` (invoked in it), ``ok_ops`` and
     ``ok_fraction_ops``, and overall ``overall_ops`` (fraction of ops ok), ``time_s`` and
-    ``ok_time_s`` (client seconds); ``by_f`` holds the same for reads and for writes
-    (``write`` includes conditional writes). Times are s since the first op.
+    ``ok_time_s`` (client seconds); ``during_faults`` is ``overall`` over the injected
+    faults' periods only (:func:`fault_periods`; None without faults), what a user means by
+    "available while the region is cut off", recovery after the heal left out; ``by_f``
+    holds the same for reads and for writes (``write`` includes conditional writes). Times
+    are s since the first op.
     """
     empty = {"window_s": window_s, "t_s": [], "ok_fraction": [], "client_s": [], "ops": [],
              "ok_ops": [],
-             "ok_fraction_ops": [], "overall": None, "overall_ops": None, "time_s": 0.0,
+             "ok_fraction_ops": [], "overall": None, "overall_ops": None,
+             "during_faults": None, "time_s": 0.0,
              "ok_time_s": 0.0, "count": 0, "ok_count": 0, "by_f": {}}
     idx, start, end = _client_spans(h)
     if len(idx) == 0:
@@ -120,12 +140,15 @@ def availability(h: History, window_s: float = 1.0) -> dict[str, Any]:
     n_windows = int((max(int(end.max()), int(start.max())) - t0) // window_ns) + 1
     ok = answered(h, idx)
     invoke = h.column("invoke_ns")[idx]
-    out = {"window_s": window_s, **_windows(start, end, ok, invoke, t0, window_ns, n_windows)}
+    periods = np.array([(round(p["start_ms"] * 1e6), round(p["end_ms"] * 1e6))
+                        for p in fault_periods(h)], dtype=np.int64).reshape(-1, 2)
+    out = {"window_s": window_s,
+           **_windows(start, end, ok, invoke, t0, window_ns, n_windows, periods)}
     f = h.column("f")[idx]
     kinds = {"read": f == h.f_code("read"),
              "write": (f == h.f_code("write")) | (f == h.f_code("cas"))}
     out["by_f"] = {name: {"window_s": window_s, **_windows(start[m], end[m], ok[m], invoke[m],
-                                                          t0, window_ns, n_windows)}
+                                                          t0, window_ns, n_windows, periods)}
                    for name, m in kinds.items() if m.any()}
     return out
 

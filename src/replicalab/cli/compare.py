@@ -127,6 +127,7 @@ def _one(kind: str, regions: str, duration_s: float, ops: int, out: Path,
             # a partition counts for as long as it waited, not for its few timed-out ops
             reads = r["availability"].get("by_f", {}).get("read", {})
             row[f"{consistency}_availability"] = reads.get("overall")
+            row[f"{consistency}_availability_during"] = reads.get("during_faults")
             row[f"{consistency}_availability_ops"] = reads.get("overall_ops")
             row[f"{consistency}_read_ops"] = reads.get("count", 0)
             row[f"{consistency}_availability_all"] = r["availability"]["overall"]
@@ -339,8 +340,9 @@ def staleness_results(done: list[dict[str, Any]], regions: str, duration_s: floa
               "eventual: stale window (ms, median per write)",
               "consistent: stale reads", "consistent: stale window (ms)"]
     if faults:
-        header += ["eventual: read time available (reads ok)",
-                   "consistent: read time available (reads ok)", "lost acknowledged writes"]
+        header += ["eventual: read time available during the fault / whole run (reads ok)",
+                   "consistent: read time available during the fault / whole run (reads ok)",
+                   "lost acknowledged writes"]
     variants = ("eventual read", "consistent read", "put", "conditional put")
     header += [f"{v} p50 / p99 (ms)" for v in variants]
 
@@ -350,7 +352,8 @@ def staleness_results(done: list[dict[str, Any]], regions: str, duration_s: floa
             w = row[f"{c}_stale_window_ms"]
             cells += [f"{100 * row[f'{c}_stale_fraction']:.2f}%", "-" if w is None else f"{w:g}"]
         if faults:
-            cells += [f"{_percent(row[f'{c}_availability'])} "
+            cells += [f"{_percent(row.get(f'{c}_availability_during'))} / "
+                      f"{_percent(row[f'{c}_availability'])} "
                       f"({_percent(row[f'{c}_availability_ops'])} of "
                       f"{row[f'{c}_read_ops']:,})" for c in ("eventual", "consistent")]
             cells.append(str(row["eventual_lost_writes"] + row["consistent_lost_writes"]))

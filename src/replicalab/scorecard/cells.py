@@ -162,7 +162,9 @@ def availability_cell(store: str, m: dict[str, Any], p: Promise,
         details.append(f"{f['fault']} ({f['window']}), readers in {f['region']}: eventual "
                        f"reads {_pct(e['reads'])}, consistent reads {_pct(c['reads'])}; writes "
                        f"from {e.get('writer_region', f['region'])} {_pct(writes)} of the "
-                       f"time; recovered {_ms(max(rec)) if rec else 'n/a'} after the heal")
+                       f"time while it lasted (whole run {_pct(e.get('reads_run'))}, "
+                       f"{_pct(c.get('reads_run'))}, {_pct(e.get('writes_run'))}); recovered "
+                       f"{_ms(max(rec)) if rec else 'n/a'} after the heal")
         values.append(f"{f['fault'].split(' ')[0] if 'cut' not in f['fault'] else 'cut-off'}:"
                       f" r {_pct(e['reads'])}/{_pct(c['reads'])} w {_pct(writes)}")
         for name, x in (("eventual reads", e["reads"]), ("consistent reads", c["reads"]),
