@@ -103,7 +103,8 @@ def test_a_refused_or_interrupted_command_leaves_no_empty_run_directory(tmp_path
     assert code == 2 and "--workers 0" in err
     assert not list((tmp_path / "load").glob("*"))
     p = subprocess.Popen([sys.executable, "-m", "replicalab.cli.main", "placement", "simulate",
-                          "--objects", "20000", "--out", str(tmp_path / "sim")],
+                          "--objects", "20000", "--requests", "5000000",
+                          "--out", str(tmp_path / "sim")],
                          stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert "done" in p.stderr.readline()  # piped progress: the simulation is running

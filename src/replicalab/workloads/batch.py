@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from replicalab.checkers.spread import common_figures, merge_figures
-from replicalab.history.rundir import make_run_dir
+from replicalab.history.rundir import Run, make_run_dir
 from replicalab.runtime.virtual import stop_requested
 from replicalab.workloads import registry
 from replicalab.workloads.runner import ProbeSpec, run_probe
@@ -129,7 +129,7 @@ def run_planned(run: PlannedRun, runs_dir: str, pack: bool,
         if render is not None and not (probe.interrupted or stop_requested()):
             render(probe.results, probe.run_dir)
         return RunOutcome(run.label, run.point, run.seed, str(probe.run_dir), probe.results,
-                          probe.interrupted, probe.error, stopped=stop_requested())
+                          _cut_short(probe), probe.error, stopped=stop_requested())
     tmp = Path(tempfile.mkdtemp(prefix="replicalab-batch-"))
     try:
         probe = run_probe(run.spec, tmp, name=run.label)
@@ -140,7 +140,13 @@ def run_planned(run: PlannedRun, runs_dir: str, pack: bool,
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return RunOutcome(run.label, run.point, run.seed, str(target), probe.results,
-                      probe.interrupted, probe.error, files, stopped=stop_requested())
+                      _cut_short(probe), probe.error, files, stopped=stop_requested())
+
+
+def _cut_short(probe: Run) -> bool:
+    """Return whether the run was saved cut short: a Ctrl-C that came while a whole run was
+    being saved stops the batch (``stopped``) but leaves that run whole."""
+    return probe.interrupted and bool(probe.results.get("partial"))
 
 
 def unpack(outcome: RunOutcome) -> None:
