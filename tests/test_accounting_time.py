@@ -132,6 +132,21 @@ def test_during_the_fault_is_the_faults_window_only():
     assert availability(h2, 1.0)["during_faults"] == pytest.approx(1 / 6, abs=1e-3)
 
 
+def test_a_read_that_waits_out_the_fault_was_not_served_during_it():
+    """Cut off from 5 s to 10 s: reads time out after 2 s until one, invoked at 9 s, waits
+    and is answered at 10.5 s, after the heal. Over the run its wait counts as served (the
+    client time of an ok op); while the fault lasted nothing was answered."""
+    h = History()
+    _reads(h, 1, 0, 5 * S, 20 * MS, MS)
+    _reads(h, 1, 5 * S, 9 * S, 2 * S, 2 * S, ok=False)
+    _reads(h, 1, 9 * S, 10 * S, 2 * S, 1500 * MS)   # invoked at 9 s, ok at 10.5 s
+    _reads(h, 1, 10500 * MS, 20 * S, 20 * MS, MS)
+    _fault(h, 5 * S, 10 * S)
+    a = availability(h, 1.0)
+    assert a["during_faults"] == 0.0
+    assert a["overall"] == pytest.approx(16 / 20, abs=1e-3)
+
+
 @st.composite
 def _histories(draw: st.DrawFn) -> History:
     h = History()

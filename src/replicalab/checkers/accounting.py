@@ -49,25 +49,28 @@ def _covered_ns(start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarray
     return (tf * na - ca[na]) - (tf * nb - cb[nb])
 
 
-def _during(start: np.ndarray, end: np.ndarray, ok: np.ndarray,
+def _during(start: np.ndarray, end: np.ndarray, ok: np.ndarray, answered_at: np.ndarray,
             periods: np.ndarray) -> float | None:
     """Return the fraction of client time inside ``periods`` ([a, b) rows, ns relative like
-    the spans) covered by ok spans; None when no client time falls in them."""
-    if not len(periods):
-        return None
-    edges = periods.reshape(-1)
-    total = float(np.diff(_covered_ns(start, end, edges))[::2].sum())
-    good = float(np.diff(_covered_ns(start[ok], end[ok], edges))[::2].sum())
+    the spans) covered by ok spans answered before the period ended (a read that waited out
+    the fault and was answered after the heal was not served while the fault lasted); None
+    when no client time falls in them."""
+    total = good = 0.0
+    for a, b in periods.tolist():
+        edges = np.array([a, b], dtype=np.int64)
+        total += float(np.diff(_covered_ns(start, end, edges))[0])
+        m = ok & (answered_at < b)
+        good += float(np.diff(_covered_ns(start[m], end[m], edges))[0])
     return round(good / total, 6) if total > 0 else None
 
 
 def _windows(start: np.ndarray, end: np.ndarray, ok: np.ndarray, invoke: np.ndarray,
-             t0: int, window_ns: int, n_windows: int,
-             periods: np.ndarray | None = None) -> dict[str, Any]:
+             t0: int, window_ns: int, n_windows: int, complete: np.ndarray,
+             periods: np.ndarray) -> dict[str, Any]:
     """Return time-weighted and per-op availability per window, overall, and during the
-    fault ``periods`` (ns relative to t0) for spans."""
+    fault ``periods`` (ns relative to t0) for spans of ops completed at ``complete``."""
     # relative to t0: the prefix sums stay small enough for float64 to hold them to the ns
-    start, end = start - t0, end - t0
+    start, end, complete = start - t0, end - t0, complete - t0
     edges = window_ns * np.arange(n_windows + 1, dtype=np.int64)
     total = np.diff(_covered_ns(start, end, edges))
     good = np.diff(_covered_ns(start[ok], end[ok], edges))
@@ -88,8 +91,7 @@ def _windows(start: np.ndarray, end: np.ndarray, ok: np.ndarray, invoke: np.ndar
         "overall": (round(float((end - start)[ok].sum()) / span_ns, 6) if span_ns > 0
                     else round(float(ok.mean()), 6) if len(ok) else None),
         "overall_ops": round(float(ok.mean()), 6) if len(ok) else None,
-        "during_faults": _during(start, end, ok, np.empty((0, 2), np.int64)
-                                 if periods is None else periods),
+        "during_faults": _during(start, end, ok, complete, periods),
         "time_s": round(span_ns / 1e9, 6),
         "ok_time_s": round(float((end - start)[ok].sum()) / 1e9, 6),
         "count": len(ok),
@@ -122,8 +124,9 @@ def availability(h: History, window_s: float = 1.0) -> dict[str, Any]:
     ``ops`` (invoked in it), ``ok_ops`` and
     ``ok_fraction_ops``, and overall ``overall_ops`` (fraction of ops ok), ``time_s`` and
     ``ok_time_s`` (client seconds); ``during_faults`` is ``overall`` over the injected
-    faults' periods only (:func:`fault_periods`; None without faults), what a user means by
-    "available while the region is cut off", recovery after the heal left out; ``by_f``
+    faults' periods only (:func:`fault_periods`; None without faults), counting only ops
+    answered before the fault ended: what a user means by "available while the region is
+    cut off", recovery after the heal left out; ``by_f``
     holds the same for reads and for writes (``write`` includes conditional writes). Times
     are s since the first op.
     """
@@ -142,13 +145,15 @@ def availability(h: History, window_s: float = 1.0) -> dict[str, Any]:
     invoke = h.column("invoke_ns")[idx]
     periods = np.array([(round(p["start_ms"] * 1e6), round(p["end_ms"] * 1e6))
                         for p in fault_periods(h)], dtype=np.int64).reshape(-1, 2)
-    out = {"window_s": window_s,
-           **_windows(start, end, ok, invoke, t0, window_ns, n_windows, periods)}
+    complete = h.column("complete_ns")[idx]
+    out = {"window_s": window_s, **_windows(start, end, ok, invoke, t0, window_ns, n_windows,
+                                            complete, periods)}
     f = h.column("f")[idx]
     kinds = {"read": f == h.f_code("read"),
              "write": (f == h.f_code("write")) | (f == h.f_code("cas"))}
     out["by_f"] = {name: {"window_s": window_s, **_windows(start[m], end[m], ok[m], invoke[m],
-                                                          t0, window_ns, n_windows, periods)}
+                                                          t0, window_ns, n_windows,
+                                                          complete[m], periods)}
                    for name, m in kinds.items() if m.any()}
     return out
 
