@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use pyo3::{intern, PyTraverseError};
 
-use crate::simrt::{Clock, Delay, SimNode, Stream, Window};
+use crate::simrt::{Clock, Delay, Parked, SimNode, Stream, Window};
 
 struct Group {
     nodes: Vec<usize>,
@@ -93,8 +93,7 @@ struct Inner {
     item_ids: Py<PyDict>,
     batches: HashMap<(usize, usize), (i64, i64)>,
     buffered: HashMap<usize, (Py<PyAny>, Py<PyAny>)>,
-    ops: Vec<Option<Op>>,
-    free_ops: Vec<usize>,
+    ops: Parked<Op>,
 }
 
 /// The native message handling of one `sim.simpledb.SimpleDB`.
@@ -164,8 +163,7 @@ impl SimpleDbCore {
             item_ids: PyDict::new(py).unbind(),
             batches: HashMap::new(),
             buffered: HashMap::new(),
-            ops: Vec::new(),
-            free_ops: Vec::new(),
+            ops: Parked::new(),
         };
         Ok(SimpleDbCore { inner: Some(inner) })
     }
@@ -212,8 +210,7 @@ impl SimpleDbCore {
         let py = slf.py();
         let mut this = slf.borrow_mut();
         let me = this.inner.as_mut().expect("cleared");
-        let call = me.ops[op].take().expect("a resumed call is pending");
-        me.free_ops.push(op);
+        let call = me.ops.take(op).expect("a resumed call is pending");
         let mut w = me.clock.open(py)?;
         let out = me.drive(py, slf, &mut w, call, None);
         me.clock.close(py, &w)?;
@@ -290,7 +287,7 @@ impl SimpleDbCore {
             visit.call(v)?;
             visit.call(t)?;
         }
-        for op in me.ops.iter().flatten() {
+        for op in me.ops.iter() {
             visit.call(&op.keys)?;
             visit.call(&op.expect)?;
             visit.call(&op.absent)?;
@@ -411,16 +408,7 @@ impl Inner {
                 f
             }
         };
-        let id = match self.free_ops.pop() {
-            Some(i) => {
-                self.ops[i] = Some(op);
-                i
-            }
-            None => {
-                self.ops.push(Some(op));
-                self.ops.len() - 1
-            }
-        };
+        let id = self.ops.park(op);
         let f = slf.getattr(intern!(py, "_resume"))?;
         let args = PyTuple::new(py, [id])?;
         self.clock.push(py, w, t, None, &f, args)?;

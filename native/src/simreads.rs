@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use pyo3::{intern, PyTraverseError};
 
-use crate::simrt::{Clock, Delay, SimNode, Stream, Window};
+use crate::simrt::{Clock, Delay, Parked, SimNode, Stream, Window};
 
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
@@ -75,8 +75,7 @@ struct Inner {
     w: usize,
     timeout_ns: i64,
     timeout_text: String,
-    ops: Vec<Option<Op>>,
-    free_ops: Vec<usize>,
+    ops: Parked<Op>,
 }
 
 /// The native reads of one `Quorum` or `Primary` scheme.
@@ -133,8 +132,7 @@ impl ReadCore {
             w,
             timeout_ns,
             timeout_text,
-            ops: Vec::new(),
-            free_ops: Vec::new(),
+            ops: Parked::new(),
         }) })
     }
 
@@ -157,8 +155,7 @@ impl ReadCore {
         let py = slf.py();
         let mut this = slf.borrow_mut();
         let me = this.inner.as_mut().expect("cleared");
-        let call = me.ops[op].take().expect("a resumed read is pending");
-        me.free_ops.push(op);
+        let call = me.ops.take(op).expect("a resumed read is pending");
         let mut w = me.clock.open(py)?;
         let out = me.drive(py, slf, &mut w, call, None);
         me.clock.close(py, &w)?;
@@ -180,7 +177,7 @@ impl ReadCore {
         for r in &me.regions {
             visit.call(r)?;
         }
-        for op in me.ops.iter().flatten() {
+        for op in me.ops.iter() {
             visit.call(&op.keys)?;
             visit.call(&op.fut)?;
             for s in &op.seen {
@@ -456,16 +453,7 @@ impl Inner {
                 f
             }
         };
-        let id = match self.free_ops.pop() {
-            Some(i) => {
-                self.ops[i] = Some(op);
-                i
-            }
-            None => {
-                self.ops.push(Some(op));
-                self.ops.len() - 1
-            }
-        };
+        let id = self.ops.park(op);
         let f = slf.getattr(intern!(py, "_resume"))?;
         self.clock.push(py, w, t, None, &f, PyTuple::new(py, [id])?)?;
         Ok(fut)

@@ -371,3 +371,45 @@ impl Clock {
         Ok(())
     }
 }
+
+
+/// Calls parked on the heap until their next step, by slot (the heap event carries the
+/// slot); a freed slot is reused, so a long run keeps as many slots as calls in flight.
+pub struct Parked<T> {
+    slots: Vec<Option<T>>,
+    free: Vec<usize>,
+}
+
+impl<T> Parked<T> {
+    pub fn new() -> Self {
+        Self { slots: Vec::new(), free: Vec::new() }
+    }
+
+    /// Park `item`; return its slot.
+    pub fn park(&mut self, item: T) -> usize {
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(item);
+                i
+            }
+            None => {
+                self.slots.push(Some(item));
+                self.slots.len() - 1
+            }
+        }
+    }
+
+    /// Take back the item parked at `slot` (None if there is none), freeing the slot.
+    pub fn take(&mut self, slot: usize) -> Option<T> {
+        let item = self.slots.get_mut(slot).and_then(Option::take);
+        if item.is_some() {
+            self.free.push(slot);
+        }
+        item
+    }
+
+    /// The parked items (for the garbage collector's traversal).
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.slots.iter().flatten()
+    }
+}
