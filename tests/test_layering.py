@@ -18,10 +18,10 @@ MIDDLE = {"workloads", "faults", "cluster"}
 BELOW = {"checkers", "stores", "sim", *BASE}
 SIBLINGS = {"models", "clt", "hlc", "counters", "watch", "queues", "placement"}
 ALLOWED = {
-    "cli": {"report", "scorecard", *SIBLINGS, *MIDDLE, *BELOW},
-    "report": {"scorecard", *SIBLINGS, *MIDDLE, *BELOW},
+    "cli": {"report", "experiments", *SIBLINGS, *MIDDLE, *BELOW},
+    "report": {"experiments", *SIBLINGS, *MIDDLE, *BELOW},
     # seed 001's chart: composes workloads, faults and clusters into cells
-    "scorecard": {*MIDDLE, *BELOW},
+    "experiments": {*MIDDLE, *BELOW},
     "workloads": {*MIDDLE, *BELOW},
     "faults": {*MIDDLE, *BELOW},
     "cluster": {*MIDDLE, *BELOW},

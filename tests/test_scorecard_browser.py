@@ -13,8 +13,8 @@ from matplotlib.image import imread
 
 from browser import run_chromium
 from replicalab.report.scorecard import render_scorecard
-from replicalab.scorecard.plan import PROPERTIES, QUICK
-from replicalab.scorecard.run import Scorecard, run
+from replicalab.experiments.plan import PROPERTIES, QUICK
+from replicalab.experiments.run import Scorecard, run
 
 pytestmark = pytest.mark.browser
 

@@ -14,9 +14,9 @@ import pytest
 
 from replicalab.cluster import base
 from replicalab.faults import powerloss
-from replicalab.scorecard.durability import durability
-from replicalab.scorecard.plan import QUICK
-from replicalab.scorecard.promises import DurabilityVariant
+from replicalab.experiments.durability import durability
+from replicalab.experiments.plan import QUICK
+from replicalab.experiments.promises import DurabilityVariant
 from servers import server_missing, shared_root
 
 pytestmark = pytest.mark.integration
@@ -39,7 +39,7 @@ def test_redis_loses_exactly_what_its_setting_documents(tmp_path: Path,
         base.driver("redis").check_installed()
     except ValueError as err:
         server_missing("a redis cluster", err)
-    monkeypatch.setattr("replicalab.scorecard.durability.variants", lambda kind, plan: VARIANTS)
+    monkeypatch.setattr("replicalab.experiments.durability.variants", lambda kind, plan: VARIANTS)
     root = shared_root("replicalab-durability-")
     try:
         try:

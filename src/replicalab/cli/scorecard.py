@@ -27,7 +27,7 @@ def _check_inputs(kinds: str, only: str | None, regions: str) -> tuple[tuple[str
     from replicalab.cluster import base
     from replicalab.faults import powerloss
     from replicalab.regions import region_set
-    from replicalab.scorecard.plan import parse_kinds, parse_only
+    from replicalab.experiments.plan import parse_kinds, parse_only
     from replicalab.stores import open_store
 
     stores, props = parse_kinds(kinds), parse_only(only)
@@ -49,7 +49,7 @@ def _check_inputs(kinds: str, only: str | None, regions: str) -> tuple[tuple[str
 def _table(sc: dict[str, Any]) -> TableData:
     """Return the compact terminal table: one line per cell (store, property, colour,
     value); only the value wraps on a narrow terminal, nothing is cut."""
-    from replicalab.scorecard.run import order
+    from replicalab.experiments.run import order
 
     t = TableData(f"scorecard on {sc['regions']}"
                   + (" (interrupted: cells not measured are marked)" if sc["interrupted"]
@@ -95,8 +95,8 @@ def scorecard(
     from replicalab.history.rundir import make_run_dir
     from replicalab.regions import region_set
     from replicalab.report.scorecard import render_scorecard
-    from replicalab.scorecard.plan import FULL, QUICK, expected_steps
-    from replicalab.scorecard.run import Scorecard, run
+    from replicalab.experiments.plan import FULL, QUICK, expected_steps
+    from replicalab.experiments.run import Scorecard, run
 
     try:
         stores, props = _check_inputs(kinds, only, regions)

@@ -10,7 +10,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from replicalab.scorecard.run import order
+from replicalab.experiments.run import order
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}

@@ -14,7 +14,7 @@ import numpy as np
 from replicalab.faults.schedule import Fault
 from replicalab.history import NEMESIS, load_history
 from replicalab.history.rundir import Run
-from replicalab.scorecard.plan import Plan
+from replicalab.experiments.plan import Plan
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.increments import IncrementsConfig
 from replicalab.workloads.inter_element import InterElementConfig

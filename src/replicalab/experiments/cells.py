@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from replicalab.scorecard.plan import READ_GOAL_P99_MS, WRITE_GOAL_P99_MS
-from replicalab.scorecard.promises import Promise
+from replicalab.experiments.plan import READ_GOAL_P99_MS, WRITE_GOAL_P99_MS
+from replicalab.experiments.promises import Promise
 
 GRADES = ("green", "yellow", "red", "grey")
 

@@ -14,11 +14,11 @@ from typing import Any
 from replicalab.cluster import base
 from replicalab.cluster.state import ROOT
 from replicalab.regions import region_set
-from replicalab.scorecard import cells, measure
-from replicalab.scorecard.durability import durability, leader
-from replicalab.scorecard.measure import Interrupted, Progress, Target
-from replicalab.scorecard.plan import PROPERTIES, Plan
-from replicalab.scorecard.promises import promise, store_kind
+from replicalab.experiments import cells, measure
+from replicalab.experiments.durability import durability, leader
+from replicalab.experiments.measure import Interrupted, Progress, Target
+from replicalab.experiments.plan import PROPERTIES, Plan
+from replicalab.experiments.promises import promise, store_kind
 from replicalab.stores import open_store
 
 SCHEMA_VERSION = 1

@@ -88,7 +88,7 @@ def parse_kinds(text: str) -> tuple[str, ...]:
 def expected_steps(store: str, props: tuple[str, ...], plan: Plan, regions: int) -> int:
     """Return how many runs (and cluster starts) a store's row takes: the progress bar's
     scale."""
-    from replicalab.scorecard.promises import DURABILITY
+    from replicalab.experiments.promises import DURABILITY
 
     real = not store.startswith("sim://")
     n = 1 if any(p != "durability" for p in props) else 0
