@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from replicalab.report.scorecard import render_scorecard
 from replicalab.experiments import cells
 from replicalab.experiments.measure import Target, staleness_spec
 from replicalab.experiments.plan import PROPERTIES, QUICK, parse_kinds, parse_only
 from replicalab.experiments.promises import promise
 from replicalab.experiments.run import Scorecard, run
+from replicalab.report.scorecard import render_scorecard
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.register import RegisterConfig
 from replicalab.workloads.runner import ProbeSpec, run_probe

@@ -12,9 +12,9 @@ import pytest
 from matplotlib.image import imread
 
 from browser import run_chromium
-from replicalab.report.scorecard import render_scorecard
 from replicalab.experiments.plan import PROPERTIES, QUICK
 from replicalab.experiments.run import Scorecard, run
+from replicalab.report.scorecard import render_scorecard
 
 pytestmark = pytest.mark.browser
 

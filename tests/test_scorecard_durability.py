@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from replicalab.cluster import base
-from replicalab.faults import powerloss
 from replicalab.experiments.durability import durability
 from replicalab.experiments.plan import QUICK
 from replicalab.experiments.promises import DurabilityVariant
+from replicalab.faults import powerloss
 from servers import server_missing, shared_root
 
 pytestmark = pytest.mark.integration

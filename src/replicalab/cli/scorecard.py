@@ -25,9 +25,9 @@ def _check_inputs(kinds: str, only: str | None, regions: str) -> tuple[tuple[str
     """Return (stores, properties) or raise ValueError naming the fix: an unknown kind or
     property, a server or FUSE that is missing, a sim:// URL that does not open."""
     from replicalab.cluster import base
+    from replicalab.experiments.plan import parse_kinds, parse_only
     from replicalab.faults import powerloss
     from replicalab.regions import region_set
-    from replicalab.experiments.plan import parse_kinds, parse_only
     from replicalab.stores import open_store
 
     stores, props = parse_kinds(kinds), parse_only(only)
@@ -92,11 +92,11 @@ def scorecard(
 
     Example: replicalab scorecard --kinds cassandra --regions dc3 --quick
     """
+    from replicalab.experiments.plan import FULL, QUICK, expected_steps
+    from replicalab.experiments.run import Scorecard, run
     from replicalab.history.rundir import make_run_dir
     from replicalab.regions import region_set
     from replicalab.report.scorecard import render_scorecard
-    from replicalab.experiments.plan import FULL, QUICK, expected_steps
-    from replicalab.experiments.run import Scorecard, run
 
     try:
         stores, props = _check_inputs(kinds, only, regions)

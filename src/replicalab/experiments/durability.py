@@ -18,10 +18,10 @@ from typing import Any
 
 from replicalab.cluster import base
 from replicalab.cluster.state import ROOT, load
-from replicalab.faults.schedule import Fault
 from replicalab.experiments.measure import Progress, probe
 from replicalab.experiments.plan import Plan
 from replicalab.experiments.promises import DURABILITY, DurabilityVariant
+from replicalab.faults.schedule import Fault
 from replicalab.stores import StoreError, open_store
 from replicalab.stores.base import redact_url
 from replicalab.workloads.base import ProbeOptions

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from replicalab.experiments.plan import Plan
 from replicalab.faults.schedule import Fault
 from replicalab.history import NEMESIS, load_history
 from replicalab.history.rundir import Run
-from replicalab.experiments.plan import Plan
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.increments import IncrementsConfig
 from replicalab.workloads.inter_element import InterElementConfig

@@ -13,12 +13,12 @@ from typing import Any
 
 from replicalab.cluster import base
 from replicalab.cluster.state import ROOT
-from replicalab.regions import region_set
 from replicalab.experiments import cells, measure
 from replicalab.experiments.durability import durability, leader
 from replicalab.experiments.measure import Interrupted, Progress, Target
 from replicalab.experiments.plan import PROPERTIES, Plan
 from replicalab.experiments.promises import promise, store_kind
+from replicalab.regions import region_set
 from replicalab.stores import open_store
 
 SCHEMA_VERSION = 1
