@@ -16,16 +16,18 @@ from pathlib import Path
 
 import pytest
 
+from replicalab.cluster.kinds import resolve
 from replicalab.experiments import cells
 from replicalab.experiments.measure import Target, staleness_spec
-from replicalab.experiments.plan import PROPERTIES, QUICK, parse_kinds, parse_only
-from replicalab.experiments.promises import promise
+from replicalab.experiments.plan import QUICK, parse_kinds
+from replicalab.experiments.properties import get, names, parse_only
 from replicalab.experiments.run import Scorecard, run
 from replicalab.report.scorecard import render_scorecard
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.register import RegisterConfig
 from replicalab.workloads.runner import ProbeSpec, run_probe
 
+PROPERTIES = names()
 EXE = [sys.executable, "-m", "replicalab.cli.main"]
 SIM = "sim://primary?replication=async&regions=dc3"
 TINY = dataclasses.replace(QUICK, staleness_s=20.0, register_s=10.0, latency_ops=20,
@@ -132,7 +134,11 @@ def test_interrupted_scorecard_keeps_its_cells_and_draws_a_partial_chart(tmp_pat
 
 
 def test_parse_kinds_and_properties():
-    assert parse_kinds("redis, sim://simpledb") == ("redis", "sim://simpledb")
+    assert [s.label for s in parse_kinds("redis, sim://simpledb")] == ["redis", "sim://simpledb"]
+    # one display name, other spellings accepted
+    assert [s.label for s in parse_kinds("zk,postgresql")] == ["zookeeper", "postgres"]
+    with pytest.raises(ValueError, match="twice"):
+        parse_kinds("zk,zookeeper")
     assert parse_only("geography,latency") == ("latency", "geography")
     for bad in ("redis,mongodb", ""):
         with pytest.raises(ValueError, match="--kinds"):
@@ -147,7 +153,7 @@ def test_durability_cell_grades_against_the_documented_setting():
                 **{k: {"checked": True, "lost": n, "acknowledged": 100, "run": "r"}
                    for k, n in (("kill", kill), ("power_loss", power))}}
 
-    p = promise("redis", "durability")
+    p = get("durability").promise_for(resolve("redis"))
     safe = variant("appendfsync always", 0, 0, True, True)
     lab = variant("appendonly no", 100, 100, False, False)
     assert cells.durability_cell("redis", {"variants": [lab, safe], "runs": []}, p).grade \

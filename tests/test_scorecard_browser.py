@@ -12,7 +12,8 @@ import pytest
 from matplotlib.image import imread
 
 from browser import run_chromium
-from replicalab.experiments.plan import PROPERTIES, QUICK
+from replicalab.experiments.plan import QUICK
+from replicalab.experiments.properties import names
 from replicalab.experiments.run import Scorecard, run
 from replicalab.report.scorecard import render_scorecard
 
@@ -27,7 +28,7 @@ SMALL = dataclasses.replace(QUICK, staleness_s=10.0, register_s=5.0, latency_ops
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("scorecard")
     (d / "runs").mkdir()
-    sc = run(Scorecard(d, STORES, PROPERTIES, "dc3", SMALL, seed=3), lambda what: None)
+    sc = run(Scorecard(d, STORES, names(), "dc3", SMALL, seed=3), lambda what: None)
     return render_scorecard(sc.to_json(), d)
 
 
@@ -37,7 +38,7 @@ def test_every_cell_is_coloured_clickable_and_opens_its_evidence(report: Path, t
     body = re.search(r"<body([^>]*)>", proc.stdout)
     assert body, proc.stdout[:500]
     attrs = dict(re.findall(r'data-(\w+)="([^"]*)"', body[1]))
-    n = len(STORES) * len(PROPERTIES)
+    n = len(STORES) * len(names())
     assert attrs.get("rendered") == "1"
     assert attrs.get("cells") == str(n)
     assert attrs.get("coloured") == str(n)

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from replicalab.cluster import base
+from replicalab.cluster.kinds import DurabilityVariant, resolve
 from replicalab.experiments.durability import durability
 from replicalab.experiments.plan import QUICK
-from replicalab.experiments.promises import DurabilityVariant
 from replicalab.faults import powerloss
 from servers import server_missing, shared_root
 
@@ -43,7 +43,7 @@ def test_redis_loses_exactly_what_its_setting_documents(tmp_path: Path,
     root = shared_root("replicalab-durability-")
     try:
         try:
-            res = durability("redis", "dc3", PLAN, 1, tmp_path / "runs", tmp_path,
+            res = durability(resolve("redis"), "dc3", PLAN, 1, tmp_path / "runs", tmp_path,
                              lambda what: None, root)
         except ValueError as err:  # a server or Toxiproxy that could not start
             server_missing("a redis cluster on the power-loss file system", err)

@@ -13,6 +13,8 @@ import typer
 from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
+from replicalab.cluster import kinds as store_kinds
+from replicalab.experiments import properties
 
 
 def register(app: typer.Typer) -> None:
@@ -20,24 +22,24 @@ def register(app: typer.Typer) -> None:
     app.command(name="scorecard")(scorecard)
 
 
-def _check_inputs(kinds: str, only: str | None, regions: str) -> tuple[tuple[str, ...],
+def _check_inputs(kinds: str, only: str | None, regions: str) -> tuple[tuple[Any, ...],
                                                                      tuple[str, ...]]:
     """Return (stores, properties) or raise ValueError naming the fix: an unknown kind or
     property, a server or FUSE that is missing, a sim:// URL that does not open."""
-    from replicalab.cluster import base
-    from replicalab.experiments.plan import parse_kinds, parse_only
+    from replicalab.experiments.plan import parse_kinds
+    from replicalab.experiments.properties import parse_only
     from replicalab.faults import powerloss
     from replicalab.regions import region_set
     from replicalab.stores import open_store
 
     stores, props = parse_kinds(kinds), parse_only(only)
     region_set(regions)
-    real = [k for k in stores if not k.startswith("sim://")]
+    real = [s.kind for s in stores if s.kind is not None]
     for k in real:
-        base.driver(k).check_installed()
-    for k in stores:
-        if k.startswith("sim://"):
-            open_store(k, 1)
+        k.make_driver().check_installed()
+    for s in stores:
+        if s.kind is None:
+            open_store(s.label, 1)
     if real and "durability" in props:
         why = powerloss.unavailable_reason()
         if why:
@@ -62,17 +64,15 @@ def _table(sc: dict[str, Any]) -> TableData:
 
 
 def scorecard(
-    kinds: Annotated[str, typer.Option(help="Comma-separated stores: cluster kinds (redis, "
-                                            "postgres, etcd, zookeeper, cassandra) and "
-                                            "sim:// URLs.")
+    kinds: Annotated[str, typer.Option(help="Comma-separated stores: cluster kinds ("
+                                            f"{store_kinds.help_text()}) and sim:// URLs.")
                      ] = "redis,postgres,etcd,zookeeper",
     regions: Annotated[str, typer.Option(help="Region set of the clusters.")] = "dc3",
     quick: Annotated[bool, typer.Option("--quick", help="Every cell, shorter runs "
                                                         "(about 8 minutes for four stores).")
                      ] = False,
     only: Annotated[str | None, typer.Option(
-        help="Comma-separated properties: latency, durability, availability, consistency, "
-             "transactionality, geography (default: all).")] = None,
+        help=f"Comma-separated properties: {properties.help_text()} (default: all).")] = None,
     out: Annotated[Path, typer.Option(help="Directory that receives the run directory.")
                    ] = Path("runs"),
     seed: Annotated[int, typer.Option(help="Seed of every run.")] = 1,
@@ -92,7 +92,8 @@ def scorecard(
 
     Example: replicalab scorecard --kinds cassandra --regions dc3 --quick
     """
-    from replicalab.experiments.plan import FULL, QUICK, expected_steps
+    from replicalab.experiments.plan import FULL, QUICK
+    from replicalab.experiments.properties import expected_steps
     from replicalab.experiments.run import Scorecard, run
     from replicalab.history.rundir import make_run_dir
     from replicalab.regions import region_set
@@ -101,7 +102,7 @@ def scorecard(
     try:
         stores, props = _check_inputs(kinds, only, regions)
         run_dir = make_run_dir(out, "scorecard", "-".join(
-            "sim" if s.startswith("sim://") else s for s in stores))
+            "sim" if s.kind is None else s.label for s in stores))
     except ValueError as err:
         fail(str(err))
     (run_dir / "runs").mkdir(exist_ok=True)

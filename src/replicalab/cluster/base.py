@@ -7,11 +7,12 @@ how to read its role and lag); everything else is shared here.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from replicalab.cluster import kinds as store_kinds
 from replicalab.cluster import process, toxiproxy
 from replicalab.cluster.ports import allocate
 from replicalab.cluster.state import ROOT, Cluster, Link, Node, load, names
@@ -93,28 +94,41 @@ class LinkMaker:
         return listen
 
 
-_DRIVERS = {
-    "redis": "replicalab.cluster.redis:RedisDriver",
-    "postgres": "replicalab.cluster.postgres:PostgresDriver",
-    "etcd": "replicalab.cluster.etcd:EtcdDriver",
-    "zookeeper": "replicalab.cluster.zookeeper:ZookeeperDriver",
-    "cassandra": "replicalab.cluster.cassandra:CassandraDriver",
-}
-
-
 def kinds() -> list[str]:
-    """Return the cluster kinds replicalab can start."""
-    return sorted(_DRIVERS)
+    """Return the cluster kinds replicalab can start (their display names)."""
+    return store_kinds.names()
 
 
 def driver(kind: str) -> Driver:
-    """Return the driver for ``kind`` (ValueError listing the known kinds)."""
-    try:
-        module, cls = _DRIVERS[kind].split(":")
-    except KeyError:
-        raise ValueError(f"unknown cluster kind {kind!r}; use one of "
-                         f"{', '.join(kinds())}") from None
-    return getattr(importlib.import_module(module), cls)()
+    """Return the driver for ``kind``, any accepted spelling (ValueError listing the kinds)."""
+    return store_kinds.resolve(kind).make_driver()  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Leader:
+    """The node a "leader" fault takes and the figures name: the leader or primary as the
+    cluster's status reports it, else node 0 (a kind without a leader such as Cassandra, or
+    none elected yet), the writer's coordinator."""
+
+    index: int
+    region: str
+    is_leader: bool  # False: node 0 stands in (no leader/primary reported)
+
+    @property
+    def role(self) -> str:
+        """Return what the node is, as the scorecard words it."""
+        return "leader/primary" if self.is_leader else \
+            "node (no leader: the writer's coordinator)"
+
+
+def find_leader(name: str, root: Path = ROOT) -> Leader:
+    """Return cluster ``name``'s leader or primary (see :class:`Leader`): the one place that
+    asks a cluster where its leader is."""
+    c, rows = status(name, root)
+    i = None if store_kinds.resolve(c.kind).leaderless else next(
+        (i for i, s in enumerate(rows) if s.get("role") in ("leader", "primary")), None)
+    return Leader(0, c.nodes[0].region, False) if i is None \
+        else Leader(i, c.nodes[i].region, True)
 
 
 def up(kind: str, nodes: int, regions: str, name: str | None = None,
@@ -127,6 +141,7 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
     ``power_loss_fs`` puts every node's data directory on its own power-loss file system
     (faults/powerfs.py), so that a ``power-loss`` fault can drop what a server never synced.
     """
+    kind = store_kinds.resolve(kind).name  # one spelling in cluster.json
     drv = driver(kind)
     rs = region_set(regions)
     if nodes < 1 or nodes > 15:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from replicalab.cluster.kinds import Promise
 from replicalab.experiments.plan import READ_GOAL_P99_MS, WRITE_GOAL_P99_MS
-from replicalab.experiments.promises import Promise
 
 GRADES = ("green", "yellow", "red", "grey")
 
@@ -33,6 +33,9 @@ class Cell:
     counterexample: str = ""
     reason: str = ""
     figures: dict[str, Any] = field(default_factory=dict)
+    # a bar chart of fractions the report draws under the evidence: {"title": str,
+    # "bars": [[label, fraction or None], ...]} (any property may give one)
+    chart: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """Return the cell as saved in scorecard.json."""
@@ -44,7 +47,7 @@ def not_measured(store: str, prop: str, p: Promise, reason: str) -> Cell:
     return Cell(store, prop, f"n/a: {reason}", "grey", p.text, p.source, reason=reason)
 
 
-def _pct(x: float | None) -> str:
+def pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
@@ -160,26 +163,31 @@ def availability_cell(store: str, m: dict[str, Any], p: Promise,
         writes = e["writes"]
         rec = [x["recovery_ms"] for x in (e, c) if x["recovery_ms"] is not None]
         details.append(f"{f['fault']} ({f['window']}), readers in {f['region']}: eventual "
-                       f"reads {_pct(e['reads'])}, consistent reads {_pct(c['reads'])}; writes "
-                       f"from {e.get('writer_region', f['region'])} {_pct(writes)} of the "
-                       f"time while it lasted (whole run {_pct(e.get('reads_run'))}, "
-                       f"{_pct(c.get('reads_run'))}, {_pct(e.get('writes_run'))}); recovered "
+                       f"reads {pct(e['reads'])}, consistent reads {pct(c['reads'])}; writes "
+                       f"from {e.get('writer_region', f['region'])} {pct(writes)} of the "
+                       f"time while it lasted (whole run {pct(e.get('reads_run'))}, "
+                       f"{pct(c.get('reads_run'))}, {pct(e.get('writes_run'))}); recovered "
                        f"{_ms(max(rec)) if rec else 'n/a'} after the heal")
         values.append(f"{f['fault'].split(' ')[0] if 'cut' not in f['fault'] else 'cut-off'}:"
-                      f" r {_pct(e['reads'])}/{_pct(c['reads'])} w {_pct(writes)}")
+                      f" r {pct(e['reads'])}/{pct(c['reads'])} w {pct(writes)}")
         for name, x in (("eventual reads", e["reads"]), ("consistent reads", c["reads"]),
                         ("writes", writes)):
             if x is not None and x < 0.95:
-                low.append(f"{name} {_pct(x)} ({f['fault']})")
+                low.append(f"{name} {pct(x)} ({f['fault']})")
         if ("cut off" in f["fault"] and local_reads_promised and e["reads"] is not None
                 and e["reads"] < 0.5):
-            red.append(f"eventual reads at the cut-off replica {_pct(e['reads'])}")
+            red.append(f"eventual reads at the cut-off replica {pct(e['reads'])}")
     for n in m.get("notes", []):
         details.append(n)
     grade = "red" if red else "yellow" if low else "green"
     caveat = "; ".join(red) if red else ("below 95 %: " + "; ".join(low)) if low else ""
+    bars = [[f"{f['fault']} ({f['window']}): {name}", v] for f in m["faults"]
+            for name, v in (("eventual reads", f["eventual"]["reads"]),
+                            ("consistent reads", f["consistent"]["reads"]),
+                            ("writes", f["eventual"]["writes"]))]
     return Cell(store, "availability", "; ".join(values), grade, p.text, p.source, caveat,
-                details, m["runs"], figures={"faults": m["faults"]})
+                details, m["runs"], figures={"faults": m["faults"]},
+                chart={"title": "Availability by time during each fault", "bars": bars})
 
 
 # --- consistency --------------------------------------------------------------------------
@@ -194,9 +202,9 @@ def consistency_cell(store: str, m: dict[str, Any], p: Promise,
     re_, rc = m["register_eventual"], m["register_consistent"]
     verdict = {True: "linearizable", False: "NOT linearizable"}
     details = [
-        f"eventual reads at the {s['region']} replica: {_pct(e['stale_fraction'])} stale of "
+        f"eventual reads at the {s['region']} replica: {pct(e['stale_fraction'])} stale of "
         f"{e['reads']:,}, window {_ms(e['stale_window_ms'])} (median per write)",
-        f"consistent reads there: {_pct(c['stale_fraction'])} stale of {c['reads']:,}",
+        f"consistent reads there: {pct(c['stale_fraction'])} stale of {c['reads']:,}",
         f"one client in {s['region']}: read-your-writes violated {s['ryw_violations']} of "
         f"{s['ryw_reads']} reads, monotonic reads violated {s['mr_violations']} of "
         f"{s['mr_pairs']} pairs",
@@ -204,8 +212,8 @@ def consistency_cell(store: str, m: dict[str, Any], p: Promise,
         f"({re_['ops']:,} ops)",
         f"register test, consistent reads: {verdict.get(rc['valid'], rc['valid'])} "
         f"({rc['ops']:,} ops)"]
-    value = (f"stale {_pct(e['stale_fraction'])} (window {_ms(e['stale_window_ms'])}) / "
-             f"{_pct(c['stale_fraction'])}; lin {'yes' if re_['valid'] is True else 'no'} / "
+    value = (f"stale {pct(e['stale_fraction'])} (window {_ms(e['stale_window_ms'])}) / "
+             f"{pct(c['stale_fraction'])}; lin {'yes' if re_['valid'] is True else 'no'} / "
              f"{'yes' if rc['valid'] is True else 'no'}")
     counter = rc["explanation"] if rc["valid"] is False else re_["explanation"]
     weak_bad = ((e["stale_fraction"] or 0) > 0 or re_["valid"] is not True
@@ -232,48 +240,6 @@ def consistency_cell(store: str, m: dict[str, Any], p: Promise,
                 m["runs"], counterexample=counter or "", figures={
                     k: m[k] for k in ("eventual", "consistent", "session", "register_eventual",
                                       "register_consistent")})
-
-
-# --- transactionality ---------------------------------------------------------------------
-
-def transactionality_cell(store: str, m: dict[str, Any], p: Promise) -> Cell:
-    """Grade conditional and atomic multi-element writes: red if an increment was lost or a
-    multi-element write was seen torn, yellow if one of them is not supported, else green."""
-    details, parts, red, missing = [], [], [], []
-    inc = m.get("increments")
-    if inc is None:
-        missing.append("no conditional write")
-        parts.append("cas: unsupported")
-    else:
-        details.append(f"concurrent conditional increments: {inc['acknowledged']:,} "
-                       f"acknowledged, {inc['failed_condition']:,} failed their condition, "
-                       f"{inc['unknown']:,} unknown; final count "
-                       f"{inc['final_count'] if inc['checked'] else 'not read'}; lost updates "
-                       f"{inc['lost_updates'] if inc['checked'] else 'unchecked'}")
-        if not inc["checked"]:
-            red.append("the counter was not read back")
-        elif inc["lost_updates"]:
-            red.append(f"{inc['lost_updates']} lost updates")
-        parts.append(f"cas: {inc['lost_updates'] if inc['checked'] else '?'} lost of "
-                     f"{inc['acknowledged']:,}")
-    ie = m.get("inter_element")
-    if ie is None:
-        why = ("no atomic multi-element write" if not m["atomic_multi_write"]
-               else "no multi-element read to check it")
-        missing.append(why)
-        parts.append("multi-write: unsupported" if not m["atomic_multi_write"]
-                     else "multi-write: unchecked")
-    else:
-        details.append(f"atomic two-element writes read back in one call: {ie['torn']} torn "
-                       f"of {ie['pairs']:,} reads (A/B/C/D {ie['counts']})")
-        if ie["torn"]:
-            red.append(f"{ie['torn']} torn multi-element writes")
-        parts.append(f"multi-write: {ie['torn']} torn of {ie['pairs']:,}")
-    grade = "red" if red else "yellow" if missing else "green"
-    caveat = "; ".join(red or missing)
-    return Cell(store, "transactionality", "; ".join(parts), grade, p.text, p.source, caveat,
-                details, m["runs"], figures={k: m.get(k) for k in ("increments",
-                                                                   "inter_element")})
 
 
 # --- geography ----------------------------------------------------------------------------

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from replicalab.cluster import base
+from replicalab.cluster.kinds import DurabilityVariant, StoreKind
 from replicalab.cluster.state import ROOT, load
 from replicalab.experiments.measure import Progress, probe
 from replicalab.experiments.plan import Plan
-from replicalab.experiments.promises import DURABILITY, DurabilityVariant
 from replicalab.faults.schedule import Fault
 from replicalab.stores import StoreError, open_store
 from replicalab.stores.base import redact_url
@@ -34,19 +34,9 @@ POWER_OFF_S = 1.5
 """When the nodes restart after the fault; after the run's end, so the run ends first."""
 
 
-def variants(kind: str, plan: Plan) -> tuple[DurabilityVariant, ...]:
+def variants(kind: StoreKind, plan: Plan) -> tuple[DurabilityVariant, ...]:
     """Return the settings a scorecard of ``plan`` compares for ``kind``."""
-    return tuple(v for v in DURABILITY[kind] if v.quick or not plan.quick)
-
-
-def leader(name: str, root: Path = ROOT) -> tuple[int, str]:
-    """Return (node index, what it is) of the node whose crash the scorecard measures: the
-    leader/primary as the cluster's status says, else n0, the writer's coordinator (a
-    leaderless store such as Cassandra)."""
-    _, status = base.status(name, root)
-    i = next((i for i, s in enumerate(status) if s.get("role") in ("leader", "primary")), None)
-    return (0, "node (no leader: the writer's coordinator)") if i is None \
-        else (i, "leader/primary")
+    return tuple(v for v in kind.durability if v.quick or not plan.quick)
 
 
 READY_WAIT_S = 90.0
@@ -123,7 +113,7 @@ def server_complaints(name: str, root: Path, limit: int = 3) -> list[str]:
     return out[:limit]
 
 
-def durability(kind: str, regions: str, plan: Plan, seed: int, out: Path, base_dir: Path,
+def durability(kind: StoreKind, regions: str, plan: Plan, seed: int, out: Path, base_dir: Path,
                progress: Callable[[str], Progress], root: Path = ROOT) -> dict[str, Any]:
     """Return, per setting, the acknowledged writes lost under a kill -9 of the leader and
     under a power loss of every node (each with its sub-run)."""
@@ -134,9 +124,10 @@ def durability(kind: str, regions: str, plan: Plan, seed: int, out: Path, base_d
         for n, v in enumerate(todo):
             name = clusters.get(v.settings)
             if name is None:
-                progress(f"durability: starting {kind} on power-loss file systems ({v.label})")
-                c = base.up(kind, 3, regions,
-                            name=f"scorecard-{kind}-durability-{n}", root=root,
+                progress(f"durability: starting {kind.name} on power-loss file systems "
+                         f"({v.label})")
+                c = base.up(kind.name, 3, regions,
+                            name=f"scorecard-{kind.name}-durability-{n}", root=root,
                             settings=dict(v.settings), power_loss_fs=True)
                 name = clusters[v.settings] = c.name
             c = load(name, root)
@@ -144,8 +135,9 @@ def durability(kind: str, regions: str, plan: Plan, seed: int, out: Path, base_d
             entry: dict[str, Any] = {"label": v.label, "promise": v.promise,
                                      "source": v.source, "keeps_on_kill": v.keeps_on_kill,
                                      "keeps_on_power_loss": v.keeps_on_power_loss}
-            leader_i, role = leader(name, root)
-            res["killed"] = f"the {role.split(' (')[0]}" if role == "leader/primary" \
+            lead = base.find_leader(name, root)
+            leader_i = lead.index
+            res["killed"] = "the leader/primary" if lead.is_leader \
                 else f"n{leader_i}, the writer's coordinator (no leader)"
             for key, fault in (("kill", Fault("crash", plan.durability_s, POWER_OFF_S,
                                               node=leader_i)),

@@ -16,8 +16,6 @@ from replicalab.faults.schedule import Fault
 from replicalab.history import NEMESIS, load_history
 from replicalab.history.rundir import Run
 from replicalab.workloads.base import ProbeOptions
-from replicalab.workloads.increments import IncrementsConfig
-from replicalab.workloads.inter_element import InterElementConfig
 from replicalab.workloads.latency import LatencyConfig
 from replicalab.workloads.register import RegisterConfig
 from replicalab.workloads.runner import ProbeSpec, run_probe
@@ -66,7 +64,7 @@ def probe(spec: ProbeSpec, out: Path, progress: Progress = None) -> Run:
     return run
 
 
-def _rel(run: Run, base: Path) -> str:
+def rel(run: Run, base: Path) -> str:
     try:
         return str(run.run_dir.relative_to(base))
     except ValueError:
@@ -84,7 +82,7 @@ def latency(t: Target, plan: Plan, out: Path, base: Path, seed: int,
                     progress(f"latency from {region}"))
         per_region[region] = {v: {k: x[k] for k in ("count", "p50_ms", "p99_ms", "p999_ms")}
                               for v, x in run.results["variants"].items()}
-        runs.append(_rel(run, base))
+        runs.append(rel(run, base))
     return {"regions": per_region, "runs": runs}
 
 
@@ -121,8 +119,8 @@ def consistency(t: Target, plan: Plan, out: Path, base: Path, seed: int,
         res[c] = {"reads": total, "stale_fraction": 1 - fresh / total if total else None,
                   "stale_window_ms": r["periods"]["last_lt_100_median_ms"],
                   "monotonic_violations": r["monotonic_reads"]["violations"],
-                  "monotonic_pairs": r["monotonic_reads"]["pairs"], "run": _rel(run, base)}
-        res["runs"].append(_rel(run, base))
+                  "monotonic_pairs": r["monotonic_reads"]["pairs"], "run": rel(run, base)}
+        res["runs"].append(rel(run, base))
     run = probe(staleness_spec(t, plan, "eventual", seed, placement="same-client",
                                writer=t.reader_region, reader=t.reader_region,
                                write_interval_s=every_s), out,
@@ -130,8 +128,8 @@ def consistency(t: Target, plan: Plan, out: Path, base: Path, seed: int,
     ryw, mr = run.results["read_your_writes"], run.results["monotonic_reads"]
     res["session"] = {"region": t.reader_region, "ryw_reads": ryw["reads"],
                       "ryw_violations": ryw["violations"], "mr_pairs": mr["pairs"],
-                      "mr_violations": mr["violations"], "run": _rel(run, base)}
-    res["runs"].append(_rel(run, base))
+                      "mr_violations": mr["violations"], "run": rel(run, base)}
+    res["runs"].append(rel(run, base))
     for c in ("eventual", "consistent"):
         run = probe(ProbeSpec(store=t.url, workload="register", options=ProbeOptions(
             consistency=c, duration_s=plan.register_s, seed=seed),
@@ -142,8 +140,8 @@ def consistency(t: Target, plan: Plan, out: Path, base: Path, seed: int,
         why = next((p.get("explanation") for p in lin["parts"] if p.get("explanation")), "")
         res[f"register_{c}"] = {"valid": lin["valid"], "ops": lin["ops"],
                                 "keys_not_linearizable": lin["keys_not_linearizable"],
-                                "explanation": why, "run": _rel(run, base)}
-        res["runs"].append(_rel(run, base))
+                                "explanation": why, "run": rel(run, base)}
+        res["runs"].append(rel(run, base))
     return res
 
 
@@ -187,7 +185,7 @@ def _fault_run(t: Target, plan: Plan, fault: Fault, consistency_: str, region: s
             "reads_run": reads.get("overall"), "writes_run": writes.get("overall"),
             "reads_ops": reads.get("overall_ops"), "writes_ops": writes.get("overall_ops"),
             "writer_region": writer, "recovery_ms": recovery_ms(run.run_dir),
-            "lost_writes": run.results["lost_writes"]["lost"], "run": _rel(run, base)}
+            "lost_writes": run.results["lost_writes"]["lost"], "run": rel(run, base)}
 
 
 def availability(t: Target, plan: Plan, out: Path, base: Path, seed: int,
@@ -213,32 +211,4 @@ def availability(t: Target, plan: Plan, out: Path, base: Path, seed: int,
             entry[c] = r
             res["runs"].append(r["run"])
         res["faults"].append(entry)
-    return res
-
-
-def transactionality(t: Target, plan: Plan, features: frozenset[str], out: Path, base: Path,
-                     seed: int, progress: Callable[[str], Progress]) -> dict[str, Any]:
-    """Return the concurrent conditional increments' count and the atomic multi-element
-    writes' torn reads (each only where the store declares the feature)."""
-    res: dict[str, Any] = {"runs": [], "conditional_write": "conditional-write" in features,
-                           "atomic_multi_write": "atomic-multi-write" in features,
-                           "multi_read": "multi-read" in features}
-    if res["conditional_write"]:
-        run = probe(ProbeSpec(store=t.url, workload="increments", options=ProbeOptions(
-            duration_s=plan.increments_s, seed=seed),
-            config=IncrementsConfig(clients=4, region=t.writer_region)), out,
-            progress("concurrent conditional increments"))
-        res["increments"] = {**run.results["increments"], "run": _rel(run, base)}
-        res["runs"].append(_rel(run, base))
-    if res["atomic_multi_write"] and res["multi_read"]:
-        run = probe(ProbeSpec(store=t.url, workload="inter-element", options=ProbeOptions(
-            duration_s=plan.inter_element_s, write_interval_s=0.5, read_rate=20, seed=seed),
-            config=InterElementConfig(placement="same-item", write_mode="one-call",
-                                      read_mode="one-multi")), out,
-            progress("atomic multi-element writes"))
-        counts = run.results["counts"] or {}
-        res["inter_element"] = {"pairs": sum(counts.values()) if counts else 0,
-                                "torn": counts.get("B", 0) + counts.get("C", 0),
-                                "counts": counts, "run": _rel(run, base)}
-        res["runs"].append(_rel(run, base))
     return res

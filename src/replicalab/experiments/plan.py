@@ -1,16 +1,13 @@
-"""What a scorecard measures: its properties, the stores it may take, and how long each run
-lasts in a quick and a full scorecard."""
+"""What a scorecard runs: the stores it takes (resolved once from ``--kinds``) and how long
+each run lasts in a quick and a full scorecard. The properties are in
+``experiments/properties/``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-PROPERTIES = ("latency", "durability", "availability", "consistency", "transactionality",
-              "geography")
-"""The columns of seed 001's chart, in its order (consistency added from seed 003)."""
-
-CLUSTER_KINDS = ("redis", "postgres", "etcd", "zookeeper", "cassandra")
-"""Real stores the scorecard starts as 3-node clusters."""
+from replicalab.cluster import kinds
+from replicalab.cluster.kinds import StoreKind
 
 READ_GOAL_P99_MS = 50.0
 WRITE_GOAL_P99_MS = 500.0
@@ -51,53 +48,40 @@ FULL = Plan(quick=False, staleness_s=20.0, staleness_write_interval_s=1.0, regis
             all_cut_regions=True)
 
 
-def parse_only(text: str | None) -> tuple[str, ...]:
-    """Return the properties named in ``--only`` (all when None; ValueError naming an
-    unknown one and the valid names)."""
-    if text is None:
-        return PROPERTIES
-    names = [p.strip() for p in text.split(",") if p.strip()]
-    if not names:
-        raise ValueError(f"--only is empty; name some of {', '.join(PROPERTIES)}")
-    for p in names:
-        if p not in PROPERTIES:
-            raise ValueError(f"--only {p!r} is not a property; use some of "
-                             f"{', '.join(PROPERTIES)}")
-    return tuple(p for p in PROPERTIES if p in names)
+@dataclass(frozen=True)
+class Subject:
+    """One row of the chart, resolved once from ``--kinds``: a store kind replicalab starts
+    as a cluster, or (``kind`` None) a simulated store given by its sim:// URL."""
+
+    label: str  # the row's name: the kind's display name or the sim:// URL
+    kind: StoreKind | None = None
+
+    @property
+    def simulated(self) -> bool:
+        """Return whether this is a sim:// store (no cluster, no disk)."""
+        return self.kind is None
 
 
-def parse_kinds(text: str) -> tuple[str, ...]:
+def resolve_store(text: str) -> Subject:
+    """Return the store ``text`` names: a sim:// URL or a kind in any accepted spelling
+    (ValueError naming what is accepted)."""
+    if text.startswith("sim://"):
+        return Subject(text)
+    try:
+        kind = kinds.resolve(text)
+    except ValueError:
+        raise ValueError(f"--kinds {text!r} is not a store the scorecard knows; use "
+                         f"{kinds.help_text()} or a sim:// URL such as "
+                         "'sim://primary?regions=dc3'") from None
+    return Subject(kind.name, kind)
+
+
+def parse_kinds(text: str) -> tuple[Subject, ...]:
     """Return the stores in ``--kinds``: cluster kinds and ``sim://`` URLs (ValueError naming
     an unknown one and what is accepted)."""
-    out: list[str] = []
-    for k in (x.strip() for x in text.split(",")):
-        if not k:
-            continue
-        if not k.startswith("sim://") and k not in CLUSTER_KINDS:
-            raise ValueError(f"--kinds {k!r} is not a store the scorecard knows; use "
-                             f"{', '.join(CLUSTER_KINDS)} or a sim:// URL such as "
-                             "'sim://primary?regions=dc3'")
-        out.append(k)
+    out = [resolve_store(k) for k in (x.strip() for x in text.split(",")) if k]
     if not out:
-        raise ValueError(f"--kinds is empty; give e.g. {','.join(CLUSTER_KINDS)}")
-    if len(set(out)) != len(out):
+        raise ValueError(f"--kinds is empty; give e.g. {','.join(kinds.names())}")
+    if len({s.label for s in out}) != len(out):
         raise ValueError("--kinds names a store twice; name each once")
     return tuple(out)
-
-
-def expected_steps(store: str, props: tuple[str, ...], plan: Plan, regions: int) -> int:
-    """Return how many runs (and cluster starts) a store's row takes: the progress bar's
-    scale."""
-    from replicalab.experiments.promises import DURABILITY
-
-    real = not store.startswith("sim://")
-    n = 1 if any(p != "durability" for p in props) else 0
-    if "latency" in props or "geography" in props:
-        n += regions
-    if "durability" in props and real:
-        variants = [v for v in DURABILITY[store] if v.quick or not plan.quick]
-        n += 3 * len(variants)
-    if "availability" in props:
-        n += 2 * ((regions if plan.all_cut_regions else 1) + 1)
-    n += 5 * ("consistency" in props) + 2 * ("transactionality" in props)
-    return n

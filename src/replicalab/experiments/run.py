@@ -12,27 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from replicalab.cluster import base
+from replicalab.cluster.kinds import StoreKind
 from replicalab.cluster.state import ROOT
-from replicalab.experiments import cells, measure
-from replicalab.experiments.durability import durability, leader
+from replicalab.experiments import cells, properties
 from replicalab.experiments.measure import Interrupted, Progress, Target
-from replicalab.experiments.plan import PROPERTIES, Plan
-from replicalab.experiments.promises import promise, store_kind
+from replicalab.experiments.plan import Plan, Subject, resolve_store
+from replicalab.experiments.property import Context, NotMeasured, Property
 from replicalab.regions import region_set
 from replicalab.stores import open_store
 
 SCHEMA_VERSION = 1
-
-_LOCAL_READS = {"redis": True, "postgres": True, "etcd": True, "zookeeper": False,
-                "cassandra": True}
-"""Whether the store's documentation promises eventual reads at a replica cut off from its
-leader/primary (ZooKeeper's servers stop serving without a quorum; Cassandra's at ONE need
-one live replica, its own)."""
-_STRONG = {"redis": False, "postgres": False, "etcd": True, "zookeeper": True,
-           "cassandra": False}
-"""Whether the store's consistent read (as the adapter makes it) is promised linearizable:
-etcd's linearizable read, ZooKeeper's sync + read (Cassandra's QUORUM read is not: only
-SERIAL reads with lightweight transactions are)."""
 
 
 @dataclass
@@ -50,6 +39,13 @@ class Scorecard:
     errors: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
     stores: dict[str, dict[str, Any]] = field(default_factory=dict)
+    subjects: tuple[Subject, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        # ``kinds`` may be given as text (resolved here, once) or as resolved stores
+        self.subjects = tuple(k if isinstance(k, Subject) else resolve_store(k)
+                              for k in self.kinds)
+        self.kinds = tuple(s.label for s in self.subjects)
 
     def to_json(self) -> dict[str, Any]:
         """Return the scorecard as saved in scorecard.json."""
@@ -83,14 +79,6 @@ def load(run_dir: Path) -> dict[str, Any]:
         raise ValueError(f"{path} is not valid JSON ({err}); re-run the scorecard") from None
 
 
-def _nearest_rtt(regions: tuple[str, ...], set_name: str | None) -> dict[str, float]:
-    if set_name is None or len(set(regions)) < 2:
-        return {}
-    rs = region_set(set_name)
-    return {r: min(rs.rtt_ms[rs.index(r)][rs.index(o)] for o in rs.regions if o != r)
-            for r in rs.regions if r in regions}
-
-
 def _sim_target(url: str) -> tuple[Target, frozenset[str], str | None]:
     store = open_store(url, 1)
     info = store.info
@@ -103,93 +91,59 @@ def _sim_target(url: str) -> tuple[Target, frozenset[str], str | None]:
             frozenset(f.value for f in info.features), rs)
 
 
-def _cluster_target(kind: str, regions: str, root: Path) -> Target:
-    c = base.up(kind, 3, regions, name=f"scorecard-{kind}", root=root)
-    i, role = leader(c.name, root)
-    return Target(kind, c.url, c.name, region_set(regions).regions, i,
-                  c.nodes[i].region, tuple(n.region for n in c.nodes), str(root),
-                  leader_role="leader/primary" if role == "leader/primary" else "node")
+def _cluster_target(kind: StoreKind, regions: str, root: Path) -> Target:
+    c = base.up(kind.name, 3, regions, name=f"scorecard-{kind.name}", root=root)
+    lead = base.find_leader(c.name, root)
+    return Target(kind.name, c.url, c.name, region_set(regions).regions, lead.index,
+                  lead.region, tuple(n.region for n in c.nodes), str(root),
+                  leader_role="leader/primary" if lead.is_leader else "node")
 
 
-def _add(sc: Scorecard, store: str, prop: str, make: Callable[[], cells.Cell]) -> None:
-    """Add the cell ``make`` returns, or a grey one naming why it could not be measured."""
+def _add(sc: Scorecard, ctx: Context, prop: Property) -> None:
+    """Measure and grade ``prop`` into ``sc``: a grey cell naming why where it cannot be
+    measured on this store or its run failed."""
+    label, p = ctx.subject.label, prop.promise_for(ctx.subject.kind)
     try:
-        sc.add(make())
+        cell = prop.grade(ctx, prop.measure(ctx), p)
+    except NotMeasured as why:
+        cell = cells.not_measured(label, prop.name, p, str(why))
     except ValueError as err:  # this property cannot run here: say why in its cell
-        sc.add(cells.not_measured(store, prop, promise(store, prop), f"the run failed: {err}"))
+        cell = cells.not_measured(label, prop.name, p, f"the run failed: {err}")
+    sc.add(cell)
 
 
-def score_store(sc: Scorecard, store: str, tick: Callable[[str], Progress],
+def score_store(sc: Scorecard, subject: Subject, tick: Callable[[str], Progress],
                 root: Path = ROOT) -> None:
-    """Measure every asked property of ``store`` into ``sc`` (its cluster is stopped
-    however this ends). Durability runs first, on clusters of its own that are down before
-    the main cluster starts (a kind on fixed ports, Cassandra, runs one cluster at a
-    time)."""
-    kind = store_kind(store)
-    props = sc.properties
-    lat: list[dict[str, Any]] = []
-    if "durability" in props:
-        _add(sc, store, "durability",
-             lambda: _cell(sc, store, "durability", None, frozenset(), None, lat, tick, root))
-    rest = [p for p in props if p != "durability"]
+    """Measure every asked property of ``subject`` into ``sc`` (its cluster is stopped
+    however this ends). Properties with clusters of their own (durability) run first, on
+    clusters that are down before the main cluster starts (a kind on fixed ports,
+    Cassandra, runs one cluster at a time)."""
+    asked = [properties.get(p) for p in sc.properties]
+    ctx = Context(subject, sc.plan, sc.seed, sc.regions, sc.run_dir / "runs", sc.run_dir,
+                  root, tick)
+    for prop in asked:
+        if not prop.needs_cluster:
+            _add(sc, ctx, prop)
+    rest = [p for p in asked if p.needs_cluster]
     if not rest:
         return
-    target: Target | None = None
     try:
-        tick(f"{store}: starting")
-        if kind == "sim":
-            target, features, rs_name = _sim_target(store)
+        tick(f"{subject.label}: starting")
+        if subject.kind is None:
+            ctx.target, ctx.features, ctx.rs_name = _sim_target(subject.label)
         else:
-            target = _cluster_target(store, sc.regions, root)
-            features = frozenset(f.value for f in open_store(target.url, 1).info.features)
-            rs_name = sc.regions
-        sc.stores[store] = {"url": target.url.split("?")[0], "regions":
-                            list(target.regions), "leader": target.leader,
-                            "leader_region": target.leader_region,
-                            "features": sorted(features)}
+            ctx.target = _cluster_target(subject.kind, sc.regions, root)
+            ctx.features = frozenset(f.value for f in open_store(ctx.target.url, 1).info.features)
+            ctx.rs_name = sc.regions
+        t = ctx.target
+        sc.stores[subject.label] = {"url": t.url.split("?")[0], "regions": list(t.regions),
+                                    "leader": t.leader, "leader_region": t.leader_region,
+                                    "features": sorted(ctx.features)}
         for prop in rest:
-            _add(sc, store, prop, lambda prop=prop: _cell(
-                sc, store, prop, target, features, rs_name, lat, tick, root))
+            _add(sc, ctx, prop)
     finally:
-        if target is not None and target.cluster is not None:
-            base.down(target.cluster, root)
-
-
-def _cell(sc: Scorecard, store: str, prop: str, target: Target | None,
-          features: frozenset[str], rs_name: str | None, lat: list[dict[str, Any]],
-          tick: Callable[[str], Progress], root: Path) -> cells.Cell:
-    """Run what ``prop`` needs on ``store`` and return its cell (``lat`` caches the latency
-    runs, which geography reads too)."""
-    kind, out, p = store_kind(store), sc.run_dir / "runs", promise(store, prop)
-
-    def step(what: str) -> Progress:
-        return tick(f"{store}: {what}")
-
-    if prop == "durability":
-        if kind == "sim":
-            return cells.not_measured(store, prop, p, "the simulated store keeps no disk: "
-                                      "neither a kill -9 nor a power loss is modelled")
-        m = durability(kind, sc.regions, sc.plan, sc.seed, out, sc.run_dir, step, root)
-        return cells.durability_cell(store, m, p)
-    assert target is not None
-    if prop in ("latency", "geography") and not lat:
-        lat.append(measure.latency(target, sc.plan, out, sc.run_dir, sc.seed, step))
-    if prop == "latency":
-        return cells.latency_cell(store, lat[0], p)
-    if prop == "geography":
-        near = _nearest_rtt(target.regions, rs_name)
-        if not near:
-            return cells.not_measured(store, prop, p, "one region: no WAN to place replicas "
-                                      "across")
-        return cells.geography_cell(store, lat[0], target.node_regions, near, p)
-    if prop == "availability":
-        m = measure.availability(target, sc.plan, out, sc.run_dir, sc.seed, step)
-        return cells.availability_cell(store, m, p, _LOCAL_READS.get(kind, True))
-    if prop == "consistency":
-        m = measure.consistency(target, sc.plan, out, sc.run_dir, sc.seed, step)
-        return cells.consistency_cell(store, m, p, _STRONG.get(kind, False))
-    m = measure.transactionality(target, sc.plan, features, out, sc.run_dir, sc.seed, step)
-    return cells.transactionality_cell(store, m, p)
+        if ctx.target is not None and ctx.target.cluster is not None:
+            base.down(ctx.target.cluster, root)
 
 
 def run(sc: Scorecard, tick: Callable[[str], Progress], root: Path = ROOT) -> Scorecard:
@@ -197,16 +151,17 @@ def run(sc: Scorecard, tick: Callable[[str], Progress], root: Path = ROOT) -> Sc
     error recorded and the others go on; Ctrl-C stops at once with what was measured."""
     t0 = time.monotonic()
     try:
-        for store in sc.kinds:
+        for subject in sc.subjects:
             try:
-                score_store(sc, store, tick, root)
+                score_store(sc, subject, tick, root)
             except (ValueError, OSError) as err:
+                store = subject.label
                 sc.errors[store] = f"{type(err).__name__}: {err}"
                 done = {c.prop for c in sc.cells if c.store == store}
-                for prop in sc.properties:
-                    if prop not in done:
-                        sc.add(cells.not_measured(store, prop, promise(store, prop),
-                                                  f"the run failed: {err}"))
+                for name in sc.properties:
+                    if name not in done:
+                        p = properties.get(name).promise_for(subject.kind)
+                        sc.add(cells.not_measured(store, name, p, f"the run failed: {err}"))
     except (KeyboardInterrupt, Interrupted):
         sc.interrupted = True
     finally:
@@ -216,9 +171,10 @@ def run(sc: Scorecard, tick: Callable[[str], Progress], root: Path = ROOT) -> Sc
 
 
 def order(sc: dict[str, Any]) -> list[tuple[str, list[dict[str, Any] | None]]]:
-    """Return rows (store, cells in PROPERTIES order; None where not measured yet)."""
+    """Return rows (store, cells in the order of its properties; None where not measured
+    yet)."""
     by = {(c["store"], c["prop"]): c for c in sc["cells"]}
     return [(k, [by.get((k, p)) for p in sc["properties"]]) for k in sc["kinds"]]
 
 
-__all__ = ["PROPERTIES", "Scorecard", "load", "order", "run", "score_store"]
+__all__ = ["Scorecard", "load", "order", "run", "score_store"]

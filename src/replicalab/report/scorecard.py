@@ -49,13 +49,9 @@ function list(items) {
   for (const t of items) ul.appendChild(el('li', {}, t));
   return ul;
 }
-function bars(faults) {
-  // availability by time during each fault: eventual reads, consistent reads, writes
+function bars(rows) {
+  // a cell's chart: one bar per [label, fraction] (availability: each fault's reads, writes)
   const ns = 'http://www.w3.org/2000/svg', rowH = 18, w = 520;
-  const rows = [];
-  for (const f of faults) for (const [name, v] of [['eventual reads', f.eventual.reads],
-      ['consistent reads', f.consistent.reads], ['writes', f.eventual.writes]])
-    rows.push([f.fault + ' (' + f.window + '): ' + name, v]);
   const svg = document.createElementNS(ns, 'svg');
   svg.setAttribute('class', 'bars'); svg.setAttribute('width', w);
   svg.setAttribute('height', rows.length * rowH + 4);
@@ -103,9 +99,9 @@ function openCell(store, prop) {
       box.appendChild(el('b', {}, 'Counterexample (register test)'));
       box.appendChild(el('div', {class: 'counter'}, c.counterexample));
     }
-    if (c.prop === 'availability' && c.figures.faults) {
-      box.appendChild(el('b', {}, 'Availability by time during each fault'));
-      box.appendChild(el('div')).appendChild(bars(c.figures.faults));
+    if (c.chart && c.chart.bars) {
+      box.appendChild(el('b', {}, c.chart.title));
+      box.appendChild(el('div')).appendChild(bars(c.chart.bars));
     }
     if (c.runs.length) {
       box.appendChild(el('b', {}, 'Runs behind this cell'));

@@ -37,7 +37,9 @@ _ADAPTERS = {
 }
 
 
-def _lazy(target: str) -> Opener:
+def lazy(target: str) -> Opener:
+    """Return an opener that imports ``"module:function"`` on its first use."""
+
     def opener(url: str, seed: int) -> Store:
         module, fn = target.split(":")
         return getattr(importlib.import_module(module), fn)(url, seed)  # type: ignore[no-any-return]
@@ -45,7 +47,7 @@ def _lazy(target: str) -> Opener:
     return opener
 
 
-_OPENERS: dict[str, Opener] = {scheme: _lazy(t) for scheme, t in _ADAPTERS.items()}
+_OPENERS: dict[str, Opener] = {scheme: lazy(t) for scheme, t in _ADAPTERS.items()}
 
 
 def declared(group: str) -> dict[str, EntryPoint]:

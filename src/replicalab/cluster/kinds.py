@@ -1,0 +1,301 @@
+"""Store kinds: one record per store replicalab can start, probe and grade.
+
+A record holds its display name and the other spellings accepted (``postgresql`` for
+``postgres``, ``zk`` for ``zookeeper``), the URL schemes of its adapter, its cluster driver,
+whether it has a leader (how the leader/primary is found: :func:`replicalab.cluster.base.
+find_leader`), which of its reads are local and which strong, the durability settings its
+documentation describes, and what the documentation promises per scorecard property with
+where it says so. Everything that lists, starts, probes, grades or documents stores reads
+these records: ``cluster up``'s kinds, ``compare --kinds``, ``scorecard --kinds`` and its
+cells, the help texts.
+
+The record sits in ``cluster/`` because it names a cluster driver (a module of this layer)
+and an adapter (of ``stores/``, below); what it promises is plain data the scorecard in
+``experiments/`` reads. A kind from elsewhere (another package, a test) is one call::
+
+    register(StoreKind(name="toykv", schemes=("toykv",), driver=ToyDriver,
+                       adapter=open_toykv, promises={...}))
+
+which also makes ``toykv://`` URLs open with ``open_toykv`` (``stores.registry.register``).
+The shipped kinds' adapters are lines of ``stores/registry.py`` (an adapter also serves
+stores replicalab did not start), so their records name only the schemes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from replicalab.stores import registry as store_registry
+
+
+@dataclass(frozen=True)
+class Promise:
+    """One documented promise and its source (a URL or a document name)."""
+
+    text: str
+    source: str
+
+
+@dataclass(frozen=True)
+class DurabilityVariant:
+    """One server setting a durability run uses: its label, the cluster settings or store
+    URL parameters that make it, and whether its documentation promises that no
+    acknowledged write is lost (under a kill -9, and under a power loss)."""
+
+    label: str
+    settings: tuple[tuple[str, str], ...] = ()
+    url_params: str = ""
+    keeps_on_kill: bool = True
+    keeps_on_power_loss: bool = True
+    promise: str = ""
+    source: str = ""
+    quick: bool = True  # also in a --quick scorecard
+
+
+@dataclass(frozen=True)
+class StoreKind:
+    """What replicalab knows of one store kind (see the module's docstring).
+
+    ``driver`` is ``"module:Class"`` or a callable returning the cluster driver;
+    ``adapter`` (optional) is ``"module:function"`` or the opener ``(url, seed) -> Store``
+    registered for ``schemes`` (None: the adapter ``stores/registry.py`` ships for them).
+    ``durability_promised`` picks the durability setting whose promise the scorecard's cell
+    shows (index into ``durability``)."""
+
+    name: str
+    schemes: tuple[str, ...]
+    driver: str | Callable[[], Any]
+    aliases: tuple[str, ...] = ()
+    adapter: str | Callable[[str, int], Any] | None = None
+    leaderless: bool = False  # no leader/primary: a "leader" crash takes node 0, the writer's
+    local_reads: bool = True  # eventual reads served by a replica cut off from its leader
+    strong_reads: bool = False  # the adapter's consistent read is promised linearizable
+    durability: tuple[DurabilityVariant, ...] = ()
+    durability_promised: int = -1
+    promises: Mapping[str, Promise] = field(default_factory=dict)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Return every spelling this kind answers to: its name, then its aliases."""
+        return (self.name, *self.aliases)
+
+    def make_driver(self) -> Any:
+        """Return a new cluster driver of this kind."""
+        if isinstance(self.driver, str):
+            module, cls = self.driver.split(":")
+            return getattr(importlib.import_module(module), cls)()
+        return self.driver()
+
+    def promise(self, prop: str) -> Promise | None:
+        """Return what the documentation promises for scorecard property ``prop`` (None when
+        the record says nothing of it); durability's is the chosen setting's."""
+        if prop == "durability" and self.durability:
+            v = self.durability[self.durability_promised]
+            return Promise(f"{v.label}: {v.promise}", v.source)
+        return self.promises.get(prop)
+
+    def capabilities(self, features: frozenset[str]) -> dict[str, Any]:
+        """Return what this kind offers, from its adapter's declared ``features`` (the
+        ``Feature`` values of an opened store) and this record: conditional writes,
+        transactions, replica (eventual) reads, strong reads, the durability settings."""
+        return {"conditional_writes": "conditional-write" in features,
+                "transactions": "transactions" in features,
+                "atomic_multi_writes": "atomic-multi-write" in features,
+                "replica_reads": "eventual-read" in features and self.local_reads,
+                "strong_reads": self.strong_reads,
+                "durability_settings": [v.label for v in self.durability]}
+
+
+_REDIS_PERSIST = ("https://redis.io/docs/latest/operate/oss_and_stack/management/"
+                  "persistence/")
+_PG_WAL = "https://www.postgresql.org/docs/15/runtime-config-wal.html#GUC-SYNCHRONOUS-COMMIT"
+_ZK_ADMIN = "https://zookeeper.apache.org/doc/r3.8.4/zookeeperAdmin.html (forceSync)"
+_ETCD_GUARANTEES = "https://etcd.io/docs/v3.4/learning/api_guarantees/"
+_ZK_GUARANTEES = ("https://zookeeper.apache.org/doc/r3.8.4/zookeeperProgrammers.html"
+                  "#ch_zkGuarantees")
+_REDIS_REPL = ("https://redis.io/docs/latest/operate/oss_and_stack/management/replication/")
+_PG_HOT = "https://www.postgresql.org/docs/15/hot-standby.html"
+_CASSANDRA_YAML = ("https://github.com/apache/cassandra/blob/cassandra-5.0/conf/cassandra.yaml "
+                   "(commitlog_sync)")
+_CASSANDRA_DYNAMO = ("https://cassandra.apache.org/doc/5.0/cassandra/architecture/dynamo.html"
+                     "#tunable-consistency")
+_CASSANDRA_DML = "https://cassandra.apache.org/doc/5.0/cassandra/developing/cql/dml.html"
+
+REDIS = StoreKind(
+    name="redis", schemes=("redis", "rediss"), driver="replicalab.cluster.redis:RedisDriver",
+    local_reads=True, strong_reads=False,
+    durability=(
+        DurabilityVariant("appendonly no (the lab's setting)", (), "", False, False,
+                          "no persistence: a restarted server starts empty (RDB snapshots "
+                          "are off here), so every write since the start is lost", _REDIS_PERSIST),
+        DurabilityVariant("appendfsync no", (("appendonly", "yes"), ("appendfsync", "no")),
+                          "", True, False, "the OS decides when the AOF reaches the disk: a "
+                          "crashed server loses nothing the OS holds, a power loss may lose "
+                          "much", _REDIS_PERSIST, quick=False),
+        DurabilityVariant("appendfsync everysec", (("appendonly", "yes"),
+                                                   ("appendfsync", "everysec")),
+                          "", True, False, "Redis's default with AOF: \"you can lose 1 second "
+                          "worth of writes\"", _REDIS_PERSIST, quick=False),
+        DurabilityVariant("appendfsync always", (("appendonly", "yes"),
+                                                 ("appendfsync", "always")),
+                          "", True, True, "fsync before every reply: \"very very slow, very "
+                          "safe\"", _REDIS_PERSIST),
+    ),
+    promises={
+        "consistency": Promise("asynchronous replication: a replica may serve stale values; "
+                               "no linearizability promised (a read at the primary is the "
+                               "freshest)", _REDIS_REPL),
+        "availability": Promise("a replica keeps serving (stale) reads without its primary; "
+                                "writes need the primary (no automatic failover without "
+                                "Sentinel)", _REDIS_REPL),
+        "transactionality": Promise("conditional writes by WATCH/MULTI or a script; "
+                                    "MULTI/EXEC applies several keys at once",
+                                    "https://redis.io/docs/latest/develop/interact/"
+                                    "transactions/"),
+    },
+)
+
+POSTGRES = StoreKind(
+    name="postgres", schemes=("postgresql",), aliases=("postgresql",),
+    driver="replicalab.cluster.postgres:PostgresDriver",
+    local_reads=True, strong_reads=False,
+    durability=(
+        DurabilityVariant("synchronous_commit off", (("fsync", "on"),), "synchronous_commit=off",
+                          False, False, "a commit returns before its WAL is flushed: up to "
+                          "3 x wal_writer_delay of commits can be lost in a crash",
+                          _PG_WAL),
+        DurabilityVariant("synchronous_commit local (the lab's setting)", (("fsync", "on"),),
+                          "synchronous_commit=local", True, True, "a commit returns once its "
+                          "WAL is flushed on the primary", _PG_WAL, quick=False),
+        DurabilityVariant("synchronous_commit on", (("fsync", "on"),), "synchronous_commit=on",
+                          True, True, "a commit returns once its WAL is flushed on the "
+                          "primary and the standbys named (here all)", _PG_WAL),
+    ),
+    promises={
+        "consistency": Promise("hot standbys lag the primary (reads there may be stale); the "
+                               "primary serves its committed state", _PG_HOT),
+        "availability": Promise("a hot standby keeps serving reads without its primary; "
+                                "writes need the primary", _PG_HOT),
+        "transactionality": Promise("ACID transactions: a conditional update and a multi-row "
+                                    "write are atomic",
+                                    "https://www.postgresql.org/docs/15/transaction-iso.html"),
+    },
+)
+
+ETCD = StoreKind(
+    name="etcd", schemes=("etcd",), driver="replicalab.cluster.etcd:EtcdDriver",
+    local_reads=True, strong_reads=True,  # the linearizable read
+    durability=(
+        DurabilityVariant("defaults", (), "", True, True, "a write is acknowledged once a "
+                          "majority has it in its fsynced WAL: \"any completed operations are "
+                          "durable\"", _ETCD_GUARANTEES),
+    ),
+    promises={
+        "consistency": Promise("linearizable reads by default; serializable reads may be "
+                               "stale", _ETCD_GUARANTEES),
+        "availability": Promise("a member cut off from the majority cannot serve "
+                                "linearizable reads or writes; serializable reads stay local",
+                                _ETCD_GUARANTEES),
+        "transactionality": Promise("mini-transactions (compare-and-swap over several keys, "
+                                    "applied atomically)", _ETCD_GUARANTEES),
+    },
+)
+
+ZOOKEEPER = StoreKind(
+    name="zookeeper", schemes=("zk",), aliases=("zk",),
+    driver="replicalab.cluster.zookeeper:ZookeeperDriver",
+    # a server that loses its quorum stops serving clients (read-only mode is off); sync +
+    # read is the strong read
+    local_reads=False, strong_reads=True,
+    durability=(
+        DurabilityVariant("forceSync=yes (ZooKeeper's default)", (("forceSync", "yes"),), "",
+                          True, True, "an update is synced to the transaction log on a "
+                          "quorum before it is acknowledged", _ZK_ADMIN),
+        DurabilityVariant("forceSync=no (the lab's setting)", (("forceSync", "no"),), "",
+                          True, False, "no fsync of the transaction log: \"risk of data "
+                          "loss\" on a power failure", _ZK_ADMIN, quick=False),
+    ),
+    durability_promised=0,  # the cell shows the default's promise, not the lab's setting's
+    promises={
+        "consistency": Promise("sequential consistency: a server may serve stale data; "
+                               "sync() then read gives the latest", _ZK_GUARANTEES),
+        "availability": Promise("a server that loses its quorum stops serving clients "
+                                "(read-only mode is off)", _ZK_GUARANTEES),
+        "transactionality": Promise("conditional setData by version; multi() applies several "
+                                    "operations atomically", _ZK_GUARANTEES),
+    },
+)
+
+CASSANDRA = StoreKind(
+    name="cassandra", schemes=("cassandra",), driver="replicalab.cluster.cassandra:CassandraDriver",
+    # no leader; a read at ONE needs one live replica, its own; a QUORUM read is not
+    # linearizable (only SERIAL reads with lightweight transactions are)
+    leaderless=True, local_reads=True, strong_reads=False,
+    # both in a quick run: the question of its row is exactly periodic against batch
+    durability=(
+        DurabilityVariant("commitlog_sync periodic (the default and the lab's)", (), "", True,
+                          False, "\"writes may be acked immediately and the CommitLog is "
+                          "simply synced every commitlog_sync_period\" (10 s): a node that "
+                          "loses power loses what it acked since the last sync", _CASSANDRA_YAML),
+        DurabilityVariant("commitlog_sync batch", (("commitlog_sync", "batch"),), "", True,
+                          True, "\"Cassandra won't ack writes until the commit log has been "
+                          "flushed to disk\"", _CASSANDRA_YAML),
+    ),
+    promises={
+        "consistency": Promise("tunable: a read at ONE may be stale; QUORUM reads after QUORUM "
+                               "writes see them (R + W > N); linearizable only for lightweight "
+                               "transactions and SERIAL reads", _CASSANDRA_DYNAMO),
+        "availability": Promise("no leader: a request at ONE needs one live replica, at "
+                                "QUORUM a majority of the replicas; any node coordinates "
+                                "writes", _CASSANDRA_DYNAMO),
+        "transactionality": Promise("lightweight transactions (IF conditions, Paxos) within "
+                                    "one partition; a batch of one partition is atomic and "
+                                    "isolated", _CASSANDRA_DML),
+    },
+)
+
+_KINDS: dict[str, StoreKind] = {}
+_BY_NAME: dict[str, StoreKind] = {}
+
+
+def register(kind: StoreKind) -> StoreKind:
+    """Add ``kind`` (ValueError when one of its names is taken by another kind); with an
+    ``adapter``, its schemes open with it. Return it."""
+    for n in kind.names:
+        other = _BY_NAME.get(n)
+        if other is not None and other.name != kind.name:
+            raise ValueError(f"store kind name {n!r} is taken by {other.name}")
+    _KINDS[kind.name] = kind
+    _BY_NAME.update(dict.fromkeys(kind.names, kind))
+    if kind.adapter is not None:
+        opener = kind.adapter
+        for scheme in kind.schemes:
+            store_registry.register(scheme, store_registry.lazy(opener)
+                                    if isinstance(opener, str) else opener)
+    return kind
+
+
+for _k in (REDIS, POSTGRES, ETCD, ZOOKEEPER, CASSANDRA):  # the shipped kinds: a line each
+    register(_k)
+
+
+def names() -> list[str]:
+    """Return the display names of every kind, shipped first in their order."""
+    return list(_KINDS)
+
+
+def resolve(name: str) -> StoreKind:
+    """Return the kind called ``name`` (any accepted spelling; ValueError listing them)."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown store kind {name!r}; use one of {', '.join(names())}"
+                         ) from None
+
+
+def help_text() -> str:
+    """Return the kinds as a help text lists them: ``redis, postgres, etcd, ...``."""
+    return ", ".join(names())

@@ -1,0 +1,71 @@
+"""The scorecard's properties, one module each, in the chart's column order. A property is
+one module exporting ``PROPERTY`` (an ``experiments.property.Property``) and one line here;
+one registered at run time (another package, a test) is one :func:`register` call."""
+
+from __future__ import annotations
+
+from replicalab.experiments.plan import Plan, Subject
+from replicalab.experiments.properties import (
+    availability,
+    consistency,
+    durability,
+    geography,
+    latency,
+    transactionality,
+)
+from replicalab.experiments.property import Property
+
+_REGISTRY: dict[str, Property] = {}
+
+
+def register(prop: Property) -> Property:
+    """Add ``prop`` as the chart's last column (or replace the one of its name, in place);
+    return it."""
+    _REGISTRY[prop.name] = prop
+    return prop
+
+
+for _module in (latency, durability, availability, consistency, transactionality, geography):
+    register(_module.PROPERTY)  # seed 001's columns in its order (consistency from seed 003)
+
+
+def names() -> tuple[str, ...]:
+    """Return the property names in the chart's column order."""
+    return tuple(_REGISTRY)
+
+
+def get(name: str) -> Property:
+    """Return the property called ``name`` (ValueError naming the valid ones)."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"{name!r} is not a property; use some of {', '.join(names())}"
+                         ) from None
+
+
+def parse_only(text: str | None) -> tuple[str, ...]:
+    """Return the properties named in ``--only`` in column order (all when None; ValueError
+    naming an unknown one and the valid names)."""
+    if text is None:
+        return names()
+    asked = [p.strip() for p in text.split(",") if p.strip()]
+    if not asked:
+        raise ValueError(f"--only is empty; name some of {', '.join(names())}")
+    for p in asked:
+        if p not in _REGISTRY:
+            raise ValueError(f"--only {p!r} is not a property; use some of "
+                             f"{', '.join(names())}")
+    return tuple(p for p in names() if p in asked)
+
+
+def expected_steps(subject: Subject, props: tuple[str, ...], plan: Plan, regions: int) -> int:
+    """Return how many runs (and cluster starts) a store's row takes: the progress bar's
+    scale (one cluster start when any asked property needs the store's cluster)."""
+    asked = [get(p) for p in props]
+    n = 1 if any(p.needs_cluster for p in asked) else 0
+    return n + sum(p.steps(subject, plan, regions, props) for p in asked)
+
+
+def help_text() -> str:
+    """Return the properties as ``--only``'s help lists them."""
+    return ", ".join(names())
