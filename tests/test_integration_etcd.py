@@ -31,11 +31,11 @@ import pytest
 from faultcheck import crash_reader_node
 from replicalab.checkers.extract import element_ops
 from replicalab.checkers.freshness import since_ack
-from replicalab.cli.compare import latency_row
 from replicalab.cluster import base, process
 from replicalab.cluster.etcd import EtcdDriver
 from replicalab.cluster.ports import free_port, is_free
 from replicalab.cluster.state import Cluster
+from replicalab.experiments.compare import latency_row
 from replicalab.history import load_history
 from replicalab.regions import region_set
 from replicalab.stores import ABSENT, ConditionFailed, open_store

@@ -26,6 +26,7 @@ from replicalab.report.scorecard import render_scorecard
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.register import RegisterConfig
 from replicalab.workloads.runner import ProbeSpec, run_probe
+from replicalab.workloads.staleness import StalenessConfig
 
 PROPERTIES = names()
 EXE = [sys.executable, "-m", "replicalab.cli.main"]
@@ -219,3 +220,34 @@ def test_sigterm_keeps_the_cells_measured_and_writes_a_partial_chart(tmp_path: P
     assert saved["interrupted"] is True and 1 <= len(saved["cells"]) < 12
     html = (run_dir / "report.html").read_text()
     assert "Interrupted" in html and 'class="cell pending"' in html
+
+
+def test_compare_and_scorecard_read_one_history_alike(tmp_path: Path):
+    """One probe's history, the one ``replicalab compare --fault "at=5s partition
+    region=US-W for=8s" --duration 20s`` runs (spec written out by hand from compare's
+    command), gives the same staleness and availability figures read as compare reads it
+    (its table row) and as the scorecard reads it (its cells' figures); the figures are
+    neither 0 nor 1, so agreeing is not agreeing on a constant."""
+    from replicalab.experiments.compare import staleness_row
+    from replicalab.experiments.measure import fault_figures, staleness_figures
+    from replicalab.faults.schedule import Fault
+
+    fault = Fault("partition", 5.0, 8.0, region="US-W")
+    for consistency in ("eventual", "consistent"):
+        spec = ProbeSpec(store=SIM, workload="staleness", options=ProbeOptions(
+            consistency=consistency, duration_s=20.0, write_interval_s=1.0, read_rate=50,
+            period_s=1.0, seed=3), config=StalenessConfig(
+                placement="separate-clients", writer_region="US-E", reader_region="US-W"),
+            faults=(fault,))
+        r = run_probe(spec, tmp_path).results
+        row = staleness_row(r, consistency)
+        st, av = staleness_figures(r), fault_figures(r)
+        assert row[f"{consistency}_stale_fraction"] == st["stale_fraction"]
+        assert row[f"{consistency}_stale_window_ms"] == st["stale_window_ms"]
+        assert row[f"{consistency}_availability"] == av["reads_run"]
+        assert row[f"{consistency}_availability_during"] == av["reads"]
+        assert row[f"{consistency}_availability_ops"] == av["reads_ops"]
+        if consistency == "eventual":  # the remote replica lags: some reads stale
+            assert 0 < st["stale_fraction"] < 1
+        else:  # consistent reads need the cut-off primary: served before and after only
+            assert 0 < av["reads_run"] < 1 and av["reads"] < 0.05

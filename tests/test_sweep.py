@@ -244,7 +244,7 @@ def test_new_parameters_are_overridable_and_described():
 # -- replicalab compare --workload latency -------------------------------------------------------
 
 def test_latency_row_turns_eventual_minus_consistent_into_consistent_minus_eventual():
-    from replicalab.cli.compare import latency_row
+    from replicalab.experiments.compare import latency_row
     lat = {"variants": {v: {"count": 10, "mean_ms": m, "p50_ms": m, "p99_ms": m + 1}
                         for v, m in (("eventual read", 2.0), ("consistent read", 7.0))},
            "differences": [{"a": "eventual read", "b": "consistent read", "mean_diff_ms": -5.0,

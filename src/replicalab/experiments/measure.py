@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from replicalab.experiments import figures
 from replicalab.experiments.plan import Plan
 from replicalab.faults.schedule import Fault
 from replicalab.history import NEMESIS, load_history
@@ -101,6 +102,14 @@ def staleness_spec(t: Target, plan: Plan, consistency: str, seed: int,
         cluster=t.cluster if faults else None, cluster_root=t.cluster_root, faults=faults)
 
 
+def staleness_figures(results: dict[str, Any]) -> dict[str, Any]:
+    """Return a consistency cell's figures of one staleness probe: reads, stale fraction and
+    window (from :mod:`figures`, as ``compare``'s are) and monotonic-read violations."""
+    mr = results["monotonic_reads"]
+    return {**figures.staleness(results), "monotonic_violations": mr["violations"],
+            "monotonic_pairs": mr["pairs"]}
+
+
 def consistency(t: Target, plan: Plan, out: Path, base: Path, seed: int,
                 progress: Callable[[str], Progress]) -> dict[str, Any]:
     """Return staleness at the remote replica (eventual and consistent reads), the session
@@ -113,13 +122,7 @@ def consistency(t: Target, plan: Plan, out: Path, base: Path, seed: int,
     for c in ("eventual", "consistent"):
         run = probe(staleness_spec(t, plan, c, seed, write_interval_s=every_s), out,
                     progress(f"staleness, {c} reads"))
-        r = run.results
-        f = r["freshness"]
-        total, fresh = sum(f["total"]), sum(f["fresh"])
-        res[c] = {"reads": total, "stale_fraction": 1 - fresh / total if total else None,
-                  "stale_window_ms": r["periods"]["last_lt_100_median_ms"],
-                  "monotonic_violations": r["monotonic_reads"]["violations"],
-                  "monotonic_pairs": r["monotonic_reads"]["pairs"], "run": rel(run, base)}
+        res[c] = {**staleness_figures(run.results), "run": rel(run, base)}
         res["runs"].append(rel(run, base))
     run = probe(staleness_spec(t, plan, "eventual", seed, placement="same-client",
                                writer=t.reader_region, reader=t.reader_region,
@@ -177,15 +180,21 @@ def _fault_run(t: Target, plan: Plan, fault: Fault, consistency_: str, region: s
     writer = region if consistency_ == "eventual" else t.writer_region
     run = probe(staleness_spec(t, plan, consistency_, seed, (fault,), plan.fault_probe_s,
                                writer=writer, reader=region), out, progress)
-    by_f = run.results["availability"].get("by_f", {})
-    reads, writes = by_f.get("read", {}), by_f.get("write", {})
-    # while the fault lasts (the issue's "while that region is cut off"); the whole run's
-    # figure beside it mixes in the recovery after the heal, which varies run to run
-    return {"reads": reads.get("during_faults"), "writes": writes.get("during_faults"),
-            "reads_run": reads.get("overall"), "writes_run": writes.get("overall"),
-            "reads_ops": reads.get("overall_ops"), "writes_ops": writes.get("overall_ops"),
-            "writer_region": writer, "recovery_ms": recovery_ms(run.run_dir),
+    return {**fault_figures(run.results), "writer_region": writer,
+            "recovery_ms": recovery_ms(run.run_dir),
             "lost_writes": run.results["lost_writes"]["lost"], "run": rel(run, base)}
+
+
+def fault_figures(results: dict[str, Any]) -> dict[str, Any]:
+    """Return an availability cell's figures of one staleness probe under a fault: reads'
+    and writes' availability by time while the fault lasted (the issue's "while that
+    region is cut off"), over the whole run (which mixes in the recovery after the heal,
+    varying run to run) and by op count; from :mod:`figures`, as ``compare``'s are."""
+    reads = figures.availability(results, "read")
+    writes = figures.availability(results, "write")
+    return {"reads": reads["during"], "writes": writes["during"],
+            "reads_run": reads["run"], "writes_run": writes["run"],
+            "reads_ops": reads["ops"], "writes_ops": writes["ops"]}
 
 
 def availability(t: Target, plan: Plan, out: Path, base: Path, seed: int,
