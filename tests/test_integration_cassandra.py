@@ -333,7 +333,7 @@ def test_pbs_prediction_from_measured_legs_matches_measurement(cassandra_dc3, tm
     """PBS against the real cluster: legs from its own round trips, t-visibility measured
     with the writer at US-E and the reader at US-W, for the five (R, W) pairs; every
     measured point within PBS_TOLERANCE (15 points) of the prediction."""
-    from replicalab.cli.model_against import PBS_TOLERANCE
+    from replicalab.experiments.against import PBS_TOLERANCE
     from replicalab.models import pbs
     from replicalab.workloads import pbs_real
 

@@ -21,7 +21,7 @@ ALLOWED = {
     "cli": {"report", "experiments", *SIBLINGS, *MIDDLE, *BELOW},
     "report": {"experiments", *SIBLINGS, *MIDDLE, *BELOW},
     # seed 001's chart: composes workloads, faults and clusters into cells
-    "experiments": {*MIDDLE, *BELOW},
+    "experiments": {"models", *MIDDLE, *BELOW},
     "workloads": {*MIDDLE, *BELOW},
     "faults": {*MIDDLE, *BELOW},
     "cluster": {*MIDDLE, *BELOW},

@@ -1,111 +1,49 @@
-"""``replicalab model paxos-wan --against etcd``: the model, its twin and a real store;
-``replicalab model pbs --against cassandra``: PBS from a real cluster's legs beside its
-measured staleness.
-
-Thin: checks the options, starts the cluster and measures (workloads/consensus_latency.py),
-fits and compares (models/paxos_wan_fit.py), writes the page (report/against.py), prints.
-"""
+"""``replicalab model paxos-wan --against etcd`` and ``replicalab model pbs --against
+cassandra``: parse the options, run the experiment of ``experiments/against.py``, save and
+render it, print; exit 1 when the model is off by more than its tolerance."""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from replicalab.cli.errors import fail
 from replicalab.cli.model_params import build, describe, load_toml, parse_compare, parse_sets
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
+from replicalab.experiments import against as experiment
 from replicalab.history.rundir import make_run_dir, save_results
-from replicalab.models import paxos_wan_fit as fitting
-from replicalab.models import pbs as pbs_model
-from replicalab.models.paxos_wan import WanParams, best_leader
 from replicalab.models.registry import ModelSpec
-from replicalab.regions import REGION_SETS, region_set
-from replicalab.report.against import TOLERANCE, against_results, render_against_report
-from replicalab.report.model_page import render_model_report
-from replicalab.report.model_plots import visibility_figure
-from replicalab.workloads import pbs_real
-from replicalab.workloads.consensus_latency import real_cluster, run_writes, store_kinds
 
-DEFAULT_RATES_RPS = (10.0, 20.0, 40.0)
-"""Offered write rates (writes/s over all client regions) when --loads is not given: low
-load, and two rates below where the emulation saturates a shared 2-core machine (an emulated
-write of 5 members costs ~16 ms of CPU: members, proxies and client; see the docs)."""
-
-START_WEIGHT_S = 8.0  # rough seconds to start a cluster, for the progress bar
-MOVE_WEIGHT_S = 2.0  # rough seconds to move the leader
+parse_pairs = experiment.parse_pairs
 
 
-def _rates(loads: str | None) -> list[float]:
-    if not loads:
-        return list(DEFAULT_RATES_RPS)
-    try:
-        values = [float(x) for x in loads.split(",")]
-    except ValueError:
-        raise ValueError(f"--loads {loads!r}: give comma-separated writes/s, e.g. "
-                         "20,60,150") from None
-    if any(not 0 < v <= 5000 for v in values):
-        raise ValueError(f"--loads {loads!r}: every offered rate must be between 0 and 5000 "
-                         "writes/s against a real store")
-    return values
-
-
-def check(model: str, against: str, configs: list[tuple[str, Any]],
-          compare_key: str | None) -> tuple[WanParams, list[str]]:
-    """Return (the base params, the leaders to place) or ValueError naming the problem."""
-    if model != "paxos-wan":
-        raise ValueError(f"--against is available for the paxos-wan model (one leader, one "
-                         f"member per region), not {model}")
-    if against not in store_kinds():
-        raise ValueError(f"--against {against!r}: use one of {', '.join(store_kinds())}")
-    if compare_key not in (None, "leader"):
-        raise ValueError(f"--compare {compare_key}=...: with --against only the leader can "
-                         "vary (--compare leader=VA,CA,JP); the cluster is the same for all")
-    p: WanParams = configs[0][1]
-    if p.rtt_sd_ms is not None:
-        raise ValueError("rtt_sd_ms: the real links carry the region set's own deviation; "
-                         "leave rtt_sd_ms unset with --against")
-    rs = p.rs
-    if REGION_SETS.get(rs.name) != rs:
-        raise ValueError(f"regions: --against starts one member per region of a named region "
-                         f"set ({', '.join(n for n in REGION_SETS if n != 'lan')}), not a "
-                         "custom table")
-    if len(rs.regions) < 3:
-        raise ValueError(f"regions={rs.name}: --against needs at least 3 regions (a quorum "
-                         "that can lose a member)")
-    if p.persist_ms or p.forward_ms:
-        raise ValueError("persist_ms and forward_ms are fitted by --against from its "
-                         "calibration; leave them unset")
-    leaders = list(dict.fromkeys(q.rs.regions[q.leader_index] for _, q in configs))
-    return p, leaders
-
-
-def _cpu_table(points: list[Any]) -> dict[str, Any]:
-    rows = []
-    for rate in dict.fromkeys(x.offered_rps for x in points):
-        mine = [x for x in points if x.offered_rps == rate]
-        per = {k: sum(x.cpu_ms_per_write.get(k, 0.0) for x in mine) / len(mine)
-               for k in ("store", "links", "client")}
-        total = sum(per.values())
-        rows.append([f"{rate:g}", *(f"{v:.2f}" for v in per.values()), f"{total:.2f}",
-                     f"{total * rate / 1000:.2f}"])
-    return {"caption": "CPU per answered write (ms, mean over leaders): members, emulated "
-                       "links (Toxiproxy, peer demultiplexers), client; and cores busy",
-            "header": ["writes/s", "store", "links", "client", "total", "cores"],
-            "rows": rows}
+def _finish(run: experiment.AgainstRun, run_dir: Path, report: Path, as_json: bool,
+            tables: list[TableData]) -> None:
+    """Print the run (``tables``, its remarks and report path, or one JSON object); exit 1
+    if the model missed its tolerance."""
+    if as_json:
+        sys.stdout.write(json.dumps({**run.results, "run_dir": str(run_dir),
+                                     "report": str(report)}, sort_keys=True) + "\n")
+    else:
+        show(tables)
+        for line in run.remarks:
+            say(line)
+        say(f"report: {report}")
+    if not run.agrees:
+        sys.exit(1)
 
 
 def run_against(spec: ModelSpec, against: str | None, duration: str | None,
                 params: Path | None, sets: list[str], compare: str | None, loads: str | None,
                 rounds: int, seed: int, out: Path, as_json: bool) -> None:
-    """Run the comparison of ``model <spec> --against``, print it and write its report; exit
-    1 if a client region's mean is not within the tolerance of the model or the best leaders
-    differ, 2 on bad input (``duration``: the --duration text, default 10 s)."""
+    """Run ``model <spec> --against KIND``: exit 1 if a client region's mean is not within
+    the tolerance of the model or the best leaders differ, 2 on bad input (``duration``: the
+    --duration text, default 10 s)."""
+    from replicalab.report.against import render_against_report
+
     try:
         if against is None:
             raise ValueError("--duration applies to --against only")
@@ -115,216 +53,48 @@ def run_against(spec: ModelSpec, against: str | None, duration: str | None,
         given = parse_sets(spec.params_cls, sets)
         configs = [("", build(spec.params_cls, base, {**given, **extra}, spec.name))
                    for extra in ([{cmp[0]: v} for v in cmp[1]] if cmp else [{}])]
-        p, leaders = check(spec.name, against, configs, cmp[0] if cmp else None)
-        rates = _rates(loads)
+        p, leaders = experiment.check(spec, against, configs, cmp[0] if cmp else None)
+        rates = experiment.parse_rates(loads)
         if rounds < 100:
             raise ValueError(f"--rounds {rounds} must be at least 100")
-        make_run_dir(out, "model", f"paxos-wan-against-{against}").rmdir()  # writable?
+        make_run_dir(out, "model", f"{spec.name}-against-{against}").rmdir()  # writable?
+        with progress_bar(f"{spec.name} against {against} on {p.rs.name}",
+                          enabled=not as_json) as tick:
+            run = experiment.paxos_wan_against(p, against, leaders, rates, duration_s, rounds,
+                                               seed, tick, describe)
+        run_dir = make_run_dir(out, "model", f"{spec.name}-against-{against}")
     except ValueError as err:
         fail(str(err))
-    plan = [("starting the cluster", START_WEIGHT_S), ("calibration", duration_s)]
-    plan += [(f"leader {r}", MOVE_WEIGHT_S + duration_s * len(rates)) for r in leaders]
-    total = sum(w for _, w in plan)
-    starts, acc = {}, 0.0
-    for name, w in plan:
-        starts[name] = (acc / total, w / total)
-        acc += w
-    label = f"paxos-wan against {against} on {p.rs.name}"
-    try:
-        with progress_bar(label, enabled=not as_json) as tick:
-            tick(0.0, f"starting {len(p.rs.regions)} {against} members")
-
-            def on_phase(phase: str, fraction: float, what: str) -> None:
-                lo, share = starts[phase]
-                tick(lo + share * min(max(fraction, 0.0), 1.0), f"{phase}: {what}")
-
-            with real_cluster(against, p.rs.name) as c:
-                run = run_writes(c, leaders, rates, duration_s, p.shares, seed,
-                                 on_phase=on_phase)
-            tick(1.0, f"the model and its twin ({rounds:,} requests per point)")
-            fit = fitting.fit(p, run.calibration.leader, run.calibration.latencies_ms)
-            pf = fitting.fitted(p, fit)
-            measured = [fitting.MeasuredPoint(x.leader, x.offered_rps, x.latencies_ms)
-                        for x in run.points]
-            rows = fitting.side_by_side(pf, measured, seed, rounds)
-            ranks = fitting.rankings(pf, rows)
-        run_dir = make_run_dir(out, "model", f"paxos-wan-against-{against}")
-    except ValueError as err:
-        fail(str(err))
-    info = {"leaders": leaders, "rates_rps": rates, "duration_s": duration_s,
-            "transfer_s": run.transfer_s, "twin_rounds": rounds, "seed": seed,
-            "model_best_leader_all_regions": best_leader(pf),
-            "points": [{"leader": x.leader, "offered_rps": x.offered_rps,
-                        "errors": x.errors, "dropped": x.dropped,
-                        "leader_held": x.leader_held,
-                        "cpu_ms_per_write": x.cpu_ms_per_write} for x in run.points]}
-    results = against_results(against, p.rs.name, describe(pf), fit, run.fsync_ms, rows,
-                              ranks, info, TOLERANCE)
-    results["tables"].append(_cpu_table(run.points))
-    save_results(results, run_dir)
-    raw = {"calibration": run.calibration.latencies_ms,
-           "points": [{"leader": x.leader, "offered_rps": x.offered_rps,
-                       "latencies_ms": x.latencies_ms} for x in run.points]}
-    (run_dir / "latencies.json").write_text(json.dumps(raw) + "\n")
-    report = render_against_report(results, rows, run_dir)
-    if as_json:
-        sys.stdout.write(json.dumps({**results, "run_dir": str(run_dir),
-                                     "report": str(report)}, sort_keys=True) + "\n")
-    else:
-        labels = ("quantity", "client region", "leader", "best")
-        show([TableData.from_json(t, right=tuple(i for i, h in enumerate(t["header"])
-                                                 if h not in labels))
-              for t in results["tables"]])
-        for note in results["notes"][1:]:
-            say(note)
-        unheld = [f"{x.leader} at {x.offered_rps:g} writes/s" for x in run.points
-                  if not x.leader_held]
-        if unheld:
-            say(f"the leader moved during: {', '.join(unheld)} (an election on a busy machine)")
-        say(f"report: {report}")
-    if not (results["within_tolerance"] and results["ranking_agrees"]):
-        sys.exit(1)
-
-
-# -- PBS against a real Cassandra (issue 24) ------------------------------------------------
-
-PBS_TOLERANCE = 0.15
-"""Largest |predicted - measured| P(consistent) at t = 0, 10, 50, 100 ms that counts as a
-match (15 points): a 5 ms window after each commit holds tens of reads, and the model
-cannot see a coordinator that stalls before it acknowledges."""
-
-
-BUCKET_READS = 20
-"""Reads a 1 ms bucket needs to count in the whole-curve gap (reported, not judged)."""
-
-
-def parse_pairs(text: str | None, r: int, w: int, n: int) -> list[tuple[int, int]]:
-    """Return the (R, W) pairs to measure: ``--pairs 1:1,1:2`` or the one ``--r/--w``."""
-    if not text:
-        pairs = [(r, w)]
-    else:
-        try:
-            pairs = [(int(a), int(b)) for a, b in (x.split(":") for x in text.split(","))]
-        except ValueError:
-            raise ValueError(f"--pairs {text!r}: give R:W pairs, e.g. 1:1,1:2,2:1,2:2,1:3"
-                             ) from None
-    for a, b in pairs:
-        if not (1 <= a <= n and 1 <= b <= n):
-            raise ValueError(f"--pairs: R={a}, W={b} must each be between 1 and N={n}")
-    return pairs
+    save_results(run.results, run_dir)
+    experiment.save_raw(run, run_dir)
+    report = render_against_report(run.results, run.rows, run_dir)
+    labels = ("quantity", "client region", "leader", "best")
+    _finish(run, run_dir, report, as_json, [
+        TableData.from_json(t, right=tuple(i for i, h in enumerate(t["header"])
+                                           if h not in labels)) for t in run.results["tables"]])
 
 
 def run_pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str | None,
                     reader: str | None, duration: str | None, t_max_ms: float, trials: int,
                     seed: int, out: Path, as_json: bool) -> None:
-    """``model pbs --against cassandra``: start an N-node cluster (a node per region),
-    measure its legs and its t-visibility per (R, W), print prediction and measurement side
-    by side, write the report; exit 1 when a difference exceeds PBS_TOLERANCE."""
+    """``model pbs --against cassandra``: prediction and measurement side by side, the
+    report written; exit 1 when a difference exceeds the tolerance."""
+    from replicalab.report.model_page import render_model_report
+    from replicalab.report.model_plots import visibility_figure
+
     try:
         duration_s = parse_duration_s(duration or "15s", "--duration")
-        rs = region_set(regions)
-        if n > len(rs.regions):
-            raise ValueError(f"--n {n}: --against cassandra places one node per region, and "
-                             f"{regions} has {len(rs.regions)}")
-        used = rs.regions[:n]
-        writer = writer or used[0]
-        reader = reader or used[1 % n]
-        for flag, reg in (("--client-region", writer), ("--reader-region", reader)):
-            if reg not in used:
-                raise ValueError(f"{flag} {reg!r}: use one of {', '.join(used)}")
-        for a, b in pairs:
-            pbs_real.level(a, n), pbs_real.level(b, n)
+        writer, reader = experiment.pbs_placement(n, pairs, regions, writer, reader)
         run_dir = make_run_dir(out, "model", f"pbs-n{n}-against-cassandra")
+        with progress_bar(f"PBS N={n} against cassandra on {regions}",
+                          enabled=not as_json) as tick:
+            run = experiment.pbs_against(n, pairs, regions, writer, reader, duration_s,
+                                         t_max_ms, trials, seed, run_dir, tick)
     except ValueError as err:
         fail(str(err))
-    label = f"PBS N={n} against cassandra on {regions}"
-    rows_out: list[dict[str, Any]] = []
-    bucket_gaps: list[dict[str, Any]] = []
-    figures = []
-    try:
-        with progress_bar(label, enabled=not as_json) as tick:
-            tick(0.0, f"starting {n} Cassandra nodes")
-            with pbs_real.cassandra_cluster(n, regions) as c:
-                tick(0.1, "measuring the legs (round trips to every replica)")
-                cal = pbs_real.calibrate(c, writer, reader)
-                wars = pbs_model.wars_from_round_trips(cal.write_rt_ms, cal.read_rt_ms)
-                for k, (r, w) in enumerate(pairs):
-                    lo, share = 0.2 + 0.8 * k / len(pairs), 0.8 / len(pairs)
-                    tick(lo, f"R={r} W={w}: probing {duration_s:g} s")
-                    m = pbs_real.measure(c, r, w, writer, reader, duration_s, run_dir / "probes",
-                                         seed, lambda f, lo=lo, share=share: tick(lo + share * f))
-
-                    def predict(ts: Any, r: int = r, w: int = w) -> Any:
-                        return pbs_model.t_visibility(wars, r, w, ts, trials, seed)
-
-                    for row in pbs_real.compare_points(predict, m):
-                        rows_out.append({"r": r, "w": w, **row})
-                    t = np.linspace(0.0, t_max_ms, 201)
-                    tm, p, tot = (np.asarray(m.t_mean_ms), np.asarray(m.p),
-                                  np.asarray(m.total))
-                    keep = (tot >= 5) & (tm <= t_max_ms)
-                    dense = (tot >= BUCKET_READS) & (tm <= t_max_ms)
-                    if dense.any():  # the whole curve, not only the four times
-                        gap = np.abs(predict(tm[dense]) - p[dense])
-                        k = int(gap.argmax())
-                        bucket_gaps.append({"r": r, "w": w, "gap": round(float(gap[k]), 6),
-                                            "t_mean_ms": round(float(tm[dense][k]), 3),
-                                            "buckets": int(dense.sum())})
-                    figures.append((f"fig-r{r}-w{w}", f"R={r}, W={w}: predicted from the "
-                                    f"measured legs (line) and measured on the cluster (dots: "
-                                    f"1 ms buckets with at least 5 reads; {m.reads:,} reads, "
-                                    f"{m.writes} writes).",
-                                    visibility_figure(t, {f"PBS R={r} W={w}": predict(t)},
-                                                      (tm[keep], p[keep]))))
-    except ValueError as err:
-        fail(str(err))
-    diffs = [x["difference"] for x in rows_out if x["difference"] is not None]
-    largest = max(diffs) if diffs else None
-    legs = {f"n{i} ({c_region})": {"write_rt_median_ms": round(float(np.median(wr)), 3),
-                                   "read_rt_median_ms": round(float(np.median(rr)), 3)}
-            for i, (c_region, wr, rr) in enumerate(zip(used, cal.write_rt_ms, cal.read_rt_ms,
-                                                       strict=True))}
-    results = {
-        "schema_version": 1, "model": "pbs", "title": label,
-        "params": {"n": n, "regions": regions, "writer_region": writer,
-                   "reader_region": reader, "duration_s_per_pair": duration_s,
-                   "trials": trials, "seed": seed,
-                   "write_overhead_ms": cal.write_overhead_ms,
-                   "read_overhead_ms": cal.read_overhead_ms},
-        "legs": legs, "points": rows_out, "tolerance": PBS_TOLERANCE,
-        "largest_gap_per_pair": bucket_gaps,
-        "max_abs_difference": largest,
-        "within_tolerance": largest is not None and largest <= PBS_TOLERANCE,
-        "tables": [{"caption": "P(consistent read) t ms after the write was acknowledged: "
-                               "predicted from the measured legs, measured on the cluster",
-                    "header": ["R", "W", "t (ms)", "predicted", "measured", "reads",
-                               "difference"],
-                    "rows": [[x["r"], x["w"], f"{x['t_ms']:g}", f"{100 * x['predicted']:.1f}%",
-                              "n/a" if x["measured"] is None else f"{100 * x['measured']:.1f}%",
-                              x["reads"], "n/a" if x["difference"] is None
-                              else f"{100 * x['difference']:.1f}"] for x in rows_out]},
-                   {"caption": "Round trips to each replica measured on the cluster (median, "
-                               "ms, the client's own share subtracted)",
-                    "header": ["replica", "from the writer's coordinator",
-                               "from the reader's coordinator"],
-                    "rows": [[k, f"{v['write_rt_median_ms']:.2f}",
-                              f"{v['read_rt_median_ms']:.2f}"] for k, v in legs.items()]}],
-        "notes": [f"writer at {writer}, reader at {reader}; legs measured from {n} "
-                  "calibration keyspaces with one replica each"],
-    }
-    save_results(results, run_dir)
-    report = render_model_report(results, run_dir, figures=figures)
-    if as_json:
-        sys.stdout.write(json.dumps({**results, "run_dir": str(run_dir),
-                                     "report": str(report)}, sort_keys=True) + "\n")
-    else:
-        show(TableData.from_json(results["tables"][0], right=(0, 1, 2, 3, 4, 5, 6)))
-        say(f"largest difference: {'n/a' if largest is None else f'{100 * largest:.1f}'} "
-            f"points (tolerance {100 * PBS_TOLERANCE:.0f})")
-        for g in bucket_gaps:
-            say(f"R={g['r']} W={g['w']}: largest gap over the {g['buckets']} 1 ms buckets with "
-                f">= {BUCKET_READS} reads: {100 * g['gap']:.1f} points at "
-                f"{g['t_mean_ms']:.1f} ms")
-        say(f"report: {report}")
-    if not results["within_tolerance"]:
-        sys.exit(1)
+    save_results(run.results, run_dir)
+    figures = [(c["id"], c["caption"], visibility_figure(c["t_ms"], c["predicted"],
+                                                         c["measured"])) for c in run.curves]
+    report = render_model_report(run.results, run_dir, figures=figures)
+    _finish(run, run_dir, report, as_json,
+            [TableData.from_json(run.results["tables"][0], right=(0, 1, 2, 3, 4, 5, 6))])

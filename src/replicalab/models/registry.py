@@ -25,6 +25,9 @@ class ModelSpec:
     twin: Callable[[Any, list[float], int, int], Curve]
     grid: Callable[[], list[tuple[str, Any, list[float]]]]
     tables: Callable[[Any], list[dict[str, Any]]] = field(default=_no_tables)
+    # the real store kinds ``model NAME --against KIND`` measures it against (its
+    # experiment: ``experiments/against.py``); () for a model with no real counterpart
+    against: tuple[str, ...] = ()
 
 
 def _wan_tables(p: Any) -> list[dict[str, Any]]:
@@ -95,7 +98,7 @@ def _models() -> dict[str, ModelSpec]:
         ModelSpec("paxos-wan", "Multi-Paxos over WAN regions (one node per region)",
                   "replicalab model paxos-wan --compare leader=VA,CA,JP",
                   paxos_wan.WanParams, paxos_wan.curve, wan_twin.simulate_paxos_wan,
-                  paxos_wan.validation_grid, _wan_tables),
+                  paxos_wan.validation_grid, _wan_tables, against=("etcd",)),
         ModelSpec("epaxos", "EPaxos over WAN regions",
                   "replicalab model epaxos --compare conflict=0.02,0.5,1.0",
                   epaxos.EPaxosParams, epaxos.curve, wan_twin.simulate_epaxos,

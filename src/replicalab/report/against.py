@@ -1,8 +1,7 @@
 """The page of ``model paxos-wan --against``: model, twin and real store side by side.
 
-:func:`against_results` turns the fit, the rows and the rankings into the results document
-(tables as data, the verdicts as notes); :func:`render_against_report` writes the HTML page
-with a figure per leader (bars: model, twin, measured mean per client region at the lowest
+:func:`render_against_report` writes the HTML page of the results ``experiments/against.py``
+makes, with a figure per leader (bars: model, twin, measured mean per client region at the lowest
 offered rate).
 """
 
@@ -14,132 +13,12 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from replicalab.models.paxos_wan_fit import Ranking, Row, StoreFit
+from replicalab.experiments.against import TOLERANCE, against_results, verdicts
+from replicalab.models.paxos_wan_fit import Row
 from replicalab.report.model_page import render_model_report
 
 __all__ = ["TOLERANCE", "against_figure", "against_results", "render_against_report",
            "verdicts"]
-
-TOLERANCE = 0.15
-"""Largest |measured / model - 1| of a client region's mean latency called agreement."""
-
-
-def _ms(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.1f}"
-
-
-def _dev(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:+.1f}%"
-
-
-def verdicts(rows: Sequence[Row], ranks: Sequence[Ranking], tolerance: float = TOLERANCE
-             ) -> dict[str, Any]:
-    """Return {"within": bool, "worst": row of the largest |deviation| (or None),
-    "ranking_agrees": bool, "missing": rows without a measurement}: the run's two checks."""
-    devs = [r for r in rows if r.deviation is not None]
-    worst = max(devs, key=lambda r: abs(r.deviation or 0.0), default=None)
-    missing = [r for r in rows if r.real_ms is None]
-    return {"within": bool(devs) and not missing and all(
-                abs(r.deviation or 0.0) <= tolerance for r in devs),
-            "worst": worst, "missing": missing,
-            "ranking_agrees": bool(ranks) and all(k.agree for k in ranks)}
-
-
-def _row_json(r: Row) -> dict[str, Any]:
-    return {"leader": r.leader, "offered_rps": r.offered_rps, "region": r.region,
-            "model_ms": r.model_ms, "twin_ms": r.twin_ms, "real_mean_ms": r.real_ms,
-            "real_p50_ms": r.real_p50_ms, "real_p99_ms": r.real_p99_ms, "writes": r.samples,
-            "deviation": r.deviation}
-
-
-def against_results(kind: str, regions: str, params: Mapping[str, Any], fit: StoreFit,
-                    fsync_ms: float, rows: Sequence[Row], ranks: Sequence[Ranking],
-                    run_info: Mapping[str, Any], tolerance: float = TOLERANCE
-                    ) -> dict[str, Any]:
-    """Return the results document (JSON-ready): parameters, fit, rows, rankings, verdicts
-    and the tables the CLI prints and the page shows."""
-    v = verdicts(rows, ranks, tolerance)
-    worst: Row | None = v["worst"]
-    notes = [
-        f"Measured on a real {kind} cluster, one member per region of {regions}, peer links "
-        "through Toxiproxy with the region matrix's one-way delays; a client in region R "
-        "writes to R's member over loopback. The model and twin use the fitted store delays "
-        f"persist_ms = {fit.persist_ms:.2f} and forward_ms = {fit.forward_ms:.2f}, from the "
-        "calibration (the same cluster with every link's delay removed).",
-        (f"Within {100 * tolerance:g} % of the model: "
-         + ("yes" if v["within"] else "NO")
-         + ("" if worst is None else
-            f" (largest deviation {_dev(worst.deviation)}: leader {worst.leader}, clients in "
-            f"{worst.region}, {worst.offered_rps:g} writes/s)")
-         + (f"; {len(v['missing'])} region(s) without an answered write" if v["missing"]
-            else "")),
-    ]
-    for rate in sorted({r.offered_rps for r in rows}):
-        devs = [r for r in rows if r.offered_rps == rate and r.deviation is not None]
-        if devs:
-            w = max(devs, key=lambda r: abs(r.deviation or 0.0))
-            notes.append(f"At {rate:g} writes/s: largest deviation {_dev(w.deviation)} "
-                         f"(leader {w.leader}, clients in {w.region}); "
-                         + ("within" if abs(w.deviation or 0.0) <= tolerance else "NOT within")
-                         + f" {100 * tolerance:g} %")
-    for k in ranks:
-        notes.append(f"Best leader at {k.offered_rps:g} writes/s: model {k.model_best}, "
-                     f"measured {k.real_best or 'n/a'} — "
-                     + ("they agree" if k.agree else "they DIFFER"))
-    fit_rows = [
-        ["fsync of 4 KiB in the data directory (median, ms)", f"{fsync_ms:.2f}"],
-        [f"calibration: client at the leader ({fit.leader}), mean ms",
-         f"{fit.leader_client_ms:.2f}"],
-        ["calibration: clients at followers, mean ms", _ms(fit.follower_client_ms)],
-        ["the model at zero WAN delay: client at the leader, ms",
-         f"{fit.model_leader_client_ms:.2f}"],
-        ["the model at zero WAN delay: clients at followers, ms",
-         _ms(fit.model_follower_client_ms)],
-        ["fitted persist_ms (every write)", f"{fit.persist_ms:.2f}"],
-        ["fitted forward_ms (clients outside the leader's region)", f"{fit.forward_ms:.2f}"],
-        ["calibration writes", str(fit.samples)],
-    ]
-    tables: list[dict[str, Any]] = [{
-        "caption": "The parameter fit (calibration: links without delay)",
-        "header": ["quantity", "value"], "rows": fit_rows}]
-    for leader in dict.fromkeys(r.leader for r in rows):
-        tables.append({
-            "caption": f"Leader {leader}: mean write latency per client region (ms)",
-            "header": ["writes/s", "client region", "model", "twin", "measured mean",
-                       "measured p50", "measured p99", "writes", "measured vs model"],
-            "rows": [[f"{r.offered_rps:g}", r.region, _ms(r.model_ms), _ms(r.twin_ms),
-                      _ms(r.real_ms), _ms(r.real_p50_ms), _ms(r.real_p99_ms), str(r.samples),
-                      _dev(r.deviation)] for r in rows if r.leader == leader]})
-    rank_rows = []
-    for k in ranks:
-        for leader, m in k.model_ms.items():
-            real = k.real_ms.get(leader)
-            marks = [x for x, best in (("model best", k.model_best),
-                                       ("measured best", k.real_best)) if best == leader]
-            rank_rows.append([f"{k.offered_rps:g}", leader, f"{m:.1f}", _ms(real),
-                              _dev(None if real is None else real / m - 1),
-                              ", ".join(marks)])
-    tables.append({"caption": "Leaders ranked: mean over client regions (weighted by share)",
-                   "header": ["writes/s", "leader", "model (ms)", "measured (ms)",
-                              "measured vs model", "best"], "rows": rank_rows})
-    return {
-        "schema_version": 1, "model": "paxos-wan", "against": kind,
-        "title": f"Paxos WAN model vs real {kind} on {regions}",
-        "params": dict(params), "notes": notes, "tables": tables,
-        "fit": {"persist_ms": fit.persist_ms, "forward_ms": fit.forward_ms,
-                "leader": fit.leader, "leader_client_ms": fit.leader_client_ms,
-                "follower_client_ms": fit.follower_client_ms,
-                "model_leader_client_ms": fit.model_leader_client_ms,
-                "model_follower_client_ms": fit.model_follower_client_ms,
-                "samples": fit.samples, "fsync_ms": fsync_ms},
-        "rows": [_row_json(r) for r in rows],
-        "rankings": [{"offered_rps": k.offered_rps, "model_ms": k.model_ms,
-                      "real_ms": k.real_ms, "model_best": k.model_best,
-                      "real_best": k.real_best, "agree": k.agree} for k in ranks],
-        "tolerance": tolerance, "within_tolerance": v["within"],
-        "worst_deviation": None if worst is None else worst.deviation,
-        "ranking_agrees": v["ranking_agrees"], "run": dict(run_info),
-    }
 
 
 def against_figure(rows: Sequence[Row]) -> Figure:

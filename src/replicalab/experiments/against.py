@@ -1,0 +1,437 @@
+"""Model against store: a protocol model beside a real store that implements it, each run as
+one function returning the results document (``results.json``) and the raw data the page
+draws. ``model paxos-wan --against etcd``: the Multi-Paxos WAN model and its twin against a
+real etcd cluster, one member per region, with the store's fixed delays fitted from a
+calibration; ``model pbs --against cassandra``: PBS's t-visibility predicted from a real
+Cassandra cluster's measured legs beside its measured staleness. A model declares the kinds
+it can be measured against in the model registry (``ModelSpec.against``); :data:`RUNS`
+names each model's experiment."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from replicalab.models import paxos_wan_fit as fitting
+from replicalab.models import pbs as pbs_model
+from replicalab.models.paxos_wan import WanParams, best_leader
+from replicalab.models.paxos_wan_fit import Ranking, Row, StoreFit
+from replicalab.models.registry import ModelSpec
+from replicalab.regions import REGION_SETS, region_set
+from replicalab.workloads import pbs_real
+from replicalab.workloads.consensus_latency import real_cluster, run_writes
+
+Tick = Callable[..., None]
+"""Progress: ``tick(fraction of the whole run done, what is happening=None)``."""
+
+DEFAULT_RATES_RPS = (10.0, 20.0, 40.0)
+"""Offered write rates (writes/s over all client regions) when --loads is not given: low
+load, and two rates below where the emulation saturates a shared 2-core machine (an emulated
+write of 5 members costs ~16 ms of CPU: members, proxies and client; see the docs)."""
+
+START_WEIGHT_S = 8.0  # rough seconds to start a cluster, for the progress bar
+MOVE_WEIGHT_S = 2.0  # rough seconds to move the leader
+
+TOLERANCE = 0.15
+"""Largest |measured / model - 1| of a client region's mean latency called agreement."""
+
+
+def _ms(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1f}"
+
+
+def _dev(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:+.1f}%"
+
+
+def verdicts(rows: Sequence[Row], ranks: Sequence[Ranking], tolerance: float = TOLERANCE
+             ) -> dict[str, Any]:
+    """Return {"within": bool, "worst": row of the largest |deviation| (or None),
+    "ranking_agrees": bool, "missing": rows without a measurement}: the run's two checks."""
+    devs = [r for r in rows if r.deviation is not None]
+    worst = max(devs, key=lambda r: abs(r.deviation or 0.0), default=None)
+    missing = [r for r in rows if r.real_ms is None]
+    return {"within": bool(devs) and not missing and all(
+                abs(r.deviation or 0.0) <= tolerance for r in devs),
+            "worst": worst, "missing": missing,
+            "ranking_agrees": bool(ranks) and all(k.agree for k in ranks)}
+
+
+def _row_json(r: Row) -> dict[str, Any]:
+    return {"leader": r.leader, "offered_rps": r.offered_rps, "region": r.region,
+            "model_ms": r.model_ms, "twin_ms": r.twin_ms, "real_mean_ms": r.real_ms,
+            "real_p50_ms": r.real_p50_ms, "real_p99_ms": r.real_p99_ms, "writes": r.samples,
+            "deviation": r.deviation}
+
+
+def against_results(kind: str, regions: str, params: Mapping[str, Any], fit: StoreFit,
+                    fsync_ms: float, rows: Sequence[Row], ranks: Sequence[Ranking],
+                    run_info: Mapping[str, Any], tolerance: float = TOLERANCE
+                    ) -> dict[str, Any]:
+    """Return the results document (JSON-ready): parameters, fit, rows, rankings, verdicts
+    and the tables the CLI prints and the page shows."""
+    v = verdicts(rows, ranks, tolerance)
+    worst: Row | None = v["worst"]
+    notes = [
+        f"Measured on a real {kind} cluster, one member per region of {regions}, peer links "
+        "through Toxiproxy with the region matrix's one-way delays; a client in region R "
+        "writes to R's member over loopback. The model and twin use the fitted store delays "
+        f"persist_ms = {fit.persist_ms:.2f} and forward_ms = {fit.forward_ms:.2f}, from the "
+        "calibration (the same cluster with every link's delay removed).",
+        (f"Within {100 * tolerance:g} % of the model: "
+         + ("yes" if v["within"] else "NO")
+         + ("" if worst is None else
+            f" (largest deviation {_dev(worst.deviation)}: leader {worst.leader}, clients in "
+            f"{worst.region}, {worst.offered_rps:g} writes/s)")
+         + (f"; {len(v['missing'])} region(s) without an answered write" if v["missing"]
+            else "")),
+    ]
+    for rate in sorted({r.offered_rps for r in rows}):
+        devs = [r for r in rows if r.offered_rps == rate and r.deviation is not None]
+        if devs:
+            w = max(devs, key=lambda r: abs(r.deviation or 0.0))
+            notes.append(f"At {rate:g} writes/s: largest deviation {_dev(w.deviation)} "
+                         f"(leader {w.leader}, clients in {w.region}); "
+                         + ("within" if abs(w.deviation or 0.0) <= tolerance else "NOT within")
+                         + f" {100 * tolerance:g} %")
+    for k in ranks:
+        notes.append(f"Best leader at {k.offered_rps:g} writes/s: model {k.model_best}, "
+                     f"measured {k.real_best or 'n/a'} — "
+                     + ("they agree" if k.agree else "they DIFFER"))
+    fit_rows = [
+        ["fsync of 4 KiB in the data directory (median, ms)", f"{fsync_ms:.2f}"],
+        [f"calibration: client at the leader ({fit.leader}), mean ms",
+         f"{fit.leader_client_ms:.2f}"],
+        ["calibration: clients at followers, mean ms", _ms(fit.follower_client_ms)],
+        ["the model at zero WAN delay: client at the leader, ms",
+         f"{fit.model_leader_client_ms:.2f}"],
+        ["the model at zero WAN delay: clients at followers, ms",
+         _ms(fit.model_follower_client_ms)],
+        ["fitted persist_ms (every write)", f"{fit.persist_ms:.2f}"],
+        ["fitted forward_ms (clients outside the leader's region)", f"{fit.forward_ms:.2f}"],
+        ["calibration writes", str(fit.samples)],
+    ]
+    tables: list[dict[str, Any]] = [{
+        "caption": "The parameter fit (calibration: links without delay)",
+        "header": ["quantity", "value"], "rows": fit_rows}]
+    for leader in dict.fromkeys(r.leader for r in rows):
+        tables.append({
+            "caption": f"Leader {leader}: mean write latency per client region (ms)",
+            "header": ["writes/s", "client region", "model", "twin", "measured mean",
+                       "measured p50", "measured p99", "writes", "measured vs model"],
+            "rows": [[f"{r.offered_rps:g}", r.region, _ms(r.model_ms), _ms(r.twin_ms),
+                      _ms(r.real_ms), _ms(r.real_p50_ms), _ms(r.real_p99_ms), str(r.samples),
+                      _dev(r.deviation)] for r in rows if r.leader == leader]})
+    rank_rows = []
+    for k in ranks:
+        for leader, m in k.model_ms.items():
+            real = k.real_ms.get(leader)
+            marks = [x for x, best in (("model best", k.model_best),
+                                       ("measured best", k.real_best)) if best == leader]
+            rank_rows.append([f"{k.offered_rps:g}", leader, f"{m:.1f}", _ms(real),
+                              _dev(None if real is None else real / m - 1),
+                              ", ".join(marks)])
+    tables.append({"caption": "Leaders ranked: mean over client regions (weighted by share)",
+                   "header": ["writes/s", "leader", "model (ms)", "measured (ms)",
+                              "measured vs model", "best"], "rows": rank_rows})
+    return {
+        "schema_version": 1, "model": "paxos-wan", "against": kind,
+        "title": f"Paxos WAN model vs real {kind} on {regions}",
+        "params": dict(params), "notes": notes, "tables": tables,
+        "fit": {"persist_ms": fit.persist_ms, "forward_ms": fit.forward_ms,
+                "leader": fit.leader, "leader_client_ms": fit.leader_client_ms,
+                "follower_client_ms": fit.follower_client_ms,
+                "model_leader_client_ms": fit.model_leader_client_ms,
+                "model_follower_client_ms": fit.model_follower_client_ms,
+                "samples": fit.samples, "fsync_ms": fsync_ms},
+        "rows": [_row_json(r) for r in rows],
+        "rankings": [{"offered_rps": k.offered_rps, "model_ms": k.model_ms,
+                      "real_ms": k.real_ms, "model_best": k.model_best,
+                      "real_best": k.real_best, "agree": k.agree} for k in ranks],
+        "tolerance": tolerance, "within_tolerance": v["within"],
+        "worst_deviation": None if worst is None else worst.deviation,
+        "ranking_agrees": v["ranking_agrees"], "run": dict(run_info),
+    }
+
+
+# -- paxos-wan against a real store -------------------------------------------------------
+
+
+def parse_rates(loads: str | None) -> list[float]:
+    """Return the offered write rates of ``--loads`` (writes/s; the defaults when None);
+    ValueError naming a bad one."""
+    if not loads:
+        return list(DEFAULT_RATES_RPS)
+    try:
+        values = [float(x) for x in loads.split(",")]
+    except ValueError:
+        raise ValueError(f"--loads {loads!r}: give comma-separated writes/s, e.g. "
+                         "20,60,150") from None
+    if any(not 0 < v <= 5000 for v in values):
+        raise ValueError(f"--loads {loads!r}: every offered rate must be between 0 and 5000 "
+                         "writes/s against a real store")
+    return values
+
+
+def check(spec: ModelSpec, against: str, configs: list[tuple[str, Any]],
+          compare_key: str | None) -> tuple[WanParams, list[str]]:
+    """Return (the base params, the leaders to place) or ValueError naming the problem:
+    the model must declare ``against`` as its real counterpart."""
+    if not spec.against:
+        offer = [f"the {name} model (against {', '.join(k)})" for name, k in _declared().items()]
+        raise ValueError(f"--against is available for {' and '.join(offer)}, not {spec.name}; "
+                         "a model declares its real counterparts in the model registry")
+    if against not in spec.against:
+        raise ValueError(f"--against {against!r}: use one of {', '.join(spec.against)}")
+    if compare_key not in (None, "leader"):
+        raise ValueError(f"--compare {compare_key}=...: with --against only the leader can "
+                         "vary (--compare leader=VA,CA,JP); the cluster is the same for all")
+    p: WanParams = configs[0][1]
+    if p.rtt_sd_ms is not None:
+        raise ValueError("rtt_sd_ms: the real links carry the region set's own deviation; "
+                         "leave rtt_sd_ms unset with --against")
+    rs = p.rs
+    if REGION_SETS.get(rs.name) != rs:
+        raise ValueError(f"regions: --against starts one member per region of a named region "
+                         f"set ({', '.join(n for n in REGION_SETS if n != 'lan')}), not a "
+                         "custom table")
+    if len(rs.regions) < 3:
+        raise ValueError(f"regions={rs.name}: --against needs at least 3 regions (a quorum "
+                         "that can lose a member)")
+    if p.persist_ms or p.forward_ms:
+        raise ValueError("persist_ms and forward_ms are fitted by --against from its "
+                         "calibration; leave them unset")
+    leaders = list(dict.fromkeys(q.rs.regions[q.leader_index] for _, q in configs))
+    return p, leaders
+
+
+def _declared() -> dict[str, tuple[str, ...]]:
+    from replicalab.models.registry import MODELS
+
+    return {name: s.against for name, s in MODELS.items() if s.against}
+
+
+def cpu_table(points: Sequence[Any]) -> dict[str, Any]:
+    """Return the table of CPU per answered write (ms) per offered rate: members, emulated
+    links, client, and the cores that keeps busy."""
+    rows = []
+    for rate in dict.fromkeys(x.offered_rps for x in points):
+        mine = [x for x in points if x.offered_rps == rate]
+        per = {k: sum(x.cpu_ms_per_write.get(k, 0.0) for x in mine) / len(mine)
+               for k in ("store", "links", "client")}
+        total = sum(per.values())
+        rows.append([f"{rate:g}", *(f"{v:.2f}" for v in per.values()), f"{total:.2f}",
+                     f"{total * rate / 1000:.2f}"])
+    return {"caption": "CPU per answered write (ms, mean over leaders): members, emulated "
+                       "links (Toxiproxy, peer demultiplexers), client; and cores busy",
+            "header": ["writes/s", "store", "links", "client", "total", "cores"],
+            "rows": rows}
+
+
+@dataclass
+class AgainstRun:
+    """What a model-against-store run returns: its results document, the model/twin/store
+    rows (paxos-wan's page draws them), raw latencies to keep beside the results, the
+    figures' data, and what to print besides the tables."""
+
+    results: dict[str, Any]
+    rows: list[Row] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict)
+    curves: list[dict[str, Any]] = field(default_factory=list)
+    remarks: list[str] = field(default_factory=list)
+
+    @property
+    def agrees(self) -> bool:
+        """Return whether the model held within its tolerance (and, for paxos-wan, the best
+        leaders agree)."""
+        return bool(self.results["within_tolerance"]
+                    and self.results.get("ranking_agrees", True))
+
+
+def paxos_wan_against(p: WanParams, against: str, leaders: list[str], rates: list[float],
+                      duration_s: float, rounds: int, seed: int, tick: Tick,
+                      describe: Callable[[Any], dict[str, Any]]) -> AgainstRun:
+    """Start ``against`` with one member per region, calibrate, measure each leader at each
+    rate, fit the store's delays and return model, twin and store side by side
+    (``describe``: the fitted parameters as the results show them)."""
+    plan = [("starting the cluster", START_WEIGHT_S), ("calibration", duration_s)]
+    plan += [(f"leader {r}", MOVE_WEIGHT_S + duration_s * len(rates)) for r in leaders]
+    total = sum(w for _, w in plan)
+    starts, acc = {}, 0.0
+    for name, w in plan:
+        starts[name] = (acc / total, w / total)
+        acc += w
+    tick(0.0, f"starting {len(p.rs.regions)} {against} members")
+
+    def on_phase(phase: str, fraction: float, what: str) -> None:
+        lo, share = starts[phase]
+        tick(lo + share * min(max(fraction, 0.0), 1.0), f"{phase}: {what}")
+
+    with real_cluster(against, p.rs.name) as c:
+        run = run_writes(c, leaders, rates, duration_s, p.shares, seed, on_phase=on_phase)
+    tick(1.0, f"the model and its twin ({rounds:,} requests per point)")
+    fit = fitting.fit(p, run.calibration.leader, run.calibration.latencies_ms)
+    pf = fitting.fitted(p, fit)
+    measured = [fitting.MeasuredPoint(x.leader, x.offered_rps, x.latencies_ms)
+                for x in run.points]
+    rows = fitting.side_by_side(pf, measured, seed, rounds)
+    ranks = fitting.rankings(pf, rows)
+    info = {"leaders": leaders, "rates_rps": rates, "duration_s": duration_s,
+            "transfer_s": run.transfer_s, "twin_rounds": rounds, "seed": seed,
+            "model_best_leader_all_regions": best_leader(pf),
+            "points": [{"leader": x.leader, "offered_rps": x.offered_rps,
+                        "errors": x.errors, "dropped": x.dropped,
+                        "leader_held": x.leader_held,
+                        "cpu_ms_per_write": x.cpu_ms_per_write} for x in run.points]}
+    results = against_results(against, p.rs.name, describe(pf), fit,
+                              run.fsync_ms, rows, ranks, info, TOLERANCE)
+    results["tables"].append(cpu_table(run.points))
+    raw = {"calibration": run.calibration.latencies_ms,
+           "points": [{"leader": x.leader, "offered_rps": x.offered_rps,
+                       "latencies_ms": x.latencies_ms} for x in run.points]}
+    unheld = [f"{x.leader} at {x.offered_rps:g} writes/s" for x in run.points
+              if not x.leader_held]
+    remarks = list(results["notes"][1:])
+    if unheld:
+        remarks.append(f"the leader moved during: {', '.join(unheld)} (an election on a busy "
+                       "machine)")
+    return AgainstRun(results, rows, raw, remarks=remarks)
+
+
+def save_raw(run: AgainstRun, run_dir: Path) -> None:
+    """Write the run's raw latencies beside its results (``latencies.json``), if any."""
+    if run.raw:
+        (run_dir / "latencies.json").write_text(json.dumps(run.raw) + "\n")
+
+
+# -- PBS against Cassandra ----------------------------------------------------------------
+
+PBS_TOLERANCE = 0.15
+"""Largest |predicted - measured| P(consistent) at t = 0, 10, 50, 100 ms that counts as a
+match (15 points): a 5 ms window after each commit holds tens of reads, and the model
+cannot see a coordinator that stalls before it acknowledges."""
+BUCKET_READS = 20
+"""Reads a 1 ms bucket needs to count in the whole-curve gap (reported, not judged)."""
+
+
+def parse_pairs(text: str | None, r: int, w: int, n: int) -> list[tuple[int, int]]:
+    """Return the (R, W) pairs to measure: ``--pairs 1:1,1:2`` or the one ``--r/--w``."""
+    if not text:
+        pairs = [(r, w)]
+    else:
+        try:
+            pairs = [(int(a), int(b)) for a, b in (x.split(":") for x in text.split(","))]
+        except ValueError:
+            raise ValueError(f"--pairs {text!r}: give R:W pairs, e.g. 1:1,1:2,2:1,2:2,1:3"
+                             ) from None
+    for a, b in pairs:
+        if not (1 <= a <= n and 1 <= b <= n):
+            raise ValueError(f"--pairs: R={a}, W={b} must each be between 1 and N={n}")
+    return pairs
+
+
+def pbs_placement(n: int, pairs: list[tuple[int, int]], regions: str, writer: str | None,
+                  reader: str | None) -> tuple[str, str]:
+    """Return (writer, reader) regions of a PBS run on ``n`` nodes, one per region
+    (ValueError naming a region, N or a level Cassandra cannot take)."""
+    rs = region_set(regions)
+    if n > len(rs.regions):
+        raise ValueError(f"--n {n}: --against cassandra places one node per region, and "
+                         f"{regions} has {len(rs.regions)}")
+    used = rs.regions[:n]
+    writer, reader = writer or used[0], reader or used[1 % n]
+    for flag, reg in (("--client-region", writer), ("--reader-region", reader)):
+        if reg not in used:
+            raise ValueError(f"{flag} {reg!r}: use one of {', '.join(used)}")
+    for a, b in pairs:
+        pbs_real.level(a, n), pbs_real.level(b, n)
+    return writer, reader
+
+
+def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
+                reader: str, duration_s: float, t_max_ms: float, trials: int, seed: int,
+                run_dir: Path, tick: Tick) -> AgainstRun:
+    """Start an N-node Cassandra cluster (a node per region), measure its legs and its
+    t-visibility per (R, W), and return prediction and measurement side by side
+    (``curves``: per pair the predicted curve and the measured buckets, for the page)."""
+    label = f"PBS N={n} against cassandra on {regions}"
+    used = region_set(regions).regions[:n]
+    rows_out: list[dict[str, Any]] = []
+    bucket_gaps: list[dict[str, Any]] = []
+    curves: list[dict[str, Any]] = []
+    tick(0.0, f"starting {n} Cassandra nodes")
+    with pbs_real.cassandra_cluster(n, regions) as c:
+        tick(0.1, "measuring the legs (round trips to every replica)")
+        cal = pbs_real.calibrate(c, writer, reader)
+        wars = pbs_model.wars_from_round_trips(cal.write_rt_ms, cal.read_rt_ms)
+        for k, (r, w) in enumerate(pairs):
+            lo, share = 0.2 + 0.8 * k / len(pairs), 0.8 / len(pairs)
+            tick(lo, f"R={r} W={w}: probing {duration_s:g} s")
+            m = pbs_real.measure(c, r, w, writer, reader, duration_s, run_dir / "probes",
+                                 seed, lambda f, lo=lo, share=share: tick(lo + share * f))
+
+            def predict(ts: Any, r: int = r, w: int = w) -> Any:
+                return pbs_model.t_visibility(wars, r, w, ts, trials, seed)
+
+            for row in pbs_real.compare_points(predict, m):
+                rows_out.append({"r": r, "w": w, **row})
+            t = np.linspace(0.0, t_max_ms, 201)
+            tm, p, tot = np.asarray(m.t_mean_ms), np.asarray(m.p), np.asarray(m.total)
+            keep = (tot >= 5) & (tm <= t_max_ms)
+            dense = (tot >= BUCKET_READS) & (tm <= t_max_ms)
+            if dense.any():  # the whole curve, not only the four times
+                gap = np.abs(predict(tm[dense]) - p[dense])
+                i = int(gap.argmax())
+                bucket_gaps.append({"r": r, "w": w, "gap": round(float(gap[i]), 6),
+                                    "t_mean_ms": round(float(tm[dense][i]), 3),
+                                    "buckets": int(dense.sum())})
+            curves.append({"id": f"fig-r{r}-w{w}", "caption": (
+                f"R={r}, W={w}: predicted from the measured legs (line) and measured on the "
+                f"cluster (dots: 1 ms buckets with at least 5 reads; {m.reads:,} reads, "
+                f"{m.writes} writes)."), "t_ms": t, "predicted": {f"PBS R={r} W={w}": predict(t)},
+                "measured": (tm[keep], p[keep])})
+    diffs = [x["difference"] for x in rows_out if x["difference"] is not None]
+    largest = max(diffs) if diffs else None
+    legs = {f"n{i} ({c_region})": {"write_rt_median_ms": round(float(np.median(wr)), 3),
+                                   "read_rt_median_ms": round(float(np.median(rr)), 3)}
+            for i, (c_region, wr, rr) in enumerate(zip(used, cal.write_rt_ms, cal.read_rt_ms,
+                                                       strict=True))}
+    results = {
+        "schema_version": 1, "model": "pbs", "title": label,
+        "params": {"n": n, "regions": regions, "writer_region": writer,
+                   "reader_region": reader, "duration_s_per_pair": duration_s,
+                   "trials": trials, "seed": seed,
+                   "write_overhead_ms": cal.write_overhead_ms,
+                   "read_overhead_ms": cal.read_overhead_ms},
+        "legs": legs, "points": rows_out, "tolerance": PBS_TOLERANCE,
+        "largest_gap_per_pair": bucket_gaps,
+        "max_abs_difference": largest,
+        "within_tolerance": largest is not None and largest <= PBS_TOLERANCE,
+        "tables": [{"caption": "P(consistent read) t ms after the write was acknowledged: "
+                               "predicted from the measured legs, measured on the cluster",
+                    "header": ["R", "W", "t (ms)", "predicted", "measured", "reads",
+                               "difference"],
+                    "rows": [[x["r"], x["w"], f"{x['t_ms']:g}", f"{100 * x['predicted']:.1f}%",
+                              "n/a" if x["measured"] is None else f"{100 * x['measured']:.1f}%",
+                              x["reads"], "n/a" if x["difference"] is None
+                              else f"{100 * x['difference']:.1f}"] for x in rows_out]},
+                   {"caption": "Round trips to each replica measured on the cluster (median, "
+                               "ms, the client's own share subtracted)",
+                    "header": ["replica", "from the writer's coordinator",
+                               "from the reader's coordinator"],
+                    "rows": [[k, f"{v['write_rt_median_ms']:.2f}",
+                              f"{v['read_rt_median_ms']:.2f}"] for k, v in legs.items()]}],
+        "notes": [f"writer at {writer}, reader at {reader}; legs measured from {n} "
+                  "calibration keyspaces with one replica each"],
+    }
+    remarks = [f"largest difference: {'n/a' if largest is None else f'{100 * largest:.1f}'} "
+               f"points (tolerance {100 * PBS_TOLERANCE:.0f})"]
+    remarks += [f"R={g['r']} W={g['w']}: largest gap over the {g['buckets']} 1 ms buckets with "
+                f">= {BUCKET_READS} reads: {100 * g['gap']:.1f} points at "
+                f"{g['t_mean_ms']:.1f} ms" for g in bucket_gaps]
+    return AgainstRun(results, curves=curves, remarks=remarks)
