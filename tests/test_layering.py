@@ -1,18 +1,21 @@
-"""Imports only point down the layering of DESIGN.md; nothing imports cli."""
+"""Imports only point down the layering of DESIGN.md; nothing imports cli. A module named in
+a string (a registry's ``"module:function"``, ``python -m module``) counts as an import."""
 
 from __future__ import annotations
 
 import ast
 import functools
+import re
 from pathlib import Path
 
 import replicalab
 
 ROOT = Path(replicalab.__file__).parent
 # Each part and the parts it may import (besides itself), from DESIGN.md "Layering":
-# cli -> report -> workloads, faults, cluster -> checkers -> stores -> sim -> base;
-# the middle row may use each other (the probe runner drives faults on a cluster);
-# models are a sibling on the base layers and sim, used by report and cli.
+# cli -> report -> experiments -> workloads -> faults -> cluster -> checkers -> stores -> sim
+# -> base (the probe runner drives the nemesis of faults/ on a cluster of cluster/; the
+# nemesis acts on clusters; a cluster knows nothing of faults); models are a sibling on the
+# base layers and sim, used by experiments (model against store), report and cli.
 BASE = {"history", "runtime", "regions"}
 MIDDLE = {"workloads", "faults", "cluster"}
 BELOW = {"checkers", "stores", "sim", *BASE}
@@ -20,11 +23,12 @@ SIBLINGS = {"models", "clt", "hlc", "counters", "watch", "queues", "placement"}
 ALLOWED = {
     "cli": {"report", "experiments", *SIBLINGS, *MIDDLE, *BELOW},
     "report": {"experiments", *SIBLINGS, *MIDDLE, *BELOW},
-    # seed 001's chart: composes workloads, faults and clusters into cells
+    # compositions of workloads, faults and clusters: the scorecard, compare, model against
+    # store
     "experiments": {"models", *MIDDLE, *BELOW},
-    "workloads": {*MIDDLE, *BELOW},
-    "faults": {*MIDDLE, *BELOW},
-    "cluster": {*MIDDLE, *BELOW},
+    "workloads": {"faults", "cluster", "models", *BELOW},
+    "faults": {"cluster", *BELOW},
+    "cluster": BELOW,
     "checkers": {"stores", "sim", *BASE},
     "stores": {"sim", *BASE},
     "sim": BASE,
@@ -61,7 +65,22 @@ def _nodes(path: Path) -> list[ast.AST]:
     return _parsed(path.read_text())
 
 
+MODULE_STRING = re.compile(r"^(replicalab(?:\.[A-Za-z_][A-Za-z0-9_]*){2,})(?::[A-Za-z_][\w.]*)?$"
+                           r"|^(replicalab\.[A-Za-z_][A-Za-z0-9_]*):[A-Za-z_][\w.]*$")
+"""A whole string that names a module of the package: ``replicalab.part.module``, optionally
+with ``:attribute``, or ``replicalab.part:attribute`` (``replicalab.part`` alone is an
+entry-point group's name, e.g. ``replicalab.stores``, not a module)."""
+
+
+def string_modules(path: Path) -> list[str]:
+    """Return the modules ``path`` names in strings (registry tables, ``-m`` arguments)."""
+    return [m.group(1) or m.group(2) for node in _nodes(path)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and (m := MODULE_STRING.match(node.value))]
+
+
 def _imports(path: Path) -> set[str]:
+    """Return the parts of the package ``path`` imports, at any depth or in a string."""
     found = set()
     for node in _nodes(path):
         if isinstance(node, ast.ImportFrom) and node.module:
@@ -74,17 +93,60 @@ def _imports(path: Path) -> set[str]:
             parts = name.split(".")
             if parts[0] == "replicalab" and len(parts) > 1:
                 found.add(parts[1])
+    found |= {name.split(".")[1] for name in string_modules(path)}
     return found
 
 
-def test_imports_point_down():
+def violations(root: Path = ROOT) -> list[str]:
+    """Return "file imports replicalab.part" for every import, or module named in a string,
+    of the package at ``root`` that points up the layering."""
     bad = []
-    for path in ROOT.rglob("*.py"):
-        part = _part(path)
+    for path in sorted(root.rglob("*.py")):
+        part = path.relative_to(root).parts[0].removesuffix(".py")
         if part not in ALLOWED:
             continue
-        for target in _imports(path) - {part} - ALLOWED[part]:
-            bad.append(f"{path.relative_to(ROOT)} imports replicalab.{target}")
+        for target in sorted(_imports(path) - {part} - ALLOWED[part]):
+            bad.append(f"{path.relative_to(root)} imports replicalab.{target}")
+    return bad
+
+
+def test_imports_point_down():
+    bad = violations()
+    assert not bad, "\n".join(bad)
+
+
+def test_the_layering_check_reads_strings_and_can_fail(tmp_path: Path):
+    """A workload naming a report module in a registry string, a cluster module importing
+    the nemesis, and a cluster driver started as ``python -m`` from faults/ are found; a
+    module of its own part or below, and an entry-point group's name, are not."""
+    pkg = tmp_path / "replicalab"
+    for part in ("workloads", "cluster", "faults"):
+        (pkg / part).mkdir(parents=True)
+    (pkg / "workloads" / "w.py").write_text(
+        'SECTION = "replicalab.report.staleness:staleness_section"\n'
+        'GROUP = "replicalab.stores"\nOK = "replicalab.cluster.base:up"\n')
+    (pkg / "cluster" / "c.py").write_text("def f():\n    from replicalab.faults import nemesis\n")
+    (pkg / "faults" / "f.py").write_text('ARGS = ["-m", "replicalab.cluster.powerfs"]\n')
+    assert violations(pkg) == ["cluster/c.py imports replicalab.faults",
+                               "workloads/w.py imports replicalab.report"]
+
+
+def test_cli_reaches_drivers_and_adapters_only_through_their_registries():
+    """No module of cli/ imports a cluster driver or a store adapter: it resolves a store
+    kind (``cluster/kinds.py``) or opens a URL (``stores/registry.py``)."""
+    from replicalab.cluster import kinds
+    from replicalab.stores import registry
+
+    drivers = {k.driver.split(":")[0] for k in map(kinds.resolve, kinds.names())
+               if isinstance(k.driver, str)}
+    adapters = {t.split(":")[0] for t in registry._ADAPTERS.values()}
+    assert {"replicalab.cluster.redis", "replicalab.stores.redis"} <= drivers | adapters
+    modules = {_module_name(p, ROOT): p for p in ROOT.rglob("*.py")}
+    bad = []
+    for name, path in sorted(modules.items()):
+        if name.startswith("replicalab.cli"):
+            for target in _module_imports(name, path, set(modules)) & (drivers | adapters):
+                bad.append(f"{name} imports {target}")
     assert not bad, "\n".join(bad)
 
 
@@ -106,6 +168,11 @@ def _module_imports(name: str, path: Path, modules: set[str]) -> set[str]:
     ``a.b`` when there is one, else ``a``."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
+    for target in string_modules(path):  # named in a string: an import when it runs
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        if target.startswith("replicalab") and target != name:
+            found.add(target)
     for node in _nodes(path):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from replicalab.faults import powerloss
-from replicalab.faults.powerfs import PAGE_BYTES, PageCache
+from replicalab.cluster import powerloss
+from replicalab.cluster.powerfs import PAGE_BYTES, PageCache
 from replicalab.faults.schedule import parse_fault
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec, run_probe

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from replicalab.cluster import base
+from replicalab.cluster import base, powerloss
 from replicalab.cluster.kinds import DurabilityVariant, resolve
 from replicalab.experiments.durability import durability
 from replicalab.experiments.plan import QUICK
-from replicalab.faults import powerloss
 from servers import server_missing, shared_root
 
 pytestmark = pytest.mark.integration

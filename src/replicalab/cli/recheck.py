@@ -9,19 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from replicalab.cli.rundir import compare_results
+from replicalab.history.rundir import load_results, save_results
 
 
 def _saved(run_dir: Path) -> dict[str, Any] | None:
     try:
-        doc = json.loads((run_dir / "results.json").read_text())
-    except (OSError, ValueError):
+        return load_results(run_dir)
+    except ValueError:  # missing or malformed: the caller says what to do
         return None
-    return doc if isinstance(doc, dict) else None
-
-
-def _save(results: dict[str, Any], run_dir: Path) -> None:
-    (run_dir / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True)
-                                          + "\n")
 
 
 def report_queue(run_dir: Path) -> tuple[Path, str]:
@@ -47,7 +42,7 @@ def report_queue(run_dir: Path) -> tuple[Path, str]:
     fresh["checker"] = checked
     fresh["summary"] = {**saved.get("summary", {}), **checked["summary"]}
     line = compare_results(saved, fresh)
-    _save(fresh, run_dir)
+    save_results(fresh, run_dir)
     return render_queue_report(fresh, run_dir), line
 
 
@@ -67,5 +62,5 @@ def report_placement_live(run_dir: Path) -> tuple[Path, str]:
                          f"{len(check.lost)}); `replicalab export {run_dir}` exports it")
     fresh = {**saved, "lost_writes": len(check.lost), "unknown_reads": len(check.unknown)}
     line = compare_results(saved, fresh)
-    _save(fresh, run_dir)
+    save_results(fresh, run_dir)
     return render_placement_live_report(fresh, run_dir), line

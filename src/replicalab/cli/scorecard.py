@@ -26,9 +26,9 @@ def _check_inputs(kinds: str, only: str | None, regions: str) -> tuple[tuple[Any
                                                                      tuple[str, ...]]:
     """Return (stores, properties) or raise ValueError naming the fix: an unknown kind or
     property, a server or FUSE that is missing, a sim:// URL that does not open."""
+    from replicalab.cluster import powerloss
     from replicalab.experiments.plan import parse_kinds
     from replicalab.experiments.properties import parse_only
-    from replicalab.faults import powerloss
     from replicalab.regions import region_set
     from replicalab.stores import open_store
 

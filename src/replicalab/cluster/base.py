@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Protocol
 
 from replicalab.cluster import kinds as store_kinds
-from replicalab.cluster import process, toxiproxy
+from replicalab.cluster import powerloss, process, toxiproxy
 from replicalab.cluster.ports import allocate
 from replicalab.cluster.state import ROOT, Cluster, Link, Node, load, names
-from replicalab.faults import powerloss
 from replicalab.regions import region_set
 
 
@@ -139,7 +138,7 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
 
     ``settings`` are server settings over the lab's defaults (see ``state.settings``);
     ``power_loss_fs`` puts every node's data directory on its own power-loss file system
-    (faults/powerfs.py), so that a ``power-loss`` fault can drop what a server never synced.
+    (cluster/powerfs.py), so that a ``power-loss`` fault can drop what a server never synced.
     """
     kind = store_kinds.resolve(kind).name  # one spelling in cluster.json
     drv = driver(kind)

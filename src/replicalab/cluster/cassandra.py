@@ -39,7 +39,7 @@ from replicalab.cluster.state import Cluster, Node
 from replicalab.cluster.state import settings as state_settings
 
 if TYPE_CHECKING:
-    from replicalab.cluster.base import LinkMaker
+    from replicalab.cluster.links import LinkMaker
 
 VERSION = "5.0.6"
 STORAGE_PORT = 7000

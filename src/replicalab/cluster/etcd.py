@@ -43,7 +43,7 @@ from replicalab.cluster.state import Cluster, Node, settings
 from replicalab.regions import region_set
 
 if TYPE_CHECKING:
-    from replicalab.cluster.base import LinkMaker
+    from replicalab.cluster.links import LinkMaker
 
 _READY_TIMEOUT_S = 40.0
 _PLAIN = {"verify": False}

@@ -35,7 +35,7 @@ from replicalab.cluster import process
 from replicalab.cluster.state import Cluster, Node, settings
 
 if TYPE_CHECKING:
-    from replicalab.cluster.base import LinkMaker
+    from replicalab.cluster.links import LinkMaker
 
 PG_LIB = Path("/usr/lib/postgresql")  # Debian: /usr/lib/postgresql/<major>/bin
 BINARIES = ("initdb", "postgres", "pg_basebackup")

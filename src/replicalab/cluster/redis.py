@@ -16,7 +16,7 @@ from replicalab.cluster.ports import wait_listening
 from replicalab.cluster.state import Cluster, Node, settings
 
 if TYPE_CHECKING:
-    from replicalab.cluster.base import LinkMaker
+    from replicalab.cluster.links import LinkMaker
 
 
 class RedisDriver:

@@ -52,7 +52,7 @@ from replicalab.cluster.ports import wait_listening
 from replicalab.cluster.state import Cluster, Node, settings
 
 if TYPE_CHECKING:
-    from replicalab.cluster.base import LinkMaker
+    from replicalab.cluster.links import LinkMaker
     from replicalab.cluster.toxiproxy import Toxiproxy
 
 # Where Debian's packages put things (libzookeeper-java, libslf4j-java, liblog4j1.2-java).

@@ -19,10 +19,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from replicalab.cluster import base, loopback, process
+from replicalab.cluster import base, loopback, powerloss, process
 from replicalab.cluster.state import Cluster, Link, load
 from replicalab.cluster.toxiproxy import Toxiproxy
-from replicalab.faults import powerloss
 from replicalab.faults.schedule import Fault, check_cluster_faults
 from replicalab.history import NEMESIS, History
 from replicalab.runtime import Runtime

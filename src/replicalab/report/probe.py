@@ -3,12 +3,11 @@ acknowledged writes and latency per operation, as one self-contained report.html
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from replicalab.report import plots
+from replicalab.report import plots, sections
 from replicalab.report.page import Page, esc, num, pct, write_page
 from replicalab.stores.base import redact_url
 from replicalab.workloads import registry
@@ -18,21 +17,17 @@ _WIDE_CARD = ' class="wide"'
 _OPS = {"reads": "reads", "writes": "writes", "failed": "failed", "info": "indeterminate"}
 
 
-Section = Callable[[Page, Mapping[str, Any]], None]
+Section = sections.Section
 
 
 def workload_section(workload: str) -> Section | None:
-    """Return the report section the workload declares (``report_section``, a
-    ``"module:function"`` name), or None for a workload without one or unknown."""
+    """Return the report section of ``workload`` (registered in ``report/sections.py``, or
+    the ``report_section`` an outside workload names), or None without one or unknown."""
     try:
-        ref = registry.get(workload).report_section
+        declared = registry.get(workload).report_section
     except ValueError:
         return None
-    if not ref:
-        return None
-    module, function = ref.split(":")
-    section: Section = getattr(importlib.import_module(module), function)
-    return section
+    return sections.section(workload, declared)
 
 
 def _summary(page: Page, r: Mapping[str, Any]) -> None:

@@ -116,10 +116,12 @@ class Workload:
     (``from_flags``, if given, builds the config from their values, None for a flag not
     given; otherwise each given value sets its config field); ``summary_rows`` are its
     (measure, value) rows of the terminal summary, to which the probe adds latency per
-    operation (unless ``per_op_latency_rows`` is False) and faults; ``report_section`` is
-    ``"module:function"`` of its section of the HTML report, ``function(page, results)``
-    (a name, since workloads may not import ``report/``); ``legacy_config`` turns a
-    config.json saved before workloads had one config each into this one's config fields.
+    operation (unless ``per_op_latency_rows`` is False) and faults; the report registers
+    the workload's section of the HTML report in ``report/sections.py`` (workloads may not
+    name ``report/``; a workload from outside replicalab may name its own section here,
+    ``report_section``: ``"module:function"``, ``function(page, results)``);
+    ``legacy_config`` turns a config.json saved before workloads had one config each into
+    this one's config fields.
 
     What a batch of runs (``probe --repeats/--sweep``) reads: ``figures`` are one run's
     headline figures by name (a number, None, or a (count, total) pair that is pooled over

@@ -219,5 +219,4 @@ WORKLOAD = Workload(
            Flag("write_mode", str, "one-call | two-calls | all"),
            Flag("read_mode", str, "two-single | one-multi | all")),
     summary_rows=summary_rows,
-    report_section="replicalab.report.inter_element:inter_element_section",
     legacy_config=lambda d: {k: d[k] for k in ("placement", "write_mode", "read_mode")})

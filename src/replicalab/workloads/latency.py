@@ -129,5 +129,4 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
 WORKLOAD = Workload("latency", LatencyConfig, generate, check,
                     flags=(Flag("ops", int, "operations per variant"),),
                     summary_rows=summary_rows, per_op_latency_rows=False,
-                    report_section="replicalab.report.latency_variants:latency_variants_section",
                     legacy_config=lambda d: {"ops": d.get("ops", 1000)})

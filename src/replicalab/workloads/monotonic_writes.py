@@ -183,5 +183,4 @@ WORKLOAD = Workload(
     flags=(Flag("variant", str, "different | three | same | two-then-one | "
                 "two-then-one-same"),),
     summary_rows=summary_rows,
-    report_section="replicalab.report.monotonic_writes:monotonic_writes_section",
     legacy_config=lambda d: {"variant": d["variant"]})

@@ -297,5 +297,4 @@ WORKLOAD = Workload(
                 field="rate"),
            Flag("check_timeout", str, "time limit of the linearizability check (then: "
                 "unknown)", field="check_timeout_s", duration=True)),
-    summary_rows=summary_rows,
-    report_section="replicalab.report.linearizability:linearizability_section")
+    summary_rows=summary_rows)

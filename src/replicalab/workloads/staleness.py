@@ -192,5 +192,4 @@ def series(results: dict[str, Any]) -> dict[str, list[float | None]]:
 
 WORKLOAD = Workload("staleness", StalenessConfig, generate, check, required_features,
                     flags=FLAGS, from_flags=from_flags, summary_rows=summary_rows,
-                    report_section="replicalab.report.staleness:staleness_section",
                     legacy_config=lambda d: d["staleness"], figures=figures, series=series)

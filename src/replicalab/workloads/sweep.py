@@ -320,5 +320,4 @@ WORKLOAD = Workload(
                 "(comma-separated)"),
            Flag("writers", int, "background writers during read points")),
     from_flags=from_flags, summary_rows=summary_rows,
-    report_section="replicalab.report.sweep:sweep_section",
     legacy_config=lambda d: d["sweep"])

@@ -2,8 +2,8 @@
 the file is fsync'ed, and on command drops whatever was never synced (Jepsen's LazyFS idea,
 written here from scratch).
 
-Run as its own process, one per node (``python -m replicalab.faults.powerfs BACKING MOUNT
---control NAME``; :mod:`replicalab.faults.powerloss` starts, commands and stops it). The
+Run as its own process, one per node (``python -m replicalab.cluster.powerfs BACKING MOUNT
+--control NAME``; :mod:`replicalab.cluster.powerloss` starts, commands and stops it). The
 mount shows the files of ``BACKING`` (the "disk"); a ``write`` lands in a page of this
 process's memory (the "page cache"), reads see it, and only ``fsync``/``fdatasync`` of that
 file (or the ``sync-all`` command) writes its pages to ``BACKING``. The control socket (an
@@ -415,7 +415,7 @@ def serve_control(name: str, cache: PageCache, ops: Any) -> threading.Thread:
 
 def main(argv: list[str] | None = None) -> None:
     """Mount the power-loss file system and serve it until unmounted."""
-    p = argparse.ArgumentParser(prog="python -m replicalab.faults.powerfs",
+    p = argparse.ArgumentParser(prog="python -m replicalab.cluster.powerfs",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("backing", help="directory holding the files (the disk)")
     p.add_argument("mount", help="empty directory to mount on")

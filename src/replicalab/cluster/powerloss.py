@@ -1,4 +1,4 @@
-"""Mount, command and unmount the power-loss file system (:mod:`replicalab.faults.powerfs`),
+"""Mount, command and unmount the power-loss file system (:mod:`replicalab.cluster.powerfs`),
 one per node: the node's data directory is the mount, ``<data dir>.disk`` the disk.
 
 A power loss of a node is: SIGKILL its server, drop what its file system never synced
@@ -84,7 +84,7 @@ def mount(backing: Path, mountpoint: Path, log: Path) -> Mount:
     mountpoint.mkdir(parents=True, exist_ok=True)
     backing.chmod(0o755)
     control = f"replicalab-powerfs-{os.getpid()}-{secrets.token_hex(6)}"
-    pid = process.start([sys.executable, "-m", "replicalab.faults.powerfs", str(backing),
+    pid = process.start([sys.executable, "-m", "replicalab.cluster.powerfs", str(backing),
                          str(mountpoint), "--control", control], log, label="powerfs")
     m = Mount(str(mountpoint), str(backing), control, pid)
     deadline = time.monotonic() + MOUNT_WAIT_S
