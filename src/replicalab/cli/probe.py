@@ -311,8 +311,7 @@ class _ProbeArgs:
             write_interval_s=parse_duration_s(values["write_interval"], "--write-interval"),
             read_rate=_number(values["read_rate"], "--read-rate"),
             period_s=parse_duration_s(values["period"], "--period"), seed=self.seed)
-        registry.get(self.workload)
-        spec = ProbeSpec(store=url, workload=self.workload, options=opts,
+        spec = ProbeSpec(store=url, workload=registry.get(self.workload), options=opts,
                          config=workload_config(self.workload, flags),
                          key_prefix=self.prefix, keep_keys=self.keep,
                          **_fault_options(url, self.fault, self.faults, self.cluster))

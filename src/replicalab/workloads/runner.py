@@ -42,7 +42,7 @@ from replicalab.stores import Feature, Store, StoreError, open_store
 from replicalab.stores.base import redact_url
 from replicalab.stores.prefix import PrefixedStore, check_prefix
 from replicalab.workloads import registry
-from replicalab.workloads.base import ProbeOptions, config_from_json
+from replicalab.workloads.base import ProbeOptions, Workload, config_from_json
 from replicalab.workloads.recorder import Recorder
 
 
@@ -54,7 +54,7 @@ class ProbeSpec:
     """
 
     store: str
-    workload: str
+    workload: str  # its name (a Workload object given here is kept and named)
     options: ProbeOptions = field(default_factory=ProbeOptions)
     config: Any = None
     cluster: str | None = None
@@ -64,12 +64,32 @@ class ProbeSpec:
     keep_keys: bool = False
 
     def __post_init__(self) -> None:
+        if isinstance(self.workload, Workload):  # resolved where the command line parsed it
+            object.__setattr__(self, "_definition", self.workload)
+            object.__setattr__(self, "workload", self.workload.name)
         if self.config is None and self.workload in registry.names():
-            object.__setattr__(self, "config", registry.get(self.workload).config())
+            object.__setattr__(self, "config", self.definition.config())
+
+    @property
+    def definition(self) -> Workload:
+        """Return the workload object (looked up by name once per spec; ValueError for an
+        unknown name)."""
+        wl = self.__dict__.get("_definition")
+        if wl is None:
+            wl = registry.get(self.workload)
+            object.__setattr__(self, "_definition", wl)
+        return wl  # type: ignore[no-any-return]
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a worker process finds the workload again by name (its functions may be lambdas)
+        return {k: v for k, v in self.__dict__.items() if k != "_definition"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
     def check(self) -> None:
         """Raise ValueError naming the first invalid option."""
-        wl = registry.get(self.workload)
+        wl = self.definition
         if not isinstance(self.config, wl.config):
             raise ValueError(f"--workload {self.workload} takes a {wl.config.__name__}, "
                              f"not a {type(self.config).__name__}")
@@ -195,7 +215,7 @@ async def _run(spec: ProbeSpec, store: Store, h: History, rec: Recorder,
                nemesis: Nemesis | SimNemesis | None) -> None:
     rt = store.runtime
     t0 = rt.now_ns()
-    wl = registry.get(spec.workload)
+    wl = spec.definition
     jobs = [wl.generate(store, h, spec.options, spec.config, rec)]
     if nemesis is not None:
         jobs.append(nemesis.run(list(spec.faults), h, rt, t0,
@@ -206,7 +226,7 @@ async def _run(spec: ProbeSpec, store: Store, h: History, rec: Recorder,
 
 def check(spec: ProbeSpec, h: History, features: frozenset[Feature]) -> dict[str, Any]:
     """Return the results of ``spec``'s checkers over ``h`` (pure: no I/O)."""
-    out = registry.get(spec.workload).check(h, spec.store, spec.options, spec.config, features)
+    out = spec.definition.check(h, spec.store, spec.options, spec.config, features)
     out["latency"] = latency_summary(latency_histograms(h))
     out["availability"] = availability(h)
     out["faults"] = fault_periods(h)
@@ -280,7 +300,7 @@ def _open_checked(spec: ProbeSpec) -> tuple[Store, Nemesis | SimNemesis | None]:
     """Return ``spec``'s store and the nemesis of its faults (None without faults);
     ValueError for a feature the store lacks or faults without the cluster they act on."""
     store = open_store(spec.store, spec.options.seed)
-    wl = registry.get(spec.workload)
+    wl = spec.definition
     missing = wl.required_features(spec.options, spec.config) - store.info.features
     if missing:
         raise ValueError(f"{spec.store} cannot do {', '.join(sorted(m.value for m in missing))}; "
@@ -336,7 +356,7 @@ def run_probe(spec: ProbeSpec, out: Path,
     first operation, where a real store's keys go."""
     spec.check()
     store, nemesis = _open_checked(spec)
-    wl = registry.get(spec.workload)
+    wl = spec.definition
     rt = store.runtime
     made: list[Path] = []  # the run directory, made once the store has answered
     h = History()
