@@ -6,14 +6,21 @@ directory, results, terminal summary, report). Nothing in src/ names a toy.
 Toys: a workload (``echo-toy``: write a value, read it back), a placement policy
 (``toy-last``: move an object to the region of every k-th access), a store adapter
 (``toymem://``: a dict in virtual time), a queue backend (``toyq://``: an in-memory
-visibility-timeout queue in virtual time) and a linearizability model (``toy-stack``: a
-LIFO stack, ``replicalab check --model toy-stack``).
+visibility-timeout queue in virtual time), a linearizability model (``toy-stack``: a
+LIFO stack, ``replicalab check --model toy-stack``), a store kind (``toykv``: a tiny TCP
+key-value server run as real local processes by its own cluster driver, its adapter and its
+documented promises; ``probe``, ``compare``, ``scorecard --kinds`` and the conformance suite
+run it), a scorecard property (``toy-echo``: the echo workload graded on each store) and a
+protocol model (``toy-mm1``: an M/M/1 queue, ``model validate`` checks it against its
+discrete-event twin).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
+import math
 import os
 import re
 import subprocess
@@ -22,26 +29,50 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import numpy as np
 
 import replicalab
 from replicalab.checkers import linregistry
 from replicalab.checkers.linmodel import Model
 from replicalab.checkers.linops import LinOp
+from replicalab.cluster import kinds as store_kinds
+from replicalab.cluster import process
+from replicalab.cluster.kinds import Promise, StoreKind
+from replicalab.cluster.ports import wait_listening
+from replicalab.cluster.state import Cluster, Node
+from replicalab.experiments import cells, measure
+from replicalab.experiments import properties as scorecard_properties
+from replicalab.experiments.property import Context, Property
 from replicalab.history import History, encode_value
+from replicalab.models import registry as model_registry
+from replicalab.models.base import Curve, point
+from replicalab.models.registry import ModelSpec
 from replicalab.placement import policies
 from replicalab.placement.policies import PolicyBase
 from replicalab.queues import registry as queue_registry
 from replicalab.queues.base import DeadLetter, Delivery, QueueInfo, StaleReceipt
-from replicalab.runtime import VirtualRuntime
-from replicalab.stores import ABSENT, ConditionFailed, Feature, ReadResult, StoreInfo, WriteResult
+from replicalab.runtime import RealRuntime, VirtualRuntime
+from replicalab.stores import (
+    ABSENT,
+    ConditionFailed,
+    Feature,
+    ReadResult,
+    StoreInfo,
+    Unavailable,
+    WriteResult,
+)
 from replicalab.stores import registry as store_registry
 from replicalab.workloads import registry as workload_registry
 from replicalab.workloads.base import Flag, ProbeOptions, Workload, envelope
 from replicalab.workloads.recorder import Recorder
+from replicalab.workloads.runner import ProbeSpec
 
 TESTS = Path(__file__).resolve().parent
 SRC = Path(replicalab.__file__).resolve().parent
-TOY_NAMES = ("echo-toy", "toy-last", "toymem", "toyq", "toy-stack", "test_extension_points")
+TOY_NAMES = ("echo-toy", "toy-last", "toymem", "toyq", "toy-stack", "toykv", "toy-echo",
+             "toy-mm1", "test_extension_points")
 OP_NS = 1_000_000  # every toy store or queue call takes 1 ms of virtual time
 
 
@@ -52,6 +83,9 @@ def plug_in() -> None:
     store_registry.register("toymem", ToyStore)
     queue_registry.register("toyq", ToyQueue)
     linregistry.register_model(ToyStack)
+    store_kinds.register(TOYKV)
+    scorecard_properties.register(TOY_ECHO)
+    model_registry.register(TOY_MM1)
 
 
 # ---------------------------------------------------------------- the toy workload
@@ -300,6 +334,232 @@ class ToyStack(Model):
         return bool(state) and state[-1] == op.value, state[:-1]
 
 
+# ---------------------------------------------------------------- the toy store kind
+
+
+def serve_toykv(port: int) -> None:
+    """Run the toy key-value server on 127.0.0.1:``port`` until killed: one JSON request
+    per line (read, write with conditions, delete), one JSON answer per line; one event
+    loop, so every request is atomic."""
+    data: dict[str, str] = {}
+
+    def answer(req: dict[str, Any]) -> dict[str, Any]:
+        if req["op"] == "read":
+            return {"values": [data.get(k) for k in req["keys"]]}
+        if req["op"] == "write":
+            for key, want in (req.get("expect") or {}).items():
+                if data.get(key) != want:  # want None: the key must not exist
+                    return {"failed": f"{key} is {data.get(key)!r}"}
+            data.update(req["values"])
+            return {"ok": True}
+        for k in req["keys"]:
+            data.pop(k, None)
+        return {"ok": True}
+
+    async def session(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while line := await reader.readline():
+            writer.write((json.dumps(answer(json.loads(line))) + "\n").encode())
+            await writer.drain()
+        writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(session, "127.0.0.1", port)
+        await server.serve_forever()
+
+    asyncio.run(main())
+
+
+class ToyKVClient:
+    """One connection to the toy server; a call unanswered within the store's timeout
+    raises Unavailable and the next call reconnects."""
+
+    def __init__(self, store: ToyKV) -> None:
+        self.store = store
+        self.conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def _call(self, req: dict[str, Any]) -> dict[str, Any]:
+        async def roundtrip() -> dict[str, Any]:
+            if self.conn is None:
+                self.conn = await asyncio.open_connection(self.store.host, self.store.port)
+            reader, writer = self.conn
+            writer.write((json.dumps(req) + "\n").encode())
+            await writer.drain()
+            line = await reader.readline()
+            if not line:
+                raise ConnectionError("the server closed the connection")
+            return json.loads(line)  # type: ignore[no-any-return]
+
+        try:
+            return await asyncio.wait_for(roundtrip(), self.store.timeout_s)
+        except (TimeoutError, OSError) as err:
+            await self.close()
+            raise Unavailable(f"toykv: {type(err).__name__}: {err}") from None
+
+    async def read(self, keys: Sequence[str], *, consistent: bool) -> ReadResult:
+        return ReadResult(tuple((await self._call({"op": "read", "keys": list(keys)}))
+                                ["values"]), "n0")
+
+    async def write(self, values: Mapping[str, str], *,
+                    expect: Mapping[str, Any] | None = None) -> WriteResult:
+        want = {k: None if v is ABSENT else v for k, v in (expect or {}).items()}
+        got = await self._call({"op": "write", "values": dict(values), "expect": want})
+        if "failed" in got:
+            raise ConditionFailed(got["failed"])
+        return WriteResult("n0")
+
+    async def delete(self, keys: Sequence[str]) -> WriteResult:
+        await self._call({"op": "delete", "keys": list(keys)})
+        return WriteResult("n0")
+
+    async def close(self) -> None:
+        if self.conn is not None:
+            self.conn[1].close()
+            self.conn = None
+
+
+class ToyKV:
+    """``toykv://127.0.0.1:PORT``: the adapter of the toy server (one copy of the data:
+    every read is current; a write of several keys is one request, so atomic)."""
+
+    def __init__(self, url: str, seed: int) -> None:
+        u = urlsplit(url)
+        if u.port is None:
+            raise ValueError(f"{url!r}: give toykv://127.0.0.1:PORT")
+        self.host, self.port, self.timeout_s = u.hostname or "127.0.0.1", u.port, 2.0
+        regions = parse_qs(u.query).get("regions", ["local"])[0].split(",")
+        self.runtime = RealRuntime()
+        self.info = StoreInfo(url=url, kind="toykv", features=frozenset(Feature),
+                              regions=tuple(dict.fromkeys(regions)),
+                              eventual_read_served_by="the one server, n0")
+
+    async def connect(self, region: str | None = None) -> ToyKVClient:
+        return ToyKVClient(self)
+
+    async def close(self) -> None:
+        return None
+
+
+class ToyKVDriver:
+    """Starts toy servers as local processes (``python -c``, this module's server); n0 is
+    the primary every client talks to, the others stand by."""
+
+    kind = "toykv"
+    ports_per_node = 1
+
+    def check_installed(self) -> None:
+        """The server is this module: nothing to install."""
+
+    def start_node(self, c: Cluster, node: Node, root: Path) -> None:
+        boot = (f"import sys; sys.path.insert(0, {str(TESTS)!r}); import test_extension_points"
+                f" as t; t.serve_toykv({node.port})")
+        Path(node.data_dir).mkdir(parents=True, exist_ok=True)
+        node.pid = process.start([sys.executable, "-c", boot],
+                                 Path(node.data_dir) / "server.log")
+        if not wait_listening(node.port, 20):
+            raise ValueError(f"toykv n{node.index} did not listen on port {node.port}")
+
+    def start(self, c: Cluster, links: Any, root: Path) -> None:
+        for node in c.nodes:
+            node.role = "primary" if node.index == 0 else "standby"
+            self.start_node(c, node, root)
+
+    def url(self, c: Cluster) -> str:
+        regions = ",".join(n.region for n in c.nodes)  # clients in any of them reach n0
+        return f"toykv://127.0.0.1:{c.nodes[0].client_port}?regions={regions}"
+
+    def status(self, c: Cluster) -> list[dict[str, str]]:
+        return [{"node": f"n{n.index}", "region": n.region, "role": n.role} for n in c.nodes]
+
+
+_TOY_DOC = "tests/test_extension_points.py (the toy's own rules)"
+TOYKV = StoreKind(
+    name="toykv", schemes=("toykv",), aliases=("toy-kv",), driver=ToyKVDriver, adapter=ToyKV,
+    local_reads=False, strong_reads=True, promises={
+        "consistency": Promise("one copy of the data: every read returns the last write",
+                               _TOY_DOC),
+        "availability": Promise("nothing is served without n0", _TOY_DOC),
+        "transactionality": Promise("a request is applied whole: conditional and "
+                                    "multi-key writes are atomic", _TOY_DOC)})
+
+
+# ---------------------------------------------------------------- the toy scorecard property
+
+
+def _echo_measure(ctx: Context) -> dict[str, Any]:
+    """Run the echo workload once on the store and keep its counts."""
+    assert ctx.target is not None
+    run = measure.probe(ProbeSpec(store=ctx.target.url, workload="echo-toy",
+                                  options=ProbeOptions(duration_s=30, seed=ctx.seed),
+                                  config=EchoConfig(rounds=20)),
+                        ctx.out, ctx.progress("echo rounds"))
+    return {**run.results["echo"], "runs": [measure.rel(run, ctx.base)]}
+
+
+def _echo_grade(ctx: Context, m: dict[str, Any], p: Promise) -> cells.Cell:
+    grade = "green" if m["echoed"] == m["reads"] else "red"
+    return cells.Cell(ctx.subject.label, "toy-echo", f"{m['echoed']} of {m['reads']} echoed",
+                      grade, p.text, p.source, runs=m["runs"], figures=m,
+                      chart={"title": "Reads that echoed", "bars": [
+                          ["echoed", m["echoed"] / m["reads"] if m["reads"] else None]]})
+
+
+TOY_ECHO = Property("toy-echo", "reads that echo the write before them", _echo_measure,
+                    _echo_grade, lambda subject, plan, regions, asked: 1,
+                    promise=lambda kind: Promise("a consistent read returns the write just "
+                                                 "before it", _TOY_DOC))
+
+
+# ---------------------------------------------------------------- the toy protocol model
+
+
+@dataclass(frozen=True)
+class MM1Params:
+    """One server, Poisson arrivals, exponential service of mean ``service_ms``."""
+
+    service_ms: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.service_ms > 0:
+            raise ValueError(f"service_ms {self.service_ms} must be positive")
+
+
+def mm1_curve(p: MM1Params, loads: list[float]) -> Curve:
+    """Return the closed form: mean time in system s / (1 - rho) at each load (req/s)."""
+    pts = [point(lam, p.service_ms / (1 - rho) if rho < 1 else math.inf, rho)
+           for lam in loads for rho in [lam * p.service_ms / 1000]]
+    return Curve(f"M/M/1 s={p.service_ms:g} ms", pts, 1000 / p.service_ms)
+
+
+def _mm1_sojourn_ms(p: MM1Params, lam: float, n: int, rng: np.random.Generator
+                    ) -> tuple[np.ndarray, float]:
+    """Simulate ``n`` requests through one FIFO server (each departs at max(arrival, last
+    departure) + service): return their times in system (ms) and the last departure (ms)."""
+    arrive = np.cumsum(rng.exponential(1000 / lam, n))
+    service = rng.exponential(p.service_ms, n)
+    done, last = np.empty(n), 0.0
+    for i in range(n):
+        last = max(arrive[i], last) + service[i]
+        done[i] = last
+    return done - arrive, last
+
+
+def mm1_twin(p: MM1Params, loads: list[float], seed: int, rounds: int) -> Curve:
+    """Return the discrete-event twin's curve: mean time in system measured per load, and
+    the throughput its server sustains measured under ten times its capacity."""
+    rng = np.random.default_rng(seed)
+    pts = []
+    for lam in loads:
+        t, _ = _mm1_sojourn_ms(p, lam, rounds, rng)
+        pts.append(point(lam, float(t.mean()), lam * p.service_ms / 1000))
+    _, end_ms = _mm1_sojourn_ms(p, 10_000 / p.service_ms, rounds, rng)
+    return Curve(f"M/M/1 twin s={p.service_ms:g} ms", pts, rounds / end_ms * 1000)
+
+
+TOY_MM1 = ModelSpec("toy-mm1", "A toy: one M/M/1 server", "replicalab model toy-mm1",
+                    MM1Params, mm1_curve, mm1_twin,
+                    lambda: [("s=1 ms", MM1Params(1.0), [100.0, 300.0, 500.0, 900.0])])
+
+
 # ---------------------------------------------------------------- the command line, plugged
 
 
@@ -411,3 +671,86 @@ def test_the_toy_queue_runs_a_queue_workload(tmp_path: Path):
     assert summary["messages"] == 40 and summary["lost"] == 0 and summary["processing"] >= 40
     assert dict(out["tables"][0]["rows"])["messages (acknowledged sends)"] == "40"
     assert "toyq://q" in Path(out["report"]).read_text()
+
+
+def test_help_lists_the_toy_kind_property_and_model(tmp_path: Path):
+    scorecard = cli("scorecard", "--help", cwd=tmp_path)
+    assert "toykv" in scorecard.stdout and "toy-echo" in scorecard.stdout, scorecard.stdout
+    assert "toykv" in cli("compare", "--help", cwd=tmp_path).stdout
+    assert "toykv" in cli("cluster", "up", "--help", cwd=tmp_path).stdout
+    assert "toy-mm1" in cli("model", "--help", cwd=tmp_path).stdout
+
+
+def test_the_toy_kind_starts_and_the_probe_and_conformance_suite_run_it(tmp_path: Path):
+    """``cluster up toykv`` starts real server processes through the toy driver; ``probe``
+    runs a shipped workload on them; the conformance suite passes the toy adapter
+    (including a stalled server: Unavailable, then reconnect); ``cluster down`` stops
+    them."""
+    from replicalab.testing.conformance import assert_conforms
+
+    up = cli("cluster", "up", "toy-kv", "--nodes", "2", "--regions", "dc3", "--name", "toy",
+             "--json", cwd=tmp_path)
+    assert up.returncode == 0, up.stderr
+    url = json.loads(up.stdout)["url"]
+    try:
+        assert url.startswith("toykv://127.0.0.1:")
+        saved = json.loads((tmp_path / ".replicalab" / "clusters" / "toy" / "cluster.json")
+                           .read_text())
+        assert saved["kind"] == "toykv"  # the alias resolved to the one name
+        pids = [n["pid"] for n in saved["nodes"]]
+        assert all(process.alive(p) for p in pids)
+        out = run_json("probe", "--store", url, "--workload", "register", "--duration", "2s",
+                       cwd=tmp_path)
+        assert out["linearizability"]["valid"] is True and out["ops"]["writes"] > 0
+        plug_in()
+        report = assert_conforms(url)
+        assert {r.name for r in report.results if r.status == "passed"} >= {
+            "consistent-read", "conditional-write", "atomic-multi-write", "timeout-is-unknown"}
+    finally:
+        down = cli("cluster", "down", "toy", cwd=tmp_path)
+    assert down.returncode == 0, down.stderr
+    assert not any(process.alive(p) for p in pids)
+
+
+def test_compare_runs_the_toy_kind(tmp_path: Path):
+    p = cli("compare", "--kinds", "toykv", "--regions", "dc3", "--duration", "3s", "--ops",
+            "10", "--json", "--out", str(tmp_path / "runs"), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    (row,) = out["rows"]
+    assert row["store"] == "toykv" and row["leader_region"] == "US-E"  # n0, its primary
+    assert row["eventual_stale_fraction"] == 0.0  # one copy: no read is stale
+    assert row["put p50_ms"] > 0 and Path(out["report"]).is_file()
+
+
+def test_the_scorecard_grades_the_toy_kind_and_draws_the_toy_property(tmp_path: Path):
+    """``scorecard --kinds toykv`` starts the toy's cluster and grades it against the toy
+    record's promises; the toy property's cell is in scorecard.json and in the chart, for
+    the toy kind and for a simulated store."""
+    p = cli("scorecard", "--kinds", "toykv,sim://simpledb", "--quick", "--only",
+            "transactionality,toy-echo", "--json", "--out", str(tmp_path / "runs"),
+            cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["properties"] == ["transactionality", "toy-echo"]
+    got = {(c["store"], c["prop"]): c for c in doc["cells"]}
+    assert set(got) == {(s, prop) for s in ("toykv", "sim://simpledb")
+                        for prop in ("transactionality", "toy-echo")}
+    trans = got[("toykv", "transactionality")]
+    assert trans["promise"] == TOYKV.promises["transactionality"].text
+    assert trans["grade"] == "green" and trans["figures"]["increments"]["lost_updates"] == 0
+    for store in ("toykv", "sim://simpledb"):
+        echo = got[(store, "toy-echo")]
+        assert echo["grade"] == "green" and echo["figures"]["echoed"] == 20, echo
+    saved = json.loads((Path(doc["run_dir"]) / "scorecard.json").read_text())
+    assert [c["prop"] for c in saved["cells"]].count("toy-echo") == 2
+    html = Path(doc["report"]).read_text()
+    assert html.count('data-prop="toy-echo"') == 2 and "Reads that echoed" in html
+
+
+def test_model_validate_checks_the_toy_model_against_its_twin(tmp_path: Path):
+    p = cli("model", "validate", "--model", "toy-mm1", "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr + p.stdout
+    (row,) = json.loads(p.stdout)["rows"]
+    assert row["model"] == "toy-mm1" and row["ok"] is True
+    assert row["points_compared"] == 3  # the load at 90 % utilisation is not compared

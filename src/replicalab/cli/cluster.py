@@ -12,6 +12,7 @@ from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cluster import base
+from replicalab.cluster import kinds as store_kinds
 from replicalab.cluster.state import names
 
 cluster_app = typer.Typer(help="Start, inspect and stop real local clusters.",
@@ -20,7 +21,7 @@ cluster_app = typer.Typer(help="Start, inspect and stop real local clusters.",
 
 @cluster_app.command("up")
 def up(
-    kind: Annotated[str, typer.Argument(help="redis | postgres | etcd | zookeeper | cassandra.")],
+    kind: Annotated[str, typer.Argument(help=" | ".join(store_kinds.names()) + ".")],
     nodes: Annotated[int, typer.Option(help="Number of servers.")] = 3,
     regions: Annotated[str, typer.Option(help="Region set: dc3, aws5 or lan.")] = "dc3",
     name: Annotated[str | None, typer.Option(help="Cluster name (default KIND-REGIONS).")

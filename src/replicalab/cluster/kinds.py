@@ -13,10 +13,10 @@ The record sits in ``cluster/`` because it names a cluster driver (a module of t
 and an adapter (of ``stores/``, below); what it promises is plain data the scorecard in
 ``experiments/`` reads. A kind from elsewhere (another package, a test) is one call::
 
-    register(StoreKind(name="toykv", schemes=("toykv",), driver=ToyDriver,
-                       adapter=open_toykv, promises={...}))
+    register(StoreKind(name="mykv", schemes=("mykv",), driver=MyDriver,
+                       adapter=open_mykv, promises={...}))
 
-which also makes ``toykv://`` URLs open with ``open_toykv`` (``stores.registry.register``).
+which also makes ``mykv://`` URLs open with ``open_mykv`` (``stores.registry.register``).
 The shipped kinds' adapters are lines of ``stores/registry.py`` (an adapter also serves
 stores replicalab did not start), so their records name only the schemes.
 """

@@ -116,3 +116,10 @@ def _models() -> dict[str, ModelSpec]:
 
 
 MODELS: dict[str, ModelSpec] = _models()
+
+
+def register(spec: ModelSpec) -> ModelSpec:
+    """Add ``spec``, a protocol model from elsewhere (another package, a test), to what
+    ``replicalab model`` offers (``model validate`` runs it against its twin); return it."""
+    MODELS[spec.name] = spec
+    return spec
