@@ -15,6 +15,7 @@ from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cluster import kinds as store_kinds
 from replicalab.experiments import properties
+from replicalab.experiments.plan import Subject
 
 
 def register(app: typer.Typer) -> None:
@@ -22,8 +23,8 @@ def register(app: typer.Typer) -> None:
     app.command(name="scorecard")(scorecard)
 
 
-def _check_inputs(kinds: str, only: str | None, regions: str) -> tuple[tuple[Any, ...],
-                                                                     tuple[str, ...]]:
+def _check_inputs(kinds: str, only: str | None, regions: str
+                  ) -> tuple[tuple[Subject, ...], tuple[str, ...]]:
     """Return (stores, properties) or raise ValueError naming the fix: an unknown kind or
     property, a server or FUSE that is missing, a sim:// URL that does not open."""
     from replicalab.cluster import powerloss

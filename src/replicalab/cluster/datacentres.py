@@ -31,7 +31,6 @@ from replicalab.stores import Store, open_store
 from replicalab.stores.base import Client, ReadResult, StoreInfo, WriteResult
 
 KINDS = ("redis", "postgresql", "cassandra", "sim")
-_CLUSTER_KIND = {"redis": "redis", "postgresql": "postgres"}
 _LOCAL_LEVELS = ("eventual_cl=LOCAL_QUORUM&consistent_cl=LOCAL_QUORUM&write_cl=LOCAL_QUORUM"
                  "&serial_cl=LOCAL_SERIAL")
 NATIVE_KEYSPACE = "bc_native"
@@ -173,7 +172,7 @@ def start(kind: str, root: Path, name: str, regions: str = "dc3") -> DataCentres
             return t
         for dc in dcs:
             cname = f"{name}-{dc}".lower()
-            c = cluster.up(_CLUSTER_KIND[kind], 1, "lan", name=cname, root=t.root)
+            c = cluster.up(kind, 1, "lan", name=cname, root=t.root)  # "postgresql": a kind's alias
             t.clusters.append(cname)
             t.urls[dc] = c.url
     except BaseException:

@@ -26,10 +26,12 @@ SCHEMA_VERSION = 1
 
 @dataclass
 class Scorecard:
-    """A scorecard being filled: where it is saved, what was asked, the cells so far."""
+    """A scorecard being filled: where it is saved, what was asked, the cells so far.
+    ``kinds`` are the rows: store texts (``redis``, ``zk``, a sim:// URL), resolved here
+    once into ``subjects``, or subjects resolved already; it then holds their labels."""
 
     run_dir: Path
-    kinds: tuple[str, ...]
+    kinds: tuple[str | Subject, ...]
     properties: tuple[str, ...]
     regions: str
     plan: Plan
@@ -139,6 +141,8 @@ def score_store(sc: Scorecard, subject: Subject, tick: Callable[[str], Progress]
         sc.stores[subject.label] = {"url": t.url.split("?")[0], "regions": list(t.regions),
                                     "leader": t.leader, "leader_region": t.leader_region,
                                     "features": sorted(ctx.features)}
+        if subject.kind is not None:
+            sc.stores[subject.label]["capabilities"] = subject.kind.capabilities(ctx.features)
         for prop in rest:
             _add(sc, ctx, prop)
     finally:
