@@ -4,13 +4,15 @@ The store is the central store for the central strategies (claims and effects: `
 commits its effect in the write that fences its claim, so both must live in one store);
 for ``none`` and ``tag`` it is the effect store alone, opened on the queue's own server:
 ``sim://simpledb`` on ``sim://sqs``'s virtual clock, the Redis or PostgreSQL server a
-``redis://`` or ``postgresql://`` queue URL names (``effects.py``)."""
+``redis://`` or ``postgresql://`` queue URL names, or one kept by the run's process for a
+queue backend that names no server (``effects.py``)."""
 
 from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from replicalab.queues.base import Queue
+from replicalab.queues.effects import LocalEffectStore
 from replicalab.queues.registry import open_queue
 from replicalab.queues.spec import DEFAULT_CENTRAL, QueueSpec
 from replicalab.queues.strategies import CENTRAL
@@ -21,10 +23,11 @@ _QUEUE_ONLY = {"redis": ("queue", "max_receives"),
                "postgresql": ("queue", "max_receives")}
 
 
-def effects_url(spec: QueueSpec) -> str:
+def effects_url(spec: QueueSpec) -> str | None:
     """Return the URL of the store a run's effects go to: the central store of a central
     strategy; else ``sim://simpledb`` for a simulated queue, or the queue's own server
-    (the queue URL without the queue's parameters); ValueError for a backend without one."""
+    (the queue URL without the queue's parameters); None for a backend that names no
+    store server."""
     if spec.strategy in CENTRAL:
         url = spec.central or (DEFAULT_CENTRAL if spec.queue.startswith("sim://") else None)
         if url is None:
@@ -36,9 +39,7 @@ def effects_url(spec: QueueSpec) -> str:
     parts = urlsplit(spec.queue)
     drop = _QUEUE_ONLY.get(parts.scheme)
     if drop is None:
-        raise ValueError(f"queue {parts.scheme}:// has no store for the effects of processing; "
-                         "use --strategy central with --central URL (a store with "
-                         "conditional writes)")
+        return None
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
              if k not in drop]
     path = "" if parts.scheme == "redis" else parts.path
@@ -52,6 +53,9 @@ def open_backends(spec: QueueSpec) -> tuple[Queue, Store]:
     from replicalab.stores import open_store
 
     url = effects_url(spec)
+    if url is None:
+        queue = open_queue(spec.queue, spec.seed)
+        return queue, LocalEffectStore(queue.runtime)
     store = open_store(url, spec.seed)
     what = "central store" if spec.strategy in CENTRAL else "effect store"
     if Feature.CONDITIONAL_WRITE not in store.info.features:

@@ -17,19 +17,32 @@ results from those rows; the consumers' own ``commit`` rows are kept to cross-ch
 
 The store is the central store for the central strategies, else one opened on the queue's
 own server (``backends.py``): ``sim://simpledb`` on ``sim://sqs``'s virtual clock, the
-Redis or PostgreSQL server of a ``redis://`` or ``postgresql://`` queue.
+Redis or PostgreSQL server of a ``redis://`` or ``postgresql://`` queue; a queue backend
+that names no server (one added through the entry-point group) gets
+:class:`LocalEffectStore`, kept by the run's process on the queue's clock.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from replicalab.queues.record import OBSERVER, QueueLog
 from replicalab.runtime import Runtime
 from replicalab.runtime.base import NS_PER_MS, NS_PER_S
-from replicalab.stores.base import ABSENT, Client, ConditionFailed, Store, StoreError
+from replicalab.stores.base import (
+    ABSENT,
+    Client,
+    ConditionFailed,
+    Feature,
+    ReadResult,
+    Store,
+    StoreError,
+    StoreInfo,
+    WriteResult,
+)
 
 SEP = ";"
 RETRY_FIRST_NS = 100 * NS_PER_MS  # wait before re-sending a commit whose outcome is unknown
@@ -154,3 +167,58 @@ async def read_back(rt: Runtime, store: Store, domain: str, tags: Iterable[str],
             with contextlib.suppress(StoreError, OSError, asyncio.CancelledError):
                 await c.close()
     return failed
+
+
+class LocalEffectStore:
+    """The effect store of a queue backend that names no store server (an outside
+    ``replicalab.queues`` backend): a dict kept by the run's process on the queue's clock,
+    with consistent reads and conditional writes, each call atomic."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.state: dict[str, str] = {}
+        self.info = StoreInfo(url="local://effects", kind="local",
+                              features=frozenset({Feature.CONSISTENT_READ,
+                                                  Feature.CONDITIONAL_WRITE,
+                                                  Feature.ATOMIC_MULTI_WRITE,
+                                                  Feature.MULTI_READ}),
+                              params={"where": "the run's own process (the queue backend "
+                                      "names no store server)"})
+
+    async def connect(self, region: str | None = None) -> LocalEffectClient:
+        """Return a client session."""
+        return LocalEffectClient(self)
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+
+class LocalEffectClient:
+    """A session with a :class:`LocalEffectStore`."""
+
+    def __init__(self, store: LocalEffectStore) -> None:
+        self.store = store
+
+    async def read(self, keys: Sequence[str], *, consistent: bool) -> ReadResult:
+        """Return the values at ``keys`` (None: absent)."""
+        return ReadResult(tuple(self.store.state.get(k) for k in keys), "local")
+
+    async def write(self, values: Mapping[str, str], *,
+                    expect: Mapping[str, Any] | None = None) -> WriteResult:
+        """Write ``values`` if every expected value holds (ABSENT: must not exist), else
+        raise ConditionFailed."""
+        state = self.store.state
+        for k, want in (expect or {}).items():
+            if (k in state) if want is ABSENT else state.get(k) != want:
+                raise ConditionFailed(f"{k}: expected value not found")
+        state.update(values)
+        return WriteResult("local")
+
+    async def delete(self, keys: Sequence[str]) -> WriteResult:
+        """Remove ``keys``."""
+        for k in keys:
+            self.store.state.pop(k, None)
+        return WriteResult("local")
+
+    async def close(self) -> None:
+        """Nothing to release."""
