@@ -199,7 +199,7 @@ def run_processes(spec: QueueSpec, progress: Callable[[float], None] | None = No
     return QueueOutcome(merged, dead, queue.info.to_json(),
                         store.info.to_json() if spec.strategy in CENTRAL else None,
                         (end[0] or rt.now_ns()) - t0, time.monotonic() - wall0, notes,
-                        interrupted, store.info.to_json())
+                        interrupted, store.info.to_json(), claims)
 
 
 async def _until_ready(records: list[Path], pids: dict[int, int],

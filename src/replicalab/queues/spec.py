@@ -130,3 +130,4 @@ class QueueOutcome:
     notes: list[str]
     interrupted: bool = False
     effects_info: dict[str, Any] | None = None
+    effects_domain: str = ""  # the effect lists are at <domain>/<tag>/effects

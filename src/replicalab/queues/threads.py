@@ -131,7 +131,7 @@ def run_threads(spec: QueueSpec, progress: Callable[[float], None] | None = None
     return QueueOutcome(log, dead, queue.info.to_json(),
                         store.info.to_json() if spec.strategy in CENTRAL else None,
                         (end[0] or rt.now_ns()) - t0[0], time.monotonic() - wall0, notes,
-                        interrupted, store.info.to_json())
+                        interrupted, store.info.to_json(), ctx.claim_domain)
 
 
 def tags_of(log: QueueLog) -> set[str]:
