@@ -24,7 +24,7 @@ SUMMARY_ROWS = (
     ("· committed once", "committed_once"),
     ("· committed more than once", "committed_more_than_once"),
     ("· dead-lettered without a commit", "dead_lettered_without_commit"),
-    ("· lost (not dead-lettered, never committed)", "lost"),
+    ("· lost (acknowledged, never committed)", "lost"),
     ("· not reached (run cut short first)", "not_reached"),
     ("deliveries", "deliveries"),
     ("duplicate deliveries", "duplicate_deliveries"),
