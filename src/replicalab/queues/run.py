@@ -63,6 +63,10 @@ def results_of(spec: QueueSpec, o: QueueOutcome) -> dict[str, Any]:
     summary = {**checked["summary"], "duration_s": o.duration_ns / 1e9, "wall_s": o.wall_s,
                "clock": "virtual" if spec.queue.startswith("sim://") else "real"}
     notes = list(o.notes)
+    if summary.get("effects_agree_with_log") is False:
+        notes.append(f"the effect store and the consumers' own record disagree on "
+                     f"{summary['effects_log_disagreements']:,} messages (listed under "
+                     "checker.effects_log_disagreements); results are counted from the store")
     if o.interrupted:
         notes.append(f"PARTIAL: the run was cut short {o.duration_ns / 1e9:.1f} s in; every "
                      f"figure covers only what ran ({summary['not_reached']:,} acknowledged "
