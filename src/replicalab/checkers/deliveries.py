@@ -62,7 +62,7 @@ EFFECT_KINDS = ("effect_write", "effect_read")
 QUEUE_KINDS = ("send", "receive", "delete", "change_visibility", "depth")
 FAULT_KINDS = ("crash", "pause", "skew", "store_fault")
 MAX_BINS = 200  # the timeline's bins: a result document stays small for any run length
-CUT_BY = {"crashed": "a crash", "killed": "a crash (SIGKILL)", "run ended": "the end of the run",
+CUT_BY = {"crashed": "a crash", "killed": "a SIGKILL", "run ended": "the end of the run",
           "stopped": "the end of the run", "interrupted": "Ctrl-C"}
 """What closed a ``process`` row that never finished (its note), in words."""
 
