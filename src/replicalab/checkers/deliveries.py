@@ -13,7 +13,8 @@ producer writes it at the start of the body, so it survives any backend's ids).
   commits the record saw land and those plus the commits of unknown outcome, and every
   effect names a delivery whose consumer recorded a commit). A record without ``effect``
   rows (a run cut short before the read-back, an older run) is counted from the ``commit``
-  rows, and the summary says so (``results_from``);
+  rows that landed, and the summary says so (``results_from``); a message whose only
+  commits are of unknown outcome then has no result;
 * the accounting closes: every acknowledged message is exactly one of *committed once*,
   *committed more than once*, *dead-lettered without a commit*, *lost* (not dead-lettered,
   no commit) or *not reached* (the same, in a run cut short: it stopped before it got to
@@ -25,10 +26,12 @@ producer writes it at the start of the body, so it survives any backend's ids).
   duplicate *processing* is work done twice, of which at most one result may have counted;
 * fenced commits: commits refused because their fencing token was superseded (``fail``);
   uncertain results: commits whose outcome stayed unknown to their consumer (``info``): the
-  effect store says whether they landed (the record alone counts them neither as results
-  nor as lost);
-* processing cut short, by cause (a crash, the end of the run, Ctrl-C), from the notes of
-  the ``process`` rows never closed;
+  effect store says whether they landed (from the record alone, exactly once is then
+  never yes);
+* processing cut short, by cause (a crash, a SIGKILL, the end of the run, Ctrl-C), from the
+  notes of the ``process`` rows never closed; most deliveries of one message (the largest k
+  of the deliveries histogram) beside the queue's highest receive count, which a race of
+  two servers handing out one message with the same count leaves lower;
 * exactly once: every acknowledged message was committed exactly once (a message
   dead-lettered without a commit, lost or committed twice makes it false; a run cut short
   with none of these is not decided, None);
@@ -41,8 +44,8 @@ producer writes it at the start of the body, so it survives any backend's ids).
 * stale receipts: deletes and visibility changes the queue refused for a stale receipt,
   and those it accepted although a later delivery of the message had already been handed
   out before the call (the bug of a delete keyed by message id only);
-* cost: central-store and queue operations per message, and the latency a strategy adds
-  between a delivery and the start of its processing;
+* cost: central-store, effect-store and queue operations per message, and the latency a
+  strategy adds between a delivery and the start of its processing;
 * throughput: distinct messages processed per second from the first send to the last commit;
 * faults and timeline: the fault rows (``crash``, ``pause``, ``skew``, ``store_fault``) as
   windows, and results, duplicate results and fenced commits per time bin, both in seconds
