@@ -1,7 +1,9 @@
 """Benchmark: duplicate effects under consumer and central-store faults, ``central-lease``
 (today's lease) against ``central`` (fenced), side by side on ``sim://sqs`` in virtual time.
 
-Two parts, every count read from the recorded history by the delivery checker:
+Two parts, every count read by the delivery checker from the recorded history, results from
+the effect lists read back from the central store (each run also checks that the consumers'
+own record agrees and that the five categories of messages add up):
 
 * **scenarios** — issue 22's three faults at its example's size (8 consumers, 2000 messages,
   4 s visibility, 500 ms processing), each over seeds 1..N: a consumer paused past its lease,
@@ -41,8 +43,10 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
                                         slow_fraction=0.0)),
 }
 KEYS = ("duplicate_results", "duplicate_processing", "fenced_commits", "lost",
-        "uncertain_results", "dead_lettered")
-HEADS = ("dup res", "dup proc", "fenced", "lost", "unknown", "dead")  # KEYS, printed
+        "uncertain_results", "dead_lettered", "dead_lettered_without_commit")
+HEADS = ("dup res", "dup proc", "fenced", "lost", "unknown", "dead", "dead, no commit")
+CATEGORIES = ("committed_once", "committed_more_than_once", "dead_lettered_without_commit",
+              "lost", "not_reached")
 
 
 def summary(strategy: str, faults: tuple[str, ...], seed: int, **kw: Any) -> dict[str, Any]:
@@ -54,7 +58,15 @@ def summary(strategy: str, faults: tuple[str, ...], seed: int, **kw: Any) -> dic
     o = run_workload(spec)
     if o.notes:
         raise AssertionError(f"{strategy} {faults} seed {seed}: {o.notes}")
-    return check_deliveries(o.log.columns(), o.dead_letters)["summary"]
+    s = check_deliveries(o.log.columns(), o.dead_letters)["summary"]
+    # results are the effects read back from the store; the consumers' record must agree,
+    # and every message is in exactly one of the five categories
+    if s["results_from"] != "effect store" or not s["effects_agree_with_log"]:
+        raise AssertionError(f"{strategy} {faults} seed {seed}: the effect store and the "
+                             "consumers' record disagree")
+    if sum(s[k] for k in CATEGORIES) != s["messages"]:
+        raise AssertionError(f"{strategy} {faults} seed {seed}: the accounting does not close")
+    return s
 
 
 def schedule(rnd: random.Random, consumers: int) -> tuple[str, ...]:
@@ -80,7 +92,8 @@ def row(name: str, strategy: str, runs: list[dict[str, Any]]) -> str:
     total = Counter({k: sum(r[k] for r in runs) for k in KEYS})
     hit = sum(1 for r in runs if r["duplicate_results"])
     return (f"{name:<28} {strategy:<14} {hit:>3}/{len(runs):<3} "
-            + " ".join(f"{total[k]:>8}" for k in KEYS))
+            + " ".join(f"{total[k]:>{max(8, len(h))}}" for k, h in zip(KEYS, HEADS,
+                                                                       strict=True)))
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
 """Benchmark: the queue workload's throughput per backend at 1, 4 and 16 consumers, and each
 strategy's throughput as a ratio of ``none`` on the same backend in the same run.
 
-A message counts when its whole cycle is done (send, receive, process, commit, delete); the
+A message counts when its whole cycle is done (send, receive, process, commit, delete; the
+commit is a store write for every strategy, ``queues/effects.py``); the
 throughput is distinct messages processed per second from the first send to the last
 commit (the delivery checker's ``throughput_per_s``): virtual seconds on ``sim://sqs``
 (what the model predicts for SQS with a SimpleDB central store), wall seconds on real
@@ -33,8 +34,9 @@ REGIMES = {"process 1 s": 1000.0, "process 0": 0.0}
 
 
 def one(queue: str, strategy: str, consumers: int, process_ms: float, messages: int,
-        seed: int, central: str | None) -> tuple[float, float, float]:
-    """Return (messages/s, store ops per message, wall s) of one run."""
+        seed: int, central: str | None) -> tuple[float, float, float, float]:
+    """Return (messages/s, central-store ops per message, wall s, effect-store ops per
+    message) of one run."""
     if not queue.startswith("sim://"):
         # a fresh queue per run: nothing a previous run left behind is delivered to this one
         queue += ("&" if "?" in queue else "?") + f"queue=bench{time.time_ns() % 10**12:x}"
@@ -50,7 +52,8 @@ def one(queue: str, strategy: str, consumers: int, process_ms: float, messages: 
     if s["lost"] or (strategy != "none" and s["duplicate_processing"]):
         raise AssertionError(f"{queue} {strategy} c={consumers}: lost {s['lost']}, "
                              f"duplicate processing {s['duplicate_processing']}")
-    return s["throughput_per_s"], s["store_ops_per_message"], wall
+    return (s["throughput_per_s"], s["store_ops_per_message"], wall,
+            s["effect_store_ops_per_message"])
 
 
 def main() -> None:
@@ -69,7 +72,7 @@ def main() -> None:
     queues = args.queue or ["sim://sqs"]
     print(f"messages={args.messages} repeats={args.repeats} (median of seeds 1..{args.repeats})")
     print(f"{'queue':<12} {'regime':<12} {'cons':>4} {'strategy':<15} {'msgs/s':>9} "
-          f"{'vs none':>8} {'store ops/msg':>13} {'wall s':>7}")
+          f"{'vs none':>8} {'store ops/msg':>13} {'effect ops/msg':>14} {'wall s':>7}")
     worst: dict[str, float] = {}
     for queue in queues:
         central = None if queue.startswith("sim://") else args.central
@@ -83,11 +86,13 @@ def main() -> None:
                     ratio = statistics.median(r[0] / n[0] for r, n in zip(
                         runs[st], runs["none"], strict=True))
                     ops = statistics.median(r[1] for r in runs[st])
+                    effect_ops = statistics.median(r[3] for r in runs[st])
                     wall = statistics.median(r[2] for r in runs[st])
                     key = f"{queue.split('?')[0]} {regime} {st}"
                     worst[key] = min(worst.get(key, ratio), ratio)
                     print(f"{queue.split('?')[0]:<12} {regime:<12} {c:>4} {st:<15} "
-                          f"{rate:>9.1f} {ratio:>8.2f} {ops:>13.2f} {wall:>7.2f}")
+                          f"{rate:>9.1f} {ratio:>8.2f} {ops:>13.2f} {effect_ops:>14.2f} "
+                          f"{wall:>7.2f}")
     print()
     for key, ratio in worst.items():
         if key.endswith(" central"):

@@ -260,3 +260,21 @@ def test_compare_gives_sim_queues_a_sim_central_store_when_the_central_is_real(t
     assert [r["strategy"] for r in run.results["ratios"]] == ["none", "central"]
     assert short_url("redis://h:1?replicas=&regions=lan&node_regions=local&queue=q") == \
         "redis://h:1?queue=q"
+
+
+def test_the_effects_go_to_the_queues_own_server_or_the_central_store():
+    from replicalab.queues.backends import effects_url
+
+    # none and tag: the queue's server, without the parameters only the queue reads
+    assert effects_url(QueueSpec(queue="redis://127.0.0.1:6379/?queue=jobs&max_receives=5"
+                                       "&timeout_ms=500")) == "redis://127.0.0.1:6379?timeout_ms=500"
+    assert effects_url(QueueSpec(
+        queue="postgresql://postgres@127.0.0.1:5432/db?queue=j&synchronous_commit=local",
+        strategy="tag")) == "postgresql://postgres@127.0.0.1:5432/db?synchronous_commit=local"
+    assert effects_url(QueueSpec(queue="sim://sqs")) == "sim://simpledb"
+    # the central strategies: the central store, where central's commit fences its effect
+    assert effects_url(QueueSpec(queue="redis://127.0.0.1:1/?queue=a", strategy="central",
+                                 central="postgresql://u@127.0.0.1:2/d")
+                       ) == "postgresql://u@127.0.0.1:2/d"
+    # a backend that names no server: the run keeps its effects itself
+    assert effects_url(QueueSpec(queue="toyq://q")) is None

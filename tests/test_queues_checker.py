@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replicalab.checkers.deliveries import check_deliveries
-from replicalab.queues.record import PRODUCER, QueueLog
+from replicalab.queues.record import OBSERVER, PRODUCER, QueueLog
 
 S = 1_000_000_000
 LEASE = 30 * S
@@ -28,6 +28,7 @@ class Plan:
     accepted_stale: bool  # a delete with the first receipt accepted after a redelivery
     fenced: int  # commits refused: their fencing token was superseded
     uncertain: int  # commits whose outcome stayed unknown
+    landed: int = 0  # ... of which the effect store holds an effect
 
 
 @st.composite
@@ -36,14 +37,19 @@ def plans(draw) -> Plan:
     k = draw(st.integers(0, 4))
     p = draw(st.integers(0, k))
     c = draw(st.integers(0, p))
-    return Plan(sent, k, p, c, draw(st.booleans()) and k > 0,
+    plan = Plan(sent, k, p, c, draw(st.booleans()) and k > 0,
                 draw(st.booleans()) and sent == "acked" and c == 0,
                 draw(st.booleans()) and k >= 2, draw(st.integers(0, 2)) if k else 0,
                 draw(st.booleans()) and k >= 2, draw(st.integers(0, p - c)),
                 draw(st.integers(0, 1)) if p > c else 0)
+    plan.landed = draw(st.integers(0, plan.uncertain))
+    return plan
 
 
-def build(messages: list[Plan]) -> tuple[QueueLog, list[str]]:
+def build(messages: list[Plan], read_back: bool = False) -> tuple[QueueLog, list[str]]:
+    """Return the record of ``messages`` (with the effect store read back: one ``effect``
+    row per message, holding its commits and the uncertain ones that landed) and the
+    dead-lettered ids."""
     log = QueueLog()
     dead = []
     for n, m in enumerate(messages):
@@ -68,11 +74,17 @@ def build(messages: list[Plan]) -> tuple[QueueLog, list[str]]:
                        receipt=receipts[j][1])
         log.record("process", 1, t0 + 5, t0 + 6, "info", tag=tag)  # a crash: never counted
         for j in range(m.committed):
-            log.record("commit", 0, receipts[j][0] + 30, receipts[j][0] + 30, tag=tag)
+            log.record("commit", 0, receipts[j][0] + 30, receipts[j][0] + 30, tag=tag,
+                       receipt=receipts[j][1])
         for j in range(m.fenced):
             log.record("commit", 2, receipts[j][0] + 40, receipts[j][0] + 41, "fail", tag=tag)
         for j in range(m.uncertain):
-            log.record("commit", 2, receipts[j][0] + 50, receipts[j][0] + 51, "info", tag=tag)
+            log.record("commit", 2, receipts[j][0] + 50, receipts[j][0] + 51, "info", tag=tag,
+                       receipt=receipts[m.committed + j][1])
+        if read_back and (m.sent != "none" or m.delivered):
+            found = [f"c0.0.{r}" for _, r in receipts[:m.committed + m.landed]]
+            log.record("effect", OBSERVER, t0 + 990 * S, t0 + 990 * S, tag=tag,
+                       count=len(found), note=";".join(found))
         end = t0 + 900 * S
         for _ in range(m.stale):
             log.record("delete", 0, end, end + 1, "stale", tag=tag, msg_id=mid,
@@ -88,39 +100,64 @@ def build(messages: list[Plan]) -> tuple[QueueLog, list[str]]:
     return log, dead
 
 
+def results(m: Plan, read_back: bool) -> int:
+    """Return how many results message ``m`` has: the effects in the store when it was read
+    back, else the commits its consumers saw land."""
+    return m.committed + (m.landed if read_back else 0)
+
+
 @settings(max_examples=100, deadline=None)
-@given(st.lists(plans(), max_size=25))
-def test_generated_histories_are_counted_exactly(messages):
-    log, dead = build(messages)
+@given(st.lists(plans(), max_size=25), st.booleans())
+def test_generated_histories_are_counted_exactly(messages, read_back):
+    log, dead = build(messages, read_back)
     s = check_deliveries(log.columns(), dead)["summary"]
     acked = [m for m in messages if m.sent == "acked"]
+    # the accounting closes: every acknowledged message in exactly one of five categories
+    assert s["committed_once"] == sum(results(m, read_back) == 1 for m in acked)
+    assert s["committed_more_than_once"] == sum(results(m, read_back) > 1 for m in acked)
+    assert s["dead_lettered_without_commit"] == sum(
+        results(m, read_back) == 0 and m.dead for m in acked)
+    assert s["lost"] == sum(1 for m in acked if results(m, read_back) == 0 and not m.dead)
+    assert s["not_reached"] == 0
+    assert (s["committed_once"] + s["committed_more_than_once"]
+            + s["dead_lettered_without_commit"] + s["lost"] + s["not_reached"]
+            == s["messages"])
+    assert s["results_from"] == ("effect store" if read_back and messages
+                                 and any(m.sent != "none" or m.delivered for m in messages)
+                                 else "consumer record")
+    assert s["effects_agree_with_log"] in ((True,) if s["results_from"] == "effect store"
+                                           else (None,))
     assert s["messages"] == len(acked)
     assert s["deliveries"] == sum(m.delivered for m in messages)
     assert s["duplicate_deliveries"] == sum(max(0, m.delivered - 1) for m in messages)
     assert s["duplicate_processing"] == sum(max(0, m.processed - 1) for m in messages)
-    assert s["duplicate_results"] == sum(max(0, m.committed - 1) for m in messages)
+    assert s["duplicate_results"] == sum(max(0, results(m, read_back) - 1) for m in messages)
     assert s["interrupted_processing"] == len(messages)
-    assert s["lost"] == sum(1 for m in acked
-                            if m.committed == 0 and m.uncertain == 0 and not m.dead)
     assert s["fenced_commits"] == sum(m.fenced for m in messages)
     assert s["uncertain_results"] == sum(m.uncertain for m in messages)
-    assert s["results"] == sum(m.committed for m in messages)
+    assert s["results"] == sum(results(m, read_back) for m in messages)
+    assert s["consumer_logged_results"] == sum(m.committed for m in messages)
     assert s["dead_lettered"] == sum(m.dead for m in messages)
     assert s["unexpected"] == sum(1 for m in messages if m.sent == "none" and m.delivered)
     assert s["overlapping_leases"] == sum(m.overlap for m in messages)
     assert s["stale_deletes_refused"] == sum(m.stale for m in messages)
     assert s["stale_receipts_accepted"] == sum(m.accepted_stale for m in messages)
     assert s["deleted"] == sum(1 for m in messages if m.deleted or m.accepted_stale)
-    expected_results = {n for n, m in enumerate(messages) if m.committed}
+    expected_results = {n for n, m in enumerate(messages) if results(m, read_back)}
     assert s["filtered_results"] == len(expected_results)
-    assert s["exactly_once"] == (all(m.committed == 1 or m.dead for m in acked)
-                                 and all(m.committed <= 1 for m in messages)
-                                 and not any(m.committed for m in messages
+    # exactly once: every acknowledged message committed once (a dead letter without a
+    # commit is not), none twice, nothing unsent committed; from the record alone, no
+    # commit of unknown outcome either
+    assert s["exactly_once"] == (all(results(m, read_back) == 1 for m in acked)
+                                 and all(results(m, read_back) <= 1 for m in messages)
+                                 and not any(results(m, read_back) for m in messages
                                              if m.sent == "none")
-                                 and not any(m.uncertain for m in messages))
+                                 and (read_back or not any(m.uncertain for m in messages)))
     timeline = check_deliveries(log.columns(), dead)["timeline"]
-    assert sum(timeline["results"]) == s["results"]
-    assert sum(timeline["duplicate_results"]) == s["duplicate_results"]
+    # the timeline is the consumers' record of when commits landed
+    assert sum(timeline["results"]) == s["consumer_logged_results"]
+    if not read_back:
+        assert sum(timeline["duplicate_results"]) == s["duplicate_results"]
     assert sum(timeline["fenced_commits"]) == s["fenced_commits"]
 
 
@@ -153,3 +190,53 @@ def test_a_lease_handed_on_within_a_round_trip_is_not_an_overlap():
     # the server may have started lease 1 at once (invoke 0): it surely ended at 30 s
     assert overlaps(LEASE + 5 * ms) == 0
     assert overlaps(LEASE - 1 * ms) == 1
+
+
+def _one_message(commits: int, effects: list[str]) -> dict:
+    log = QueueLog()
+    log.record("send", PRODUCER, 0, 1, tag="a", msg_id="m")
+    for j in range(2):
+        log.record("deliver", j, 10 + j, 20 + j, tag="a", msg_id="m", receipt=f"r{j}",
+                   count=j + 1, lease_ns=LEASE)
+    for j in range(commits):
+        log.record("commit", j, 30 + j, 40 + j, tag="a", msg_id="m", receipt=f"r{j}")
+    log.record("effect", OBSERVER, 50, 60, tag="a", count=len(effects), note=";".join(effects))
+    return check_deliveries(log.columns())
+
+
+def test_results_come_from_the_store_and_the_record_is_cross_checked():
+    # the store holds what the consumers recorded: they agree
+    agree = _one_message(1, ["c0.0.r0"])["summary"]
+    assert agree["results"] == 1 and agree["effects_agree_with_log"] and agree["exactly_once"]
+    # a consumer recorded a commit the store does not hold: the store's count wins
+    # (the message is lost to an observer), and the disagreement is reported
+    missing = _one_message(1, [])
+    assert missing["summary"]["results"] == 0 and missing["summary"]["lost"] == 1
+    assert missing["summary"]["effects_agree_with_log"] is False
+    assert missing["effects_log_disagreements"] == ["a"]
+    # the store holds two effects where the record saw one land: committed twice
+    extra = _one_message(1, ["c0.0.r0", "c1.0.r1"])["summary"]
+    assert extra["results"] == 2 and extra["committed_more_than_once"] == 1
+    assert extra["effects_agree_with_log"] is False and extra["exactly_once"] is False
+    # an effect naming a delivery whose consumer recorded no commit is a disagreement too
+    stranger = _one_message(1, ["c1.0.r1"])["summary"]
+    assert stranger["results"] == 1 and stranger["effects_agree_with_log"] is False
+
+
+def test_cut_short_processing_is_named_by_its_cause_and_deliveries_match_the_chart():
+    log = QueueLog()
+    log.record("send", PRODUCER, 0, 1, tag="a", msg_id="m")
+    # a replication race: two deliveries with one receive count, then a redelivery
+    for j, count in enumerate((1, 1, 2)):
+        log.record("deliver", j, 10 + j, 20 + j, tag="a", msg_id="m", receipt=f"r{j}",
+                   count=count, lease_ns=LEASE)
+    log.record("process", 0, 30, 40, "info", tag="a", receipt="r0", note="run ended")
+    log.record("process", 1, 30, 40, "info", tag="a", receipt="r1", note="crashed")
+    log.record("process", 2, 30, 40, "info", tag="a", receipt="r2", note="run ended")
+    out = check_deliveries(log.columns())
+    s = out["summary"]
+    assert s["interrupted_processing_by"] == {"a crash": 1, "the end of the run": 2}
+    assert s["max_receive_count"] == 2
+    # the table's figure is the chart's: the most times one message was delivered
+    assert s["max_deliveries_of_one_message"] == 3 == max(map(int, out["histograms"]
+                                                              ["deliveries"]))

@@ -111,3 +111,40 @@ def test_bad_input_one_line_exit_2_nothing_made(tmp_path: Path, args, words):
     err = r.stderr.strip()
     assert err.startswith("error:") and words in err and "\n" not in err
     assert not (tmp_path / "o").exists()
+
+
+CATEGORIES = {"committed_once": "· committed once",
+              "committed_more_than_once": "· committed more than once",
+              "dead_lettered_without_commit": "· dead-lettered without a commit",
+              "lost": "· lost (acknowledged, never committed)",
+              "not_reached": "· not reached (run cut short first)"}
+ISSUE_29 = ("--queue", "sim://sqs", "--consumers", "16", "--messages", "1000", "--visibility",
+            "4s", "--process", "500ms", "--fault", "at=3s pause consumer=0 for=10s")
+
+
+@pytest.mark.parametrize("strategy", ["tag", "central"])
+def test_the_accounting_closes_on_issue_29s_run(tmp_path: Path, strategy: str):
+    r = invoke("queue", "run", "--strategy", strategy, *ISSUE_29, "--out", str(tmp_path),
+               "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    s, table = doc["summary"], dict(doc["tables"][0]["rows"])
+    # five categories that add up to the messages sent, in the JSON and in the table
+    assert sum(s[k] for k in CATEGORIES) == s["messages"] == 1000
+    assert sum(int(table[label]) for label in CATEGORIES.values()) == 1000
+    assert s["results_from"] == "effect store" and s["effects_agree_with_log"]
+    # the only fault is a pause: nothing is called a crash
+    assert not any("crash" in why for why in s["interrupted_processing_by"])
+    assert "crash" not in table["processing cut short"]
+    # the table's most deliveries is the largest k of the report's deliveries chart
+    assert int(table["most deliveries of one message"]) == max(
+        int(k) for k in doc["checker"]["histograms"]["deliveries"])
+    if strategy == "tag":
+        # a message still being processed when its redeliveries ran it into the dead-letter
+        # queue, and the run ended: never committed, so not exactly once
+        assert s["dead_lettered_without_commit"] > 0
+        assert table["exactly once"] == "no" and s["exactly_once"] is False
+        assert "the end of the run" in table["processing cut short"]
+    else:
+        assert s["committed_once"] == 1000
+        assert table["exactly once"] == "yes" and s["exactly_once"] is True

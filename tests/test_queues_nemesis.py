@@ -46,16 +46,24 @@ SCENARIOS = {  # name: (faults, the fault's row kind, run settings)
     # refused, and the next delivery takes the expired lease over and commits again
     "store errors during renewals": (("at=5s errors store=central for=1s",), "store_fault",
                                      dict(messages=200, process_ms=3000.0, process_sigma=0.2,
-                                          slow_fraction=0.0, seed=1)),
+                                          slow_fraction=0.0, seed=4)),
 }
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_lease_commits_twice_fenced_commits_once(name):
     faults, row_kind, kw = SCENARIOS[name]
-    lease, _ = checked("central-lease", faults, **kw)
+    lease, lease_cols = checked("central-lease", faults, **kw)
     assert lease["duplicate_results"] > 0 and not lease["exactly_once"]
+    # counted from the effect store read back, and the consumers' own record agrees
+    assert lease["results_from"] == "effect store" and lease["effects_agree_with_log"]
+    twice = [n for k, c, n in zip(lease_cols["kind"], lease_cols["count"], lease_cols["note"],
+                                  strict=True) if k == "effect" and c == 2]
+    assert twice and all(len(n.split(";")) == 2 for n in twice)
     fenced, cols = checked("central", faults, **kw)
+    assert fenced["results_from"] == "effect store" and fenced["effects_agree_with_log"]
+    assert max(c for k, c in zip(cols["kind"], cols["count"], strict=True)
+               if k == "effect") == 1
     assert fenced["duplicate_results"] == 0 and fenced["lost"] == 0
     assert fenced["exactly_once"] and fenced["results"] == fenced["messages"]
     assert fenced["uncertain_results"] == 0

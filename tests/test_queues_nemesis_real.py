@@ -2,10 +2,12 @@
 ``central-lease`` commits a message twice when the stopped consumer is continued, ``central``
 refuses its stale commit (the fencing token was superseded) and commits every message once,
 losing none. Consumer processes (``--processes``), central store on the same server; every
-count comes from the merged record through the delivery checker."""
+result is counted from the effect lists on the server (read back after the run, and read
+again here by a client of the test's own), cross-checked with the merged record."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -14,8 +16,10 @@ import pytest
 from replicalab.checkers.deliveries import check_deliveries
 from replicalab.cluster import process
 from replicalab.faults.schedule import parse_fault
+from replicalab.queues.effects import effects_key, entries
 from replicalab.queues.runner import run_workload
 from replicalab.queues.spec import QueueSpec
+from replicalab.stores import open_store
 
 integration = pytest.mark.integration
 
@@ -32,6 +36,23 @@ RUN = dict(consumers=4, messages=96, producers=2, batch=2, process_ms=800.0,
 PAUSES = ("at=1.5s pause consumer=1 for=8s",)
 
 
+def effects_on_server(url: str, domain: str, tags: list[str]) -> dict[str, list[str]]:
+    """Return the effect lists of ``tags`` as an observer reads them from the server at
+    ``url`` with a store client of its own (not the run's)."""
+    async def read() -> dict[str, list[str]]:
+        store = open_store(url, 1)
+        try:
+            c = await store.connect()
+            got = {t: entries((await c.read([effects_key(domain, t)], consistent=True))
+                              .values[0]) for t in tags}
+            await c.close()
+            return got
+        finally:
+            await store.close()
+
+    return asyncio.run(read())
+
+
 def _run(cluster: tuple[Any, Any], strategy: str) -> tuple[dict[str, Any], dict[str, Any]]:
     c, _ = cluster
     url = c.url + ("&" if "?" in c.url else "?") + f"queue=n{uuid.uuid4().hex[:10]}"
@@ -41,7 +62,16 @@ def _run(cluster: tuple[Any, Any], strategy: str) -> tuple[dict[str, Any], dict[
     assert not process.owned() or all("queue consumer" not in label
                                       for label in process.owned().values())
     cols = o.log.columns()
-    return check_deliveries(cols, o.dead_letters)["summary"], cols
+    s = check_deliveries(cols, o.dead_letters)["summary"]
+    # counted from the effects on the server, which the consumers' own record agrees with
+    assert s["results_from"] == "effect store" and s["effects_agree_with_log"], s
+    assert s["effects_read_back"] == 96
+    # ... and a client of our own reads the same effect lists from the server
+    read = {t: n for k, t, n in zip(cols["kind"], cols["tag"], cols["note"], strict=True)
+            if k == "effect"}
+    assert effects_on_server(c.url, o.effects_domain, sorted(read)) == {
+        t: entries(n) for t, n in read.items()}
+    return s, cols
 
 
 def _both_outcomes(cluster: tuple[Any, Any]) -> None:
@@ -52,7 +82,12 @@ def _both_outcomes(cluster: tuple[Any, Any]) -> None:
     assert 7.5e9 < cols["complete_ns"][pauses[0]] - cols["invoke_ns"][pauses[0]] < 9.5e9
     assert lease["messages"] == 96 and lease["lost"] == 0
     assert lease["duplicate_results"] > 0 and not lease["exactly_once"]
+    assert lease["committed_more_than_once"] > 0  # an observer finds two effects
+    assert max(n for k, n in zip(cols["kind"], cols["count"], strict=True)
+               if k == "effect") == 2
     fenced, cols = _run(cluster, "central")
+    assert fenced["committed_once"] == 96 and max(
+        n for k, n in zip(cols["kind"], cols["count"], strict=True) if k == "effect") == 1
     assert fenced["messages"] == 96 and fenced["lost"] == 0
     assert fenced["duplicate_results"] == 0 and fenced["uncertain_results"] == 0
     assert fenced["exactly_once"] and fenced["results"] == 96

@@ -313,10 +313,15 @@ SLOW = dict(messages=2, consumers=4, producers=1, batch=1, visibility_s=0.5, pro
 
 def _workload(queue_url: str, strategy: str, central: str | None) -> dict[str, Any]:
     """Run the queue workload (queues/runner.py) and return the delivery checker's
-    summary."""
+    summary, whose results are the effects found on the queue's own server (or the central
+    store) and agree with the consumers' record."""
     o = run_workload(QueueSpec(queue=queue_url, strategy=strategy, central=central, **SLOW))
     assert not o.notes, o.notes
-    return check_deliveries(o.log.columns(), o.dead_letters)["summary"]
+    server = queue_url.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
+    assert o.effects_info is not None and server in o.effects_info["url"]
+    s = check_deliveries(o.log.columns(), o.dead_letters)["summary"]
+    assert s["results_from"] == "effect store" and s["effects_agree_with_log"], s
+    return s
 
 
 def _slow_consumers_central(cluster: tuple[Any, Path], strategy: str) -> dict[str, Any]:
@@ -336,6 +341,8 @@ def _slow_consumers_central(cluster: tuple[Any, Path], strategy: str) -> dict[st
 def test_slow_consumers_redelivered_none_processes_twice_central_once_redis(redis_dc3):
     none = _workload(_queue_url(redis_dc3, max_receives=4), "none", None)
     assert none["duplicate_deliveries"] >= 2 and none["duplicate_processing"] >= 2
+    # every processing wrote its effect to the Redis server: an observer sees them twice
+    assert none["duplicate_results"] == none["duplicate_processing"]
     central = _slow_consumers_central(redis_dc3, "central-lease")
     assert central["store_ops"] > 0
     _slow_consumers_central(redis_dc3, "central")
@@ -343,6 +350,9 @@ def test_slow_consumers_redelivered_none_processes_twice_central_once_redis(redi
 
 @integration
 def test_slow_consumers_redelivered_central_once_postgres(postgres_dc3):
+    none = _workload(_queue_url(postgres_dc3, max_receives=4), "none", None)
+    assert none["duplicate_processing"] >= 2
+    assert none["duplicate_results"] == none["duplicate_processing"]  # in the PostgreSQL table
     _slow_consumers_central(postgres_dc3, "central-lease")
     _slow_consumers_central(postgres_dc3, "central")
 

@@ -6,21 +6,35 @@ msg_id, receipt, count, lease_ns, invoke_ns, complete_ns, outcome, note) and the
 dead-lettered messages, and returns plain data. Messages are identified by their tag (the
 producer writes it at the start of the body, so it survives any backend's ids).
 
-* lost: a send the queue acknowledged whose message has no committed result (a ``commit``
-  row ``ok``, or ``info``: the consumer never learned whether it happened) and is not in the
-  dead-letter queue; in a run cut short (Ctrl-C) such messages are *not reached* instead
-  (the run stopped before it got to them), none is counted lost, ``partial`` is true and
-  ``exactly_once`` is only decided (false) by a violation already seen;
+* committed results are counted from the **effect store** read back after the run (``effect``
+  rows, one per message: how many effects a downstream observer finds), so "committed
+  twice" is what an observer sees; the consumers' own ``commit`` rows are kept to
+  cross-check (``effects_agree_with_log``: per message, the effects found lie between the
+  commits the record saw land and those plus the commits of unknown outcome, and every
+  effect names a delivery whose consumer recorded a commit). A record without ``effect``
+  rows (a run cut short before the read-back, an older run) is counted from the ``commit``
+  rows that landed, and the summary says so (``results_from``); a message whose only
+  commits are of unknown outcome then has no result;
+* the accounting closes: every acknowledged message is exactly one of *committed once*,
+  *committed more than once*, *dead-lettered without a commit*, *lost* (not dead-lettered,
+  no commit) or *not reached* (the same, in a run cut short: it stopped before it got to
+  them, none counted lost); the five add up to ``messages``;
 * unexpected: a delivered tag no send ever carried;
 * duplicate deliveries / processing / committed results: for each message, k - 1 where k >= 1
   is how often it was delivered / processed (ok) / committed (ok); summed over messages.
   Duplicate *results* are duplicate effects (what a user of the results sees twice);
   duplicate *processing* is work done twice, of which at most one result may have counted;
 * fenced commits: commits refused because their fencing token was superseded (``fail``);
-  uncertain results: commits whose outcome stayed unknown (``info``), counted neither as
-  results nor as lost;
-* exactly once: every acknowledged message that is not dead-lettered has exactly one
-  committed result, no message has two, none is lost, no result is uncertain;
+  uncertain results: commits whose outcome stayed unknown to their consumer (``info``): the
+  effect store says whether they landed (from the record alone, exactly once is then
+  never yes);
+* processing cut short, by cause (a crash, a SIGKILL, the end of the run, Ctrl-C), from the
+  notes of the ``process`` rows never closed; most deliveries of one message (the largest k
+  of the deliveries histogram) beside the queue's highest receive count, which a race of
+  two servers handing out one message with the same count leaves lower;
+* exactly once: every acknowledged message was committed exactly once (a message
+  dead-lettered without a commit, lost or committed twice makes it false; a run cut short
+  with none of these is not decided, None);
 * overlapping leases: two deliveries of one message whose leases certainly overlap in time.
   The server starts a lease somewhere between the receive's invoke and its reply, so the
   part certainly held runs from the reply to the invoke plus the visibility timeout asked
@@ -30,8 +44,8 @@ producer writes it at the start of the body, so it survives any backend's ids).
 * stale receipts: deletes and visibility changes the queue refused for a stale receipt,
   and those it accepted although a later delivery of the message had already been handed
   out before the call (the bug of a delete keyed by message id only);
-* cost: central-store and queue operations per message, and the latency a strategy adds
-  between a delivery and the start of its processing;
+* cost: central-store, effect-store and queue operations per message, and the latency a
+  strategy adds between a delivery and the start of its processing;
 * throughput: distinct messages processed per second from the first send to the last commit;
 * faults and timeline: the fault rows (``crash``, ``pause``, ``skew``, ``store_fault``) as
   windows, and results, duplicate results and fenced commits per time bin, both in seconds
@@ -45,11 +59,15 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-SCHEMA_VERSION = 2  # 2: lost and exactly once judged on committed results
+SCHEMA_VERSION = 3  # 3: results from the effect store; five categories that add up
 STORE_KINDS = ("claim", "claim_read", "claim_takeover", "heartbeat", "claim_done")
+EFFECT_KINDS = ("effect_write", "effect_read")
 QUEUE_KINDS = ("send", "receive", "delete", "change_visibility", "depth")
 FAULT_KINDS = ("crash", "pause", "skew", "store_fault")
 MAX_BINS = 200  # the timeline's bins: a result document stays small for any run length
+CUT_BY = {"crashed": "a crash", "killed": "a SIGKILL", "run ended": "the end of the run",
+          "stopped": "the end of the run", "interrupted": "Ctrl-C"}
+"""What closed a ``process`` row that never finished (its note), in words."""
 
 
 def _dups(counts: Iterable[int]) -> int:
@@ -76,12 +94,17 @@ def _exactly_once(all_done: bool, duplicated: bool, lost: bool, cut_short: bool
                   ) -> bool | None:
     """Return whether every message has exactly one committed result: False on a duplicate
     (or unexpected) result or a loss; for a run cut short with neither, None (not decided:
-    it stopped first); else ``all_done``."""
+    it stopped first); else ``all_done`` (every acknowledged message committed once)."""
     if duplicated or lost:
         return False
     if cut_short:
         return None
     return all_done
+
+
+def _receipt_of(entry: str) -> str:
+    """Return the receipt an effect entry ``c<consumer>.<gen>.<receipt>[#t<token>]`` names."""
+    return entry.split("#t", 1)[0].split(".", 2)[-1]
 
 
 def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[str] = (),
@@ -100,8 +123,12 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
     delivered: Counter[str] = Counter()
     processed: Counter[str] = Counter()
     interrupted: Counter[str] = Counter()
-    committed: Counter[str] = Counter()
+    logged: Counter[str] = Counter()  # commits the consumers recorded as landed
     uncertain: Counter[str] = Counter()
+    commit_receipts: dict[str, set[str]] = defaultdict(set)  # tag -> receipts that committed
+    stored: dict[str, list[str]] = {}  # tag -> effect entries read back from the store
+    unreadable = 0
+    cut_by: Counter[str] = Counter()
     fenced = 0
     commit_times: list[tuple[int, str]] = []  # (time, tag) of every commit that happened
     fenced_times: list[int] = []
@@ -112,6 +139,7 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
     delivered_at: dict[str, int] = {}  # receipt -> reply time
     added_ns: list[int] = []
     store_ops = queue_ops = 0
+    effect_ops = 0
     stale_deletes = stale_changes = stale_accepted = 0
     first_send = last_commit = None
     max_receive = 0
@@ -120,6 +148,8 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         k, o = kind[i], outcome[i]
         if k in STORE_KINDS:
             store_ops += 1
+        elif k in EFFECT_KINDS:
+            effect_ops += 1
         elif k in QUEUE_KINDS:
             queue_ops += 1
         if k == "send":
@@ -142,11 +172,13 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
                 processed[tag[i]] += 1
             elif o in ("info", "invoke"):
                 interrupted[tag[i]] += 1
+                cut_by[CUT_BY.get(cols["note"][i], cols["note"][i] or "unknown")] += 1
             if receipt[i] in delivered_at:
                 added_ns.append(inv[i] - delivered_at[receipt[i]])
         elif k == "commit":
             if o == "ok":
-                committed[tag[i]] += 1
+                logged[tag[i]] += 1
+                commit_receipts[tag[i]].add(receipt[i])
                 commit_times.append((comp[i], tag[i]))
                 last_commit = comp[i] if last_commit is None else max(last_commit, comp[i])
             elif o == "fail":
@@ -154,6 +186,12 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
                 fenced_times.append(comp[i])
             else:
                 uncertain[tag[i]] += 1
+                commit_receipts[tag[i]].add(receipt[i])
+        elif k == "effect":
+            if o == "ok":
+                stored[tag[i]] = [e for e in (cols["note"][i] or "").split(";") if e]
+            else:
+                unreadable += 1
         elif k in FAULT_KINDS:
             faults.append({"kind": k, "process": cols["process"][i], "start_ns": inv[i],
                            "end_ns": comp[i], "note": cols["note"][i]})
@@ -186,8 +224,19 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
 
     origin = min(inv) if n else 0
     dead_tags = {tag_of_id[d] for d in dead_letters if d in tag_of_id}
-    unfinished = sorted(t for t in acked if not committed[t] and not uncertain[t]
-                        and t not in dead_tags)
+    # results as an observer of the effect store sees them; the record only where unread
+    committed: Counter[str] = Counter(logged)
+    for t, found in stored.items():
+        committed[t] = len(found)
+    committed = +committed  # drop the zeros
+    disagree = sorted(
+        t for t in set(stored) | set(logged) | set(uncertain) if t in stored and (
+            not logged[t] <= len(stored[t]) <= logged[t] + uncertain[t]
+            or any(_receipt_of(e) not in commit_receipts[t] for e in stored[t])))
+    once = sorted(t for t in acked if committed[t] == 1)
+    more = sorted(t for t in acked if committed[t] > 1)
+    dead_uncommitted = sorted(t for t in acked if not committed[t] and t in dead_tags)
+    unfinished = sorted(t for t in acked if not committed[t] and t not in dead_tags)
     lost, not_reached = ([], unfinished) if cut_short else (unfinished, [])
     unexpected = sorted(t for t in delivered if t not in maybe_sent)
     overlap_pairs = 0
@@ -206,12 +255,22 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
     expected_results = len(acked - dead_tags)
     summary = {
         "messages": messages,
+        "committed_once": len(once),
+        "committed_more_than_once": len(more),
+        "dead_lettered_without_commit": len(dead_uncommitted),
+        "results_from": "effect store" if stored else "consumer record",
+        "effects_read_back": len(stored),
+        "effects_unreadable": unreadable,
+        "effects_agree_with_log": not disagree if stored else None,
+        "effects_log_disagreements": len(disagree),
+        "consumer_logged_results": sum(logged.values()),
         "deliveries": sum(delivered.values()),
         "duplicate_deliveries": _dups(delivered.values()),
         "messages_delivered_twice_or_more": sum(1 for k in delivered.values() if k > 1),
         "processing": sum(processed.values()),
         "duplicate_processing": _dups(processed.values()),
         "interrupted_processing": sum(interrupted.values()),
+        "interrupted_processing_by": dict(sorted(cut_by.items())),
         "results": sum(committed.values()),
         "duplicate_results": _dups(committed.values()),
         "messages_committed_twice_or_more": sum(1 for k in committed.values() if k > 1),
@@ -232,15 +291,18 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "stale_changes_refused": stale_changes,
         "stale_receipts_accepted": stale_accepted,
         "max_receive_count": max_receive,
+        "max_deliveries_of_one_message": max(delivered.values(), default=0),
         "store_ops": store_ops,
         "store_ops_per_message": store_ops / messages if messages else 0.0,
+        "effect_store_ops": effect_ops,
+        "effect_store_ops_per_message": effect_ops / messages if messages else 0.0,
         "queue_ops": queue_ops,
         "queue_ops_per_message": queue_ops / messages if messages else 0.0,
         "added_latency_ms": (sum(added_ns) / len(added_ns) / 1e6) if added_ns else 0.0,
         "span_s": span_s,
         "throughput_per_s": distinct / span_s if span_s else 0.0,
         "exactly_once": _exactly_once(
-            all(committed[t] == 1 for t in acked - dead_tags) and not uncertain,
+            len(once) == messages and (bool(stored) or not uncertain),
             bool(_dups(committed.values())) or not set(committed) <= maybe_sent,
             bool(lost), cut_short),
     }
@@ -254,6 +316,8 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "unexpected": unexpected[:100],
         "duplicated": sorted(t for t, k in processed.items() if k > 1)[:100],
         "duplicated_results": sorted(t for t, k in committed.items() if k > 1)[:100],
+        "dead_lettered_without_commit": dead_uncommitted[:100],
+        "effects_log_disagreements": disagree[:100],
         "faults": _windows(faults, origin),
         "timeline": _timeline(commit_times, fenced_times, origin),
     }

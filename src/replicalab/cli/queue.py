@@ -72,16 +72,15 @@ def _spec(**kw: Any) -> Any:
 
 def summary_table(results: dict[str, Any]) -> TableData:
     """Return the run's summary as (measure, value) rows."""
-    from replicalab.report.queues import SUMMARY_ROWS, _cell
+    from replicalab.report.queues import summary_cells
 
     s = results["summary"]
     t = TableData(f"queue {results['spec']['strategy']} on {results['queue']['url']} "
                   f"({results['spec']['consumers']} consumers)"
                   + (" - PARTIAL: the run was cut short" if s.get("partial") else ""),
                   ["measure", "value"], right=(1,))
-    for label, key in SUMMARY_ROWS:
-        if key in s:
-            t.add(label, _cell(s[key]))
+    for label, text in summary_cells(s):
+        t.add(label, text)
     clock = "virtual " if s["clock"] == "virtual" else ""
     t.add(f"run time ({clock}s)", f"{s['duration_s']:.1f}")
     return t
@@ -93,14 +92,14 @@ def compare_table(results: dict[str, Any]) -> TableData:
              for r in results["ratios"]}
     t = TableData("queue compare", ["queue", "strategy", "consumers", "dup deliveries",
                                     "dup processing", "dup results", "fenced", "lost", "dead",
-                                    "store ops/msg", "msgs/s", "vs none"], wrap=(0,),
-                  right=tuple(range(2, 12)))
+                                    "dead, no commit", "store ops/msg", "msgs/s", "vs none"],
+                  wrap=(0,), right=tuple(range(2, 13)))
     for r in results["runs"]:
         s = r["summary"]
         x = ratio.get((r["queue"], r["strategy"], r["consumers"]))
         t.add(r["queue"], r["strategy"], r["consumers"], s["duplicate_deliveries"],
               s["duplicate_processing"], s["duplicate_results"], s.get("fenced_commits", 0),
-              s["lost"], s["dead_lettered"],
+              s["lost"], s["dead_lettered"], s.get("dead_lettered_without_commit", 0),
               f"{s['store_ops_per_message']:.2f}", f"{s['throughput_per_s']:.2f}",
               "n/a" if x is None else f"{x:.2f}")
     return t

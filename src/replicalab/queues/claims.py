@@ -64,7 +64,8 @@ class LeaseStrategy:
 
         if not await w.process(d, tag, heartbeat, self.lease_ns // 3):
             return
-        w.commit(d, tag)
+        if not await w.commit(d, tag):
+            return  # outcome unknown: the claim stays busy and the message comes back
         if not self.detect or conflict or long_run[0]:
             await self._renew(w, d, tag, key, value[0], "claim_done")
             await w.delete(d, tag)

@@ -15,10 +15,12 @@ A claim is one element of the central store, ``claims-<run>/<tag>/owner``, holdi
 * **renewal** — while processing runs, the consumer extends the message's visibility
   (``change_visibility`` with its receipt) every third of the timeout; a refused or failed
   extension means the claim may be lost, and the work is abandoned;
-* **commit** — the result is accepted only with the current token: a conditional write of
-  ``me|done|token|k`` expecting ``me|busy|token|k``. It is the effect of processing (the
-  record the checker counts), so a consumer that wakes from a pause after a takeover finds
-  its token superseded and neither commits nor deletes. A commit whose outcome is unknown
+* **commit** — the result is accepted only with the current token: one conditional write
+  of the claim's item puts ``me|done|token|k`` (expecting ``me|busy|token|k``) and the
+  message's effect list holding this delivery's entry (expecting no list: under the fence
+  nobody else writes it), so the effect and the fence are one atomic step
+  (``effects.py``), and a consumer that wakes from a pause after a takeover finds its
+  token superseded and neither commits nor deletes. A commit whose outcome is unknown
   (a store error or timeout) is retried, the same write, until it lands, is refused, or a
   read shows it landed; the message is deleted only after a commit that certainly happened.
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 from replicalab.queues.base import Delivery
 from replicalab.queues.claims import read_claim, take_over
+from replicalab.queues.effects import effects_key
 from replicalab.queues.protocols import Consumer
 from replicalab.runtime.base import NS_PER_MS, NS_PER_S
 from replicalab.stores.base import ABSENT, ConditionFailed, StoreError
@@ -119,15 +122,17 @@ class FencedStrategy:
         rt, log = w.rt, w.log
         owner, _, token, count = parse_claim(held)
         done = f"{owner}|done|{token}|{count}"
+        ekey, entry = effects_key(w.claims, tag), f"{w.effect_entry(d)}#t{token}"
         i = log.invoke("commit", w.index, rt.now_ns(), tag=tag, msg_id=d.id, receipt=d.receipt,
-                       note=f"token {token}")
+                       note=entry)
         deadline = rt.now_ns() + self.commit_retry_ns
         wait_ns, unknown = RETRY_FIRST_NS, ""
         while True:
             j = log.invoke("claim_done", w.index, rt.now_ns(), tag=tag, msg_id=d.id,
                            receipt=d.receipt, note=f"commit with token {token}")
             try:
-                await w.store_of(d).write({key: done}, expect={key: held})
+                await w.store_of(d).write({key: done, ekey: entry},
+                                          expect={key: held, ekey: ABSENT})
             except ConditionFailed:
                 log.done(j, rt.now_ns(), "fail", note=f"token {token} superseded")
                 now = await read_claim(w, d, tag, key) if unknown else None

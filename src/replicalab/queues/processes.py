@@ -23,10 +23,12 @@ from replicalab.cluster import process
 from replicalab.faults.schedule import Fault
 from replicalab.queues.backends import open_backends
 from replicalab.queues.base import Queue, QueueError
+from replicalab.queues.effects import read_back
 from replicalab.queues.nemesis import FaultPlan, record_fault_windows, windows
 from replicalab.queues.producer import produce
 from replicalab.queues.record import QueueLog, merge, read_jsonl
 from replicalab.queues.spec import QueueOutcome, QueueSpec, consumer_of
+from replicalab.queues.strategies import CENTRAL
 
 POLL_S = 0.2  # how often the run looks at the queue's counts
 READY_LIMIT_S = 60.0  # how long consumer processes may take to start (imports, connects)
@@ -90,6 +92,7 @@ def run_processes(spec: QueueSpec, progress: Callable[[float], None] | None = No
     acked: set[str] = set()
     stopped: set[int] = set()  # pids SIGSTOPped now: continued whatever way the run ends
     t0 = rt.now_ns()
+    end = [0]
     wall0 = time.monotonic()
     go = tmp / "go.json"  # written once every consumer is up: the fault plan, and "start"
     stopping = [False]
@@ -165,12 +168,23 @@ def run_processes(spec: QueueSpec, progress: Callable[[float], None] | None = No
                 process.signal_group(pid, signal.SIGCONT)
             stopped.clear()
             process.stop_many(list(pids.values()))  # SIGTERM: a clean stop, rows closed
+            end[0] = rt.now_ns()
             log.close_open(rt.now_ns(), "run ended")
             with contextlib.suppress(Exception):
                 await queue.close()
-            if store is not None:
-                with contextlib.suppress(Exception):
-                    await store.close()
+        # what a downstream observer sees: every message's effects, read back from the store
+        try:
+            tags = {t for r in records if r.exists()
+                    for k, t in zip(*(read_jsonl(r)[c] for c in ("kind", "tag")), strict=True)
+                    if k == "deliver"}
+            tags |= {t for k, t in zip(log.cols["kind"], log.cols["tag"], strict=True)
+                     if k == "send"}
+            if await read_back(rt, store, claims, tags, log):
+                notes.append("some effect lists could not be read back from the store: "
+                             "those messages are counted from the consumers' record")
+        finally:
+            with contextlib.suppress(Exception):
+                await store.close()
 
     interrupted = False
     try:
@@ -183,8 +197,9 @@ def run_processes(spec: QueueSpec, progress: Callable[[float], None] | None = No
     if not notes:  # the consumer logs only matter when something went wrong
         shutil.rmtree(tmp, ignore_errors=True)
     return QueueOutcome(merged, dead, queue.info.to_json(),
-                        store.info.to_json() if store is not None else None,
-                        rt.now_ns() - t0, time.monotonic() - wall0, notes, interrupted)
+                        store.info.to_json() if spec.strategy in CENTRAL else None,
+                        (end[0] or rt.now_ns()) - t0, time.monotonic() - wall0, notes,
+                        interrupted, store.info.to_json(), claims)
 
 
 async def _until_ready(records: list[Path], pids: dict[int, int],

@@ -42,7 +42,8 @@ class Consumer(Protocol):
         ...
 
     def store_of(self, d: Delivery) -> Client:
-        """Return the central-store client lent to the handling of ``d``."""
+        """Return the store client (central store, or the effect store) lent to the handling
+        of ``d``."""
         ...
 
     async def process(self, d: Delivery, tag: str,
@@ -52,8 +53,13 @@ class Consumer(Protocol):
         the work was abandoned."""
         ...
 
-    def commit(self, d: Delivery, tag: str) -> None:
-        """Record the result of processing ``d`` (an unconditional commit)."""
+    def effect_entry(self, d: Delivery) -> str:
+        """Return the entry naming this handling of ``d`` in an effect list."""
+        ...
+
+    async def commit(self, d: Delivery, tag: str) -> bool:
+        """Append the result of processing ``d`` to the effect store, unconditionally on
+        any claim; return True once it certainly landed."""
         ...
 
     def skip(self, d: Delivery, tag: str, why: str) -> None:

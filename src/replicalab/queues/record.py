@@ -13,6 +13,10 @@ Kinds:
   its fencing token was superseded, or ``info``, outcome unknown), ``skip`` (a strategy
   decided not to process this delivery: ``note`` says why);
 * central store: ``claim``, ``claim_read``, ``claim_takeover``, ``heartbeat``, ``claim_done``;
+* effect store (``effects.py``): ``effect_write`` and ``effect_read``, the operations of a
+  commit's append; ``effect`` (process :data:`OBSERVER`), one per message read back from
+  the store at the end of the run: ``count`` = the effects found, ``note`` = their entries
+  (``info``: the list could not be read);
 * faults, each a row spanning its window: ``crash`` (a consumer stopped without deleting;
   ``complete_ns`` = its restart), ``pause`` (a consumer stopped dead, then resumed),
   ``skew`` (a consumer's clock off by the ms in ``note``), ``store_fault`` (the central
@@ -34,14 +38,17 @@ import pyarrow.parquet as pq
 
 KINDS = ("send", "receive", "deliver", "delete", "change_visibility", "depth", "process",
          "commit", "skip", "claim", "claim_read", "claim_takeover", "heartbeat", "claim_done",
-         "crash", "pause", "skew", "store_fault")
+         "crash", "pause", "skew", "store_fault", "effect_write", "effect_read", "effect")
 STORE_KINDS = ("claim", "claim_read", "claim_takeover", "heartbeat", "claim_done")
+EFFECT_KINDS = ("effect_write", "effect_read")
 QUEUE_KINDS = ("send", "receive", "delete", "change_visibility", "depth")
 OUTCOMES = ("invoke", "ok", "fail", "info", "stale")
 PRODUCER = -1
 """Process id of the producers' rows (consumers are 0..C-1)."""
 CENTRAL_STORE = -2
 """Process id of the rows of central-store faults."""
+OBSERVER = -3
+"""Process id of the ``effect`` rows: the effect store read back after the run."""
 
 COLUMNS = ("kind", "process", "tag", "msg_id", "receipt", "count", "lease_ns", "invoke_ns",
            "complete_ns", "outcome", "note")

@@ -63,19 +63,31 @@ def results_of(spec: QueueSpec, o: QueueOutcome) -> dict[str, Any]:
     summary = {**checked["summary"], "duration_s": o.duration_ns / 1e9, "wall_s": o.wall_s,
                "clock": "virtual" if spec.queue.startswith("sim://") else "real"}
     notes = list(o.notes)
+    if summary.get("effects_agree_with_log") is False:
+        notes.append(f"the effect store and the consumers' own record disagree on "
+                     f"{summary['effects_log_disagreements']:,} messages (listed under "
+                     "checker.effects_log_disagreements); results are counted from the store")
     if o.interrupted:
         notes.append(f"PARTIAL: the run was cut short {o.duration_ns / 1e9:.1f} s in; every "
                      f"figure covers only what ran ({summary['not_reached']:,} acknowledged "
                      "messages not reached, none counted lost)")
     return {"kind": "queue", "schema_version": SCHEMA_VERSION, "spec": spec.to_json(),
-            "queue": o.queue_info, "central": o.central_info, "summary": summary,
+            "queue": o.queue_info, "central": o.central_info, "effects": _effects(o),
+            "summary": summary,
             "checker": checked, "dead_letters": o.dead_letters, "notes": notes}
+
+
+def _effects(o: QueueOutcome) -> dict[str, Any] | None:
+    """Return where the run's effects are: the store and the element of each message."""
+    if o.effects_info is None:
+        return None
+    return {**o.effects_info, "element": f"{o.effects_domain}/<tag>/effects"}
 
 
 def _save(run_dir: Path, spec: QueueSpec, o: QueueOutcome, results: dict[str, Any]) -> None:
     save_log(o.log, run_dir)
     config = {"schema_version": SCHEMA_VERSION, "kind": "queue", "spec": spec.to_json(),
-              "queue": o.queue_info, "central": o.central_info}
+              "queue": o.queue_info, "central": o.central_info, "effects": _effects(o)}
     (run_dir / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     save_results(results, run_dir)
 

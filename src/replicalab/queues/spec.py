@@ -117,7 +117,9 @@ def consumer_of(f: Fault) -> int | None:
 
 @dataclass
 class QueueOutcome:
-    """What a run leaves: the log, the message ids dead-lettered, descriptions, notes."""
+    """What a run leaves: the log (with the effects read back), the message ids
+    dead-lettered, descriptions of the queue, the central store and the effect store,
+    notes."""
 
     log: QueueLog
     dead_letters: list[str]
@@ -127,3 +129,5 @@ class QueueOutcome:
     wall_s: float
     notes: list[str]
     interrupted: bool = False
+    effects_info: dict[str, Any] | None = None
+    effects_domain: str = ""  # the effect lists are at <domain>/<tag>/effects

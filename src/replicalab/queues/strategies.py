@@ -1,6 +1,6 @@
 """The ways of seed 000 (Cloud MapReduce) to live with duplicate deliveries, by name.
 
-* ``none`` — process every delivery; duplicates are filtered downstream by the commit
+* ``none`` — process every delivery; duplicates are filtered downstream by the effect
   records (the checker counts distinct committed results).
 * ``tag`` — one reader per queue, many threads: the reader keeps the tags it has seen (in
   progress or done) and a thread drops a delivery whose tag is already there. A thread that
@@ -27,8 +27,8 @@ STRATEGIES = ("none", "tag", "central", "central-lease", "central-detect")
 CENTRAL = ("central", "central-lease", "central-detect")
 """The strategies that need a central store."""
 COMMIT_RETRY_S = 60.0
-"""How long a fenced commit whose outcome is unknown is retried (s): a central store that
-fails longer leaves it unknown (``info``), and the message to its next delivery."""
+"""How long a commit whose outcome is unknown is retried (s): a store that fails longer
+leaves it unknown (``info``), and the message to its next delivery."""
 
 
 class NoStrategy:
@@ -39,8 +39,7 @@ class NoStrategy:
 
     async def handle(self, w: Consumer, d: Delivery, tag: str) -> None:
         """Process, commit and delete ``d`` whatever happened to it before."""
-        if await w.process(d, tag):
-            w.commit(d, tag)
+        if await w.process(d, tag) and await w.commit(d, tag):
             await w.delete(d, tag)
 
 
@@ -64,10 +63,9 @@ class TagStrategy:
             w.skip(d, tag, f"tag seen: in progress on consumer {state}")
             return
         seen[tag] = w.index
-        if not await w.process(d, tag):
-            seen.pop(tag, None)
+        if not await w.process(d, tag) or not await w.commit(d, tag):
+            seen.pop(tag, None)  # not done: a redelivery is processed
             return
-        w.commit(d, tag)
         seen[tag] = "done"
         await w.delete(d, tag)
 

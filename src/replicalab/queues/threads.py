@@ -18,11 +18,12 @@ from typing import Any
 
 from replicalab.queues.backends import open_backends
 from replicalab.queues.base import Queue, QueueError
+from replicalab.queues.effects import read_back
 from replicalab.queues.nemesis import FaultPlan, record_fault_windows, windows
 from replicalab.queues.producer import produce
 from replicalab.queues.record import QueueLog
 from replicalab.queues.spec import QueueOutcome, QueueSpec, consumer_of
-from replicalab.queues.strategies import make_strategy
+from replicalab.queues.strategies import CENTRAL, make_strategy
 from replicalab.queues.worker import Ctx, Reader, Worker, settle_commits
 from replicalab.runtime import Runtime
 from replicalab.runtime.base import NS_PER_S
@@ -43,7 +44,7 @@ def run_threads(spec: QueueSpec, progress: Callable[[float], None] | None = None
     notes: list[str] = []
     dead: list[str] = []
     acked: set[str] = set()
-    t0 = [0]
+    t0, end = [0], [0]
     wall0 = time.monotonic()
 
     def on_ack(mid: str) -> None:
@@ -106,11 +107,19 @@ def run_threads(spec: QueueSpec, progress: Callable[[float], None] | None = None
             await settle_commits(rt, log, CHECK_EVERY_NS[rt.virtual])
         finally:
             ctx.stopping = True
+            end[0] = rt.now_ns()
             for t in [*producers, *tasks.values(),
                       *(t for w in workers.values() for t in w.tasks)]:
                 t.cancel()
             log.close_open(rt.now_ns(), "run ended")
-            await _close(queue, store, [*retired, *workers.values()])
+            await _close(None, None, [*retired, *workers.values()])
+        # what a downstream observer sees: every message's effects, read back from the store
+        try:
+            if await read_back(rt, store, ctx.claim_domain, tags_of(log), log):
+                notes.append("some effect lists could not be read back from the store: "
+                             "those messages are counted from the consumers' record")
+        finally:
+            await _close(queue, store, [])
 
     interrupted = False
     try:
@@ -120,8 +129,17 @@ def run_threads(spec: QueueSpec, progress: Callable[[float], None] | None = None
         log.close_open(rt.now_ns(), "interrupted")
         notes.append("interrupted by Ctrl-C: what was recorded is kept")
     return QueueOutcome(log, dead, queue.info.to_json(),
-                        store.info.to_json() if store is not None else None,
-                        rt.now_ns() - t0[0], time.monotonic() - wall0, notes, interrupted)
+                        store.info.to_json() if spec.strategy in CENTRAL else None,
+                        (end[0] or rt.now_ns()) - t0[0], time.monotonic() - wall0, notes,
+                        interrupted, store.info.to_json(), ctx.claim_domain)
+
+
+def tags_of(log: QueueLog) -> set[str]:
+    """Return the tags of every message a run sent (acknowledged or not) or delivered: the
+    messages whose effects are read back."""
+    c = log.columns()
+    return {t for k, t in zip(c["kind"], c["tag"], strict=True)
+            if t and k in ("send", "deliver")}
 
 
 async def _until_finished(spec: QueueSpec, rt: Runtime, queue: Queue, ctx: Ctx,
@@ -179,7 +197,7 @@ def _failure(tasks: Any) -> str:
     return ""
 
 
-async def _close(queue: Queue, store: Store | None, workers: list[Worker]) -> None:
+async def _close(queue: Queue | None, store: Store | None, workers: list[Worker]) -> None:
     # closing must not hide the run's result: a failing close is ignored
     things: list[Any] = [c for w in workers for c in (w.client, *w.stores)]
     for thing in [*things, queue, store]:

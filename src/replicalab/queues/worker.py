@@ -12,16 +12,18 @@ from typing import Any
 import numpy as np
 
 from replicalab.queues.base import Delivery, Queue, QueueClient, QueueError, StaleReceipt
+from replicalab.queues.effects import append_effect, effects_key
 from replicalab.queues.nemesis import FaultPlan, FaultyCentralClient, Stall, StalledQueueClient
 from replicalab.queues.producer import tag_of
 from replicalab.queues.protocols import Strategy
 from replicalab.queues.record import QueueLog
 from replicalab.queues.spec import QueueSpec
+from replicalab.queues.strategies import COMMIT_RETRY_S
 from replicalab.runtime import Runtime
 from replicalab.runtime.base import NS_PER_MS, NS_PER_S
 from replicalab.stores.base import Client, Store, StoreError
 
-SETTLE_LIMIT_S = 90  # longer than a fenced commit's retries (strategies.COMMIT_RETRY_S)
+SETTLE_LIMIT_S = 90  # longer than a commit's retries (strategies.COMMIT_RETRY_S)
 
 
 @dataclass
@@ -52,7 +54,7 @@ class Ctx:
     queue: Queue
     log: QueueLog
     strategy: Strategy
-    store: Store | None
+    store: Store  # claims (central strategies) and effects
     claim_domain: str
     token: str
     plan: FaultPlan = field(default_factory=FaultPlan)
@@ -78,6 +80,7 @@ class Worker:
         # the deliveries of a batch, handled concurrently, each borrow one from this pool
         self.stores: list[Client] = ([FaultyCentralClient(store, self.stall)]
                                      if store is not None else [])
+        self.commit_retry_ns = int(COMMIT_RETRY_S * NS_PER_S)
         self._free: list[Client] = list(self.stores)
         self._store_of: dict[str, Client] = {}
         self.tasks: list[Any] = []
@@ -140,13 +143,12 @@ class Worker:
     async def _handle(self, d: Delivery) -> None:
         lent: Client | None = None
         try:
-            if self.ctx.store is not None:
-                if self._free:
-                    lent = self._free.pop()
-                else:
-                    lent = FaultyCentralClient(await self.ctx.store.connect(), self.stall)
-                    self.stores.append(lent)
-                self._store_of[d.receipt] = lent
+            if self._free:
+                lent = self._free.pop()
+            else:
+                lent = FaultyCentralClient(await self.ctx.store.connect(), self.stall)
+                self.stores.append(lent)
+            self._store_of[d.receipt] = lent
             await self.ctx.strategy.handle(self, d, tag_of(d.body))
         except (QueueError, StoreError, OSError) as err:
             # a backend failed under this delivery: the message comes back after its lease;
@@ -177,11 +179,27 @@ class Worker:
         log.done(i, rt.now_ns())
         return True
 
-    def commit(self, d: Delivery, tag: str) -> None:
-        """Record the result of processing ``d`` (the commit record downstream filters on)."""
-        now = self.rt.now_ns()
-        self.log.record("commit", self.index, now, now, tag=tag, msg_id=d.id,
-                        receipt=d.receipt)
+    def effect_entry(self, d: Delivery) -> str:
+        """Return the entry naming this handling of ``d`` in an effect list."""
+        return f"c{self.index}.{self.gen}.{d.receipt}"
+
+    async def commit(self, d: Delivery, tag: str) -> bool:
+        """Write the result of processing ``d`` to the effect store (append this delivery's
+        entry to the message's effect list, unconditionally on any claim); return True once
+        it certainly landed, False when its outcome stayed unknown (``commit`` row ``ok`` /
+        ``info``; the consumer's own record, cross-checked against the store)."""
+        rt, log = self.rt, self.log
+        entry = self.effect_entry(d)
+        i = log.invoke("commit", self.index, rt.now_ns(), tag=tag, msg_id=d.id,
+                       receipt=d.receipt, note=entry)
+        landed = await append_effect(rt, log, self.index, self.store_of(d),
+                                     effects_key(self.claims, tag), entry, tag, d.id,
+                                     d.receipt, self.commit_retry_ns)
+        if landed:
+            log.done(i, rt.now_ns())
+            return True
+        log.done(i, rt.now_ns(), "info", note=f"{entry}: outcome unknown")
+        return False
 
     def skip(self, d: Delivery, tag: str, why: str) -> None:
         """Record that the strategy did not process ``d``, and why."""

@@ -20,29 +20,38 @@ FAULT_COLORS = {"crash": "#d62728", "pause": "#ff7f0e", "skew": "#9467bd",
                 "store_fault": "#8c564b"}
 
 SUMMARY_ROWS = (
-    ("messages (acknowledged sends)", "messages"), ("deliveries", "deliveries"),
+    ("messages (acknowledged sends)", "messages"),
+    ("· committed once", "committed_once"),
+    ("· committed more than once", "committed_more_than_once"),
+    ("· dead-lettered without a commit", "dead_lettered_without_commit"),
+    ("· lost (acknowledged, never committed)", "lost"),
+    ("· not reached (run cut short first)", "not_reached"),
+    ("deliveries", "deliveries"),
     ("duplicate deliveries", "duplicate_deliveries"),
+    ("most deliveries of one message", "max_deliveries_of_one_message"),
     ("processings", "processing"), ("duplicate processing", "duplicate_processing"),
-    ("interrupted processing (crash)", "interrupted_processing"),
-    ("committed results", "results"), ("duplicate results", "duplicate_results"),
+    ("processing cut short", "interrupted_processing"),
+    ("committed results (effects in the store)", "results"),
+    ("duplicate results", "duplicate_results"),
+    ("commits the consumers recorded as landed", "consumer_logged_results"),
+    ("effects agree with the consumers' record", "effects_agree_with_log"),
     ("commits refused by the fence", "fenced_commits"),
-    ("commits of unknown outcome", "uncertain_results"),
+    ("commits of unknown outcome to their consumer", "uncertain_results"),
     ("distinct results after filtering", "filtered_results"),
-    ("lost (acknowledged, never committed)", "lost"),
-    ("not reached (run cut short first)", "not_reached"),
     ("unexpected (delivered, never sent)", "unexpected"),
-    ("dead-lettered", "dead_lettered"),
+    ("dead-lettered (all)", "dead_lettered"),
     ("overlapping leases (pairs)", "overlapping_leases"),
     ("stale deletes refused", "stale_deletes_refused"),
     ("stale visibility changes refused", "stale_changes_refused"),
     ("stale receipts accepted", "stale_receipts_accepted"),
-    ("highest receive count", "max_receive_count"),
     ("central-store ops per message", "store_ops_per_message"),
+    ("effect-store ops per message", "effect_store_ops_per_message"),
     ("queue ops per message", "queue_ops_per_message"),
     ("added latency before processing (ms)", "added_latency_ms"),
     ("throughput (messages/s)", "throughput_per_s"),
     ("exactly once", "exactly_once"),
 )
+"""The run's summary as (label, key) rows; the five rows marked "·" add up to the first."""
 
 
 def _cell(v: Any) -> str:
@@ -53,6 +62,27 @@ def _cell(v: Any) -> str:
     if isinstance(v, float):
         return num(v, 2)
     return str(v)
+
+
+def summary_cells(s: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Return the rows of a run's summary as (label, text): the figures of SUMMARY_ROWS that
+    the summary holds, processing cut short with what cut it (a crash, the end of the run),
+    and whether the effects were read from the store."""
+    rows = []
+    for label, key in SUMMARY_ROWS:
+        if key not in s:
+            continue
+        text = _cell(s[key])
+        by = s.get("interrupted_processing_by") or {}
+        if key == "interrupted_processing" and by:
+            text += (f" (by {next(iter(by))})" if len(by) == 1 else " (by " + ", ".join(
+                f"{why}: {n}" for why, n in by.items()) + ")")
+        elif key == "results" and s.get("results_from") == "consumer record":
+            text += " (from the consumers' record: the store was not read back)"
+        elif key == "effects_agree_with_log" and s[key] is None:
+            text = "not checked (the store was not read back)"
+        rows.append((label, text))
+    return rows
 
 
 def fault_text(f: Mapping[str, Any]) -> str:
@@ -223,8 +253,7 @@ def render_queue_report(results: Mapping[str, Any], run_dir: Path) -> Path:
         ["slow processings", f'{spec["slow_fraction"]:g} of them take {spec["slow_s"]:g} s'],
         ["faults", "; ".join(fault_text(f) for f in spec["faults"]) or "none"],
         ["clock", s["clock"]], ["seed", spec["seed"]]], caption="Configuration")
-    page.table(["Measure", "Value"], [[label, _cell(s[key])] for label, key in SUMMARY_ROWS
-                                      if key in s],
+    page.table(["Measure", "Value"], [list(row) for row in summary_cells(s)],
                caption="Every message accounted for" + (
                    " (PARTIAL: the run was cut short)" if s.get("partial") else ""))
     page.figure("fig-queue-deliveries", "How many messages were delivered and processed k "
@@ -235,7 +264,8 @@ def render_queue_report(results: Mapping[str, Any], run_dir: Path) -> Path:
                     "and commits refused by the fence so far (bottom); fault windows shaded.",
                     timeline_figure([(spec["strategy"], checker["timeline"],
                                       checker.get("faults", []))]))
-    for name in ("lost", "unexpected", "duplicated", "duplicated_results"):
+    for name in ("lost", "dead_lettered_without_commit", "unexpected", "duplicated",
+                 "duplicated_results", "effects_log_disagreements"):
         if results["checker"].get(name):
             page.para(f"{name} (first 100): " + ", ".join(results["checker"][name]))
     return write_page(page, results, f"replicalab · queue · {spec['queue']}", run_dir)
@@ -251,12 +281,13 @@ def render_compare_report(results: Mapping[str, Any], run_dir: Path) -> Path:
     ratio = {(r["queue"], r["strategy"], r["consumers"]): r["ratio"]
              for r in results.get("ratios", [])}
     page.table(["Queue", "Strategy", "Consumers", "Dup deliveries", "Dup processing",
-                "Dup results", "Fenced", "Lost", "Store ops/msg", "Added ms", "Msgs/s",
-                "vs none"],
+                "Dup results", "Fenced", "Lost", "Dead, no commit", "Store ops/msg",
+                "Added ms", "Msgs/s", "vs none"],
                [[r["queue"], r["strategy"], r["consumers"], r["summary"]["duplicate_deliveries"],
                  r["summary"]["duplicate_processing"], r["summary"]["duplicate_results"],
                  r["summary"].get("fenced_commits", 0),
-                 r["summary"]["lost"], num(r["summary"]["store_ops_per_message"], 2),
+                 r["summary"]["lost"], r["summary"].get("dead_lettered_without_commit", 0),
+                 num(r["summary"]["store_ops_per_message"], 2),
                  num(r["summary"]["added_latency_ms"], 1),
                  num(r["summary"]["throughput_per_s"], 2),
                  num(ratio.get((r["queue"], r["strategy"], r["consumers"])), 2)]
