@@ -18,7 +18,9 @@ MIDDLE = {"workloads", "faults", "cluster"}
 BELOW = {"checkers", "stores", "sim", *BASE}
 SIBLINGS = {"models", "clt", "hlc", "counters", "watch", "queues", "placement"}
 ALLOWED = {
-    "cli": {"report", "scorecard", *SIBLINGS, *MIDDLE, *BELOW},
+    # the Python API sits beside cli at the top: cli builds its probes with it
+    "api": {"report", "scorecard", *SIBLINGS, *MIDDLE, *BELOW},
+    "cli": {"api", "report", "scorecard", *SIBLINGS, *MIDDLE, *BELOW},
     "report": {"scorecard", *SIBLINGS, *MIDDLE, *BELOW},
     # seed 001's chart: composes workloads, faults and clusters into cells
     "scorecard": {*MIDDLE, *BELOW},
