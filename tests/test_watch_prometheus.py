@@ -168,6 +168,9 @@ def test_prometheus_p99_agrees_with_the_monitors_own(tmp_path: Path, prometheus)
         assert len(own) == c1 - c0
         own_p99_s = percentile(sorted(own), 99.0) / 1000  # the monitor's own percentile
         lo, hi = _bucket(own_p99_s)
+        print(f"sdb reads {int(c1 - c0)} between scrapes {t1 - t0:.1f} s apart: Prometheus "
+              f"p99 {1000 * prom_p99_s:.2f} ms, the monitor's own p99 {1000 * own_p99_s:.2f} "
+              f"ms, bucket ({1000 * lo:g}, {1000 * hi:g}] ms")
         assert abs(prom_p99_s - own_p99_s) <= hi - lo, (prom_p99_s, own_p99_s, (lo, hi))
         assert 0.015 < own_p99_s < 0.1  # seed 000's SimpleDB reads, ~22 ms
         # errors and timeouts: the unreachable backend fails every op, a SimpleDB write
