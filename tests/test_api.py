@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import replicalab
 from replicalab.api.history import COLUMNS
-from replicalab.api.progress import NotebookBar, bar_html
+from replicalab.api.progress import bar_html
 from replicalab.cli.main import app
 
 REPO = Path(__file__).resolve().parent.parent
@@ -128,6 +128,8 @@ def test_typed_results_figures_and_the_notebook_summary(tmp_path: Path) -> None:
     page = run._repr_html_()
     assert "<table>" in page and "fresh in [0, 450) ms" in page
     assert str(run.path) in page and "\x1b" not in page
+    bar = bar_html("staleness on <sim>", 0.5, "running", 1.25)
+    assert bar.count("<progress") == 1 and 'value="50.0"' in bar and "&lt;sim&gt;" in bar
 
 
 def test_bad_input_is_a_value_error_naming_the_fix(tmp_path: Path) -> None:
@@ -159,33 +161,3 @@ def test_compare_model_and_check(tmp_path: Path) -> None:
     assert verdict.verdict.name in ("LINEARIZABLE", "NOT_LINEARIZABLE")
     assert verdict.ops > 0
     assert replicalab.check(reg.path, model="kv").verdict == verdict.verdict
-
-
-class _Handle:
-    """What IPython's display(..., display_id=True) returns: a handle updated in place."""
-
-    def __init__(self, shown: list[str]) -> None:
-        self.shown = shown
-
-    def update(self, obj: str) -> None:
-        self.shown.append(obj)
-
-
-def test_the_notebook_bar_is_html_and_updates_in_place() -> None:
-    shown: list[str] = []
-    now = [0.0]
-
-    def display(obj: str, display_id: bool) -> _Handle:
-        assert display_id
-        shown.append(obj)
-        return _Handle(shown)
-
-    bar = NotebookBar("staleness on <sim>", display, lambda s: s, clock=lambda: now[0])
-    for i in range(1, 101):
-        now[0] = i * 0.01
-        bar(i / 100)
-    bar.close()
-    assert 3 <= len(shown) <= 8  # throttled: one update per 0.25 s of wall time, and the last
-    assert 'value="100.0"' in shown[-1] and "&lt;sim&gt;" in shown[-1]
-    assert all("\x1b" not in s and "\r" not in s for s in shown)
-    assert bar_html("x", 0.5).count("<progress") == 1

@@ -50,7 +50,10 @@ def test_the_notebook_runs_every_cell(path: Path, tmp_path: Path) -> None:
     html = [o["data"]["text/html"] for o in _outputs(nb, "text/html")]
     assert any("fresh in [0, 450) ms" in h for h in html)
     # progress: notebook bars (HTML <progress> updated in place), no terminal escapes
-    assert any("<progress" in h for h in html)
+    bars = [h for h in html if "<progress" in h]
+    assert len(bars) == 4  # one per run: two staleness and two latency probes
+    # updated in place (update_display_data) from 0 % to the end, not printed again and again
+    assert all('value="100.0"' in b and " done " in b for b in bars), bars
     streams = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
                       for o in c.outputs if o.output_type == "stream")
     assert "\x1b[" not in streams and "\r" not in streams

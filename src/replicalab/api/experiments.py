@@ -63,7 +63,12 @@ def compare(stores: Sequence[str], workload: str = "staleness", duration: str | 
     (it starts a cluster per kind) stays on the command line."""
     if not stores:
         raise ValueError("compare needs at least one store URL, e.g. ['sim://simpledb']")
-    return Comparison({s: probe(s, workload, duration, **options) for s in stores})
+    runs: dict[str, Run] = {}
+    for store in stores:
+        runs[store] = probe(store, workload, duration, **options)
+        if runs[store].interrupted:  # Ctrl-C / the notebook's stop: no further store
+            raise KeyboardInterrupt(f"interrupted; what was recorded is in {runs[store].path}")
+    return Comparison(runs)
 
 
 @dataclass

@@ -45,6 +45,7 @@ class NotebookBar:
         self._t0 = self._last = clock()
         self.handle = display(make_html(bar_html(label, 0.0)), display_id=True)
         self.updates = 1
+        self._cut = ""  # why the run stopped before its end ("" = it did not)
 
     def __call__(self, fraction: float, what: str | None = None) -> None:
         """Record ``fraction`` (0..1) done; redraw if due."""
@@ -61,8 +62,13 @@ class NotebookBar:
         self.handle.update(self._html(bar_html(self.label, self.done, self.what,
                                                now - self._t0)))
 
+    def cut_short(self, why: str) -> None:
+        """Record that the run stopped before its end: the last state says ``why``."""
+        self._cut = why
+
     def close(self, outcome: str = "done") -> None:
         """Draw the last state, saying how the run ended (``done`` or why it stopped)."""
+        outcome = self._cut or outcome
         if outcome == "done":
             self.done = 1.0
         self.what = outcome

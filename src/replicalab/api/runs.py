@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -113,7 +114,11 @@ def probe(store: str = "sim://simpledb", workload: str = "staleness",
                            list(faults), None, cluster)
     spec = request.spec()
     with progress_bar(f"{workload} on {spec.to_json()['store']}", progress) as tick:
-        saved = run_probe(spec, Path(out), tick)
+        # where a real store's keys go, before the first operation (as the command says)
+        saved = run_probe(spec, Path(out), tick,
+                          announce=lambda line: print(line, file=sys.stderr))
+        if (saved.interrupted or saved.error) and hasattr(tick, "cut_short"):
+            tick.cut_short("interrupted" if saved.interrupted else "stopped early")
     return Run(saved.run_dir, saved.results, interrupted=saved.interrupted,
                error=saved.error)
 
