@@ -1,4 +1,4 @@
-"""What runs several probes or a model, from Python: :func:`compare` (the same probe on
+"""What runs several probes, a model or a checker, from Python: :func:`compare` (the same probe on
 several stores, side by side), :func:`scorecard` (seed 001's chart measured), :func:`model`
 (a protocol's latency against offered load) and :func:`check` (linearizability of a
 history). Each is one thin adapter over the entry point the command line uses."""
