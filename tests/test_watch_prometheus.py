@@ -187,13 +187,13 @@ def test_prometheus_p99_agrees_with_the_monitors_own(tmp_path: Path, prometheus)
     assert watch.returncode == 0, watch.stderr.read() if watch.stderr else ""
 
 
-def _watch_error(tmp_path: Path, port: str) -> subprocess.CompletedProcess[str]:
+def _watch_error(tmp_path: Path, port: str, *extra: str) -> subprocess.CompletedProcess[str]:
     config = tmp_path / "b.toml"
     config.write_text('[backends.sdb]\nurl = "sim://simpledb"\n')
     return subprocess.run([*CLI, "watch", "--config", str(config), "--db",
                            str(tmp_path / "s.sqlite"), "--metrics-port", port,
-                           "--max-rounds", "1"], capture_output=True, text=True, timeout=60,
-                          check=False)
+                           "--max-rounds", "1", *extra], capture_output=True, text=True,
+                          timeout=60, check=False)
 
 
 def test_a_bad_metrics_port_or_one_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -209,4 +209,8 @@ def test_a_bad_metrics_port_or_one_in_use_is_one_line_and_exit_2(tmp_path: Path)
     lines = res.stderr.strip().splitlines()
     assert res.returncode == 2 and len(lines) == 1, res.stderr
     assert lines[0].startswith(f"error: --metrics-port {port}: the port is in use")
+    res = _watch_error(tmp_path, "0", "--metrics-host", "nohost.invalid")
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1, res.stderr
+    assert lines[0].startswith("error: --metrics-host nohost.invalid: cannot listen there")
     assert not (tmp_path / "s.sqlite").exists()  # bad input leaves nothing behind

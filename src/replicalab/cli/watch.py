@@ -139,6 +139,9 @@ def watch(
         help="Also serve the samples as Prometheus metrics on "
              "http://127.0.0.1:PORT/metrics (0: any free port; docs/watch.md).",
         show_default=False)] = None,
+    metrics_host: Annotated[str, typer.Option(
+        help="Address /metrics listens on (0.0.0.0: every interface, for a Prometheus on "
+             "another machine).")] = "127.0.0.1",
 ) -> None:
     """Run the seed-001 microbenchmark suite every interval against each backend.
 
@@ -163,7 +166,7 @@ def watch(
             from replicalab.watch.metrics import WatchMetrics, serve
 
             metrics = WatchMetrics([b.name for b in specs])
-            server = serve(metrics, metrics_port)
+            server = serve(metrics, metrics_port, metrics_host)
             host, bound = server.server_address[:2]
             say(f"metrics: http://{host}:{bound}/metrics", err=True)
         store = SampleDB(db)

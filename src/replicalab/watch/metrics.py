@@ -89,6 +89,6 @@ def serve(metrics: WatchMetrics, port: int, host: str = "127.0.0.1") -> Any:
         if err.errno == errno.EACCES:
             raise ValueError(f"--metrics-port {port}: not allowed to listen there (ports "
                              "below 1024 need privileges); pick one above 1023") from None
-        raise ValueError(f"--metrics-port {port}: cannot listen on {host} ({err.strerror})"
-                         ) from None
+        raise ValueError(f"--metrics-host {host}: cannot listen there ({err.strerror}); give "
+                         "an address of this machine, e.g. 127.0.0.1 or 0.0.0.0") from None
     return server
