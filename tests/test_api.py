@@ -117,6 +117,7 @@ def test_typed_results_figures_and_the_notebook_summary(tmp_path: Path) -> None:
     read = r.latency["read/eventual"]
     assert read.count == r.ops.reads and 15 < read.p50_ms < 40  # seed 000: ~22 ms reads
     assert r.freshness is not None and r.periods is not None
+    assert r.availability is not None and r.availability.overall == 1.0 and r.faults == ()
     frame = r.freshness.to_pandas()
     assert frame["total"].sum() > 0 and frame["p"].between(0, 1).all()
     assert len(r.periods.start_s) == 3
@@ -130,6 +131,17 @@ def test_typed_results_figures_and_the_notebook_summary(tmp_path: Path) -> None:
     assert str(run.path) in page and "\x1b" not in page
     bar = bar_html("staleness on <sim>", 0.5, "running", 1.25)
     assert bar.count("<progress") == 1 and 'value="50.0"' in bar and "&lt;sim&gt;" in bar
+
+
+def test_a_fault_run_has_typed_fault_windows(tmp_path: Path) -> None:
+    run = replicalab.probe("sim://primary", duration="40s", period="10s", out=tmp_path,
+                           faults=["at=10s crash node=0 for=10s"], progress=False)
+    (fault,) = run.results.faults
+    assert "crash" in fault.label
+    assert fault.start_ms == pytest.approx(10_000, abs=50)
+    assert fault.end_ms == pytest.approx(20_000, abs=50)
+    assert run.results.availability.during_faults is not None
+    assert any(m.startswith("fault: ") for m, _ in run.summary())
 
 
 def test_bad_input_is_a_value_error_naming_the_fix(tmp_path: Path) -> None:

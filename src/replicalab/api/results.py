@@ -41,6 +41,30 @@ class LatencySummary:
 
 
 @dataclass(frozen=True)
+class FaultWindow:
+    """One injected fault: its ``label`` (e.g. ``crash node=2``) and when it acted, in ms
+    since the run started."""
+
+    label: str
+    start_ms: float
+    end_ms: float
+
+
+@dataclass(frozen=True)
+class Availability:
+    """How available the store was to its clients: ``overall`` the fraction (0..1) of
+    client time answered (each operation stands for the time until its client's next one),
+    ``overall_ops`` the fraction of operations answered, ``during_faults`` the fraction of
+    client time answered while a fault acted (None without faults), over ``count``
+    operations."""
+
+    overall: float | None
+    overall_ops: float | None
+    during_faults: float | None
+    count: int
+
+
+@dataclass(frozen=True)
 class Freshness:
     """Seed 003's Figure 2: per ``bucket_ms`` bucket of time since the write started
     (``t_ms``, the bucket's start in ms), the reads that returned the freshest value
@@ -85,8 +109,9 @@ class Periods:
 class Results:
     """The results of one probe run. ``latency`` maps ``f/consistency`` to its summary;
     ``freshness`` and ``periods`` are set for the staleness workload (None otherwise);
-    ``faults`` are the injected faults (label, ``start_ms``, ``end_ms``); ``partial`` says the
-    run was cut short; ``raw`` is the whole results.json document."""
+    ``faults`` are the injected faults; ``availability`` how much of the client time was
+    answered; ``partial`` says the run was cut short; ``raw`` is the whole results.json
+    document (every workload-specific figure, as ``replicalab report`` re-checks it)."""
 
     workload: str
     store: str
@@ -97,7 +122,8 @@ class Results:
     latency: dict[str, LatencySummary]
     partial: bool
     notes: tuple[str, ...]
-    faults: tuple[dict[str, Any], ...]
+    faults: tuple[FaultWindow, ...]
+    availability: Availability | None = None
     freshness: Freshness | None = None
     periods: Periods | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -114,12 +140,18 @@ class Results:
                 for name, s in doc.get("latency", {}).items()}
             fresh = doc.get("freshness")
             per = doc.get("periods")
+            avail = doc.get("availability")
             return cls(
                 workload=str(doc["workload"]), store=str(doc["store"]),
                 consistency=str(doc["consistency"]), seed=int(doc["seed"]),
                 duration_s=float(doc["duration_s"]), ops=ops, latency=latency,
                 partial=bool(doc.get("partial", False)),
-                notes=tuple(doc.get("notes") or ()), faults=tuple(doc.get("faults") or ()),
+                notes=tuple(doc.get("notes") or ()),
+                faults=tuple(FaultWindow(str(f["label"]), float(f["start_ms"]),
+                                         float(f["end_ms"])) for f in doc.get("faults") or ()),
+                availability=None if not isinstance(avail, Mapping) else Availability(
+                    avail.get("overall"), avail.get("overall_ops"), avail.get("during_faults"),
+                    int(avail.get("count", 0))),
                 freshness=None if not isinstance(fresh, Mapping) else Freshness(
                     float(fresh["bucket_ms"]),
                     *(tuple(fresh[k]) for k in ("t_ms", "fresh", "total", "p", "lo", "hi"))),
