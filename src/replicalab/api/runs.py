@@ -134,7 +134,15 @@ def open_run(path: str | Path, recheck_history: bool = False) -> Run:
                          "and config.json); pass one such as runs/<UTC time>-staleness-sim-"
                          "simpledb")
     results = recheck(run_dir) if recheck_history else load_results(run_dir)
-    if "workload" not in results or "ops" not in results:
+    if "workload" not in results:
         raise ValueError(f"{run_dir} is not a probe run (its results.json has no workload); "
                          "open_run reads probe runs")
-    return Run(run_dir, results)
+    try:
+        return Run(run_dir, results)
+    except ValueError as err:
+        if recheck_history:
+            raise
+        # e.g. a run interrupted before its checks ran: its history holds what they need
+        raise ValueError(f"{run_dir}: its results.json is incomplete ({err}); "
+                         "open_run(path, recheck_history=True) checks it from its history"
+                         ) from None
