@@ -31,7 +31,9 @@ def test_there_is_an_example_notebook() -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_the_notebook_runs_every_cell(path: Path, tmp_path: Path) -> None:
+def test_the_notebook_runs_every_cell(path: Path, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the kernel's runs go under tmp_path
     nb = nbformat.read(path, as_version=4)
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), \
         "commit the notebook without outputs: the test makes them"
@@ -61,3 +63,5 @@ def test_the_notebook_runs_every_cell(path: Path, tmp_path: Path) -> None:
     assert "runs made by this notebook:" in streams
     listed = streams.split("runs made by this notebook:", 1)[1]
     assert listed.count("staleness-sim-") == 2 and listed.count("latency-sim-") == 2
+    made = sorted(p.name for p in tmp_path.glob("replicalab-notebook-*/runs/*"))
+    assert len(made) == 4 and all(name in listed for name in made)
