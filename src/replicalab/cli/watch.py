@@ -138,10 +138,10 @@ def watch(
     metrics_port: Annotated[int | None, typer.Option(
         help="Also serve the samples as Prometheus metrics on "
              "http://127.0.0.1:PORT/metrics (0: any free port; docs/watch.md).",
-        show_default=False)] = None,
+        show_default=False, metavar="PORT")] = None,
     metrics_host: Annotated[str, typer.Option(
         help="Address /metrics listens on (0.0.0.0: every interface, for a Prometheus on "
-             "another machine).")] = "127.0.0.1",
+             "another machine).", metavar="ADDRESS")] = "127.0.0.1",
 ) -> None:
     """Run the seed-001 microbenchmark suite every interval against each backend.
 
