@@ -6,6 +6,9 @@ Convention (docs/cli.md): an HTML comment on the line right before a fenced bloc
     <!-- runnable: errors -->   every command exits 2 with one `error: ...` line, and the error
                                 line the block shows after it (up to its first "(") is what
                                 the command prints;
+    <!-- runnable: python -->   a ```python block (docs/python-api.md): run as a script in a
+                                fresh directory; it passes when it raises nothing (its own
+                                asserts say what it shows).
     <!-- runnable: figures -->  every command exits 0 (or 1: `check` of a history that is not
                                 linearizable), and every other line of the block is output
                                 they print now, figure for figure: a shown line must match a
@@ -52,6 +55,7 @@ class Block:
     mode: str
     commands: list[tuple[str, str]]
     shown: list[str] = field(default_factory=list)
+    source: str = ""
 
     @property
     def id(self) -> str:
@@ -72,7 +76,7 @@ def blocks(path: Path) -> list[Block]:
                 break
             body.append(lines[j])
         found.append(Block(path, i + 2, m.group(1) or "ok", commands_of(body),
-                           shown_lines(body)))
+                           shown_lines(body), "\n".join(body)))
     return found
 
 
@@ -200,6 +204,9 @@ def run_block(block: Block, cwd: Path) -> None:
     """Run the commands of ``block`` in order in ``cwd`` (the current directory); raise
     AssertionError at the first that does not end as the block says (for a figures block,
     then at every shown line whose figures differ from what the commands printed)."""
+    if block.mode == "python":
+        exec(compile(block.source, block.id, "exec"), {"__name__": "__docs__"})
+        return
     url = None
     runner = CliRunner()
     printed = []
@@ -233,8 +240,11 @@ def test_a_block_that_does_not_run_as_written_fails(tmp_path: Path,
     doc.write_text("<!-- runnable: errors -->\n```\n$ replicalab report nope\n"
                    "error: nope is not what it says now\n```\n\n<!-- runnable -->\n```\n"
                    "replicalab probe --duration 1m --consistency strong\n```\n")
-    wrong_error, failing = blocks(doc)
-    for block in (wrong_error, failing):
+    doc.write_text(doc.read_text() + "\n<!-- runnable: python -->\n```python\n"
+                   "assert 1 + 1 == 3, 'the example no longer holds'\n```\n")
+    wrong_error, failing, python = blocks(doc)
+    assert python.mode == "python" and "assert 1 + 1 == 3" in python.source
+    for block in (wrong_error, failing, python):
         block.path = REPO / "README.md"  # for its id only
         with pytest.raises(AssertionError):
             run_block(block, tmp_path)

@@ -21,7 +21,9 @@ MIDDLE = {"workloads", "faults", "cluster"}
 BELOW = {"checkers", "stores", "sim", *BASE}
 SIBLINGS = {"models", "clt", "hlc", "counters", "watch", "queues", "placement"}
 ALLOWED = {
-    "cli": {"report", "experiments", *SIBLINGS, *MIDDLE, *BELOW},
+    # the Python API sits beside cli at the top: cli builds its probes with it
+    "api": {"report", "experiments", *SIBLINGS, *MIDDLE, *BELOW},
+    "cli": {"api", "report", "experiments", *SIBLINGS, *MIDDLE, *BELOW},
     "report": {"experiments", *SIBLINGS, *MIDDLE, *BELOW},
     # compositions of workloads, faults and clusters: the scorecard, compare, model against
     # store

@@ -5,89 +5,34 @@ from __future__ import annotations
 import inspect
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import typer
 
+from replicalab.api.request import ProbeRequest, flags_by_name
+from replicalab.api.summary import summary_rows, summary_title
 from replicalab.cli import rundir
 from replicalab.cli.errors import UserError, fail
 from replicalab.cli.output import TableData, out_console, say, show
 from replicalab.cli.progress import progress_bar
-from replicalab.cli.timeparse import parse_duration_s
-from replicalab.cluster.state import load, names
-from replicalab.faults.schedule import check_within, load_faults, parse_fault
+from replicalab.cli.timeparse import noted
 from replicalab.history.rundir import Run, load_results
-from replicalab.stores import open_store
 from replicalab.stores.base import redact_url
 from replicalab.stores.registry import schemes
 from replicalab.workloads import registry
-from replicalab.workloads.base import Flag, ProbeOptions
-from replicalab.workloads.runner import ProbeSpec, recheck, run_probe
+from replicalab.workloads.base import Flag
+from replicalab.workloads.runner import recheck, run_probe
 
 __all__ = ["finish", "out_console", "probe", "report", "summary_table"]
 
 
-def _pct(x: float | None, digits: int = 1) -> str:
-    return "n/a" if x is None else f"{100 * x:.{digits}f}%"
-
-
-def fault_window_availability(avail: dict[str, Any], start_ms: float, end_ms: float
-                              ) -> float | None:
-    """Return the fraction of client time covered by ok operations in the availability
-    windows that overlap [start_ms, end_ms) (None if no client time fell there)."""
-    t_s, frac, client_s = avail.get("t_s", []), avail.get("ok_fraction", []), avail.get(
-        "client_s", [])
-    width_s = avail.get("window_s") or 1.0
-    ok = total = 0.0
-    for t, f, c in zip(t_s, frac, client_s, strict=False):
-        if t + width_s > start_ms / 1000 and t < end_ms / 1000 and f is not None and c:
-            ok += f * c
-            total += c
-    return ok / total if total else None
-
-
-def fault_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
-    """Return the (measure, value) rows of a fault run's summary: each fault with its window
-    and the availability inside it, then availability overall, indeterminate operations and
-    lost acknowledged writes. Empty for a run without faults."""
-    faults = results.get("faults") or []
-    if not faults:
-        return []
-    avail = results.get("availability", {})
-    rows = []
-    for f in faults:
-        inside = fault_window_availability(avail, f["start_ms"], f["end_ms"])
-        rows.append((f"fault: {f['label']}, {f['start_ms'] / 1000:g}s-{f['end_ms'] / 1000:g}s",
-                     f"available {_pct(inside)} of client time during it"))
-    rows.append(("availability (client time / ops ok)",
-                 f"{_pct(avail.get('overall'))} / {_pct(avail.get('overall_ops'))} of "
-                 f"{avail.get('count', 0):,} ops"))
-    ops = results.get("ops", {})
-    rows.append(("indeterminate operations (info)", f"{ops.get('info', 0):,}"))
-    lost = results.get("lost_writes", {})
-    rows.append(("lost acknowledged writes",
-                 f"{lost.get('lost', 0):,} of {lost.get('acknowledged', 0):,}"
-                 if lost.get("checked", True) else "not checked (the store did not answer)"))
-    return rows
-
-
 def summary_table(results: dict[str, Any], title: str) -> TableData:
     """Return the headline figures of one probe's results as a two-column table: the
-    rows its workload declares, latency per operation, then the faults."""
+    rows its workload declares, latency per operation, then the faults (the rows are the
+    Python API's, ``api/summary.py``, so a notebook shows the same)."""
     t = TableData(title, ["measure", "value"], right=(1,))
-    ops = results["ops"]
-    t.add("reads / writes", f"{ops['reads']:,} / {ops['writes']:,}")
-    wl = registry.get(results["workload"])
-    for measure, value in wl.summary_rows(results):
-        t.add(measure, value)
-    if wl.per_op_latency_rows:
-        for name, lat in results["latency"].items():
-            t.add(f"latency {name} p50/p99/p99.9",
-                  f"{lat['p50_ms']:.1f} / {lat['p99_ms']:.1f} / {lat['p999_ms']:.1f} ms")
-    for measure, value in fault_rows(results):
+    for measure, value in summary_rows(results):
         t.add(measure, value)
     return t
 
@@ -97,10 +42,7 @@ def finish(run: Run, as_json: bool) -> None:
     from replicalab.report import render_report
 
     report = render_report(run.results, run.run_dir)
-    table = summary_table(run.results, f"{run.results['workload']} on "
-                          f"{run.results['store']} ({run.results['consistency']})"
-                          + (" - PARTIAL: the run was cut short"
-                             if run.results.get("partial") else ""))
+    table = summary_table(run.results, summary_title(run.results))
     keys = run.keys.to_json() if run.keys is not None else None
     if as_json:
         sys.stdout.write(json.dumps({**run.results, "run_dir": str(run.run_dir),
@@ -115,85 +57,6 @@ def finish(run: Run, as_json: bool) -> None:
         fail(f"interrupted; the history so far and a partial report are in {run.run_dir}", 130)
     if run.error:
         fail(f"the run stopped early ({run.error}); what was recorded is in {run.run_dir}")
-
-
-def _flags_by_name() -> dict[str, list[tuple[str, Flag]]]:
-    """Return every workload flag by name, with the workloads that declare it."""
-    out: dict[str, list[tuple[str, Flag]]] = {}
-    for name in registry.names():
-        for flag in registry.get(name).flags:
-            out.setdefault(flag.name, []).append((name, flag))
-    return out
-
-
-def _convert(flag: Flag, value: Any) -> Any:
-    """Return ``value`` (text when workloads disagree on the type) as ``flag`` takes it."""
-    if value is None:
-        return None
-    if flag.duration:
-        return parse_duration_s(value, flag.option)
-    if flag.type is int and not isinstance(value, int):
-        try:
-            return int(value)
-        except ValueError:
-            raise ValueError(f"{flag.option} {value!r}: give one whole number, e.g. 10"
-                             ) from None
-    if flag.type is float and not isinstance(value, int | float):
-        try:
-            return float(value)
-        except ValueError:
-            raise ValueError(f"{flag.option} {value!r}: give a number, e.g. 2.5") from None
-    return value
-
-
-def workload_config(workload: str, given: dict[str, Any]) -> Any:
-    """Return the config of ``workload`` from the values of every workload flag (None: not
-    given); ValueError for a flag given that this workload does not take, with why."""
-    for name, uses in _flags_by_name().items():
-        users = [w for w, _ in uses]
-        if given.get(name) is not None and workload not in users:
-            raise ValueError(f"{uses[0][1].option} has no effect with --workload {workload} "
-                             f"(it applies to {' and '.join(users)}); drop it")
-    wl = registry.get(workload)
-    return wl.make_config({f.name: _convert(f, given.get(f.name)) for f in wl.flags})
-
-
-def _number(value: Any, flag: str) -> float:
-    """Return ``value`` (a number, or text from --sweep) as a float (ValueError naming it)."""
-    try:
-        return float(value)
-    except ValueError:
-        raise ValueError(f"{flag} {value!r}: give a number, e.g. 50") from None
-
-
-def with_url_parameter(url: str, key: str, value: str) -> str:
-    """Return ``url`` with query parameter ``key`` set to ``value`` (a simulated store's
-    parameter, for --sweep); ValueError for a key a probe cannot take from a real store."""
-    if not url.startswith("sim://"):
-        raise ValueError(f"--sweep {key}: not a probe or workload option; parameters of the "
-                         "store URL can be swept on sim:// stores only")
-    parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != key]
-    return urlunsplit(parts._replace(query=urlencode([*query, (key, value)], safe=",")))
-
-
-def _fault_options(store: str, texts: list[str], path: Path | None,
-                   cluster: str | None) -> dict[str, Any]:
-    """Return the ProbeSpec fields for faults (ValueError if they cannot be carried out)."""
-    plan = [parse_fault(t) for t in texts] + (load_faults(path) if path else [])
-    if not plan:
-        return {}
-    if store.startswith("sim://") and cluster is None:
-        return {"faults": tuple(plan)}  # the simulated store's own nodes take them
-    if cluster is None:
-        # the cluster's URL, or it with parameters added (a consistency level, a timeout)
-        matches = [n for n in names()
-                   if store == (u := load(n).url) or store.startswith(u + "&")]
-        if not matches:
-            raise ValueError("faults need a cluster started by `replicalab cluster up`; pass "
-                             "its URL as --store or name it with --cluster")
-        cluster = matches[0]
-    return {"cluster": cluster, "faults": tuple(plan)}
 
 
 def probe(
@@ -257,16 +120,16 @@ def probe(
 
     Example: replicalab probe --store sim://quorum --sweep r=1,2 --sweep w=1,2 --repeats 5
     """
-    args = _ProbeArgs(store, workload, seed,
-                      {"consistency": consistency, "duration": duration,
-                       "write_interval": write_interval, "read_rate": read_rate,
-                       "period": period},
-                      dict(workload_flags), prefix, keep, list(fault or []), faults, cluster)
+    args = ProbeRequest(store, workload, seed,
+                        {"consistency": consistency, "duration": duration,
+                         "write_interval": write_interval, "read_rate": read_rate,
+                         "period": period},
+                        dict(workload_flags), prefix, keep, list(fault or []), faults, cluster)
     if repeats != 1 or sweep or workers != 1 or ray is not None:
         _batch(args, repeats, sweep or [], workers, ray, out, as_json)
         return
     try:
-        spec = args.spec({})
+        spec = noted(args.spec)
         with progress_bar(f"{workload} on {redact_url(store)}", not as_json) as tick:
             run = run_probe(spec, out, tick, announce=lambda line: say(line, err=True))
             if run.interrupted or run.error:
@@ -276,50 +139,7 @@ def probe(
     finish(run, as_json)
 
 
-@dataclass(frozen=True)
-class _ProbeArgs:
-    """The options of one ``probe`` command, from which each of its runs is built: the
-    common options as typed (``common``), the workload's flags, the key prefix and faults."""
-
-    store: str
-    workload: str
-    seed: int
-    common: dict[str, Any]
-    flags: dict[str, Any]
-    prefix: str | None
-    keep: bool
-    fault: list[str]
-    faults: Path | None
-    cluster: str | None
-
-    def spec(self, point: dict[str, str]) -> ProbeSpec:
-        """Return the probe with ``point``'s values (a batch's sweep point: a common
-        option, a workload flag or a store URL parameter) in place of the options given."""
-        values, flags, url = dict(self.common), dict(self.flags), self.store
-        for key, text in point.items():
-            if key in values:
-                values[key] = text
-            elif key in _flags_by_name():
-                flags[key] = text
-            else:
-                url = with_url_parameter(url, key, text)
-        if url != self.store:
-            open_store(url, self.seed)  # a parameter the simulated store does not take
-        opts = ProbeOptions(
-            consistency=values["consistency"],
-            duration_s=parse_duration_s(values["duration"], "--duration"),
-            write_interval_s=parse_duration_s(values["write_interval"], "--write-interval"),
-            read_rate=_number(values["read_rate"], "--read-rate"),
-            period_s=parse_duration_s(values["period"], "--period"), seed=self.seed)
-        spec = ProbeSpec(store=url, workload=registry.get(self.workload), options=opts,
-                         config=workload_config(self.workload, flags),
-                         key_prefix=self.prefix, keep_keys=self.keep,
-                         **_fault_options(url, self.fault, self.faults, self.cluster))
-        check_within(spec.faults, opts.duration_s)
-        return spec
-
-
-def _batch(args: _ProbeArgs, repeats: int, sweep: list[str], workers: int, ray: str | None,
+def _batch(args: ProbeRequest, repeats: int, sweep: list[str], workers: int, ray: str | None,
            out: Path, as_json: bool) -> None:
     """Run ``--repeats``/``--sweep`` as a batch of runs (exit 2 for --workers/--ray where
     they do not apply)."""
@@ -331,7 +151,8 @@ def _batch(args: _ProbeArgs, repeats: int, sweep: list[str], workers: int, ray: 
              "store would share it: drop them (the batch then runs one run at a time)")
     from replicalab.cli.batch import run_probe_batch
 
-    run_probe_batch(args.spec, sweep, repeats, args.seed, workers, ray, out, as_json)
+    run_probe_batch(lambda point: noted(args.spec, point), sweep, repeats, args.seed,
+                    workers, ray, out, as_json)
 
 
 def _flag_option(uses: list[tuple[str, Flag]]) -> Any:
@@ -350,7 +171,7 @@ def _with_workload_flags(fn: Any) -> Any:
     sig = inspect.signature(fn, eval_str=True)
     fixed = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     extra = []
-    for name, uses in _flags_by_name().items():
+    for name, uses in flags_by_name().items():
         if name in sig.parameters:
             raise RuntimeError(f"workload flag {name!r} ({', '.join(w for w, _ in uses)}) "
                                "clashes with a common probe option; rename it")

@@ -3,25 +3,40 @@
 
 from __future__ import annotations
 
-import re
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
+from replicalab.api import durations
 from replicalab.cli.errors import note as note_once
 
-_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+@contextmanager
+def warnings_as_notes() -> Iterator[None]:
+    """Turn the FutureWarnings raised inside (a bare number read as seconds by the API's
+    parser) into the command line's deprecation notes."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FutureWarning)
+        try:
+            yield
+        finally:
+            for w in caught:
+                if issubclass(w.category, FutureWarning):
+                    note_once(str(w.message))
+
+
+def noted(fn: Callable[..., Any], *args: Any) -> Any:
+    """Return ``fn(*args)`` with its FutureWarnings turned into notes."""
+    with warnings_as_notes():
+        return fn(*args)
 
 
 def parse_duration(text: str, flag: str, bare_unit: str = "s") -> float:
     """Return ``text`` as seconds (> 0): a number with a unit (ms, s, m, h, d), or a bare
     number in ``bare_unit`` with a deprecation note; ValueError names the flag and the
-    accepted forms."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h|d)?\s*", text)
-    value = float(m.group(1)) * _UNITS[m.group(2) or bare_unit] if m else 0.0
-    if not m or value <= 0:
-        raise ValueError(f"{flag} {text!r} must be a positive duration like 500ms, 30s, 5m or 1h")
-    if m.group(2) is None:
-        note_once(f"{flag} {text.strip()}: a number without a unit is read as "
-                  f"{text.strip()}{bare_unit}; write the unit (bare numbers are deprecated)")
-    return value
+    accepted forms (the parser is the Python API's: ``api/durations.py``)."""
+    return float(noted(durations.parse_duration, text, flag, bare_unit))
 
 
 def parse_duration_s(text: str, flag: str) -> float:

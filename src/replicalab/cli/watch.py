@@ -135,12 +135,21 @@ def watch(
     seed: Annotated[int, typer.Option(help="Seed of the key choice and record contents.")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON line per backend "
                                           "round instead of the live view.")] = False,
+    metrics_port: Annotated[int | None, typer.Option(
+        help="Also serve the samples as Prometheus metrics on "
+             "http://127.0.0.1:PORT/metrics (0: any free port; docs/watch.md).",
+        show_default=False, metavar="PORT")] = None,
+    metrics_host: Annotated[str, typer.Option(
+        help="Address /metrics listens on (0.0.0.0: every interface, for a Prometheus on "
+             "another machine).", metavar="ADDRESS")] = "127.0.0.1",
 ) -> None:
     """Run the seed-001 microbenchmark suite every interval against each backend.
 
     Samples are committed to --db every round; restart with the same --db to continue.
 
     Example: replicalab watch --config docs/examples/backends.toml --db samples.sqlite
+
+    Example: replicalab watch --config docs/examples/backends.toml --metrics-port 9464
     """
     try:
         if max_rounds is not None and duration is not None:
@@ -152,10 +161,20 @@ def watch(
             max_rounds=max_rounds,
             duration_s=None if duration is None else parse_duration_s(duration, "--duration"))
         specs = load_backends(config)
+        metrics, server = None, None
+        if metrics_port is not None:  # before the database: a bad port leaves nothing behind
+            from replicalab.watch.metrics import WatchMetrics, serve
+
+            metrics = WatchMetrics([b.name for b in specs])
+            server = serve(metrics, metrics_port, metrics_host)
+            host, bound = server.server_address[:2]
+            say(f"metrics: http://{host}:{bound}/metrics", err=True)
         store = SampleDB(db)
         vehicle = Vehicle()
 
         def on_round(state: BackendState, samples: list[Sample]) -> None:
+            if metrics is not None:
+                metrics.observe(samples)
             vehicle.observe(s.op for s in samples if s.ok)
             if as_json:
                 sys.stdout.write(json.dumps({"backend": state.name, "status": state.status,
@@ -182,6 +201,9 @@ def watch(
         total = store.count()
     finally:
         store.close()
+        if server is not None:
+            server.shutdown()
+            server.server_close()
     if not as_json:
         say(f"{total:,} samples in {db}" + (f" (stopped by {stopped_by})" if stopped_by else ""))
     if stopped_by == "SIGINT":

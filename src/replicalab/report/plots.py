@@ -56,10 +56,10 @@ def freshness_xmax_ms(t_ms: Sequence[float], total: Sequence[int], bucket_ms: fl
     return float(max(1000.0, np.ceil(t_q / 100.0) * 100.0))
 
 
-def staleness_figure(freshness: Mapping[str, Any], consistency: str = "") -> Figure:
-    """Return the paper's Figure 2: probability (0..1, shown in %) of reading the freshest value
-    against time since the write started (ms), with its 95 % Wilson band. Sparse 1 ms buckets
-    are merged into wider ones (named in the legend) so the curve is readable."""
+def freshness_curve(freshness: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the freshness curve as plotted: bucket centres ``x_ms``, probability ``p``
+    (0..1) and its 95 % Wilson band ``lo``..``hi`` per bucket of ``width_ms`` (sparse 1 ms
+    buckets merged so each holds about MIN_READS_PER_BUCKET reads), up to ``xmax_ms``."""
     bucket_ms = float(freshness["bucket_ms"])
     t = np.asarray(freshness["t_ms"], dtype=float)
     fresh = np.asarray(freshness["fresh"], dtype=float)
@@ -82,11 +82,22 @@ def staleness_figure(freshness: Mapping[str, Any], consistency: str = "") -> Fig
         with np.errstate(invalid="ignore", divide="ignore"):
             p = np.where(total > 0, fresh / np.where(total > 0, total, 1), np.nan)
         lo, hi = wilson(fresh, total)
+    return {"x_ms": t + width / 2, "p": p, "lo": lo, "hi": hi, "width_ms": width,
+            "xmax_ms": xmax}
+
+
+def staleness_figure(freshness: Mapping[str, Any], consistency: str = "") -> Figure:
+    """Return the paper's Figure 2: probability (0..1, shown in %) of reading the freshest value
+    against time since the write started (ms), with its 95 % Wilson band. Sparse 1 ms buckets
+    are merged into wider ones (named in the legend) so the curve is readable."""
+    c = freshness_curve(freshness)
+    width, xmax = c["width_ms"], c["xmax_ms"]
     fig, ax = _new()
-    x = t + width / 2
     label = f"{plain(consistency)} read" if consistency else "read"
-    ax.plot(x, p, color="#1f77b4", linewidth=1.3, label=f"{label}, {width:g} ms buckets")
-    ax.fill_between(x, lo, hi, color="#1f77b4", alpha=0.25, linewidth=0, label="95 % band")
+    ax.plot(c["x_ms"], c["p"], color="#1f77b4", linewidth=1.3,
+            label=f"{label}, {width:g} ms buckets")
+    ax.fill_between(c["x_ms"], c["lo"], c["hi"], color="#1f77b4", alpha=0.25, linewidth=0,
+                    label="95 % band")
     ax.set_xlim(0, xmax)
     ax.set_ylim(-0.02, 1.02)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))

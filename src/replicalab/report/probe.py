@@ -103,10 +103,9 @@ def _latency(page: Page, r: Mapping[str, Any]) -> None:
     )
 
 
-def render_report(results: dict, run_dir: Path) -> Path:
-    """Write ``run_dir/report.html`` (self-contained, opens offline) and ``run_dir/figures/*.png``
-    from a checker's results dict; return the path of report.html."""
-    run_dir = Path(run_dir)
+def probe_page(results: dict) -> Page:
+    """Return the probe report of ``results`` as a :class:`Page` (its HTML parts and its
+    matplotlib figures, ``page.figures``), written nowhere."""
     results = {**results, "store": redact_url(str(results["store"]))}
     page = Page()
     _summary(page, results)
@@ -119,4 +118,14 @@ def render_report(results: dict, run_dir: Path) -> Path:
         )
     _accounting(page, results)
     _latency(page, results)
-    return write_page(page, results, f"replicalab · {workload} · {results['store']}", run_dir)
+    return page
+
+
+def render_report(results: dict, run_dir: Path) -> Path:
+    """Write ``run_dir/report.html`` (self-contained, opens offline) and ``run_dir/figures/*.png``
+    from a checker's results dict; return the path of report.html."""
+    run_dir = Path(run_dir)
+    results = {**results, "store": redact_url(str(results["store"]))}
+    page = probe_page(results)
+    return write_page(page, results, f"replicalab · {results['workload']} · {results['store']}",
+                      run_dir)

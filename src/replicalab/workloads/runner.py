@@ -361,6 +361,7 @@ def run_probe(spec: ProbeSpec, out: Path,
     made: list[Path] = []  # the run directory, made once the store has answered
     h = History()
     start = [0]
+    started_unix_ns = [0]  # the wall clock when the run's clock read start[0]
     span = spec.options.duration_s * 1e9
 
     def tick(now_ns: int) -> None:
@@ -384,7 +385,7 @@ def run_probe(spec: ProbeSpec, out: Path,
             target: Store = store
             if uses_prefix(store):
                 target = prefixed = _prefixed(spec, store, made[0], keys, announce)
-            start[0] = rt.now_ns()
+            start[0], started_unix_ns[0] = rt.now_ns(), time.time_ns()
             await _run(spec, target, h, rec, nemesis)
         finally:
             if prefixed is not None:
@@ -411,6 +412,8 @@ def run_probe(spec: ProbeSpec, out: Path,
               "wall_s": round(time.perf_counter() - wall0, 3), "interrupted": interrupted,
               "error": error, "error_traceback": trace,
               "runtime": "virtual" if rt.virtual else "real",
+              # anchors the history's clock (invoke_ns, complete_ns) to the wall clock
+              "started_runtime_ns": start[0], "started_unix_ns": started_unix_ns[0],
               "keys": keys[0].to_json() if keys else None}
     with interrupts_deferred() as late:  # a Ctrl-C now waits for the save to finish
         results = _save(spec, h, store.info.features, run_dir, config,

@@ -1,0 +1,42 @@
+"""replicalab from Python and notebooks (docs/python-api.md).
+
+``probe`` runs a probe and returns a :class:`Run` (config, typed results, the history as an
+Arrow table and a pandas DataFrame, matplotlib figures, an HTML summary in notebooks);
+``open_run`` opens a saved run; ``check`` decides linearizability of a history;
+``compare`` runs one probe on several stores; ``scorecard`` measures seed 001's chart;
+``model`` gives a protocol model's latency against offered load. The command line builds
+its probes with the same functions (``api/request.py``) and runs them with the same runner.
+
+Names are loaded on first use, so ``import replicalab`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    "probe": "replicalab.api.runs",
+    "open_run": "replicalab.api.runs",
+    "Run": "replicalab.api.runs",
+    "check": "replicalab.api.adapters",
+    "compare": "replicalab.api.adapters",
+    "scorecard": "replicalab.api.adapters",
+    "model": "replicalab.api.adapters",
+    "Comparison": "replicalab.api.adapters",
+    "ScorecardRun": "replicalab.api.adapters",
+    "Results": "replicalab.api.results",
+    "HistoryTable": "replicalab.api.history",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])

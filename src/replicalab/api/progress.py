@@ -1,0 +1,109 @@
+"""Progress of a run started from Python: in a Jupyter notebook an HTML progress bar that
+updates in place (an IPython display handle, no terminal escape codes, no widget library
+needed); on a terminal a Rich bar on stderr; elsewhere nothing."""
+
+from __future__ import annotations
+
+import html
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+UPDATE_S = 0.25
+"""Notebook bar: at most one update per this many wall seconds (each is a message to the
+front end), besides the first and the last."""
+
+
+def in_notebook() -> bool:
+    """Return True when running in a Jupyter kernel (IPython with a kernel attached)."""
+    ip = sys.modules.get("IPython")
+    if ip is None:
+        return False
+    shell = ip.get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def bar_html(label: str, fraction: float, what: str = "", elapsed_s: float = 0.0) -> str:
+    """Return the notebook bar as HTML: a ``<progress>`` element with the label, percent
+    done and elapsed wall seconds (every text escaped)."""
+    pct = 100.0 * min(1.0, max(0.0, fraction))
+    text = f"{label}: {what}" if what else label
+    return (f'<div class="replicalab-progress"><progress value="{pct:.1f}" max="100" '
+            f'style="width:40ex"></progress> <span>{html.escape(text)} — {pct:.0f}% '
+            f"({elapsed_s:.1f} s)</span></div>")
+
+
+class NotebookBar:
+    """A progress callback ``bar(fraction, what=None)`` drawn as HTML in the notebook."""
+
+    def __init__(self, label: str, display: Callable[..., Any], make_html: Callable[[str], Any],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.label, self.what, self.done = label, "", 0.0
+        self._html, self._clock = make_html, clock
+        self._t0 = self._last = clock()
+        self.handle = display(make_html(bar_html(label, 0.0)), display_id=True)
+        self.updates = 1
+        self._cut = ""  # why the run stopped before its end ("" = it did not)
+
+    def __call__(self, fraction: float, what: str | None = None) -> None:
+        """Record ``fraction`` (0..1) done; redraw if due."""
+        self.done = max(self.done, min(1.0, float(fraction)))
+        if what is not None:
+            self.what = what
+        now = self._clock()
+        if now - self._last >= UPDATE_S:
+            self._draw(now)
+
+    def _draw(self, now: float) -> None:
+        self._last = now
+        self.updates += 1
+        self.handle.update(self._html(bar_html(self.label, self.done, self.what,
+                                               now - self._t0)))
+
+    def cut_short(self, why: str) -> None:
+        """Record that the run stopped before its end: the last state says ``why``."""
+        self._cut = why
+
+    def close(self, outcome: str = "done") -> None:
+        """Draw the last state, saying how the run ended (``done`` or why it stopped)."""
+        outcome = self._cut or outcome
+        if outcome == "done":
+            self.done = 1.0
+        self.what = outcome
+        self._draw(self._clock())
+
+
+@contextmanager
+def progress(label: str, enabled: bool | None = None) -> Iterator[Callable[..., None] | None]:
+    """Yield a progress callback for a run described by ``label``: a notebook bar in
+    Jupyter, a Rich bar on a terminal, None elsewhere or when ``enabled`` is False (None:
+    decide by where we run)."""
+    if enabled is False or (enabled is None and not in_notebook()
+                            and not sys.stderr.isatty()):
+        yield None
+        return
+    if in_notebook():
+        from IPython.display import HTML, display
+
+        bar = NotebookBar(label, display, HTML)
+        outcome = "stopped"
+        try:
+            yield bar
+            outcome = "done"
+        finally:
+            bar.close(outcome)
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(),
+                  TextColumn("{task.percentage:>5.1f}%"), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as rich_bar:
+        task = rich_bar.add_task(label, total=1.0)
+
+        def tick(fraction: float, what: str | None = None) -> None:
+            rich_bar.update(task, completed=min(1.0, fraction),
+                            description=f"{label}: {what}" if what else label)
+        yield tick

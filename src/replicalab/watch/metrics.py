@@ -1,0 +1,94 @@
+"""``replicalab watch --metrics-port``: the watch samples as Prometheus metrics on
+``http://127.0.0.1:PORT/metrics`` (the official ``prometheus_client``), so the monitor's
+latencies sit beside the rest of a fleet's dashboards.
+
+Per backend and operation (labels ``backend``, ``op`` = read | write):
+
+* ``replicalab_watch_latency_seconds`` — histogram of successful operations' latency, in
+  seconds, with :data:`LATENCY_BUCKETS_S`;
+* ``replicalab_watch_errors_total`` — operations that failed (timeouts included);
+* ``replicalab_watch_timeouts_total`` — operations that got no answer within ``--timeout``.
+
+Every (backend, op) series exists from the start at 0, so Prometheus's ``rate()`` sees the
+first sample's increase too. Samples are observed in the order they are committed to the
+samples database, one round at a time.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+
+from replicalab.watch.stats import Sample
+
+LATENCY_BUCKETS_S = (0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.125,
+                     0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0)
+"""Histogram bucket upper bounds in seconds (+Inf is added). Seed 001's p99 latencies run
+from about 10 ms to 2 s: the buckets are dense there (each at most 1.5x the one below, so a
+p99 read from them is within half its value) and have edges at the seed's goals, 50 ms for
+reads and 500 ms for writes, so ``le="0.05"`` / ``le="0.5"`` count the operations that
+met them; 5 ms below and 3 s, 5 s above catch a fast cache and the default 5 s timeout."""
+
+TIMEOUT = "timeout"
+"""The error text of a sample that timed out (``watch/watcher.py``)."""
+
+
+class WatchMetrics:
+    """The watch metrics in their own registry (nothing else of the process is exported)."""
+
+    def __init__(self, backends: Sequence[str], ops: Sequence[str] = ("read", "write")) -> None:
+        self.registry = CollectorRegistry()
+        self.latency = Histogram("replicalab_watch_latency_seconds",
+                                 "Latency of successful watch operations (seconds)",
+                                 ("backend", "op"), buckets=LATENCY_BUCKETS_S,
+                                 registry=self.registry)
+        self.errors = Counter("replicalab_watch_errors", "Watch operations that failed "
+                              "(timeouts included)", ("backend", "op"), registry=self.registry)
+        self.timeouts = Counter("replicalab_watch_timeouts", "Watch operations that got no "
+                                "answer within --timeout", ("backend", "op"),
+                                registry=self.registry)
+        for b in backends:
+            for op in ops:
+                self.latency.labels(b, op)
+                self.errors.labels(b, op)
+                self.timeouts.labels(b, op)
+
+    def observe(self, samples: Iterable[Sample]) -> None:
+        """Count ``samples``: a latency for each success, an error (and a timeout) else."""
+        for s in samples:
+            if s.ok and s.latency_ms is not None:
+                self.latency.labels(s.backend, s.op).observe(s.latency_ms / 1000.0)
+            else:
+                self.errors.labels(s.backend, s.op).inc()
+                if s.error == TIMEOUT:
+                    self.timeouts.labels(s.backend, s.op).inc()
+
+
+def check_port(port: int) -> None:
+    """Raise ValueError naming the fix if ``port`` is not a TCP port (0 = any free one)."""
+    if not 0 <= port <= 65535:
+        raise ValueError(f"--metrics-port {port} is not a TCP port; give 1-65535, or 0 for "
+                         "any free port")
+
+
+def serve(metrics: WatchMetrics, port: int, host: str = "127.0.0.1") -> Any:
+    """Serve ``/metrics`` on ``host:port`` in a daemon thread; return the server (its
+    ``server_address`` holds the port bound, ``shutdown()`` stops it). ValueError naming
+    the fix for a port out of range, in use or not allowed."""
+    check_port(port)
+    try:
+        server, _thread = start_http_server(port, addr=host, registry=metrics.registry)
+    except OSError as err:
+        if err.errno == errno.EADDRINUSE:
+            raise ValueError(f"--metrics-port {port}: the port is in use on {host} (another "
+                             "process listens there); pick another, or 0 for any free port"
+                             ) from None
+        if err.errno == errno.EACCES:
+            raise ValueError(f"--metrics-port {port}: not allowed to listen there (ports "
+                             "below 1024 need privileges); pick one above 1023") from None
+        raise ValueError(f"--metrics-host {host}: cannot listen there ({err.strerror}); give "
+                         "an address of this machine, e.g. 127.0.0.1 or 0.0.0.0") from None
+    return server
