@@ -12,7 +12,7 @@ from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cluster import base
-from replicalab.cluster.state import names
+from replicalab.cluster.state import load, names, state_root
 
 cluster_app = typer.Typer(help="Start, inspect and stop real local clusters.",
                           no_args_is_help=True)
@@ -50,7 +50,7 @@ def up(
         with progress_bar(f"cluster up {kind}", not as_json) as tick:
             tick(0.0, f"starting {plural(nodes, kind + ' node')} and their links on {regions}")
             c = base.up(kind, nodes, regions, name, base_port, client_region,
-                        settings=settings, power_loss_fs=power_loss_fs)
+                        root=state_root(), settings=settings, power_loss_fs=power_loss_fs)
     except ValueError as err:
         fail(str(err))
     base.keep(c)  # the cluster outlives this command: `cluster down` stops it
@@ -87,25 +87,33 @@ def status(
 ) -> None:
     """Show each node's role, pid, port and replication state or lag.
 
+    Clusters are found from any directory: their state lives in one directory per user
+    ($REPLICALAB_STATE_DIR, else $XDG_STATE_HOME/replicalab, else ~/.local/state/replicalab).
+
     Example: replicalab cluster status redis-dc3
     """
-    targets = [name] if name else names()
-    tables = []
+    root = state_root()
+    targets = [name] if name else names(root)
+    tables, dead = [], []
     for n in targets:
         try:
-            c, rows = base.status(n)
+            c, rows = base.status(n, root)
         except ValueError as err:
             fail(str(err))
         cols = ["node", "region", "role", "alive", "pid", "port", "state"]
-        t = TableData(f"{c.name} ({c.kind}, {c.regions}) — {c.url}", cols, wrap=(6,))
+        title = f"{c.name} ({c.kind}, {c.regions}) — {c.url}"
+        if base.gone(c):
+            dead.append(c.name)
+            title += f" — its processes are gone; `replicalab cluster down {c.name}` removes it"
+        t = TableData(title, cols, wrap=(6,))
         for row in rows:
             t.add(*(row.get(col, "") for col in cols))
         tables.append(t)
     if as_json:
-        sys.stdout.write(json.dumps({"clusters": targets,
+        sys.stdout.write(json.dumps({"clusters": targets, "gone": dead, "state_dir": str(root),
                                      "tables": [t.to_json() for t in tables]}) + "\n")
     elif not targets:
-        say("no clusters are up")
+        say(f"no clusters are up (state in {root})")
     else:
         show(tables)
 
@@ -115,16 +123,22 @@ def down(
     name: Annotated[str | None, typer.Argument(help="Cluster name.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Stop every cluster.")] = False,
 ) -> None:
-    """Stop exactly the processes a cluster started and remove its data.
+    """Stop exactly the processes a cluster started and remove its data (a cluster whose
+    processes died: remove what it left).
 
     Example: replicalab cluster down redis-dc3
     """
     if not name and not all_:
         fail("name a cluster or pass --all")
-    targets = names() if all_ else [name]
+    root = state_root()
+    targets = names(root) if all_ else [name]
     for n in targets:
         try:
-            pids = base.down(n)
+            was_gone = base.gone(load(n, root))
+            pids = base.down(n, root)
         except ValueError as err:
             fail(str(err))
-        say(f"{n}: stopped {plural(len(pids), 'process')}")
+        if was_gone:
+            say(f"{n}: its processes were already gone; removed its state")
+        else:
+            say(f"{n}: stopped {plural(len(pids), 'process')}")

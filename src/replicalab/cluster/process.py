@@ -45,6 +45,19 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
+def born(pid: int) -> int | None:
+    """Return the start time (clock ticks since boot) this process recorded for ``pid``
+    (it started or tracked it, or loaded a cluster that saved it), else None."""
+    return _BORN.get(pid)
+
+
+def remember_born(pid: int, ticks: int) -> None:
+    """Record that ``pid`` was started at ``ticks`` (by another replicalab command: a saved
+    cluster), so that :func:`reused` recognises a recycled pid; a start time this process
+    saw itself is kept."""
+    _BORN.setdefault(pid, ticks)
+
+
 def reused(pid: int) -> bool:
     """Return True if ``pid`` now names another process than the one this process started
     or tracked under it (the pid was recycled); False when unknown."""

@@ -32,7 +32,7 @@ from replicalab.checkers.accounting import (
 )
 from replicalab.checkers.latency import latency_histograms, latency_summary
 from replicalab.cluster.process import interrupts_deferred
-from replicalab.cluster.state import load, names
+from replicalab.cluster.state import load, names, state_root
 from replicalab.faults.nemesis import Nemesis
 from replicalab.faults.schedule import Fault
 from replicalab.faults.sim import SimNemesis
@@ -58,7 +58,7 @@ class ProbeSpec:
     options: ProbeOptions = field(default_factory=ProbeOptions)
     config: Any = None
     cluster: str | None = None
-    cluster_root: str = ".replicalab"
+    cluster_root: str | None = None  # None: the per-user state directory (cluster/state.py)
     faults: tuple[Fault, ...] = ()
     key_prefix: str | None = None  # None: replicalab/<run id>/ on a real store
     keep_keys: bool = False
@@ -99,7 +99,7 @@ class ProbeSpec:
             raise ValueError(f"the saved spec has no config for workload {d['workload']}")
         return cls(store=d["store"], workload=d["workload"], options=ProbeOptions(**d["options"]),
                    config=config_from_json(wl.config, cfg), cluster=d.get("cluster"),
-                   cluster_root=d.get("cluster_root", ".replicalab"),
+                   cluster_root=d.get("cluster_root"),
                    faults=tuple(Fault(**f) for f in d.get("faults", [])),
                    key_prefix=d.get("key_prefix"), keep_keys=bool(d.get("keep_keys", False)))
 
@@ -292,7 +292,8 @@ def _open_checked(spec: ProbeSpec) -> tuple[Store, Nemesis | SimNemesis | None]:
         elif spec.cluster is None:
             raise ValueError("faults need the cluster they act on: pass --cluster NAME")
         else:
-            nemesis = Nemesis(spec.cluster, Path(spec.cluster_root))
+            nemesis = Nemesis(spec.cluster, Path(spec.cluster_root) if spec.cluster_root
+                              else state_root())
         nemesis.check(list(spec.faults))
     return store, nemesis
 
