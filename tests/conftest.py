@@ -13,12 +13,12 @@ from pathlib import Path
 os.environ["REPLICALAB_STATE_DIR"] = tempfile.mkdtemp(prefix="replicalab-state-")
 os.chmod(os.environ["REPLICALAB_STATE_DIR"], 0o755)  # PostgreSQL's user reaches its data
 
-import pytest
+import pytest  # noqa: E402
 
-from replicalab.history.rundir import Run
-from replicalab.workloads.base import ProbeOptions
-from replicalab.workloads.runner import ProbeSpec, run_probe
-from servers import need_module, running_cluster
+from replicalab.history.rundir import Run  # noqa: E402
+from replicalab.workloads.base import ProbeOptions  # noqa: E402
+from replicalab.workloads.runner import ProbeSpec, run_probe  # noqa: E402
+from servers import need_module, running_cluster  # noqa: E402
 
 
 @pytest.fixture

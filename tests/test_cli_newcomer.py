@@ -27,11 +27,11 @@ from typer.testing import CliRunner
 
 import servers
 from replicalab.cli import output, rundir
-from replicalab.cli.cluster import plural
 from replicalab.cli.counter import cli_message
 from replicalab.cli.main import app
 from replicalab.cli.output import TableData
 from replicalab.cli.progress import Phases, Tick, eta_s, fmt_s
+from replicalab.cli.words import plural
 from replicalab.cluster.ports import allocate, wait_listening
 from replicalab.counters.crdt import InsufficientRights
 from replicalab.counters.middleware import HINT_GLOBAL

@@ -11,6 +11,7 @@ import typer
 from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
+from replicalab.cli.words import plural
 from replicalab.cluster import base
 from replicalab.cluster.state import load, names, state_root
 
@@ -73,11 +74,6 @@ def parse_settings(items: list[str]) -> dict[str, str]:
             raise ValueError(f"--set {item!r}: write KEY=VALUE, e.g. --set appendfsync=always")
         out[key.strip()] = value.strip()
     return out
-
-
-def plural(n: int, noun: str) -> str:
-    """Return ``1 redis node`` or ``3 redis nodes``."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}{'es' if noun.endswith('s') else 's'}"
 
 
 @cluster_app.command("status")

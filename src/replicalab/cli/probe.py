@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import inspect
 import json
 import sys
@@ -15,8 +16,9 @@ import typer
 from replicalab.cli import rundir
 from replicalab.cli.errors import UserError, fail
 from replicalab.cli.output import TableData, out_console, say, show
-from replicalab.cli.progress import progress_bar
+from replicalab.cli.progress import fmt_s, progress_bar
 from replicalab.cli.timeparse import parse_duration_s
+from replicalab.cli.words import plural
 from replicalab.cluster.state import load, names
 from replicalab.faults.schedule import check_within, load_faults, parse_fault
 from replicalab.history.rundir import Run, load_results
@@ -93,7 +95,21 @@ def summary_table(results: dict[str, Any], title: str) -> TableData:
 
 
 def finish(run: Run, as_json: bool) -> None:
-    """Render the report, print the outcome, and exit 130/2 if the run was cut short."""
+    """Render the report, print the outcome, and exit 130/2 if the run was cut short (a
+    simulation interrupted before its checks: one line naming its history and the command
+    that checks it)."""
+    if not run.results.get("checked", True):
+        r = run.results
+        # the simulation's objects are many and about to go: no cyclic GC walking them
+        # again while the interpreter exits (a quarter second of the one Ctrl-C allows)
+        gc.freeze()
+        if as_json:
+            sys.stdout.write(json.dumps({**r, "run_dir": str(run.run_dir)}, sort_keys=True)
+                             + "\n")
+        fail(f"interrupted after {fmt_s(r['ran_s'])} of {fmt_s(r['duration_s'])} simulated; "
+             f"its history ({plural(r['operations'], 'operation')}) is saved in "
+             f"{run.run_dir}; `replicalab report {run.run_dir}` checks it and draws the "
+             "report", 130)
     from replicalab.report import render_report
 
     report = render_report(run.results, run.run_dir)
@@ -268,7 +284,8 @@ def probe(
     try:
         spec = args.spec({})
         with progress_bar(f"{workload} on {redact_url(store)}", not as_json) as tick:
-            run = run_probe(spec, out, tick, announce=lambda line: say(line, err=True))
+            run = run_probe(spec, out, tick, announce=lambda line: say(line, err=True),
+                            check_interrupted=False)
             if run.interrupted or run.error:
                 tick.interrupted("interrupted" if run.interrupted else "stopped early")
     except (ValueError, UserError) as err:

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import FrameType
 
+from replicalab.runtime import interrupts
+
 STOP_GRACE_S = 10.0
 """How long a stopped process gets to exit after SIGTERM before SIGKILL (s)."""
 
@@ -214,6 +216,7 @@ def interrupts_deferred() -> Iterator[list[bool]]:
 
     def note(_sig: int, _frame: FrameType | None) -> None:
         flag[0] = True
+        interrupts.note()
 
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     for s in before:

@@ -331,10 +331,15 @@ def _save(spec: ProbeSpec, h: History, features: frozenset[Feature], run_dir: Pa
 
 def run_probe(spec: ProbeSpec, out: Path,
               progress: Callable[[float], None] | None = None,
-              announce: Callable[[str], None] | None = None, name: str | None = None) -> Run:
+              announce: Callable[[str], None] | None = None, name: str | None = None,
+              check_interrupted: bool = True) -> Run:
     """Run ``spec`` and save it under ``out`` (as ``out/name`` when a name is given: one run
     of a batch); returns even when interrupted (see Run). ``announce`` is told, before the
-    first operation, where a real store's keys go."""
+    first operation, where a real store's keys go.
+
+    A simulated run interrupted with ``check_interrupted`` False saves its history and
+    config only, at once (checking hours of simulated traffic takes seconds; ``replicalab
+    report RUN_DIR`` does it later): its Run's results are :func:`unchecked_results`."""
     spec.check()
     store, nemesis = _open_checked(spec)
     wl = registry.get(spec.workload)
@@ -393,6 +398,11 @@ def run_probe(spec: ProbeSpec, out: Path,
               "error": error, "error_traceback": trace,
               "runtime": "virtual" if rt.virtual else "real",
               "keys": keys[0].to_json() if keys else None}
+    if interrupted and rt.virtual and not check_interrupted:
+        with interrupts_deferred():  # a second Ctrl-C waits for the save to finish
+            save_history(h, run_dir, config)
+        return Run(run_dir, unchecked_results(spec, h, rt.now_ns() - start[0]), True, error,
+                   keys=keys[0] if keys else None)
     with interrupts_deferred() as late:  # a Ctrl-C now waits for the save to finish
         results = _save(spec, h, store.info.features, run_dir, config,
                         error if interrupted or error else None)
@@ -402,6 +412,14 @@ def run_probe(spec: ProbeSpec, out: Path,
         progress(1.0)
     return Run(run_dir, results, interrupted, error,
                keys=keys[0] if keys else None)
+
+
+def unchecked_results(spec: ProbeSpec, h: History, ran_ns: int) -> dict[str, Any]:
+    """Return what is known of a run saved without its checks: ``checked`` False, the
+    operations recorded, and the seconds (virtual for a simulation) it ran of those asked."""
+    return {"checked": False, "partial": True, "workload": spec.workload,
+            "store": redact_url(spec.store), "operations": len(h),
+            "ran_s": round(max(ran_ns, 0) / 1e9, 3), "duration_s": spec.options.duration_s}
 
 
 def recheck(run_dir: Path) -> dict[str, Any]:
