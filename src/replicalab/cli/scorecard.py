@@ -117,6 +117,8 @@ def scorecard(
             return None
 
         run(sc, step)
+        if sc.interrupted:
+            tick.interrupted()  # its progress line says so, never "finished"
     doc = sc.to_json()
     report = render_scorecard(doc, run_dir)
     if as_json:
