@@ -71,6 +71,9 @@ def _load(path: Path, model: Any) -> Loaded:
     from replicalab.history.read import read_ops
 
     fh = read_ops(path, tuples=model.tuples)
+    if not fh.ops:  # nothing to check is not "linearizable, 0 ops"
+        raise ValueError(f"{path} holds no operations; pass a history with at least one "
+                         "(Jepsen EDN, JSON lines, Jepsen log lines or Porcupine's JSON)")
     ops = ops_from_file(path, fh.ops, model)
     t0 = min((o.invoke_ns for o in ops), default=0)
     return Loaded(path, Clock(t0, lines=not fh.timed), ops=ops)
