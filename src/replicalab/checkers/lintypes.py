@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from replicalab.checkers.linmodel import Model, NativeColumns
 from replicalab.checkers.linmodels import show_value
 from replicalab.checkers.linops import INFO, UNRECORDED, LinOp, who
+from replicalab.history.read import edn_text
 
 
 def _elements(v: Any) -> frozenset[Any] | None:
@@ -46,11 +47,11 @@ class SetModel(Model):
     def value_problem(self, op: LinOp) -> str | None:
         """Return the problem with a read that is not a collection or an unhashable add."""
         if op.f == "read" and _elements(op.value) is None:
-            return f"a set read returns a collection (#{{...}} or [...]), got {op.value!r}"
+            return f"a set read returns a collection (#{{...}} or [...]), got {edn_text(op.value)}"
         try:
             hash(op.value)
         except TypeError:
-            return f"an element must be hashable, got {op.value!r}"
+            return f"an element must be hashable, got {edn_text(op.value)}"
         return None
 
     def useless(self, relaxed: Sequence[LinOp], constrained: Sequence[LinOp]) -> set[int]:
@@ -251,7 +252,7 @@ class Counter(Model):
     def value_problem(self, op: LinOp) -> str | None:
         """Return the problem with a value that is not an integer."""
         if isinstance(op.value, bool) or not isinstance(op.value, int):
-            return f"a counter's {op.f} needs an integer, got {op.value!r}"
+            return f"a counter's {op.f} needs an integer, got {edn_text(op.value)}"
         if not -2**62 < op.value < 2**62:
             return f"a counter's {op.f} of {op.value} is out of range (|n| < 2^62)"
         return None

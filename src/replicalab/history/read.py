@@ -370,8 +370,33 @@ def _name(k: Any) -> str:
     return str.__str__(k) if isinstance(k, str) else str(k)
 
 
+def edn_text(v: Any) -> str:
+    """Return ``v`` written as EDN, the way Jepsen histories write it (``nil``, ``true``,
+    ``"text"``, ``:keyword``, ``[1 2]``, ``#{1}``, ``{:k 1}``), for messages: never a
+    Python repr such as ``None`` or ``frozenset({1})``."""
+    if v is None:
+        return "nil"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, Keyword):
+        return f":{str.__str__(v)}"
+    if isinstance(v, Symbol):
+        return str.__str__(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, Tagged):
+        return f"#{v.tag} {edn_text(v.value)}"
+    if isinstance(v, list | tuple):
+        return "[" + " ".join(edn_text(x) for x in v) + "]"
+    if isinstance(v, set | frozenset):
+        return "#{" + " ".join(sorted(edn_text(x) for x in v)) + "}"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{edn_text(k)} {edn_text(x)}" for k, x in v.items()) + "}"
+    return str(v)
+
+
 def _show(v: Any, limit: int = 40) -> str:
-    text = repr(v)
+    text = edn_text(v)
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -604,10 +629,12 @@ def _pair(path: Path, events: list[Event], tuples: bool) -> FileHistory:
         if isinstance(process, bool) or not isinstance(process, int):
             continue  # :nemesis and other non-client processes
         if typ not in _TYPES:
-            raise HistoryFileError(f"{path}:{line}: :type {_show(typ)}; expected :invoke, "
-                                   ":ok, :fail or :info")
+            said = "no :type" if typ is None else f":type {_show(typ)}"
+            raise HistoryFileError(f"{path}:{line}: {said}; expected :invoke, :ok, :fail or "
+                                   ":info")
         if not isinstance(f, str) or not f:
-            raise HistoryFileError(f"{path}:{line}: :f {_show(f)}; expected the op's name "
+            said = "no :f" if f is None else f":f {_show(f)}"
+            raise HistoryFileError(f"{path}:{line}: {said}; expected the op's name "
                                    "(:read, :write, :cas, :append, :enqueue, ...)")
         pos = line if lines_unique else n
         if timed:
