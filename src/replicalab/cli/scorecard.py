@@ -13,6 +13,7 @@ import typer
 from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
+from replicalab.cli.words import plural
 
 
 def register(app: typer.Typer) -> None:
@@ -106,7 +107,7 @@ def scorecard(
         fail(str(err))
     (run_dir / "runs").mkdir(exist_ok=True)
     sc = Scorecard(run_dir, stores, props, regions, QUICK if quick else FULL, seed)
-    with progress_bar(f"scorecard of {len(stores)} stores", not as_json) as tick:
+    with progress_bar(f"scorecard of {plural(len(stores), 'store')}", not as_json) as tick:
         done = [0]
         total = sum(expected_steps(s, props, sc.plan, len(region_set(regions).regions))
                     for s in stores)
