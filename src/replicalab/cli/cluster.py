@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import sys
-from typing import Annotated
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -48,10 +54,12 @@ def up(
     """
     try:
         settings = parse_settings(setting or [])
+        root = state_root()
         with progress_bar(f"cluster up {kind}", not as_json) as tick:
             tick(0.0, f"starting {plural(nodes, kind + ' node')} and their links on {regions}")
-            c = base.up(kind, nodes, regions, name, base_port, client_region,
-                        root=state_root(), settings=settings, power_loss_fs=power_loss_fs)
+            with _watch_start(root / "clusters" / (name or f"{kind}-{regions}"), tick):
+                c = base.up(kind, nodes, regions, name, base_port, client_region,
+                            root=root, settings=settings, power_loss_fs=power_loss_fs)
     except ValueError as err:
         fail(str(err))
     base.keep(c)  # the cluster outlives this command: `cluster down` stops it
@@ -63,6 +71,55 @@ def up(
     say(f"store URL: {c.url}")
     say(f"probe it:  replicalab probe --store '{c.url}' --duration 60s")
     say(f"stop it:   replicalab cluster down {c.name}")
+
+
+def start_phase(saved: dict[str, Any] | None, waited_s: float) -> tuple[float, str]:
+    """Return (fraction done, what is being done) of a cluster being started, from its
+    ``cluster.json`` as saved so far (None: not yet) and the seconds since its last node
+    started: Toxiproxy, then each node's process, then the wait until they answer (a JVM
+    takes seconds: the bar creeps on, never reaching the end before they do)."""
+    if saved is None:
+        return 0.02, "preparing"
+    nodes = saved.get("nodes", [])
+    started = sum(1 for n in nodes if n.get("pid"))
+    if not saved.get("toxiproxy_pid"):
+        return 0.05, "starting Toxiproxy"
+    if started < len(nodes):
+        n = nodes[started]
+        return (0.1 + 0.4 * started / max(len(nodes), 1),
+                f"starting node n{n['index']} ({n['region']}), {started} of {len(nodes)} "
+                "started")
+    creep = 1 - math.exp(-waited_s / 10.0)
+    return 0.5 + 0.45 * creep, f"{len(nodes)} of {len(nodes)} started; waiting until they answer"
+
+
+@contextlib.contextmanager
+def _watch_start(directory: Path, tick: Any) -> Iterator[None]:
+    """Tell ``tick`` what a cluster being started in ``directory`` is doing, every quarter
+    second, from what ``cluster up`` saves as it goes (on a thread: the start blocks)."""
+    stop = threading.Event()
+
+    def watch() -> None:
+        seen: tuple[int, int] | None = None
+        since = time.monotonic()
+        while not stop.wait(0.25):
+            try:
+                saved = json.loads((directory / "cluster.json").read_text())
+            except (OSError, ValueError):
+                saved = None  # not yet written, or half written
+            now = (sum(1 for n in (saved or {}).get("nodes", []) if n.get("pid")),
+                   int(bool((saved or {}).get("toxiproxy_pid"))))
+            if now != seen:
+                seen, since = now, time.monotonic()
+            tick(*start_phase(saved, time.monotonic() - since))
+
+    thread = threading.Thread(target=watch, name="cluster-up-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=2)
 
 
 def parse_settings(items: list[str]) -> dict[str, str]:

@@ -507,8 +507,10 @@ def _json_array(text: str) -> list[Any] | None:
 
 _PORCUPINE_OP = {"clientid", "input", "call", "output", "return"}
 _PORCUPINE_EVENT = {"clientid", "kind", "value", "id"}
-_PORCUPINE_F = {0: "get", 1: "put", 2: "append"}
-"""Porcupine's key-value test's op codes (its ``kvInput.op``)."""
+_PORCUPINE_F = {0: "read", 1: "write", 2: "append"}
+"""Porcupine's key-value test's op codes (its ``kvInput.op``: get, put, append), named as
+every register model takes them."""
+_PORCUPINE_NAMES = {"get": "read", "put": "write"}
 _NEVER = 2**63 - 1
 """A Return this large (Porcupine's math.MaxInt64) marks an op whose outcome is unknown."""
 
@@ -523,15 +525,16 @@ def _porcupine_shaped(d: dict[str, Any]) -> bool:
 
 
 def _porcupine_f(inp: Any, where: str) -> str:
-    """Return the op's name from a Porcupine Input: ``Op``/``F`` as a name, as the kv
-    test's code (0 get, 1 put, 2 append) or as the register test's bool (true get)."""
+    """Return the op's name from a Porcupine Input: ``Op``/``F`` as a name (get and put
+    read as read and write), as the kv test's code (0 get, 1 put, 2 append) or as the
+    register test's bool (true get)."""
     code = _lower(inp).get("op", _lower(inp).get("f")) if isinstance(inp, dict) else None
     if isinstance(code, bool):
-        return "get" if code else "put"
+        return "read" if code else "write"
     if isinstance(code, int) and code in _PORCUPINE_F:
         return _PORCUPINE_F[code]
     if isinstance(code, str) and code:
-        return code.lower()
+        return _PORCUPINE_NAMES.get(code.lower(), code.lower())
     raise HistoryFileError(f"{where}: Input {_show(inp)}; expected an object with \"Op\" "
                            '(0 get, 1 put, 2 append, or a name such as "read", "write", '
                            '"cas"), "Key" and "Value"')
@@ -552,7 +555,7 @@ def _porcupine_op(where: str, line: int, process: Any, inp: Any, out: Any, call:
         raise HistoryFileError(f"{where}: Input {_show(inp)} has no \"Key\"; --model kv "
                                "checks one register per key (for one register use --model "
                                "register or cas-register)")
-    if f in ("get", "read"):
+    if f == "read":
         value = _value(o.get("value"))
     elif f == "cas":
         value = _value(i["value"]) if "value" in i else (_value(i.get("from")),
