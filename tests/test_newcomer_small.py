@@ -216,7 +216,8 @@ def test_the_start_phases_move_on():
     assert fractions == sorted(fractions) and fractions[-1] < 1.0
     assert len(set(fractions)) == len(fractions)  # every step moves the bar
     assert seen[2][1] == "starting node n0 (US-E), 0 of 3 started"
-    assert seen[-1][1] == "3 of 3 started; waiting until they answer"
+    assert seen[-2][1] == "3 of 3 started; waiting until they answer, 5s so far"
+    assert seen[-1][1] == "3 of 3 started; waiting until they answer, 30s so far"
 
 
 @pytest.mark.integration

@@ -55,7 +55,9 @@ def up(
     try:
         settings = parse_settings(setting or [])
         root = state_root()
-        with progress_bar(f"cluster up {kind}", not as_json) as tick:
+        # a JVM's start says nothing of the next one's: no ETA, the bar moves, the line says
+        # what is going on
+        with progress_bar(f"cluster up {kind}", not as_json, estimates=False) as tick:
             tick(0.0, f"starting {plural(nodes, kind + ' node')} and their links on {regions}")
             with _watch_start(root / "clusters" / (name or f"{kind}-{regions}"), tick):
                 c = base.up(kind, nodes, regions, name, base_port, client_region,
@@ -90,7 +92,10 @@ def start_phase(saved: dict[str, Any] | None, waited_s: float) -> tuple[float, s
                 f"starting node n{n['index']} ({n['region']}), {started} of {len(nodes)} "
                 "started")
     creep = 1 - math.exp(-waited_s / 10.0)
-    return 0.5 + 0.45 * creep, f"{len(nodes)} of {len(nodes)} started; waiting until they answer"
+    # the text changes every 5 s, so that piped output says the wait goes on
+    so_far = f", {int(waited_s // 5) * 5}s so far" if waited_s >= 5 else ""
+    return (0.5 + 0.45 * creep,
+            f"{len(nodes)} of {len(nodes)} started; waiting until they answer{so_far}")
 
 
 @contextlib.contextmanager

@@ -89,9 +89,13 @@ class Tick:
         self._interrupts = interrupts.count()  # more at the end: the run was interrupted
         self._samples: deque[tuple[float, float]] = deque([(self._t0, 0.0)])
 
+    estimates = True
+    """False for work whose pace says nothing of what is left (servers starting): no ETA."""
+
     def eta(self) -> float | None:
-        """Return the seconds left at the measured speed (see :func:`measured_eta_s`)."""
-        return measured_eta_s(self._samples, self._now())
+        """Return the seconds left at the measured speed (see :func:`measured_eta_s`), None
+        when this work makes no estimates."""
+        return measured_eta_s(self._samples, self._now()) if self.estimates else None
 
     def _sample(self) -> None:
         now = self._now()
@@ -190,14 +194,16 @@ class _Silent(Tick):
 
 
 @contextmanager
-def progress_bar(label: str, enabled: bool = True) -> Iterator[Tick]:
-    """Yield a :class:`Tick` for a run described by ``label`` (e.g. ``compare on dc3``)."""
+def progress_bar(label: str, enabled: bool = True, estimates: bool = True) -> Iterator[Tick]:
+    """Yield a :class:`Tick` for a run described by ``label`` (e.g. ``compare on dc3``);
+    ``estimates`` False shows no ETA (see :attr:`Tick.estimates`)."""
     flush_notes()  # the command got past its checks: its deprecation notes, then progress
     if not enabled:
         yield _Silent()
         return
     if not err_console.is_terminal:
         tick = Tick(label, None)
+        tick.estimates = estimates
         yield tick
         tick.finish()  # not after an error: the error line says it all
         return
@@ -207,5 +213,7 @@ def progress_bar(label: str, enabled: bool = True) -> Iterator[Tick]:
                   TextColumn("{task.percentage:>5.1f}%"), TimeElapsedColumn(),
                   TextColumn("{task.fields[eta]}"), console=err_console,
                   transient=True) as bar:
-        yield Tick(label, bar)
+        tick = Tick(label, bar)
+        tick.estimates = estimates
+        yield tick
 
