@@ -119,6 +119,20 @@ def test_porcupine_events_unknown_outcomes_and_the_register_shape(tmp_path: Path
                      "operation 1", "Input", '"Op"')
 
 
+def test_a_json_array_of_jepsen_events_is_read_too(tmp_path: Path):
+    path = tmp_path / "h.json"
+    path.write_text(json.dumps([
+        {"type": "invoke", "f": "write", "process": 0, "value": 1, "time": 0},
+        {"type": "ok", "f": "write", "process": 0, "value": 1, "time": 10},
+        {"type": "invoke", "f": "read", "process": 1, "value": None, "time": 20},
+        {"type": "ok", "f": "read", "process": 1, "value": 1, "time": 30}]))
+    p = _cli("check", str(path), "--model", "register", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["results"][0]["ops"] == 2
+    path.write_text("[1, 2]")
+    _one_line_exit_2(_cli("check", str(path)), "a JSON array of 1", "Porcupine operations")
+
+
 # -- EDN wording, true refutations --------------------------------------------------------------
 
 def test_values_in_messages_are_written_as_edn():
