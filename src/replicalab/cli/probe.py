@@ -29,7 +29,7 @@ from replicalab.workloads import registry
 from replicalab.workloads.base import Flag, ProbeOptions
 from replicalab.workloads.runner import ProbeSpec, recheck, run_probe
 
-__all__ = ["finish", "out_console", "probe", "report", "summary_table"]
+__all__ = ["finish", "out_console", "probe", "report", "summary_table", "unchecked_exit"]
 
 
 def _pct(x: float | None, digits: int = 1) -> str:
@@ -99,17 +99,7 @@ def finish(run: Run, as_json: bool) -> None:
     simulation interrupted before its checks: one line naming its history and the command
     that checks it)."""
     if not run.results.get("checked", True):
-        r = run.results
-        # the simulation's objects are many and about to go: no cyclic GC walking them
-        # again while the interpreter exits (a quarter second of the one Ctrl-C allows)
-        gc.freeze()
-        if as_json:
-            sys.stdout.write(json.dumps({**r, "run_dir": str(run.run_dir)}, sort_keys=True)
-                             + "\n")
-        fail(f"interrupted after {fmt_s(r['ran_s'])} of {fmt_s(r['duration_s'])} simulated; "
-             f"its history ({plural(r['operations'], 'operation')}) is saved in "
-             f"{run.run_dir}; `replicalab report {run.run_dir}` checks it and draws the "
-             "report", 130)
+        unchecked_exit(run, as_json)
     from replicalab.report import render_report
 
     report = render_report(run.results, run.run_dir)
@@ -131,6 +121,22 @@ def finish(run: Run, as_json: bool) -> None:
         fail(f"interrupted; the history so far and a partial report are in {run.run_dir}", 130)
     if run.error:
         fail(f"the run stopped early ({run.error}); what was recorded is in {run.run_dir}")
+
+
+def unchecked_exit(run: Run, as_json: bool) -> None:
+    """Exit 130 with one line for a simulation interrupted before its checks: how far it
+    got, where its history is, and the command that checks it (``run_probe`` with
+    ``check_interrupted=False``)."""
+    r = run.results
+    # the simulation's objects are many and about to go: no cyclic GC walking them again
+    # while the interpreter exits (a quarter second of the one Ctrl-C allows)
+    gc.freeze()
+    if as_json:
+        sys.stdout.write(json.dumps({**r, "run_dir": str(run.run_dir)}, sort_keys=True)
+                         + "\n")
+    fail(f"interrupted after {fmt_s(r['ran_s'])} of {fmt_s(r['duration_s'])} simulated; its "
+         f"history ({plural(r['operations'], 'operation')}) is saved in {run.run_dir}; "
+         f"`replicalab report {run.run_dir}` checks it and draws the report", 130)
 
 
 def _flags_by_name() -> dict[str, list[tuple[str, Flag]]]:
