@@ -65,11 +65,17 @@ def test_a_recycled_pid_is_not_signalled(tmp_path: Path):
 
 def _cli(args: list[str], cwd: Path, state: Path, timeout_s: float = 90.0
          ) -> subprocess.CompletedProcess[str]:
+    """Run ``replicalab cluster ARGS`` in ``cwd`` with its state in ``state``: named by
+    $XDG_STATE_HOME (the per-user default, as a user's shell has it) when ``state`` is
+    ``<dir>/replicalab``, else by $REPLICALAB_STATE_DIR."""
     cwd.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "REPLICALAB_STATE_DIR"}
+    if state.name == "replicalab":
+        env["XDG_STATE_HOME"] = str(state.parent)
+    else:
+        env["REPLICALAB_STATE_DIR"] = str(state)
     return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout_s, check=False,
-                          env={**os.environ, "REPLICALAB_STATE_DIR": str(state),
-                               "COLUMNS": "200"})
+                          timeout=timeout_s, check=False, env={**env, "COLUMNS": "200"})
 
 
 def _up(tmp_path: Path, state: Path, name: str) -> list[int]:
@@ -86,7 +92,7 @@ def _up(tmp_path: Path, state: Path, name: str) -> list[int]:
 
 @pytest.mark.integration
 def test_status_and_down_find_the_cluster_from_another_directory(tmp_path: Path):
-    state = tmp_path / "state"
+    state = tmp_path / "xdg" / "replicalab"  # $XDG_STATE_HOME/replicalab, no override
     pids = _up(tmp_path, state, "x")
     elsewhere = tmp_path / "elsewhere"
     try:
@@ -95,6 +101,7 @@ def test_status_and_down_find_the_cluster_from_another_directory(tmp_path: Path)
         assert "x (redis, lan)" in st.stdout and "gone" not in st.stdout, st.stdout
         js = json.loads(_cli(["status", "--json"], elsewhere, state).stdout)
         assert js["clusters"] == ["x"] and js["gone"] == []
+        assert js["state_dir"] == str(state)
     finally:
         down = _cli(["down", "x"], elsewhere, state)
     assert down.returncode == 0, down.stderr
