@@ -254,3 +254,26 @@ def test_cluster_up_piped_says_what_it_does_while_jvms_start(tmp_path: Path):
     assert lines and lines[-1].startswith("cluster up zookeeper: finished"), err
     assert any("started" in ln or "starting" in ln for ln in lines[:-1]), err
     assert "cluster zk-progress: 3 zookeeper nodes" in out
+
+
+@pytest.mark.integration
+def test_cluster_up_on_a_terminal_moves_its_bar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """On a terminal the bar moved from 0.0 % only at the end; now it moves while the JVMs
+    start, naming what it waits for."""
+    import re
+
+    from test_cli_newcomer import run_pty
+
+    monkeypatch.setenv("REPLICALAB_STATE_DIR", str(tmp_path / "state"))
+    try:
+        text, _, code = run_pty(["cluster", "up", "zookeeper", "--nodes", "3", "--regions",
+                                 "lan", "--name", "zk-bar"], tmp_path, columns=160,
+                                timeout=180)
+    finally:
+        _cli("cluster", "down", "zk-bar", cwd=tmp_path)
+    if code != 0:
+        server_missing("a ZooKeeper cluster", text[-300:])
+    shown = {float(p) for p in re.findall(r"(\d+\.\d)%", text)}
+    assert len({p for p in shown if 0 < p < 100}) >= 2, text[-2000:]  # it moved
+    assert "waiting until they answer" in text or "starting node" in text, text[-2000:]
+    assert "ETA" not in text  # a JVM's start says nothing of the next one's
