@@ -100,6 +100,8 @@ class Tick:
     def _sample(self) -> None:
         now = self._now()
         if self._samples[-1][1] != self.done:
+            if len(self._samples) > 1 and now - self._samples[-1][0] < 0.1:
+                self._samples.pop()  # at most ten samples a second, however often it ticks
             self._samples.append((now, self.done))
         # keep one sample older than the window: the speed spans the whole window
         while len(self._samples) > 2 and self._samples[1][0] < now - SPEED_WINDOW_S:
