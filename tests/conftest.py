@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
-import pytest
+# Cluster state of this test process (each pytest-xdist worker imports this file on its own)
+# in a directory of its own, set before replicalab is imported (cluster/state.py reads it):
+# tests never see or touch the user's clusters, nor each other's. A test that wants the
+# state beside its files sets REPLICALAB_STATE_DIR itself.
+os.environ["REPLICALAB_STATE_DIR"] = tempfile.mkdtemp(prefix="replicalab-state-")
+os.chmod(os.environ["REPLICALAB_STATE_DIR"], 0o755)  # PostgreSQL's user reaches its data
 
-from replicalab.history.rundir import Run
-from replicalab.workloads.base import ProbeOptions
-from replicalab.workloads.runner import ProbeSpec, run_probe
-from servers import need_module, running_cluster
+import pytest  # noqa: E402
+
+from replicalab.history.rundir import Run  # noqa: E402
+from replicalab.workloads.base import ProbeOptions  # noqa: E402
+from replicalab.workloads.runner import ProbeSpec, run_probe  # noqa: E402
+from servers import need_module, running_cluster  # noqa: E402
 
 
 @pytest.fixture

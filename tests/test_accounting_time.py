@@ -147,6 +147,58 @@ def test_a_read_that_waits_out_the_fault_was_not_served_during_it():
     assert a["overall"] == pytest.approx(16 / 20, abs=1e-3)
 
 
+def _writes(h: History, process: int, times_ms: list[int], latency_ms: int,
+            ok: bool) -> None:
+    for t_ms in times_ms:
+        i = h.invoke(process, "write", ("d/i/a",), (encode_value(process, t_ms, 0),),
+                     "none", t_ms * MS)
+        if ok:
+            h.ok(i, (t_ms + latency_ms) * MS)
+        else:
+            h.info(i, (t_ms + latency_ms) * MS, "connection refused")
+
+
+def test_an_op_answered_before_the_fault_covers_nothing_in_it():
+    """Issue 29's cut-off writer, by hand: a write every second answered in 10 ms until the
+    primary is cut off at 1.5 s for 3 s; every write inside the fault fails. The write
+    answered at 1.01 s was once credited with the 0.5 s of the fault before the next write
+    (16.7 %); no operation was served in the fault, so it is 0 %."""
+    h = History()
+    _writes(h, 1, [0, 1000], 10, ok=True)
+    _writes(h, 1, [2000, 3000, 4000], 10, ok=False)
+    _writes(h, 1, [5000, 6000], 10, ok=True)
+    _fault(h, 1500 * MS, 4500 * MS)
+    a = availability(h, 1.0)
+    assert a["during_faults"] == 0.0
+    assert a["by_f"]["write"]["during_faults"] == 0.0
+    # the whole run still counts the first writes' slots as served
+    assert a["overall"] == pytest.approx((3000 + 10) / 6010, abs=1e-3)
+
+
+def test_a_client_the_fault_does_not_touch_stays_fully_available():
+    """The same schedule with every write answered: the idle half second between the last
+    write before the fault and the first inside it is not counted against the store."""
+    h = History()
+    _writes(h, 1, [0, 1000, 2000, 3000, 4000, 5000], 10, ok=True)
+    _fault(h, 1500 * MS, 4500 * MS)
+    assert availability(h, 1.0)["during_faults"] == 1.0
+
+
+def test_an_op_in_flight_when_the_fault_begins_counts_from_its_start():
+    """A write invoked at 1.4 s and answered at 1.6 s, inside a fault from 1.5 s, was served
+    in the fault: it covers 1.5 s to the next write at 2.4 s, which fails until 4.4 s."""
+    h = History()
+    _writes(h, 1, [400], 10, ok=True)
+    _writes(h, 1, [1400], 200, ok=True)
+    _writes(h, 1, [2400], 2000, ok=False)
+    _writes(h, 1, [4400], 10, ok=True)
+    _fault(h, 1500 * MS, 4500 * MS)
+    # served 1.5-2.4 s (0.9 s), refused 2.4-4.4 s (2.0 s), and the last write, answered at
+    # 4.41 s before the heal, covers its own 10 ms
+    during = availability(h, 1.0)["during_faults"]
+    assert during == pytest.approx((0.9 + 0.01) / (0.9 + 2.0 + 0.01), abs=1e-4)
+
+
 @st.composite
 def _histories(draw: st.DrawFn) -> History:
     h = History()

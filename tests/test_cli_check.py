@@ -86,7 +86,7 @@ def test_edn_vector_of_independent_tuples_with_cas(tmp_path):
     # the same ops read as a single register cannot be independent tuples
     r = run(str(path), "--model", "cas-register")
     assert r.exit_code == 2
-    assert "kv.edn:1: a write of (0, 1); expected one value" in r.stderr
+    assert "kv.edn:1: a write of [0 1]; expected one value" in r.stderr  # EDN, not (0, 1)
 
 
 def test_jsonl_and_run_directory_round_trip(tmp_path):
@@ -172,7 +172,7 @@ def test_timeout_gives_unknown_partial_results_and_exit_3_quickly(tmp_path):
     ("{:type :invoke, :f :read, :process 0}\n{:type :ok :f :read :process 0 :value [1}\n",
      (), "bad.edn:2: '}' closes the [ opened on line 2; expected ']'"),
     ("{:type :invoke, :f :read, :process 0, :value nil}\n{:f :read, :process 0}\n",
-     (), "bad.edn:2: :type None; expected :invoke, :ok, :fail or :info"),
+     (), "bad.edn:2: no :type; expected :invoke, :ok, :fail or :info"),
     ("{:type :invoke, :f :incr, :process 0, :value 1}\n", (),
      "bad.edn:1: a incr; the register model has read, write"),
     ("\n\n{:type :ok, :f :read, :process 3, :value 1}\n", (),

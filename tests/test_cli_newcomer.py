@@ -27,11 +27,11 @@ from typer.testing import CliRunner
 
 import servers
 from replicalab.cli import output, rundir
-from replicalab.cli.cluster import plural
 from replicalab.cli.counter import cli_message
 from replicalab.cli.main import app
 from replicalab.cli.output import TableData
-from replicalab.cli.progress import Phases, Tick, eta_s, fmt_s
+from replicalab.cli.progress import Phases, Tick, eta_s, fmt_s, measured_eta_s
+from replicalab.cli.words import plural
 from replicalab.cluster.ports import allocate, wait_listening
 from replicalab.counters.crdt import InsufficientRights
 from replicalab.counters.middleware import HINT_GLOBAL
@@ -225,12 +225,69 @@ def test_progress_eta_comes_from_the_work_done():
     assert tick.done == pytest.approx(0.25)  # the bar never goes back
 
 
+def test_the_eta_comes_from_the_speed_measured_lately():
+    """A run that started slowly (10 s for the first 10 %) then went fast (1 % a second):
+    the rest goes at the recent pace, not at the average since the start."""
+    samples = [(0.0, 0.0), (10.0, 0.10)] + [(10.0 + k, 0.10 + 0.01 * k) for k in range(1, 31)]
+    assert measured_eta_s(samples, 40.0) == pytest.approx(60.0)  # 60 % left at 1 %/s
+    assert eta_s(0.40, 40.0) == pytest.approx(60.0 * 1.0)  # here the average agrees ...
+    slow_start = [(0.0, 0.0), (30.0, 0.10), (31.0, 0.12), (32.0, 0.14)]
+    assert measured_eta_s(slow_start, 32.0) == pytest.approx(43.0)  # 2 %/s over the window
+    assert eta_s(0.14, 32.0) == pytest.approx(196.6, abs=0.1)  # ... and there it is 4x off
+    assert measured_eta_s([(0.0, 0.0)], 5.0) is None
+    assert measured_eta_s([(0.0, 0.0), (0.5, 0.1)], 0.5) is None  # under a second: no guess
+    now = [0.0]
+    lines: list[str] = []
+
+    class Recorder(Tick):
+        def __init__(self) -> None:
+            super().__init__("x", None, clock=lambda: now[0])
+
+        def _line(self, what: str) -> None:
+            lines.append(f"{what} {self.eta()}")
+
+    tick = Recorder()
+    for t, d in slow_start:
+        now[0] = t
+        tick(d)
+    assert tick.eta() == pytest.approx(43.0)
+
+
+def test_an_interrupted_run_never_says_finished(capsys: pytest.CaptureFixture[str]):
+    """A command that catches Ctrl-C to save what it has and ends its progress block
+    normally (the scorecard did): the last line says interrupted, not "finished"."""
+    from replicalab.runtime import interrupts
+
+    now = [0.0]
+    seen: list[str] = []
+
+    class Recorder(Tick):
+        def __init__(self) -> None:
+            super().__init__("scorecard of 1 store", None, clock=lambda: now[0])
+            self._said = True
+
+        def _line(self, what: str) -> None:
+            seen.append(what)
+
+    tick = Recorder()
+    tick(0.5, "measuring")
+    interrupts.note()  # the virtual loop's or a save's deferring handler took a Ctrl-C
+    tick.finish()
+    assert seen[-1] == "interrupted, stopped before the end" and tick.done == 0.5
+    done = Recorder()  # a run that began after it and ended normally
+    done.finish()
+    assert seen[-1] == "finished"
+
+
 def test_hints_name_the_real_flag_and_nodes_are_counted():
     err = InsufficientRights(f"US-E holds 1 rights to dec 'k' and needs 5 locally: "
                              f"{HINT_GLOBAL}", 1, 5)
     assert cli_message(err).endswith("retry with --global")
     assert (plural(1, "redis node"), plural(3, "redis node")) == ("1 redis node",
                                                                   "3 redis nodes")
+    assert (plural(1, "store"), plural(2, "store"), plural(1, "op"), plural(1200, "op"),
+            plural(2, "process"), plural(3, "proxy")) == (
+        "1 store", "2 stores", "1 op", "1,200 ops", "2 processes", "3 proxies")
 
 
 # ---------------------------------------------------------------------- brackets and help

@@ -250,7 +250,9 @@ def _block_free(addresses: list[str]) -> bool:
 def test_sigterm_during_up_leaves_nothing(tmp_path: Path, sig: int):
     proc = subprocess.Popen([sys.executable, "-m", "replicalab.cli.main", "cluster", "up",
                              "cassandra", "--nodes", "3", "--name", "c-sig"], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ,
+                                 "REPLICALAB_STATE_DIR": str(tmp_path / ".replicalab")})
     state = tmp_path / ".replicalab" / "clusters" / "c-sig" / "cluster.json"
     seen: set[int] = set()
     addresses: list[str] = []

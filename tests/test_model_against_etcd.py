@@ -188,6 +188,7 @@ def _against(tmp_path: Path, capsys, *args: str, **kw) -> tuple[int, str, str]:
 def test_bad_input_is_one_line_exit_2_and_starts_nothing(tmp_path, capsys, monkeypatch,
                                                          model, kw, needle):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("REPLICALAB_STATE_DIR", str(tmp_path / ".replicalab"))
     code, out, err = _against(tmp_path, capsys, model, **kw)
     assert code == 2, (out, err)
     lines = err.strip().splitlines()
@@ -270,6 +271,7 @@ def test_the_model_command_takes_against_and_duration(tmp_path, monkeypatch):
     from replicalab.cli.main import app
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("REPLICALAB_STATE_DIR", str(tmp_path / ".replicalab"))
     r = CliRunner().invoke(app, ["model", "paxos-wan", "--duration", "5s"])
     assert r.exit_code == 2 and "--duration applies to --against only" in r.stderr, r.stderr
     r = CliRunner().invoke(app, ["model", "epaxos", "--against", "etcd"])

@@ -3,7 +3,8 @@ SIGTERM and on Ctrl-C (SIGINT) mid-run, frees their ports, and on Ctrl-C ends th
 a second with what it recorded saved.
 
 Each test launches the real CLI as a subprocess (``python -m replicalab.cli.main``) with short
-settings, in a directory of its own (cluster state goes to ``./.replicalab``), watches its
+settings, in a directory of its own (cluster state goes to its ``.replicalab``, named by
+``REPLICALAB_STATE_DIR``), watches its
 descendants and their listening sockets through /proc while it runs, sends the signal to the
 CLI process alone (as ``timeout``, a CI runner or ``kill`` does), and then checks that every
 process it saw is gone and every port it saw listening is free.
@@ -108,7 +109,8 @@ def run_and_signal(argv: list[str], cwd: Path, sig: int,
     with out.open("w") as fo, err.open("w") as fe:
         proc = subprocess.Popen([sys.executable, "-m", "replicalab.cli.main", *argv], cwd=cwd,
                                 stdout=fo, stderr=fe, stdin=subprocess.DEVNULL,
-                                env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+                                env={**os.environ, "PYTHONFAULTHANDLER": "1",
+                                     "REPLICALAB_STATE_DIR": str(cwd / ".replicalab")})
     try:
         deadline = time.monotonic() + limit_s
         fire_at = None
@@ -309,7 +311,9 @@ def test_cluster_up_interrupted_while_starting(tmp_path: Path, sig: int):
     assert not (tmp_path / ".replicalab" / "clusters" / "zk-orphans").exists()
 
 
-def test_cluster_up_that_finished_keeps_its_cluster_until_down(tmp_path: Path):
+def test_cluster_up_that_finished_keeps_its_cluster_until_down(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("REPLICALAB_STATE_DIR", str(tmp_path / ".replicalab"))
     cli = [sys.executable, "-m", "replicalab.cli.main", "cluster"]
     up = subprocess.run([*cli, "up", "redis", "--nodes", "1", "--regions", "lan", "--name",
                          "kept", "--json"], cwd=tmp_path, capture_output=True, text=True,

@@ -94,7 +94,7 @@ def test_every_verbs_piped_summary_keeps_its_phrases_whole(tables, tmp_path: Pat
 def test_cluster_status_piped_keeps_the_store_url_whole(redis_dc3, tables, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch):
     c, root = redis_dc3
-    (tmp_path / ".replicalab").symlink_to(root)  # the default cluster root, seen from here
+    monkeypatch.setenv("REPLICALAB_STATE_DIR", str(root))  # where the fixture's state is
     monkeypatch.chdir(tmp_path)
     text = run("cluster", "status", c.name)
     ((t, rendered),) = tables

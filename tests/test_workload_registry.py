@@ -54,7 +54,7 @@ def test_a_spec_saved_before_workloads_had_one_config_each_still_loads():
               "read_mode": "all", "ops": 1000,
               "sweep": {"clients": [1, 2], "total": 10, "items": [1], "variants": ["put"],
                         "writers": 0},
-              "cluster": None, "cluster_root": ".replicalab", "faults": []}
+              "cluster": None, "cluster_root": None, "faults": []}
     spec = ProbeSpec.from_json(legacy)
     assert spec.config == SweepConfig(clients=(1, 2), total=10, items=(1,),
                                       variants=("put",), writers=0)

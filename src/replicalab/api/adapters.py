@@ -95,11 +95,11 @@ def scorecard(kinds: Sequence[str], regions: str = "dc3", quick: bool = True,
     stopped here, or ``sim://`` URLs) and return the :class:`ScorecardRun`; ``only`` names
     properties (latency, durability, availability, consistency, transactionality,
     geography). The same run as ``replicalab scorecard``: ``experiments.run.run``."""
-    from replicalab.history.rundir import make_run_dir
-    from replicalab.report.scorecard import render_scorecard
     from replicalab.experiments.plan import FULL, QUICK, parse_kinds
     from replicalab.experiments.properties import parse_only
     from replicalab.experiments.run import Scorecard, run
+    from replicalab.history.rundir import make_run_dir
+    from replicalab.report.scorecard import render_scorecard
 
     stores = parse_kinds(",".join(kinds))
     props = parse_only(None if only is None else ",".join(only))

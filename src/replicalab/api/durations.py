@@ -1,4 +1,4 @@
-"""Durations as people write them: ``300s``, ``500ms``, ``5m``, ``1h``, ``7d``.
+"""Durations as people write them: ``300s``, ``500ms``, ``5m``, ``1h``, ``7d``, ``1m30s``.
 
 One parser for the command line and the Python API. Text without a unit (``"300"``) is read
 in the caller's bare unit with a :class:`FutureWarning` (the command line turns it into its
@@ -10,18 +10,20 @@ from __future__ import annotations
 import re
 import warnings
 
-_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+from replicalab.runtime.durations import UNIT_S, parse_seconds
 
 
 def parse_duration(text: str, flag: str, bare_unit: str = "s") -> float:
-    """Return ``text`` as seconds (> 0): a number with a unit (ms, s, m, h, d), or a bare
-    number in ``bare_unit`` with a FutureWarning; ValueError names ``flag`` and the accepted
+    """Return ``text`` as seconds (> 0): a number with a unit (ms, s, m, h, d), a compound
+    such as ``1m30s`` (:func:`replicalab.runtime.durations.parse_seconds`), or a bare number
+    in ``bare_unit`` with a FutureWarning; ValueError names ``flag`` and the accepted
     forms."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h|d)?\s*", text)
-    value = float(m.group(1)) * _UNITS[m.group(2) or bare_unit] if m else 0.0
-    if not m or value <= 0:
-        raise ValueError(f"{flag} {text!r} must be a positive duration like 500ms, 30s, 5m or 1h")
-    if m.group(2) is None:
+    bare = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*", text)
+    value = (float(bare.group(1)) * UNIT_S[bare_unit] if bare else parse_seconds(text)) or 0.0
+    if value <= 0:
+        raise ValueError(f"{flag} {text!r} must be a positive duration like 500ms, 30s, 5m, "
+                         "1h or 1m30s")
+    if bare:
         warnings.warn(f"{flag} {text.strip()}: a number without a unit is read as "
                       f"{text.strip()}{bare_unit}; write the unit (bare numbers are "
                       "deprecated)", FutureWarning, stacklevel=2)

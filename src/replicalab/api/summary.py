@@ -42,7 +42,7 @@ def fault_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
                      f"available {_pct(inside)} of client time during it"))
     rows.append(("availability (client time / ops ok)",
                  f"{_pct(avail.get('overall'))} / {_pct(avail.get('overall_ops'))} of "
-                 f"{avail.get('count', 0):,} ops"))
+                 f"{avail.get('count', 0):,} op{'' if avail.get('count', 0) == 1 else 's'}"))
     ops = results.get("ops", {})
     rows.append(("indeterminate operations (info)", f"{ops.get('info', 0):,}"))
     lost = results.get("lost_writes", {})

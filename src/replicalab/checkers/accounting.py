@@ -52,14 +52,21 @@ def _covered_ns(start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarray
 def _during(start: np.ndarray, end: np.ndarray, ok: np.ndarray, answered_at: np.ndarray,
             periods: np.ndarray) -> float | None:
     """Return the fraction of client time inside ``periods`` ([a, b) rows, ns relative like
-    the spans) covered by ok spans answered before the period ended (a read that waited out
-    the fault and was answered after the heal was not served while the fault lasted); None
-    when no client time falls in them."""
+    the spans) during which the client was served; None when no client time falls in them.
+
+    Only time the client was actually served inside the fault counts: an op answered before
+    the fault began covers nothing after it began, and its idle tail inside the fault (the
+    wait before the client's next op) counts neither way, because the client asked nothing
+    then (so a client the fault does not touch stays at 1.0); an ok op answered inside the
+    fault covers its span there; an op answered after the heal (a read that waited out the
+    fault) was not served while the fault lasted.
+    """
     total = good = 0.0
     for a, b in periods.tolist():
         edges = np.array([a, b], dtype=np.int64)
-        total += float(np.diff(_covered_ns(start, end, edges))[0])
-        m = ok & (answered_at < b)
+        inside = answered_at >= a
+        total += float(np.diff(_covered_ns(start[inside], end[inside], edges))[0])
+        m = inside & ok & (answered_at < b)
         good += float(np.diff(_covered_ns(start[m], end[m], edges))[0])
     return round(good / total, 6) if total > 0 else None
 
@@ -123,10 +130,11 @@ def availability(h: History, window_s: float = 1.0) -> dict[str, Any]:
     issued; ``client_s`` is the client time (s) a window holds. Beside them, per window
     ``ops`` (invoked in it), ``ok_ops`` and
     ``ok_fraction_ops``, and overall ``overall_ops`` (fraction of ops ok), ``time_s`` and
-    ``ok_time_s`` (client seconds); ``during_faults`` is ``overall`` over the injected
-    faults' periods only (:func:`fault_periods`; None without faults), counting only ops
-    answered before the fault ended: what a user means by "available while the region is
-    cut off", recovery after the heal left out; ``by_f``
+    ``ok_time_s`` (client seconds); ``during_faults`` is the share of client time inside
+    the injected faults' periods (:func:`fault_periods`; None without faults) during which
+    the client was served (see :func:`_during`: ops answered before the fault began cover
+    nothing in it, ops answered after it ended were not served in it): what a user means by
+    "available while the region is cut off", recovery after the heal left out; ``by_f``
     holds the same for reads and for writes (``write`` includes conditional writes). Times
     are s since the first op.
     """

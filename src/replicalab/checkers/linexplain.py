@@ -209,8 +209,9 @@ def _headline(ce: Sequence[LinOp], part: Sequence[LinOp], model: Model,
               clock: Clock) -> str | None:
     """Return the sentence naming why the counterexample ``ce`` (of the ops ``part``)
     fails, for register-like ops (None when no simple pattern fits)."""
-    if not all(op.f in ("read", "write", "cas") for op in ce):
-        return None
+    if not all(op.f in ("read", "write", "cas") for op in ce) or not (
+            {"write", "cas"} & set(model.ops)):
+        return None  # a counter's read of 3 is reached by adds: nothing "wrote 3"
     ms = clock.point
     inside = {o.index for o in ce}
     writers = [op for op in ce if op.f in ("write", "cas")]
@@ -373,7 +374,9 @@ def explain(ce: Sequence[LinOp], part: Sequence[LinOp], model: Model, clock: Clo
     ops = sorted(ce, key=lambda o: (o.invoke_ns, o.index))
     head = model.headline(ops, part, clock) or _headline(ops, part, model, clock) or (
         f"These {len(ops)} operations cannot be put in any order that respects real time "
-        f"and the {model.name} model's rules, whatever the other operations did.")
+        f"and the {model.name} model's rules, whatever the other operations did."
+        if len(ops) != 1 else "This operation cannot take effect at any point of its "
+        f"interval under the {model.name} model's rules, whatever the other operations did.")
     listed = "; ".join(f"{who(o.process)} {model.describe(o)} {clock.span(o)}"
                        for o in ops[:MAX_LISTED])
     if len(ops) > MAX_LISTED:

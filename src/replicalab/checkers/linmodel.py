@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from replicalab.checkers.linops import FAIL, OK, LinOp
+from replicalab.history.read import edn_text
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class Model:
 
     def describe(self, op: LinOp) -> str:
         """Return ``op`` in a few words ("read 3", "enqueue 7")."""
-        return f"{op.f} {op.value!r}"
+        return f"{op.f} {edn_text(op.value)}"
 
     def value_problem(self, op: LinOp) -> str | None:
         """Return what is wrong with ``op``'s value for this model (its f is one of

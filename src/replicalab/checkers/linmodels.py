@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from replicalab.checkers.linmodel import Model, NativeColumns
 from replicalab.checkers.linops import OK, UNRECORDED, LinOp, who
 from replicalab.checkers.linsearch import ANY, CAS, NIL, READ, WRITE
+from replicalab.history.read import edn_text
 from replicalab.history.values import decode_value
 
 
@@ -29,7 +30,7 @@ def show_value(v: Any) -> str:
         return "nil"
     if isinstance(v, str):
         pv = decode_value(v)
-        return f"{pv.seq}.{pv.writer}" if pv is not None else repr(v) if v == "" else v
+        return f"{pv.seq}.{pv.writer}" if pv is not None else '""' if v == "" else v
     return str(v)
 
 
@@ -109,9 +110,9 @@ class CasRegister(Model):
         write of a pair (a Jepsen ``independent`` history read as one register)."""
         if op.f == "cas":
             if not (isinstance(op.value, tuple) and len(op.value) == 2):
-                return f"a cas needs (expected, new), got {op.value!r}"
+                return f"a cas needs (expected, new), got {edn_text(op.value)}"
         elif isinstance(op.value, tuple):
-            return (f"a {op.f} of {op.value!r}; expected one value (a jepsen.independent "
+            return (f"a {op.f} of {edn_text(op.value)}; expected one value (a jepsen.independent "
                     "[key value] history? use --model kv)")
         return None
 
@@ -327,7 +328,7 @@ class KV(CasRegister):
     def value_problem(self, op: LinOp) -> str | None:
         """Return the problem with a cas that is not a pair or an append of no string."""
         if op.f == "append" and not isinstance(op.value, str):
-            return f"an append needs a string, got {op.value!r}"
+            return f"an append needs a string, got {edn_text(op.value)}"
         return super().value_problem(op)
 
     def useless(self, relaxed: Sequence[LinOp], constrained: Sequence[LinOp]) -> set[int]:
@@ -398,8 +399,8 @@ class KV(CasRegister):
         did = f"{who(r.process)} read {_brief(r.value)} at {clock.point(r.invoke_ns)}"
         tail = "and no write or cas could have replaced the value in between"
         if x.f == "append" and x.value not in (r.value or ""):
-            return (f"{did} although the append of {x.value!r} by {who(x.process)} completed "
-                    f"at {clock.point(x.complete_ns)}, before it began: the value read "
+            return (f"{did} although the append of {edn_text(x.value)} by {who(x.process)} "
+                    f"completed at {clock.point(x.complete_ns)}, before it began: the value read "
                     f"lacks it, {tail}.")
         if x.f == "read" and not (r.value or "").startswith(x.value or ""):
             return (f"{did} although {who(x.process)} had read {_brief(x.value)} "

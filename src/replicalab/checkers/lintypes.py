@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from replicalab.checkers.linmodel import Model, NativeColumns
 from replicalab.checkers.linmodels import show_value
 from replicalab.checkers.linops import INFO, UNRECORDED, LinOp, who
+from replicalab.history.read import edn_text
 
 
 def _elements(v: Any) -> frozenset[Any] | None:
@@ -46,11 +47,11 @@ class SetModel(Model):
     def value_problem(self, op: LinOp) -> str | None:
         """Return the problem with a read that is not a collection or an unhashable add."""
         if op.f == "read" and _elements(op.value) is None:
-            return f"a set read returns a collection (#{{...}} or [...]), got {op.value!r}"
+            return f"a set read returns a collection (#{{...}} or [...]), got {edn_text(op.value)}"
         try:
             hash(op.value)
         except TypeError:
-            return f"an element must be hashable, got {op.value!r}"
+            return f"an element must be hashable, got {edn_text(op.value)}"
         return None
 
     def useless(self, relaxed: Sequence[LinOp], constrained: Sequence[LinOp]) -> set[int]:
@@ -251,7 +252,7 @@ class Counter(Model):
     def value_problem(self, op: LinOp) -> str | None:
         """Return the problem with a value that is not an integer."""
         if isinstance(op.value, bool) or not isinstance(op.value, int):
-            return f"a counter's {op.f} needs an integer, got {op.value!r}"
+            return f"a counter's {op.f} needs an integer, got {edn_text(op.value)}"
         if not -2**62 < op.value < 2**62:
             return f"a counter's {op.f} of {op.value} is out of range (|n| < 2^62)"
         return None
@@ -259,6 +260,43 @@ class Counter(Model):
     def describe(self, op: LinOp) -> str:
         """Return "add 3" or "read 7"."""
         return f"{op.f} {op.value}"
+
+    def headline(self, ce: Sequence[LinOp], part: Sequence[LinOp], clock: Any) -> str | None:
+        """Return the sentence for a read no total of the adds could give: the adds done
+        before it began count for sure, those that overlap it or whose outcome is unknown
+        may or may not (a failed add never happened)."""
+        for r in sorted((o for o in ce if o.f == "read" and o.outcome == "ok"),
+                        key=lambda o: (o.invoke_ns, o.index)):
+            adds = [a for a in part if a.f == "add" and a.outcome != "fail"
+                    and a.invoke_ns <= r.complete_ns]
+            done = [a.value for a in adds if a.outcome == "ok" and a.complete_ns < r.invoke_ns]
+            maybe = [a.value for a in adds if not (a.outcome == "ok"
+                                                   and a.complete_ns < r.invoke_ns)]
+            sure = sum(done)
+            if len(maybe) <= 12:  # every subset: the totals exactly
+                totals = {sure}
+                for v in maybe:
+                    totals |= {t + v for t in totals}
+                if r.value in totals:
+                    continue
+                could = (" or ".join(str(t) for t in sorted(totals)) if len(totals) <= 6
+                         else f"between {min(totals)} and {max(totals)} (not every value)")
+            else:
+                low = sure + sum(v for v in maybe if v < 0)
+                high = sure + sum(v for v in maybe if v > 0)
+                if low <= r.value <= high:
+                    continue
+                could = f"between {low} and {high}"
+            basis = (f"the {len(done)} add{'s' if len(done) != 1 else ''} completed before "
+                     f"it began total{'s' if len(done) == 1 else ''} {sure}" if done else
+                     "no add had completed before it began")
+            some = "the 1 add" if len(maybe) == 1 else f"any of the {len(maybe)} adds"
+            extra = (f", and with {some} that may have taken effect by its end the total "
+                     f"could only be {could}" if maybe else
+                     ", and no other add began before it ended")
+            return (f"{who(r.process)} read {r.value} at {clock.point(r.invoke_ns)}, a total "
+                    f"no set of adds gives: {basis}{extra}.")
+        return None
 
     def native_columns(self, ops: Sequence[LinOp]) -> NativeColumns:
         """Return kind 0 add / 1 read; ``a`` the integer."""

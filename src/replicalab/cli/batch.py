@@ -13,6 +13,7 @@ from typing import Any
 from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
+from replicalab.cli.words import plural
 from replicalab.cluster import process
 from replicalab.runtime.parallel import JobFailed, RayMissing, Workers
 from replicalab.workloads.batch import Axis, parse_axis, plan_runs, run_batch
@@ -44,7 +45,7 @@ def summary_tables(summary: dict[str, Any]) -> list[TableData]:
     for point in summary["points"]:
         where = ", ".join(f"{k}={v}" for k, v in point["point"].items())
         title = (f"{summary['workload']} on {summary['store']}"
-                 f"{': ' + where if where else ''} ({len(point['runs'])} runs)")
+                 f"{': ' + where if where else ''} ({plural(len(point['runs']), 'run')})")
         t = TableData(title, ["figure", "pooled", "mean of runs [95% CI]", "min - max"],
                       right=(1, 2, 3))
         for name, entry in point["merged"].items():
@@ -71,7 +72,8 @@ def run_probe_batch(build: Callable[[dict[str, str]], ProbeSpec], sweep: Sequenc
     except ValueError as err:
         fail(str(err))
     try:
-        label = (f"{len(plan)} runs of {plan[0].spec.workload} on {plan[0].spec.store}, "
+        label = (f"{plural(len(plan), 'run')} of {plan[0].spec.workload} on "
+                 f"{plan[0].spec.store}, "
                  f"{pool.kind} x{pool.workers if pool.kind != 'ray' else pool.ray_cpus}")
         with progress_bar(label, not as_json) as tick:
             batch = run_batch(plan, out, pool, tick, render_report)
@@ -91,7 +93,9 @@ def run_probe_batch(build: Callable[[dict[str, str]], ProbeSpec], sweep: Sequenc
     else:
         for t in tables:
             show(t)
-        say(f"batch: {batch.batch_dir} ({len(batch.outcomes)} runs); report: {report}")
+        say(f"batch: {batch.batch_dir} ({plural(len(batch.outcomes), 'run')}); "
+            f"report: {report}")
     if batch.interrupted:
-        fail(f"interrupted after {len(batch.outcomes)} of {len(plan)} runs; what was done "
+        fail(f"interrupted after {len(batch.outcomes)} of {plural(len(plan), 'run')}; "
+             "what was done "
              f"is in {batch.batch_dir}", 130)

@@ -21,6 +21,7 @@ import typer
 
 from replicalab.cli.errors import fail
 from replicalab.cli.timeparse import parse_duration_s
+from replicalab.cli.words import plural
 
 PLAIN_PARAMETERS = True
 """Its options are strings, paths and flags: cli/main.py converts them without Typer's
@@ -71,6 +72,9 @@ def _load(path: Path, model: Any) -> Loaded:
     from replicalab.history.read import read_ops
 
     fh = read_ops(path, tuples=model.tuples)
+    if not fh.ops:  # nothing to check is not "linearizable, 0 ops"
+        raise ValueError(f"{path} holds no operations; pass a history with at least one "
+                         "(Jepsen EDN, JSON lines, Jepsen log lines or Porcupine's JSON)")
     ops = ops_from_file(path, fh.ops, model)
     t0 = min((o.invoke_ns for o in ops), default=0)
     return Loaded(path, Clock(t0, lines=not fh.timed), ops=ops)
@@ -186,9 +190,9 @@ def _show_result(path: Path, result: Any, model: Any) -> None:
     from replicalab.cli.output import TableData, say, show
 
     parts = sorted(result.parts, key=lambda p: (_rank(p.verdict), -p.ops, str(p.key)))
-    keys = f"{len(parts):,} key{'' if len(parts) == 1 else 's'}"
-    title = (f"{path} ({result.model} model): {result.verdict.words}, {result.ops:,} ops, "
-             f"{keys}, {result.check_s:.2f} s")
+    title = (f"{path} ({result.model} model): {result.verdict.words}, "
+             f"{plural(result.ops, 'op')}, {plural(len(parts), 'key')}, "
+             f"{result.check_s:.2f} s")
     if len(parts) == 1 and parts[0].key is None:
         say(title)  # one object: the title says it all
     else:

@@ -16,6 +16,7 @@ from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, out_console, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
+from replicalab.cli.words import plural
 from replicalab.history.rundir import load_results, make_run_dir, save_results
 from replicalab.regions import region_set
 
@@ -116,7 +117,8 @@ def _finish(run_dir: Path, outcome: runner.Outcome, s: analysis.Settings,
 
 def pairs_table(results: dict[str, Any]) -> TableData:
     """Return the per-pair RTT table of a CLT run."""
-    t = TableData(f"CLT: {len(results['nodes'])} nodes, {results['rows']:,} pings",
+    t = TableData(f"CLT: {plural(len(results['nodes']), 'node')}, "
+                  f"{plural(results['rows'], 'ping')}",
                   ["pair", "group", "n", "timeouts", "p50 ms", "p99 ms", "p99.9 ms",
                    "p99.999 ms"], wrap=(), right=tuple(range(2, 8)))
     for key, p in results["pairs"].items():

@@ -9,7 +9,7 @@ import typer
 
 from replicalab.cli.errors import fail
 from replicalab.cli.output import say, show
-from replicalab.cli.probe import summary_table
+from replicalab.cli.probe import summary_table, unchecked_exit
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
 from replicalab.workloads.base import ProbeOptions
@@ -41,9 +41,11 @@ def demo(
                                               duration_s=duration_s, seed=seed))
         try:
             with progress_bar(f"demo: staleness probe, {consistency} reads") as tick:
-                run = run_probe(spec, out, tick)
+                run = run_probe(spec, out, tick, check_interrupted=False)
         except ValueError as err:
             fail(str(err))
+        if not run.results.get("checked", True):
+            unchecked_exit(run, False)  # Ctrl-C: the history saved at once, one line
         report = render_report(run.results, run.run_dir)
         show(summary_table(run.results, f"{DEMO_STORE}: {consistency} reads, {duration} "
                                         "simulated"))

@@ -236,6 +236,13 @@ def _run() -> None:
     except KeyboardInterrupt:
         fail("interrupted", 130)
     except Exception as e:
+        if type(e).__name__ == "NoArgsIsHelpError":
+            # `replicalab queue` alone asks for its help: print it as --help does (its
+            # message is the help text), not squashed into one "error: Usage:" line
+            ctx = getattr(e, "ctx", None)
+            sys.stdout.write((ctx.get_help() if ctx is not None else e.format_message())
+                             + "\n")
+            sys.exit(0)
         if hasattr(e, "format_message"):
             fail(" ".join(e.format_message().split()))
         if type(e).__name__ == "Abort":

@@ -31,6 +31,7 @@ from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import duration_ms, note_once, parse_duration_s
+from replicalab.cli.words import plural
 from replicalab.history import History, save_history
 from replicalab.history.rundir import make_run_dir, save_results
 from replicalab.placement.live import LiveOptions
@@ -302,8 +303,8 @@ def _measure(plan: _Plan, as_json: bool) -> tuple[LiveResult, History]:
             except KeyboardInterrupt:
                 history.close_in_flight(deploy.runtime.now_ns())
                 save_history(history, run_dir, {"store": kind, "interrupted": True})
-                fail(f"interrupted; the {len(history)} operations recorded so far are saved "
-                     f"in {run_dir}", 130)
+                fail(f"interrupted; what was recorded so far "
+                     f"({plural(len(history), 'operation')}) is saved in {run_dir}", 130)
     finally:
         if real is not None:
             real.topology.down()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import inspect
 import json
 import sys
@@ -15,8 +16,9 @@ from replicalab.api.summary import summary_rows, summary_title
 from replicalab.cli import rundir
 from replicalab.cli.errors import UserError, fail
 from replicalab.cli.output import TableData, out_console, say, show
-from replicalab.cli.progress import progress_bar
+from replicalab.cli.progress import fmt_s, progress_bar
 from replicalab.cli.timeparse import noted
+from replicalab.cli.words import plural
 from replicalab.history.rundir import Run, load_results
 from replicalab.stores.base import redact_url
 from replicalab.stores.registry import schemes
@@ -24,7 +26,7 @@ from replicalab.workloads import registry
 from replicalab.workloads.base import Flag
 from replicalab.workloads.runner import recheck, run_probe
 
-__all__ = ["finish", "out_console", "probe", "report", "summary_table"]
+__all__ = ["finish", "out_console", "probe", "report", "summary_table", "unchecked_exit"]
 
 
 def summary_table(results: dict[str, Any], title: str) -> TableData:
@@ -38,7 +40,11 @@ def summary_table(results: dict[str, Any], title: str) -> TableData:
 
 
 def finish(run: Run, as_json: bool) -> None:
-    """Render the report, print the outcome, and exit 130/2 if the run was cut short."""
+    """Render the report, print the outcome, and exit 130/2 if the run was cut short (a
+    simulation interrupted before its checks: one line naming its history and the command
+    that checks it)."""
+    if not run.results.get("checked", True):
+        unchecked_exit(run, as_json)
     from replicalab.report import render_report
 
     report = render_report(run.results, run.run_dir)
@@ -57,6 +63,22 @@ def finish(run: Run, as_json: bool) -> None:
         fail(f"interrupted; the history so far and a partial report are in {run.run_dir}", 130)
     if run.error:
         fail(f"the run stopped early ({run.error}); what was recorded is in {run.run_dir}")
+
+
+def unchecked_exit(run: Run, as_json: bool) -> None:
+    """Exit 130 with one line for a simulation interrupted before its checks: how far it
+    got, where its history is, and the command that checks it (``run_probe`` with
+    ``check_interrupted=False``)."""
+    r = run.results
+    # the simulation's objects are many and about to go: no cyclic GC walking them again
+    # while the interpreter exits (a quarter second of the one Ctrl-C allows)
+    gc.freeze()
+    if as_json:
+        sys.stdout.write(json.dumps({**r, "run_dir": str(run.run_dir)}, sort_keys=True)
+                         + "\n")
+    fail(f"interrupted after {fmt_s(r['ran_s'])} of {fmt_s(r['duration_s'])} simulated; its "
+         f"history ({plural(r['operations'], 'operation')}) is saved in {run.run_dir}; "
+         f"`replicalab report {run.run_dir}` checks it and draws the report", 130)
 
 
 def probe(
@@ -131,7 +153,8 @@ def probe(
     try:
         spec = noted(args.spec)
         with progress_bar(f"{workload} on {redact_url(store)}", not as_json) as tick:
-            run = run_probe(spec, out, tick, announce=lambda line: say(line, err=True))
+            run = run_probe(spec, out, tick, announce=lambda line: say(line, err=True),
+                            check_interrupted=False)
             if run.interrupted or run.error:
                 tick.interrupted("interrupted" if run.interrupted else "stopped early")
     except (ValueError, UserError) as err:

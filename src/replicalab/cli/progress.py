@@ -5,13 +5,17 @@
 probe")``. On a terminal it is a Rich bar (description, bar, percent, elapsed, ETA) that
 moves with the work; not on a terminal (piped, CI logs) it prints one line once the run has
 gone on for a second, then one per phase, one every minute of a long phase and one at the
-end (a run over within a second prints none). The ETA is
-computed from the work done so far: elapsed x (1 - done) / done.
+end (a run over within a second prints none). The ETA comes from the measured speed: the
+work done over the last :data:`SPEED_WINDOW_S` seconds (the whole run until then), so a slow
+start (imports, a server starting) or a change of pace does not skew it. A run interrupted
+(Ctrl-C, or SIGTERM acting as one) never says "finished", even when the command caught the
+interrupt to save what it had (:mod:`replicalab.runtime.interrupts`).
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -20,6 +24,7 @@ from rich.table import Column
 from rich.text import Text
 
 from replicalab.cli.errors import err_console, flush_notes
+from replicalab.runtime import interrupts
 
 HEARTBEAT_S = 60.0
 """Piped output: a line at least this often during one long phase."""
@@ -37,11 +42,31 @@ def fmt_s(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
+SPEED_WINDOW_S = 20.0
+"""The ETA's speed is measured over this many recent seconds of the run."""
+
+
 def eta_s(done: float, elapsed_s: float) -> float | None:
     """Return the seconds left if the rest goes at the pace so far (None before any work)."""
     if done <= 0 or elapsed_s <= 0:
         return None
     return elapsed_s * (1 - min(done, 1.0)) / done
+
+
+def measured_eta_s(samples: Sequence[tuple[float, float]], now_s: float,
+                   window_s: float = SPEED_WINDOW_S) -> float | None:
+    """Return the seconds left at the speed measured over the last ``window_s`` seconds of
+    ``samples`` ((time s, fraction done) in time order, the latest last): (1 - done) /
+    speed; None while less than a second of work has been seen or none was done in it."""
+    if len(samples) < 2:
+        return None
+    t1, d1 = samples[-1]
+    t0, d0 = next(((t, d) for t, d in samples if t >= now_s - window_s), samples[0])
+    if t0 >= t1:  # the window holds one sample: take the one before it
+        t0, d0 = samples[-2]
+    if now_s - samples[0][0] < 1.0 or d1 <= d0 or t1 <= t0:
+        return None
+    return (1 - min(d1, 1.0)) * (t1 - t0) / (d1 - d0)
 
 
 class Tick:
@@ -61,13 +86,33 @@ class Tick:
         self._last_line = self._t0
         self._said = False  # piped: a run refused before it starts prints only its error
         self._cut = ""  # why the run stopped before its end ("" = it did not)
+        self._interrupts = interrupts.count()  # more at the end: the run was interrupted
+        self._samples: deque[tuple[float, float]] = deque([(self._t0, 0.0)])
+
+    estimates = True
+    """False for work whose pace says nothing of what is left (servers starting): no ETA."""
+
+    def eta(self) -> float | None:
+        """Return the seconds left at the measured speed (see :func:`measured_eta_s`), None
+        when this work makes no estimates."""
+        return measured_eta_s(self._samples, self._now()) if self.estimates else None
+
+    def _sample(self) -> None:
+        now = self._now()
+        if self._samples[-1][1] != self.done:
+            if len(self._samples) > 1 and now - self._samples[-1][0] < 0.1:
+                self._samples.pop()  # at most ten samples a second, however often it ticks
+            self._samples.append((now, self.done))
+        # keep one sample older than the window: the speed spans the whole window
+        while len(self._samples) > 2 and self._samples[1][0] < now - SPEED_WINDOW_S:
+            self._samples.popleft()
 
     def _now(self) -> float:
         return float(self._clock())  # type: ignore[operator]
 
     def _line(self, what: str) -> None:
         elapsed = self._now() - self._t0
-        eta = eta_s(self.done, elapsed)
+        eta = self.eta()
         left = ("" if eta is None or self.done >= 1 or self._cut
                 else f", about {fmt_s(eta)} left")
         err_console.print(Text(f"{self.label}: {what} ({100 * self.done:.0f}% done, "
@@ -80,9 +125,9 @@ class Tick:
         changed = what is not None and what != self.what
         if changed:
             self.what = what or ""
+        self._sample()
         if self._bar is not None and self._task is not None:
-            elapsed = self._now() - self._t0
-            eta = eta_s(self.done, elapsed)
+            eta = self.eta()
             desc = f"{self.label}: {self.what}" if self.what else self.label
             self._bar.update(self._task, completed=self.done, description=desc,
                              eta="" if eta is None else f"ETA {fmt_s(eta)}")
@@ -101,7 +146,10 @@ class Tick:
 
     def finish(self) -> None:
         """Say that the run ended (piped output only; a terminal bar simply goes): finished
-        at 100%, or, after :meth:`interrupted`, cut short at the share it reached."""
+        at 100%, or, after :meth:`interrupted` or an interrupt this process received
+        meanwhile, cut short at the share it reached."""
+        if not self._cut and interrupts.count() > self._interrupts:
+            self._cut = "interrupted"
         if self._cut:
             if self._bar is None and self._said:
                 self._line(f"{self._cut}, stopped before the end")
@@ -148,14 +196,16 @@ class _Silent(Tick):
 
 
 @contextmanager
-def progress_bar(label: str, enabled: bool = True) -> Iterator[Tick]:
-    """Yield a :class:`Tick` for a run described by ``label`` (e.g. ``compare on dc3``)."""
+def progress_bar(label: str, enabled: bool = True, estimates: bool = True) -> Iterator[Tick]:
+    """Yield a :class:`Tick` for a run described by ``label`` (e.g. ``compare on dc3``);
+    ``estimates`` False shows no ETA (see :attr:`Tick.estimates`)."""
     flush_notes()  # the command got past its checks: its deprecation notes, then progress
     if not enabled:
         yield _Silent()
         return
     if not err_console.is_terminal:
         tick = Tick(label, None)
+        tick.estimates = estimates
         yield tick
         tick.finish()  # not after an error: the error line says it all
         return
@@ -165,5 +215,7 @@ def progress_bar(label: str, enabled: bool = True) -> Iterator[Tick]:
                   TextColumn("{task.percentage:>5.1f}%"), TimeElapsedColumn(),
                   TextColumn("{task.fields[eta]}"), console=err_console,
                   transient=True) as bar:
-        yield Tick(label, bar)
+        tick = Tick(label, bar)
+        tick.estimates = estimates
+        yield tick
 

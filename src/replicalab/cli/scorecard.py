@@ -13,6 +13,7 @@ import typer
 from replicalab.cli.errors import fail
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
+from replicalab.cli.words import plural
 from replicalab.cluster import kinds as store_kinds
 from replicalab.experiments import properties
 from replicalab.experiments.plan import Subject
@@ -108,7 +109,7 @@ def scorecard(
         fail(str(err))
     (run_dir / "runs").mkdir(exist_ok=True)
     sc = Scorecard(run_dir, stores, props, regions, QUICK if quick else FULL, seed)
-    with progress_bar(f"scorecard of {len(stores)} stores", not as_json) as tick:
+    with progress_bar(f"scorecard of {plural(len(stores), 'store')}", not as_json) as tick:
         done = [0]
         total = sum(expected_steps(s, props, sc.plan, len(region_set(regions).regions))
                     for s in stores)
@@ -119,6 +120,8 @@ def scorecard(
             return None
 
         run(sc, step)
+        if sc.interrupted:
+            tick.interrupted()  # its progress line says so, never "finished"
     doc = sc.to_json()
     report = render_scorecard(doc, run_dir)
     if as_json:

@@ -1,5 +1,6 @@
-"""Durations on the command line: ``300s``, ``500ms``, ``5m``, ``1h`` (and, deprecated, a bare
-``300`` read as seconds); the old ``--x-ms`` options that took bare milliseconds."""
+"""Durations on the command line: ``300s``, ``500ms``, ``5m``, ``1h``, ``1m30s`` (and,
+deprecated, a bare ``300`` read as seconds); the old ``--x-ms`` options that took bare
+milliseconds."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def noted(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def parse_duration(text: str, flag: str, bare_unit: str = "s") -> float:
-    """Return ``text`` as seconds (> 0): a number with a unit (ms, s, m, h, d), or a bare
+    """Return ``text`` as seconds (> 0): a number with a unit (ms, s, m, h, d), a compound
+    such as ``1m30s`` (:func:`replicalab.runtime.durations.parse_seconds`), or a bare
     number in ``bare_unit`` with a deprecation note; ValueError names the flag and the
     accepted forms (the parser is the Python API's: ``api/durations.py``)."""
     return float(noted(durations.parse_duration, text, flag, bare_unit))

@@ -15,7 +15,7 @@ from typing import Protocol
 from replicalab.cluster import kinds as store_kinds
 from replicalab.cluster import powerloss, process, toxiproxy
 from replicalab.cluster.ports import allocate
-from replicalab.cluster.state import ROOT, Cluster, Link, Node, load, names
+from replicalab.cluster.state import Cluster, Link, Node, load, names, state_root
 from replicalab.regions import region_set
 
 
@@ -120,7 +120,7 @@ class Leader:
             "node (no leader: the writer's coordinator)"
 
 
-def find_leader(name: str, root: Path = ROOT) -> Leader:
+def find_leader(name: str, root: Path | None = None) -> Leader:
     """Return cluster ``name``'s leader or primary (see :class:`Leader`): the one place that
     asks a cluster where its leader is."""
     c, rows = status(name, root)
@@ -132,7 +132,7 @@ def find_leader(name: str, root: Path = ROOT) -> Leader:
 
 def up(kind: str, nodes: int, regions: str, name: str | None = None,
        base_port: int | None = None, client_region: str | None = None,
-       root: Path = ROOT, settings: dict[str, str] | None = None,
+       root: Path | None = None, settings: dict[str, str] | None = None,
        power_loss_fs: bool = False) -> Cluster:
     """Start a cluster and return its saved description (ValueError on bad input).
 
@@ -141,6 +141,7 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
     (cluster/powerfs.py), so that a ``power-loss`` fault can drop what a server never synced.
     """
     kind = store_kinds.resolve(kind).name  # one spelling in cluster.json
+    root = root or state_root()
     drv = driver(kind)
     rs = region_set(regions)
     if nodes < 1 or nodes > 15:
@@ -201,16 +202,17 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
     return c
 
 
-def down(name: str, root: Path = ROOT) -> list[int]:
+def down(name: str, root: Path | None = None) -> list[int]:
     """Stop exactly what cluster ``name`` started and delete its directory; return the pids."""
     return down_many([name], root)
 
 
-def down_many(cluster_names: list[str], root: Path = ROOT, also: list[int] | None = None
+def down_many(cluster_names: list[str], root: Path | None = None, also: list[int] | None = None
               ) -> list[int]:
     """Stop every process of the named clusters (and the pids ``also``) at once, delete the
     clusters' directories and return the pids stopped. A name with no saved cluster is
     skipped when others are given (ValueError from :func:`load` when it is the only one)."""
+    root = root or state_root()
     pids, dirs, mounts = list(also or []), [], []
     for name in cluster_names:
         try:
@@ -238,7 +240,7 @@ def keep(c: Cluster) -> None:
                     + [m.pid for m in power_loss_mounts(c).values()])
 
 
-def mount_power_loss_fs(c: Cluster, root: Path = ROOT) -> None:
+def mount_power_loss_fs(c: Cluster, root: Path | None = None) -> None:
     """Mount a power-loss file system on each node's data directory (its disk beside it,
     ``n<i>.disk``) and record the mounts in the saved cluster."""
     c.extra["powerfs"] = {}
@@ -255,10 +257,22 @@ def power_loss_mounts(c: Cluster) -> dict[int, powerloss.Mount]:
     return {int(i): powerloss.Mount(**m) for i, m in c.extra.get("powerfs", {}).items()}
 
 
-def status(name: str, root: Path = ROOT) -> tuple[Cluster, list[dict[str, str]]]:
-    """Return the cluster and one status row per node (alive, role, ports, lag)."""
+def gone(c: Cluster) -> bool:
+    """Return True if every process cluster ``c`` started has died (or its pid now names
+    another process): nothing to ask, ``cluster down`` only removes its state."""
+    return not any(process.alive(p) and not process.reused(p) for p in c.pids())
+
+
+def status(name: str, root: Path | None = None) -> tuple[Cluster, list[dict[str, str]]]:
+    """Return the cluster and one status row per node (alive, role, ports, lag); for a
+    cluster whose processes all died (:func:`gone`), rows saying so without asking it."""
     c = load(name, root)
+    if gone(c):
+        return c, [{"node": f"n{n.index}", "region": n.region, "role": n.role, "alive": "no",
+                    "pid": str(n.pid), "port": str(n.port), "state": "process gone"}
+                   for n in c.nodes]
     rows = driver(c.kind).status(c)
     for node, row in zip(c.nodes, rows, strict=True):
-        row.setdefault("alive", "yes" if process.alive(node.pid) else "no")
+        row.setdefault("alive", "yes" if process.alive(node.pid)
+                       and not process.reused(node.pid) else "no")
     return c, rows

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import FrameType
 
+from replicalab.runtime import interrupts
+
 STOP_GRACE_S = 10.0
 """How long a stopped process gets to exit after SIGTERM before SIGKILL (s)."""
 
@@ -43,6 +45,19 @@ def start_ticks(pid: int) -> int | None:
             return int(f.read().rsplit(") ", 1)[1].split()[19])
     except (OSError, IndexError, ValueError):
         return None
+
+
+def born(pid: int) -> int | None:
+    """Return the start time (clock ticks since boot) this process recorded for ``pid``
+    (it started or tracked it, or loaded a cluster that saved it), else None."""
+    return _BORN.get(pid)
+
+
+def remember_born(pid: int, ticks: int) -> None:
+    """Record that ``pid`` was started at ``ticks`` (by another replicalab command: a saved
+    cluster), so that :func:`reused` recognises a recycled pid; a start time this process
+    saw itself is kept."""
+    _BORN.setdefault(pid, ticks)
 
 
 def reused(pid: int) -> bool:
@@ -201,6 +216,7 @@ def interrupts_deferred() -> Iterator[list[bool]]:
 
     def note(_sig: int, _frame: FrameType | None) -> None:
         flag[0] = True
+        interrupts.note()
 
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     for s in before:

@@ -1,13 +1,47 @@
-"""What a cluster started, saved as JSON so status/down/faults act on exactly that."""
+"""What a cluster started, saved as JSON so status/down/faults act on exactly that.
+
+Cluster state lives in one per-user directory (:func:`state_root`), so ``cluster status``
+and ``cluster down`` find a cluster whatever directory they run in.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(".replicalab")
+from replicalab.cluster import process
+
+STATE_DIR_ENV = "REPLICALAB_STATE_DIR"
+"""Environment variable naming the cluster state directory (tests give each run its own)."""
+
+
+SYSTEM_STATE_DIR = Path("/var/lib/replicalab")
+"""Root's default: PostgreSQL runs as an unprivileged user (cluster/postgres.py) that must
+reach its data directory, which it cannot under root's home (mode 0700)."""
+
+
+def state_root() -> Path:
+    """Return the directory holding cluster state, absolute: ``$REPLICALAB_STATE_DIR``,
+    else ``$XDG_STATE_HOME/replicalab``, else ``~/.local/state/replicalab`` (the XDG base
+    directory default; a relative ``XDG_STATE_HOME`` is ignored, as the spec says), or
+    ``/var/lib/replicalab`` for root (see :data:`SYSTEM_STATE_DIR`)."""
+    own = os.environ.get(STATE_DIR_ENV)
+    if own:
+        return Path(own).expanduser().absolute()
+    xdg = os.environ.get("XDG_STATE_HOME", "")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "replicalab"
+    if os.geteuid() == 0:
+        return SYSTEM_STATE_DIR
+    return Path.home() / ".local" / "state" / "replicalab"
+
+
+ROOT = state_root()
+"""The state directory as it was when replicalab was imported (a default for modules that
+pass a root down; the CLI's cluster commands call :func:`state_root` when they run)."""
 
 
 @dataclass
@@ -56,6 +90,15 @@ class Cluster:
     client_region: str | None = None
     url: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    born: dict[str, int] = field(default_factory=dict)
+    """Start time (clock ticks since boot) of each saved pid, so that a later command
+    (``cluster down`` after the servers died) never signals a process that took a dead
+    server's pid."""
+
+    def pids(self) -> list[int]:
+        """Return the pids of the cluster's servers and its Toxiproxy (0s left out)."""
+        return [n.pid for n in self.nodes if n.pid] + ([self.toxiproxy_pid]
+                                                      if self.toxiproxy_pid else [])
 
     def reserved_ports(self) -> set[int]:
         """Return every port this cluster uses or has promised to one of its servers."""
@@ -64,12 +107,17 @@ class Cluster:
             ports |= {n.port, n.peer_port, n.client_port, *n.extra.get("ports", [])}
         return ports | {x.listen_port for x in self.links}
 
-    def directory(self, root: Path = ROOT) -> Path:
-        """Return ``.replicalab/clusters/<name>``."""
-        return root / "clusters" / self.name
+    def directory(self, root: Path | None = None) -> Path:
+        """Return ``<state root>/clusters/<name>`` (root: :func:`state_root` by default)."""
+        return (root or state_root()) / "clusters" / self.name
 
-    def save(self, root: Path = ROOT) -> Path:
-        """Write ``cluster.json`` and return its path."""
+    def save(self, root: Path | None = None) -> Path:
+        """Write ``cluster.json`` (with each pid's start time) and return its path."""
+        # what this process knows first, then what was saved, then /proc for a pid
+        # started some other way
+        self.born = {str(p): t for p in self.pids()
+                     if (t := process.born(p) or self.born.get(str(p))
+                         or process.start_ticks(p)) is not None}
         d = self.directory(root)
         d.mkdir(parents=True, exist_ok=True)
         path = d / "cluster.json"
@@ -77,9 +125,10 @@ class Cluster:
         return path
 
 
-def load(name: str, root: Path = ROOT) -> Cluster:
-    """Return the saved cluster ``name`` (ValueError if there is none)."""
-    path = root / "clusters" / name / "cluster.json"
+def load(name: str, root: Path | None = None) -> Cluster:
+    """Return the saved cluster ``name`` (ValueError if there is none); its pids' start
+    times go to the process registry, so a recycled pid is never signalled."""
+    path = (root or state_root()) / "clusters" / name / "cluster.json"
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
@@ -87,12 +136,15 @@ def load(name: str, root: Path = ROOT) -> Cluster:
                          "them") from None
     data["nodes"] = [Node(**n) for n in data["nodes"]]
     data["links"] = [Link(**x) for x in data["links"]]
-    return Cluster(**data)
+    c = Cluster(**data)
+    for pid, ticks in c.born.items():
+        process.remember_born(int(pid), ticks)
+    return c
 
 
-def names(root: Path = ROOT) -> list[str]:
+def names(root: Path | None = None) -> list[str]:
     """Return the names of saved clusters."""
-    d = root / "clusters"
+    d = (root or state_root()) / "clusters"
     return sorted(p.parent.name for p in d.glob("*/cluster.json")) if d.exists() else []
 
 

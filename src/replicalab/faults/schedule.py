@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from replicalab.runtime.durations import parse_seconds
+
 ACTIONS = ("crash", "pause", "partition", "slow", "skew", "errors", "timeouts", "power-loss")
 POWER_OFF_S = 1.0
 """How long the power stays off when a power-loss fault gives no for= (s)."""
@@ -81,9 +83,10 @@ class Fault:
 
 def _seconds(text: str, what: str) -> float:
     m = _DURATION.fullmatch(str(text).strip())
-    if not m:
-        raise ValueError(f"{what}={text!r} is not a duration like 500ms, 30s or 2m")
-    return float(m.group(1)) * _UNIT_S[m.group(2)]
+    value = float(m.group(1)) * _UNIT_S[m.group(2)] if m else parse_seconds(str(text))
+    if value is None:
+        raise ValueError(f"{what}={text!r} is not a duration like 500ms, 30s, 2m or 1m30s")
+    return value
 
 
 def _build(fields: dict[str, Any], source: str) -> Fault:

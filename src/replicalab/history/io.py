@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from array import array
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -18,7 +20,7 @@ SCHEMA_VERSION = 1
 def _table(h: History) -> pa.Table:
     return pa.table(
         {
-            "index": pa.array(range(len(h)), pa.int64()),
+            "index": pa.array(np.arange(len(h), dtype=np.int64)),
             "process": pa.array(h.column("process"), pa.int32()),
             "type": pa.DictionaryArray.from_arrays(
                 pa.array(h.column("type"), pa.int8()), pa.array(TYPE_NAMES)),
@@ -42,7 +44,15 @@ def save_history(h: History, run_dir: Path, config: dict[str, Any]) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / "history.parquet"
     tmp = path.with_suffix(".parquet.tmp")
-    pq.write_table(_table(h), tmp, compression="zstd")
+    # no cyclic GC while the columns are built: it would walk every op's tuples again and
+    # again (0.8 s of a 1.8 s save of 470,000 ops), and the save creates no cycles
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        pq.write_table(_table(h), tmp, compression="zstd")
+    finally:
+        if was_enabled:
+            gc.enable()
     tmp.replace(path)
     sidecar = {"schema_version": SCHEMA_VERSION, **config}
     (run_dir / "config.json").write_text(json.dumps(sidecar, indent=2, sort_keys=True) + "\n")

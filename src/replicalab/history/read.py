@@ -1,7 +1,9 @@
 """Read Jepsen-style histories from files: EDN (one op map per line, or one vector of
 maps), JSON lines (our ``export --format jsonl``) and Jepsen's log lines (``INFO
 jepsen.util - 3 :invoke :cas [1 2]``, the form of Knossos's and Porcupine's test corpora),
-into :class:`FileOp` records: plain data, no numpy, so a short check starts fast.
+and Porcupine's JSON (an array of operations ``{"ClientId", "Input", "Call", "Output",
+"Return"}`` or of call/return events, :func:`porcupine_ops`), into :class:`FileOp`
+records: plain data, no numpy, so a short check starts fast.
 
 Each event has a type (``:invoke``, ``:ok``, ``:fail``, ``:info``), an ``:f`` (any name:
 the model decides what it takes), a ``:process`` and a ``:value``, and optionally
@@ -368,8 +370,33 @@ def _name(k: Any) -> str:
     return str.__str__(k) if isinstance(k, str) else str(k)
 
 
+def edn_text(v: Any) -> str:
+    """Return ``v`` written as EDN, the way Jepsen histories write it (``nil``, ``true``,
+    ``"text"``, ``:keyword``, ``[1 2]``, ``#{1}``, ``{:k 1}``), for messages: never a
+    Python repr such as ``None`` or ``frozenset({1})``."""
+    if v is None:
+        return "nil"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, Keyword):
+        return f":{str.__str__(v)}"
+    if isinstance(v, Symbol):
+        return str.__str__(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, Tagged):
+        return f"#{v.tag} {edn_text(v.value)}"
+    if isinstance(v, list | tuple):
+        return "[" + " ".join(edn_text(x) for x in v) + "]"
+    if isinstance(v, set | frozenset):
+        return "#{" + " ".join(sorted(edn_text(x) for x in v)) + "}"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{edn_text(k)} {edn_text(x)}" for k, x in v.items()) + "}"
+    return str(v)
+
+
 def _show(v: Any, limit: int = 40) -> str:
-    text = repr(v)
+    text = edn_text(v)
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -441,6 +468,20 @@ def read_ops(path: Path, tuples: bool = False) -> FileHistory:
         raise HistoryFileError(f"{path}: cannot read it ({err.strerror})") from None
     if not text.strip():
         return FileHistory([], False)  # an empty history (Porcupine's corpus has one)
+    whole = _json_array(text)
+    if whole is not None:
+        if whole and all(isinstance(x, dict) and _porcupine_shaped(x) for x in whole):
+            return porcupine_ops(path, whole, tuples)
+        if not all(isinstance(x, dict) for x in whole):
+            bad = next(x for x in whole if not isinstance(x, dict))
+            raise HistoryFileError(f"{path}: a JSON array of {_show(bad)}; expected op maps "
+                                   'like {"type": "invoke", "f": "read", "process": 0} or '
+                                   'Porcupine operations like {"ClientId": 0, "Input": ..., '
+                                   '"Call": 0, "Output": ..., "Return": 5}')
+        events = _from_maps([(x, n) for n, x in enumerate(whole, start=1)])
+        if not events:
+            raise HistoryFileError(f"{path}:1: no events; expected op maps like {EXAMPLE}")
+        return _pair(path, events, tuples)
     kind = _kind(path, text)
     if kind == "log":
         events = _log_events(path, text)
@@ -449,6 +490,135 @@ def read_ops(path: Path, tuples: bool = False) -> FileHistory:
     if not events:
         raise HistoryFileError(f"{path}:1: no events; expected op maps like {EXAMPLE}")
     return _pair(path, events, tuples)
+
+
+def _json_array(text: str) -> list[Any] | None:
+    """Return the file as one JSON array, if it is one (else None: EDN, JSON lines)."""
+    if not text.lstrip().startswith("["):
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None  # an EDN vector of maps
+    return doc if isinstance(doc, list) else None
+
+
+# -- Porcupine's histories ----------------------------------------------------------------
+
+_PORCUPINE_OP = {"clientid", "input", "call", "output", "return"}
+_PORCUPINE_EVENT = {"clientid", "kind", "value", "id"}
+_PORCUPINE_F = {0: "read", 1: "write", 2: "append"}
+"""Porcupine's key-value test's op codes (its ``kvInput.op``: get, put, append), named as
+every register model takes them."""
+_PORCUPINE_NAMES = {"get": "read", "put": "write"}
+_NEVER = 2**63 - 1
+"""A Return this large (Porcupine's math.MaxInt64) marks an op whose outcome is unknown."""
+
+
+def _lower(d: dict[str, Any]) -> dict[str, Any]:
+    return {str(k).lower(): v for k, v in d.items()}
+
+
+def _porcupine_shaped(d: dict[str, Any]) -> bool:
+    keys = {str(k).lower() for k in d}
+    return keys >= _PORCUPINE_OP or keys >= _PORCUPINE_EVENT
+
+
+def _porcupine_f(inp: Any, where: str) -> str:
+    """Return the op's name from a Porcupine Input: ``Op``/``F`` as a name (get and put
+    read as read and write), as the kv test's code (0 get, 1 put, 2 append) or as the
+    register test's bool (true get)."""
+    code = _lower(inp).get("op", _lower(inp).get("f")) if isinstance(inp, dict) else None
+    if isinstance(code, bool):
+        return "read" if code else "write"
+    if isinstance(code, int) and code in _PORCUPINE_F:
+        return _PORCUPINE_F[code]
+    if isinstance(code, str) and code:
+        return _PORCUPINE_NAMES.get(code.lower(), code.lower())
+    raise HistoryFileError(f"{where}: Input {_show(inp)}; expected an object with \"Op\" "
+                           '(0 get, 1 put, 2 append, or a name such as "read", "write", '
+                           '"cas"), "Key" and "Value"')
+
+
+def _porcupine_op(where: str, line: int, process: Any, inp: Any, out: Any, call: Any,
+                  ret: Any, tuples: bool) -> FileOp:
+    """Return one Porcupine operation as a FileOp (see :func:`porcupine_ops`)."""
+    if isinstance(process, bool) or not isinstance(process, int):
+        raise HistoryFileError(f"{where}: ClientId {_show(process)}; expected an integer")
+    if isinstance(call, bool) or not isinstance(call, int | float):
+        raise HistoryFileError(f"{where}: Call {_show(call)}; expected a time (an integer)")
+    f = _porcupine_f(inp, where)
+    i = _lower(inp)
+    o = _lower(out) if isinstance(out, dict) else {"value": out}
+    key = _value(i["key"]) if "key" in i else None
+    if tuples and key is None:
+        raise HistoryFileError(f"{where}: Input {_show(inp)} has no \"Key\"; --model kv "
+                               "checks one register per key (for one register use --model "
+                               "register or cas-register)")
+    if f == "read":
+        value = _value(o.get("value"))
+    elif f == "cas":
+        value = _value(i["value"]) if "value" in i else (_value(i.get("from")),
+                                                          _value(i.get("to")))
+    else:
+        value = _value(i.get("value"))
+    unknown = bool(o.get("unknown")) or ret is None or (
+        isinstance(ret, int | float) and ret >= _NEVER)
+    if not unknown and (isinstance(ret, bool) or not isinstance(ret, int | float)
+                        or ret < call):
+        raise HistoryFileError(f"{where}: Return {_show(ret)}; expected a time not before "
+                               f"its Call ({call})")
+    return FileOp(line, process, f, key, value, "info" if unknown else "ok", int(call),
+                  -1 if unknown else int(ret), "unknown outcome" if unknown else "")
+
+
+def porcupine_ops(path: Path, items: list[dict[str, Any]], tuples: bool) -> FileHistory:
+    """Return the ops of a history in Porcupine's JSON form: an array of operations
+    ``{"ClientId", "Input", "Call", "Output", "Return"}`` (times: Call and Return), or of
+    events ``{"ClientId", "Kind" (0 or "call", 1 or "return"), "Value", "Id"}`` (untimed:
+    the array orders them). An Input holds ``Op`` (a name, the kv test's code 0 get / 1 put
+    / 2 append, or the register test's bool, true get), ``Key`` and ``Value`` (a cas:
+    ``Value`` [from, to], or ``From`` and ``To``); a read's result is the Output's
+    ``Value`` (or the Output itself); an Output with ``Unknown`` true, or a Return of
+    2^63-1 (Porcupine's way), is an op that may have happened (``info``). Field names are
+    read in any case. ``line`` is the op's position in the array, 1-based."""
+    first = _lower(items[0])
+    if set(first) >= _PORCUPINE_OP:
+        ops = []
+        for n, item in enumerate(items, start=1):
+            d = _lower(item)
+            ops.append(_porcupine_op(f"{path}: operation {n}", n, d.get("clientid"),
+                                     d.get("input"), d.get("output"), d.get("call"),
+                                     d.get("return"), tuples))
+        ops.sort(key=lambda op: (op.invoke_ns, op.line))
+        return FileHistory(ops, True)
+    calls: dict[Any, tuple[int, dict[str, Any]]] = {}
+    done: list[FileOp] = []
+    for n, item in enumerate(items, start=1):
+        d = _lower(item)
+        kind = d.get("kind")
+        if kind in (0, "call", "CallEvent"):
+            if d.get("id") in calls:
+                raise HistoryFileError(f"{path}: event {n}: a second call with Id "
+                                       f"{_show(d.get('id'))}; expected one call per Id")
+            calls[d.get("id")] = (n, d)
+        elif kind in (1, "return", "ReturnEvent"):
+            start = calls.pop(d.get("id"), None)
+            if start is None:
+                raise HistoryFileError(f"{path}: event {n}: a return with Id "
+                                       f"{_show(d.get('id'))} and no call before it; "
+                                       "expected its call first")
+            line, c = start
+            done.append(_porcupine_op(f"{path}: event {line}", line, c.get("clientid"),
+                                      c.get("value"), d.get("value"), line, n, tuples))
+        else:
+            raise HistoryFileError(f"{path}: event {n}: Kind {_show(kind)}; expected 0 "
+                                   '("call") or 1 ("return")')
+    for line, c in calls.values():  # never returned: may have happened, or not
+        done.append(_porcupine_op(f"{path}: event {line}", line, c.get("clientid"),
+                                  c.get("value"), {"unknown": True}, line, None, tuples))
+    done.sort(key=lambda op: op.line)
+    return FileHistory(done, False)
 
 
 def _pair(path: Path, events: list[Event], tuples: bool) -> FileHistory:
@@ -462,10 +632,12 @@ def _pair(path: Path, events: list[Event], tuples: bool) -> FileHistory:
         if isinstance(process, bool) or not isinstance(process, int):
             continue  # :nemesis and other non-client processes
         if typ not in _TYPES:
-            raise HistoryFileError(f"{path}:{line}: :type {_show(typ)}; expected :invoke, "
-                                   ":ok, :fail or :info")
+            said = "no :type" if typ is None else f":type {_show(typ)}"
+            raise HistoryFileError(f"{path}:{line}: {said}; expected :invoke, :ok, :fail or "
+                                   ":info")
         if not isinstance(f, str) or not f:
-            raise HistoryFileError(f"{path}:{line}: :f {_show(f)}; expected the op's name "
+            said = "no :f" if f is None else f":f {_show(f)}"
+            raise HistoryFileError(f"{path}:{line}: {said}; expected the op's name "
                                    "(:read, :write, :cas, :append, :enqueue, ...)")
         pos = line if lines_unique else n
         if timed:

@@ -7,6 +7,8 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
+from replicalab.runtime import interrupts
+
 T = TypeVar("T")
 
 
@@ -63,7 +65,11 @@ class RealRuntime:
 
     def run(self, main: Coroutine[Any, Any, T]) -> T:
         """Run ``main`` with ``asyncio.run`` and return its result."""
-        return asyncio.run(main)
+        try:
+            return asyncio.run(main)
+        except KeyboardInterrupt:
+            interrupts.note()  # the command may save and go on: it was still interrupted
+            raise
 
 
 def _settle(fut: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:

@@ -25,6 +25,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator
 from heapq import heappop, heappush
 from typing import Any, TypeVar
 
+from replicalab.runtime import interrupts
+
 T = TypeVar("T")
 
 
@@ -49,6 +51,7 @@ def note_stop(_sig: int = 0, _frame: Any = None) -> None:
     and code that checks :func:`stop_requested` to wind up: a SIGINT handler for worker
     processes, where an interrupt must not land in the middle of saving a run."""
     _STOP[0] = True
+    interrupts.note()
 
 
 def stop_requested() -> bool:
@@ -62,11 +65,12 @@ def _defer_sigint(flag: list[bool]) -> Any:
     handler of the caller's own is installed). The loop raises KeyboardInterrupt between
     events, so a history is never left half-appended."""
     if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+            or not interrupts.is_default(signal.getsignal(signal.SIGINT))):
         return None
 
     def note(_sig: int, _frame: Any) -> None:
         flag[0] = True
+        interrupts.note()
 
     return signal.signal(signal.SIGINT, note)
 

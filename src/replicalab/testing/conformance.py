@@ -516,7 +516,8 @@ def run_conformance(url: str, *, only: Sequence[str] = (), seed: int = 1,
     ``staller``: how the timeout check stalls the store ("auto": a TCP relay for URLs with
     ``HOST:PORT``, the simulator's own crash for ``sim://``; None skips that check).
     ``opener``: how the store is opened (default: the registry, entry points included).
-    ValueError when ``url`` cannot be opened or ``only`` names an unknown check.
+    ValueError when ``url`` cannot be opened, its store does not answer (one message, not
+    the same connection error from every check) or ``only`` names an unknown check.
     """
     unknown = [n for n in only if n not in CHECKS]
     if unknown:
@@ -529,7 +530,17 @@ def run_conformance(url: str, *, only: Sequence[str] = (), seed: int = 1,
     ctx = Ctx(store, url, chosen if not isinstance(chosen, str) else None, nonce, opener)
     report = ConformanceReport(redact_url(url), str(inner.info.kind))
 
+    unreachable: list[str] = []
+
     async def main() -> None:
+        try:
+            # a store that does not answer fails every check the same way: say it once
+            client = await store.connect()
+        except (StoreError, ValueError, OSError) as err:
+            unreachable.append(str(err))
+            await store.close()
+            return
+        await client.close()
         try:
             for name, check in CHECKS.items():
                 if only and name not in only:
@@ -542,6 +553,9 @@ def run_conformance(url: str, *, only: Sequence[str] = (), seed: int = 1,
                 await store.close()
 
     store.runtime.run(main())
+    if unreachable:
+        raise ValueError(f"{redact_url(url)} does not answer, so no check can run "
+                         f"({unreachable[0]}); start the store or fix the URL, then re-run")
     return report
 
 

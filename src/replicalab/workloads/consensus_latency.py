@@ -35,7 +35,7 @@ import httpx
 
 from replicalab.cluster import base, process, toxiproxy
 from replicalab.cluster.etcd import leader_index, transfer_leadership
-from replicalab.cluster.state import ROOT, Cluster
+from replicalab.cluster.state import Cluster
 from replicalab.regions import region_set
 from replicalab.stores import open_store
 from replicalab.stores.base import StoreError
@@ -94,7 +94,7 @@ class RealRun:
 
 @contextlib.contextmanager
 def real_cluster(kind: str, regions: str, name: str | None = None,
-                 root: Path = ROOT) -> Iterator[Cluster]:
+                 root: Path | None = None) -> Iterator[Cluster]:
     """Start a ``kind`` cluster with one member per region of ``regions`` and yield it; it is
     stopped on the way out, whatever ends the block (the process registry also stops it on
     SIGTERM and Ctrl-C). ValueError names what cannot start."""

@@ -32,7 +32,7 @@ from replicalab.checkers.accounting import (
 )
 from replicalab.checkers.latency import latency_histograms, latency_summary
 from replicalab.cluster.process import interrupts_deferred
-from replicalab.cluster.state import load, names
+from replicalab.cluster.state import load, names, state_root
 from replicalab.faults.nemesis import Nemesis
 from replicalab.faults.schedule import Fault
 from replicalab.faults.sim import SimNemesis
@@ -58,7 +58,7 @@ class ProbeSpec:
     options: ProbeOptions = field(default_factory=ProbeOptions)
     config: Any = None
     cluster: str | None = None
-    cluster_root: str = ".replicalab"
+    cluster_root: str | None = None  # None: the per-user state directory (cluster/state.py)
     faults: tuple[Fault, ...] = ()
     key_prefix: str | None = None  # None: replicalab/<run id>/ on a real store
     keep_keys: bool = False
@@ -119,7 +119,7 @@ class ProbeSpec:
             raise ValueError(f"the saved spec has no config for workload {d['workload']}")
         return cls(store=d["store"], workload=d["workload"], options=ProbeOptions(**d["options"]),
                    config=config_from_json(wl.config, cfg), cluster=d.get("cluster"),
-                   cluster_root=d.get("cluster_root", ".replicalab"),
+                   cluster_root=d.get("cluster_root"),
                    faults=tuple(Fault(**f) for f in d.get("faults", [])),
                    key_prefix=d.get("key_prefix"), keep_keys=bool(d.get("keep_keys", False)))
 
@@ -224,13 +224,19 @@ async def _run(spec: ProbeSpec, store: Store, h: History, rec: Recorder,
     await _final_reads(store, h, FINAL_SETTLE_S if nemesis is not None else 0.0)
 
 
-def check(spec: ProbeSpec, h: History, features: frozenset[Feature]) -> dict[str, Any]:
-    """Return the results of ``spec``'s checkers over ``h`` (pure: no I/O)."""
+def check(spec: ProbeSpec, h: History, features: frozenset[Feature],
+          step: Callable[[float], None] | None = None) -> dict[str, Any]:
+    """Return the results of ``spec``'s checkers over ``h`` (pure: no I/O); ``step`` is told
+    the fraction of the checks done after each (the workload's own take most of the time)."""
+    say = step or (lambda _done: None)
     out = spec.definition.check(h, spec.store, spec.options, spec.config, features)
+    say(0.7)
     out["latency"] = latency_summary(latency_histograms(h))
     out["availability"] = availability(h)
+    say(0.9)
     out["faults"] = fault_periods(h)
     out["lost_writes"] = lost_writes(h)
+    say(1.0)
     return out
 
 
@@ -312,7 +318,8 @@ def _open_checked(spec: ProbeSpec) -> tuple[Store, Nemesis | SimNemesis | None]:
         elif spec.cluster is None:
             raise ValueError("faults need the cluster they act on: pass --cluster NAME")
         else:
-            nemesis = Nemesis(spec.cluster, Path(spec.cluster_root))
+            nemesis = Nemesis(spec.cluster, Path(spec.cluster_root) if spec.cluster_root
+                              else state_root())
         nemesis.check(list(spec.faults))
     return store, nemesis
 
@@ -333,11 +340,14 @@ def _prefixed(spec: ProbeSpec, store: Store, run_dir: Path, keys: list[KeyCleanu
 
 
 def _save(spec: ProbeSpec, h: History, features: frozenset[Feature], run_dir: Path,
-          config: dict[str, Any], cut_short: str | None) -> dict[str, Any]:
+          config: dict[str, Any], cut_short: str | None,
+          step: Callable[[float], None] | None = None) -> dict[str, Any]:
     """Save the history, the checked results and the latency histograms of a run; return
-    the results (``cut_short``: why the run stopped early, None if it did not)."""
+    the results (``cut_short``: why the run stopped early, None if it did not); ``step``
+    is told the fraction of this work done as it goes."""
     save_history(h, run_dir, config)
-    results = check(spec, h, features)
+    results = check(spec, h, features, None if step is None else
+                    lambda done: step(0.15 + 0.8 * done))
     results["store"] = redact_url(spec.store)
     results["partial"] = cut_short is not None
     if cut_short is not None:
@@ -350,10 +360,15 @@ def _save(spec: ProbeSpec, h: History, features: frozenset[Feature], run_dir: Pa
 
 def run_probe(spec: ProbeSpec, out: Path,
               progress: Callable[[float], None] | None = None,
-              announce: Callable[[str], None] | None = None, name: str | None = None) -> Run:
+              announce: Callable[[str], None] | None = None, name: str | None = None,
+              check_interrupted: bool = True) -> Run:
     """Run ``spec`` and save it under ``out`` (as ``out/name`` when a name is given: one run
     of a batch); returns even when interrupted (see Run). ``announce`` is told, before the
-    first operation, where a real store's keys go."""
+    first operation, where a real store's keys go.
+
+    A simulated run interrupted with ``check_interrupted`` False saves its history and
+    config only, at once (checking hours of simulated traffic takes seconds; ``replicalab
+    report RUN_DIR`` does it later): its Run's results are :func:`unchecked_results`."""
     spec.check()
     store, nemesis = _open_checked(spec)
     wl = spec.definition
@@ -364,11 +379,17 @@ def run_probe(spec: ProbeSpec, out: Path,
     started_unix_ns = [0]  # the wall clock when the run's clock read start[0]
     span = spec.options.duration_s * 1e9
 
+    # the share of the wall time the run itself takes, the checks and the save after it
+    # taking the rest: a simulation is checked in about 0.8 times the wall time it ran
+    # (sim://simpledb staleness, 6 h simulated: 9 s running, 7 s checking and saving), a
+    # real store's run outlasts its checks by far
+    share = 0.55 if rt.virtual else 0.98
+
     def tick(now_ns: int) -> None:
         if progress is not None:
             done = (wl.done_fraction(h, spec.config) if wl.done_fraction is not None
                     else (now_ns - start[0]) / span)
-            progress(min(1.0, done))
+            progress(share * min(1.0, done))
 
     rec = Recorder(h, rt, tick)
     interrupted, error, trace = False, "", ""
@@ -415,15 +436,30 @@ def run_probe(spec: ProbeSpec, out: Path,
               # anchors the history's clock (invoke_ns, complete_ns) to the wall clock
               "started_runtime_ns": start[0], "started_unix_ns": started_unix_ns[0],
               "keys": keys[0].to_json() if keys else None}
+    if interrupted and rt.virtual and not check_interrupted:
+        with interrupts_deferred():  # a second Ctrl-C waits for the save to finish
+            save_history(h, run_dir, config)
+        return Run(run_dir, unchecked_results(spec, h, rt.now_ns() - start[0]), True, error,
+                   keys=keys[0] if keys else None)
     with interrupts_deferred() as late:  # a Ctrl-C now waits for the save to finish
         results = _save(spec, h, store.info.features, run_dir, config,
-                        error if interrupted or error else None)
+                        error if interrupted or error else None,
+                        None if progress is None or interrupted or error else
+                        lambda done: progress(share + (1 - share) * done))
     if late[0] and not interrupted:
         interrupted, error = True, error or "interrupted"
     if progress is not None and not (interrupted or error):
         progress(1.0)
     return Run(run_dir, results, interrupted, error,
                keys=keys[0] if keys else None)
+
+
+def unchecked_results(spec: ProbeSpec, h: History, ran_ns: int) -> dict[str, Any]:
+    """Return what is known of a run saved without its checks: ``checked`` False, the
+    operations recorded, and the seconds (virtual for a simulation) it ran of those asked."""
+    return {"checked": False, "partial": True, "workload": spec.workload,
+            "store": redact_url(spec.store), "operations": len(h),
+            "ran_s": round(max(ran_ns, 0) / 1e9, 3), "duration_s": spec.options.duration_s}
 
 
 def recheck(run_dir: Path) -> dict[str, Any]:

@@ -1,0 +1,25 @@
+"""Words for numbers in what the CLI prints: ``1 store``, ``3 stores``, ``1 op``."""
+
+from __future__ import annotations
+
+_IRREGULAR = {"process": "processes", "proxy": "proxies", "entry": "entries"}
+
+
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """Return ``n`` (with thousands separators) and ``noun``, in the plural unless ``n`` is
+    1: ``1 redis node``, ``3 redis nodes``, ``1,200 operations``; ``many`` overrides the
+    plural form (the last word of ``noun`` is made plural otherwise)."""
+    if n == 1:
+        return f"{n:,} {noun}"
+    if many is None:
+        head, _, last = noun.rpartition(" ")
+        if last in _IRREGULAR:
+            last = _IRREGULAR[last]
+        elif last.endswith(("s", "x", "ch", "sh")):
+            last += "es"
+        elif last.endswith("y") and last[-2:-1] not in tuple("aeiou"):
+            last = last[:-1] + "ies"
+        else:
+            last += "s"
+        many = f"{head} {last}" if head else last
+    return f"{n:,} {many}"
