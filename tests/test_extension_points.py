@@ -686,6 +686,7 @@ def test_the_toy_kind_starts_and_the_probe_and_conformance_suite_run_it(tmp_path
     runs a shipped workload on them; the conformance suite passes the toy adapter
     (including a stalled server: Unavailable, then reconnect); ``cluster down`` stops
     them."""
+    from replicalab.cluster.state import state_root
     from replicalab.testing.conformance import assert_conforms
 
     up = cli("cluster", "up", "toy-kv", "--nodes", "2", "--regions", "dc3", "--name", "toy",
@@ -694,8 +695,7 @@ def test_the_toy_kind_starts_and_the_probe_and_conformance_suite_run_it(tmp_path
     url = json.loads(up.stdout)["url"]
     try:
         assert url.startswith("toykv://127.0.0.1:")
-        saved = json.loads((tmp_path / ".replicalab" / "clusters" / "toy" / "cluster.json")
-                           .read_text())
+        saved = json.loads((state_root() / "clusters" / "toy" / "cluster.json").read_text())
         assert saved["kind"] == "toykv"  # the alias resolved to the one name
         pids = [n["pid"] for n in saved["nodes"]]
         assert all(process.alive(p) for p in pids)
