@@ -159,6 +159,8 @@ def _bfs(adj: list[list[tuple[int, int, int]]], kinds: list[int], comp: list[int
     """Return the edge ids of the shortest cycle through ``anchor`` (src, dst, edge id)
     that class ``cls`` allows, or None; raises TimeoutError when the budget runs out."""
     a, b, e0 = anchor
+    if not budget.spend(1):
+        raise TimeoutError
     k0 = kinds[e0]
     single = cls in ("G0", "G1c", "G-single")  # no rw on the way back
     nonadj = cls == "G-nonadjacent"
@@ -195,7 +197,8 @@ def _bfs(adj: list[list[tuple[int, int, int]]], kinds: list[int], comp: list[int
             if not budget.spend(steps):
                 raise TimeoutError
             steps = 0
-    budget.spend(steps)
+    if not budget.spend(steps):
+        raise TimeoutError
     return None
 
 
@@ -206,6 +209,15 @@ def search_cycles(n: int, edges: list[Edge], budget: Budget
     in a weaker variant is not searched again in a stronger one."""
     kinds = [e[2] for e in edges]
     found: list[tuple[str, list[int]]] = []
+    # only edges inside a component of the whole graph can lie on a cycle: the rest
+    # (all of them, in a valid history) is dropped before the per-class searches
+    whole: list[list[int]] = [[] for _ in range(n)]
+    for s, d, *_rest in edges:
+        whole[s].append(d)
+    comp_all = tarjan(n, whole)
+    cyclic = [i for i, e in enumerate(edges) if comp_all[e[0]] == comp_all[e[1]]]
+    if not cyclic:
+        return [], []
     unfinished: list[Unfinished] = []
     seen_classes: set[str] = set()
     for variant in VARIANTS:
@@ -215,7 +227,8 @@ def search_cycles(n: int, edges: list[Edge], budget: Budget
                 continue
             allowed = set(_KINDS[cls]) | set(extra)
             adj: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
-            for i, (s, d, k, *_rest) in enumerate(edges):
+            for i in cyclic:
+                s, d, k = edges[i][:3]
                 if k in allowed:
                     adj[s].append((d, k, i))
             comp = tarjan(n, [[w for w, _, _ in out] for out in adj])
@@ -224,7 +237,8 @@ def search_cycles(n: int, edges: list[Edge], budget: Budget
                 sizes[c] = sizes.get(c, 0) + 1
             anchors: dict[int, list[tuple[int, int, int]]] = {}
             want = _ANCHOR[cls]
-            for i, (s, d, k, *_rest) in enumerate(edges):
+            for i in cyclic:
+                s, d, k = edges[i][:3]
                 if k == want and comp[s] == comp[d] and (s != d):
                     lst = anchors.setdefault(comp[s], [])
                     if len(lst) < ANCHORS:

@@ -150,9 +150,10 @@ def analyse(txns: list[Txn]) -> tuple[list[Edge], list[Anomaly]]:
             w = writer.get((k, v), -1)
             if w >= 0 and failed[w]:
                 anomalies.append(Anomaly("G1a", [w, t], key=k, detail={"value": v}))
+        from_w = -1
         if prefix:
             v = prefix[-1]
-            w = writer.get((k, v), -1)
+            w = from_w = writer.get((k, v), -1)
             if w >= 0 and not failed[w] and w != t:
                 edges.append((w, t, WR, k, v, v))
                 if last[(w, k)] != v:
@@ -162,12 +163,13 @@ def analyse(txns: list[Txn]) -> tuple[list[Edge], list[Anomaly]]:
         if order is not None and len(prefix) < len(order):
             nxt = order[len(prefix)]
             w = writer.get((k, nxt), -1)
-            if w >= 0 and not failed[w] and w != t:
+            # an intermediate read (G1b) of w is no anti-dependency on w itself
+            if w >= 0 and not failed[w] and w != t and w != from_w:
                 edges.append((t, w, RW, k, prefix[-1] if prefix else None, nxt))
         elif order is not None and unread.get(k):
             ws = unread[k]
             for w, v in ws if len(ws) <= UNREAD_EDGE_BUDGET else ws[:UNREAD_EDGE_BUDGET]:
-                if w != t:
+                if w != t and w != from_w:
                     edges.append((t, w, RW, k, prefix[-1] if prefix else None, v))
     for (k, n), ts in groups.items():
         if len(ts) > 1:
