@@ -605,10 +605,12 @@ pub fn order_edges(t: &Txns, edges: &mut Edges) {
     let mut ok: Vec<u32> = (0..t.len() as u32).filter(|&x| t.outcome[x as usize] == OK).collect();
     ok.sort_by_key(|&x| (t.invoke[x as usize], x));
     let mut last: Map<i64, u32> = Map::default();
+    let mut next_in_process = vec![u32::MAX; t.len()];
     for &x in &ok {
         let p = t.process[x as usize];
         if let Some(&prev) = last.get(&p) {
             edges.push(prev, x, PROCESS, u32::MAX, NIL, NIL);
+            next_in_process[prev as usize] = x;
         }
         last.insert(p, x);
     }
@@ -627,7 +629,9 @@ pub fn order_edges(t: &Txns, edges: &mut Edges) {
             let mut p: Vec<u32> = frontier.clone();
             p.sort_unstable();
             for &s in &p {
-                edges.push(s, x, REALTIME, u32::MAX, NIL, NIL);
+                if next_in_process[s as usize] != x {  // a process edge says it already
+                    edges.push(s, x, REALTIME, u32::MAX, NIL, NIL);
+                }
             }
             preds.insert(x, p);
         } else {
@@ -890,16 +894,13 @@ pub fn search_cycles(n: usize, e: &Edges, budget: &mut Budget)
         let l = local[d as usize];
         if l == u32::MAX { 0 } else { l }
     }).collect();
-    let mut seen_classes: Vec<String> = Vec::new();
+    let mut seen_cycles: std::collections::HashSet<Vec<u32>, FxBuild> = Default::default();
     for variant in ["", "-process", "-realtime"] {
         let extra: &[u8] = match variant { "" => &[], "-process" => &[PROCESS],
                                            _ => &[PROCESS, REALTIME] };
         let required: &[u8] = match variant { "" => &[], "-process" => &[PROCESS],
                                               _ => &[REALTIME] };
         for cls in CLASSES {
-            if seen_classes.iter().any(|s| s == cls) {
-                continue;
-            }
             let (kinds, want) = class_kinds(cls);
             let allowed: Vec<u32> = cyclic.iter().copied().filter(|&x| {
                 let k = e.kind[x as usize];
@@ -946,15 +947,13 @@ pub fn search_cycles(n: usize, e: &Edges, budget: &mut Budget)
                         size: sizes[&c], sample, might_hold: vec![format!("{cls}{variant}")] });
                 }
                 if let Some(cyc) = best {
-                    let ks: Vec<u8> = cyc.iter().map(|&x| e.kind[x as usize]).collect();
-                    found.push((classify(&ks), cyc));
+                    let mut sorted = cyc.clone();
+                    sorted.sort_unstable();
+                    if seen_cycles.insert(sorted) {  // else another class's search found it
+                        let ks: Vec<u8> = cyc.iter().map(|&x| e.kind[x as usize]).collect();
+                        found.push((classify(&ks), cyc));
+                    }
                 }
-            }
-        }
-        for (name, _) in &found {
-            let base = name.trim_end_matches("-process").trim_end_matches("-realtime").to_string();
-            if !seen_classes.contains(&base) {
-                seen_classes.push(base);
             }
         }
     }

@@ -80,8 +80,17 @@ def _show(path: Path, r: Any, naming: str) -> None:
 
 
 def run(paths: list[Path], model: str, timeout_s: float, as_json: bool,
-        engine: str = "auto") -> int:
-    """Check every PATH; print the results; return the exit status (0, 1 or 3)."""
+        engine: str | None = None) -> int:
+    """Check every PATH; print the results; return the exit status (0, 1 or 3).
+    ``engine`` "native", "python" or "auto"; None: ``$REPLICALAB_TXN_ENGINE`` or auto
+    (the benchmark times the pure-Python reference through it)."""
+    import os
+
+    engine = engine or os.environ.get("REPLICALAB_TXN_ENGINE", "auto")
+    if engine not in ("auto", "native", "python"):
+        from replicalab.cli.errors import fail
+
+        fail(f"REPLICALAB_TXN_ENGINE={engine!r}: use auto, native or python")
     from replicalab.checkers.txn import TxnInputError, check, result_json
     from replicalab.cli.errors import fail
 
