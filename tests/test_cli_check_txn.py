@@ -5,7 +5,6 @@ codes, and bad input (exit 2, one line naming the line); the report section."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import typer

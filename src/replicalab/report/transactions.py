@@ -31,7 +31,7 @@ def cycle_svg(cycle: Sequence[Mapping[str, Any]], explanation: Sequence[str]) ->
     n = len(names)
     c = SIZE / 2
     pos = {}
-    for i, name in enumerate(names):
+    for i in range(n):
         angle = -math.pi / 2 + 2 * math.pi * i / max(n, 1)
         pos[i] = (c + RADIUS * math.cos(angle), c + RADIUS * math.sin(angle))
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{SIZE}" height="{SIZE}" '
