@@ -133,3 +133,47 @@ def test_report_section_draws_each_cycle():
     assert html.count("<svg") == 1 and "G-single: a cycle of 2" in html
     assert "consistent-view" in html and "G1a" in html
     assert "&lt;b&gt;" in html and "<b>-a" not in html  # keys are escaped
+
+
+def test_run_directory_read_natively_equals_the_reference(tmp_path):
+    import random
+
+    import pyarrow.parquet as pq
+
+    from replicalab.checkers.txn import check_history
+    from replicalab.checkers.txn.run import native_core
+    from replicalab.checkers.txn.synth import sloppy
+
+    nat = native_core()
+    if nat is None or not hasattr(nat, "txn_check_rows"):
+        pytest.skip("native core built without the transaction checker")
+    from replicalab.checkers.txn.native import check_table
+
+    for seed in range(20):
+        model = ("list-append", "rw-register")[seed % 2]
+        h = History()
+        for t in sloppy(random.Random(seed), 30, 3, 4, model):
+            i = invoke_txn(h, t.process, t.mops, t.invoke)
+            if t.outcome == "ok":
+                ok_txn(h, i, t.mops, t.complete)
+            elif t.outcome == "fail":
+                h.fail(i, t.complete, "aborted")
+            else:
+                h.info(i, t.invoke + 1, "timeout")
+        h.invoke(7, "read", ("x",), (None,), "eventual", 5)  # not a transaction: left out
+        save_history(h, tmp_path / str(seed), {})
+        py = check_history(h, model, engine="python")
+        nt = check_table(pq.read_table(tmp_path / str(seed) / "history.parquet"), model, None)
+        assert (nt.anomaly_types, nt.counts, nt.txns) == (py.anomaly_types, py.counts, py.txns)
+        for typ in py.anomaly_types:
+            assert ([a.explanation for a in nt.anomalies[typ]]
+                    == [a.explanation for a in py.anomalies[typ]])
+
+
+def test_run_directory_with_a_bad_row_names_it(tmp_path, monkeypatch, engine):
+    h = History()
+    h.invoke(0, "txn", ("k",), ("r [1,x]",), "none", 1)
+    h.ok(0, 2)
+    save_history(h, tmp_path / "run", {})
+    r = run(monkeypatch, engine, str(tmp_path / "run"), "--model", "list-append")
+    assert r.exit_code == 2 and "row 0" in r.output and "micro-op" in r.output
