@@ -1,0 +1,516 @@
+//! Reading a Jepsen/Elle transaction history (EDN: one op map per line, or one vector of
+//! maps) straight into the transaction columns (`txn::Txns`), without building a tree
+//! of values: the fields the checker needs (`:type`, `:f`, `:process`, `:time`,
+//! `:value`) are parsed in place and every other field is skipped.
+//!
+//! An invoke is paired with the next completion of the same process (as Jepsen does);
+//! a `:ok` takes its completion's micro-ops (the reads filled in), a `:fail` or `:info`
+//! its invoke's; an invoke never completed is `info`. A history without `:time` is
+//! ordered by its lines. Events of a process that is not an integer (`:nemesis`) are
+//! left out. Malformed input is an error naming the line.
+
+use std::collections::HashMap;
+
+use crate::txn::{FxBuild, Txns, NIL};
+
+pub struct ParseError {
+    pub line: usize,
+    pub msg: String,
+}
+
+fn err<T>(line: usize, msg: impl Into<String>) -> Result<T, ParseError> {
+    Err(ParseError { line, msg: msg.into() })
+}
+
+/// One micro-op as parsed: f (0 append, 1 r, 2 w), key id, value (append/w), read.
+#[derive(Clone, Copy)]
+struct Mop {
+    f: u8,
+    key: u32,
+    val: i64,
+    /// -1 nil, -2 a single integer (in `val`), else the list's length; the list is at
+    /// `lstart` in the event's list buffer
+    rlen: i32,
+    lstart: u32,
+}
+
+/// An invoked transaction waiting for its completion: its slot in the columns, and its
+/// micro-ops (what a `:fail` or `:info` keeps).
+struct Open {
+    slot: usize,
+    line: usize,
+    time: i64,
+    mops: Vec<Mop>,
+}
+
+struct Reader<'a> {
+    s: &'a [u8],
+    i: usize,
+    line: usize,
+    keys: HashMap<Vec<u8>, u32, FxBuild>,
+    key_names: Vec<String>,
+    /// the current event's micro-ops and list elements
+    mops: Vec<Mop>,
+    lists: Vec<i64>,
+}
+
+impl<'a> Reader<'a> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() {
+            match self.s[self.i] {
+                b'\n' => {
+                    self.line += 1;
+                    self.i += 1;
+                }
+                b' ' | b'\t' | b'\r' | b',' => self.i += 1,
+                b';' => {
+                    while self.i < self.s.len() && self.s[self.i] != b'\n' {
+                        self.i += 1;
+                    }
+                }
+                _ => break,
+            }
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    /// An atom's bytes (up to a delimiter).
+    fn atom(&mut self) -> &'a [u8] {
+        let start = self.i;
+        while self.i < self.s.len() {
+            match self.s[self.i] {
+                b' ' | b'\t' | b'\r' | b'\n' | b',' | b'[' | b']' | b'{' | b'}' | b'(' | b')'
+                | b'"' | b';' => break,
+                _ => self.i += 1,
+            }
+        }
+        &self.s[start..self.i]
+    }
+
+    fn string(&mut self) -> Result<Vec<u8>, ParseError> {
+        // at the opening quote
+        self.i += 1;
+        let mut out = Vec::new();
+        while self.i < self.s.len() {
+            let c = self.s[self.i];
+            self.i += 1;
+            match c {
+                b'"' => return Ok(out),
+                b'\\' => {
+                    if let Some(&e) = self.s.get(self.i) {
+                        self.i += 1;
+                        out.push(match e {
+                            b'n' => b'\n',
+                            b't' => b'\t',
+                            b'r' => b'\r',
+                            other => other,
+                        });
+                    }
+                }
+                b'\n' => {
+                    self.line += 1;
+                    out.push(c);
+                }
+                _ => out.push(c),
+            }
+        }
+        err(self.line, "a string that never ends; expected a closing \"")
+    }
+
+    /// Skip one EDN form of any kind.
+    fn skip(&mut self) -> Result<(), ParseError> {
+        self.ws();
+        let Some(c) = self.peek() else { return err(self.line, "the file ends inside a map") };
+        match c {
+            b'"' => {
+                self.string()?;
+            }
+            b'[' | b'{' | b'(' => {
+                let close = match c { b'[' => b']', b'{' => b'}', _ => b')' };
+                self.i += 1;
+                loop {
+                    self.ws();
+                    match self.peek() {
+                        None => return err(self.line, "the file ends inside a collection"),
+                        Some(x) if x == close => {
+                            self.i += 1;
+                            break;
+                        }
+                        Some(b']' | b'}' | b')') => {
+                            return err(self.line, "a collection closed by the wrong bracket")
+                        }
+                        _ => self.skip()?,
+                    }
+                }
+            }
+            b'#' => {
+                self.i += 1;
+                if self.peek() == Some(b'{') {
+                    self.i -= 0;
+                    return self.skip();
+                }
+                if self.peek() == Some(b'_') {
+                    self.i += 1;
+                    self.skip()?;
+                    return self.skip();
+                }
+                self.atom(); // a tag: its value follows
+                return self.skip();
+            }
+            b']' | b'}' | b')' => return err(self.line, "an unexpected closing bracket"),
+            _ => {
+                if self.atom().is_empty() {
+                    return err(self.line, format!("unexpected character {:?}", c as char));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn int(&mut self) -> Result<Option<i64>, ParseError> {
+        let a = self.atom();
+        if a == b"nil" {
+            return Ok(None);
+        }
+        let t = a.strip_suffix(b"N").unwrap_or(a);
+        match std::str::from_utf8(t).ok().and_then(|x| x.parse::<i64>().ok()) {
+            Some(v) => Ok(Some(v)),
+            None => err(self.line, format!("{} is not an integer", String::from_utf8_lossy(a))),
+        }
+    }
+
+    fn key(&mut self) -> Result<u32, ParseError> {
+        self.ws();
+        let bytes: Vec<u8> = match self.peek() {
+            Some(b'"') => self.string()?,
+            Some(b'[' | b'{' | b'(' | b'#') => {
+                return err(self.line, "a micro-op's key is an integer, a string or a keyword")
+            }
+            _ => {
+                let a = self.atom();
+                let a = a.strip_prefix(b":").unwrap_or(a);
+                let a = a.strip_suffix(b"N").unwrap_or(a);
+                a.to_vec()
+            }
+        };
+        if bytes.is_empty() {
+            return err(self.line, "a micro-op without its key");
+        }
+        if let Some(&id) = self.keys.get(&bytes) {
+            return Ok(id);
+        }
+        let id = self.key_names.len() as u32;
+        self.key_names.push(String::from_utf8_lossy(&bytes).into_owned());
+        self.keys.insert(bytes, id);
+        Ok(id)
+    }
+
+    /// Parse a `:value` (`[[:append 5 3] [:r 5 nil]]`) into `self.mops`/`self.lists`;
+    /// false for nil.
+    fn txn_value(&mut self) -> Result<bool, ParseError> {
+        self.ws();
+        match self.peek() {
+            Some(b'[') | Some(b'(') => {}
+            _ => {
+                let a = self.atom();
+                if a == b"nil" {
+                    return Ok(false);
+                }
+                return err(self.line, format!(":value {} is not a vector of micro-ops like \
+                                               [[:r 5 nil]]", String::from_utf8_lossy(a)));
+            }
+        }
+        self.i += 1;
+        loop {
+            self.ws();
+            match self.peek() {
+                Some(b']') | Some(b')') => {
+                    self.i += 1;
+                    return Ok(true);
+                }
+                Some(b'[') | Some(b'(') => {
+                    self.i += 1;
+                    let m = self.mop()?;
+                    self.mops.push(m);
+                }
+                None => return err(self.line, "the file ends inside a :value"),
+                _ => return err(self.line, "a micro-op that is not a vector; expected \
+                                            [:append k v], [:w k v] or [:r k v]"),
+            }
+        }
+    }
+
+    fn mop(&mut self) -> Result<Mop, ParseError> {
+        self.ws();
+        let f = if self.peek() == Some(b'"') { self.string()? } else { self.atom().to_vec() };
+        let f = f.strip_prefix(b":").unwrap_or(&f).to_vec();
+        let code = match f.as_slice() {
+            b"append" => 0u8,
+            b"r" => 1,
+            b"w" => 2,
+            _ => return err(self.line, format!("micro-op :{}; expected :append, :w or :r",
+                                               String::from_utf8_lossy(&f))),
+        };
+        let key = self.key()?;
+        self.ws();
+        let mut m = Mop { f: code, key, val: NIL, rlen: -1, lstart: self.lists.len() as u32 };
+        match self.peek() {
+            Some(b'[') | Some(b'(') if code == 1 => {
+                self.i += 1;
+                loop {
+                    self.ws();
+                    match self.peek() {
+                        Some(b']') | Some(b')') => {
+                            self.i += 1;
+                            break;
+                        }
+                        None => return err(self.line, "the file ends inside a read"),
+                        _ => match self.int()? {
+                            Some(v) => self.lists.push(v),
+                            None => return err(self.line, "a read holds nil; expected integers"),
+                        },
+                    }
+                }
+                m.rlen = (self.lists.len() - m.lstart as usize) as i32;
+            }
+            Some(b'[' | b'{' | b'(' | b'"' | b'#') => {
+                return err(self.line, "a micro-op's value is an integer, nil or (for a read) \
+                                       a list of integers")
+            }
+            _ => {
+                let v = self.int()?;
+                if code == 1 {
+                    if let Some(v) = v {
+                        m.val = v;
+                        m.rlen = -2;
+                    }
+                } else {
+                    match v {
+                        Some(v) => m.val = v,
+                        None => return err(self.line, format!(
+                            ":{} takes an integer, not nil", String::from_utf8_lossy(&f))),
+                    }
+                }
+            }
+        }
+        self.ws();
+        match self.peek() {
+            Some(b']') | Some(b')') => {
+                self.i += 1;
+                Ok(m)
+            }
+            _ => err(self.line, "a micro-op of more than three elements; expected [f k v]"),
+        }
+    }
+}
+
+struct Event {
+    typ: u8, // 0 invoke 1 ok 2 fail 3 info
+    process: Option<i64>,
+    time: Option<i64>,
+    f_txn: bool,
+    has_value: bool,
+    /// its :value was a vector (the micro-ops are in the reader's buffers)
+    some_value: bool,
+}
+
+fn event(r: &mut Reader) -> Result<Event, ParseError> {
+    // at '{'
+    r.i += 1;
+    r.mops.clear();
+    r.lists.clear();
+    let mut ev = Event { typ: 255, process: None, time: None, f_txn: true, has_value: false,
+                         some_value: false };
+    let line = r.line;
+    loop {
+        r.ws();
+        match r.peek() {
+            Some(b'}') => {
+                r.i += 1;
+                break;
+            }
+            None => return err(line, "the file ends inside an op map"),
+            Some(b':') => {}
+            _ => return err(r.line, "an op map's keys are keywords like :type"),
+        }
+        let k = r.atom();
+        r.ws();
+        match k {
+            b":type" => {
+                let v = r.atom();
+                ev.typ = match v {
+                    b":invoke" => 0,
+                    b":ok" => 1,
+                    b":fail" => 2,
+                    b":info" => 3,
+                    _ => return err(r.line, format!(":type {}; expected :invoke, :ok, :fail \
+                                                     or :info", String::from_utf8_lossy(v))),
+                }
+            }
+            b":f" => {
+                let v = r.atom();
+                if v != b":txn" {
+                    let shown = if v.is_empty() { "that is not a keyword".to_string() }
+                                else { String::from_utf8_lossy(v).into_owned() };
+                    return err(r.line, format!(":f {shown}; a transaction history has :f :txn"));
+                }
+            }
+            b":process" => {
+                if r.peek() == Some(b':') {
+                    r.atom();
+                    ev.process = None; // :nemesis and other non-client processes
+                    ev.f_txn = false;
+                } else {
+                    ev.process = r.int()?;
+                }
+            }
+            b":time" => ev.time = r.int()?,
+            b":value" => {
+                ev.has_value = true;
+                r.mops.clear();
+                r.lists.clear();
+                ev.some_value = r.txn_value()?;
+            }
+            _ => r.skip()?,
+        }
+    }
+    if ev.typ == 255 {
+        return err(line, "an op map without :type; expected {:type :invoke, :f :txn, \
+                          :value [[:r 5 nil]], :process 0}");
+    }
+    Ok(ev)
+}
+
+/// Append `mops` (lists in `lists`) to transaction `slot`'s columns; reads nil when the
+/// transaction did not commit (what they returned is not known).
+fn store(t: &mut Txns, slot: usize, mops: &[Mop], lists: &[i64], committed: bool) {
+    t.mop_start[slot] = t.f.len() as u32;
+    t.mop_len[slot] = mops.len() as u32;
+    for m in mops {
+        t.f.push(m.f);
+        t.key.push(m.key);
+        if m.f == 1 && !committed {
+            t.val.push(NIL);
+            t.rlen.push(-1);
+        } else if m.rlen >= 0 {
+            t.val.push(t.reads.len() as i64);
+            let s = m.lstart as usize;
+            t.reads.extend_from_slice(&lists[s..s + m.rlen as usize]);
+            t.rlen.push(m.rlen);
+        } else {
+            t.val.push(m.val);
+            t.rlen.push(m.rlen);
+        }
+    }
+}
+
+/// Parse `text` into transactions (in invoke order; `index` the line of the invoke).
+pub fn parse(text: &[u8]) -> Result<Txns, ParseError> {
+    let mut r = Reader { s: text, i: 0, line: 1, keys: HashMap::default(),
+                         key_names: Vec::new(), mops: Vec::new(), lists: Vec::new() };
+    let mut open: HashMap<i64, Open, FxBuild> = HashMap::default();
+    let mut pool: Vec<Vec<Mop>> = Vec::new();
+    let mut t = Txns::default();
+    let mut timed: Option<bool> = None;
+    r.ws();
+    let mut outer = false;
+    if r.peek() == Some(b'[') {
+        outer = true;
+        r.i += 1;
+    }
+    loop {
+        r.ws();
+        let Some(c) = r.peek() else { break };
+        if outer && c == b']' {
+            r.i += 1;
+            r.ws();
+            if r.peek().is_some() {
+                return err(r.line, "text after the vector of op maps");
+            }
+            break;
+        }
+        if c == b'#' {
+            r.i += 1;
+            r.atom(); // #jepsen.history.Op{...}
+            r.ws();
+        }
+        if r.peek() != Some(b'{') {
+            return err(r.line, "expected an op map like {:type :invoke, :f :txn, :value \
+                                [[:append 5 3] [:r 5 nil]], :process 0}: is this EDN?");
+        }
+        let line = r.line;
+        let ev = event(&mut r)?;
+        if !ev.f_txn {
+            continue;
+        }
+        let Some(process) = ev.process else {
+            return err(line, "an op map without an integer :process");
+        };
+        let has_time = ev.time.is_some();
+        match timed {
+            None => timed = Some(has_time),
+            Some(x) if x != has_time => {
+                return err(line, ":time on some events but not this one; expected :time on \
+                                  every event, or on none")
+            }
+            _ => {}
+        }
+        // a history without :time is ordered by its lines
+        let at = ev.time.unwrap_or(line as i64);
+        if ev.typ == 0 {
+            if let Some(o) = open.get(&process) {
+                return err(line, format!("process {process} invokes again before its op on \
+                                          line {} completed", o.line));
+            }
+            if !ev.some_value {
+                return err(line, "a :txn without a :value; expected [[:append 5 3] [:r 5 nil]]");
+            }
+            // keep the invoke's micro-ops (reads are nil in an invoke: no list to keep)
+            let mut mops = pool.pop().unwrap_or_default();
+            mops.clear();
+            mops.extend(r.mops.iter().map(|m| Mop { rlen: if m.f == 1 { -1 } else { m.rlen },
+                                                    ..*m }));
+            let slot = t.index.len();
+            t.index.push(line as i64);
+            t.process.push(process);
+            t.outcome.push(3);
+            t.invoke.push(at);
+            t.complete.push(-1);
+            t.mop_start.push(0);
+            t.mop_len.push(0);
+            open.insert(process, Open { slot, line, time: at, mops });
+            continue;
+        }
+        let Some(o) = open.remove(&process) else {
+            return err(line, format!("a completion of process {process} with no :invoke \
+                                      before it"));
+        };
+        if at < o.time {
+            return err(line, format!("completes at {at}, before its invoke on line {}", o.line));
+        }
+        if ev.typ == 1 && ev.some_value {
+            if r.mops.len() != o.mops.len() {
+                return err(line, format!("the :ok has {} micro-ops, its invoke on line {} had \
+                                          {}", r.mops.len(), o.line, o.mops.len()));
+            }
+            store(&mut t, o.slot, &r.mops, &r.lists, true);
+        } else if ev.typ == 1 && ev.has_value {
+            return err(line, "a :txn :ok with a nil :value; expected its micro-ops");
+        } else {
+            store(&mut t, o.slot, &o.mops, &[], false);
+        }
+        t.outcome[o.slot] = ev.typ;
+        t.complete[o.slot] = if ev.typ == 3 { -1 } else { at };
+        pool.push(o.mops);
+    }
+    let left: Vec<Open> = open.into_values().collect();
+    for o in left {
+        // never completed: may have happened, or not
+        store(&mut t, o.slot, &o.mops, &[], false);
+    }
+    t.keys = r.key_names;
+    Ok(t)
+}
