@@ -6,9 +6,9 @@ URL: ``postgresql://postgres@127.0.0.1:P/postgres?standbys=127.0.0.1:P1,127.0.0.
 &isolation=read-committed|repeatable-read|serializable&txn_reads=primary|standby`` (what
 ``replicalab cluster up postgres`` prints, plus the transaction parameters). User,
 password and database come from the URL or libpq's ``PG*`` environment (``PGUSER``,
-``PGPASSWORD``, ``PGDATABASE``, ``PGPASSFILE``); the password is never logged or saved. TLS: libpq's own parameters ``sslmode`` (``disable``
-... ``verify-full``), ``sslrootcert``, ``sslcert``, ``sslkey`` in the URL or as ``PGSSLMODE``
-etc. in the environment.
+``PGPASSWORD``, ``PGDATABASE``, ``PGPASSFILE``); the password is never logged or saved.
+TLS: libpq's own parameters ``sslmode`` (``disable`` ... ``verify-full``), ``sslrootcert``,
+``sslcert``, ``sslkey`` in the URL or as ``PGSSLMODE`` etc. in the environment.
 
 Data model: one table ``replicalab_kv(domain, item, attr, value)`` keyed by the element's
 three parts, created on the primary at the first connect. A consistent read asks the
