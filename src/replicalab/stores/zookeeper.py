@@ -447,7 +447,8 @@ class ZkClient:
             played = play(ops, {k: v for k, (v, _) in got.items()})
             if gap_ns and len(ops) > 1:
                 await self.store.runtime.sleep_ns(gap_ns * (len(ops) - 1))
-            await self._parents([paths[k] for k in played.writes if got[k][0] is None])
+            # an absent key is guarded by creating it (and deleting it again if only read)
+            await self._parents([paths[k] for k in keys if got[k][0] is None])
             spec: list[_Op] = []
             for k in keys:
                 value, version = got[k]
