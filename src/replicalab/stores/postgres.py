@@ -3,7 +3,8 @@
 URL: ``postgresql://postgres@127.0.0.1:P/postgres?standbys=127.0.0.1:P1,127.0.0.1:P2
 &node_regions=US-E,US-W,EU&regions=dc3&read=nearest|random
 &synchronous_commit=local|off|on|remote_write|remote_apply&timeout_ms=2000
-&isolation=read-committed|repeatable-read|serializable&txn_reads=primary|standby`` (what
+&isolation=read-committed|repeatable-read|serializable&txn_reads=primary|standby
+&lock_timeout_ms=0`` (what
 ``replicalab cluster up postgres`` prints, plus the transaction parameters). User,
 password and database come from the URL or libpq's ``PG*`` environment (``PGUSER``,
 ``PGPASSWORD``, ``PGDATABASE``, ``PGPASSFILE``); the password is never logged or saved.
@@ -24,7 +25,10 @@ micro-operation: a read is a SELECT, an append one upsert that extends the store
 in place (``value = left(value, -1) || ',x]'``: the row is locked and updated, never read
 then written by the client), a write one upsert. A serialization failure or a deadlock
 (SQLSTATE 40001, 40P01) rolls it back and raises TxnAborted; any other error leaves the
-outcome unknown. ``txn_reads=standby`` sends the transaction's reads to the client's hot
+outcome unknown. ``lock_timeout_ms`` > 0 sets ``lock_timeout`` in every transaction: a
+micro-operation that waits longer for a row lock rolls the transaction back (55P03,
+TxnAborted) instead of waiting for the deadlock detector (``deadlock_timeout``, 1 s by
+default) or the call's timeout; the hot-key runs use it. ``txn_reads=standby`` sends the transaction's reads to the client's hot
 standby instead (each its own statement there: what reading from replicas inside a
 transaction isolates, which is nothing).
 ``synchronous_commit`` is set for every session (default ``local``: commits do not wait for
@@ -108,7 +112,7 @@ class PostgresStore:
 
     def __init__(self, url: str, seed: int) -> None:
         u = parse_store_url(url, "standbys", ("synchronous_commit", "isolation", "txn_reads",
-                                              *_SSL_PARAMS),
+                                              "lock_timeout_ms", *_SSL_PARAMS),
                             "postgresql://postgres@127.0.0.1:5432/postgres")
         self.url = u
         self.nodes = list(u.nodes)
@@ -117,6 +121,9 @@ class PostgresStore:
         self.synchronous_commit = u.choice("synchronous_commit", _SYNC, "local")
         self.isolation = u.choice("isolation", tuple(ISOLATIONS), "read-committed")
         self.txn_reads = u.choice("txn_reads", _TXN_READS, "primary")
+        self.lock_timeout_ms = int(u.number("lock_timeout_ms", 0))
+        if self.lock_timeout_ms < 0:
+            raise ValueError("postgresql:// lock_timeout_ms must be 0 (wait) or positive")
         # credentials and TLS: from the URL, else libpq reads its PG* environment itself
         creds = u.credentials
         self._auth: dict[str, str] = {k: v for k, v in (
@@ -131,6 +138,7 @@ class PostgresStore:
             regions=u.region_names(),
             params={"read": self.read_policy, "synchronous_commit": self.synchronous_commit,
                     "isolation": self.isolation, "txn_reads": self.txn_reads,
+                    "lock_timeout_ms": self.lock_timeout_ms,
                     "timeout_ms": round(self.timeout_s * 1000), "table": TABLE,
                     "nodes": {n.name: f"{n.host}:{n.port} ({n.region})" for n in self.nodes}},
             eventual_read_served_by=f"one hot standby per client ({self.read_policy}: "
@@ -408,6 +416,7 @@ class PostgresClient:
         on_standby = self.store.txn_reads == "standby" and self.standby is not self.primary
         gap_s = gap_ns / 1e9
         name = self.primary.node.name
+        lock_ms = self.store.lock_timeout_ms
 
         async def txn(conn: psycopg.AsyncConnection[Any]) -> list[MicroOp]:
             sconn = await self.standby.get() if on_standby else conn
@@ -415,6 +424,8 @@ class PostgresClient:
             try:
                 async with conn.transaction():
                     await conn.execute(f"SET TRANSACTION ISOLATION LEVEL {level}")
+                    if lock_ms:
+                        await conn.execute(f"SET LOCAL lock_timeout = {lock_ms}")
                     for n, (f, k, v) in enumerate(ops):
                         if n and gap_s:
                             await asyncio.sleep(gap_s)
@@ -431,7 +442,8 @@ class PostgresClient:
                             await conn.execute(_PUT, (e.domain, e.item, e.attribute,
                                                       str(int(v))))
                             out.append((f, k, v))
-            except (pgerr.SerializationFailure, pgerr.DeadlockDetected) as err:
+            except (pgerr.SerializationFailure, pgerr.DeadlockDetected,
+                    pgerr.LockNotAvailable) as err:
                 raise TxnAborted(f"{name}: {_first_line(err)}") from None
             return out
 
