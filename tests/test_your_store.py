@@ -35,6 +35,7 @@ from replicalab.stores import (
     WriteResult,
     registry,
 )
+from replicalab.stores.base import ALL_FEATURES
 from replicalab.stores.registry import open_store, schemes
 from replicalab.testing import run_conformance
 
@@ -182,7 +183,7 @@ class ToyStore:
         self.data: dict[str, str] = {}
         self.frozen = False
         self.runtime = RealRuntime()
-        self.info = StoreInfo(url=f"toy://{bug}", kind="toy", features=frozenset(Feature))
+        self.info = StoreInfo(url=f"toy://{bug}", kind="toy", features=ALL_FEATURES)
 
     async def connect(self, region: str | None = None) -> ToyClient:
         return ToyClient(self)

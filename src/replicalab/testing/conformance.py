@@ -500,9 +500,17 @@ async def _stall(ctx: Ctx, staller: Staller, store: PrefixedStore) -> str:
             "went through again once the store answered")
 
 
+def _need_transact(client: Any) -> None:
+    if not callable(getattr(getattr(client, "_inner", client), "transact", None)):
+        raise Failed("the store declares Feature.TRANSACTIONS but its client has no "
+                     "transact(ops) method; add it (stores/base.py, TxnClient) or stop "
+                     "declaring the feature (declare ALL_FEATURES for every other one)")
+
+
 async def txn_own_writes(ctx: Ctx) -> str:
     ctx.need(Feature.TRANSACTIONS)
     client = await ctx.store.connect()
+    _need_transact(client)
     lst, reg = ctx.key("txn-list"), ctx.key("txn-reg")
     got = await client.transact([("r", lst, None), ("append", lst, 1), ("r", lst, None),
                                  ("append", lst, 2), ("r", lst, None), ("w", reg, 7),
