@@ -27,7 +27,6 @@ from replicalab.runtime import RealRuntime
 from replicalab.stores import (
     ABSENT,
     ConditionFailed,
-    Feature,
     ReadResult,
     StoreError,
     StoreInfo,
