@@ -218,19 +218,37 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def figures(results: dict[str, Any]) -> dict[str, Any]:
-    """Return a run's headline figures for a batch: anomalous txns per committed ones, by
-    class, as (count, total) pairs pooled over runs."""
-    ok = results["transactions"]["ok"]
-    out: dict[str, Any] = {"txns ok": ok}
-    for k, n in results["txn"].get("anomaly_counts", {}).items():
-        out[f"{k} per txn"] = (n, ok)
+    """Return a run's headline figures for a batch: committed txns, and the anomalous txns
+    among them by class (and ``any``) as (count, committed) pairs pooled over runs."""
+    t = results["transactions"]
+    ok = t["ok"]
+    out: dict[str, Any] = {"txns ok": ok, "txns aborted": (t["fail"], ok + t["fail"])}
+    for k, n in t.get("anomalous", {}).items():
+        out[f"anomalous txns {k}"] = (n, ok)
     return out
+
+
+def config_from_flags(given: dict[str, Any]) -> TxnConfig:
+    """Return the config from the ``probe`` flags given (None: not given); ``length`` sets
+    both ``min_length`` and ``max_length`` (transactions of exactly that many operations)."""
+    values = {k: v for k, v in given.items() if v is not None}
+    length = values.pop("length", None)
+    if length is not None:
+        if "min_length" in values or "max_length" in values:
+            raise ValueError("--length sets both --min-length and --max-length; give either "
+                             "--length or those two")
+        values["min_length"] = values["max_length"] = int(length)
+    if "spacing" in values:
+        values["spacing_s"] = values.pop("spacing")
+    return TxnConfig(**values)
 
 
 def flags(write_word: str) -> tuple[Flag, ...]:
     """Return the ``probe`` flags of a transactional workload."""
     return (
         Flag("keys", int, "active keys (fewer = more contention)"),
+        Flag("length", int, "micro-operations per transaction (sets --min-length and "
+                            "--max-length)", default="1..4"),
         Flag("min_length", int, "fewest micro-operations per transaction"),
         Flag("max_length", int, "most micro-operations per transaction"),
         Flag("read_fraction", float, f"share of micro-operations that read (the rest "
@@ -261,6 +279,7 @@ def make_workload(name: str, model: str, domain: str, write_f: str, write_word: 
     check.__doc__ = f"Return the {name} run's transaction counts and isolation verdict."
     return Workload(name, TxnConfig, generate, check, required_features,
                     done_fraction=done_fraction, flags=flags(write_word),
+                    from_flags=config_from_flags,
                     summary_rows=summary_rows, per_op_latency_rows=True,
                     report_section=report_section, figures=figures)
 
