@@ -18,8 +18,13 @@ from replicalab.stores.registry import open_store
 from replicalab.stores.txnops import appended_text, decode_stored, play
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec, run_probe
-from replicalab.workloads.txn import KeySpace, TxnConfig, config_from_flags, make_txn, \
-    slot_weights
+from replicalab.workloads.txn import (
+    KeySpace,
+    TxnConfig,
+    config_from_flags,
+    make_txn,
+    slot_weights,
+)
 
 
 def _txns(run_dir: Path) -> list[tuple[str, int, list]]:
