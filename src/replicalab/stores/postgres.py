@@ -28,9 +28,9 @@ then written by the client), a write one upsert. A serialization failure or a de
 outcome unknown. ``lock_timeout_ms`` > 0 sets ``lock_timeout`` in every transaction: a
 micro-operation that waits longer for a row lock rolls the transaction back (55P03,
 TxnAborted) instead of waiting for the deadlock detector (``deadlock_timeout``, 1 s by
-default) or the call's timeout; the hot-key runs use it. ``txn_reads=standby`` sends the transaction's reads to the client's hot
-standby instead (each its own statement there: what reading from replicas inside a
-transaction isolates, which is nothing).
+default) or the call's timeout; the hot-key runs use it. ``txn_reads=standby`` sends the
+transaction's reads to the client's hot standby instead (each its own statement there: what
+reading from replicas inside a transaction isolates, which is nothing).
 ``synchronous_commit`` is set for every session (default ``local``: commits do not wait for
 standbys; ``remote_apply``: a commit returns once every standby has applied it, with the
 cluster's ``synchronous_standby_names = 'ANY n (*)'``).
