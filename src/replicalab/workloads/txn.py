@@ -227,6 +227,9 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
     v = results["txn"]
     rows = [("transactions ok / fail / info", f"{t['ok']:,} / {t['fail']:,} / {t['info']:,}"),
             ("valid", str(v.get("valid")))]
+    rates = anomaly_rate_per_1000(results)
+    if rates.get("any"):
+        rows.append(("anomalous txns per 1,000 committed", f"{rates['any']:.1f}"))
     counts = {k: n for k, n in t.get("anomalous", {}).items() if k != "any"}
     if counts:
         rows.append(("anomalous txns by class",
