@@ -111,3 +111,52 @@ def test_an_injected_anomaly_is_found(seed, n, data):
     r = check_txns(txns, model)
     expected = EXPECTED[name] if model == "list-append" else REGISTER_EXPECTED[name]
     assert expected <= set(r.anomaly_types)
+
+
+native = pytest.importorskip("replicalab_native")
+needs_native = pytest.mark.skipif(not hasattr(native, "txn_check_cols"),
+                                  reason="native core built without the transaction checker")
+
+
+def _same(py, nat):
+    assert nat.engine == "native" and py.engine == "python"
+    assert nat.valid == py.valid and nat.anomaly_types == py.anomaly_types
+    assert nat.counts == py.counts
+    assert nat.not_ == py.not_ and nat.also_not == py.also_not
+    for typ in py.anomaly_types:
+        a = [(x.txns, x.cycle, x.explanation) for x in py.anomalies[typ]]
+        b = [(x.txns, x.cycle, x.explanation) for x in nat.anomalies[typ]]
+        assert a == b, typ
+
+
+@needs_native
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_seed, st.integers(1, 40), st.integers(1, 5), st.integers(1, 5),
+       st.sampled_from(["list-append", "rw-register"]), st.booleans())
+def test_native_core_equals_the_reference(seed, n, keys, length, model, isolated):
+    from replicalab.checkers.txn import check
+    from replicalab.checkers.txn.synth import sloppy
+
+    rng = random.Random(seed)
+    txns = (serial(rng, n, keys, length, model) if isolated
+            else sloppy(rng, n, keys, length, model))
+    _same(check(txns, model, engine="python"), check(txns, model, engine="native"))
+
+
+@needs_native
+@pytest.mark.parametrize(("model", "name", "expected"), CASES,
+                         ids=[f"{m}:{g}" for m, g, _ in CASES])
+def test_native_core_finds_each_gadget(model, name, expected):
+    from replicalab.checkers.txn import check
+
+    txns = gadget(name, model=model)
+    _same(check(txns, model, engine="python"), check(txns, model, engine="native"))
+
+
+@needs_native
+def test_native_search_that_must_stop_says_unknown():
+    from replicalab.checkers.txn.native import check_native
+
+    r = check_native(native, gadget("G2-item"), "list-append", None, max_steps=0)
+    assert r.valid == "unknown" and r.anomaly_types == [] and r.unfinished
+    assert r.unfinished[0].size == 2 and r.names[r.unfinished[0].sample[0]] == "T0"

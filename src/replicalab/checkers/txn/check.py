@@ -25,7 +25,7 @@ TXN_MODELS = ("list-append", "rw-register")
 DEFAULT_MAX_STEPS = 200_000_000
 """Cycle-search steps (edges looked at) allowed before a component is left unfinished."""
 MAX_PER_TYPE = 8
-"""Anomalies kept per type (the count is kept in ``detail``-free form by ``counts``)."""
+"""Anomalies kept (and explained) per type; ``TxnCheckResult.counts`` has them all."""
 
 
 def analyse(txns: list[Txn], model: str) -> tuple[list[graph.Edge], list[Anomaly]]:
@@ -81,6 +81,9 @@ def check_result(txns: list[Txn] | Any, model: str, anomalies: list[Anomaly],
                 idx, proc = info(t)
                 names[t] = f"T{idx}"
                 procs[t] = proc
+    for u in unfinished:
+        for t in u.sample:
+            names[t] = f"T{info(t)[0]}"
     for ans in kept.values():
         for an in ans:
             if an.cycle is not None:
@@ -93,5 +96,6 @@ def check_result(txns: list[Txn] | Any, model: str, anomalies: list[Anomaly],
     if valid and unfinished:
         valid = "unknown"
     n = len(txns) if n_txns is None else n_txns
+    counts = {typ: len(ans) for typ, ans in by_type.items()}
     return TxnCheckResult(model, valid, n, types, kept, not_, also_not, possible, unfinished,
-                          check_s, engine, names)
+                          check_s, engine, names, counts)

@@ -49,10 +49,12 @@ def order_edges(txns: list[Txn]) -> list[Edge]:
     edges: list[Edge] = []
     ok = [t for t, x in enumerate(txns) if x.outcome == OK]
     last: dict[int, int] = {}
+    by_process: set[tuple[int, int]] = set()
     for t in sorted(ok, key=lambda t: (txns[t].invoke, t)):
         p = txns[t].process
         if p in last:
             edges.append((last[p], t, PROCESS, None, None, None))
+            by_process.add((last[p], t))
         last[p] = t
     events = [(txns[t].invoke, 1, t) for t in ok] + [(txns[t].complete, 0, t) for t in ok]
     events.sort()  # completions before invokes at the same instant: no overlap at a tie
@@ -62,7 +64,8 @@ def order_edges(txns: list[Txn]) -> list[Edge]:
         if kind == 1:
             preds[t] = sorted(frontier)
             for s in preds[t]:
-                edges.append((s, t, REALTIME, None, None, None))
+                if (s, t) not in by_process:  # a process edge says it already
+                    edges.append((s, t, REALTIME, None, None, None))
         else:
             for s in preds.pop(t, ()):
                 frontier.discard(s)
@@ -205,8 +208,8 @@ def _bfs(adj: list[list[tuple[int, int, int]]], kinds: list[int], comp: list[int
 def search_cycles(n: int, edges: list[Edge], budget: Budget
                   ) -> tuple[list[tuple[str, list[int]]], list[Unfinished]]:
     """Return the cycles found, as (class name, edge ids into ``edges``), at most one per
-    class and component, and the components whose search stopped. A class already found
-    in a weaker variant is not searched again in a stronger one."""
+    class and component (a cycle found by two classes' searches once), and the components
+    whose search stopped."""
     kinds = [e[2] for e in edges]
     found: list[tuple[str, list[int]]] = []
     # only edges inside a component of the whole graph can lie on a cycle: the rest
@@ -219,12 +222,10 @@ def search_cycles(n: int, edges: list[Edge], budget: Budget
     if not cyclic:
         return [], []
     unfinished: list[Unfinished] = []
-    seen_classes: set[str] = set()
+    seen_cycles: set[tuple[int, ...]] = set()
     for variant in VARIANTS:
         extra = _EXTRA[variant]
         for cls in CLASSES:
-            if cls in seen_classes:
-                continue
             allowed = set(_KINDS[cls]) | set(extra)
             adj: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
             for i in cyclic:
@@ -257,9 +258,7 @@ def search_cycles(n: int, edges: list[Edge], budget: Budget
                         sorted(t for t in range(n) if comp[t] == c)[:8], [cls + variant]))
                     if best is None:
                         continue
-                if best is not None:
-                    name = classify([edges[e][2] for e in best])
-                    found.append((name, best))
-        for name, _ in found:  # after the variant: its classes are not searched again
-            seen_classes.add(name.split("-process")[0].split("-realtime")[0])
+                if best is not None and tuple(sorted(best)) not in seen_cycles:
+                    seen_cycles.add(tuple(sorted(best)))  # another class's search found it
+                    found.append((classify([edges[e][2] for e in best]), best))
     return found, unfinished

@@ -1,6 +1,6 @@
 """Choosing the engine and shaping the answer: :func:`check` runs the native core when
-it is built (``replicalab_native.txn_check``) and the pure-Python reference otherwise;
-:func:`result_json` is Elle's result map."""
+it is built (``replicalab_native.txn_check_cols``) and the pure-Python reference
+otherwise; :func:`result_json` is Elle's result map."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def native_core() -> Any:
         import replicalab_native as nat
     except ImportError:
         return None
-    return nat if hasattr(nat, "txn_check") else None
+    return nat if hasattr(nat, "txn_check_edn") else None
 
 
 def check(txns: list[Txn], model: str, deadline_s: float | None = None,
@@ -25,7 +25,7 @@ def check(txns: list[Txn], model: str, deadline_s: float | None = None,
     ``engine``: "native", "python" or "auto" (native when built)."""
     nat = native_core() if engine in ("auto", "native") else None
     if engine == "native" and nat is None:
-        raise RuntimeError("the native core has no txn_check: rebuild native/")
+        raise RuntimeError("the native core has no txn_check_cols: rebuild native/")
     if nat is None:
         return check_txns(txns, model, deadline_s=deadline_s)
     from replicalab.checkers.txn.native import check_native
@@ -65,7 +65,8 @@ def result_json(result: TxnCheckResult) -> dict[str, Any]:
     return {
         "schema_version": result.schema_version, "model": result.model,
         "valid": result.valid, "txns": result.txns,
-        "anomaly_types": result.anomaly_types, "not": result.not_,
+        "anomaly_types": result.anomaly_types, "counts": result.counts,
+        "not": result.not_,
         "also_not": result.also_not, "possible": result.possible,
         "anomalies": anomalies,
         "unfinished": [{"variant": u.variant, "size": u.size,

@@ -78,14 +78,23 @@ def serial(rng: random.Random, n: int, keys: int, max_len: int, model: str = "li
 def _processes(rng: random.Random, txns: list[Txn]) -> None:
     """Give each transaction a process free at its invoke (a process runs one at a time;
     one that ran an ``info`` transaction is not used again, as Jepsen's crashed ones)."""
-    busy_until: list[int] = []
+    import heapq
+
+    busy: list[tuple[int, int]] = []  # (completes at, process)
+    free: list[int] = []
+    procs = 0
     for t in sorted(txns, key=lambda x: x.invoke):
-        free = [p for p, until in enumerate(busy_until) if until < t.invoke]
-        p = rng.choice(free) if free and rng.random() < 0.9 else len(busy_until)
-        if p == len(busy_until):
-            busy_until.append(0)
+        while busy and busy[0][0] < t.invoke:
+            free.append(heapq.heappop(busy)[1])
+        if free and rng.random() < 0.9:
+            i = rng.randrange(len(free))
+            free[i], free[-1] = free[-1], free[i]
+            p = free.pop()
+        else:
+            p, procs = procs, procs + 1
         t.process = p
-        busy_until[p] = t.complete if t.complete >= 0 else 2**62
+        if t.complete >= 0:
+            heapq.heappush(busy, (t.complete, p))
 
 
 def gadget(name: str, start: int = 0, process: int = 0, index: int = 0, key: str = "g",
@@ -170,3 +179,43 @@ def _register(name: str, a: str, b: str, c: str, d: str) -> list[tuple[Any, ...]
                               (1, "ok", 30, 40, [("r", a, None)])],
     }
     return g[name]
+
+
+def sloppy(rng: random.Random, n: int, keys: int, max_len: int, model: str = "list-append",
+           lag: int = 3) -> list[Txn]:
+    """Return ``n`` transactions of a store without isolation: each read sees one of the
+    last ``lag`` states at random, writes apply to the newest, so histories hold cycles of
+    every kind (and, for list-append, reads that are not prefixes of each other)."""
+    states: list[dict[str, Any]] = [{}]
+    value = 1
+    out: list[Txn] = []
+    for i in range(n):
+        mops: list[tuple[str, str, Any]] = []
+        r = rng.random()
+        outcome = "fail" if r < 0.05 else "info" if r < 0.1 else "ok"
+        for _ in range(rng.randint(1, max_len)):
+            k = str(rng.randrange(keys))
+            if rng.random() < 0.5:
+                seen = states[-rng.randint(1, min(lag, len(states)))].get(k)
+                if model == "list-append":
+                    mops.append(("r", k, tuple(seen) if seen else ()))
+                else:
+                    mops.append(("r", k, seen))
+            else:
+                new = dict(states[-1])
+                if model == "list-append":
+                    new[k] = [*(new.get(k) or []), value]
+                    mops.append(("append", k, value))
+                else:
+                    new[k] = value
+                    mops.append(("w", k, value))
+                value += 1
+                if outcome != "fail":
+                    states.append(new)
+        if outcome != "ok":
+            mops = [(f, k, None if f == "r" else v) for f, k, v in mops]
+        inv = 10 * i + rng.randint(0, 30)
+        out.append(Txn(i, 0, outcome, inv, inv + rng.randint(1, 60) if outcome != "info"
+                       else -1, mops))
+    _processes(rng, out)
+    return out

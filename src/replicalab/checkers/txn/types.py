@@ -93,4 +93,6 @@ class TxnCheckResult:
     check_s: float
     engine: str
     names: dict[int, str] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    """How many anomalies of each type were found (``anomalies`` keeps a few of each)."""
     schema_version: int = 1
