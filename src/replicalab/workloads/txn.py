@@ -162,10 +162,11 @@ async def generate_txns(store: Store, h: History, opts: ProbeOptions, cfg: TxnCo
                       for p in range(cfg.clients)))
 
 
-def done_fraction(h: History, cfg: TxnConfig) -> float:
-    """Return the share of ``txns`` issued so far (0 when the run is timed)."""
+def done_fraction(h: History, cfg: TxnConfig) -> float | None:
+    """Return the share of ``txns`` issued so far (None when the run is timed: progress
+    by time)."""
     if not cfg.txns:
-        return 0.0
+        return None
     return min(1.0, len(h) / cfg.txns)  # every row of the run is a transaction
 
 
