@@ -40,6 +40,7 @@ from replicalab.history import History, load_history, save_history
 from replicalab.history.rundir import Run, make_run_dir, named_run_dir, save_results
 from replicalab.stores import Feature, Store, StoreError, open_store
 from replicalab.stores.base import redact_url
+from replicalab.stores.isolation import no_transactions
 from replicalab.stores.prefix import PrefixedStore, check_prefix
 from replicalab.workloads import registry
 from replicalab.workloads.base import ProbeOptions, Workload, config_from_json
@@ -308,6 +309,8 @@ def _open_checked(spec: ProbeSpec) -> tuple[Store, Nemesis | SimNemesis | None]:
     store = open_store(spec.store, spec.options.seed)
     wl = spec.definition
     missing = wl.required_features(spec.options, spec.config) - store.info.features
+    if Feature.TRANSACTIONS in missing:
+        raise ValueError(no_transactions(spec.store))
     if missing:
         raise ValueError(f"{spec.store} cannot do {', '.join(sorted(m.value for m in missing))}; "
                          "pick another --consistency/--variant or another store")
@@ -388,7 +391,9 @@ def run_probe(spec: ProbeSpec, out: Path,
     def tick(now_ns: int) -> None:
         if progress is not None:
             done = (wl.done_fraction(h, spec.config) if wl.done_fraction is not None
-                    else (now_ns - start[0]) / span)
+                    else None)
+            if done is None:  # a timed run (a workload may end by count or by time)
+                done = (now_ns - start[0]) / span
             progress(share * min(1.0, done))
 
     rec = Recorder(h, rt, tick)
