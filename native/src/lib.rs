@@ -14,6 +14,9 @@ pub mod simreads;
 pub mod simrt;
 pub mod kv;
 pub mod signals;
+pub mod txn;
+pub mod txn_parse;
+pub mod txn_py;
 pub mod wgl;
 
 use std::borrow::Cow;
@@ -470,6 +473,7 @@ fn replicalab_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(search_part, m)?)?;
     m.add_function(wrap_pyfunction!(search_part_stats, m)?)?;
     m.add_function(wrap_pyfunction!(check_kv, m)?)?;
+    txn_py::register(m)?;
     m.add_function(wrap_pyfunction!(intern::encode_register_history, m)?)?;
     m.add_class::<simrt::Stream>()?;
     m.add_class::<simrt::SimNode>()?;

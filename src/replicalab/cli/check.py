@@ -35,7 +35,8 @@ def _model_help() -> str:
     from replicalab.checkers.linregistry import MODELS
 
     listed = "; ".join(f"{name} ({cls.summary})" for name, cls in MODELS.items())
-    return f"The data type to check against: {listed}."
+    return (f"The data type to check against: {listed}; or transactions: list-append, "
+            "rw-register (Elle-style isolation anomalies, see docs/transactions.md).")
 
 
 def register(app: typer.Typer) -> None:
@@ -274,6 +275,14 @@ def check(
     from replicalab.checkers.linops import Verdict
     from replicalab.checkers.linregistry import get_model
 
+    if model in ("list-append", "rw-register"):  # transactions: their own checker
+        from replicalab.cli.check_txn import run as run_txn
+
+        try:
+            txn_timeout_s = parse_duration_s(timeout, "--timeout")
+        except ValueError as err:
+            fail(str(err))
+        raise typer.Exit(run_txn(paths, model, txn_timeout_s, as_json))
     try:
         m = get_model(model)  # resolved once: the object goes everywhere from here
     except ValueError:

@@ -27,7 +27,9 @@ class OpType(IntEnum):
 
 TYPE_NAMES = ("invoke", "ok", "fail", "info")
 F_NAMES = ("read", "write", "cas", "delete", "crash", "pause", "partition", "heal", "slow",
-           "power-loss")
+           "power-loss", "txn")
+"""Operation names; a new name is appended at the end so saved codes keep their meaning
+(``txn``: one transaction, its micro-ops encoded by ``history/txn.py``)."""
 CONSISTENCY_NAMES = ("none", "eventual", "consistent")
 NEMESIS = -1
 CONDITION_FAILED = "condition failed"

@@ -11,9 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from replicalab.history.core import NEMESIS, History, Op
+from replicalab.history.txn import edn_value
 
 
 def _value(op: Op, values: tuple[str | None, ...]) -> Any:
+    if op.f == "txn":  # Elle's [[:append k v] [:r k [..]]]
+        return edn_value(op.keys, values)
     # a cas whose expected values were kept is Jepsen's [from to] (per key when several)
     if op.f == "cas" and len(op.expects) == len(values):
         pairs = [[e, v] for e, v in zip(op.expects, values, strict=True)]
@@ -30,7 +33,11 @@ def events(h: History) -> Iterator[dict[str, Any]]:
         proc: Any = "nemesis" if op.process == NEMESIS else op.process
         key = op.keys[0] if len(op.keys) == 1 else list(op.keys)
         base = {"process": proc, "f": op.f, "key": key, "consistency": op.consistency}
+        if op.f == "txn":  # the keys are in the value, as in Elle's histories
+            base = {"process": proc, "f": op.f}
         inv_val = _value(op, op.values) if op.f != "read" else None
+        if op.f == "txn":  # the invoke does not know what its reads will return
+            inv_val = [[f, k, None if f == "r" else v] for f, k, v in inv_val]
         rows.append((op.invoke_ns, 2 * op.index,
                      {**base, "type": "invoke", "value": inv_val, "time": op.invoke_ns}))
         if op.type != "invoke":
@@ -98,6 +105,11 @@ def _edn(v: Any) -> str:
     raise TypeError(f"cannot write {type(v).__name__} as EDN")
 
 
+def _edn_txn(mops: list[list[Any]]) -> str:
+    # micro-op names are keywords in Elle's histories: [[:append 5 3] [:r 5 [1 2]]]
+    return "[" + " ".join(f"[:{f} {_edn(k)} {_edn(v)}]" for f, k, v in mops) + "]"
+
+
 _KEYWORD_FIELDS = {"type", "f", "consistency"}
 
 
@@ -115,6 +127,8 @@ def write_edn(evs: Iterable[dict[str, Any]], path: Path) -> int:
             for k, v in ev.items():
                 if k in _KEYWORD_FIELDS or (k == "process" and v == "nemesis"):
                     parts.append(f":{k} :{v}")
+                elif k == "value" and ev.get("f") == "txn" and isinstance(v, list):
+                    parts.append(f":value {_edn_txn(v)}")
                 else:
                     parts.append(f":{k} {_edn(v)}")
             out.write("{" + ", ".join(parts) + "}\n")

@@ -1,0 +1,528 @@
+//! Reading a Jepsen/Elle transaction history (EDN: one op map per line, or one vector of
+//! maps) straight into the transaction columns (`txn::Txns`), without building a tree
+//! of values: the fields the checker needs (`:type`, `:f`, `:process`, `:time`,
+//! `:value`) are parsed in place and every other field is skipped.
+//!
+//! An invoke is paired with the next completion of the same process (as Jepsen does);
+//! a `:ok` takes its completion's micro-ops (the reads filled in), a `:fail` or `:info`
+//! its invoke's; an invoke never completed is `info`. A history without `:time` is
+//! ordered by its lines. Events of a process that is not an integer (`:nemesis`) are
+//! left out. Malformed input is an error naming the line.
+
+use std::collections::HashMap;
+
+use crate::txn::{FxBuild, Txns, NIL};
+
+pub struct ParseError {
+    pub line: usize,
+    pub msg: String,
+}
+
+fn err<T>(line: usize, msg: impl Into<String>) -> Result<T, ParseError> {
+    Err(ParseError { line, msg: msg.into() })
+}
+
+/// One micro-op as parsed: f (0 append, 1 r, 2 w), key id, value (append/w), read.
+#[derive(Clone)]
+struct Mop {
+    f: u8,
+    key: u32,
+    val: i64,
+    /// -1 nil, -2 a single integer (in `val`), else the list's length (in `list`)
+    rlen: i32,
+    list: Vec<i64>,
+}
+
+struct Open {
+    slot: usize,
+    line: usize,
+    time: Option<i64>,
+    mops: Option<Vec<Mop>>,
+}
+
+struct Done {
+    process: i64,
+    outcome: u8,
+    inv_line: usize,
+    inv_time: Option<i64>,
+    comp_line: usize,
+    comp_time: Option<i64>,
+    mops: Vec<Mop>,
+}
+
+struct Reader<'a> {
+    s: &'a [u8],
+    i: usize,
+    line: usize,
+    keys: HashMap<Vec<u8>, u32, FxBuild>,
+    key_names: Vec<String>,
+}
+
+impl<'a> Reader<'a> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() {
+            match self.s[self.i] {
+                b'\n' => {
+                    self.line += 1;
+                    self.i += 1;
+                }
+                b' ' | b'\t' | b'\r' | b',' => self.i += 1,
+                b';' => {
+                    while self.i < self.s.len() && self.s[self.i] != b'\n' {
+                        self.i += 1;
+                    }
+                }
+                _ => break,
+            }
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    /// An atom's bytes (up to a delimiter).
+    fn atom(&mut self) -> &'a [u8] {
+        let start = self.i;
+        while self.i < self.s.len() {
+            match self.s[self.i] {
+                b' ' | b'\t' | b'\r' | b'\n' | b',' | b'[' | b']' | b'{' | b'}' | b'(' | b')'
+                | b'"' | b';' => break,
+                _ => self.i += 1,
+            }
+        }
+        &self.s[start..self.i]
+    }
+
+    fn string(&mut self) -> Result<Vec<u8>, ParseError> {
+        // at the opening quote
+        self.i += 1;
+        let mut out = Vec::new();
+        while self.i < self.s.len() {
+            let c = self.s[self.i];
+            self.i += 1;
+            match c {
+                b'"' => return Ok(out),
+                b'\\' => {
+                    if let Some(&e) = self.s.get(self.i) {
+                        self.i += 1;
+                        out.push(match e {
+                            b'n' => b'\n',
+                            b't' => b'\t',
+                            b'r' => b'\r',
+                            other => other,
+                        });
+                    }
+                }
+                b'\n' => {
+                    self.line += 1;
+                    out.push(c);
+                }
+                _ => out.push(c),
+            }
+        }
+        err(self.line, "a string that never ends; expected a closing \"")
+    }
+
+    /// Skip one EDN form of any kind.
+    fn skip(&mut self) -> Result<(), ParseError> {
+        self.ws();
+        let Some(c) = self.peek() else { return err(self.line, "the file ends inside a map") };
+        match c {
+            b'"' => {
+                self.string()?;
+            }
+            b'[' | b'{' | b'(' => {
+                let close = match c { b'[' => b']', b'{' => b'}', _ => b')' };
+                self.i += 1;
+                loop {
+                    self.ws();
+                    match self.peek() {
+                        None => return err(self.line, "the file ends inside a collection"),
+                        Some(x) if x == close => {
+                            self.i += 1;
+                            break;
+                        }
+                        Some(b']' | b'}' | b')') => {
+                            return err(self.line, "a collection closed by the wrong bracket")
+                        }
+                        _ => self.skip()?,
+                    }
+                }
+            }
+            b'#' => {
+                self.i += 1;
+                if self.peek() == Some(b'{') {
+                    self.i -= 0;
+                    return self.skip();
+                }
+                if self.peek() == Some(b'_') {
+                    self.i += 1;
+                    self.skip()?;
+                    return self.skip();
+                }
+                self.atom(); // a tag: its value follows
+                return self.skip();
+            }
+            b']' | b'}' | b')' => return err(self.line, "an unexpected closing bracket"),
+            _ => {
+                if self.atom().is_empty() {
+                    return err(self.line, format!("unexpected character {:?}", c as char));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn int(&mut self) -> Result<Option<i64>, ParseError> {
+        let a = self.atom();
+        if a == b"nil" {
+            return Ok(None);
+        }
+        let t = a.strip_suffix(b"N").unwrap_or(a);
+        match std::str::from_utf8(t).ok().and_then(|x| x.parse::<i64>().ok()) {
+            Some(v) => Ok(Some(v)),
+            None => err(self.line, format!("{} is not an integer", String::from_utf8_lossy(a))),
+        }
+    }
+
+    fn key(&mut self) -> Result<u32, ParseError> {
+        self.ws();
+        let bytes: Vec<u8> = match self.peek() {
+            Some(b'"') => self.string()?,
+            Some(b'[' | b'{' | b'(' | b'#') => {
+                return err(self.line, "a micro-op's key is an integer, a string or a keyword")
+            }
+            _ => {
+                let a = self.atom();
+                let a = a.strip_prefix(b":").unwrap_or(a);
+                let a = a.strip_suffix(b"N").unwrap_or(a);
+                a.to_vec()
+            }
+        };
+        if bytes.is_empty() {
+            return err(self.line, "a micro-op without its key");
+        }
+        if let Some(&id) = self.keys.get(&bytes) {
+            return Ok(id);
+        }
+        let id = self.key_names.len() as u32;
+        self.key_names.push(String::from_utf8_lossy(&bytes).into_owned());
+        self.keys.insert(bytes, id);
+        Ok(id)
+    }
+
+    /// The micro-ops of a `:value` (`[[:append 5 3] [:r 5 nil]]`); None for nil.
+    fn txn_value(&mut self) -> Result<Option<Vec<Mop>>, ParseError> {
+        self.ws();
+        match self.peek() {
+            Some(b'[') | Some(b'(') => {}
+            _ => {
+                let a = self.atom();
+                if a == b"nil" {
+                    return Ok(None);
+                }
+                return err(self.line, format!(":value {} is not a vector of micro-ops like \
+                                               [[:r 5 nil]]", String::from_utf8_lossy(a)));
+            }
+        }
+        self.i += 1;
+        let mut out = Vec::new();
+        loop {
+            self.ws();
+            match self.peek() {
+                Some(b']') | Some(b')') => {
+                    self.i += 1;
+                    return Ok(Some(out));
+                }
+                Some(b'[') | Some(b'(') => {
+                    self.i += 1;
+                    out.push(self.mop()?);
+                }
+                None => return err(self.line, "the file ends inside a :value"),
+                _ => return err(self.line, "a micro-op that is not a vector; expected \
+                                            [:append k v], [:w k v] or [:r k v]"),
+            }
+        }
+    }
+
+    fn mop(&mut self) -> Result<Mop, ParseError> {
+        self.ws();
+        let f = if self.peek() == Some(b'"') { self.string()? } else { self.atom().to_vec() };
+        let f = f.strip_prefix(b":").unwrap_or(&f).to_vec();
+        let code = match f.as_slice() {
+            b"append" => 0u8,
+            b"r" => 1,
+            b"w" => 2,
+            _ => return err(self.line, format!("micro-op :{}; expected :append, :w or :r",
+                                               String::from_utf8_lossy(&f))),
+        };
+        let key = self.key()?;
+        self.ws();
+        let mut m = Mop { f: code, key, val: NIL, rlen: -1, list: Vec::new() };
+        match self.peek() {
+            Some(b'[') | Some(b'(') if code == 1 => {
+                self.i += 1;
+                loop {
+                    self.ws();
+                    match self.peek() {
+                        Some(b']') | Some(b')') => {
+                            self.i += 1;
+                            break;
+                        }
+                        None => return err(self.line, "the file ends inside a read"),
+                        _ => match self.int()? {
+                            Some(v) => m.list.push(v),
+                            None => return err(self.line, "a read holds nil; expected integers"),
+                        },
+                    }
+                }
+                m.rlen = m.list.len() as i32;
+            }
+            Some(b'[' | b'{' | b'(' | b'"' | b'#') => {
+                return err(self.line, "a micro-op's value is an integer, nil or (for a read) \
+                                       a list of integers")
+            }
+            _ => {
+                let v = self.int()?;
+                if code == 1 {
+                    if let Some(v) = v {
+                        m.val = v;
+                        m.rlen = -2;
+                    }
+                } else {
+                    match v {
+                        Some(v) => m.val = v,
+                        None => return err(self.line, format!(
+                            ":{} takes an integer, not nil", String::from_utf8_lossy(&f))),
+                    }
+                }
+            }
+        }
+        self.ws();
+        match self.peek() {
+            Some(b']') | Some(b')') => {
+                self.i += 1;
+                Ok(m)
+            }
+            _ => err(self.line, "a micro-op of more than three elements; expected [f k v]"),
+        }
+    }
+}
+
+struct Event {
+    typ: u8, // 0 invoke 1 ok 2 fail 3 info
+    process: Option<i64>,
+    time: Option<i64>,
+    f_txn: bool,
+    has_value: bool,
+    mops: Option<Vec<Mop>>,
+}
+
+fn event(r: &mut Reader) -> Result<Event, ParseError> {
+    // at '{'
+    r.i += 1;
+    let mut ev = Event { typ: 255, process: None, time: None, f_txn: true, has_value: false,
+                         mops: None };
+    let line = r.line;
+    loop {
+        r.ws();
+        match r.peek() {
+            Some(b'}') => {
+                r.i += 1;
+                break;
+            }
+            None => return err(line, "the file ends inside an op map"),
+            Some(b':') => {}
+            _ => return err(r.line, "an op map's keys are keywords like :type"),
+        }
+        let k = r.atom();
+        r.ws();
+        match k {
+            b":type" => {
+                let v = r.atom();
+                ev.typ = match v {
+                    b":invoke" => 0,
+                    b":ok" => 1,
+                    b":fail" => 2,
+                    b":info" => 3,
+                    _ => return err(r.line, format!(":type {}; expected :invoke, :ok, :fail \
+                                                     or :info", String::from_utf8_lossy(v))),
+                }
+            }
+            b":f" => {
+                let v = r.atom();
+                if v != b":txn" {
+                    let shown = if v.is_empty() { "that is not a keyword".to_string() }
+                                else { String::from_utf8_lossy(v).into_owned() };
+                    return err(r.line, format!(":f {shown}; a transaction history has :f :txn"));
+                }
+            }
+            b":process" => {
+                if r.peek() == Some(b':') {
+                    r.atom();
+                    ev.process = None; // :nemesis and other non-client processes
+                    ev.f_txn = false;
+                } else {
+                    ev.process = r.int()?;
+                }
+            }
+            b":time" => ev.time = r.int()?,
+            b":value" => {
+                ev.has_value = true;
+                ev.mops = r.txn_value()?;
+            }
+            _ => r.skip()?,
+        }
+    }
+    if ev.typ == 255 {
+        return err(line, "an op map without :type; expected {:type :invoke, :f :txn, \
+                          :value [[:r 5 nil]], :process 0}");
+    }
+    Ok(ev)
+}
+
+/// Parse `text` into transactions (in invoke order; `index` the line of the invoke).
+pub fn parse(text: &[u8]) -> Result<Txns, ParseError> {
+    let mut r = Reader { s: text, i: 0, line: 1, keys: HashMap::default(),
+                         key_names: Vec::new() };
+    let mut open: HashMap<i64, Open, FxBuild> = HashMap::default();
+    let mut done: Vec<Option<Done>> = Vec::new();
+    let mut inv_process: Vec<i64> = Vec::new();
+    let mut timed: Option<bool> = None;
+    r.ws();
+    let mut outer = false;
+    if r.peek() == Some(b'[') {
+        outer = true;
+        r.i += 1;
+    }
+    loop {
+        r.ws();
+        let Some(c) = r.peek() else { break };
+        if outer && c == b']' {
+            r.i += 1;
+            r.ws();
+            if r.peek().is_some() {
+                return err(r.line, "text after the vector of op maps");
+            }
+            break;
+        }
+        if c == b'#' {
+            r.i += 1;
+            r.atom(); // #jepsen.history.Op{...}
+            r.ws();
+        }
+        if r.peek() != Some(b'{') {
+            return err(r.line, "expected an op map like {:type :invoke, :f :txn, :value \
+                                [[:append 5 3] [:r 5 nil]], :process 0}: is this EDN?");
+        }
+        let line = r.line;
+        let ev = event(&mut r)?;
+        if !ev.f_txn {
+            continue;
+        }
+        let Some(process) = ev.process else {
+            return err(line, "an op map without an integer :process");
+        };
+        let has_time = ev.time.is_some();
+        match timed {
+            None => timed = Some(has_time),
+            Some(t) if t != has_time => {
+                return err(line, ":time on some events but not this one; expected :time on \
+                                  every event, or on none")
+            }
+            _ => {}
+        }
+        if ev.typ == 0 {
+            if let Some(o) = open.get(&process) {
+                return err(line, format!("process {process} invokes again before its op on \
+                                          line {} completed", o.line));
+            }
+            if !ev.has_value || ev.mops.is_none() {
+                return err(line, "a :txn without a :value; expected [[:append 5 3] [:r 5 nil]]");
+            }
+            open.insert(process, Open { slot: done.len(), line, time: ev.time, mops: ev.mops });
+            done.push(None);
+            inv_process.push(process);
+            continue;
+        }
+        let Some(o) = open.remove(&process) else {
+            return err(line, format!("a completion of process {process} with no :invoke \
+                                      before it"));
+        };
+        if let (Some(a), Some(b)) = (o.time, ev.time) {
+            if b < a {
+                return err(line, format!("completes at {b}, before its invoke on line {}", o.line));
+            }
+        }
+        let inv_mops = o.mops.unwrap_or_default();
+        let mops = if ev.typ == 1 {
+            match ev.mops {
+                Some(m) => {
+                    if m.len() != inv_mops.len() {
+                        return err(line, format!("the :ok has {} micro-ops, its invoke on line \
+                                                  {} had {}", m.len(), o.line, inv_mops.len()));
+                    }
+                    m
+                }
+                None if ev.has_value => {
+                    return err(line, "a :txn :ok with a nil :value; expected its micro-ops")
+                }
+                None => inv_mops,
+            }
+        } else {
+            // what a failed or unknown transaction read is not known
+            inv_mops.into_iter().map(|mut m| {
+                if m.f == 1 {
+                    m.rlen = -1;
+                    m.list.clear();
+                }
+                m
+            }).collect()
+        };
+        done[o.slot] = Some(Done { process, outcome: ev.typ, inv_line: o.line,
+                                   inv_time: o.time, comp_line: line, comp_time: ev.time,
+                                   mops });
+    }
+    for (_, o) in open.drain() {
+        let process = inv_process[o.slot];
+        let mops = o.mops.unwrap_or_default().into_iter().map(|mut m| {
+            if m.f == 1 {
+                m.rlen = -1;
+                m.list.clear();
+            }
+            m
+        }).collect();
+        done[o.slot] = Some(Done { process, outcome: 3, inv_line: o.line, inv_time: o.time,
+                                   comp_line: 0, comp_time: None, mops });
+    }
+    let timed = timed.unwrap_or(false);
+    let mut t = Txns::default();
+    for d in done.into_iter().flatten() {
+        t.index.push(d.inv_line as i64);
+        t.process.push(d.process);
+        t.outcome.push(d.outcome);
+        let (inv, comp) = if timed {
+            (d.inv_time.unwrap_or(0), d.comp_time.unwrap_or(-1))
+        } else {
+            (d.inv_line as i64, if d.comp_line == 0 { -1 } else { d.comp_line as i64 })
+        };
+        t.invoke.push(inv);
+        t.complete.push(if d.outcome == 3 { -1 } else { comp });
+        t.mop_start.push(t.f.len() as u32);
+        t.mop_len.push(d.mops.len() as u32);
+        for m in d.mops {
+            t.f.push(m.f);
+            t.key.push(m.key);
+            if m.rlen >= 0 {
+                t.val.push(t.reads.len() as i64);
+                t.reads.extend_from_slice(&m.list);
+            } else {
+                t.val.push(m.val);
+            }
+            t.rlen.push(m.rlen);
+        }
+    }
+    t.keys = r.key_names;
+    Ok(t)
+}

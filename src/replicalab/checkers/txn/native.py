@@ -1,0 +1,111 @@
+"""The bridge to the native core (``replicalab_native.txn_check_edn`` /
+``txn_check_cols``): transactions to int64 columns, and its raw answer to a
+:class:`TxnCheckResult` through the same ``check_result`` as the reference."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from replicalab.checkers.txn.check import DEFAULT_MAX_STEPS, MAX_PER_TYPE, check_result
+from replicalab.checkers.txn.types import (
+    Anomaly,
+    Step,
+    Txn,
+    TxnCheckResult,
+    TxnInputError,
+    Unfinished,
+)
+
+_F = {"append": 0, "r": 1, "w": 2}
+_OUTCOME = {"ok": 1, "fail": 2, "info": 3}
+_KINDS = ("ww", "wr", "rw", "process", "realtime")
+
+
+def columns(txns: list[Txn]) -> tuple[list[bytes], list[str]]:
+    """Return the int64 columns (as bytes) and key names ``txn_check_cols`` takes."""
+    from array import array
+
+    cols = [array("q") for _ in range(12)]
+    (index, process, outcome, invoke, complete, mop_start, mop_len, f, key, val, rlen,
+     reads) = cols
+    key_id: dict[str, int] = {}
+    for t in txns:
+        index.append(t.index)
+        process.append(t.process)
+        outcome.append(_OUTCOME[t.outcome])
+        invoke.append(t.invoke)
+        complete.append(t.complete)
+        mop_start.append(len(f))
+        mop_len.append(len(t.mops))
+        for fn, k, v in t.mops:
+            f.append(_F[fn])
+            kid = key_id.get(k)
+            if kid is None:
+                kid = key_id[k] = len(key_id)
+            key.append(kid)
+            if fn != "r":
+                val.append(v)
+                rlen.append(-1)
+            elif v is None:
+                val.append(0)
+                rlen.append(-1)
+            elif isinstance(v, tuple | list):
+                val.append(len(reads))
+                rlen.append(len(v))
+                reads.extend(v)
+            else:
+                val.append(v)
+                rlen.append(-2)
+    return [c.tobytes() for c in cols], list(key_id)
+
+
+def _result(raw: Any, model: str, check_s: float) -> TxnCheckResult:
+    n, anomalies, counts, unfinished, info = raw
+    ans = []
+    for typ, txns, cycle, key, detail in anomalies:
+        steps = None if cycle is None else [
+            Step(s, d, _KINDS[k], kk, a, b) for s, d, k, kk, a, b in cycle]
+        ans.append(Anomaly(typ, list(txns), cycle=steps, key=key,
+                           detail=json.loads(detail) if detail else {}))
+    unf = [Unfinished(v, size, list(sample), list(might)) for v, size, sample, might in unfinished]
+    names = {pos: (index, process) for pos, index, process in info}
+    result = check_result(names, model, ans, unf, check_s, "native", n_txns=n)
+    result.counts = dict(counts)
+    return result
+
+
+def _input_error(err: ValueError) -> TxnInputError | ValueError:
+    text = str(err)
+    if text.startswith("txn-input:"):
+        _, index, msg = text.split(":", 2)
+        return TxnInputError(int(index), msg)
+    return err
+
+
+def check_native(nat: Any, txns: list[Txn], model: str, deadline_s: float | None,
+                 max_steps: int = DEFAULT_MAX_STEPS) -> TxnCheckResult:
+    """Return the native core's check of ``txns`` (raises TxnInputError)."""
+    started = time.monotonic()
+    cols, keys = columns(txns)
+    try:
+        raw = nat.txn_check_cols(cols, keys, model, deadline_s, max_steps, MAX_PER_TYPE)
+    except ValueError as err:
+        raise _input_error(err) from None
+    return _result(raw, model, time.monotonic() - started)
+
+
+def check_file(path: Path, model: str, deadline_s: float | None,
+               max_steps: int = DEFAULT_MAX_STEPS) -> TxnCheckResult:
+    """Return the native core's check of the EDN history file ``path`` (parsed natively;
+    raises TxnInputError naming the line)."""
+    import replicalab_native as nat
+
+    started = time.monotonic()
+    try:
+        raw = nat.txn_check_edn(str(path), model, deadline_s, max_steps, MAX_PER_TYPE)
+    except ValueError as err:
+        raise _input_error(err) from None
+    return _result(raw, model, time.monotonic() - started)

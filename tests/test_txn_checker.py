@@ -1,0 +1,153 @@
+"""Transaction checker (checkers/txn): known answers per anomaly class, serial histories
+valid, injected anomalies found, the model lattice, the budget, and the native core equal
+to the Python reference."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from replicalab.checkers.txn import check_txns, result_json, verdict
+from replicalab.checkers.txn.graph import classify
+from replicalab.checkers.txn.synth import (
+    EXPECTED,
+    GADGETS,
+    REGISTER_EXPECTED,
+    REGISTER_GADGETS,
+    gadget,
+    serial,
+)
+from replicalab.checkers.txn.types import PROCESS, REALTIME, RW, WR, WW
+
+CASES = ([("list-append", g, EXPECTED[g]) for g in GADGETS]
+         + [("rw-register", g, REGISTER_EXPECTED[g]) for g in REGISTER_GADGETS])
+
+
+@pytest.mark.parametrize(("model", "name", "expected"), CASES,
+                         ids=[f"{m}:{g}" for m, g, _ in CASES])
+def test_each_gadget_gives_exactly_its_class(model, name, expected):
+    r = check_txns(gadget(name, model=model), model)
+    assert set(r.anomaly_types) == expected
+    assert r.valid is False
+    for typ in r.anomaly_types:
+        an = r.anomalies[typ][0]
+        assert an.explanation
+        if an.cycle is not None:  # a cycle closes, and its class is the one reported
+            assert [s.dst for s in an.cycle] == [s.src for s in an.cycle[1:]] + [
+                an.cycle[0].src]
+            assert classify([("ww", "wr", "rw", "process", "realtime").index(s.kind)
+                             for s in an.cycle]) == typ
+
+
+def test_explanations_name_the_evidence():
+    r = check_txns(gadget("G-single"), "list-append")
+    text = r.anomalies["G-single"][0].explanation
+    assert "T0 < T1: T0 read key g-b (an empty list) without T1's append of 1 (rw)" in text
+    assert "T1 < T0: T0 read T1's append of 1 to key g-a (wr)" in text
+    doc = result_json(r)
+    assert doc["valid"] is False and doc["anomaly_types"] == ["G-single"]
+    assert doc["not"] == ["consistent-view"] and "serializable" in doc["also_not"]
+    assert doc["anomalies"]["G-single"][0]["cycle"][0]["type"] in ("rw", "wr")
+
+
+def test_cycle_classes():
+    assert classify([WW, WW]) == "G0"
+    assert classify([WW, WR]) == "G1c"
+    assert classify([RW, WR]) == "G-single"
+    assert classify([RW, WR, RW, WR]) == "G-nonadjacent"
+    assert classify([RW, RW]) == "G2-item"
+    assert classify([RW, WR, PROCESS]) == "G-single-process"
+    assert classify([RW, PROCESS, REALTIME]) == "G-single-realtime"
+
+
+def test_model_lattice():
+    not_, also, possible = verdict(["G2-item"])  # write skew: snapshot isolation allows it
+    assert not_ == ["repeatable-read"] and "serializable" in also
+    assert "snapshot-isolation" in possible and "serializable" not in possible
+    not_, also, possible = verdict(["G-single"])
+    assert not_ == ["consistent-view"]
+    assert {"snapshot-isolation", "repeatable-read", "serializable"} <= set(also)
+    assert "read-committed" in possible
+    not_, _, possible = verdict(["G-single-realtime"])
+    assert not_ == ["strong-snapshot-isolation"] and "serializable" in possible
+    not_, _, possible = verdict(["G1a"])
+    assert not_ == ["read-committed"] and possible == ["read-uncommitted"]
+    assert verdict([])[0] == [] and "strict-serializable" in verdict([])[2]
+
+
+def test_a_search_that_must_stop_says_unknown():
+    r = check_txns(gadget("G2-item"), "list-append", max_steps=0)
+    assert r.valid == "unknown" and r.anomaly_types == []
+    assert r.unfinished and r.unfinished[0].size == 2
+    assert "strict-serializable" not in r.possible or r.unfinished  # never a silent valid
+
+
+_seed = st.integers(0, 2**32 - 1)
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_seed, st.integers(1, 25), st.integers(1, 5), st.integers(1, 5),
+       st.sampled_from(["list-append", "rw-register"]))
+def test_serial_histories_with_overlapping_timings_are_valid(seed, n, keys, length, model):
+    txns = serial(random.Random(seed), n, keys, length, model, writes_per_key=6)
+    r = check_txns(txns, model)
+    assert r.valid is True, (r.anomaly_types, txns)
+    assert "strict-serializable" in r.possible
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_seed, st.integers(0, 20), st.data())
+def test_an_injected_anomaly_is_found(seed, n, data):
+    model = data.draw(st.sampled_from(["list-append", "rw-register"]))
+    names = GADGETS if model == "list-append" else REGISTER_GADGETS
+    name = data.draw(st.sampled_from(names))
+    rng = random.Random(seed)
+    txns = serial(rng, n, 3, 4, model)
+    end = max([t.complete for t in txns] + [t.invoke for t in txns] + [0])
+    txns += gadget(name, start=end + 10, process=100, index=len(txns), model=model)
+    r = check_txns(txns, model)
+    expected = EXPECTED[name] if model == "list-append" else REGISTER_EXPECTED[name]
+    assert expected <= set(r.anomaly_types)
+
+
+native = pytest.importorskip("replicalab_native")
+needs_native = pytest.mark.skipif(not hasattr(native, "txn_check_cols"),
+                                  reason="native core built without the transaction checker")
+
+
+def _same(py, nat):
+    assert nat.engine == "native" and py.engine == "python"
+    assert nat.valid == py.valid and nat.anomaly_types == py.anomaly_types
+    assert nat.counts == py.counts
+    assert nat.not_ == py.not_ and nat.also_not == py.also_not
+    for typ in py.anomaly_types:
+        a = [(x.txns, x.cycle, x.explanation) for x in py.anomalies[typ]]
+        b = [(x.txns, x.cycle, x.explanation) for x in nat.anomalies[typ]]
+        assert a == b, typ
+
+
+@needs_native
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_seed, st.integers(1, 40), st.integers(1, 5), st.integers(1, 5),
+       st.sampled_from(["list-append", "rw-register"]), st.booleans())
+def test_native_core_equals_the_reference(seed, n, keys, length, model, isolated):
+    from replicalab.checkers.txn import check
+    from replicalab.checkers.txn.synth import sloppy
+
+    rng = random.Random(seed)
+    txns = (serial(rng, n, keys, length, model) if isolated
+            else sloppy(rng, n, keys, length, model))
+    _same(check(txns, model, engine="python"), check(txns, model, engine="native"))
+
+
+@needs_native
+@pytest.mark.parametrize(("model", "name", "expected"), CASES,
+                         ids=[f"{m}:{g}" for m, g, _ in CASES])
+def test_native_core_finds_each_gadget(model, name, expected):
+    from replicalab.checkers.txn import check
+
+    txns = gadget(name, model=model)
+    _same(check(txns, model, engine="python"), check(txns, model, engine="native"))
