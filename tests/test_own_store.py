@@ -164,7 +164,7 @@ def test_redis_over_tls_passes_the_conformance_suite():
         with pytest.raises(ValueError, match=r"rediss://:\*\*\*@.*CERTIFICATE_VERIFY_FAILED"):
             asyncio.run(_connect(server.url))
         report = run_conformance(f"{server.url}?tls_ca={ca}")
-        assert report.ok and len(report.results) == 9, report.text()
+        assert report.ok and len(report.results) == 11, report.text()  # 2 on transactions
 
 
 async def _connect(url: str) -> None:

@@ -27,7 +27,6 @@ from replicalab.runtime import RealRuntime
 from replicalab.stores import (
     ABSENT,
     ConditionFailed,
-    Feature,
     ReadResult,
     StoreError,
     StoreInfo,
@@ -35,6 +34,7 @@ from replicalab.stores import (
     WriteResult,
     registry,
 )
+from replicalab.stores.base import ALL_FEATURES
 from replicalab.stores.registry import open_store, schemes
 from replicalab.testing import run_conformance
 
@@ -105,6 +105,19 @@ def test_an_entry_point_adds_a_scheme_the_cli_probes(site: Path, tmp_path: Path)
     assert sqlite3.connect(db).execute("SELECT count(*) FROM kv").fetchone() == (0,)
 
 
+def test_a_store_without_transactions_refuses_a_transactional_workload_in_one_line(
+        site: Path, tmp_path: Path):
+    env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    res = subprocess.run([*CLI, "probe", "--store", f"mystore://{tmp_path / 'd.db'}",
+                          "--workload", "list-append", "--txns", "10"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "has no transactions; use one of postgresql://" in lines[0], \
+        res.stderr
+    assert "Traceback" not in res.stderr and not (tmp_path / "runs").exists()
+
+
 def test_without_the_package_the_scheme_is_unknown_and_the_error_says_how_to_add_it():
     with pytest.raises(ValueError, match=r"install a package that adds mystore:// in the "
                                          r"replicalab\.stores entry-point group"):
@@ -121,7 +134,9 @@ def test_conformance_passes_on_the_example_adapter(site: Path, tmp_path: Path,
     assert type(open_store(url)).__name__ == "MyStore"
     report = run_conformance(url, staller=FileLock(db))
     assert report.ok, report.text()
-    assert [r.status for r in report.results] == ["passed"] * 9, report.text()
+    # the two transaction checks are skipped: the example declares no transactions
+    assert [r.status for r in report.results] == ["passed"] * 9 + ["skipped"] * 2, \
+        report.text()
     assert sqlite3.connect(db).execute("SELECT count(*) FROM kv").fetchone() == (0,)
 
 
@@ -182,7 +197,7 @@ class ToyStore:
         self.data: dict[str, str] = {}
         self.frozen = False
         self.runtime = RealRuntime()
-        self.info = StoreInfo(url=f"toy://{bug}", kind="toy", features=frozenset(Feature))
+        self.info = StoreInfo(url=f"toy://{bug}", kind="toy", features=ALL_FEATURES)
 
     async def connect(self, region: str | None = None) -> ToyClient:
         return ToyClient(self)

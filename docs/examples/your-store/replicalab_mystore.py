@@ -119,7 +119,8 @@ class MyStore:
         self.runtime = RealRuntime()
         self.info = StoreInfo(
             url=url, kind="mystore",
-            features=frozenset(Feature),  # one copy, transactions: every feature holds
+            # one copy, every single-object feature holds; no transact(): no TRANSACTIONS
+            features=frozenset(Feature) - {Feature.TRANSACTIONS},
             params={"path": self.path, "timeout_ms": self.timeout_s * 1000},
             eventual_read_served_by="the one database file (always current)")
         self._clients: list[MyClient] = []

@@ -26,10 +26,17 @@ class Feature(StrEnum):
     ATOMIC_MULTI_WRITE = "atomic-multi-write"
     MULTI_READ = "multi-read"
     DELETE = "delete"
+    TRANSACTIONS = "transactions"
 
 
-ALL_FEATURES: frozenset[Feature] = frozenset(Feature)
-"""Every feature: what a store that can express all operations declares."""
+ALL_FEATURES: frozenset[Feature] = frozenset(Feature) - {Feature.TRANSACTIONS}
+"""Every single-object feature: what a store that can express all read/write operations
+declares. Transactions are an optional capability on top, declared separately."""
+
+MicroOp = tuple[str, str, Any]
+"""One micro-operation of a transaction, Elle's shape ``(f, key, value)``: list-append uses
+``("append", key, int)`` and ``("r", key, None | list[int])``; rw-register ``("w", key, int)``
+and ``("r", key, None | int)``."""
 
 
 class _Absent:
@@ -53,6 +60,11 @@ class ConditionFailed(StoreError):
 
 class Unavailable(StoreError):
     """No answer in time or the node is down: the outcome is unknown."""
+
+
+class TxnAborted(StoreError):
+    """The transaction certainly did not commit (serialization failure, failed guard,
+    WATCH conflict): recorded as ``fail``. Any other error during ``transact`` is ``info``."""
 
 
 class Unsupported(StoreError):
@@ -134,6 +146,21 @@ class Client(Protocol):
 
     async def close(self) -> None:
         """Release the session."""
+        ...
+
+    # Optional, for stores declaring ``Feature.TRANSACTIONS``:
+    # ``async def transact(self, ops: list[MicroOp]) -> list[MicroOp]`` applies the
+    # micro-operations as one transaction at the isolation the URL names and returns them
+    # with reads filled in; raises ``TxnAborted`` when it certainly did not commit.
+
+
+class TxnClient(Client, Protocol):
+    """A client session of a store that declares ``Feature.TRANSACTIONS``."""
+
+    async def transact(self, ops: list[MicroOp]) -> list[MicroOp]:
+        """Apply ``ops`` as one transaction; return them with reads filled in.
+
+        Raises :class:`TxnAborted` if the transaction certainly did not commit."""
         ...
 
 

@@ -35,6 +35,15 @@ reads US-W's copy. Timeouts (the driver's ``timeout_ms`` or the coordinator's ow
 Unavailable (the outcome is unknown); a coordinator that refuses a request because too
 few replicas are alive (Cassandra's UnavailableException) is a StoreError: nothing was
 written.
+
+Transactions (``transact``): Cassandra has none across partitions; what an application gets
+is reads at a consistency level and a logged batch. Transactional keys live in table
+``txn_elements`` (same key as ``elements``; a list-append key in the ``list<int>`` column
+``l``, a register in the ``int`` column ``r``), created at the first transaction. Each read
+micro-operation is one SELECT at ``txn_read_cl`` (default ``ONE``), with the transaction's
+own earlier writes laid over what it returns (as a client library would); every append
+(``l = l + [x]``) and write is held back and sent at the end as one batch at ``write_cl``
+(logged when it spans partitions): atomic, eventually, but isolated from nothing.
 """
 
 from __future__ import annotations
@@ -54,6 +63,8 @@ from replicalab.stores.base import (
     ABSENT,
     ALL_FEATURES,
     ConditionFailed,
+    Feature,
+    MicroOp,
     ReadResult,
     StoreError,
     StoreInfo,
@@ -62,6 +73,7 @@ from replicalab.stores.base import (
     WriteResult,
     parse_element,
 )
+from replicalab.stores.txnops import check_ops
 from replicalab.stores.url import Endpoint, StoreUrl, parse_store_url
 
 DEFAULT_KEYSPACE = "replicalab"
@@ -70,7 +82,8 @@ CONSISTENCY_LEVELS = ("ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUOR
                       "EACH_QUORUM", "LOCAL_ONE", "SERIAL", "LOCAL_SERIAL")
 _SERIAL = ("SERIAL", "LOCAL_SERIAL")
 _PARAMS = ("hosts", "eventual_cl", "consistent_cl", "write_cl", "serial_cl", "keyspace",
-           "writes")
+           "writes", "txn_read_cl")
+TXN_TABLE = "txn_elements"
 WRITE_MODES = ("plain", "lwt")
 RING_WAIT_S = 30.0
 """How long a first connection waits for the ring to show every node the URL names before
@@ -154,6 +167,8 @@ class CassandraStore:
         u = parse_store_url(url, "hosts", _PARAMS[1:], "cassandra://127.0.0.1:9042")
         self.url = u
         self.levels = parse_levels(u)
+        self.txn_read_cl = _cl(u, "txn_read_cl", "ONE",
+                               tuple(x for x in CONSISTENCY_LEVELS if x != "ANY"))
         self.keyspace = _ident(u.query.get("keyspace", DEFAULT_KEYSPACE), "keyspace")
         self.nodes = list(u.nodes)
         self.timeout_s = u.timeout_s
@@ -161,8 +176,11 @@ class CassandraStore:
         self.runtime = RealRuntime()
         lv = self.levels
         self.info = StoreInfo(
-            url=url, kind="cassandra", features=ALL_FEATURES, regions=u.region_names(),
+            url=url, kind="cassandra", features=ALL_FEATURES | {Feature.TRANSACTIONS},
+            regions=u.region_names(),
             params={"read": u.read, "timeout_ms": round(self.timeout_s * 1000),
+                    "txn_read_cl": self.txn_read_cl,
+                    "transactions": "reads one by one, then one (logged) batch of appends",
                     "keyspace": self.keyspace, "eventual_cl": lv.eventual,
                     "consistent_cl": lv.consistent, "write_cl": lv.write,
                     "serial_cl": lv.serial,
@@ -177,6 +195,8 @@ class CassandraStore:
         self._coordinators: dict[str, _Node] = {}
         self._lock = asyncio.Lock()
         self._schema_ready = False
+        self._txn_table_ready = False
+        self._txn_keys: set[str] = set()
 
     def node_for(self, region: str | None) -> Endpoint:
         """Return the node a client in ``region`` is pinned to."""
@@ -221,6 +241,19 @@ class CassandraStore:
                              f"({type(err).__name__}: {err}); is the cluster up? "
                              "(`replicalab cluster status`)") from None
         return node
+
+    async def remove_keys(self, keys: Sequence[str]) -> int:
+        """Delete ``keys`` at the write level (their transactional rows too), in batches of
+        100 per statement kind; return how many deletes were sent (Cassandra does not say
+        whether a row existed)."""
+        client = await self.connect()
+        txn = [k for k in keys if k in self._txn_keys]
+        for i in range(0, len(keys), 100):
+            await client.delete(list(keys[i:i + 100]))
+        for i in range(0, len(txn), 100):
+            await client.delete_txn_rows(txn[i:i + 100])
+        self._txn_keys.difference_update(txn)
+        return len(keys)
 
     def name_of(self, address: str | None) -> str:
         """Return the node name (``n<i>``) serving at ``address`` (the address if unknown)."""
@@ -497,6 +530,82 @@ class CassandraClient:
         stmt = stmts[0] if len(stmts) == 1 else self._batch(stmts, len(parts), lv.write)
         _, node = await self._run(stmt)
         return WriteResult(node)
+
+    async def _ensure_txn_table(self) -> None:
+        store = self.store
+        async with store._lock:
+            if store._txn_table_ready:
+                return
+            await self.cql(f"CREATE TABLE IF NOT EXISTS {store.keyspace}.{TXN_TABLE} (domain "
+                           "text, item text, attribute text, l list<int>, r int, PRIMARY KEY "
+                           "((domain, item), attribute))", level="ONE", timeout_s=30.0)
+            store._txn_table_ready = True
+
+    async def transact(self, ops: list[MicroOp], *, gap_ns: int = 0) -> list[MicroOp]:
+        """Run ``ops`` as Cassandra can: each read one SELECT at ``txn_read_cl`` (with the
+        transaction's own earlier writes laid over it), the appends and writes then one
+        batch at ``write_cl`` (``gap_ns`` between micro-operations); return the ops with
+        reads filled. Nothing is isolated: no TxnAborted, ever."""
+        check_ops(ops)
+        await self._ensure_txn_table()
+        store, lv = self.store, self.store.levels
+        t = f"{store.keyspace}.{TXN_TABLE}"
+        where = "WHERE domain = ? AND item = ? AND attribute = ?"
+        pending_lists: dict[str, list[int]] = {}
+        pending_regs: dict[str, int] = {}
+        writes: list[tuple[str, tuple[Any, ...], tuple[str, str]]] = []
+        out: list[MicroOp] = []
+        for n, (f, k, v) in enumerate(ops):
+            if n and gap_ns:
+                await store.runtime.sleep_ns(gap_ns)
+            e = parse_element(k)
+            if f == "r":
+                rows = await self.cql(f"SELECT l, r FROM {t} {where}",
+                                      (e.domain, e.item, e.attribute), store.txn_read_cl)
+                lst, reg = (rows[0][0], rows[0][1]) if rows else (None, None)
+                if k in pending_regs:
+                    out.append((f, k, pending_regs[k]))
+                elif lst is not None or k in pending_lists:
+                    out.append((f, k, [*(lst or []), *pending_lists.get(k, [])]))
+                else:
+                    out.append((f, k, reg))
+                continue
+            if f == "append":
+                pending_lists.setdefault(k, []).append(int(v))
+                writes.append((f"UPDATE {t} SET l = l + ? {where}",
+                               ([int(v)], e.domain, e.item, e.attribute), (e.domain, e.item)))
+            else:
+                pending_regs[k] = int(v)
+                writes.append((f"UPDATE {t} SET r = ? {where}",
+                               (int(v), e.domain, e.item, e.attribute), (e.domain, e.item)))
+            store._txn_keys.add(k)
+            out.append((f, k, v))
+        if writes:
+            stmts = []
+            for query, params, _ in writes:
+                prepared = self.node.stmts.get(query)
+                if prepared is None:
+                    try:
+                        prepared = await asyncio.to_thread(self.node.session.prepare, query)
+                    except Exception as err:
+                        raise _error(err, self.name) from None
+                    self.node.stmts[query] = prepared
+                stmts.append(prepared.bind(list(params)))
+            parts = len({p for _, _, p in writes})
+            if len(stmts) == 1:
+                stmts[0].consistency_level = _level(lv.write)
+                await self._run(stmts[0])
+            else:
+                await self._run(self._batch(stmts, parts, lv.write))
+        return out
+
+    async def delete_txn_rows(self, keys: Sequence[str]) -> None:
+        """Delete the transactional rows of ``keys`` at the write level, one by one."""
+        t = f"{self.store.keyspace}.{TXN_TABLE}"
+        for k in keys:
+            e = parse_element(k)
+            await self.cql(f"DELETE FROM {t} WHERE domain = ? AND item = ? AND attribute = ?",
+                           (e.domain, e.item, e.attribute), self.store.levels.write)
 
     async def cql(self, query: str, params: Sequence[Any] = (), level: str = "ONE",
                   serial: str | None = None, timeout_s: float | None = None

@@ -18,6 +18,12 @@ revision); multi-element writes one txn of puts (atomic); conditional writes one
 comparing each expected value (``value == expected``, or ``create_revision == 0`` for
 ``ABSENT``); deletes one deleterange (a txn of them for several keys).
 
+Transactions (``transact``): a read phase, one linearizable txn of ranges over every key the
+transaction touches (one revision), the micro-operations played out on those values, then,
+if it writes, one txn guarded by the mod-revision of every key read (``mod_revision ==``
+what was read, 0 for an absent key) putting the new values; a failed guard raises
+TxnAborted. Read-only transactions end after the read phase (one revision: a snapshot).
+
 A cluster with authentication: ``etcd://USER:PASSWORD@HOST:PORT`` (or ``ETCDCTL_USER=
 USER:PASSWORD``, or ``ETCDCTL_USER`` + ``ETCDCTL_PASSWORD``, as for etcdctl). Each client
 asks its member for a token (``/v3/auth/authenticate``) and sends it with every request;
@@ -43,14 +49,18 @@ from replicalab.stores.base import (
     ABSENT,
     ALL_FEATURES,
     ConditionFailed,
+    Feature,
+    MicroOp,
     ReadResult,
     StoreError,
     StoreInfo,
+    TxnAborted,
     Unavailable,
     Unsupported,
     WriteResult,
     redact_url,
 )
+from replicalab.stores.txnops import check_ops, keys_of, play
 from replicalab.stores.url import Credentials, Endpoint, parse_store_url
 
 MAX_TXN_OPS = 128  # etcd's default --max-txn-ops
@@ -95,7 +105,7 @@ class EtcdStore:
         self.runtime = RealRuntime()
         self.info = StoreInfo(
             url=self.shown_url, kind="etcd",
-            features=ALL_FEATURES,
+            features=ALL_FEATURES | {Feature.TRANSACTIONS},
             regions=u.region_names(),
             params={"read": self.read_policy, "timeout_ms": round(self.timeout_s * 1000),
                     "auth": self.credentials.user is not None, "tls": self._verify is not None,
@@ -264,6 +274,40 @@ class EtcdClient:
             await self._call("/v3/kv/txn", {"success": [
                 {"request_delete_range": {"key": _b64(k)}} for k in keys]})
         return WriteResult(self.member)
+
+    async def transact(self, ops: list[MicroOp], *, gap_ns: int = 0) -> list[MicroOp]:
+        """Run ``ops`` as one transaction: read every key at one revision, play the ops out,
+        commit the writes in one txn guarded by the mod-revisions read (``gap_ns`` per
+        micro-operation between the two); return the ops with reads filled. TxnAborted when
+        the guard fails."""
+        check_ops(ops)
+        keys = keys_of(ops)
+        _check_ops(len(keys), "transaction")
+        data = await self._call("/v3/kv/txn", {"success": [
+            {"request_range": {"key": _b64(k)}} for k in keys]})
+        resps = data.get("responses", [])
+        if len(resps) != len(keys):
+            raise StoreError(f"{self.member}: txn answered {len(resps)} ranges for "
+                             f"{len(keys)} keys")
+        stored: dict[str, str | None] = {}
+        revs: dict[str, str] = {}
+        for k, resp in zip(keys, resps, strict=True):
+            kvs = resp.get("response_range", {}).get("kvs", [])
+            stored[k] = _text(kvs[0].get("value", "")) if kvs else None
+            revs[k] = str(kvs[0].get("mod_revision", "0")) if kvs else "0"
+        played = play(ops, stored)
+        if gap_ns and len(ops) > 1:
+            await self.store.runtime.sleep_ns(gap_ns * (len(ops) - 1))
+        if not played.writes:
+            return played.ops
+        compare = [{"key": _b64(k), "target": "MOD", "result": "EQUAL", "mod_revision": r}
+                   for k, r in revs.items()]
+        data = await self._call("/v3/kv/txn", {"compare": compare, "success": [
+            {"request_put": {"key": _b64(k), "value": _b64(v)}}
+            for k, v in played.writes.items()]})
+        if not data.get("succeeded", False):
+            raise TxnAborted(f"{self.member}: a key read changed before the commit")
+        return played.ops
 
     async def close(self) -> None:
         """Connections are closed by the store."""

@@ -2,12 +2,14 @@
 
 URL: ``postgresql://postgres@127.0.0.1:P/postgres?standbys=127.0.0.1:P1,127.0.0.1:P2
 &node_regions=US-E,US-W,EU&regions=dc3&read=nearest|random
-&synchronous_commit=local|off|on|remote_write|remote_apply&timeout_ms=2000`` (what
-``replicalab cluster up postgres`` prints). User, password and database come from the URL or
-libpq's ``PG*`` environment (``PGUSER``, ``PGPASSWORD``, ``PGDATABASE``, ``PGPASSFILE``);
-the password is never logged or saved. TLS: libpq's own parameters ``sslmode`` (``disable``
-... ``verify-full``), ``sslrootcert``, ``sslcert``, ``sslkey`` in the URL or as ``PGSSLMODE``
-etc. in the environment.
+&synchronous_commit=local|off|on|remote_write|remote_apply&timeout_ms=2000
+&isolation=read-committed|repeatable-read|serializable&txn_reads=primary|standby
+&lock_timeout_ms=0`` (what
+``replicalab cluster up postgres`` prints, plus the transaction parameters). User,
+password and database come from the URL or libpq's ``PG*`` environment (``PGUSER``,
+``PGPASSWORD``, ``PGDATABASE``, ``PGPASSFILE``); the password is never logged or saved.
+TLS: libpq's own parameters ``sslmode`` (``disable`` ... ``verify-full``), ``sslrootcert``,
+``sslcert``, ``sslkey`` in the URL or as ``PGSSLMODE`` etc. in the environment.
 
 Data model: one table ``replicalab_kv(domain, item, attr, value)`` keyed by the element's
 three parts, created on the primary at the first connect. A consistent read asks the
@@ -17,6 +19,18 @@ one SELECT (one snapshot of one server); a write is one upsert statement (atomic
 number of elements); a conditional write is one transaction at the primary that locks and
 checks every expectation (``UPDATE ... WHERE value = expected``; ``INSERT ... ON CONFLICT
 DO NOTHING`` for ``ABSENT``) before writing, and raises ConditionFailed if any fails.
+Transactions (``transact``): one interactive transaction at the primary at the URL's
+``isolation`` (default ``read-committed``, PostgreSQL's own default), one statement per
+micro-operation: a read is a SELECT, an append one upsert that extends the stored list text
+in place (``value = left(value, -1) || ',x]'``: the row is locked and updated, never read
+then written by the client), a write one upsert. A serialization failure or a deadlock
+(SQLSTATE 40001, 40P01) rolls it back and raises TxnAborted; any other error leaves the
+outcome unknown. ``lock_timeout_ms`` > 0 sets ``lock_timeout`` in every transaction: a
+micro-operation that waits longer for a row lock rolls the transaction back (55P03,
+TxnAborted) instead of waiting for the deadlock detector (``deadlock_timeout``, 1 s by
+default) or the call's timeout; the hot-key runs use it. ``txn_reads=standby`` sends the
+transaction's reads to the client's hot standby instead (each its own statement there: what
+reading from replicas inside a transaction isolates, which is nothing).
 ``synchronous_commit`` is set for every session (default ``local``: commits do not wait for
 standbys; ``remote_apply``: a commit returns once every standby has applied it, with the
 cluster's ``synchronous_standby_names = 'ANY n (*)'``).
@@ -42,19 +56,26 @@ from replicalab.stores.base import (
     ABSENT,
     ALL_FEATURES,
     ConditionFailed,
+    Feature,
+    MicroOp,
     ReadResult,
     StoreError,
     StoreInfo,
+    TxnAborted,
     Unavailable,
     WriteResult,
     parse_element,
     redact_url,
 )
+from replicalab.stores.txnops import check_ops, decode_stored
 from replicalab.stores.url import Endpoint, parse_store_url
 
 T = TypeVar("T")
 
 _SYNC = ("off", "local", "on", "remote_write", "remote_apply")
+ISOLATIONS = {"read-committed": "READ COMMITTED", "repeatable-read": "REPEATABLE READ",
+              "serializable": "SERIALIZABLE"}
+_TXN_READS = ("primary", "standby")
 _SSL_PARAMS = ("sslmode", "sslrootcert", "sslcert", "sslkey")
 TABLE = "replicalab_kv"
 _CREATE = (f"CREATE TABLE IF NOT EXISTS {TABLE} (domain text NOT NULL, item text NOT NULL, "
@@ -72,6 +93,11 @@ _CLAIM = (f"INSERT INTO {TABLE} (domain, item, attr, value) VALUES (%s, %s, %s, 
           "ON CONFLICT (domain, item, attr) DO NOTHING")
 _DELETE = (f"DELETE FROM {TABLE} t USING unnest(%s::text[], %s::text[], %s::text[]) "
            "AS k(d, i, a) WHERE t.domain = k.d AND t.item = k.i AND t.attr = k.a")
+# an append extends the stored list text in place: the row is locked by the UPDATE
+_APPEND = (f"INSERT INTO {TABLE} AS t (domain, item, attr, value) VALUES (%s, %s, %s, %s) "
+           "ON CONFLICT (domain, item, attr) DO UPDATE SET value = left(t.value, -1) || %s")
+_PUT = (f"INSERT INTO {TABLE} AS t (domain, item, attr, value) VALUES (%s, %s, %s, %s) "
+        "ON CONFLICT (domain, item, attr) DO UPDATE SET value = EXCLUDED.value")
 # the server lets a commit return, with only this warning, when its wait is cancelled
 _SYNC_CANCELLED = "canceling wait for synchronous replication"
 
@@ -85,13 +111,19 @@ class PostgresStore:
     """An opened PostgreSQL deployment (primary plus hot standbys)."""
 
     def __init__(self, url: str, seed: int) -> None:
-        u = parse_store_url(url, "standbys", ("synchronous_commit", *_SSL_PARAMS),
+        u = parse_store_url(url, "standbys", ("synchronous_commit", "isolation", "txn_reads",
+                                              "lock_timeout_ms", *_SSL_PARAMS),
                             "postgresql://postgres@127.0.0.1:5432/postgres")
         self.url = u
         self.nodes = list(u.nodes)
         self.read_policy = u.read
         self.timeout_s = u.timeout_s
         self.synchronous_commit = u.choice("synchronous_commit", _SYNC, "local")
+        self.isolation = u.choice("isolation", tuple(ISOLATIONS), "read-committed")
+        self.txn_reads = u.choice("txn_reads", _TXN_READS, "primary")
+        self.lock_timeout_ms = int(u.number("lock_timeout_ms", 0))
+        if self.lock_timeout_ms < 0:
+            raise ValueError("postgresql:// lock_timeout_ms must be 0 (wait) or positive")
         # credentials and TLS: from the URL, else libpq reads its PG* environment itself
         creds = u.credentials
         self._auth: dict[str, str] = {k: v for k, v in (
@@ -102,9 +134,11 @@ class PostgresStore:
         self.runtime = RealRuntime()
         self.info = StoreInfo(
             url=self.shown_url, kind="postgres",
-            features=ALL_FEATURES,
+            features=ALL_FEATURES | {Feature.TRANSACTIONS},
             regions=u.region_names(),
             params={"read": self.read_policy, "synchronous_commit": self.synchronous_commit,
+                    "isolation": self.isolation, "txn_reads": self.txn_reads,
+                    "lock_timeout_ms": self.lock_timeout_ms,
                     "timeout_ms": round(self.timeout_s * 1000), "table": TABLE,
                     "nodes": {n.name: f"{n.host}:{n.port} ({n.region})" for n in self.nodes}},
             eventual_read_served_by=f"one hot standby per client ({self.read_policy}: "
@@ -372,6 +406,48 @@ class PostgresClient:
 
         await self.primary.run(delete)
         return WriteResult(self.primary.node.name)
+
+    async def transact(self, ops: list[MicroOp], *, gap_ns: int = 0) -> list[MicroOp]:
+        """Run ``ops`` as one transaction at the primary at the URL's isolation (one
+        statement per micro-operation, ``gap_ns`` apart); return them with reads filled.
+        TxnAborted on a serialization failure or deadlock (rolled back)."""
+        check_ops(ops)
+        level = ISOLATIONS[self.store.isolation]
+        on_standby = self.store.txn_reads == "standby" and self.standby is not self.primary
+        gap_s = gap_ns / 1e9
+        name = self.primary.node.name
+        lock_ms = self.store.lock_timeout_ms
+
+        async def txn(conn: psycopg.AsyncConnection[Any]) -> list[MicroOp]:
+            sconn = await self.standby.get() if on_standby else conn
+            out: list[MicroOp] = []
+            try:
+                async with conn.transaction():
+                    await conn.execute(f"SET TRANSACTION ISOLATION LEVEL {level}")
+                    if lock_ms:
+                        await conn.execute(f"SET LOCAL lock_timeout = {lock_ms}")
+                    for n, (f, k, v) in enumerate(ops):
+                        if n and gap_s:
+                            await asyncio.sleep(gap_s)
+                        e = parse_element(k)
+                        if f == "r":
+                            cur = await sconn.execute(_GET_ONE, (e.domain, e.item, e.attribute))
+                            row = await cur.fetchone()
+                            out.append((f, k, decode_stored(row[0] if row else None)))
+                        elif f == "append":
+                            await conn.execute(_APPEND, (e.domain, e.item, e.attribute,
+                                                         f"[{int(v)}]", f",{int(v)}]"))
+                            out.append((f, k, v))
+                        else:
+                            await conn.execute(_PUT, (e.domain, e.item, e.attribute,
+                                                      str(int(v))))
+                            out.append((f, k, v))
+            except (pgerr.SerializationFailure, pgerr.DeadlockDetected,
+                    pgerr.LockNotAvailable) as err:
+                raise TxnAborted(f"{name}: {_first_line(err)}") from None
+            return out
+
+        return await self.primary.run(txn)
 
     async def close(self) -> None:
         """Connections are closed by the store."""

@@ -18,7 +18,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from replicalab.runtime import Runtime
-from replicalab.stores.base import Client, ReadResult, Store, StoreInfo, WriteResult
+from replicalab.stores.base import (
+    Client,
+    MicroOp,
+    ReadResult,
+    Store,
+    StoreInfo,
+    Unsupported,
+    WriteResult,
+)
 
 _BAD_PREFIX = re.compile(r"^/|//|[\s\x00-\x1f]")
 _DELETE_BATCH = 100
@@ -59,6 +67,18 @@ class PrefixedClient:
         if cond:
             self._store.written.update(cond)
         return await self._inner.write(mine, expect=cond)
+
+    async def transact(self, ops: list[MicroOp], *, gap_ns: int = 0) -> list[MicroOp]:
+        """Run the transaction ``ops`` with its keys under the prefix (every key remembered
+        for clean-up before it is sent); return the ops as the caller named them."""
+        inner = getattr(self._inner, "transact", None)
+        if inner is None:
+            raise Unsupported(f"{self._store.info.url} has no transactions")
+        p = self._p
+        mine = [(f, p + k, v) for f, k, v in ops]
+        self._store.written.update(k for _, k, _ in mine)
+        got = await (inner(mine, gap_ns=gap_ns) if gap_ns else inner(mine))
+        return [(f, k, r[2]) for (f, k, _), r in zip(ops, got, strict=True)]
 
     async def delete(self, keys: Sequence[str]) -> WriteResult:
         """Delete ``keys`` under the prefix."""

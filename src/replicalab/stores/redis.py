@@ -14,6 +14,12 @@ chosen at random per client. Multi-element reads are one ``MGET`` (one node, one
 multi-element writes one ``MSET`` (atomic); conditional writes one Lua script at the primary
 that compares and sets atomically. ``wait=n`` adds ``WAIT n wait_ms`` after every write.
 
+Transactions (``transact``), all on the primary: ``WATCH`` every key the transaction
+touches, ``MGET`` them (one instant), play the micro-operations out on those values, then
+``MULTI``, one ``SET`` per key written, ``EXEC``. An ``EXEC`` answering nil (a watched key
+changed) raises TxnAborted; a read-only transaction ends after the ``MGET`` (``UNWATCH``).
+Lists are kept as the text ``[1,2,3]`` of a string key (like every other value here).
+
 Commands go through :class:`replicalab.stores.resp.RespConnection` (hiredis, one bare
 asyncio Protocol per connection), which stamps each request at the socket: a probe records
 the interval from the request leaving to its reply arriving, not the client's own overhead
@@ -34,14 +40,18 @@ from replicalab.stores.base import (
     ABSENT,
     ALL_FEATURES,
     ConditionFailed,
+    Feature,
+    MicroOp,
     ReadResult,
     StoreError,
     StoreInfo,
+    TxnAborted,
     Unavailable,
     WriteResult,
     redact_url,
 )
 from replicalab.stores.resp import RespConnection, RespError
+from replicalab.stores.txnops import check_ops, keys_of, play
 from replicalab.stores.url import Endpoint, StoreUrl, parse_store_url
 
 # Compare every expected value, then set all: atomic because Redis runs a script alone.
@@ -80,7 +90,7 @@ class RedisStore:
         self.runtime = RealRuntime()
         self.info = StoreInfo(
             url=self.shown_url, kind="redis",
-            features=ALL_FEATURES,
+            features=ALL_FEATURES | {Feature.TRANSACTIONS},
             regions=u.region_names(),
             params={"read": self.read_policy, "wait": self.wait, "wait_ms": self.wait_ms,
                     "database": int(u.credentials.database or 0),
@@ -197,6 +207,39 @@ class RedisClient:
             _, _, received = await _call(self.primary, name, "WAIT", self.store.wait,
                                          self.store.wait_ms)
         return WriteResult(name, sent, received)
+
+    async def transact(self, ops: list[MicroOp], *, gap_ns: int = 0) -> list[MicroOp]:
+        """Run ``ops`` as one optimistic transaction at the primary (WATCH, MGET, MULTI,
+        SETs, EXEC; ``gap_ns`` per micro-operation between the read and the MULTI); return
+        the ops with reads filled. TxnAborted when EXEC answers nil."""
+        check_ops(ops)
+        keys = keys_of(ops)
+        conn, name = self.primary, self.primary_name
+        await _call(conn, name, "WATCH", *keys)
+        try:
+            got, _, _ = await _call(conn, name, "MGET", *keys)
+            played = play(ops, dict(zip(keys, got, strict=True)))
+            if gap_ns and len(ops) > 1:
+                await self.store.runtime.sleep_ns(gap_ns * (len(ops) - 1))
+            if not played.writes:
+                await _call(conn, name, "UNWATCH")
+                return played.ops
+            await _call(conn, name, "MULTI")
+        except StoreError:
+            await _call(conn, name, "UNWATCH")
+            raise
+        try:
+            for k, v in played.writes.items():
+                await _call(conn, name, "SET", k, v)
+            done, _, _ = await _call(conn, name, "EXEC")
+        except RespError:
+            await _call(conn, name, "DISCARD")  # a refused command: nothing was applied
+            raise
+        if done is None:
+            raise TxnAborted(f"{name}: a watched key changed before EXEC")
+        if self.store.wait:
+            await _call(conn, name, "WAIT", self.store.wait, self.store.wait_ms)
+        return played.ops
 
     async def delete(self, keys: Sequence[str]) -> WriteResult:
         """Delete ``keys`` at the primary."""

@@ -28,6 +28,7 @@ from replicalab.stores.base import (
     ABSENT,
     ConditionFailed,
     Feature,
+    MicroOp,
     ReadResult,
     StoreInfo,
     Unavailable,
@@ -35,6 +36,7 @@ from replicalab.stores.base import (
     WriteResult,
     parse_element,
 )
+from replicalab.stores.txnops import appended_text, check_ops, decode_stored
 
 _SCHEMES: dict[str, tuple[type, type]] = {
     "simpledb": (SimpleDB, SimpleDBParams),
@@ -100,6 +102,30 @@ class SimClient:
         """Delete ``keys`` in one call."""
         return await self.write(dict.fromkeys(keys))  # type: ignore[arg-type]
 
+    async def transact(self, ops: list[MicroOp], *, gap_ns: int = 0) -> list[MicroOp]:
+        """Run the micro-operations one by one, as an application without transactions
+        does: a read is one read (consistent where the scheme has them), an append a read
+        then a write of the longer list, a write one write; ``gap_ns`` apart. Nothing is
+        isolated and nothing is undone: an error part-way leaves the earlier writes done
+        (the outcome is then unknown: Unavailable)."""
+        check_ops(ops)
+        consistent = Feature.CONSISTENT_READ in self.store.info.features
+        out: list[MicroOp] = []
+        for n, (f, k, v) in enumerate(ops):
+            if n and gap_ns:
+                await self.store.runtime.sleep_ns(gap_ns)
+            if f == "w":
+                await self.write({k: str(int(v))})
+                out.append((f, k, v))
+                continue
+            text = (await self.read((k,), consistent=consistent)).values[0]
+            if f == "r":
+                out.append((f, k, decode_stored(text)))
+            else:
+                await self.write({k: appended_text(text, v)})
+                out.append((f, k, v))
+        return out
+
     async def close(self) -> None:
         """Nothing to release."""
 
@@ -125,7 +151,9 @@ class SimStore:
         self.scheme = scheme_cls(self.runtime, stream, regions, params)
         self.info = StoreInfo(
             url=url, kind=f"sim/{kind}",
-            features=frozenset(Feature(f) for f in scheme_cls.features),
+            # transactions: the micro-operations one by one, isolating nothing
+            features=frozenset(Feature(f) for f in scheme_cls.features)
+            | {Feature.TRANSACTIONS},
             regions=regions.regions, params=self.scheme.describe(),
             eventual_read_served_by=scheme_cls.eventual_read_served_by)
 

@@ -29,6 +29,14 @@ syncs and reads the expected elements with their versions, then commits one tran
 leader ("must not exist" = ``create``, or ``create`` + ``delete`` when the element is not also
 written). A multi-element read is several reads pipelined on one session: NOT a snapshot (a
 commit may be applied between two of them).
+
+Transactions (``transact``): ``sync``, read every key the transaction touches with its
+version, play the micro-operations out on those values, then commit one ``multi`` holding,
+for every key touched, a guard on the version read: ``set_data(version)`` for a key it
+writes, ``check(version)`` for a key it only reads, ``create`` for an absent key it writes,
+``create`` + ``delete`` for an absent key it only reads. Read-only transactions commit their
+checks too (the reads alone are no snapshot). Any guard failing raises TxnAborted: the
+leader applied none of it.
 """
 
 from __future__ import annotations
@@ -65,14 +73,18 @@ from replicalab.stores.base import (
     ABSENT,
     ALL_FEATURES,
     ConditionFailed,
+    Feature,
+    MicroOp,
     ReadResult,
     StoreError,
     StoreInfo,
+    TxnAborted,
     Unavailable,
     WriteResult,
     parse_element,
     redact_url,
 )
+from replicalab.stores.txnops import check_ops, keys_of, play
 from replicalab.stores.url import Endpoint, parse_store_url
 
 ROOT = "/replicalab"
@@ -120,7 +132,7 @@ class ZkStore:
         self.runtime = RealRuntime()
         self.info = StoreInfo(
             url=self.shown_url, kind="zookeeper",
-            features=ALL_FEATURES,
+            features=ALL_FEATURES | {Feature.TRANSACTIONS},
             regions=u.region_names(),
             params={"read": self.read_policy, "timeout_ms": round(self.timeout_s * 1000),
                     "session_ms": round(self.session_s * 1000),
@@ -419,6 +431,49 @@ class ZkClient:
                                  f"{type(err).__name__}")
         raise StoreError(f"{self.name}: unconditioned elements kept changing existence; "
                          f"gave up after {_RETRIES} tries")
+
+    async def transact(self, ops: list[MicroOp], *, gap_ns: int = 0) -> list[MicroOp]:
+        """Run ``ops`` as one transaction: sync, read every key with its version, play the
+        ops out, commit one multi guarded by every version read (``gap_ns`` per
+        micro-operation between the two); return the ops with reads filled. TxnAborted when
+        a guard fails."""
+        check_ops(ops)
+        keys = keys_of(ops)
+        paths = {k: znode(k) for k in keys}
+        try:
+            await self._sync(paths[keys[0]])
+            got = dict(zip(keys, await asyncio.gather(*(self._get(paths[k]) for k in keys)),
+                           strict=True))
+            played = play(ops, {k: v for k, (v, _) in got.items()})
+            if gap_ns and len(ops) > 1:
+                await self.store.runtime.sleep_ns(gap_ns * (len(ops) - 1))
+            # an absent key is guarded by creating it (and deleting it again if only read)
+            await self._parents([paths[k] for k in keys if got[k][0] is None])
+            spec: list[_Op] = []
+            for k in keys:
+                value, version = got[k]
+                if k in played.writes:
+                    data = played.writes[k].encode()
+                    spec.append(_Op("create", k, paths[k], data, conditional=True)
+                                if value is None else
+                                _Op("set", k, paths[k], data, version, conditional=True))
+                elif value is None:  # still absent: create and delete it in the same multi
+                    spec += [_Op("create", k, paths[k], conditional=True),
+                             _Op("delete", k, paths[k], conditional=True)]
+                else:
+                    spec.append(_Op("check", k, paths[k], version=version, conditional=True))
+            results = await self._commit(spec)
+        except KazooException as err:
+            raise StoreError(f"{self.name}: {type(err).__name__} {err}".rstrip()) from None
+        bad = self._failure(spec, results)
+        if bad is not None:
+            op, err = bad
+            if isinstance(err, BadVersionError | NoNodeError | NodeExistsError):
+                raise TxnAborted(f"{self.name}: {op.key} changed before the commit "
+                                 f"({type(err).__name__})")
+            raise StoreError(f"{self.name}: transaction failed at {op.key}: "
+                             f"{type(err).__name__}")
+        return played.ops
 
     async def delete(self, keys: Sequence[str]) -> WriteResult:
         """Delete ``keys`` in one transaction (elements already absent are skipped)."""

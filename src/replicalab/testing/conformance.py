@@ -20,6 +20,11 @@ atomic-multi-write     writes of several elements in one call are all-or-nothing
 delete                 a deleted element reads as None
 timeout-is-unknown     a store that stops answering makes calls raise Unavailable (outcome
                        unknown) within a bounded time, and the adapter recovers after
+txn-own-writes         (transactions) a transaction's reads see its own earlier appends and
+                       writes; a later transaction sees them committed
+txn-atomic             (transactions promising snapshot isolation or stronger) a concurrent
+                       reading transaction never sees half of a two-key append; a refused
+                       one raises TxnAborted and leaves nothing behind
 =====================  ===================================================================
 """
 
@@ -39,9 +44,11 @@ from replicalab.stores.base import (
     Feature,
     Store,
     StoreError,
+    TxnAborted,
     Unavailable,
     redact_url,
 )
+from replicalab.stores.isolation import isolation_promise
 from replicalab.stores.prefix import PrefixedStore
 from replicalab.stores.registry import open_store
 from replicalab.testing.stall import Staller, staller_for
@@ -493,6 +500,104 @@ async def _stall(ctx: Ctx, staller: Staller, store: PrefixedStore) -> str:
             "went through again once the store answered")
 
 
+def _need_transact(client: Any) -> None:
+    if not callable(getattr(getattr(client, "_inner", client), "transact", None)):
+        raise Failed("the store declares Feature.TRANSACTIONS but its client has no "
+                     "transact(ops) method; add it (stores/base.py, TxnClient) or stop "
+                     "declaring the feature (declare ALL_FEATURES for every other one)")
+
+
+async def txn_own_writes(ctx: Ctx) -> str:
+    ctx.need(Feature.TRANSACTIONS)
+    client = await ctx.store.connect()
+    _need_transact(client)
+    lst, reg = ctx.key("txn-list"), ctx.key("txn-reg")
+    got = await client.transact([("r", lst, None), ("append", lst, 1), ("r", lst, None),
+                                 ("append", lst, 2), ("r", lst, None), ("w", reg, 7),
+                                 ("r", reg, None)])
+    want = [("r", lst, None), ("append", lst, 1), ("r", lst, [1]), ("append", lst, 2),
+            ("r", lst, [1, 2]), ("w", reg, 7), ("r", reg, 7)]
+    if [tuple(op) for op in got] != want:
+        raise Failed(f"transaction [r, append 1, r, append 2, r] on a fresh key, then "
+                     f"[w 7, r] on another, returned {got!r}; want {want!r} (reads see the "
+                     "transaction's own earlier writes; a key never written reads None)")
+    later = None
+    deadline = ctx.rt.now_ns() + int(CONVERGE_S * NS_PER_S)
+    while ctx.rt.now_ns() < deadline:  # a store reading replicas may show it late
+        later = await client.transact([("r", lst, None), ("r", reg, None)])
+        if later == [("r", lst, [1, 2]), ("r", reg, 7)]:
+            break
+        await ctx.rt.sleep_ns(NS_PER_S // 20)
+    else:
+        raise Failed(f"after the transaction committed, a new one read {later!r}; want "
+                     f"[('r', {lst!r}, [1, 2]), ('r', {reg!r}, 7)]")
+    await client.close()
+    return "reads inside a transaction see its own appends and writes; later ones too"
+
+
+ATOMIC_ROUNDS = 30
+"""Two-key appends each of 4 writers makes while a reader watches (txn-atomic)."""
+
+
+async def txn_atomic(ctx: Ctx) -> str:
+    ctx.need(Feature.TRANSACTIONS)
+    try:
+        promise, _ = isolation_promise(ctx.url)
+    except ValueError:
+        promise = "serializable"  # an outside store: the contract says atomic
+    if promise in ("none", "read-committed", "read-uncommitted"):
+        raise Skipped(f"the store's transactions promise {promise}: a reader may see half "
+                      "of a transaction")
+    a, b = ctx.key("txn-atomic-a"), ctx.key("txn-atomic-b")  # two items, two partitions
+    writers = [await ctx.store.connect() for _ in range(4)]
+    reader = await ctx.store.connect()
+    torn: list[Any] = []
+    aborted = [0]
+    committed: list[int] = []
+    done = [False]
+
+    async def write(n: int, c: Any) -> None:
+        for r in range(ATOMIC_ROUNDS):
+            v = n * ATOMIC_ROUNDS + r + 1
+            try:
+                await c.transact([("append", a, v), ("append", b, v)])
+                committed.append(v)
+            except TxnAborted:
+                aborted[0] += 1
+
+    async def watch() -> None:
+        while not done[0]:
+            try:
+                got = await reader.transact([("r", a, None), ("r", b, None)])
+            except TxnAborted:
+                continue
+            if (got[0][2] or []) != (got[1][2] or []):
+                torn.append(got)
+            await ctx.rt.sleep_ns(0)
+
+    async def writers_then_stop() -> None:
+        try:
+            await ctx.rt.gather(*(write(n, c) for n, c in enumerate(writers)))
+        finally:
+            done[0] = True
+
+    await ctx.rt.gather(writers_then_stop(), watch())
+    if torn:
+        raise Failed(f"a transaction reading {a} and {b} saw {torn[0]!r} while 4 clients "
+                     "each appended one value to both in one transaction: a transaction at "
+                     f"{promise} is all-or-nothing to its readers")
+    final = await reader.transact([("r", a, None), ("r", b, None)])
+    la, lb = final[0][2] or [], final[1][2] or []
+    if la != lb or sorted(la) != sorted(committed):
+        raise Failed(f"after 4 clients appended to both {a} and {b} in one transaction each, "
+                     f"they read {la!r} and {lb!r}; committed were {sorted(committed)!r} "
+                     "(every committed transaction in both, no aborted one in either)")
+    for c in (*writers, reader):
+        await c.close()
+    return (f"{len(committed)} committed two-key appends ({aborted[0]} aborted): no reader "
+            "saw half of one, both keys hold exactly the committed ones")
+
+
 CHECKS: dict[str, Check] = {
     "describes-itself": describes_itself,
     "absent-reads-none": absent_reads_none,
@@ -503,6 +608,8 @@ CHECKS: dict[str, Check] = {
     "atomic-multi-write": atomic_multi_write,
     "delete": delete,
     "timeout-is-unknown": timeout_is_unknown,
+    "txn-own-writes": txn_own_writes,
+    "txn-atomic": txn_atomic,
 }
 """Every check, by name, in the order they run."""
 

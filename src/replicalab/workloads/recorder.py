@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from replicalab.history import CONDITION_FAILED, History
+from replicalab.history.txn import encode_txn
 from replicalab.runtime import Runtime
 from replicalab.stores import (
     ABSENT,
@@ -16,6 +17,7 @@ from replicalab.stores import (
     Unavailable,
     Unsupported,
 )
+from replicalab.stores.base import MicroOp, TxnAborted
 
 _TICK_EVERY = 4096
 
@@ -93,3 +95,32 @@ class Recorder:
         h.ok(i, done, node=res.node)
         self._ticked()
         return True
+
+    async def transact(self, client: Any, process: int, ops: list[MicroOp], gap_ns: int = 0,
+                       to_store: Callable[[str], str] | None = None
+                       ) -> tuple[str, list[MicroOp] | None]:
+        """Run ``ops`` as one transaction on ``client`` (a store declaring transactions),
+        recorded as one ``txn`` row: reads None at invoke, filled at ``ok``; ``fail`` when the
+        store says it certainly did not commit (TxnAborted), ``info`` on any other error.
+        ``to_store`` maps a history key to the element the store keeps it in. Return the
+        outcome (ok, fail or info) and, when ok, the ops with their reads filled in."""
+        h, rt = self.h, self.rt
+        keys, values = encode_txn(ops)
+        sent = ops if to_store is None else [(f, to_store(k), v) for f, k, v in ops]
+        i = h.invoke(process, "txn", keys, values, "none", rt.now_ns())
+        try:
+            got = await (client.transact(sent, gap_ns=gap_ns) if gap_ns
+                         else client.transact(sent))
+        except TxnAborted as err:
+            h.fail(i, rt.now_ns(), str(err) or "aborted")
+            return "fail", None
+        except Unsupported as err:
+            h.fail(i, rt.now_ns(), str(err))
+            raise
+        except (StoreError, TimeoutError, OSError) as err:
+            h.info(i, rt.now_ns(), str(err) or type(err).__name__)
+            return "info", None
+        done = [(f, k, r[2]) for (f, k, _), r in zip(ops, got, strict=True)]
+        h.ok(i, rt.now_ns(), encode_txn(done)[1])
+        self._ticked()
+        return "ok", done

@@ -18,6 +18,8 @@ _MODULES = {
     "sweep": "replicalab.workloads.sweep",
     "register": "replicalab.workloads.register",
     "increments": "replicalab.workloads.increments",
+    "list-append": "replicalab.workloads.list_append",
+    "rw-register": "replicalab.workloads.rw_register",
 }
 
 

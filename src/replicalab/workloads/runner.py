@@ -40,6 +40,7 @@ from replicalab.history import History, load_history, save_history
 from replicalab.history.rundir import Run, make_run_dir, named_run_dir, save_results
 from replicalab.stores import Feature, Store, StoreError, open_store
 from replicalab.stores.base import redact_url
+from replicalab.stores.isolation import no_transactions
 from replicalab.stores.prefix import PrefixedStore, check_prefix
 from replicalab.workloads import registry
 from replicalab.workloads.base import ProbeOptions, Workload, config_from_json
@@ -302,6 +303,8 @@ def _open_checked(spec: ProbeSpec) -> tuple[Store, Nemesis | SimNemesis | None]:
     store = open_store(spec.store, spec.options.seed)
     wl = spec.definition
     missing = wl.required_features(spec.options, spec.config) - store.info.features
+    if Feature.TRANSACTIONS in missing:
+        raise ValueError(no_transactions(spec.store))
     if missing:
         raise ValueError(f"{spec.store} cannot do {', '.join(sorted(m.value for m in missing))}; "
                          "pick another --consistency/--variant or another store")
