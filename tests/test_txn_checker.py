@@ -151,3 +151,12 @@ def test_native_core_finds_each_gadget(model, name, expected):
 
     txns = gadget(name, model=model)
     _same(check(txns, model, engine="python"), check(txns, model, engine="native"))
+
+
+@needs_native
+def test_native_search_that_must_stop_says_unknown():
+    from replicalab.checkers.txn.native import check_native
+
+    r = check_native(native, gadget("G2-item"), "list-append", None, max_steps=0)
+    assert r.valid == "unknown" and r.anomaly_types == [] and r.unfinished
+    assert r.unfinished[0].size == 2 and r.names[r.unfinished[0].sample[0]] == "T0"

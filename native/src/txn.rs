@@ -84,6 +84,9 @@ impl Txns {
         s..s + self.mop_len[t] as usize
     }
     fn list(&self, m: usize) -> &[i64] {
+        if self.rlen[m] <= 0 {
+            return &[]; // nil (or an empty list)
+        }
         let s = self.val[m] as usize;
         &self.reads[s..s + self.rlen[m].max(0) as usize]
     }

@@ -1,5 +1,6 @@
 //! Python entries of the transaction checker's native core: `txn_check_edn` (a history
-//! file, parsed here) and `txn_check_cols` (transactions as int64 columns). Both return
+//! file, parsed here), `txn_check_cols` (transactions as int64 columns) and
+//! `txn_check_rows` (a History's txn rows as Arrow buffers). All return
 //! `(n, anomalies, counts, unfinished, txn_info)`: at most `keep` anomalies per type
 //! (shortest cycles first), each `(type, txns, cycle or None, key or None, detail JSON)`
 //! with cycle steps `(src, dst, kind, key or None, a, b)`; `counts` per type; the
@@ -130,6 +131,118 @@ pub fn txn_check_cols(py: Python<'_>, cols: Vec<Vec<u8>>, keys: Vec<String>, mod
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(txn_check_edn, m)?)?;
     m.add_function(wrap_pyfunction!(txn_check_cols, m)?)?;
+    m.add_function(wrap_pyfunction!(txn_check_rows, m)?)?;
     m.add("TXN_CHECK", true)?;
     Ok(())
+}
+
+fn i32s(name: &str, b: &[u8]) -> PyResult<Vec<i32>> {
+    if b.len() % 4 != 0 {
+        return Err(PyValueError::new_err(format!("{name}: not int32 bytes")));
+    }
+    Ok(b.chunks_exact(4).map(|c| i32::from_ne_bytes(c.try_into().unwrap())).collect())
+}
+
+/// One encoded micro-op of a History row (``history/txn.py``): "append 3", "w 3", "r",
+/// "r 5", "r [1,2,3]"; pushes it onto `t` (reads of a transaction that did not commit
+/// are nil: what they returned is not known).
+fn push_encoded(t: &mut Txns, key: u32, text: &[u8], ok: bool) -> Result<(), String> {
+    let bad = || format!("micro-op {:?}: expected 'append N', 'w N', 'r', 'r N' or 'r [..]'",
+                         String::from_utf8_lossy(text));
+    let num = |b: &[u8]| -> Result<i64, String> {
+        std::str::from_utf8(b).ok().and_then(|x| x.trim().parse::<i64>().ok()).ok_or_else(bad)
+    };
+    let (f, rest) = match text.iter().position(|&c| c == b' ') {
+        Some(i) => (&text[..i], &text[i + 1..]),
+        None => (text, &text[text.len()..]),
+    };
+    t.key.push(key);
+    match f {
+        b"append" | b"w" => {
+            t.f.push(if f == b"w" { 2 } else { 0 });
+            t.val.push(num(rest)?);
+            t.rlen.push(-1);
+        }
+        b"r" => {
+            t.f.push(1);
+            if rest.is_empty() || !ok {
+                t.val.push(NIL);
+                t.rlen.push(-1);
+            } else if rest[0] == b'[' {
+                let body = rest.strip_prefix(b"[").and_then(|r| r.strip_suffix(b"]"))
+                    .ok_or_else(bad)?;
+                let start = t.reads.len();
+                if !body.is_empty() {
+                    for part in body.split(|&c| c == b',') {
+                        t.reads.push(num(part)?);
+                    }
+                }
+                t.val.push(start as i64);
+                t.rlen.push((t.reads.len() - start) as i32);
+            } else {
+                t.val.push(num(rest)?);
+                t.rlen.push(-2);
+            }
+        }
+        _ => return Err(bad()),
+    }
+    Ok(())
+}
+
+/// Check a History's ``txn`` rows given as Arrow buffers: int64 ``index``, ``process``,
+/// ``outcome`` (1 ok, 2 fail, 3 info), ``invoke``, ``complete``; the ``keys`` and
+/// ``values`` list-of-string columns each as (list offsets int32, string offsets int32,
+/// UTF-8 data). The micro-ops are decoded here, so no Python object is made per op.
+#[pyfunction]
+#[pyo3(signature = (ints, keys, values, model, deadline_s=None, max_steps=200_000_000,
+                    keep=8))]
+#[allow(clippy::too_many_arguments)]
+pub fn txn_check_rows(py: Python<'_>, ints: Vec<Vec<u8>>, keys: (Vec<u8>, Vec<u8>, Vec<u8>),
+                      values: (Vec<u8>, Vec<u8>, Vec<u8>), model: &str,
+                      deadline_s: Option<f64>, max_steps: i64, keep: usize) -> PyResult<Out> {
+    let names = ["index", "process", "outcome", "invoke", "complete"];
+    if ints.len() != names.len() {
+        return Err(PyValueError::new_err("txn_check_rows: 5 int64 columns expected"));
+    }
+    let v: Vec<Vec<i64>> = ints.iter().zip(names).map(|(c, n)| i64s(n, c))
+        .collect::<PyResult<_>>()?;
+    let (klo, kso, kdata) = (i32s("keys", &keys.0)?, i32s("keys", &keys.1)?, keys.2);
+    let (vlo, vso, vdata) = (i32s("values", &values.0)?, i32s("values", &values.1)?, values.2);
+    let n = v[0].len();
+    if klo.len() != n + 1 || vlo.len() != n + 1 {
+        return Err(PyValueError::new_err("txn_check_rows: list offsets of the wrong length"));
+    }
+    let built = py.detach(|| -> Result<Txns, (i64, String)> {
+        let mut t = Txns::default();
+        let mut ids: std::collections::HashMap<&[u8], u32, txn::FxBuild> = Default::default();
+        for r in 0..n {
+            let (k0, k1) = (klo[r] as usize, klo[r + 1] as usize);
+            let (v0, v1) = (vlo[r] as usize, vlo[r + 1] as usize);
+            if k1 - k0 != v1 - v0 {
+                return Err((v[0][r], format!("a transaction row has {} keys but {} values",
+                                             k1 - k0, v1 - v0)));
+            }
+            let ok = v[2][r] == 1;
+            t.index.push(v[0][r]);
+            t.process.push(v[1][r]);
+            t.outcome.push(v[2][r] as u8);
+            t.invoke.push(v[3][r]);
+            t.complete.push(if v[2][r] == 3 { -1 } else { v[4][r] });
+            t.mop_start.push(t.f.len() as u32);
+            t.mop_len.push((k1 - k0) as u32);
+            for j in 0..(k1 - k0) {
+                let kb = &kdata[kso[k0 + j] as usize..kso[k0 + j + 1] as usize];
+                let next = ids.len() as u32;
+                let id = *ids.entry(kb).or_insert_with(|| {
+                    t.keys.push(String::from_utf8_lossy(kb).into_owned());
+                    next
+                });
+                let text = &vdata[vso[v0 + j] as usize..vso[v0 + j + 1] as usize];
+                push_encoded(&mut t, id, text, ok).map_err(|e| (v[0][r], e))?;
+            }
+        }
+        Ok(t)
+    });
+    let t = built.map_err(|(i, m)| PyValueError::new_err(format!("txn-input:{i}:{m}")))?;
+    run(py, t, model, deadline_s, max_steps, keep)
 }

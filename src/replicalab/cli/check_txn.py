@@ -18,8 +18,10 @@ MAX_SHOWN = 3
 
 
 def load(path: Path, model: str, engine: str) -> tuple[Any, str]:
-    """Return (what to check, how T<n> is named) for PATH: ``("history", History)``,
-    ``("file", txns)`` or ``("native-file", path)``; raises ValueError with one line."""
+    """Return (what to check, how T<n> is named) for PATH: transactions (``"row"`` for a
+    run directory, ``"line"`` for a file), a run's pyarrow Table for the native core
+    (``"table"``), or the file's path for the native reader (``"line"``); raises
+    ValueError with one line."""
     from replicalab.checkers.txn import TxnInputError, from_file_ops, from_history
 
     if path.is_dir():
@@ -29,6 +31,17 @@ def load(path: Path, model: str, engine: str) -> tuple[Any, str]:
             from replicalab.cli import rundir
 
             rundir.kind(path, "check")  # raises its one line naming what the path is
+        from replicalab.checkers.txn.run import native_core
+
+        nat = native_core()
+        if engine != "python" and nat is not None and hasattr(nat, "txn_check_rows"):
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            try:  # the native core decodes the rows from the Arrow buffers
+                return pq.read_table(path / "history.parquet"), "table"
+            except (OSError, pa.ArrowInvalid) as err:
+                raise ValueError(f"{path / 'history.parquet'} is malformed: {err}") from None
         h, _ = load_history(path)
         try:
             return from_history(h), "row"
@@ -108,6 +121,10 @@ def run(paths: list[Path], model: str, timeout_s: float, as_json: bool,
                 from replicalab.checkers.txn.native import check_file
 
                 r = check_file(what, model, deadline)
+            elif naming == "table":
+                from replicalab.checkers.txn.native import check_table
+
+                r = check_table(what, model, deadline)
             else:
                 r = check(what, model, deadline_s=deadline, engine=engine)
         except TxnInputError as err:

@@ -51,6 +51,14 @@ def encode_txn(micro_ops: list[MicroOp] | tuple[MicroOp, ...]
 
 def decode_value(text: str) -> tuple[str, Any]:
     """Return ``(f, value)`` of one encoded micro-op (raises ValueError if malformed)."""
+    try:
+        return _decode_value(text)
+    except ValueError:
+        raise ValueError(f"micro-op {text!r}: expected 'append N', 'w N', 'r', 'r N' or "
+                         "'r [..]'") from None
+
+
+def _decode_value(text: str) -> tuple[str, Any]:
     f, _, rest = text.partition(" ")
     if f == "r":
         if not rest:

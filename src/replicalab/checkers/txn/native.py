@@ -109,3 +109,57 @@ def check_file(path: Path, model: str, deadline_s: float | None,
     except ValueError as err:
         raise _input_error(err) from None
     return _result(raw, model, time.monotonic() - started)
+
+
+def check_table(table: Any, model: str, deadline_s: float | None,
+                max_steps: int = DEFAULT_MAX_STEPS) -> TxnCheckResult:
+    """Return the native core's check of the ``txn`` rows of a History table as
+    ``history.parquet`` holds it (a pyarrow Table): the micro-ops are decoded natively
+    from the Arrow buffers (raises TxnInputError naming the row)."""
+    import numpy as np
+    import pyarrow as pa
+    import replicalab_native as nat
+
+    from replicalab.history.core import TYPE_NAMES
+
+    started = time.monotonic()
+
+    def codes(name: str, names: tuple[str, ...] | None = None) -> Any:
+        col = table[name].combine_chunks()
+        if not isinstance(col, pa.DictionaryArray):
+            col = col.dictionary_encode()
+        words = col.dictionary.to_pylist()
+        if names is None:
+            return np.asarray(words, dtype=object), col.indices.to_numpy(zero_copy_only=False)
+        lut = np.array([names.index(w) for w in words], dtype=np.int64)
+        return lut[col.indices.to_numpy(zero_copy_only=False)]
+
+    words, f_idx = codes("f")
+    rows = np.flatnonzero((words == "txn")[f_idx]) if len(words) else np.zeros(0, np.int64)
+    t = table.take(pa.array(rows, pa.int64()))
+    typ = codes("type", TYPE_NAMES)[rows] if len(rows) else np.zeros(0, np.int64)
+    outcome = np.where(typ == 0, 3, typ).astype(np.int64)  # in flight: unknown
+
+    def ints(name: str) -> bytes:
+        return t[name].combine_chunks().to_numpy(zero_copy_only=False).astype(
+            np.int64).tobytes()
+
+    def lists(name: str) -> tuple[bytes, bytes, bytes]:
+        col = t[name].combine_chunks()
+        strs = col.values
+        if strs.offset:
+            strs = pa.concat_arrays([strs])
+        bufs = strs.buffers()
+        str_off = np.frombuffer(bufs[1], np.int32)[strs.offset:strs.offset + len(strs) + 1]
+        list_off = col.offsets.to_numpy(zero_copy_only=False).astype(np.int32)
+        data = bufs[2].to_pybytes() if bufs[2] is not None else b""
+        return list_off.tobytes(), str_off.tobytes(), data
+
+    cols = [rows.astype(np.int64).tobytes(), ints("process"), outcome.tobytes(),
+            ints("invoke_ns"), ints("complete_ns")]
+    try:
+        raw = nat.txn_check_rows(cols, lists("keys"), lists("values"), model, deadline_s,
+                                 max_steps, MAX_PER_TYPE)
+    except ValueError as err:
+        raise _input_error(err) from None
+    return _result(raw, model, time.monotonic() - started)

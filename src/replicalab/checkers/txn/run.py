@@ -1,6 +1,6 @@
 """Choosing the engine and shaping the answer: :func:`check` runs the native core when
-it is built (``replicalab_native.txn_check_edn``/``txn_check_cols``) and the pure-Python reference otherwise;
-:func:`result_json` is Elle's result map."""
+it is built (``replicalab_native.txn_check_cols``) and the pure-Python reference
+otherwise; :func:`result_json` is Elle's result map."""
 
 from __future__ import annotations
 

@@ -78,14 +78,23 @@ def serial(rng: random.Random, n: int, keys: int, max_len: int, model: str = "li
 def _processes(rng: random.Random, txns: list[Txn]) -> None:
     """Give each transaction a process free at its invoke (a process runs one at a time;
     one that ran an ``info`` transaction is not used again, as Jepsen's crashed ones)."""
-    busy_until: list[int] = []
+    import heapq
+
+    busy: list[tuple[int, int]] = []  # (completes at, process)
+    free: list[int] = []
+    procs = 0
     for t in sorted(txns, key=lambda x: x.invoke):
-        free = [p for p, until in enumerate(busy_until) if until < t.invoke]
-        p = rng.choice(free) if free and rng.random() < 0.9 else len(busy_until)
-        if p == len(busy_until):
-            busy_until.append(0)
+        while busy and busy[0][0] < t.invoke:
+            free.append(heapq.heappop(busy)[1])
+        if free and rng.random() < 0.9:
+            i = rng.randrange(len(free))
+            free[i], free[-1] = free[-1], free[i]
+            p = free.pop()
+        else:
+            p, procs = procs, procs + 1
         t.process = p
-        busy_until[p] = t.complete if t.complete >= 0 else 2**62
+        if t.complete >= 0:
+            heapq.heappush(busy, (t.complete, p))
 
 
 def gadget(name: str, start: int = 0, process: int = 0, index: int = 0, key: str = "g",
