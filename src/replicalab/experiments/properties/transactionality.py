@@ -178,14 +178,15 @@ def judge(v: dict[str, Any]) -> tuple[str, str, str]:
         bad = sorted((k for k in counts if _breaks(k, model)), key=_severity) or sorted(
             counts, key=_severity)
         return ("red", f"NOT {promised}: {_list(bad, counts)} {of}",
-                f"{promised} forbids {', '.join(anomaly_words(k) for k in bad)}")
+                f"{promised} forbids {', '.join(anomaly_words(k) for k in _headline(bad))}")
     if counts:
         found = _list(sorted(counts, key=_severity), counts)
         if model == "none":
             return ("yellow", f"no isolation, as documented: {found} {of}",
                     "no isolation promised: these anomalies are expected")
         return ("yellow", f"{found} {of}, as {promised} allows",
-                f"{promised} allows {', '.join(anomaly_words(k) for k in counts)}")
+                f"{promised} allows " + ", ".join(
+                    anomaly_words(k) for k in _headline(sorted(counts, key=_severity))))
     if c["valid"] == "unknown":
         sizes = ", ".join(str(u["size"]) for u in c["unfinished"])
         return ("yellow", f"no anomaly found {of}, but the cycle search stopped early",
@@ -207,10 +208,15 @@ def _base(name: str) -> str:
     return name.removesuffix("-realtime").removesuffix("-process")
 
 
+def _headline(names: list[str]) -> list[str]:
+    """Return ``names`` without the process and real-time variants of a class also in it
+    (the same kind of cycle; the details list them)."""
+    return [k for k in names if k == _base(k) or _base(k) not in names]
+
+
 def _list(names: list[str], counts: dict[str, int], most: int = 3) -> str:
-    """Return the classes ``names`` (most severe first) with their counts in words; a
-    process or real-time variant of a class already listed is left to the details."""
-    names = [k for k in names if k == _base(k) or _base(k) not in names]
+    """Return the classes ``names`` (most severe first) with their counts in words."""
+    names = _headline(names)
     shown = [f"{anomaly_words(k)} {counts[k]:,} time{'s' if counts[k] != 1 else ''}"
              for k in names[:most]]
     more = len(names) - most
@@ -237,7 +243,8 @@ def details(v: dict[str, Any], workload: dict[str, Any]) -> list[str]:
                      + (f" (so also {', '.join(c['also_not'])})" if c["also_not"] else ""))
     else:
         strongest = c["possible"][-1] if c["possible"] else "none"
-        lines.append(f"no consistency model ruled out (the history is {strongest})")
+        lines.append(f"no consistency model ruled out: the history is consistent with "
+                     f"{strongest}")
     for u in c["unfinished"]:
         lines.append(f"cycle search stopped on a component of {u['size']} transactions "
                      f"({u['variant']}): it might still hold {', '.join(u['might_hold'])}")
