@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from replicalab.checkers.txn import check_history, result_json, verdict
+from replicalab.checkers.txn.models import CYCLES
 from replicalab.cluster.kinds import Promise, StoreKind, TxnVariant
 from replicalab.experiments import cells, measure
 from replicalab.experiments.plan import Plan, Subject
@@ -253,16 +254,17 @@ def details(v: dict[str, Any], workload: dict[str, Any]) -> list[str]:
 
 
 def counterexample(variants: list[dict[str, Any]]) -> str:
-    """Return the first anomaly of the worst way explained step by step (its most severe
-    class that breaks the promise, else its most severe class); "" when there is none."""
+    """Return the first anomaly of the worst way explained step by step: of the classes
+    that break the promise (all, where none is promised), a cycle class first, the most
+    severe first; "" when there is none."""
     graded = sorted(((judge(v)[0], i, v) for i, v in enumerate(variants)),
                     key=lambda x: (-_RANK[x[0]], x[1]))
     for _, _, v in graded:
         first = v["check"]["first"]
         if not first:
             continue
-        names = sorted(first, key=lambda k: (not _breaks(k, v["model"]) if v["model"] != "none"
-                                             else False, _severity(k)))
+        names = sorted(first, key=lambda k: (v["model"] != "none" and not _breaks(k, v["model"]),
+                                             _base(k) not in CYCLES, _severity(k)))
         k = names[0]
         return (f"{v['label']}, {anomaly_words(k)} among {', '.join(first[k]['txns'])}: "
                 + "; ".join(first[k]["explanation"]))
