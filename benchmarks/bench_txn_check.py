@@ -23,6 +23,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -80,19 +81,22 @@ def history(n: int, anomalous: bool, seed: int) -> list[Txn]:
 
 def run_check(path: Path, engine: str) -> tuple[float, float, float, int, dict]:
     """Return (wall s, CPU s, peak MB, exit status, --json doc) of one ``replicalab
-    check`` (CPU: the child's user + system time; the machine is shared, so wall time
-    carries other processes' load)."""
+    check``, run under ``/usr/bin/time`` so the peak is the command's own (a child forked
+    from this process would count the generator's pages in its ``ru_maxrss``). CPU is
+    the command's user + system time: the machine is shared, so wall time carries other
+    processes' load."""
     env = dict(os.environ, REPLICALAB_TXN_ENGINE=engine)
-    started = time.perf_counter()
-    proc = subprocess.Popen([EXE, "check", str(path), "--model", "list-append", "--json",
-                             "--timeout", "10m"], stdout=subprocess.PIPE, env=env)
-    out = proc.stdout.read() if proc.stdout else b""
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    doc = json.loads(out)["results"][0] if out.strip() else {}
-    cpu = usage.ru_utime + usage.ru_stime
-    return wall, cpu, usage.ru_maxrss / 1024, proc.returncode, doc
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
+        started = time.perf_counter()
+        proc = subprocess.run(["/usr/bin/time", "-o", tf.name, "-f", "%M %U %S", EXE,
+                               "check", str(path), "--model", "list-append", "--json",
+                               "--timeout", "10m"], stdout=subprocess.PIPE, env=env,
+                              check=False)
+        wall = time.perf_counter() - started
+        fields = tf.read().split()[-3:]
+    kb, user, sys_s = int(fields[0]), float(fields[1]), float(fields[2])
+    doc = json.loads(proc.stdout)["results"][0] if proc.stdout.strip() else {}
+    return wall, user + sys_s, kb / 1024, proc.returncode, doc
 
 
 def main() -> None:
@@ -122,6 +126,7 @@ def main() -> None:
                     txns = txns or history(n, anomalous, seed=n)
                     _save_run(txns, rdir)
                 inputs.append(("run-dir", rdir))
+            del txns  # the generator's memory is not the checker's
             for fmt, p in inputs:
                 engines = ["native"] + (["python"] if n <= args.python_up_to else [])
                 for engine in engines:

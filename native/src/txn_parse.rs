@@ -23,30 +23,23 @@ fn err<T>(line: usize, msg: impl Into<String>) -> Result<T, ParseError> {
 }
 
 /// One micro-op as parsed: f (0 append, 1 r, 2 w), key id, value (append/w), read.
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 struct Mop {
     f: u8,
     key: u32,
     val: i64,
-    /// -1 nil, -2 a single integer (in `val`), else the list's length (in `list`)
+    /// -1 nil, -2 a single integer (in `val`), else the list's length; the list is at
+    /// `lstart` in the event's list buffer
     rlen: i32,
-    list: Vec<i64>,
+    lstart: u32,
 }
 
+/// An invoked transaction waiting for its completion: its slot in the columns, and its
+/// micro-ops (what a `:fail` or `:info` keeps).
 struct Open {
     slot: usize,
     line: usize,
-    time: Option<i64>,
-    mops: Option<Vec<Mop>>,
-}
-
-struct Done {
-    process: i64,
-    outcome: u8,
-    inv_line: usize,
-    inv_time: Option<i64>,
-    comp_line: usize,
-    comp_time: Option<i64>,
+    time: i64,
     mops: Vec<Mop>,
 }
 
@@ -56,6 +49,9 @@ struct Reader<'a> {
     line: usize,
     keys: HashMap<Vec<u8>, u32, FxBuild>,
     key_names: Vec<String>,
+    /// the current event's micro-ops and list elements
+    mops: Vec<Mop>,
+    lists: Vec<i64>,
 }
 
 impl<'a> Reader<'a> {
@@ -212,32 +208,33 @@ impl<'a> Reader<'a> {
         Ok(id)
     }
 
-    /// The micro-ops of a `:value` (`[[:append 5 3] [:r 5 nil]]`); None for nil.
-    fn txn_value(&mut self) -> Result<Option<Vec<Mop>>, ParseError> {
+    /// Parse a `:value` (`[[:append 5 3] [:r 5 nil]]`) into `self.mops`/`self.lists`;
+    /// false for nil.
+    fn txn_value(&mut self) -> Result<bool, ParseError> {
         self.ws();
         match self.peek() {
             Some(b'[') | Some(b'(') => {}
             _ => {
                 let a = self.atom();
                 if a == b"nil" {
-                    return Ok(None);
+                    return Ok(false);
                 }
                 return err(self.line, format!(":value {} is not a vector of micro-ops like \
                                                [[:r 5 nil]]", String::from_utf8_lossy(a)));
             }
         }
         self.i += 1;
-        let mut out = Vec::new();
         loop {
             self.ws();
             match self.peek() {
                 Some(b']') | Some(b')') => {
                     self.i += 1;
-                    return Ok(Some(out));
+                    return Ok(true);
                 }
                 Some(b'[') | Some(b'(') => {
                     self.i += 1;
-                    out.push(self.mop()?);
+                    let m = self.mop()?;
+                    self.mops.push(m);
                 }
                 None => return err(self.line, "the file ends inside a :value"),
                 _ => return err(self.line, "a micro-op that is not a vector; expected \
@@ -259,7 +256,7 @@ impl<'a> Reader<'a> {
         };
         let key = self.key()?;
         self.ws();
-        let mut m = Mop { f: code, key, val: NIL, rlen: -1, list: Vec::new() };
+        let mut m = Mop { f: code, key, val: NIL, rlen: -1, lstart: self.lists.len() as u32 };
         match self.peek() {
             Some(b'[') | Some(b'(') if code == 1 => {
                 self.i += 1;
@@ -272,12 +269,12 @@ impl<'a> Reader<'a> {
                         }
                         None => return err(self.line, "the file ends inside a read"),
                         _ => match self.int()? {
-                            Some(v) => m.list.push(v),
+                            Some(v) => self.lists.push(v),
                             None => return err(self.line, "a read holds nil; expected integers"),
                         },
                     }
                 }
-                m.rlen = m.list.len() as i32;
+                m.rlen = (self.lists.len() - m.lstart as usize) as i32;
             }
             Some(b'[' | b'{' | b'(' | b'"' | b'#') => {
                 return err(self.line, "a micro-op's value is an integer, nil or (for a read) \
@@ -316,14 +313,17 @@ struct Event {
     time: Option<i64>,
     f_txn: bool,
     has_value: bool,
-    mops: Option<Vec<Mop>>,
+    /// its :value was a vector (the micro-ops are in the reader's buffers)
+    some_value: bool,
 }
 
 fn event(r: &mut Reader) -> Result<Event, ParseError> {
     // at '{'
     r.i += 1;
+    r.mops.clear();
+    r.lists.clear();
     let mut ev = Event { typ: 255, process: None, time: None, f_txn: true, has_value: false,
-                         mops: None };
+                         some_value: false };
     let line = r.line;
     loop {
         r.ws();
@@ -370,7 +370,9 @@ fn event(r: &mut Reader) -> Result<Event, ParseError> {
             b":time" => ev.time = r.int()?,
             b":value" => {
                 ev.has_value = true;
-                ev.mops = r.txn_value()?;
+                r.mops.clear();
+                r.lists.clear();
+                ev.some_value = r.txn_value()?;
             }
             _ => r.skip()?,
         }
@@ -382,13 +384,36 @@ fn event(r: &mut Reader) -> Result<Event, ParseError> {
     Ok(ev)
 }
 
+/// Append `mops` (lists in `lists`) to transaction `slot`'s columns; reads nil when the
+/// transaction did not commit (what they returned is not known).
+fn store(t: &mut Txns, slot: usize, mops: &[Mop], lists: &[i64], committed: bool) {
+    t.mop_start[slot] = t.f.len() as u32;
+    t.mop_len[slot] = mops.len() as u32;
+    for m in mops {
+        t.f.push(m.f);
+        t.key.push(m.key);
+        if m.f == 1 && !committed {
+            t.val.push(NIL);
+            t.rlen.push(-1);
+        } else if m.rlen >= 0 {
+            t.val.push(t.reads.len() as i64);
+            let s = m.lstart as usize;
+            t.reads.extend_from_slice(&lists[s..s + m.rlen as usize]);
+            t.rlen.push(m.rlen);
+        } else {
+            t.val.push(m.val);
+            t.rlen.push(m.rlen);
+        }
+    }
+}
+
 /// Parse `text` into transactions (in invoke order; `index` the line of the invoke).
 pub fn parse(text: &[u8]) -> Result<Txns, ParseError> {
     let mut r = Reader { s: text, i: 0, line: 1, keys: HashMap::default(),
-                         key_names: Vec::new() };
+                         key_names: Vec::new(), mops: Vec::new(), lists: Vec::new() };
     let mut open: HashMap<i64, Open, FxBuild> = HashMap::default();
-    let mut done: Vec<Option<Done>> = Vec::new();
-    let mut inv_process: Vec<i64> = Vec::new();
+    let mut pool: Vec<Vec<Mop>> = Vec::new();
+    let mut t = Txns::default();
     let mut timed: Option<bool> = None;
     r.ws();
     let mut outer = false;
@@ -427,101 +452,64 @@ pub fn parse(text: &[u8]) -> Result<Txns, ParseError> {
         let has_time = ev.time.is_some();
         match timed {
             None => timed = Some(has_time),
-            Some(t) if t != has_time => {
+            Some(x) if x != has_time => {
                 return err(line, ":time on some events but not this one; expected :time on \
                                   every event, or on none")
             }
             _ => {}
         }
+        // a history without :time is ordered by its lines
+        let at = ev.time.unwrap_or(line as i64);
         if ev.typ == 0 {
             if let Some(o) = open.get(&process) {
                 return err(line, format!("process {process} invokes again before its op on \
                                           line {} completed", o.line));
             }
-            if !ev.has_value || ev.mops.is_none() {
+            if !ev.some_value {
                 return err(line, "a :txn without a :value; expected [[:append 5 3] [:r 5 nil]]");
             }
-            open.insert(process, Open { slot: done.len(), line, time: ev.time, mops: ev.mops });
-            done.push(None);
-            inv_process.push(process);
+            // keep the invoke's micro-ops (reads are nil in an invoke: no list to keep)
+            let mut mops = pool.pop().unwrap_or_default();
+            mops.clear();
+            mops.extend(r.mops.iter().map(|m| Mop { rlen: if m.f == 1 { -1 } else { m.rlen },
+                                                    ..*m }));
+            let slot = t.index.len();
+            t.index.push(line as i64);
+            t.process.push(process);
+            t.outcome.push(3);
+            t.invoke.push(at);
+            t.complete.push(-1);
+            t.mop_start.push(0);
+            t.mop_len.push(0);
+            open.insert(process, Open { slot, line, time: at, mops });
             continue;
         }
         let Some(o) = open.remove(&process) else {
             return err(line, format!("a completion of process {process} with no :invoke \
                                       before it"));
         };
-        if let (Some(a), Some(b)) = (o.time, ev.time) {
-            if b < a {
-                return err(line, format!("completes at {b}, before its invoke on line {}", o.line));
-            }
+        if at < o.time {
+            return err(line, format!("completes at {at}, before its invoke on line {}", o.line));
         }
-        let inv_mops = o.mops.unwrap_or_default();
-        let mops = if ev.typ == 1 {
-            match ev.mops {
-                Some(m) => {
-                    if m.len() != inv_mops.len() {
-                        return err(line, format!("the :ok has {} micro-ops, its invoke on line \
-                                                  {} had {}", m.len(), o.line, inv_mops.len()));
-                    }
-                    m
-                }
-                None if ev.has_value => {
-                    return err(line, "a :txn :ok with a nil :value; expected its micro-ops")
-                }
-                None => inv_mops,
+        if ev.typ == 1 && ev.some_value {
+            if r.mops.len() != o.mops.len() {
+                return err(line, format!("the :ok has {} micro-ops, its invoke on line {} had \
+                                          {}", r.mops.len(), o.line, o.mops.len()));
             }
+            store(&mut t, o.slot, &r.mops, &r.lists, true);
+        } else if ev.typ == 1 && ev.has_value {
+            return err(line, "a :txn :ok with a nil :value; expected its micro-ops");
         } else {
-            // what a failed or unknown transaction read is not known
-            inv_mops.into_iter().map(|mut m| {
-                if m.f == 1 {
-                    m.rlen = -1;
-                    m.list.clear();
-                }
-                m
-            }).collect()
-        };
-        done[o.slot] = Some(Done { process, outcome: ev.typ, inv_line: o.line,
-                                   inv_time: o.time, comp_line: line, comp_time: ev.time,
-                                   mops });
-    }
-    for (_, o) in open.drain() {
-        let process = inv_process[o.slot];
-        let mops = o.mops.unwrap_or_default().into_iter().map(|mut m| {
-            if m.f == 1 {
-                m.rlen = -1;
-                m.list.clear();
-            }
-            m
-        }).collect();
-        done[o.slot] = Some(Done { process, outcome: 3, inv_line: o.line, inv_time: o.time,
-                                   comp_line: 0, comp_time: None, mops });
-    }
-    let timed = timed.unwrap_or(false);
-    let mut t = Txns::default();
-    for d in done.into_iter().flatten() {
-        t.index.push(d.inv_line as i64);
-        t.process.push(d.process);
-        t.outcome.push(d.outcome);
-        let (inv, comp) = if timed {
-            (d.inv_time.unwrap_or(0), d.comp_time.unwrap_or(-1))
-        } else {
-            (d.inv_line as i64, if d.comp_line == 0 { -1 } else { d.comp_line as i64 })
-        };
-        t.invoke.push(inv);
-        t.complete.push(if d.outcome == 3 { -1 } else { comp });
-        t.mop_start.push(t.f.len() as u32);
-        t.mop_len.push(d.mops.len() as u32);
-        for m in d.mops {
-            t.f.push(m.f);
-            t.key.push(m.key);
-            if m.rlen >= 0 {
-                t.val.push(t.reads.len() as i64);
-                t.reads.extend_from_slice(&m.list);
-            } else {
-                t.val.push(m.val);
-            }
-            t.rlen.push(m.rlen);
+            store(&mut t, o.slot, &o.mops, &[], false);
         }
+        t.outcome[o.slot] = ev.typ;
+        t.complete[o.slot] = if ev.typ == 3 { -1 } else { at };
+        pool.push(o.mops);
+    }
+    let left: Vec<Open> = open.into_values().collect();
+    for o in left {
+        // never completed: may have happened, or not
+        store(&mut t, o.slot, &o.mops, &[], false);
     }
     t.keys = r.key_names;
     Ok(t)
