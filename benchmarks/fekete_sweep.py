@@ -6,7 +6,7 @@ list-append`` over ``--sweep keys=... --sweep length=...`` (the probe's own swee
 one run per point, each checked by the transactional checker), then reads every batch's
 ``batch.json`` and writes one PNG (anomalous transactions per 1,000 committed, against the
 number of keys, one line per length, one panel per store/level) and a Markdown table of the
-rate per anomaly class.
+rate per anomaly class (over all points of each store/level).
 
 Example (what docs/transactions.md records):
 
@@ -102,19 +102,32 @@ def plot(results: dict[str, list[dict[str, Any]]], png: Path, title: str) -> Non
 
 
 def table(results: dict[str, list[dict[str, Any]]]) -> str:
-    """Return the Markdown table: per store/level and point, the rate of each class."""
-    classes = sorted({c for rows in results.values() for r in rows for c in r["classes"]
-                      if c != "any"})
-    head = ["store / level", "keys", "length", "txns ok", "any", *classes]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    """Return the Markdown tables: per store/level, anomalous txns per 1,000 committed (any
+    class) with a row per length and a column per key count, then the classes seen, each
+    with its rate over all of that store's points."""
+    out = []
     for label, rows in results.items():
-        for r in sorted(rows, key=lambda r: (r["length"], r["keys"])):
-            cells = [label, str(r["keys"]), str(r["length"]), f"{r['ok']:,}",
-                     f"{r['classes'].get('any', 0.0):.1f}",
-                     *(f"{r['classes'][c]:.1f}" if c in r["classes"] else "0"
-                       for c in classes)]
-            lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+        keys = sorted({r["keys"] for r in rows})
+        lengths = sorted({r["length"] for r in rows})
+        at = {(r["length"], r["keys"]): r for r in rows}
+        out.append(f"**{label}** — anomalous txns per 1,000 committed (any class)\n")
+        out.append("| length \\ keys | " + " | ".join(str(k) for k in keys) + " |")
+        out.append("|---|" + "---|" * len(keys))
+        for n in lengths:
+            cells = [f"{at[(n, k)]['classes'].get('any', 0.0):.1f}" if (n, k) in at else "-"
+                     for k in keys]
+            out.append(f"| {n} | " + " | ".join(cells) + " |")
+        ok = sum(r["ok"] for r in rows)
+        per_class: dict[str, float] = {}
+        for r in rows:
+            for c, rate in r["classes"].items():
+                if c != "any":
+                    per_class[c] = per_class.get(c, 0.0) + rate * r["ok"] / 1000.0
+        seen = ", ".join(f"{c} {1000.0 * n / ok:.1f}" for c, n in sorted(per_class.items())
+                         if n) if ok else ""
+        out.append(f"\n{ok:,} committed over {len(rows)} points; by class, per 1,000 over "
+                   f"all points: {seen or 'none'}\n")
+    return "\n".join(out) + "\n"
 
 
 def main() -> None:

@@ -110,7 +110,7 @@ class Workload:
     raises ValueError naming the bad option; ``generate`` drives clients until the run ends;
     ``check`` is pure and turns a history into results; ``required_features`` names what the
     store must declare; ``done_fraction``, if given, tells progress for workloads that end
-    after a number of requests rather than after ``--duration``.
+    after a number of requests rather than after ``--duration`` (None: by time after all).
 
     What the command line and the report read: ``flags`` are the ``probe`` options it takes
     (``from_flags``, if given, builds the config from their values, None for a flag not
@@ -134,7 +134,7 @@ class Workload:
     generate: Callable[[Store, History, ProbeOptions, Any, Recorder], Coroutine[Any, Any, None]]
     check: Callable[[History, str, ProbeOptions, Any, frozenset[Feature]], dict[str, Any]]
     required_features: Callable[[ProbeOptions, Any], set[Feature]] = lambda _o, _c: set()
-    done_fraction: Callable[[History, Any], float] | None = None
+    done_fraction: Callable[[History, Any], float | None] | None = None
     flags: tuple[Flag, ...] = ()
     from_flags: Callable[[dict[str, Any]], Any] | None = None
     summary_rows: Callable[[dict[str, Any]], list[tuple[str, str]]] = _no_rows

@@ -369,7 +369,9 @@ def run_probe(spec: ProbeSpec, out: Path,
     def tick(now_ns: int) -> None:
         if progress is not None:
             done = (wl.done_fraction(h, spec.config) if wl.done_fraction is not None
-                    else (now_ns - start[0]) / span)
+                    else None)
+            if done is None:  # a timed run (a workload may end by count or by time)
+                done = (now_ns - start[0]) / span
             progress(min(1.0, done))
 
     rec = Recorder(h, rt, tick)

@@ -162,10 +162,11 @@ async def generate_txns(store: Store, h: History, opts: ProbeOptions, cfg: TxnCo
                       for p in range(cfg.clients)))
 
 
-def done_fraction(h: History, cfg: TxnConfig) -> float:
-    """Return the share of ``txns`` issued so far (0 when the run is timed)."""
+def done_fraction(h: History, cfg: TxnConfig) -> float | None:
+    """Return the share of ``txns`` issued so far (None when the run is timed: progress
+    by time)."""
     if not cfg.txns:
-        return 0.0
+        return None
     return min(1.0, len(h) / cfg.txns)  # every row of the run is a transaction
 
 
@@ -227,6 +228,9 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
     v = results["txn"]
     rows = [("transactions ok / fail / info", f"{t['ok']:,} / {t['fail']:,} / {t['info']:,}"),
             ("valid", str(v.get("valid")))]
+    rates = anomaly_rate_per_1000(results)
+    if rates.get("any"):
+        rows.append(("anomalous txns per 1,000 committed", f"{rates['any']:.1f}"))
     counts = {k: n for k, n in t.get("anomalous", {}).items() if k != "any"}
     if counts:
         rows.append(("anomalous txns by class",
