@@ -98,7 +98,7 @@ def test_serial_histories_with_overlapping_timings_are_valid(seed, n, keys, leng
     assert "strict-serializable" in r.possible
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_seed, st.integers(0, 20), st.data())
 def test_an_injected_anomaly_is_found(seed, n, data):
     model = data.draw(st.sampled_from(["list-append", "rw-register"]))

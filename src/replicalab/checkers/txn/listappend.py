@@ -138,8 +138,10 @@ def analyse(txns: list[Txn]) -> tuple[list[Edge], list[Anomaly]]:
     for (k, v), w in writer.items():
         if not failed[w] and k in orders and v not in in_order[k]:
             unread.setdefault(k, []).append((w, v))
-    for k, ws in unread.items():
-        order = orders[k]
+    for k, order in orders.items():  # in the orders' key order, as the native core
+        ws = unread.get(k)
+        if not ws:
+            continue
         lw = writer.get((k, order[-1]), -1) if order else -1
         if lw >= 0 and not failed[lw]:
             for w, v in ws[:UNREAD_EDGE_BUDGET]:
