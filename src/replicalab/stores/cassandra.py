@@ -44,6 +44,12 @@ micro-operation is one SELECT at ``txn_read_cl`` (default ``ONE``), with the tra
 own earlier writes laid over what it returns (as a client library would); every append
 (``l = l + [x]``) and write is held back and sent at the end as one batch at ``write_cl``
 (logged when it spans partitions): atomic, eventually, but isolated from nothing.
+``txn=lwt``: a transaction whose keys all lie in one item (one partition) runs as a
+lightweight transaction instead: every key read at ``serial_cl`` (a Paxos read), the
+micro-operations played out, then one conditional batch setting each key to its new value
+``IF`` it still holds what was read (Paxos: isolated, serializable within the partition);
+a condition that fails raises TxnAborted. A transaction spanning items is refused
+(Unsupported: Cassandra has no multi-partition lightweight transactions).
 """
 
 from __future__ import annotations
@@ -68,12 +74,13 @@ from replicalab.stores.base import (
     ReadResult,
     StoreError,
     StoreInfo,
+    TxnAborted,
     Unavailable,
     Unsupported,
     WriteResult,
     parse_element,
 )
-from replicalab.stores.txnops import check_ops
+from replicalab.stores.txnops import check_ops, decode_stored, encode_list, keys_of, play
 from replicalab.stores.url import Endpoint, StoreUrl, parse_store_url
 
 DEFAULT_KEYSPACE = "replicalab"
@@ -82,7 +89,8 @@ CONSISTENCY_LEVELS = ("ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUOR
                       "EACH_QUORUM", "LOCAL_ONE", "SERIAL", "LOCAL_SERIAL")
 _SERIAL = ("SERIAL", "LOCAL_SERIAL")
 _PARAMS = ("hosts", "eventual_cl", "consistent_cl", "write_cl", "serial_cl", "keyspace",
-           "writes", "txn_read_cl")
+           "writes", "txn_read_cl", "txn")
+TXN_MODES = ("batch", "lwt")
 TXN_TABLE = "txn_elements"
 WRITE_MODES = ("plain", "lwt")
 RING_WAIT_S = 30.0
@@ -169,6 +177,7 @@ class CassandraStore:
         self.levels = parse_levels(u)
         self.txn_read_cl = _cl(u, "txn_read_cl", "ONE",
                                tuple(x for x in CONSISTENCY_LEVELS if x != "ANY"))
+        self.txn_mode = u.choice("txn", TXN_MODES, "batch")
         self.keyspace = _ident(u.query.get("keyspace", DEFAULT_KEYSPACE), "keyspace")
         self.nodes = list(u.nodes)
         self.timeout_s = u.timeout_s
@@ -179,8 +188,10 @@ class CassandraStore:
             url=url, kind="cassandra", features=ALL_FEATURES | {Feature.TRANSACTIONS},
             regions=u.region_names(),
             params={"read": u.read, "timeout_ms": round(self.timeout_s * 1000),
-                    "txn_read_cl": self.txn_read_cl,
-                    "transactions": "reads one by one, then one (logged) batch of appends",
+                    "txn_read_cl": self.txn_read_cl, "txn": self.txn_mode,
+                    "transactions": ("reads one by one, then one (logged) batch of appends"
+                                     if self.txn_mode == "batch" else
+                                     "one lightweight transaction per partition"),
                     "keyspace": self.keyspace, "eventual_cl": lv.eventual,
                     "consistent_cl": lv.consistent, "write_cl": lv.write,
                     "serial_cl": lv.serial,
@@ -548,6 +559,8 @@ class CassandraClient:
         reads filled. Nothing is isolated: no TxnAborted, ever."""
         check_ops(ops)
         await self._ensure_txn_table()
+        if self.store.txn_mode == "lwt":
+            return await self._transact_lwt(ops, gap_ns)
         store, lv = self.store, self.store.levels
         t = f"{store.keyspace}.{TXN_TABLE}"
         where = "WHERE domain = ? AND item = ? AND attribute = ?"
@@ -598,6 +611,59 @@ class CassandraClient:
             else:
                 await self._run(self._batch(stmts, parts, lv.write))
         return out
+
+    async def _transact_lwt(self, ops: list[MicroOp], gap_ns: int) -> list[MicroOp]:
+        """Run ``ops`` (keys in one partition) as one lightweight transaction: Paxos reads,
+        then one batch conditioned on every value read (TxnAborted if any changed)."""
+        store, lv = self.store, self.store.levels
+        keys = keys_of(ops)
+        els = {k: parse_element(k) for k in keys}
+        if len({(e.domain, e.item) for e in els.values()}) > 1:
+            raise Unsupported("txn=lwt: a transaction's keys must lie in one item (one "
+                              "partition); Cassandra has no multi-partition lightweight "
+                              "transactions")
+        t = f"{store.keyspace}.{TXN_TABLE}"
+        where = "WHERE domain = ? AND item = ? AND attribute = ?"
+        held: dict[str, tuple[Any, Any]] = {}
+        for k in keys:
+            e = els[k]
+            rows = await self.cql(f"SELECT l, r FROM {t} {where}",
+                                  (e.domain, e.item, e.attribute), lv.serial)
+            held[k] = (list(rows[0][0]) if rows and rows[0][0] else None,
+                       rows[0][1] if rows else None)
+        stored = {k: (encode_list(lst) if lst is not None else
+                      None if reg is None else str(reg)) for k, (lst, reg) in held.items()}
+        played = play(ops, stored)
+        if gap_ns and len(ops) > 1:
+            await store.runtime.sleep_ns(gap_ns * (len(ops) - 1))
+        query = f"UPDATE {t} SET l = ?, r = ? {where} IF l = ? AND r = ?"
+        prepared = self.node.stmts.get(query)
+        if prepared is None:
+            try:
+                prepared = await asyncio.to_thread(self.node.session.prepare, query)
+            except Exception as err:
+                raise _error(err, self.name) from None
+            self.node.stmts[query] = prepared
+        stmts = []
+        for k in keys:
+            e = els[k]
+            lst, reg = held[k]
+            new_l, new_r = lst, reg
+            if k in played.writes:
+                value = decode_stored(played.writes[k])
+                new_l, new_r = (value, None) if isinstance(value, list) else (None, value)
+            stmts.append(prepared.bind([new_l, new_r, e.domain, e.item, e.attribute,
+                                        lst, reg]))
+            store._txn_keys.add(k)
+        stmt = stmts[0] if len(stmts) == 1 else self._batch(stmts, 1, lv.write, lv.serial)
+        if len(stmts) == 1:
+            stmt.consistency_level = _level(lv.write)
+            stmt.serial_consistency_level = _level(lv.serial)
+        rows, _ = await self._run(stmt)
+        if not rows or not rows[0][0]:
+            raise TxnAborted(f"{self.name}: a key read changed before the lightweight "
+                             "transaction")
+        return played.ops
 
     async def delete_txn_rows(self, keys: Sequence[str]) -> None:
         """Delete the transactional rows of ``keys`` at the write level, one by one."""

@@ -8,7 +8,9 @@ of a value unique per key (1, 2, 3, ... per key, across all clients), on a key c
 ``keys`` active keys, uniformly or exponentially (key i with weight 2^-i: a few hot keys).
 A key that has taken ``max_writes_per_key`` appends/writes is retired and a fresh key takes
 its place, so lists stay short while contention stays what ``keys`` says (Elle does the
-same). ``spacing_s`` is the pause between a transaction's micro-operations (an interactive
+same). ``layout`` puts each key in its own item (``spread``) or every key in one item
+(``one-item``: one partition, for Cassandra's lightweight transactions). ``spacing_s`` is the
+pause between a transaction's micro-operations (an interactive
 transaction that holds its snapshot and locks that long; for ``sim://``, the time between
 the separate calls).
 
@@ -34,6 +36,7 @@ from replicalab.workloads.base import Flag, ProbeOptions, Workload, deadline, en
 from replicalab.workloads.recorder import Recorder
 
 KEY_DISTS = ("uniform", "exponential")
+LAYOUTS = ("spread", "one-item")
 MAX_CLIENTS = 256
 MAX_LENGTH = 64  # etcd takes 128 ops per Txn: a read phase and guards of 64 keys fit
 
@@ -52,6 +55,7 @@ class TxnConfig:
     spacing_s: float = 0.0
     txns: int = 0
     max_writes_per_key: int = 32
+    layout: str = "spread"
     region: str | None = None
 
     def check(self) -> None:
@@ -71,6 +75,9 @@ class TxnConfig:
             raise ValueError(f"--spacing {self.spacing_s}: must not be negative")
         if self.txns < 0:
             raise ValueError(f"--txns {self.txns}: use 0 (run for --duration) or more")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"--layout {self.layout!r}: use spread (a key per item) or "
+                             "one-item (every key in one item: one partition)")
         if self.max_writes_per_key < 1:
             raise ValueError(f"--max-writes-per-key {self.max_writes_per_key}: use 1 or more")
 
@@ -126,8 +133,12 @@ def make_txn(rng: np.random.Generator, cfg: TxnConfig, space: KeySpace, weights:
     return ops
 
 
-def element_of(domain: str) -> Callable[[str], str]:
-    """Return the function mapping a history key to the store element holding it."""
+def element_of(domain: str, layout: str = "spread") -> Callable[[str], str]:
+    """Return the function mapping a history key to the store element holding it: an item
+    per key (``spread``), or every key an attribute of one item (``one-item``: one
+    partition, for stores whose transactions keep to one, e.g. Cassandra's ``txn=lwt``)."""
+    if layout == "one-item":
+        return lambda key: f"{domain}/all/k{key}"
     return lambda key: f"{domain}/k{key}/v"
 
 
@@ -137,7 +148,7 @@ async def _client(store: Store, rec: Recorder, process: int, cfg: TxnConfig,
     rt = store.runtime
     rng = np.random.default_rng([opts.seed, process])
     weights = slot_weights(cfg)
-    to_el = element_of(domain)
+    to_el = element_of(domain, cfg.layout)
     gap_ns = int(cfg.spacing_s * NS_PER_S)
     client = await store.connect(cfg.region)
     try:
@@ -283,6 +294,8 @@ def flags(write_word: str) -> tuple[Flag, ...]:
         Flag("txns", int, "stop after this many transactions (0: run for --duration)"),
         Flag("max_writes_per_key", int, f"{write_word}s a key takes before a fresh key "
                                         "replaces it"),
+        Flag("layout", str, "spread (an item per key) or one-item (every key in one item, "
+                            "one partition: Cassandra's txn=lwt)"),
     )
 
 
