@@ -64,6 +64,7 @@ from replicalab.stores import (
     WriteResult,
 )
 from replicalab.stores import registry as store_registry
+from replicalab.stores.base import ALL_FEATURES  # every feature but transactions
 from replicalab.workloads import registry as workload_registry
 from replicalab.workloads.base import Flag, ProbeOptions, Workload, envelope
 from replicalab.workloads.recorder import Recorder
@@ -216,7 +217,7 @@ class ToyStore:
     def __init__(self, url: str, seed: int) -> None:
         self.runtime = VirtualRuntime()
         self.data: dict[str, str] = {}
-        self.info = StoreInfo(url=url, kind="toymem", features=frozenset(Feature),
+        self.info = StoreInfo(url=url, kind="toymem", features=ALL_FEATURES,
                               eventual_read_served_by="the one dict")
 
     async def connect(self, region: str | None = None) -> ToyClient:
@@ -428,7 +429,7 @@ class ToyKV:
         self.host, self.port, self.timeout_s = u.hostname or "127.0.0.1", u.port, 2.0
         regions = parse_qs(u.query).get("regions", ["local"])[0].split(",")
         self.runtime = RealRuntime()
-        self.info = StoreInfo(url=url, kind="toykv", features=frozenset(Feature),
+        self.info = StoreInfo(url=url, kind="toykv", features=ALL_FEATURES,
                               regions=tuple(dict.fromkeys(regions)),
                               eventual_read_served_by="the one server, n0")
 
@@ -738,7 +739,8 @@ def test_the_scorecard_grades_the_toy_kind_and_draws_the_toy_property(tmp_path: 
                         for prop in ("transactionality", "toy-echo")}
     trans = got[("toykv", "transactionality")]
     assert trans["promise"] == TOYKV.promises["transactionality"].text
-    assert trans["grade"] == "green" and trans["figures"]["increments"]["lost_updates"] == 0
+    # the toy offers no transactions: a grey cell that says so
+    assert trans["grade"] == "grey" and "offers no transactions" in trans["reason"]
     for store in ("toykv", "sim://simpledb"):
         echo = got[(store, "toy-echo")]
         assert echo["grade"] == "green" and echo["figures"]["echoed"] == 20, echo

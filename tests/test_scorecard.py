@@ -33,7 +33,7 @@ EXE = [sys.executable, "-m", "replicalab.cli.main"]
 SIM = "sim://primary?replication=async&regions=dc3"
 TINY = dataclasses.replace(QUICK, staleness_s=20.0, register_s=10.0, latency_ops=20,
                            fault_probe_s=20.0, fault_at_s=5.0, fault_for_s=8.0,
-                           increments_s=5.0, inter_element_s=10.0)
+                           txn_s=5.0)
 
 
 def _cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -70,7 +70,9 @@ def test_every_cell_is_measured_or_says_why(sim_scorecard: Scorecard):
     assert cons.figures["register_consistent"]["valid"] is True
     assert "read" in cons.counterexample
     trans = got[(SIM, "transactionality")]
-    assert trans.grade == "green" and trans.figures["increments"]["lost_updates"] == 0
+    # micro-operations one by one: no isolation promised, anomalies seen (as documented)
+    assert trans.grade == "yellow" and trans.figures["variants"][0]["model"] == "none"
+    assert trans.figures["variants"][0]["check"]["valid"] is False and trans.counterexample
     saved = json.loads((sim_scorecard.run_dir / "scorecard.json").read_text())
     assert len(saved["cells"]) == len(PROPERTIES)
 

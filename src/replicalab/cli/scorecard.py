@@ -83,7 +83,7 @@ def scorecard(
     """Measure seed 001's chart for each store: latency from each region against the 50 ms /
     500 ms goals, acknowledged writes lost under kill -9 and power loss, availability while a
     region is cut off and while the leader is down, consistency promised vs observed,
-    conditional and multi-element writes verified, and where replicas sit. Each store runs
+    transactional isolation observed vs promised, and where replicas sit. Each store runs
     on its own 3-node cluster, started and stopped by the command.
 
     Example: replicalab scorecard --kinds redis,postgres,etcd,zookeeper --regions dc3 --quick

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from replicalab.stores import isolation
 from replicalab.stores import registry as store_registry
 
 
@@ -56,6 +57,21 @@ class DurabilityVariant:
 
 
 @dataclass(frozen=True)
+class TxnVariant:
+    """One way the kind runs transactions and the isolation its documentation promises for
+    it: a label (PostgreSQL's level), the store URL parameters that choose it, the promised
+    model in the transaction checker's names (``strict-serializable``, ``serializable``,
+    ``snapshot-isolation``, ...; ``none``: atomic at most, not isolated), the promise in
+    words and where the documentation says so."""
+
+    label: str
+    url_params: str
+    model: str
+    promise: str
+    source: str
+
+
+@dataclass(frozen=True)
 class StoreKind:
     """What replicalab knows of one store kind (see the module's docstring).
 
@@ -76,6 +92,7 @@ class StoreKind:
     durability: tuple[DurabilityVariant, ...] = ()
     durability_promised: int = -1
     promises: Mapping[str, Promise] = field(default_factory=dict)
+    transactions: tuple[TxnVariant, ...] = ()  # the isolation promised, per way (level)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -95,6 +112,9 @@ class StoreKind:
         if prop == "durability" and self.durability:
             v = self.durability[self.durability_promised]
             return Promise(f"{v.label}: {v.promise}", v.source)
+        if prop == "transactionality" and self.transactions:
+            return Promise("; ".join(f"{v.label}: {v.promise}" for v in self.transactions),
+                           " and ".join(dict.fromkeys(v.source for v in self.transactions)))
         return self.promises.get(prop)
 
     def capabilities(self, features: frozenset[str]) -> dict[str, Any]:
@@ -151,11 +171,13 @@ REDIS = StoreKind(
         "availability": Promise("a replica keeps serving (stale) reads without its primary; "
                                 "writes need the primary (no automatic failover without "
                                 "Sentinel)", _REDIS_REPL),
-        "transactionality": Promise("conditional writes by WATCH/MULTI or a script; "
-                                    "MULTI/EXEC applies several keys at once",
-                                    "https://redis.io/docs/latest/develop/interact/"
-                                    "transactions/"),
     },
+    transactions=(
+        TxnVariant("MULTI/EXEC with WATCH on the primary", "", "serializable",
+                   "serializable: \"all the commands in a transaction are serialized and "
+                   "executed sequentially\", and EXEC fails if a WATCHed key changed "
+                   "(optimistic locking)", isolation.REDIS_DOC),
+    ),
 )
 
 POSTGRES = StoreKind(
@@ -179,10 +201,20 @@ POSTGRES = StoreKind(
                                "primary serves its committed state", _PG_HOT),
         "availability": Promise("a hot standby keeps serving reads without its primary; "
                                 "writes need the primary", _PG_HOT),
-        "transactionality": Promise("ACID transactions: a conditional update and a multi-row "
-                                    "write are atomic",
-                                    "https://www.postgresql.org/docs/15/transaction-iso.html"),
     },
+    # lock_timeout_ms: a transaction blocked on a row lock gives up after 20 ms (an abort)
+    # instead of waiting a second for the deadlock detector: hot keys stay busy
+    transactions=(
+        TxnVariant("SERIALIZABLE", "isolation=serializable&lock_timeout_ms=20", "serializable",
+                   "serializable: concurrent serializable transactions are \"guaranteed to "
+                   "produce the same effect as running them one at a time in some order\" "
+                   "(a conflicting one fails with a serialization failure)",
+                   isolation.PG_DOC),
+        TxnVariant("REPEATABLE READ", "isolation=repeatable-read&lock_timeout_ms=20",
+                   "snapshot-isolation", "snapshot isolation: each transaction reads one "
+                   "snapshot and a concurrent update of a row it updates aborts it, but write "
+                   "skew (G2-item) is allowed", isolation.PG_DOC),
+    ),
 )
 
 ETCD = StoreKind(
@@ -199,9 +231,13 @@ ETCD = StoreKind(
         "availability": Promise("a member cut off from the majority cannot serve "
                                 "linearizable reads or writes; serializable reads stay local",
                                 _ETCD_GUARANTEES),
-        "transactionality": Promise("mini-transactions (compare-and-swap over several keys, "
-                                    "applied atomically)", _ETCD_GUARANTEES),
     },
+    transactions=(
+        TxnVariant("Txn guarded by the revisions read", "", "strict-serializable",
+                   "strict serializability: a Txn reads at one revision and applies its "
+                   "writes atomically through the Raft log, in real-time order",
+                   isolation.ETCD_DOC),
+    ),
 )
 
 ZOOKEEPER = StoreKind(
@@ -224,9 +260,13 @@ ZOOKEEPER = StoreKind(
                                "sync() then read gives the latest", _ZK_GUARANTEES),
         "availability": Promise("a server that loses its quorum stops serving clients "
                                 "(read-only mode is off)", _ZK_GUARANTEES),
-        "transactionality": Promise("conditional setData by version; multi() applies several "
-                                    "operations atomically", _ZK_GUARANTEES),
     },
+    transactions=(
+        TxnVariant("multi() with version checks", "", "strict-serializable",
+                   "strict serializability: multi() applies all its operations or none, "
+                   "every update is ordered by the leader, and the version checks abort a "
+                   "multi whose reads changed", isolation.ZK_DOC),
+    ),
 )
 
 CASSANDRA = StoreKind(
@@ -251,10 +291,13 @@ CASSANDRA = StoreKind(
         "availability": Promise("no leader: a request at ONE needs one live replica, at "
                                 "QUORUM a majority of the replicas; any node coordinates "
                                 "writes", _CASSANDRA_DYNAMO),
-        "transactionality": Promise("lightweight transactions (IF conditions, Paxos) within "
-                                    "one partition; a batch of one partition is atomic and "
-                                    "isolated", _CASSANDRA_DML),
     },
+    transactions=(
+        TxnVariant("reads at ONE, then a logged batch", "", "none",
+                   "atomic, not isolated: a logged batch across partitions is applied "
+                   "whole (eventually) but other clients may see it in part, and the "
+                   "transaction's reads are separate queries", isolation.CASSANDRA_DOC),
+    ),
 )
 
 _KINDS: dict[str, StoreKind] = {}

@@ -26,8 +26,9 @@ class Plan:
     fault_probe_s: float  # each availability probe
     fault_at_s: float  # when its fault starts
     fault_for_s: float  # how long it lasts
-    increments_s: float  # concurrent conditional increments
-    inter_element_s: float  # atomic multi-element writes read back
+    txn_s: float  # each list-append run (per isolation level) of transactionality
+    txn_clients: int  # its concurrent clients
+    txn_keys: int  # its hot key set (fewer keys, more contention)
     durability_s: float  # writes before the kill -9 / power loss (it comes at the end)
     durability_write_interval_s: float
     all_cut_regions: bool  # cut off each region in turn (else the readers' region only)
@@ -39,12 +40,12 @@ class Plan:
 
 QUICK = Plan(quick=True, staleness_s=4.0, staleness_write_interval_s=0.5, register_s=3.0,
              latency_ops=8, fault_probe_s=6.0,
-             fault_at_s=1.5, fault_for_s=3.0, increments_s=3.0, inter_element_s=4.0,
+             fault_at_s=1.5, fault_for_s=3.0, txn_s=5.0, txn_clients=6, txn_keys=6,
              durability_s=3.0, durability_write_interval_s=0.005, all_cut_regions=False)
 FULL = Plan(quick=False, staleness_s=20.0, staleness_write_interval_s=1.0, register_s=15.0,
             latency_ops=50,
-            fault_probe_s=20.0, fault_at_s=5.0, fault_for_s=8.0, increments_s=10.0,
-            inter_element_s=15.0, durability_s=5.0, durability_write_interval_s=0.005,
+            fault_probe_s=20.0, fault_at_s=5.0, fault_for_s=8.0, txn_s=20.0,
+            txn_clients=6, txn_keys=6, durability_s=5.0, durability_write_interval_s=0.005,
             all_cut_regions=True)
 
 
