@@ -30,7 +30,12 @@ button.cell:hover,button.cell:focus{outline:2px solid #333}
 #evidence h2{font-size:16px;margin:0 0 6px} #evidence .grade{font-weight:600}
 #evidence ul{margin:4px 0 8px 18px;padding:0} .muted{color:#666}
 .counter{background:#fff3f3;border-left:4px solid #d62728;padding:6px 8px;margin:6px 0}
-svg.bars text{font:11px system-ui,sans-serif}
+.bars{display:grid;grid-template-columns:minmax(10em,26em) minmax(80px,200px) 4.5em;
+ gap:4px 10px;align-items:center;font-size:12px;margin:4px 0 10px;max-width:100%}
+.bar-label{overflow-wrap:anywhere;min-width:0}
+.bar-track{display:block;height:12px;background:#eee;border-radius:2px;overflow:hidden}
+.bar-fill{display:block;height:100%}
+.bar-value{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 .notes{color:#8a4b00}
 """
 
@@ -50,29 +55,24 @@ function list(items) {
   return ul;
 }
 function bars(rows) {
-  // a cell's chart: one bar per [label, fraction] (availability: each fault's reads, writes)
-  const ns = 'http://www.w3.org/2000/svg', rowH = 18, w = 520;
-  const svg = document.createElementNS(ns, 'svg');
-  svg.setAttribute('class', 'bars'); svg.setAttribute('width', w);
-  svg.setAttribute('height', rows.length * rowH + 4);
-  rows.forEach(([label, v], i) => {
-    const r = document.createElementNS(ns, 'rect');
-    const frac = v === null ? 0 : v;
-    r.setAttribute('x', 300); r.setAttribute('y', i * rowH + 3);
-    r.setAttribute('width', Math.max(1, frac * 200)); r.setAttribute('height', rowH - 6);
-    r.setAttribute('fill', frac >= 0.95 ? '#4c9a2a' : frac >= 0.5 ? '#d9a400' : '#d62728');
-    svg.appendChild(r);
-    const t = document.createElementNS(ns, 'text');
-    t.setAttribute('x', 0); t.setAttribute('y', i * rowH + 14);
-    t.textContent = label.length > 48 ? label.slice(0, 47) + '…' : label;
-    svg.appendChild(t);
-    const p = document.createElementNS(ns, 'text');
-    p.setAttribute('x', 505); p.setAttribute('y', i * rowH + 14);
-    p.setAttribute('text-anchor', 'end');
-    p.textContent = v === null ? 'n/a' : (100 * v).toFixed(1) + '%';
-    svg.appendChild(p);
-  });
-  return svg;
+  // a cell's chart: one row per [label, fraction] (availability: each fault's reads and
+  // writes) in a grid of three columns, so nothing is cut and nothing is drawn over a bar:
+  // the label in full (it wraps on a narrow page), the bar on its own track, the value beside
+  // the track
+  const box = el('div', {class: 'bars'});
+  for (const [label, v] of rows) {
+    const frac = v === null ? 0 : Math.max(0, Math.min(1, v));
+    box.appendChild(el('span', {class: 'bar-label'}, label));
+    const track = el('span', {class: 'bar-track'});
+    const fill = el('span', {class: 'bar-fill', 'data-part': 'bar'});
+    fill.style.width = (100 * frac).toFixed(2) + '%';
+    fill.style.background = frac >= 0.95 ? '#4c9a2a' : frac >= 0.5 ? '#d9a400' : '#d62728';
+    track.appendChild(fill);
+    box.appendChild(track);
+    box.appendChild(el('span', {class: 'bar-value'},
+                       v === null ? 'n/a' : (100 * v).toFixed(1) + '%'));
+  }
+  return box;
 }
 function openCell(store, prop) {
   const c = DATA.cells.find(x => x.store === store && x.prop === prop);
