@@ -137,7 +137,7 @@ def durability(kind: StoreKind, regions: str, plan: Plan, seed: int, out: Path, 
                                      "keeps_on_power_loss": v.keeps_on_power_loss}
             lead = base.find_leader(name, root)
             leader_i = lead.index
-            res["killed"] = "the leader/primary" if lead.is_leader \
+            res["killed"] = f"the {kind.leader_word}" if lead.is_leader \
                 else f"n{leader_i}, the writer's coordinator (no leader)"
             for key, fault in (("kill", Fault("crash", plan.durability_s, POWER_OFF_S,
                                               node=leader_i)),
