@@ -156,6 +156,27 @@ def _cell_button(store: str, prop: str, c: dict[str, Any] | None) -> str:
             f'data-prop="{escape(prop)}" title="{escape(title)}">{escape(text)}</button>')
 
 
+def placement(sc: dict[str, Any]) -> str:
+    """Return which stores the scorecard measured and where each one's nodes sit, stores on
+    the same regions together: "redis, etcd on US-E, US-W, EU; sim://quorum in one region"
+    (a store whose cluster never started is named alone)."""
+    by_regions: dict[tuple[str, ...], list[str]] = {}
+    for store in sc["kinds"]:
+        regions = tuple(sc.get("stores", {}).get(store, {}).get("regions", ()))
+        by_regions.setdefault(regions, []).append(store)
+    parts = []
+    for regions, stores in by_regions.items():
+        names = ", ".join(stores)
+        if not regions:
+            parts.append(names)
+        elif len(set(regions)) == 1:
+            parts.append(f"{names} in one region" + (
+                f" ({regions[0]})" if regions[0] != "local" else ""))
+        else:
+            parts.append(f"{names} on {', '.join(dict.fromkeys(regions))}")
+    return "; ".join(parts)
+
+
 def render_scorecard(sc: dict[str, Any], run_dir: Path) -> Path:
     """Write ``run_dir/report.html`` for a scorecard (its scorecard.json as a dict); return
     its path. A partial scorecard (interrupted) shows the cells not measured as dashed."""
@@ -180,8 +201,8 @@ def render_scorecard(sc: dict[str, Any], run_dir: Path) -> Path:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>replicalab scorecard</title><style>{_CSS}</style></head>
 <body>
-<h1>replicalab scorecard <span class="sub">· {escape(', '.join(sc['kinds']))} on
-{escape(sc['regions'])} · {'quick' if plan['quick'] else 'full'} · {sc['wall_s']:.0f} s</span></h1>
+<h1>replicalab scorecard <span class="sub">· {escape(placement(sc))} ·
+{'quick' if plan['quick'] else 'full'} · {sc['wall_s']:.0f} s</span></h1>
 <p class="legend"><span class="green">green: meets the goal or promise</span><span
 class="yellow">yellow: with a caveat</span><span class="red">red: misses it</span><span
 class="grey">grey: not measured (reason given)</span> Click a cell for its evidence.</p>
