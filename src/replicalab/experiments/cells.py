@@ -281,7 +281,8 @@ def _stale(x: dict[str, Any]) -> str:
         return f"none of {n:,} stale"
     text = f"{stale:,} of {n:,} stale ({pct(x['stale_fraction'])})"
     if x.get("stale_window_ms") is not None:
-        text += f" for up to {_ms(x['stale_window_ms'])} after a write"
+        w = _ms(x["stale_window_ms"])
+        text += f" for {'' if w.startswith('under') else 'up to '}{w} after a write"
     return text
 
 
