@@ -138,7 +138,7 @@ def durability(kind: StoreKind, regions: str, plan: Plan, seed: int, out: Path, 
             lead = base.find_leader(name, root)
             leader_i = lead.index
             res["killed"] = f"the {kind.leader_word}" if lead.is_leader \
-                else f"n{leader_i}, the writer's coordinator (no leader)"
+                else f"the writer's coordinator n{leader_i} (there is no leader)"
             for key, fault in (("kill", Fault("crash", plan.durability_s, POWER_OFF_S,
                                               node=leader_i)),
                                ("power_loss", Fault("power-loss", plan.durability_s,
