@@ -110,7 +110,11 @@ def latency_cell(store: str, m: dict[str, Any], p: Promise) -> Cell:
                   + ", ".join(sorted({r for r, _ in misses})) + "; eventual reads meet it")
     else:
         grade = "red"
-        caveat = "p99 over the goal: " + "; ".join(f"{v}s from {r}" for r, v in misses)
+        by_v: dict[str, list[str]] = {}
+        for r, v in misses:
+            by_v.setdefault(v, []).append(r)
+        caveat = "p99 over the goal: " + "; ".join(f"{v}s from {', '.join(rs)}"
+                                                   for v, rs in by_v.items())
     n = min((x["count"] for vs in m["regions"].values() for x in vs.values()), default=0)
     if n < 1000:
         caveat = (caveat + "; " if caveat else "") + (
@@ -236,10 +240,11 @@ def availability_cell(store: str, m: dict[str, Any], p: Promise,
         values.append(f"while {what} ({_s(end_s - start_s)}): eventual reads in "
                       f"{readers} served {_share(e['reads'])} of the time, consistent "
                       f"reads {_share(c['reads'])}, writes from {writer} {_share(writes)}")
-        for name, x in (("eventual reads", e["reads"]), ("consistent reads", c["reads"]),
-                        ("writes", writes)):
-            if x is not None and x < 0.95:
-                low.append(f"{name} {_share(x)} while {what}")
+        under = [f"{name} {_share(x)}" for name, x in (
+            ("eventual reads", e["reads"]), ("consistent reads", c["reads"]),
+            ("writes", writes)) if x is not None and x < 0.95]
+        if under:
+            low.append(f"while {what}, {', '.join(under)}")
         if (_is_cut(f) and local_reads_promised and e["reads"] is not None
                 and e["reads"] < 0.5):
             red.append(f"eventual reads in cut-off {f['region']} were served "
@@ -321,8 +326,15 @@ def consistency_cell(store: str, m: dict[str, Any], p: Promise,
             f"the register test was {_verdict(rc['valid'])})"))
     elif weak_bad:
         grade = "yellow"
-        caveat = ("eventual reads were stale, broke a session guarantee or were not "
-                  "linearizable, as documented")
+        seen = [x for x, bad in (
+            (f"stale in {round((e['stale_fraction'] or 0) * e['reads']):,} of "
+             f"{_n(e['reads'], 'read')}", (e["stale_fraction"] or 0) > 0),
+            ("not linearizable" if re_["valid"] is False else
+             "not shown linearizable", re_["valid"] is not True),
+            (f"read-your-writes broken {s['ryw_violations']:,} times", s["ryw_violations"]),
+            (f"monotonic reads broken {s['mr_violations']:,} times", s["mr_violations"]))
+            if bad]
+        caveat = f"eventual reads were {' and '.join(seen)}, as documented for them"
     else:
         grade, caveat = "green", ""
     if (c["stale_fraction"] or 0) > 0:
@@ -373,7 +385,7 @@ def geography_cell(store: str, latency: dict[str, Any], node_regions: tuple[str,
     grade = "green" if local and all(local) else "yellow"
     caveat = "" if grade == "green" else "eventual reads are not local in every region"
     caveat += ("; " if caveat else "") + ("the lab delays replication links, not client "
-                                          "links: a client far from the primary would add "
-                                          "its own round trip")
+                                          "links: a client far from the node it writes to "
+                                          "would add its own round trip")
     return Cell(store, "geography", value, grade, p.text, p.source, caveat, details,
                 latency["runs"], figures={"nearest_rtt_ms": nearest_rtt_ms})
