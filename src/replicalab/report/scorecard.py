@@ -17,7 +17,8 @@ body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}
 h1{font-size:20px;margin:0 0 4px} .sub{color:#666;font-weight:normal}
 table.chart{border-collapse:separate;border-spacing:4px;margin:16px 0;width:100%}
 .chart th{font-weight:600;text-align:left;padding:6px;color:#333;font-size:13px}
-.chart td.store{font-weight:600;white-space:nowrap;padding:6px}
+.chart td.store{font-weight:600;padding:6px;min-width:9em;max-width:14em;overflow-wrap:break-word}
+.chart td{vertical-align:top}
 button.cell{display:block;width:100%;min-height:64px;text-align:left;border:1px solid
  rgba(0,0,0,.15);border-radius:6px;padding:6px 8px;font:12px/1.35 system-ui,sans-serif;
  cursor:pointer;color:#111}
@@ -183,7 +184,9 @@ def render_scorecard(sc: dict[str, Any], run_dir: Path) -> Path:
     props = sc["properties"]
     rows = []
     for store, cells in order(sc):
-        rows.append(f'<tr><td class="store">{escape(store)}</td>' + "".join(
+        # a sim:// URL may break after "?" and "&" (never inside a word)
+        name = escape(store).replace("?", "?<wbr>").replace("&amp;", "&amp;<wbr>")
+        rows.append(f'<tr><td class="store">{name}</td>' + "".join(
             f"<td>{_cell_button(store, p, c)}</td>" for p, c in zip(props, cells, strict=True))
                     + "</tr>")
     plan = sc["plan"]
