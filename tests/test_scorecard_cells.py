@@ -134,6 +134,9 @@ CASES: list[Case] = [
      "yellow"),
     ("consistency", "green: everything fresh and linearizable",
      lambda: cells.consistency_cell("s", consistency(), P, True), "green"),
+    ("consistency", "a consistent read counted stale because it missed a write still in "
+     "flight does not count",
+     lambda: cells.consistency_cell("s", consistency(cons_stale=0.04), P, True), "green"),
     ("consistency", "or eventual reads stale, not linearizable or breaking a session",
      lambda: cells.consistency_cell("s", consistency(ev_stale=0.1, lin_ev=False), P, True),
      "yellow"),
