@@ -26,7 +26,7 @@ ALLOWED = {
     # compositions of workloads, faults and clusters: the scorecard, compare, model against
     # store
     "experiments": {"models", *MIDDLE, *BELOW},
-    "workloads": {"faults", "cluster", "models", *BELOW},
+    "workloads": {"faults", "cluster", *BELOW},
     "faults": {"cluster", *BELOW},
     "cluster": BELOW,
     "checkers": {"stores", "sim", *BASE},

@@ -294,7 +294,7 @@ def resolve(name: str) -> StoreKind:
     try:
         return _BY_NAME[name]
     except KeyError:
-        raise ValueError(f"unknown store kind {name!r}; use one of {', '.join(names())}"
+        raise ValueError(f"unknown cluster kind {name!r}; use one of {', '.join(names())}"
                          ) from None
 
 
