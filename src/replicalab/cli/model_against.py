@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from replicalab.cli.errors import fail
-from replicalab.cli.model_params import build, describe, load_toml, parse_compare, parse_sets
+from replicalab.cli.model_params import build, load_toml, parse_compare, parse_sets
 from replicalab.cli.output import TableData, say, show
 from replicalab.cli.progress import progress_bar
 from replicalab.cli.timeparse import parse_duration_s
@@ -61,7 +61,7 @@ def run_against(spec: ModelSpec, against: str | None, duration: str | None,
         with progress_bar(f"{spec.name} against {against} on {p.rs.name}",
                           enabled=not as_json) as tick:
             run = experiment.paxos_wan_against(p, against, leaders, rates, duration_s, rounds,
-                                               seed, tick, describe)
+                                               seed, tick)
         run_dir = make_run_dir(out, "model", f"{spec.name}-against-{against}")
     except ValueError as err:
         fail(str(err))

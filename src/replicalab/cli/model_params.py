@@ -8,7 +8,9 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from replicalab.models.base import from_dict
+from replicalab.models.base import describe, from_dict
+
+__all__ = ["build", "convert", "describe", "load_toml", "parse_compare", "parse_sets"]
 
 _SCALARS = (bool, int, float, str)
 
@@ -107,12 +109,3 @@ def build(cls: type, toml: dict[str, Any], sets: dict[str, Any], what: str) -> A
         return from_dict(cls, _merge(toml, sets), what)
     except TypeError as err:
         raise ValueError(f"{what}: {err}") from None
-
-
-def describe(params: Any) -> dict[str, Any]:
-    """Return a flat, JSON-ready view of a params dataclass (complex values as text)."""
-    out = {}
-    for f in dataclasses.fields(params):
-        v = getattr(params, f.name)
-        out[f.name] = v if isinstance(v, _SCALARS) or v is None else str(v)
-    return out

@@ -19,6 +19,7 @@ import numpy as np
 
 from replicalab.models import paxos_wan_fit as fitting
 from replicalab.models import pbs as pbs_model
+from replicalab.models.base import describe
 from replicalab.models.paxos_wan import WanParams, best_leader
 from replicalab.models.paxos_wan_fit import Ranking, Row, StoreFit
 from replicalab.models.registry import ModelSpec
@@ -28,6 +29,10 @@ from replicalab.workloads.consensus_latency import real_cluster, run_writes
 
 Tick = Callable[..., None]
 """Progress: ``tick(fraction of the whole run done, what is happening=None)``."""
+
+
+def _no_tick(fraction: float, what: str | None = None) -> None:
+    return None
 
 DEFAULT_RATES_RPS = (10.0, 20.0, 40.0)
 """Offered write rates (writes/s over all client regions) when --loads is not given: low
@@ -254,11 +259,12 @@ class AgainstRun:
 
 
 def paxos_wan_against(p: WanParams, against: str, leaders: list[str], rates: list[float],
-                      duration_s: float, rounds: int, seed: int, tick: Tick,
-                      describe: Callable[[Any], dict[str, Any]]) -> AgainstRun:
+                      duration_s: float, rounds: int, seed: int, tick: Tick = _no_tick
+                      ) -> AgainstRun:
     """Start ``against`` with one member per region, calibrate, measure each leader at each
     rate, fit the store's delays and return model, twin and store side by side
-    (``describe``: the fitted parameters as the results show them)."""
+    (``leaders``: regions, ``rates``: offered writes/s, ``duration_s`` per point,
+    ``rounds``: the twin's requests per point)."""
     plan = [("starting the cluster", START_WEIGHT_S), ("calibration", duration_s)]
     plan += [(f"leader {r}", MOVE_WEIGHT_S + duration_s * len(rates)) for r in leaders]
     total = sum(w for _, w in plan)
@@ -355,7 +361,7 @@ def pbs_placement(n: int, pairs: list[tuple[int, int]], regions: str, writer: st
 
 def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
                 reader: str, duration_s: float, t_max_ms: float, trials: int, seed: int,
-                run_dir: Path, tick: Tick) -> AgainstRun:
+                run_dir: Path, tick: Tick = _no_tick) -> AgainstRun:
     """Start an N-node Cassandra cluster (a node per region), measure its legs and its
     t-visibility per (R, W), and return prediction and measurement side by side
     (``curves``: per pair the predicted curve and the measured buckets, for the page)."""

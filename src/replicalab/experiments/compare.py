@@ -166,7 +166,7 @@ def _staleness_one(kind: StoreKind, regions: str, duration_s: float, ops: int, o
         lat = probe(ProbeSpec(store=c.url, workload="latency", config=LatencyConfig(ops=ops),
                               options=ProbeOptions(duration_s=60)), out,
                     phase(f"{k}: latency probe")).results
-        for v, x in lat["variants"].items():
+        for v, x in figures.latency(lat).items():
             row[f"{v} p50_ms"], row[f"{v} p99_ms"] = x["p50_ms"], x["p99_ms"]
         return row, curve
 

@@ -26,3 +26,10 @@ def availability(results: dict[str, Any], f: str) -> dict[str, Any]:
     x = results["availability"].get("by_f", {}).get(f, {})
     return {"during": x.get("during_faults"), "run": x.get("overall"),
             "ops": x.get("overall_ops"), "count": x.get("count", 0)}
+
+
+def latency(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Return a latency probe's figures per variant (eventual read, consistent read, put,
+    conditional put): operations counted and p50/p99/p99.9 in ms."""
+    return {v: {k: x[k] for k in ("count", "p50_ms", "p99_ms", "p999_ms")}
+            for v, x in results["variants"].items()}

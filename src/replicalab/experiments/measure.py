@@ -83,8 +83,7 @@ def latency(t: Target, plan: Plan, out: Path, base: Path, seed: int,
                               config=LatencyConfig(ops=plan.latency_ops, region=region),
                               options=ProbeOptions(duration_s=120, seed=seed)), out,
                     progress(f"latency from {region}"))
-        per_region[region] = {v: {k: x[k] for k in ("count", "p50_ms", "p99_ms", "p999_ms")}
-                              for v, x in run.results["variants"].items()}
+        per_region[region] = figures.latency(run.results)
         runs.append(rel(run, base))
     return {"regions": per_region, "runs": runs}
 

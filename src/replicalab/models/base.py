@@ -78,3 +78,15 @@ def require(ok: bool, message: str) -> None:
     """Raise ValueError(message) unless ``ok`` (messages name the parameter and its unit)."""
     if not ok:
         raise ValueError(message)
+
+
+_SCALARS = (bool, int, float, str)
+
+
+def describe(params: Any) -> dict[str, Any]:
+    """Return a flat, JSON-ready view of a params dataclass (complex values as text)."""
+    out = {}
+    for f in dataclasses.fields(params):
+        v = getattr(params, f.name)
+        out[f.name] = v if isinstance(v, _SCALARS) or v is None else str(v)
+    return out
