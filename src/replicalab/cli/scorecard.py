@@ -54,8 +54,9 @@ def _table(sc: dict[str, Any]) -> TableData:
     """Return the compact terminal table: one line per cell (store, property, colour,
     value); only the value wraps on a narrow terminal, nothing is cut."""
     from replicalab.experiments.run import order
+    from replicalab.report.scorecard import placement
 
-    t = TableData(f"scorecard on {sc['regions']}"
+    t = TableData(f"scorecard of {placement(sc)}"
                   + (" (interrupted: cells not measured are marked)" if sc["interrupted"]
                      else "") + "; evidence: open the report and click a cell",
                   ["store", "property", "colour", "value"], wrap=(3,))

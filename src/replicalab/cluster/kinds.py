@@ -87,6 +87,8 @@ class StoreKind:
     aliases: tuple[str, ...] = ()
     adapter: str | Callable[[str, int], Any] | None = None
     leaderless: bool = False  # no leader/primary: a "leader" crash takes node 0, the writer's
+    # coordinator
+    leader_word: str = "leader"  # what its documentation calls the node that orders writes
     local_reads: bool = True  # eventual reads served by a replica cut off from its leader
     strong_reads: bool = False  # the adapter's consistent read is promised linearizable
     durability: tuple[DurabilityVariant, ...] = ()
@@ -146,7 +148,7 @@ _CASSANDRA_DML = "https://cassandra.apache.org/doc/5.0/cassandra/developing/cql/
 
 REDIS = StoreKind(
     name="redis", schemes=("redis", "rediss"), driver="replicalab.cluster.redis:RedisDriver",
-    local_reads=True, strong_reads=False,
+    leader_word="primary", local_reads=True, strong_reads=False,
     durability=(
         DurabilityVariant("appendonly no (the lab's setting)", (), "", False, False,
                           "no persistence: a restarted server starts empty (RDB snapshots "
@@ -183,7 +185,7 @@ REDIS = StoreKind(
 POSTGRES = StoreKind(
     name="postgres", schemes=("postgresql",), aliases=("postgresql",),
     driver="replicalab.cluster.postgres:PostgresDriver",
-    local_reads=True, strong_reads=False,
+    leader_word="primary", local_reads=True, strong_reads=False,
     durability=(
         DurabilityVariant("synchronous_commit off", (("fsync", "on"),), "synchronous_commit=off",
                           False, False, "a commit returns before its WAL is flushed: up to "

@@ -44,15 +44,40 @@ class Cell:
 
 def not_measured(store: str, prop: str, p: Promise, reason: str) -> Cell:
     """Return a grey cell that says why it holds no measurement."""
-    return Cell(store, prop, f"n/a: {reason}", "grey", p.text, p.source, reason=reason)
+    return Cell(store, prop, f"not measured: {reason}", "grey", p.text, p.source,
+                reason=reason)
 
 
 def pct(x: float | None) -> str:
+    """Return a fraction as a percentage with one decimal ("n/a" for None)."""
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
+def _share(x: float | None) -> str:
+    # a share of time as a reader says it: 0% and 100% whole, anything else to 0.1
+    if x is None:
+        return "not measured"
+    return "0%" if x == 0 else "100%" if x == 1 else f"{100 * x:.1f}%"
+
+
 def _ms(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.3g} ms" if x < 10 else f"{x:.0f} ms"
+    if x is None:
+        return "n/a"
+    return ("under 0.1 ms" if 0 <= x < 0.05 else f"{x:.3g} ms" if x < 10 else
+            f"{x:.0f} ms")
+
+
+def _place(region: str) -> str:
+    # a one-region store's region is called "local": say so as a reader would
+    return "the local region" if region == "local" else region
+
+
+def _s(x: float) -> str:
+    return f"{x:g} s"
+
+
+def _n(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
 
 
 # --- latency ------------------------------------------------------------------------------
@@ -68,9 +93,9 @@ def latency_cell(store: str, m: dict[str, Any], p: Promise) -> Cell:
     for region, variants in m["regions"].items():
         for v, x in variants.items():
             goal = READ_GOAL_P99_MS if v in _READS else WRITE_GOAL_P99_MS
-            details.append(f"from {region}, {v}: p50 {_ms(x['p50_ms'])}, p99 "
-                           f"{_ms(x['p99_ms'])}, p99.9 {_ms(x['p999_ms'])} ({x['count']} ops; "
-                           f"goal p99 < {goal:g} ms)")
+            details.append(f"{v}s from {_place(region)}: p50 {_ms(x['p50_ms'])}, p99 "
+                           f"{_ms(x['p99_ms'])}, p99.9 {_ms(x['p999_ms'])} over "
+                           f"{_n(x['count'], 'operation')} (goal: p99 under {goal:g} ms)")
             if x["p99_ms"] >= goal:
                 misses.append((region, v))
             if v in _READS:
@@ -85,12 +110,21 @@ def latency_cell(store: str, m: dict[str, Any], p: Promise) -> Cell:
                   + ", ".join(sorted({r for r, _ in misses})) + "; eventual reads meet it")
     else:
         grade = "red"
-        caveat = "misses: " + "; ".join(f"{v} from {r}" for r, v in misses)
+        by_v: dict[str, list[str]] = {}
+        for r, v in misses:
+            by_v.setdefault(v, []).append(r)
+        caveat = "p99 over the goal: " + "; ".join(f"{v}s from {', '.join(rs)}"
+                                                   for v, rs in by_v.items())
     n = min((x["count"] for vs in m["regions"].values() for x in vs.values()), default=0)
     if n < 1000:
         caveat = (caveat + "; " if caveat else "") + (
-            f"p99.9 from {n} operations per variant is the largest few samples")
-    value = f"worst p99: read {_ms(worst_read)}, write {_ms(worst_write)}"
+            f"a p99.9 of {_n(n, 'operation')} per variant is the largest few samples")
+    regions = list(m["regions"])
+    where = (f"from {_n(len(regions), 'region')} ({', '.join(regions)})"
+             if len(regions) > 1 else f"from {_place(regions[0])}" if regions else "")
+    value = (f"slowest p99 {where}, {n:,} operations of each kind: reads "
+             f"{_ms(worst_read)} (goal under {READ_GOAL_P99_MS:g} ms), writes "
+             f"{_ms(worst_write)} (goal under {WRITE_GOAL_P99_MS:g} ms)")
     return Cell(store, "latency", value, grade, p.text, p.source, caveat, details, m["runs"],
                 figures={"regions": m["regions"]})
 
@@ -103,6 +137,13 @@ def _lost(r: dict[str, Any]) -> str:
         return (f"none readable: the store did not come back within 30 s after the restart "
                 f"({r['acknowledged']:,} acknowledged writes; {why})")
     return f"{r['lost']:,} of {r['acknowledged']:,} acknowledged writes lost"
+
+
+def _lost_short(r: dict[str, Any]) -> str:
+    if not r["checked"]:
+        return (f"did not come back, so none of {r['acknowledged']:,} acknowledged writes "
+                "could be read")
+    return f"lost {r['lost']:,} of {r['acknowledged']:,} acknowledged writes"
 
 
 def durability_cell(store: str, m: dict[str, Any], p: Promise) -> Cell:
@@ -126,13 +167,10 @@ def durability_cell(store: str, m: dict[str, Any], p: Promise) -> Cell:
                 broken.append(f"{v['label']}, {what}")
             elif r["lost"]:
                 lossy.append(v["label"])
-    parts = []
-    for v in m["variants"]:
-        k, pl = v["kill"], v["power_loss"]
-        parts.append(f"{v['label'].split(' (')[0]}: kill "
-                     f"{k['lost'] if k['checked'] else 'no restart'} / power "
-                     f"{pl['lost'] if pl['checked'] else 'no restart'}")
-    value = "lost: " + "; ".join(parts)
+    parts = [f"{v['label'].split(' (')[0]}: a kill -9 of {killed} {_lost_short(v['kill'])}"
+             f", a power loss of every node {_lost_short(v['power_loss'])}"
+             for v in m["variants"]]
+    value = "; ".join(parts)
     if broken or unchecked:
         grade = "red"
         caveat = "; ".join([f"lost writes its documentation says it keeps: {b}" for b in broken]
@@ -152,6 +190,34 @@ def durability_cell(store: str, m: dict[str, Any], p: Promise) -> Cell:
 
 # --- availability -------------------------------------------------------------------------
 
+def _window_s(f: dict[str, Any]) -> tuple[float, float]:
+    # "1.5s-4.5s" as saved in the fault's figures -> (start, end) in s
+    a, b = f["window"].split("-")
+    return float(a.rstrip("s")), float(b.rstrip("s"))
+
+
+def _is_cut(f: dict[str, Any]) -> bool:
+    return f.get("cut_region") is not None or "cut off" in f["fault"]
+
+
+def _while(f: dict[str, Any]) -> str:
+    # the fault as the clause after "while": "US-W was cut off", "primary n0 was down"
+    if f.get("cut_region") is not None:
+        return f"{f['cut_region']} was cut off"
+    if f.get("crashed_node") is not None:
+        return f"{f.get('crashed_role', 'node')} n{f['crashed_node']} was down"
+    return f["fault"]
+
+
+def _recovery(e: dict[str, Any], c: dict[str, Any]) -> str:
+    rec = [x["recovery_ms"] for x in (e, c)]
+    if any(r is None for r in rec):
+        return "a client was still not served again when the run ended"
+    worst = max(rec)
+    return ("no client failed, so there was nothing to recover from" if worst == 0 else
+            f"every client was served again {_ms(worst)} after the heal")
+
+
 def availability_cell(store: str, m: dict[str, Any], p: Promise,
                       local_reads_promised: bool) -> Cell:
     """Grade availability by time during each fault: green if reads and writes stayed above
@@ -161,36 +227,69 @@ def availability_cell(store: str, m: dict[str, Any], p: Promise,
     for f in m["faults"]:
         e, c = f["eventual"], f["consistent"]
         writes = e["writes"]
-        rec = [x["recovery_ms"] for x in (e, c) if x["recovery_ms"] is not None]
-        details.append(f"{f['fault']} ({f['window']}), readers in {f['region']}: eventual "
-                       f"reads {pct(e['reads'])}, consistent reads {pct(c['reads'])}; writes "
-                       f"from {e.get('writer_region', f['region'])} {pct(writes)} of the "
-                       f"time while it lasted (whole run {pct(e.get('reads_run'))}, "
-                       f"{pct(c.get('reads_run'))}, {pct(e.get('writes_run'))}); recovered "
-                       f"{_ms(max(rec)) if rec else 'n/a'} after the heal")
-        values.append(f"{f['fault'].split(' ')[0] if 'cut' not in f['fault'] else 'cut-off'}:"
-                      f" r {pct(e['reads'])}/{pct(c['reads'])} w {pct(writes)}")
-        for name, x in (("eventual reads", e["reads"]), ("consistent reads", c["reads"]),
-                        ("writes", writes)):
-            if x is not None and x < 0.95:
-                low.append(f"{name} {pct(x)} ({f['fault']})")
-        if ("cut off" in f["fault"] and local_reads_promised and e["reads"] is not None
+        start_s, end_s = _window_s(f)
+        writer = _place(e.get("writer_region", f["region"]))
+        readers = _place(f["region"])
+        what = _while(f)
+        details.append(f"{what} from {_s(start_s)} to {_s(end_s)} into the run, readers in "
+                       f"{readers}: eventual reads served {_share(e['reads'])} of that "
+                       f"time, consistent reads {_share(c['reads'])}, writes from {writer} "
+                       f"{_share(writes)}; over the whole run {_share(e.get('reads_run'))}, "
+                       f"{_share(c.get('reads_run'))} and {_share(e.get('writes_run'))}; "
+                       f"{_recovery(e, c)}")
+        values.append(f"while {what} ({_s(end_s - start_s)}): eventual reads in "
+                      f"{readers} served {_share(e['reads'])} of the time, consistent "
+                      f"reads {_share(c['reads'])}, writes from {writer} {_share(writes)}")
+        under = [f"{name} {_share(x)}" for name, x in (
+            ("eventual reads", e["reads"]), ("consistent reads", c["reads"]),
+            ("writes", writes)) if x is not None and x < 0.95]
+        if under:
+            low.append(f"while {what}, {', '.join(under)}")
+        if (_is_cut(f) and local_reads_promised and e["reads"] is not None
                 and e["reads"] < 0.5):
-            red.append(f"eventual reads at the cut-off replica {pct(e['reads'])}")
+            red.append(f"eventual reads in cut-off {f['region']} were served "
+                       f"{_share(e['reads'])} of the time, though its replica promises "
+                       "local reads")
     for n in m.get("notes", []):
         details.append(n)
+    if not values:
+        values.append("no fault could be injected")
     grade = "red" if red else "yellow" if low else "green"
-    caveat = "; ".join(red) if red else ("below 95 %: " + "; ".join(low)) if low else ""
-    bars = [[f"{f['fault']} ({f['window']}): {name}", v] for f in m["faults"]
+    caveat = ("; ".join(red) if red else
+              ("served less than 95% of the time: " + "; ".join(low)) if low else "")
+    bars = [[f"{f['fault']} ({f['window'].replace('s-', '-')}): {name}", v]
+            for f in m["faults"]
             for name, v in (("eventual reads", f["eventual"]["reads"]),
                             ("consistent reads", f["consistent"]["reads"]),
                             ("writes", f["eventual"]["writes"]))]
     return Cell(store, "availability", "; ".join(values), grade, p.text, p.source, caveat,
                 details, m["runs"], figures={"faults": m["faults"]},
-                chart={"title": "Availability by time during each fault", "bars": bars})
+                chart={"title": "Share of the time served while each fault lasted",
+                       "bars": bars})
 
 
 # --- consistency --------------------------------------------------------------------------
+
+_VERDICT = {True: "linearizable", False: "NOT linearizable"}
+
+
+def _verdict(valid: Any) -> str:
+    return _VERDICT.get(valid, "not decided within the checker's time limit")
+
+
+def _stale(x: dict[str, Any]) -> str:
+    n = x["reads"]
+    if x["stale_fraction"] is None or not n:
+        return "no read answered"
+    stale = round(x["stale_fraction"] * n)
+    if not stale:
+        return f"none of {n:,} stale"
+    text = f"{stale:,} of {n:,} stale ({pct(x['stale_fraction'])})"
+    if x.get("stale_window_ms") is not None:
+        w = _ms(x["stale_window_ms"])
+        text += f" for {'' if w.startswith('under') else 'up to '}{w} after a write"
+    return text
+
 
 def consistency_cell(store: str, m: dict[str, Any], p: Promise,
                      strong_promised: bool) -> Cell:
@@ -200,21 +299,20 @@ def consistency_cell(store: str, m: dict[str, Any], p: Promise,
     where nothing promised it, green if every read was fresh and linearizable."""
     e, c, s = m["eventual"], m["consistent"], m["session"]
     re_, rc = m["register_eventual"], m["register_consistent"]
-    verdict = {True: "linearizable", False: "NOT linearizable"}
     details = [
-        f"eventual reads at the {s['region']} replica: {pct(e['stale_fraction'])} stale of "
-        f"{e['reads']:,}, window {_ms(e['stale_window_ms'])} (median per write)",
-        f"consistent reads there: {pct(c['stale_fraction'])} stale of {c['reads']:,}",
-        f"one client in {s['region']}: read-your-writes violated {s['ryw_violations']} of "
-        f"{s['ryw_reads']} reads, monotonic reads violated {s['mr_violations']} of "
-        f"{s['mr_pairs']} pairs",
-        f"register test, eventual reads: {verdict.get(re_['valid'], re_['valid'])} "
-        f"({re_['ops']:,} ops)",
-        f"register test, consistent reads: {verdict.get(rc['valid'], rc['valid'])} "
-        f"({rc['ops']:,} ops)"]
-    value = (f"stale {pct(e['stale_fraction'])} (window {_ms(e['stale_window_ms'])}) / "
-             f"{pct(c['stale_fraction'])}; lin {'yes' if re_['valid'] is True else 'no'} / "
-             f"{'yes' if rc['valid'] is True else 'no'}")
+        f"eventual reads at the replica in {_place(s['region'])}: {_stale(e)} (the time "
+        "is the median over writes of the last stale read after each)",
+        f"consistent reads there: {_stale(c)}",
+        f"one client in {_place(s['region'])}: read-your-writes violated by "
+        f"{s['ryw_violations']:,} of {_n(s['ryw_reads'], 'read')}, monotonic reads violated "
+        f"by {s['mr_violations']:,} of {_n(s['mr_pairs'], 'pair')} of successive reads",
+        f"register test, eventual reads: {_verdict(re_['valid'])} "
+        f"({_n(re_['ops'], 'operation')} checked)",
+        f"register test, consistent reads: {_verdict(rc['valid'])} "
+        f"({_n(rc['ops'], 'operation')} checked)"]
+    value = (f"eventual reads in {_place(s['region'])}: {_stale(e)}; consistent reads: "
+             f"{_stale(c)}; register test: eventual reads {_verdict(re_['valid'])}, "
+             f"consistent reads {_verdict(rc['valid'])}")
     counter = rc["explanation"] if rc["valid"] is False else re_["explanation"]
     weak_bad = ((e["stale_fraction"] or 0) > 0 or re_["valid"] is not True
                 or s["ryw_violations"] or s["mr_violations"])
@@ -224,10 +322,24 @@ def consistency_cell(store: str, m: dict[str, Any], p: Promise,
     elif rc["valid"] is not True:
         grade = "yellow"
         caveat = ("consistent reads not shown linearizable (" + (
-            "not promised)" if not strong_promised else f"verdict {rc['valid']})"))
+            "nothing promised it)" if not strong_promised else
+            f"the register test was {_verdict(rc['valid'])})"))
     elif weak_bad:
         grade = "yellow"
-        caveat = "eventual reads were stale or not linearizable, as documented"
+        what = [x for x, bad in (
+            (f"stale in {round((e['stale_fraction'] or 0) * e['reads']):,} of "
+             f"{_n(e['reads'], 'read')}", (e["stale_fraction"] or 0) > 0),
+            ("not linearizable" if re_["valid"] is False else "not shown linearizable",
+             re_["valid"] is not True)) if bad]
+        seen = [f"eventual reads were {' and '.join(what)}"] if what else []
+        if s["ryw_violations"]:
+            seen.append(f"one client missed its own write in {s['ryw_violations']:,} of "
+                        f"{_n(s['ryw_reads'], 'read')} (read-your-writes)")
+        if s["mr_violations"]:
+            seen.append(f"one client read an older value after a newer one in "
+                        f"{s['mr_violations']:,} of {_n(s['mr_pairs'], 'pair')} "
+                        "(monotonic reads)")
+        caveat = "; ".join(seen) + ": documented for eventual reads"
     else:
         grade, caveat = "green", ""
     if (c["stale_fraction"] or 0) > 0:
@@ -259,17 +371,26 @@ def geography_cell(store: str, latency: dict[str, Any], node_regions: tuple[str,
         local.append(is_local)
         n = put["p50_ms"] / rtt
         trips.append(n)
-        details.append(f"{region}: eventual read p50 {_ms(ev['p50_ms'])} "
-                       f"({'local' if is_local else 'remote'}), put p50 {_ms(put['p50_ms'])} = "
-                       f"{n:.2f} x the nearest remote RTT ({rtt:g} ms)")
-    where = ", ".join(f"{r} x{node_regions.count(r)}" for r in dict.fromkeys(node_regions))
-    details.insert(0, f"replicas: {where or 'one place'}")
-    value = (f"replicas {where}; reads local in {sum(local)}/{len(local)} regions; writes "
-             f"{min(trips):.1f}-{max(trips):.1f} RTT" if trips else f"replicas {where}")
+        details.append(f"from {region}: eventual read p50 {_ms(ev['p50_ms'])} "
+                       f"({'served locally' if is_local else 'served from another region'})"
+                       f", put p50 {_ms(put['p50_ms'])} = {n:.2f} round trips to the nearest "
+                       f"other region ({rtt:g} ms)")
+    counts = {r: node_regions.count(r) for r in dict.fromkeys(node_regions)}
+    if counts and set(counts.values()) == {1}:
+        where = f"one replica in each of {', '.join(counts)}"
+    else:
+        where = ("replicas: " + ", ".join(f"{k} in {r}" for r, k in counts.items())
+                 if counts else "replicas in one place")
+    details.insert(0, where)
+    value = (f"{where}; eventual reads served locally in {sum(local)} of "
+             f"{_n(len(local), 'region')}; a write waits " + (
+                 f"{min(trips):.1f} to {max(trips):.1f}" if f"{min(trips):.1f}" !=
+                 f"{max(trips):.1f}" else f"{min(trips):.1f}")
+             + " round trips to the nearest other region" if trips else where)
     grade = "green" if local and all(local) else "yellow"
     caveat = "" if grade == "green" else "eventual reads are not local in every region"
     caveat += ("; " if caveat else "") + ("the lab delays replication links, not client "
-                                          "links: a client far from the primary would add "
-                                          "its own round trip")
+                                          "links: a client far from the node it writes to "
+                                          "would add its own round trip")
     return Cell(store, "geography", value, grade, p.text, p.source, caveat, details,
                 latency["runs"], figures={"nearest_rtt_ms": nearest_rtt_ms})

@@ -137,8 +137,8 @@ def durability(kind: StoreKind, regions: str, plan: Plan, seed: int, out: Path, 
                                      "keeps_on_power_loss": v.keeps_on_power_loss}
             lead = base.find_leader(name, root)
             leader_i = lead.index
-            res["killed"] = "the leader/primary" if lead.is_leader \
-                else f"n{leader_i}, the writer's coordinator (no leader)"
+            res["killed"] = f"the {kind.leader_word}" if lead.is_leader \
+                else f"the writer's coordinator n{leader_i} (there is no leader)"
             for key, fault in (("kill", Fault("crash", plan.durability_s, POWER_OFF_S,
                                               node=leader_i)),
                                ("power_loss", Fault("power-loss", plan.durability_s,

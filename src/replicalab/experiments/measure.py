@@ -39,7 +39,9 @@ class Target:
     node_regions: tuple[str, ...] = ()
     cluster_root: str = ".replicalab"
     notes: list[str] = field(default_factory=list)
-    leader_role: str = "leader/primary"  # "node" where the store has no leader (Cassandra)
+    # what the node a "leader crash" takes is to this store: "leader", "primary"; for a
+    # leaderless store the writer's "coordinator" (Cassandra) or a "replica" (sim://quorum)
+    leader_role: str = "leader"
 
     @property
     def writer_region(self) -> str:
@@ -205,14 +207,15 @@ def availability(t: Target, plan: Plan, out: Path, base: Path, seed: int,
     if len(set(t.regions)) < 2:
         cut = ()
         res["notes"] = ["one region only: no region to cut off"]
-    faults = [(f"region {r} cut off", Fault("partition", plan.fault_at_s, plan.fault_for_s,
-                                            region=r), r) for r in cut]
-    faults.append((f"{t.leader_role} n{t.leader} crashed",
+    faults = [(f"{r} cut off", Fault("partition", plan.fault_at_s, plan.fault_for_s,
+                                     region=r), r, {"cut_region": r}) for r in cut]
+    faults.append((f"{t.leader_role} n{t.leader} down",
                    Fault("crash", plan.fault_at_s, plan.fault_for_s, node=t.leader),
-                   t.reader_region))
-    for label, fault, region in faults:
+                   t.reader_region, {"crashed_node": t.leader, "crashed_role": t.leader_role}))
+    for label, fault, region, what in faults:
         entry: dict[str, Any] = {"fault": label, "region": region,
-                                 "window": f"{fault.at_s:g}s-{fault.at_s + fault.for_s:g}s"}
+                                 "window": f"{fault.at_s:g}s-{fault.at_s + fault.for_s:g}s",
+                                 **what}
         for c in ("eventual", "consistent"):
             r = _fault_run(t, plan, fault, c, region, out, base, seed,
                            progress(f"{label}, {c} reads"))

@@ -8,6 +8,10 @@ value beside the promise; the colour says whether the value meets it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 from replicalab.cluster.kinds import DurabilityVariant, Promise, StoreKind
 
 _SEED003 = "seed 003 §4.3 (SimpleDB as hypothesised) and docs/simulator.md"
@@ -20,6 +24,35 @@ GEOGRAPHY = Promise("replicas in every region serve local reads; a write pays th
 UNDOCUMENTED = Promise("no documented promise recorded for this store", "its store kind record")
 
 
+@dataclass(frozen=True)
+class SimRules:
+    """What a sim:// scheme's own rules (docs/simulator.md) promise where a store kind's
+    record would: whether an eventual read is served by a replica in the client's region
+    (so a cut-off region keeps reading), and what node 0, the node a "leader crash" takes,
+    is to the scheme."""
+
+    local_reads: bool
+    leader_role: str
+    leaderless: bool
+
+
+def sim_rules(params: Mapping[str, Any], regions: tuple[str, ...]) -> SimRules:
+    """Return the rules of a simulated store from its effective parameters (``StoreInfo.
+    params``) and the regions it spans: ``primary`` reads at the nearest node behind a
+    primary (local where every region holds a node); ``quorum`` has no leader (the client
+    coordinates) and reads locally only with r=1 and a replica in every region (replicas
+    go round-robin over the regions); ``simpledb`` reads at a replica chosen at random
+    behind a primary."""
+    scheme = params.get("scheme")
+    if scheme == "quorum":
+        return SimRules(params.get("r") == 1 and params.get("n", 0) >= len(regions),
+                        "replica", True)
+    if scheme == "primary":
+        return SimRules(set(regions) <= set(params.get("nodes", {}).values()), "primary",
+                        False)
+    return SimRules(False, "primary", False)
+
+
 def kind_promise(kind: StoreKind | None, prop: str) -> Promise:
     """Return what ``kind`` (None: a sim:// store) promises for a property graded against
     its documentation."""
@@ -28,4 +61,5 @@ def kind_promise(kind: StoreKind | None, prop: str) -> Promise:
     return kind.promise(prop) or UNDOCUMENTED
 
 
-__all__ = ["GEOGRAPHY", "LATENCY", "SIM", "DurabilityVariant", "Promise", "kind_promise"]
+__all__ = ["GEOGRAPHY", "LATENCY", "SIM", "DurabilityVariant", "Promise", "SimRules",
+           "kind_promise", "sim_rules"]

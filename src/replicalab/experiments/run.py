@@ -17,6 +17,7 @@ from replicalab.cluster.state import ROOT
 from replicalab.experiments import cells, properties
 from replicalab.experiments.measure import Interrupted, Progress, Target
 from replicalab.experiments.plan import Plan, Subject, resolve_store
+from replicalab.experiments.promises import sim_rules
 from replicalab.experiments.property import Context, NotMeasured, Property
 from replicalab.regions import region_set
 from replicalab.stores import open_store
@@ -88,8 +89,9 @@ def _sim_target(url: str) -> tuple[Target, frozenset[str], str | None]:
     if rs is None and len(info.regions) > 1:
         rs = next((name for name in ("dc3", "aws5") if set(info.regions)
                    <= set(region_set(name).regions)), None)
+    role = sim_rules(info.params, tuple(info.regions)).leader_role
     return (Target(url, url, None, tuple(info.regions), 0, info.regions[0],
-                   tuple(info.regions)),
+                   tuple(info.regions), leader_role=role),
             frozenset(f.value for f in info.features), rs)
 
 
@@ -98,7 +100,8 @@ def _cluster_target(kind: StoreKind, regions: str, root: Path) -> Target:
     lead = base.find_leader(c.name, root)
     return Target(kind.name, c.url, c.name, region_set(regions).regions, lead.index,
                   lead.region, tuple(n.region for n in c.nodes), str(root),
-                  leader_role="leader/primary" if lead.is_leader else "node")
+                  leader_role=kind.leader_word if lead.is_leader else
+                  "coordinator" if kind.leaderless else "node")
 
 
 def _add(sc: Scorecard, ctx: Context, prop: Property) -> None:

@@ -17,7 +17,8 @@ body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}
 h1{font-size:20px;margin:0 0 4px} .sub{color:#666;font-weight:normal}
 table.chart{border-collapse:separate;border-spacing:4px;margin:16px 0;width:100%}
 .chart th{font-weight:600;text-align:left;padding:6px;color:#333;font-size:13px}
-.chart td.store{font-weight:600;white-space:nowrap;padding:6px}
+.chart td.store{font-weight:600;padding:6px;min-width:9em;max-width:14em;overflow-wrap:break-word}
+.chart td{vertical-align:top}
 button.cell{display:block;width:100%;min-height:64px;text-align:left;border:1px solid
  rgba(0,0,0,.15);border-radius:6px;padding:6px 8px;font:12px/1.35 system-ui,sans-serif;
  cursor:pointer;color:#111}
@@ -30,7 +31,12 @@ button.cell:hover,button.cell:focus{outline:2px solid #333}
 #evidence h2{font-size:16px;margin:0 0 6px} #evidence .grade{font-weight:600}
 #evidence ul{margin:4px 0 8px 18px;padding:0} .muted{color:#666}
 .counter{background:#fff3f3;border-left:4px solid #d62728;padding:6px 8px;margin:6px 0}
-svg.bars text{font:11px system-ui,sans-serif}
+.bars{display:grid;grid-template-columns:minmax(10em,26em) minmax(80px,200px) 4.5em;
+ gap:4px 10px;align-items:center;font-size:12px;margin:4px 0 10px;max-width:100%}
+.bar-label{overflow-wrap:anywhere;min-width:0}
+.bar-track{display:block;height:12px;background:#eee;border-radius:2px;overflow:hidden}
+.bar-fill{display:block;height:100%}
+.bar-value{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 .notes{color:#8a4b00}
 """
 
@@ -50,29 +56,24 @@ function list(items) {
   return ul;
 }
 function bars(rows) {
-  // a cell's chart: one bar per [label, fraction] (availability: each fault's reads, writes)
-  const ns = 'http://www.w3.org/2000/svg', rowH = 18, w = 520;
-  const svg = document.createElementNS(ns, 'svg');
-  svg.setAttribute('class', 'bars'); svg.setAttribute('width', w);
-  svg.setAttribute('height', rows.length * rowH + 4);
-  rows.forEach(([label, v], i) => {
-    const r = document.createElementNS(ns, 'rect');
-    const frac = v === null ? 0 : v;
-    r.setAttribute('x', 300); r.setAttribute('y', i * rowH + 3);
-    r.setAttribute('width', Math.max(1, frac * 200)); r.setAttribute('height', rowH - 6);
-    r.setAttribute('fill', frac >= 0.95 ? '#4c9a2a' : frac >= 0.5 ? '#d9a400' : '#d62728');
-    svg.appendChild(r);
-    const t = document.createElementNS(ns, 'text');
-    t.setAttribute('x', 0); t.setAttribute('y', i * rowH + 14);
-    t.textContent = label.length > 48 ? label.slice(0, 47) + '…' : label;
-    svg.appendChild(t);
-    const p = document.createElementNS(ns, 'text');
-    p.setAttribute('x', 505); p.setAttribute('y', i * rowH + 14);
-    p.setAttribute('text-anchor', 'end');
-    p.textContent = v === null ? 'n/a' : (100 * v).toFixed(1) + '%';
-    svg.appendChild(p);
-  });
-  return svg;
+  // a cell's chart: one row per [label, fraction] (availability: each fault's reads and
+  // writes) in a grid of three columns, so nothing is cut and nothing is drawn over a bar:
+  // the label in full (it wraps on a narrow page), the bar on its own track, the value beside
+  // the track
+  const box = el('div', {class: 'bars'});
+  for (const [label, v] of rows) {
+    const frac = v === null ? 0 : Math.max(0, Math.min(1, v));
+    box.appendChild(el('span', {class: 'bar-label'}, label));
+    const track = el('span', {class: 'bar-track'});
+    const fill = el('span', {class: 'bar-fill', 'data-part': 'bar'});
+    fill.style.width = (100 * frac).toFixed(2) + '%';
+    fill.style.background = frac >= 0.95 ? '#4c9a2a' : frac >= 0.5 ? '#d9a400' : '#d62728';
+    track.appendChild(fill);
+    box.appendChild(track);
+    box.appendChild(el('span', {class: 'bar-value'},
+                       v === null ? 'n/a' : (100 * v).toFixed(1) + '%'));
+  }
+  return box;
 }
 function openCell(store, prop) {
   const c = DATA.cells.find(x => x.store === store && x.prop === prop);
@@ -156,13 +157,36 @@ def _cell_button(store: str, prop: str, c: dict[str, Any] | None) -> str:
             f'data-prop="{escape(prop)}" title="{escape(title)}">{escape(text)}</button>')
 
 
+def placement(sc: dict[str, Any]) -> str:
+    """Return which stores the scorecard measured and where each one's nodes sit, stores on
+    the same regions together: "redis, etcd on US-E, US-W, EU; sim://quorum in one region"
+    (a store whose cluster never started is named alone)."""
+    by_regions: dict[tuple[str, ...], list[str]] = {}
+    for store in sc["kinds"]:
+        regions = tuple(sc.get("stores", {}).get(store, {}).get("regions", ()))
+        by_regions.setdefault(regions, []).append(store)
+    parts = []
+    for regions, stores in by_regions.items():
+        names = ", ".join(stores)
+        if not regions:
+            parts.append(names)
+        elif len(set(regions)) == 1:
+            parts.append(f"{names} in one region" + (
+                f" ({regions[0]})" if regions[0] != "local" else ""))
+        else:
+            parts.append(f"{names} on {', '.join(dict.fromkeys(regions))}")
+    return "; ".join(parts)
+
+
 def render_scorecard(sc: dict[str, Any], run_dir: Path) -> Path:
     """Write ``run_dir/report.html`` for a scorecard (its scorecard.json as a dict); return
     its path. A partial scorecard (interrupted) shows the cells not measured as dashed."""
     props = sc["properties"]
     rows = []
     for store, cells in order(sc):
-        rows.append(f'<tr><td class="store">{escape(store)}</td>' + "".join(
+        # a sim:// URL may break after "?" and "&" (never inside a word)
+        name = escape(store).replace("?", "?<wbr>").replace("&amp;", "&amp;<wbr>")
+        rows.append(f'<tr><td class="store">{name}</td>' + "".join(
             f"<td>{_cell_button(store, p, c)}</td>" for p, c in zip(props, cells, strict=True))
                     + "</tr>")
     plan = sc["plan"]
@@ -180,8 +204,8 @@ def render_scorecard(sc: dict[str, Any], run_dir: Path) -> Path:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>replicalab scorecard</title><style>{_CSS}</style></head>
 <body>
-<h1>replicalab scorecard <span class="sub">· {escape(', '.join(sc['kinds']))} on
-{escape(sc['regions'])} · {'quick' if plan['quick'] else 'full'} · {sc['wall_s']:.0f} s</span></h1>
+<h1>replicalab scorecard <span class="sub">· {escape(placement(sc))} ·
+{'quick' if plan['quick'] else 'full'} · {sc['wall_s']:.0f} s</span></h1>
 <p class="legend"><span class="green">green: meets the goal or promise</span><span
 class="yellow">yellow: with a caveat</span><span class="red">red: misses it</span><span
 class="grey">grey: not measured (reason given)</span> Click a cell for its evidence.</p>

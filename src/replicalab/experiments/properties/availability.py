@@ -1,5 +1,6 @@
-"""Availability: reads and writes served while a region is cut off and while the
-leader/primary is crashed, graded against the kind's promise of local reads."""
+"""Availability: reads and writes served while a region is cut off and while the leader
+(primary; a coordinator or replica where the store has no leader) is down, graded against
+the store's promise of local reads."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from typing import Any
 from replicalab.cluster.kinds import Promise
 from replicalab.experiments import cells, measure
 from replicalab.experiments.plan import Plan, Subject
+from replicalab.experiments.promises import sim_rules
 from replicalab.experiments.property import Context, Property
+from replicalab.stores import open_store
 
 
 def _measure(ctx: Context) -> dict[str, Any]:
@@ -17,10 +20,18 @@ def _measure(ctx: Context) -> dict[str, Any]:
                                 ctx.progress)
 
 
-def _grade(ctx: Context, m: dict[str, Any], p: Promise) -> cells.Cell:
+def local_reads_promised(ctx: Context) -> bool:
+    """Return whether the store promises that a replica cut off from the rest keeps serving
+    eventual reads: its kind record says so, or for sim:// its scheme's own rules."""
     kind = ctx.subject.kind
-    return cells.availability_cell(ctx.subject.label, m, p,
-                                   kind.local_reads if kind is not None else True)
+    if kind is not None:
+        return kind.local_reads
+    info = open_store(ctx.subject.label, 1).info
+    return sim_rules(info.params, tuple(info.regions)).local_reads
+
+
+def _grade(ctx: Context, m: dict[str, Any], p: Promise) -> cells.Cell:
+    return cells.availability_cell(ctx.subject.label, m, p, local_reads_promised(ctx))
 
 
 def _steps(subject: Subject, plan: Plan, regions: int, asked: tuple[str, ...]) -> int:
