@@ -12,10 +12,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from matplotlib.figure import Figure
 
 from replicalab.models.paxos_wan_fit import Ranking, Row, StoreFit
 from replicalab.report.model_page import render_model_report
+from replicalab.workloads import pbs_real
 
 __all__ = ["TOLERANCE", "against_figure", "against_results", "render_against_report",
            "verdicts"]
@@ -174,3 +176,59 @@ def render_against_report(results: Mapping[str, Any], rows: Sequence[Row],
                 "with the fitted store delays beside the real store, at the lowest offered "
                 "rate.", against_figure(rows))] if rows else []
     return render_model_report(results, run_dir, figures=figures, kind="comparison")
+
+
+# -- PBS against a real Cassandra (issue 24, the whole curve: issue 28) -----------------
+
+
+def pbs_against_results(n: int, regions: str, writer: str, reader: str, duration_s: float,
+                        trials: int, seed: int, jitter_ms: float, used: Any,
+                        cal: pbs_real.Calibration, curves: list[pbs_real.CurveComparison],
+                        label: str, tolerance: float) -> dict[str, Any]:
+    """Return the results.json of ``model pbs --against``: every sampled t per pair, the
+    largest gap over all curves and where, the verdict judged on the whole curves."""
+    rows_out = [{"r": g.r, "w": g.w, **x} for g in curves for x in g.points]
+    judged = [g for g in curves if g.largest_gap is not None]
+    worst = max(judged, key=lambda g: g.largest_gap or 0.0, default=None)
+    has_power = any(g.has_power for g in curves)
+    legs = {f"n{i} ({c_region})": {"write_rt_median_ms": round(float(np.median(wr)), 3),
+                                   "read_rt_median_ms": round(float(np.median(rr)), 3)}
+            for i, (c_region, wr, rr) in enumerate(zip(used, cal.write_rt_ms, cal.read_rt_ms,
+                                                       strict=True))}
+    return {
+        "schema_version": 2, "model": "pbs", "title": label,
+        "params": {"n": n, "regions": regions, "writer_region": writer,
+                   "reader_region": reader, "duration_s_per_pair": duration_s,
+                   "trials": trials, "seed": seed, "jitter_ms": jitter_ms,
+                   "write_overhead_ms": cal.write_overhead_ms,
+                   "read_overhead_ms": cal.read_overhead_ms, "hop_ms": round(cal.hop_ms, 4)},
+        "legs": legs, "points": rows_out, "curves": [g.to_json() for g in curves],
+        "tolerance": tolerance,
+        "largest_gap": None if worst is None else worst.largest_gap,
+        "largest_gap_at": None if worst is None else {"r": worst.r, "w": worst.w,
+                                                      "t_ms": worst.largest_gap_t_ms},
+        "max_abs_difference": None if worst is None else worst.largest_gap,
+        "has_power": has_power,
+        "within_tolerance": (has_power and bool(judged)
+                             and all(g.within_tolerance for g in judged)),
+        "tables": [{"caption": "P(consistent read) t ms after the write was acknowledged, at "
+                               "every sampled t: predicted from the measured legs, measured "
+                               "on the cluster (reads started in [t, t + step))",
+                    "header": ["R", "W", "t (ms)", "reads' mean t (ms)", "predicted",
+                               "measured", "reads", "difference"],
+                    "rows": [[x["r"], x["w"], f"{x['t_ms']:g}", f"{x['t_mean_ms']:.2f}",
+                              f"{100 * x['predicted']:.1f}%",
+                              "n/a" if x["measured"] is None else f"{100 * x['measured']:.1f}%",
+                              x["reads"], "not judged" if x["difference"] is None
+                              else f"{100 * x['difference']:.1f}"] for x in rows_out]},
+                   {"caption": "Round trips to each replica measured on the cluster (median, "
+                               "ms, the client's own share subtracted)",
+                    "header": ["replica", "from the writer's coordinator",
+                               "from the reader's coordinator"],
+                    "rows": [[k, f"{v['write_rt_median_ms']:.2f}",
+                              f"{v['read_rt_median_ms']:.2f}"] for k, v in legs.items()]}],
+        "notes": [f"writer at {writer}, reader at {reader}; legs measured from {n} "
+                  "calibration keyspaces with one replica each; replication links jitter "
+                  f"+-{jitter_ms:g} ms; the model is read {cal.hop_ms:.2f} ms later than t "
+                  "(the clients' own hops, half their measured shares)"],
+    }
