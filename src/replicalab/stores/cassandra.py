@@ -186,12 +186,13 @@ class CassandraStore:
         """Return a client pinned to one coordinator (see the module doc); ValueError if
         that node cannot be reached."""
         region = self.url.placed(region)
-        ep = self.node_for(region)
+        ep = self.url.via(self.node_for(region), region)  # client links: the WAN
+        key = f"{ep.name}@{ep.host}:{ep.port}"
         async with self._lock:
-            node = self._coordinators.get(ep.name)
+            node = self._coordinators.get(key)
             if node is None:
                 node = await asyncio.to_thread(self._open, ep)
-                self._coordinators[ep.name] = node
+                self._coordinators[key] = node
         return CassandraClient(self, node)
 
     def _open(self, ep: Endpoint) -> _Node:

@@ -24,12 +24,12 @@ latency toxic draws one delay per chunk, chunks stay in order), so the write rea
 remote replica over a 2J-wide spread, and the curve has a real shape to predict.
 
 Comparison (``compare_curve``). The whole measured curve is sampled: every ``COARSE_MS``
-from 0 to the end of what was measured, and every ``step`` ms (1 ms, finer for a
-transition under 12 ms) across the transition, where the measured fraction moves from 2 %
-to 98 %. Each sampled t compares the fresh fraction of reads started in [t, t + step)
-with the prediction at those reads' mean t; the verdict is the largest gap over every
-sampled t with at least ``MIN_POINT_READS`` reads, and it has power only with at least
-``MIN_TRANSITION_POINTS`` sampled t strictly between 2 % and 98 %.
+from 0 to the end of what was measured, and every ``step`` ms across the transition, where
+the measured fraction moves from 2 % to 98 % (about TRANSITION_SAMPLES points: 2 ms for a
+40 ms transition, 0.5 ms for a 10 ms one). Each sampled t compares the fresh fraction of
+reads started in [t, t + step) with the prediction at those reads' mean t; the verdict is
+the largest gap over every sampled t with at least ``MIN_POINT_READS`` reads, and it has
+power only with at least ``MIN_TRANSITION_POINTS`` sampled t strictly between 2 % and 98 %.
 """
 
 from __future__ import annotations
@@ -77,6 +77,9 @@ LOW, HIGH = 0.02, 0.98
 """The transition: where the measured fraction is strictly between these."""
 MIN_TRANSITION_POINTS = 10
 """Sampled t strictly inside the transition a comparison needs to have power."""
+TRANSITION_SAMPLES = 20
+"""Sampled t across the transition: twice MIN_TRANSITION_POINTS, each with as many reads
+as the span allows (a 40 ms transition: every 2 ms)."""
 MIN_POINT_READS = 20
 """Reads a sampled t needs to count in the verdict (fewer: shown, not judged)."""
 WRITE_INTERVAL_R1_S = 0.1
@@ -319,7 +322,8 @@ def sample_times(m: Measured, coarse_ms: float = COARSE_MS) -> tuple[list[float]
     """Return (the t to sample in ms, the step across the transition in ms): every
     ``coarse_ms`` from 0 to the last 1 ms bucket holding MIN_POINT_READS reads, and every
     step from 2 ms before the measured fraction first exceeds LOW to 2 ms after it last is
-    below HIGH (1 ms; finer when that span is under 12 ms, down to 4 buckets)."""
+    below HIGH, the step cutting that span into about TRANSITION_SAMPLES (a multiple of
+    BUCKET_MS, at least one bucket, at most half of ``coarse_ms``)."""
     t, p, n = m.curve(1.0)
     dense = n >= MIN_POINT_READS
     if not dense.any():
@@ -331,9 +335,9 @@ def sample_times(m: Measured, coarse_ms: float = COARSE_MS) -> tuple[list[float]
     if inside.any():
         lo = float(np.floor(t[inside].min())) - 2.0
         hi = float(np.floor(t[inside].max())) + 2.0
-        span = hi - lo
-        if span < 12.0:
-            step = max(BUCKET_MS, float(np.floor(span / 12.0 / BUCKET_MS) * BUCKET_MS))
+        # about TRANSITION_SAMPLES points across it: each holds as many reads as it can
+        step = float(np.floor((hi - lo) / TRANSITION_SAMPLES / BUCKET_MS) * BUCKET_MS)
+        step = min(max(step, BUCKET_MS), COARSE_MS / 2)
         ts |= set(np.round(np.arange(max(lo, 0.0), min(hi, end) + 1e-9, step), 6).tolist())
     return sorted(ts), step
 
