@@ -203,6 +203,8 @@ def pbs_against_results(n: int, regions: str, writer: str, reader: str, duration
                    "write_overhead_ms": cal.write_overhead_ms,
                    "read_overhead_ms": cal.read_overhead_ms, "hop_ms": round(cal.hop_ms, 4)},
         "legs": legs, "points": rows_out, "curves": [g.to_json() for g in curves],
+        "round_trips_ms": {"write": [list(x) for x in cal.write_rt_ms],
+                           "read": [list(x) for x in cal.read_rt_ms]},
         "tolerance": tolerance,
         "largest_gap": None if worst is None else worst.largest_gap,
         "largest_gap_at": None if worst is None else {"r": worst.r, "w": worst.w,

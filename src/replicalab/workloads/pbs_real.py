@@ -25,7 +25,7 @@ remote replica over a 2J-wide spread, and the curve has a real shape to predict.
 
 Comparison (``compare_curve``). The whole measured curve is sampled: every ``COARSE_MS``
 from 0 to the end of what was measured, and every ``step`` ms across the transition, where
-the measured fraction moves from 2 % to 98 % (about TRANSITION_SAMPLES points: 2 ms for a
+the measured fraction moves from 0 % to 100 % (about TRANSITION_SAMPLES points: 2 ms for a
 40 ms transition, 0.5 ms for a 10 ms one). Each sampled t compares the fresh fraction of
 reads started in [t, t + step) with the prediction at those reads' mean t; the verdict is
 the largest gap over every sampled t with at least ``MIN_POINT_READS`` reads, and it has
@@ -77,9 +77,10 @@ LOW, HIGH = 0.02, 0.98
 """The transition: where the measured fraction is strictly between these."""
 MIN_TRANSITION_POINTS = 10
 """Sampled t strictly inside the transition a comparison needs to have power."""
-TRANSITION_SAMPLES = 20
-"""Sampled t across the transition: twice MIN_TRANSITION_POINTS, each with as many reads
-as the span allows (a 40 ms transition: every 2 ms)."""
+TRANSITION_SAMPLES = 30
+"""Sampled t across the transition (see ``sample_times``): about 20 where the curve rises
+from 5 % to 95 %, twice MIN_TRANSITION_POINTS, each with as many reads as the span allows
+(a 40 ms transition: every 2 ms)."""
 MIN_POINT_READS = 20
 """Reads a sampled t needs to count in the verdict (fewer: shown, not judged)."""
 WRITE_INTERVAL_R1_S = 0.1
@@ -296,12 +297,18 @@ def measure(c: Cluster, r: int, w: int, writer: str, reader: str, duration_s: fl
     run = run_probe(spec, out, tick)
     if run.error:
         raise ValueError(f"measuring R={r} W={w} on {c.name} failed: {run.error}")
-    h, _ = load_history(run.run_dir)
+    return measured_from_run(Path(run.run_dir), r, w)
+
+
+def measured_from_run(run_dir: Path, r: int, w: int) -> Measured:
+    """Return the t-visibility a staleness probe's run directory measured (see
+    :func:`measure`), e.g. to compare a model with a run again."""
+    h, _ = load_history(run_dir)
     writes, reads = element_ops(h, KEY)
     curve = since_ack(writes, reads, BUCKET_MS)
     return Measured(r, w, tuple(curve["t_mean_ms"]), tuple(curve["p"]),
-                    tuple(int(x) for x in curve["total"]), str(run.run_dir),
-                    int(run.results["ops"]["reads"]), int(run.results["ops"]["writes"]))
+                    tuple(int(x) for x in curve["total"]), str(run_dir),
+                    len(reads.invoke_ns), len(writes.invoke_ns))
 
 
 def compare_points(predicted: Callable[[Sequence[float]], np.ndarray], m: Measured,
@@ -318,27 +325,47 @@ def compare_points(predicted: Callable[[Sequence[float]], np.ndarray], m: Measur
     return rows
 
 
+def isotonic(p: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Return the non-decreasing fit of ``p`` closest in weighted least squares (pool
+    adjacent violators): a t-visibility curve only rises, so a noisy bucket or a stalled
+    client's read does not end the transition early or start it late."""
+    blocks: list[list[float]] = []  # [value, weight, count]
+    for x, w in zip(p.tolist(), np.maximum(weight, 1e-12).tolist(), strict=True):
+        blocks.append([x, w, 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            b = blocks.pop()
+            a = blocks[-1]
+            a[0] = (a[0] * a[1] + b[0] * b[1]) / (a[1] + b[1])
+            a[1] += b[1]
+            a[2] += b[2]
+    return np.concatenate([np.full(int(c), v) for v, _, c in blocks]) if blocks \
+        else np.zeros(0)
+
+
 def sample_times(m: Measured, coarse_ms: float = COARSE_MS) -> tuple[list[float], float]:
     """Return (the t to sample in ms, the step across the transition in ms): every
-    ``coarse_ms`` from 0 to the last 1 ms bucket holding MIN_POINT_READS reads, and every
-    step from 2 ms before the measured fraction first exceeds LOW to 2 ms after it last is
-    below HIGH, the step cutting that span into about TRANSITION_SAMPLES (a multiple of
-    BUCKET_MS, at least one bucket, at most half of ``coarse_ms``)."""
+    ``coarse_ms`` from 0 to the last 1 ms bucket holding MIN_POINT_READS reads, and, across
+    the transition, about TRANSITION_SAMPLES points: where the measured curve (its
+    non-decreasing fit, :func:`isotonic`) goes from 5 % to 95 %, widened by a quarter of
+    that span on each side, in steps that are a multiple of BUCKET_MS (at least one bucket,
+    at most half of ``coarse_ms``)."""
     t, p, n = m.curve(1.0)
     dense = n >= MIN_POINT_READS
     if not dense.any():
         return [], 1.0
-    end = float(np.floor(t[dense].max()))
+    t, p, n = t[dense], p[dense], n[dense]
+    end = float(np.floor(t.max()))
     ts = set(np.round(np.arange(0.0, end + 1e-9, coarse_ms), 6).tolist())
-    inside = dense & (p > LOW) & (p < HIGH)
+    fit = isotonic(p, n.astype(float))
+    rising = (fit >= 0.05) & (fit <= 0.95)
     step = 1.0
-    if inside.any():
-        lo = float(np.floor(t[inside].min())) - 2.0
-        hi = float(np.floor(t[inside].max())) + 2.0
-        # about TRANSITION_SAMPLES points across it: each holds as many reads as it can
+    if rising.any():
+        lo, hi = float(np.floor(t[rising].min())), float(np.ceil(t[rising].max()))
+        margin = max((hi - lo) / 4, 2.0)
+        lo, hi = max(lo - margin, 0.0), min(hi + margin, end)
         step = float(np.floor((hi - lo) / TRANSITION_SAMPLES / BUCKET_MS) * BUCKET_MS)
         step = min(max(step, BUCKET_MS), COARSE_MS / 2)
-        ts |= set(np.round(np.arange(max(lo, 0.0), min(hi, end) + 1e-9, step), 6).tolist())
+        ts |= set(np.round(np.arange(lo, hi + 1e-9, step), 6).tolist())
     return sorted(ts), step
 
 
