@@ -403,3 +403,47 @@ def test_adapter_passes_the_conformance_suite(cassandra_dc3):
         "describes-itself", "absent-reads-none", "consistent-read", "eventual-read",
         "multi-read", "conditional-write", "atomic-multi-write", "delete",
         "timeout-is-unknown"}, report.text()
+
+
+def test_pbs_whole_curve_on_jittering_links_matches_and_a_step_does_not(cassandra_dc3,
+                                                                        tmp_path):
+    """PBS against the real cluster where a model can be wrong: every replication link
+    jitters +-20 ms, so the write reaches the US-W replica over a 40 ms-wide spread. The
+    prediction from the legs' round trips follows the whole measured curve (>= 10 sampled
+    t strictly between 2 % and 98 %, every sampled t within 15 points), and a step at the
+    one-way delay, right at both ends, fails the same comparison."""
+    import numpy as np
+
+    from replicalab.cli.model_against import PBS_TOLERANCE
+    from replicalab.models import pbs
+    from replicalab.workloads import pbs_real
+
+    c, _ = cassandra_dc3
+    before = {x.name: x.jitter_ms for x in c.links}
+    pbs_real.set_jitter(c, pbs_real.DEFAULT_JITTER_MS)
+    try:
+        cal = pbs_real.calibrate(c, "US-E", "US-W")
+        wars = pbs.wars_from_round_trips(cal.write_rt_ms, cal.read_rt_ms)
+        m = pbs_real.measure(c, 1, 1, "US-E", "US-W", 20.0, tmp_path)
+    finally:
+        from replicalab.cluster import toxiproxy
+
+        tp = toxiproxy.Toxiproxy(c.toxiproxy_port)
+        try:
+            for x in c.links:  # the session cluster's other tests expect dc3's own jitter
+                tp.set_latency(x.name, x.downstream_ms, x.upstream_ms, before[x.name])
+                x.jitter_ms = before[x.name]
+        finally:
+            tp.close()
+    got = pbs_real.compare_curve(
+        lambda ts: pbs.t_visibility_after_ack(wars, 1, 1, ts, cal.hop_ms, 40_000, 1), m,
+        PBS_TOLERANCE)
+    assert got.has_power and got.transition_points >= 10, got.points
+    assert min(x["t_ms"] for x in got.points) == 0.0 and max(x["t_ms"] for x in got.points) >= 90
+    assert got.within_tolerance, (got.largest_gap, got.largest_gap_t_ms, got.points)
+    one_way_ms = next(x.upstream_ms for x in c.links
+                      if x.src_region == "US-E" and x.dst_region == "US-W")
+    step = pbs_real.compare_curve(
+        lambda ts: (np.asarray(ts, dtype=float) >= one_way_ms).astype(float), m,
+        PBS_TOLERANCE)
+    assert not step.within_tolerance and step.largest_gap > 0.3, step.largest_gap
