@@ -447,3 +447,39 @@ def test_pbs_whole_curve_on_jittering_links_matches_and_a_step_does_not(cassandr
         lambda ts: (np.asarray(ts, dtype=float) >= one_way_ms).astype(float), m,
         PBS_TOLERANCE)
     assert not step.within_tolerance and step.largest_gap > 0.3, step.largest_gap
+
+
+def test_cluster_up_takes_a_client_region_and_its_client_pays_the_wan(tmp_path: Path):
+    """`cluster up cassandra --client-region US-W` (what base.up does for it): one node in
+    US-E, so the US-W client reaches its coordinator through its client link (the driver
+    connects through the proxy) and pays the US-W <-> US-E round trip; a client placed in
+    US-E connects directly."""
+    from replicalab.regions import region_set
+    from replicalab.workloads.latency import LatencyConfig
+
+    try:
+        c = base.up("cassandra", 1, "dc3", name="c-west", client_region="US-W",
+                    root=tmp_path / "root")
+    except ValueError as err:
+        server_missing("cassandra", err)
+    try:
+        assert "client_region=US-W" in c.url and "client_links=US-W:0:" in c.url
+        assert {x.kind for x in c.links} == {"client"}  # one node: no replication link
+        rs = region_set("dc3")
+        rtt_ms = (rs.rtt_ms[rs.index("US-W")][rs.index("US-E")]
+                  + rs.rtt_ms[rs.index("US-E")][rs.index("US-W")]) / 2
+
+        def variants(region: str | None) -> dict[str, Any]:
+            spec = ProbeSpec(store=c.url, workload="latency",
+                             config=LatencyConfig(ops=10, region=region),
+                             options=ProbeOptions(duration_s=60))
+            run = run_probe(spec, tmp_path / "runs")
+            assert not run.error, run.error
+            return run.results["variants"]
+
+        west = variants(None)  # the URL's client_region places it
+        assert west["put"]["p50_ms"] >= rtt_ms and west["eventual read"]["p50_ms"] >= rtt_ms
+        east = variants("US-E")
+        assert east["put"]["p50_ms"] < 30, east
+    finally:
+        base.down(c.name, tmp_path / "root")
