@@ -113,3 +113,18 @@ def test_comparison_as_json_carries_every_sampled_t(measured):
     assert len(doc["points"]) == len(got.points) >= 20
     assert {"t_ms", "predicted", "measured", "difference", "reads"} <= set(doc["points"][0])
     assert doc["largest_gap"] == got.largest_gap and doc["has_power"] is True
+
+
+def test_model_pbs_refuses_a_jitter_it_cannot_use_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from replicalab.cli.main import app
+
+    alone = CliRunner().invoke(app, ["model", "pbs", "--jitter", "5ms", "--out",
+                                     str(tmp_path)])
+    assert alone.exit_code == 2 and "--against" in alone.output
+    # refused before a cluster starts: dc3's shortest one-way delay is 40 ms
+    big = CliRunner().invoke(app, ["model", "pbs", "--against", "cassandra", "--jitter",
+                                   "50ms", "--out", str(tmp_path)])
+    assert big.exit_code == 2 and "at most the shortest one-way delay" in big.output
+    assert "Traceback" not in big.output and not any(tmp_path.iterdir())

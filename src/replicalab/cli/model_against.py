@@ -239,6 +239,11 @@ def run_pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: 
                 raise ValueError(f"{flag} {reg!r}: use one of {', '.join(used)}")
         for a, b in pairs:
             pbs_real.level(a, n), pbs_real.level(b, n)
+        shortest = min((rs.one_way_ms(x, y)[0] for x in used for y in used if x != y),
+                       default=0.0)
+        if jitter_ms > shortest:
+            raise ValueError(f"--jitter {jitter_ms:g}ms: at most the shortest one-way delay "
+                             f"between the nodes' regions ({shortest:g} ms on {regions})")
         run_dir = make_run_dir(out, "model", f"pbs-n{n}-against-cassandra")
     except ValueError as err:
         fail(str(err))
