@@ -60,8 +60,12 @@ def test_layout_links_and_status(cassandra_dc3):
     assert [n.region for n in c.nodes] == ["US-E", "US-W", "EU"]
     assert len({advertised(n) for n in c.nodes}) == 3
     # one proxy per ordered pair of nodes, each carrying its own direction's delay
-    assert sorted(x.name for x in c.links) == sorted(
+    assert sorted(x.name for x in c.links if x.kind != "client") == sorted(
         f"peer-{a}-{b}" for a in range(3) for b in range(3) if a != b)
+    # and one client link per client region and node outside it
+    assert sorted(x.name for x in c.links if x.kind == "client") == sorted(
+        f"client-{r}-{i}" for r in ("US-E", "US-W", "EU") for i in range(3)
+        if c.nodes[i].region != r)
     assert _one_way_ms(c, "US-E", "US-W") == 40 and _one_way_ms(c, "US-W", "US-E") == 41.5
     _, rows = base.status(c.name, root)
     assert [r["role"] for r in rows] == ["up"] * 3 and all(r["alive"] == "yes" for r in rows)
