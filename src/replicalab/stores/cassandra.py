@@ -386,7 +386,9 @@ class CassandraClient:
             raise _error(err, self.name) from None
         host = getattr(rf, "coordinator_host", None)
         address = str(host).rsplit(":", 1)[0] if host else self.node.endpoint.host
-        return rows, self.store.name_of(address)
+        name = self.store.name_of(address)
+        # a coordinator reached through a client link answers from the proxy's address
+        return rows, self.node.endpoint.name if name == address else name
 
     def _bind(self, name: str, values: Sequence[Any], level: str,
               serial: str | None = None) -> Any:
