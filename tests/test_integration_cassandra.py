@@ -428,7 +428,7 @@ def test_pbs_whole_curve_on_jittering_links_matches_and_a_step_does_not(cassandr
     try:
         cal = pbs_real.calibrate(c, "US-E", "US-W")
         wars = pbs.wars_from_round_trips(cal.write_rt_ms, cal.read_rt_ms)
-        m = pbs_real.measure(c, 1, 1, "US-E", "US-W", 20.0, tmp_path)
+        m = pbs_real.measure(c, 1, 1, "US-E", "US-W", 30.0, tmp_path)  # the default
     finally:
         from replicalab.cluster import toxiproxy
 

@@ -90,7 +90,7 @@ def pbs(
         help="Measure a real store instead: cassandra (N nodes, one per region; legs from "
              "its own traffic, P(consistent) measured beside the prediction).")] = None,
     duration: Annotated[str | None, typer.Option(
-        help="With --against: probing time per (R, W), e.g. 15s.")] = None,
+        help="With --against: probing time per (R, W) (default 30s).")] = None,
     reader_region: Annotated[str | None, typer.Option(
         help="With --against: the reader's region (the writer's is --client-region).")
                              ] = None,

@@ -24,10 +24,11 @@ latency toxic draws one delay per chunk, chunks stay in order), so the write rea
 remote replica over a 2J-wide spread, and the curve has a real shape to predict.
 
 Comparison (``compare_curve``). The whole measured curve is sampled: every ``COARSE_MS``
-from 0 to the end of what was measured, and every ``step`` ms across the transition, where
-the measured fraction moves from 0 % to 100 % (about TRANSITION_SAMPLES points: 2 ms for a
-40 ms transition, 0.5 ms for a 10 ms one). Each sampled t compares the fresh fraction of
-reads started in [t, t + step) with the prediction at those reads' mean t; the verdict is
+from 0 to the end of what was measured (5 ms windows), and every ``step`` ms across the
+transition, where the measured fraction moves from 0 % to 100 % (about TRANSITION_SAMPLES
+windows: 2 ms for a 40 ms transition, 0.5 ms for a 10 ms one). Each sampled t compares the
+fresh fraction of the reads started in its window with the prediction at those reads' mean
+t; the verdict is
 the largest gap over every sampled t with at least ``MIN_POINT_READS`` reads, and it has
 power only with at least ``MIN_TRANSITION_POINTS`` sampled t strictly between 2 % and 98 %.
 """
@@ -342,31 +343,42 @@ def isotonic(p: np.ndarray, weight: np.ndarray) -> np.ndarray:
         else np.zeros(0)
 
 
-def sample_times(m: Measured, coarse_ms: float = COARSE_MS) -> tuple[list[float], float]:
-    """Return (the t to sample in ms, the step across the transition in ms): every
-    ``coarse_ms`` from 0 to the last 1 ms bucket holding MIN_POINT_READS reads, and, across
-    the transition, about TRANSITION_SAMPLES points: where the measured curve (its
-    non-decreasing fit, :func:`isotonic`) goes from 5 % to 95 %, widened by a quarter of
-    that span on each side, in steps that are a multiple of BUCKET_MS (at least one bucket,
-    at most half of ``coarse_ms``)."""
-    t, p, n = m.curve(1.0)
-    dense = n >= MIN_POINT_READS
-    if not dense.any():
-        return [], 1.0
+def sample_times(m: Measured, coarse_ms: float = COARSE_MS
+                 ) -> tuple[list[tuple[float, float]], float]:
+    """Return (the windows to sample, each (t, width) in ms: reads started in [t, t +
+    width); the step across the transition in ms).
+
+    Every ``coarse_ms`` from 0 to the last window holding MIN_POINT_READS reads, each
+    ``coarse_ms / 2`` wide; and, across the transition, about TRANSITION_SAMPLES windows
+    side by side: where the measured curve (its non-decreasing fit, :func:`isotonic`, on the
+    finest of 1, 2 or 5 ms buckets most of which hold MIN_POINT_READS reads) goes from 5 %
+    to 95 %, widened by a quarter of that span on each side, in steps that are a multiple
+    of BUCKET_MS, at least that bucket width and at most half of ``coarse_ms`` (a coarse
+    window inside that span gives way to them)."""
+    half = coarse_ms / 2
+    tc, _, nc = m.curve(half)
+    if not (nc >= MIN_POINT_READS).any():
+        return [], half
+    end = float(np.floor(tc[nc >= MIN_POINT_READS].max()))
+    coarse = [float(x) for x in np.round(np.arange(0.0, end + 1e-9, coarse_ms), 6)]
+    for width in (1.0, 2.0, half):  # sparse readers (R >= 2 waits a WAN round trip)
+        t, p, n = m.curve(width)
+        dense = n >= MIN_POINT_READS
+        if dense.sum() >= len(n) / 2:
+            break
     t, p, n = t[dense], p[dense], n[dense]
-    end = float(np.floor(t.max()))
-    ts = set(np.round(np.arange(0.0, end + 1e-9, coarse_ms), 6).tolist())
     fit = isotonic(p, n.astype(float))
     rising = (fit >= 0.05) & (fit <= 0.95)
-    step = 1.0
-    if rising.any():
-        lo, hi = float(np.floor(t[rising].min())), float(np.ceil(t[rising].max()))
-        margin = max((hi - lo) / 4, 2.0)
-        lo, hi = max(lo - margin, 0.0), min(hi + margin, end)
-        step = float(np.floor((hi - lo) / TRANSITION_SAMPLES / BUCKET_MS) * BUCKET_MS)
-        step = min(max(step, BUCKET_MS), COARSE_MS / 2)
-        ts |= set(np.round(np.arange(lo, hi + 1e-9, step), 6).tolist())
-    return sorted(ts), step
+    if not rising.any():
+        return [(x, half) for x in coarse], half
+    lo, hi = float(np.floor(t[rising].min())), float(np.ceil(t[rising].max()))
+    margin = max((hi - lo) / 4, 2.0)
+    lo, hi = max(lo - margin, 0.0), min(hi + margin, end + half)
+    step = float(np.floor((hi - lo) / TRANSITION_SAMPLES / BUCKET_MS) * BUCKET_MS)
+    step = min(max(step, BUCKET_MS, width), half)
+    inside = [float(x) for x in np.round(np.arange(lo, hi + 1e-9, step), 6)]
+    out = [(x, half) for x in coarse if not lo <= x <= hi] + [(x, step) for x in inside]
+    return sorted(out), step
 
 
 @dataclass(frozen=True)
@@ -413,15 +425,15 @@ class CurveComparison:
 def compare_curve(predicted: Callable[[Sequence[float]], np.ndarray], m: Measured,
                   tolerance: float) -> CurveComparison:
     """Return the comparison of ``predicted`` (P(consistent) at each t in ms after the ack)
-    with the measured curve ``m`` at every t of :func:`sample_times`."""
-    ts, step = sample_times(m)
+    with the measured curve ``m`` in every window of :func:`sample_times`."""
+    windows, step = sample_times(m)
     rows: list[dict[str, float | int | None]] = []
-    for t in ts:
-        p, t_mean, reads = m.window(t, step)
+    for t, width in windows:
+        p, t_mean, reads = m.window(t, width)
         pred = float(predicted([t_mean])[0])
         judged = p is not None and reads >= MIN_POINT_READS
         rows.append({"t_ms": t, "t_mean_ms": round(t_mean, 3),
-                     "measured": None if p is None else round(p, 6),
+                     "width_ms": width, "measured": None if p is None else round(p, 6),
                      "predicted": round(pred, 6), "reads": reads,
                      "difference": round(abs(pred - p), 6) if judged and p is not None
                      else None})
