@@ -297,7 +297,7 @@ def run_pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: 
         sys.stdout.write(json.dumps({**results, "run_dir": str(run_dir),
                                      "report": str(report)}, sort_keys=True) + "\n")
     else:
-        show(TableData.from_json(results["tables"][0], right=(0, 1, 2, 3, 4, 5, 6, 7)))
+        show(TableData.from_json(results["tables"][0], right=tuple(range(9))))
         for g in curves:
             judged = sum(1 for x in g.points if x["difference"] is not None)
             say(f"R={g.r} W={g.w}: largest gap over the {judged} sampled t: "

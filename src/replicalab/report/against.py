@@ -215,10 +215,11 @@ def pbs_against_results(n: int, regions: str, writer: str, reader: str, duration
                              and all(g.within_tolerance for g in judged)),
         "tables": [{"caption": "P(consistent read) t ms after the write was acknowledged, at "
                                "every sampled t: predicted from the measured legs, measured "
-                               "on the cluster (reads started in [t, t + step))",
-                    "header": ["R", "W", "t (ms)", "reads' mean t (ms)", "predicted",
-                               "measured", "reads", "difference"],
-                    "rows": [[x["r"], x["w"], f"{x['t_ms']:g}", f"{x['t_mean_ms']:.2f}",
+                               "on the cluster (reads started in [t, t + window))",
+                    "header": ["R", "W", "t (ms)", "window (ms)", "reads' mean t (ms)",
+                               "predicted", "measured", "reads", "difference"],
+                    "rows": [[x["r"], x["w"], f"{x['t_ms']:g}", f"{x['width_ms']:g}",
+                              f"{x['t_mean_ms']:.2f}",
                               f"{100 * x['predicted']:.1f}%",
                               "n/a" if x["measured"] is None else f"{100 * x['measured']:.1f}%",
                               x["reads"], "not judged" if x["difference"] is None
