@@ -23,9 +23,10 @@ built beforehand — its process start and parsing are left out, ours are not. H
 
 Each command runs ``--repeats`` times (median); "command / Porcupine" is that median over
 Porcupine's median check-call time of this run; "check / Porcupine" puts the checks'
-own ``check_s`` (from the ``--json`` run: search, shrinking and explanations, no start-up
-or parsing) beside the same calls. The machine is shared: the load average is printed
-before and after.
+own time (``check_ns`` of a ``--json`` run in every round, summed over the case's
+histories in nanoseconds: search, shrinking and explanations, no start-up or parsing;
+the median over the rounds) beside the same calls. The machine is shared: the load
+average is printed before and after.
 
 Run: .venv/bin/python benchmarks/bench_check_command.py [--repeats 5] [--timeout 20]
      [--quick] [--json PATH]
@@ -74,7 +75,13 @@ class Case:
     ours_s: list[float] = field(default_factory=list)
     ours_dir_s: list[float] = field(default_factory=list)
     ours: list[Any] = field(default_factory=list)
-    check_s: float = 0.0
+    check_ns: list[int] = field(default_factory=list)  # per round: the checks' sum
+
+    @property
+    def check_s(self) -> float:
+        """Return the median over rounds of the check time summed over the case's
+        histories (s)."""
+        return statistics.median(self.check_ns) / 1e9 if self.check_ns else float("nan")
     minimal: bool = True
     lines: bool = True
     porcupine: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -291,9 +298,13 @@ def generated_cases(tmp: Path, quick: bool) -> list[Case]:
 
 
 def time_ours(case: Case) -> None:
-    """Time ``replicalab check`` once on the case's files (and run directory)."""
+    """Time ``replicalab check`` once on the case's files (and run directory), and record
+    the check's own time of one ``--json`` run (``check_ns``, summed over the histories:
+    nanoseconds, so a hundred sub-millisecond checks do not round to nothing)."""
     args = [*map(str, case.paths), "--model", case.model, "--timeout", "600s"]
     case.ours_s.append(_command(["check", *args])[0])
+    _, p = _command(["check", *args, "--json"])
+    case.check_ns.append(sum(int(d["check_ns"]) for d in json.loads(p.stdout)["results"]))
     if case.run_dir is not None:
         case.ours_dir_s.append(_command(["check", str(case.run_dir), "--model",
                                          case.model])[0])
@@ -306,7 +317,6 @@ def read_ours(case: Case) -> None:
     _, p = _command(["check", *args, "--json"])
     docs = json.loads(p.stdout)["results"]
     case.ours = [d["valid"] for d in docs]
-    case.check_s = sum(d["check_s"] for d in docs)  # the check alone, in the process
     ces = [c for d in docs for c in d["counterexample"] or ()]
     case.minimal = all(c["minimal"] for c in ces)
     case.lines = all(not d["timed"] for d in docs)
@@ -412,7 +422,8 @@ def report(cases: list[Case], timeout_s: float) -> list[dict[str, Any]]:
                "known": verdicts(known), "ours": verdicts(c.ours),
                "command_ms": round(ours_s * 1000, 1),
                "run_dir_ms": round(_median(c.ours_dir_s) * 1000, 1) if c.ours_dir_s else None,
-               "check_ms": round(c.check_s * 1000, 1),
+               "check_ms": round(c.check_s * 1000, 3),
+               "check_ms_all": [round(x / 1e6, 3) for x in c.check_ns],
                "porcupine": p_text, "porcupine_ms": None if no_verdict else round(p_s * 1000, 1),
                "ratio": ratio, "check_ratio": check_ratio, "minimal": c.minimal,
                "lines": c.lines,
@@ -421,7 +432,7 @@ def report(cases: list[Case], timeout_s: float) -> list[dict[str, Any]]:
         print(f"| {c.name} | {c.model} | {n_ops:,} | {flight} | {row['known']} | "
               f"{row['ours']} | {row['command_ms']:,} | "
               f"{'-' if c.run_dir is None else format(row['run_dir_ms'], ',')} | "
-              f"{row['check_ms']:,} | "
+              f"{row['check_ms']:,.3f} | "
               f"{p_text} | {'-' if no_verdict else f'{p_s * 1000:,.1f}'} | {ratio} | "
               f"{check_ratio} | "
               f"{'yes' if c.minimal else 'NO'} | {'yes' if c.lines else 'no (timed)'} |"

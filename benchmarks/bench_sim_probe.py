@@ -8,9 +8,10 @@ implements its scheme as ``sim/`` does (``simpledb`` as calibrated to seed 000: 
 per-item commit batches, buffered secondaries, slow calls; ``quorum``: N/R/W with
 last-writer-wins stamps and per-replica apply delays; ``primary``: asynchronous forwarding
 over ordered links, every node's FIFO queue) with the same wake-ups, the same probe
-schedule (``workloads/slots.py``) and the same buffered random stream drawn in the same
-order, so with the same seed both compute the same history. The benchmark checks that they
-did (equal op counts, equal fresh fractions, equal digests of every row) and refuses to
+schedule (``workloads/slots.py``) and the same random stream implementation drawn in the
+same order (``sim.random.new_stream``: the native one when it is built, as replicalab's),
+so with the same seed both compute the same history. The benchmark checks that they did
+(equal op counts, equal fresh fractions, equal digests of every row) and refuses to
 print a ratio otherwise. Then it times the full single-thread study of seed 003 §2.1.1
 (26,500 writes, issued at 50 reads/s) end to end: simulation, checkers, Parquet history,
 results.
@@ -45,7 +46,7 @@ from replicalab.history import History, encode_value
 from replicalab.regions import LAN_RTT_MS, LAN_SD_MS, region_set
 from replicalab.sim.primary import PrimaryParams
 from replicalab.sim.quorum import QuorumParams
-from replicalab.sim.random import Stream
+from replicalab.sim.random import new_stream
 from replicalab.sim.simpledb import SimpleDBParams
 from replicalab.stores import open_store
 from replicalab.workloads import staleness
@@ -77,7 +78,9 @@ class _Peer:
         import simpy
 
         self.env = simpy.Environment()
-        self.s = Stream(np.random.default_rng(seed))
+        # the stream replicalab's simulated stores draw from (``sim.native.stream_for``):
+        # the native one when it is built, so neither side draws faster than the other
+        self.s = new_stream(np.random.default_rng(seed))
 
     @staticmethod
     def delay_ms(mean_ms: float, sd_ms: float) -> tuple[int, int, int]:

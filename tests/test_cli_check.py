@@ -55,6 +55,8 @@ def test_edn_line_per_op_stale_read_exits_1_with_the_explanation(tmp_path):
     doc = json.loads(r.stdout)["results"][0]
     assert doc["valid"] is False and doc["ops"] == 3 and doc["keys"] == 1
     assert doc["model"] == "register" and doc["check_s"] >= 0
+    # nanoseconds, unrounded (a benchmark sums them over a hundred histories)
+    assert isinstance(doc["check_ns"], int) and abs(doc["check_ns"] / 1e9 - doc["check_s"]) <= 5e-4
     ce = doc["counterexample"][0]
     # ops are named by the line of their invoke; the write of 1 is not needed (it
     # completed before the write of 2 began, whether or not it took effect)

@@ -60,8 +60,12 @@ def test_layout_links_and_status(cassandra_dc3):
     assert [n.region for n in c.nodes] == ["US-E", "US-W", "EU"]
     assert len({advertised(n) for n in c.nodes}) == 3
     # one proxy per ordered pair of nodes, each carrying its own direction's delay
-    assert sorted(x.name for x in c.links) == sorted(
+    assert sorted(x.name for x in c.links if x.kind != "client") == sorted(
         f"peer-{a}-{b}" for a in range(3) for b in range(3) if a != b)
+    # and one client link per client region and node outside it
+    assert sorted(x.name for x in c.links if x.kind == "client") == sorted(
+        f"client-{r}-{i}" for r in ("US-E", "US-W", "EU") for i in range(3)
+        if c.nodes[i].region != r)
     assert _one_way_ms(c, "US-E", "US-W") == 40 and _one_way_ms(c, "US-W", "US-E") == 41.5
     _, rows = base.status(c.name, root)
     assert [r["role"] for r in rows] == ["up"] * 3 and all(r["alive"] == "yes" for r in rows)
@@ -332,9 +336,12 @@ def test_up_then_down_leaves_no_process_and_no_listening_port(tmp_path: Path):
 
 
 def test_pbs_prediction_from_measured_legs_matches_measurement(cassandra_dc3, tmp_path):
-    """PBS against the real cluster: legs from its own round trips, t-visibility measured
-    with the writer at US-E and the reader at US-W, for the five (R, W) pairs; every
-    measured point within PBS_TOLERANCE (15 points) of the prediction."""
+    """PBS against the real cluster on dc3's own links: legs from its own round trips,
+    t-visibility measured with the writer at US-E and the reader at US-W, for the five
+    (R, W) pairs. The four pairs fresh from t = 0 are compared with the prediction at t = 0,
+    10, 50 and 100 ms (within PBS_TOLERANCE); R = 1, W = 1 is a step 2 ms wide here, which
+    no comparison at a few times can judge a model on (the jittered test below does), so
+    only its measurement is checked: stale right after the ack, fresh 50 ms later."""
     from replicalab.experiments.against import PBS_TOLERANCE
     from replicalab.models import pbs
     from replicalab.workloads import pbs_real
@@ -350,14 +357,15 @@ def test_pbs_prediction_from_measured_legs_matches_measurement(cassandra_dc3, tm
         m = pbs_real.measure(c, r, w, "US-E", "US-W", 3.5, tmp_path)
         rows = pbs_real.compare_points(
             lambda ts, r=r, w=w: pbs.t_visibility(wars, r, w, ts, 20_000, 1), m)
+        if (r, w) == (1, 1):  # the only pair whose reads can miss the write on dc3
+            assert rows[0]["measured"] is not None and rows[0]["measured"] < 0.3, rows
+            assert rows[2]["measured"] is not None and rows[2]["measured"] >= 0.9, rows
+            continue
         for row in rows:
             if row["difference"] is not None:
                 worst = max(worst, row["difference"])
                 compared += 1
-        if (r, w) == (1, 1):  # the only pair whose reads can miss the write on dc3
-            assert rows[0]["measured"] is not None and rows[0]["measured"] < 0.3, rows
-            assert rows[2]["measured"] is not None and rows[2]["measured"] >= 0.9, rows
-    assert compared >= 15 and worst <= PBS_TOLERANCE, worst
+    assert compared >= 10 and worst <= PBS_TOLERANCE, worst
 
 
 def test_counter_violations_weak_native_counters_oversell_middlewares_never(cassandra_dc3,
@@ -405,3 +413,83 @@ def test_adapter_passes_the_conformance_suite(cassandra_dc3):
         "describes-itself", "absent-reads-none", "consistent-read", "eventual-read",
         "multi-read", "conditional-write", "atomic-multi-write", "delete",
         "timeout-is-unknown", "txn-own-writes"}, report.text()  # txn-atomic: no isolation
+
+
+def test_pbs_whole_curve_on_jittering_links_matches_and_a_step_does_not(cassandra_dc3,
+                                                                        tmp_path):
+    """PBS against the real cluster where a model can be wrong: every replication link
+    jitters +-20 ms, so the write reaches the US-W replica over a 40 ms-wide spread. The
+    prediction from the legs' round trips follows the whole measured curve (>= 10 sampled
+    t strictly between 2 % and 98 %, every sampled t within 15 points), and a step at the
+    one-way delay, right at both ends, fails the same comparison."""
+    import numpy as np
+
+    from replicalab.experiments.against import PBS_TOLERANCE
+    from replicalab.models import pbs
+    from replicalab.workloads import pbs_real
+
+    c, _ = cassandra_dc3
+    before = {x.name: x.jitter_ms for x in c.links}
+    pbs_real.set_jitter(c, pbs_real.DEFAULT_JITTER_MS)
+    try:
+        cal = pbs_real.calibrate(c, "US-E", "US-W")
+        wars = pbs.wars_from_round_trips(cal.write_rt_ms, cal.read_rt_ms)
+        m = pbs_real.measure(c, 1, 1, "US-E", "US-W", 30.0, tmp_path)  # the default
+    finally:
+        from replicalab.cluster import toxiproxy
+
+        tp = toxiproxy.Toxiproxy(c.toxiproxy_port)
+        try:
+            for x in c.links:  # the session cluster's other tests expect dc3's own jitter
+                tp.set_latency(x.name, x.downstream_ms, x.upstream_ms, before[x.name])
+                x.jitter_ms = before[x.name]
+        finally:
+            tp.close()
+    got = pbs_real.compare_curve(
+        lambda ts: pbs.t_visibility_after_ack(wars, 1, 1, ts, cal.hop_ms, 40_000, 1), m,
+        PBS_TOLERANCE)
+    assert got.has_power and got.transition_points >= 10, got.points
+    assert min(x["t_ms"] for x in got.points) == 0.0 and max(x["t_ms"] for x in got.points) >= 90
+    assert got.within_tolerance, (got.largest_gap, got.largest_gap_t_ms, got.points)
+    one_way_ms = next(x.upstream_ms for x in c.links
+                      if x.src_region == "US-E" and x.dst_region == "US-W")
+    step = pbs_real.compare_curve(
+        lambda ts: (np.asarray(ts, dtype=float) >= one_way_ms).astype(float), m,
+        PBS_TOLERANCE)
+    assert not step.within_tolerance and step.largest_gap > 0.3, step.largest_gap
+
+
+def test_cluster_up_takes_a_client_region_and_its_client_pays_the_wan(tmp_path: Path):
+    """`cluster up cassandra --client-region US-W` (what base.up does for it): one node in
+    US-E, so the US-W client reaches its coordinator through its client link (the driver
+    connects through the proxy) and pays the US-W <-> US-E round trip; a client placed in
+    US-E connects directly."""
+    from replicalab.regions import region_set
+    from replicalab.workloads.latency import LatencyConfig
+
+    try:
+        c = base.up("cassandra", 1, "dc3", name="c-west", client_region="US-W",
+                    root=tmp_path / "root")
+    except ValueError as err:
+        server_missing("cassandra", err)
+    try:
+        assert "client_region=US-W" in c.url and "client_links=US-W:0:" in c.url
+        assert {x.kind for x in c.links} == {"client"}  # one node: no replication link
+        rs = region_set("dc3")
+        rtt_ms = (rs.rtt_ms[rs.index("US-W")][rs.index("US-E")]
+                  + rs.rtt_ms[rs.index("US-E")][rs.index("US-W")]) / 2
+
+        def variants(region: str | None) -> dict[str, Any]:
+            spec = ProbeSpec(store=c.url, workload="latency",
+                             config=LatencyConfig(ops=10, region=region),
+                             options=ProbeOptions(duration_s=60))
+            run = run_probe(spec, tmp_path / "runs")
+            assert not run.error, run.error
+            return run.results["variants"]
+
+        west = variants(None)  # the URL's client_region places it
+        assert west["put"]["p50_ms"] >= rtt_ms and west["eventual read"]["p50_ms"] >= rtt_ms
+        east = variants("US-E")
+        assert east["put"]["p50_ms"] < 30, east
+    finally:
+        base.down(c.name, tmp_path / "root")

@@ -297,8 +297,10 @@ def test_status_and_down_leave_nothing(etcd_dc3):
     assert len({r["member_id"] for r in rows}) == 3
     assert len({r["leader_id"] for r in rows}) == 1
     assert all(r["behind"].isdigit() for r in rows)
-    assert len(c.links) == 6 and {x.name for x in c.links} == {
+    peers = [x for x in c.links if x.kind != "client"]
+    assert len(peers) == 6 and {x.name for x in peers} == {
         f"peer-{i}-{j}" for i in range(3) for j in range(3) if i != j}
+    assert sum(x.kind == "client" for x in c.links) == 6  # per client region and node
     pids = base.down(c.name, root)
     assert len(pids) == 4
     assert not any(process.alive(p) for p in pids)
@@ -346,7 +348,10 @@ def test_five_members_survive_a_crash_and_restart(tmp_path):
         _, rows = base.status(c.name, tmp_path)
         assert [r["role"] for r in rows].count("leader") == 1
         assert all(r["alive"] == "yes" and r["role"] != "unreachable" for r in rows)
-        assert len(c.links) == 20
+        assert sum(x.kind != "client" for x in c.links) == 20
+        regions = dict.fromkeys(n.region for n in c.nodes)  # one client link per client
+        assert sum(x.kind == "client" for x in c.links) == sum(  # region and node outside it
+            n.region != r for r in regions for n in c.nodes)
     finally:
         pids = base.down(c.name, tmp_path)
     assert not any(process.alive(p) for p in pids)

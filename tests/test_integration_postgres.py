@@ -90,9 +90,10 @@ def test_standby_stale_for_the_injected_delay(pg_dc3, tmp_path):
     assert len(windows) >= 8 and max(windows) < 250, windows
     window = float(np.median(windows))
     assert abs(window - one_way_ms) <= 0.3 * one_way_ms, windows
-    # the primary never serves a value older than the last acknowledged write
+    # the primary never serves a value older than the last acknowledged write; the reader
+    # in US-W reaches the US-E primary over its client link, one ~82 ms round trip a read
     fresh, total = _fresh_after_ack(_probe(c.url, "consistent", tmp_path, duration_s=5))
-    assert total > 300 and fresh == total
+    assert total > 30 and fresh == total
 
 
 def test_remote_apply_is_fresh_at_the_ack_and_loses_nothing(pg_dc3, tmp_path):

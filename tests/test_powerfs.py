@@ -3,6 +3,7 @@ and a kill -9 alone loses nothing (the file system, like a kernel, still holds i
 
 from __future__ import annotations
 
+import mmap
 import os
 import signal
 import subprocess
@@ -55,6 +56,69 @@ def test_synced_write_is_kept_after_power_loss(fs, tmp_path):
         f.write(b"tail never synced")
     _power_loss(fs, tmp_path)
     assert p.read_bytes() == b"x" * (3 * PAGE_BYTES + 5)
+
+
+def _synced_file(p: Path, data: bytes) -> None:
+    with p.open("wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def test_msynced_mmap_pages_survive_power_loss_and_the_others_do_not(fs, tmp_path):
+    """Cassandra's commit log writes through a shared mapping of a preallocated segment and
+    msyncs what it has written: msync'ed pages are on the disk, dirty pages of the mapping
+    that were never msync'ed are not."""
+    p = tmp_path / "mnt" / "CommitLog-1.log"
+    _synced_file(p, b"\0" * (3 * PAGE_BYTES))  # the preallocated segment, synced
+    fd = os.open(p, os.O_RDWR)
+    try:
+        with mmap.mmap(fd, 3 * PAGE_BYTES) as mm:
+            mm[0:7] = b"entry-1"
+            mm.flush(0, PAGE_BYTES)  # msync(MS_SYNC) of the first page
+            mm[PAGE_BYTES:PAGE_BYTES + 7] = b"entry-2"  # written, never msync'ed
+            assert p.read_bytes()[PAGE_BYTES:PAGE_BYTES + 7] == b"entry-2"  # readers see it
+    finally:
+        os.close(fd)  # close(2) writes the dirty pages back to the file system, unsynced
+    assert (tmp_path / "disk" / p.name).read_bytes()[:7] == b"entry-1"
+    _power_loss(fs, tmp_path)
+    data = p.read_bytes()
+    assert len(data) == 3 * PAGE_BYTES
+    assert data[:7] == b"entry-1"
+    assert data[PAGE_BYTES:PAGE_BYTES + 7] == b"\0" * 7
+
+
+def test_a_rename_without_a_directory_fsync_is_undone_by_power_loss(fs, tmp_path):
+    d = tmp_path / "mnt"
+    _synced_file(d / "state", b"version 1")
+    _synced_file(d / "state.tmp", b"version 2")
+    os.rename(d / "state.tmp", d / "state")  # both files synced; the directory is not
+    assert (d / "state").read_bytes() == b"version 2" and not (d / "state.tmp").exists()
+    _power_loss(fs, tmp_path)
+    # the rename is lost: the old file is back under its name, the new one under its own
+    assert (d / "state").read_bytes() == b"version 1"
+    assert (d / "state.tmp").read_bytes() == b"version 2"
+
+
+def test_a_rename_followed_by_a_directory_fsync_survives_power_loss(fs, tmp_path):
+    d = tmp_path / "mnt"
+    (d / "sub").mkdir()
+    _synced_file(d / "sub" / "state", b"version 1")
+    _synced_file(d / "sub" / "state.tmp", b"version 2")
+    os.rename(d / "sub" / "state.tmp", d / "sub" / "state")
+    dfd = os.open(d / "sub", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+    _synced_file(d / "other.tmp", b"x")
+    os.rename(d / "other.tmp", d / "other")  # another directory's rename stays volatile
+    _power_loss(fs, tmp_path)
+    assert (d / "sub" / "state").read_bytes() == b"version 2"
+    assert sorted(x.name for x in (d / "sub").iterdir()) == ["state"]
+    assert (d / "other.tmp").exists() and not (d / "other").exists()
+    stash = tmp_path / "disk.powerfs-renames"
+    assert not stash.exists() or not any(stash.iterdir())  # nothing kept any more
 
 
 def test_kill9_alone_keeps_unsynced_writes(fs, tmp_path):

@@ -505,6 +505,24 @@ class OwnRedis:
         if not wait_listening(self.port, 20):
             raise ValueError(f"redis-server did not listen on {self.port}; see "
                              f"{self.data_dir}/server.log")
+        self.wait_answering(20.0)
+
+    def wait_answering(self, timeout_s: float) -> None:
+        """Return once the server answers PING (listening is not enough: after a restart
+        it may still be loading its AOF, or a half-closed socket of the killed server may
+        reset the first connection)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                with redis.Redis(port=self.port, socket_timeout=1.0) as r:
+                    if r.ping():
+                        return
+            except redis.RedisError as err:  # LOADING, connection reset or refused
+                if time.monotonic() > deadline:
+                    raise ValueError(f"redis-server on {self.port} did not answer within "
+                                     f"{timeout_s:g} s ({err}); see "
+                                     f"{self.data_dir}/server.log") from None
+            time.sleep(0.05)  # a poll interval, not a wait for an effect
 
     def crash_and_restart(self, *flags: str) -> None:
         """SIGKILL the server (as the nemesis's crash does) and start it again."""

@@ -18,7 +18,6 @@ import pytest
 
 from replicalab.cluster.kinds import resolve
 from replicalab.experiments import cells
-from replicalab.experiments.measure import Target, staleness_spec
 from replicalab.experiments.plan import QUICK, parse_kinds
 from replicalab.experiments.properties import get, names, parse_only
 from replicalab.experiments.run import Scorecard, run
@@ -77,13 +76,23 @@ def test_every_cell_is_measured_or_says_why(sim_scorecard: Scorecard):
     assert len(saved["cells"]) == len(PROPERTIES)
 
 
-def test_consistency_cell_agrees_with_the_probes_run_alone(sim_scorecard: Scorecard,
-                                                             tmp_path: Path):
+def test_consistency_cell_agrees_with_a_probe_built_by_hand_as_compare_runs_it(
+        sim_scorecard: Scorecard, tmp_path: Path):
+    """The cell against a staleness probe written out here field by field, as `compare`
+    builds its own (writer in the first region, reader at the second's replica, 50 reads
+    a second, 1 s periods) with the scorecard's seed and write interval, i.e. `replicalab
+    probe --store SIM --workload staleness --placement separate-clients --writer-region
+    US-E --reader-region US-W --read-rate 50 --period 1s --write-interval 0.5s --seed 7
+    --duration 20s`: not through the scorecard's own ``staleness_spec``, so a scorecard that
+    measured something else would disagree."""
     cons = next(c for c in sim_scorecard.cells if c.prop == "consistency").figures
-    t = Target(SIM, SIM, None, ("US-E", "US-W", "EU"))
-    alone = run_probe(staleness_spec(t, TINY, "eventual", 7,
-                                     write_interval_s=TINY.staleness_write_interval_s),
-                      tmp_path).results
+    by_hand = ProbeSpec(store=SIM, workload="staleness", options=ProbeOptions(
+        consistency="eventual", duration_s=20.0, write_interval_s=0.5, read_rate=50,
+        period_s=1.0, seed=7),
+        config=StalenessConfig(placement="separate-clients", writer_region="US-E",
+                               reader_region="US-W"))
+    assert (TINY.staleness_s, TINY.staleness_write_interval_s) == (20.0, 0.5)
+    alone = run_probe(by_hand, tmp_path).results
     f = alone["freshness"]
     assert cons["eventual"]["stale_fraction"] == 1 - sum(f["fresh"]) / sum(f["total"])
     assert cons["eventual"]["stale_window_ms"] == alone["periods"]["last_lt_100_median_ms"]

@@ -17,6 +17,7 @@ import pytest
 from replicalab.faults.schedule import parse_fault
 from replicalab.faults.sim import SimNemesis
 from replicalab.history import History
+from replicalab.sim.native import runs_natively
 from replicalab.stores import open_store
 from replicalab.workloads import registry
 from replicalab.workloads.base import ProbeOptions
@@ -75,6 +76,9 @@ def _run(case: tuple, native: bool, monkeypatch) -> tuple[str, str]:
     store = open_store(url, 3)
     rt, h = store.runtime, History()
     wl = registry.get(workload)
+    # the path asked for is the one that runs: the native core's draws and calls, or Python's
+    assert runs_natively(rt, store.scheme.s) is native
+    assert (type(store.scheme.read).__name__ == "builtin_function_or_method") is native
 
     async def main() -> None:
         jobs = [wl.generate(store, h, spec.options, spec.config, Recorder(h, rt))]

@@ -30,7 +30,20 @@ def test_pick_nearest_then_lowest_rtt_then_random():
     assert {r.pick(r.nodes, None, rng).name for _ in range(50)} == {"n0", "n1", "n2"}
 
 
+def test_a_client_in_a_region_reaches_other_regions_through_its_client_links():
+    u = parse_store_url(URL + "&client_links=US-W:0:9100,US-W:2:9102,EU:0:9200,EU:1:9201",
+                        "replicas", ("wait",))
+    west = [u.via(n, "US-W") for n in u.nodes]
+    assert [(n.name, n.host, n.port, n.region) for n in west] == [
+        ("n0", "127.0.0.1", 9100, "US-E"),  # the US-E primary: over the WAN
+        ("n1", "127.0.0.1", 7001, "US-W"),  # its own region's node: directly
+        ("n2", "127.0.0.1", 9102, "EU")]
+    assert u.via(u.nodes[0], None) == u.nodes[0]  # no region: every node directly
+    assert u.via(u.nodes[2], "US-E") == u.nodes[2]  # no link named for US-E: directly
+
+
 @pytest.mark.parametrize(("url", "message"), [
+    ("redis://127.0.0.1:1?client_links=US-W:x:9", "give REGION:NODE:PORT"),
     ("redis://127.0.0.1?replicas=", "needs a port"),
     ("redis://127.0.0.1:1?colour=red", "unknown parameter 'colour'"),
     ("redis://127.0.0.1:1?replicas=127.0.0.1:x", "is not HOST:PORT"),

@@ -172,6 +172,7 @@ def result_json(path: Path, ops: list[Any], result: Any, clock: Any) -> dict[str
         "keys": len(result.parts), "keys_not_linearizable": len(bad),
         "keys_unknown": len(unknown), "keys_skipped": len(skipped),
         "check_s": round(result.check_s, 3),
+        "check_ns": int(result.check_s * 1e9),  # unrounded: sums over many histories
         "counterexample": ce,
         "partial": [{"key": _json_value(p.key), "prefix_ops": len(p.linearization or ()),
                      "ops": p.ops, "explanation": p.explanation} for p in unknown] or None,

@@ -90,13 +90,16 @@ def pbs(
         help="Measure a real store instead: cassandra (N nodes, one per region; legs from "
              "its own traffic, P(consistent) measured beside the prediction).")] = None,
     duration: Annotated[str | None, typer.Option(
-        help="With --against: probing time per (R, W), e.g. 15s.")] = None,
+        help="With --against: probing time per (R, W) (default 30s).")] = None,
     reader_region: Annotated[str | None, typer.Option(
         help="With --against: the reader's region (the writer's is --client-region).")
                              ] = None,
     pairs: Annotated[str | None, typer.Option(
         help="With --against: several R:W pairs on one cluster, e.g. 1:1,1:2,2:1,2:2,1:3.")
                      ] = None,
+    jitter: Annotated[str | None, typer.Option(
+        help="With --against: jitter of every replication link, uniform +-J (default "
+             "20ms; 0ms keeps the region set's own).", show_default=False)] = None,
 ) -> None:
     """Predict how stale an N/R/W quorum store reads (PBS t-visibility and k-staleness).
 
@@ -104,10 +107,10 @@ def pbs(
     Against Cassandra: replicalab model pbs --n 3 --r 1 --w 1 --against cassandra
     """
     if against is not None or duration is not None or pairs is not None \
-            or reader_region is not None:
+            or reader_region is not None or jitter is not None:
         _pbs_against(against, n, r, w, pairs, from_run is not None or measure,
                      regions or "dc3", client_region, reader_region, duration, t_max_ms,
-                     trials, seed, out, as_json)
+                     trials, seed, out, as_json, jitter)
         return
     regions = regions or "lan"
     try:
@@ -185,7 +188,8 @@ def _beside_measured(measured: tuple[np.ndarray, np.ndarray, np.ndarray], wars: 
 def _pbs_against(against: str | None, n: int, r: int, w: int, pairs: str | None,
                  local_options: bool, regions: str, client_region: str | None,
                  reader_region: str | None, duration: str | None, t_max_ms: float,
-                 trials: int, seed: int, out: Path, as_json: bool) -> None:
+                 trials: int, seed: int, out: Path, as_json: bool,
+                 jitter: str | None = None) -> None:
     """Run ``model pbs --against``: predict and measure on a real cluster (exit 2 for an
     option it cannot take; ``local_options``: --from-run or --measure was given)."""
     from replicalab.cli.model_against import parse_pairs, run_pbs_against
@@ -193,15 +197,17 @@ def _pbs_against(against: str | None, n: int, r: int, w: int, pairs: str | None,
     try:
         if against != "cassandra":
             raise ValueError(f"--against {against!r}: PBS can be checked against "
-                             "cassandra (--duration, --pairs and --reader-region need it)")
+                             "cassandra (--duration, --pairs, --jitter and --reader-region "
+                             "need it)")
         if local_options:
             raise ValueError("--against measures the cluster itself; drop --from-run "
                              "and --measure")
         chosen = parse_pairs(pairs, r, w, n)
+        jitter_ms = duration_ms(jitter, "--jitter", None, "", "20ms")
     except ValueError as err:
         fail(str(err))
     run_pbs_against(n, chosen, regions, client_region, reader_region, duration,
-                    t_max_ms, trials, seed, out, as_json)
+                    t_max_ms, trials, seed, out, as_json, jitter_ms)
 
 
 def _pbs_results(n: int, r: int, w: int, source: str, trials: int, seed: int,

@@ -92,6 +92,22 @@ class LinkMaker:
                                  dst.region, back, there, jitter, kind))
         return listen
 
+    def client_links(self) -> str:
+        """Create one client link per region of the region set and node outside it (a
+        client placed in that region reaches the node through it, paying the WAN both
+        ways) and return the store URL parameter naming them, ``&client_links=REGION:
+        NODE:PORT,...`` ("" when every node shares the one region)."""
+        entries = []
+        for region in self.rs.regions:
+            for node in self.c.nodes:
+                if node.region == region:
+                    continue  # inside one region: below Toxiproxy's resolution, direct
+                port = self.link(f"client-{region}-{node.index}", f"client-{region}", region,
+                                 node, kind="client", dst_port=node.client_port,
+                                 dst_host=str(node.extra.get("address", "127.0.0.1")))
+                entries.append(f"{region}:{node.index}:{port}")
+        return f"&client_links={','.join(entries)}" if entries else ""
+
 
 def kinds() -> list[str]:
     """Return the cluster kinds replicalab can start (their display names)."""
@@ -178,13 +194,11 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
         try:
             links = LinkMaker(c, tp)
             drv.start(c, links, root)
-            if client_region is not None:
-                for node in c.nodes:
-                    node.client_port = links.link(f"client-{node.index}", "client",
-                                                  client_region, node, kind="client")
+            client_links = links.client_links()
         finally:
             tp.close()
-        c.url = drv.url(c) + (f"&client_region={client_region}" if client_region else "")
+        c.url = (drv.url(c) + client_links
+                 + (f"&client_region={client_region}" if client_region else ""))
         c.save(root)
         for m in power_loss_mounts(c).values():
             # what set-up wrote is on the disk, as it would be long before a test on a real

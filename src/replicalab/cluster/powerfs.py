@@ -9,15 +9,24 @@ process's memory (the "page cache"), reads see it, and only ``fsync``/``fdatasyn
 file (or the ``sync-all`` command) writes its pages to ``BACKING``. The control socket (an
 abstract Unix socket, so its name has no path-length limit) takes one line:
 
-* ``lose-unsynced``: drop every page not yet synced and forget sizes not yet synced;
-  answers ``ok <pages> <files>`` (what was dropped);
-* ``sync-all``: write every dirty page to the disk (what a clean shutdown or the kernel's
-  writeback would have done long before a test); answers ``ok <pages> <files>``;
+* ``lose-unsynced``: drop every page not yet synced and forget sizes not yet synced, and
+  undo every rename whose directory was not fsync'ed since; answers ``ok <pages> <files>``
+  (what was dropped);
+* ``sync-all``: write every dirty page to the disk and make every rename durable (what a
+  clean shutdown or the kernel's writeback would have done long before a test); answers
+  ``ok <pages> <files>``;
 * ``stats``: ``ok <dirty pages> <files with dirty pages>``.
 
-Limits (see docs/power-loss.md): metadata operations (create, mkdir, rename, unlink,
+Renames are volatile too: a rename reaches the disk at once (so every reader sees it), but
+until the directory of its new name is fsync'ed (``fsyncdir``) a power loss undoes it: the
+file is back under its old name and a file it replaced is back under the new one (kept,
+hard-linked, beside the disk in ``<disk>.powerfs-renames`` until then). That is what POSIX
+promises, and what ext4 does for a rename still in its running journal transaction; a
+program that renames a file into place must fsync the directory to keep the rename.
+
+Limits (see docs/power-loss.md): the other metadata operations (create, mkdir, unlink,
 truncate, chmod, fallocate) reach the disk at once, as on a file system that journals its
-metadata synchronously; only file data is volatile. Data that was synced is never torn
+metadata synchronously; file data and renames are volatile. Data that was synced is never torn
 (a real disk may tear a sector). Locks are the kernel's own (flock/fcntl are not passed
 through). A file is identified by its inode on the disk, so renames keep its dirty pages.
 """
@@ -25,6 +34,7 @@ through). A file is identified by its inode on the disk, so renames keep its dir
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import os
 import socket
@@ -170,9 +180,78 @@ def _disk_flags(flags: int) -> int:
     return flags & ~(os.O_APPEND | getattr(os, "O_DIRECT", 0))
 
 
-def _make_operations(root: str, cache: PageCache) -> Any:
+@dataclass
+class Renames:
+    """Renames not yet durable, oldest first: (old path, new path, the hard link that keeps
+    a file the rename replaced, or None), all on the disk. Thread-safe through one lock."""
+
+    stash_dir: str
+    pending: list[tuple[str, str, str | None]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    made: int = 0
+
+    def rename(self, old: str, new: str) -> None:
+        """Rename ``old`` to ``new`` on the disk, remembering how to undo it."""
+        with self.lock:
+            stash = None
+            if os.path.lexists(new) and not os.path.isdir(new):
+                os.makedirs(self.stash_dir, exist_ok=True)
+                self.made += 1
+                stash = os.path.join(self.stash_dir, f"{self.made}")
+                os.link(new, stash, follow_symlinks=False)
+            try:
+                os.rename(old, new)
+            except OSError:
+                if stash is not None:
+                    os.unlink(stash)
+                raise
+            self.pending.append((old, new, stash))
+
+    def commit(self, directory: str | None = None) -> list[int]:
+        """Make durable the renames into ``directory`` (every one when None); return the
+        inodes of replaced files that lost their last name with it (their unsynced data
+        can go)."""
+        with self.lock:
+            keep, done = [], []
+            for entry in self.pending:
+                if directory is None or os.path.dirname(entry[1]) == directory:
+                    done.append(entry)
+                else:
+                    keep.append(entry)
+            self.pending = keep
+        gone = []
+        for _, _, stash in done:
+            if stash is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    st = os.lstat(stash)
+                    os.unlink(stash)
+                    if st.st_nlink <= 1:
+                        gone.append(st.st_ino)
+        return gone
+
+    def undo(self) -> int:
+        """Undo every pending rename, newest first; return how many were undone (a file
+        unlinked since its rename cannot come back)."""
+        with self.lock:
+            pending, self.pending = self.pending, []
+        undone = 0
+        for old, new, stash in reversed(pending):
+            if os.path.lexists(new) and not os.path.lexists(old):
+                os.rename(new, old)
+                undone += 1
+            if stash is not None:
+                if not os.path.lexists(new):
+                    os.rename(stash, new)
+                else:
+                    os.unlink(stash)
+        return undone
+
+
+def _make_operations(root: str, cache: PageCache, renames: Renames | None = None) -> Any:
     """Return the mfusepy Operations object of a passthrough over ``root`` with ``cache``."""
     import mfusepy as fuse
+
+    renamed = renames if renames is not None else Renames(root + ".powerfs-renames")
 
     class PowerFS(fuse.Operations):
         use_ns = True
@@ -277,8 +356,12 @@ def _make_operations(root: str, cache: PageCache) -> Any:
             return 0
 
         def rename(self, old: str, new: str) -> int:
-            self._gone(self._path(new))
-            os.rename(self._path(old), self._path(new))
+            # the file it replaces keeps a name in the stash (it comes back if the rename is
+            # lost), so its unsynced data is not forgotten here but when the rename is
+            # durable and the stash let go
+            if not os.path.lexists(self._path(new)):
+                self._gone(self._path(new))
+            renamed.rename(self._path(old), self._path(new))
             return 0
 
         def statfs(self, path: str) -> dict[str, int]:
@@ -329,8 +412,18 @@ def _make_operations(root: str, cache: PageCache) -> Any:
             cache.sync(fh, self.fds[fh])
             return 0
 
+        def _let_go(self, inos: list[int]) -> None:
+            """Forget the unsynced data of files that have no name left (at their last
+            close if still open)."""
+            for ino in inos:
+                if self.open_count.get(ino):
+                    self.unlinked.add(ino)
+                else:
+                    cache.forget(ino)
+
         def fsyncdir(self, path: str, datasync: int, fh: int) -> int:
-            return 0  # metadata is on the disk already
+            self._let_go(renamed.commit(self._path(path).rstrip("/")))  # renames into it
+            return 0  # the other metadata is on the disk already
 
         def flush(self, path: str, fh: int) -> int:
             return 0  # close(2) does not sync
@@ -347,8 +440,16 @@ def _make_operations(root: str, cache: PageCache) -> Any:
             os.close(fh)
             return 0
 
+        def lose(self) -> tuple[int, int]:
+            """Drop the unsynced pages and undo the renames not made durable; return the
+            (pages, files) dropped."""
+            renamed.undo()
+            return cache.lose()
+
         def sync_all(self) -> tuple[int, int]:
-            """Write every dirty page to the disk; return (pages, files)."""
+            """Write every dirty page to the disk and make every rename durable; return
+            (pages, files)."""
+            self._let_go(renamed.commit())
             pages = files = 0
             with cache.lock:
                 inos = list(cache.files)
@@ -391,7 +492,7 @@ def serve_control(name: str, cache: PageCache, ops: Any) -> threading.Thread:
     srv.listen(4)
 
     def answer(line: str) -> str:
-        act = {"lose-unsynced": cache.lose, "sync-all": ops.sync_all, "stats": cache.stats}
+        act = {"lose-unsynced": ops.lose, "sync-all": ops.sync_all, "stats": cache.stats}
         if line in act:
             pages, files = act[line]()
             return f"ok {pages} {files}"

@@ -212,19 +212,36 @@ def wars_from_round_trips(write_rt_ms: Sequence[Sequence[float]],
 
     ``write_rt_ms[i]``: the write coordinator to replica i and back (the request, the apply,
     the ack); ``read_rt_ms[i]``: the read coordinator to replica i and back. Black-box round
-    trips cannot tell the way there from the way back, so each is split evenly: W and A
-    (R and S) are independent draws of half a measured round trip. In the freshness condition
-    ``W_i <= commit + t + R_i`` the mean legs there cancel (W and R both go out to replica i),
-    so the split moves only the spread, not the mean.
+    trips cannot tell the way there from the way back, so W and A (R and S) are independent
+    draws of a one-way leg made from the round trips as if the two directions were
+    independent and alike: the mean is half the round trips' mean, and each sample's
+    deviation from that mean is divided by sqrt(2), not 2, so that the two legs' sum has the
+    round trips' variance again (half a round trip would have only half a one-way leg's
+    variance: on links that jitter the predicted curve came out twice too steep). In the
+    freshness condition ``W_i <= commit + t + R_i`` the mean legs there cancel (W and R both
+    go out to replica i), so the split moves only the spread, not the mean; an asymmetric
+    link (dc3: US-E -> US-W 40 ms, back 41.5 ms) puts its way there off by half the
+    difference.
     """
     require(len(write_rt_ms) == len(read_rt_ms) and len(write_rt_ms) >= 1,
             "give one list of write and one of read round trips per replica")
 
-    def half(samples: Sequence[float]) -> Leg:
+    def one_way(samples: Sequence[float]) -> Leg:
         require(len(samples) >= 1, "every replica needs at least one round trip (ms)")
-        return (Dist("empirical", samples=tuple(round(max(float(x), 0.0) / 2, 6)
-                                                for x in samples)),)
+        x = np.maximum(np.asarray(samples, dtype=float), 0.0)
+        mean = float(x.mean())
+        legs = np.maximum(mean / 2 + (x - mean) / math.sqrt(2), 0.0)
+        return (Dist("empirical", samples=tuple(np.round(legs, 6).tolist())),)
 
-    w = tuple(half(s) for s in write_rt_ms)
-    r = tuple(half(s) for s in read_rt_ms)
+    w = tuple(one_way(s) for s in write_rt_ms)
+    r = tuple(one_way(s) for s in read_rt_ms)
     return Wars(w=w, a=w, r=r, s=r)
+
+
+def t_visibility_after_ack(m: Wars, r: int, w: int, t_ms: Sequence[float], hop_ms: float,
+                           trials: int = 100_000, seed: int = 1) -> np.ndarray:
+    """Return P(consistent) for a read a client sends t ms after another client saw the
+    write acknowledged, for each t: PBS's t counts from the coordinator's commit, which is
+    ``hop_ms`` (the ack's way back to the writer plus the read's way to its coordinator)
+    before the read reaches its coordinator, so the model is evaluated at t + hop_ms."""
+    return t_visibility(m, r, w, np.asarray(t_ms, dtype=float) + hop_ms, trials, seed)

@@ -36,9 +36,12 @@ def curves_figure(curves: Sequence[Curve], title: str = "",
 
 
 def visibility_figure(t_ms: Sequence[float], curves: dict[str, Sequence[float]],
-                      measured: tuple[Sequence[float], Sequence[float]] | None = None) -> Figure:
+                      measured: tuple[Sequence[float], Sequence[float]] | None = None,
+                      sampled: tuple[Sequence[float], Sequence[float]] | None = None
+                      ) -> Figure:
     """Return P(consistent read) vs ms after the write committed, one line per curve, with
-    optional measured points (t_ms, p) drawn as dots."""
+    optional measured points (t_ms, p) drawn as dots and the sampled points a comparison
+    judged (t_ms, measured p) as rings."""
     fig = Figure(figsize=(7.5, 4.0), layout="constrained", facecolor="white")
     ax = fig.add_subplot()
     ax.grid(True, color="#e5e5e5", linewidth=0.8)
@@ -48,6 +51,9 @@ def visibility_figure(t_ms: Sequence[float], curves: dict[str, Sequence[float]],
         ax.plot(t_ms, p, linewidth=1.4, label=label.replace("$", r"\$"))
     if measured is not None:
         ax.plot(measured[0], measured[1], "o", markersize=2.5, alpha=0.7, label="measured")
+    if sampled is not None and len(sampled[0]):
+        ax.plot(sampled[0], sampled[1], "o", markersize=6, markerfacecolor="none",
+                markeredgecolor="#333333", markeredgewidth=0.8, label="sampled t (judged)")
     ax.set_xlabel("time since the write was acknowledged (ms)")
     ax.set_ylabel("probability of a consistent read")
     ax.set_ylim(-0.02, 1.02)

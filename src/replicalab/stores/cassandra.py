@@ -217,12 +217,13 @@ class CassandraStore:
         """Return a client pinned to one coordinator (see the module doc); ValueError if
         that node cannot be reached."""
         region = self.url.placed(region)
-        ep = self.node_for(region)
+        ep = self.url.via(self.node_for(region), region)  # client links: the WAN
+        key = f"{ep.name}@{ep.host}:{ep.port}"
         async with self._lock:
-            node = self._coordinators.get(ep.name)
+            node = self._coordinators.get(key)
             if node is None:
                 node = await asyncio.to_thread(self._open, ep)
-                self._coordinators[ep.name] = node
+                self._coordinators[key] = node
         return CassandraClient(self, node)
 
     def _open(self, ep: Endpoint) -> _Node:
@@ -429,7 +430,9 @@ class CassandraClient:
             raise _error(err, self.name) from None
         host = getattr(rf, "coordinator_host", None)
         address = str(host).rsplit(":", 1)[0] if host else self.node.endpoint.host
-        return rows, self.store.name_of(address)
+        name = self.store.name_of(address)
+        # a coordinator reached through a client link answers from the proxy's address
+        return rows, self.node.endpoint.name if name == address else name
 
     def _bind(self, name: str, values: Sequence[Any], level: str,
               serial: str | None = None) -> Any:

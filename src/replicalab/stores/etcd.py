@@ -123,7 +123,7 @@ class EtcdStore:
         """Return a client of one member (see the module doc for which); ValueError if that
         member cannot be reached."""
         region = self.url.placed(region)
-        m = self._member_for(region)
+        m = self.url.via(self._member_for(region), region)  # client links: the WAN
         http = self._client(m)
         client = EtcdClient(self, http, m.name)
         try:

@@ -192,8 +192,9 @@ class PostgresStore:
         region = self.url.placed(region)
         primary_node = self.nodes[0]
         standby_node = self._standby_for(region or primary_node.region)
-        primary = self._conn(primary_node)
-        standby = primary if standby_node is primary_node else self._conn(standby_node)
+        primary = self._conn(self.url.via(primary_node, region))  # client links: the WAN
+        standby = (primary if standby_node is primary_node
+                   else self._conn(self.url.via(standby_node, region)))
         for c in (primary, standby):
             try:
                 await c.get()

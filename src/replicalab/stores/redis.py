@@ -115,6 +115,8 @@ class RedisStore:
         region = self.url.placed(region)
         primary = self.nodes[0]
         replica = self._replica_for(region or primary.region)
+        # a client in a region reaches the nodes of other regions over its client links
+        primary, replica = self.url.via(primary, region), self.url.via(replica, region)
         client = RedisClient(self, self._conn(primary), primary.name, self._conn(replica),
                              replica.name)
         for conn, node in ((client.primary, primary), (client.replica, replica)):

@@ -126,6 +126,18 @@ class StoreUrl:
                              f"({', '.join(known)})")
         return region
 
+    def via(self, node: Endpoint, region: str | None) -> Endpoint:
+        """Return where a client in ``region`` connects to reach ``node``: the client link
+        the URL's ``client_links`` names for that region and node (a Toxiproxy proxy on
+        127.0.0.1 carrying the WAN delay between them, what ``replicalab cluster up``
+        makes), else the node itself (a client with no region, one in the node's region,
+        or a store without client links)."""
+        if region is None or region == node.region:
+            return node
+        index = int(node.name[1:]) if node.name[1:].isdigit() else -1
+        port = client_links(self.query.get("client_links", "")).get((region, index))
+        return node if port is None else Endpoint(node.name, "127.0.0.1", port, node.region)
+
     def region_names(self) -> tuple[str, ...]:
         """Return the regions clients may be placed in, in node order, each once."""
         return tuple(dict.fromkeys(n.region for n in self.nodes))
@@ -145,6 +157,20 @@ class StoreUrl:
             if rs is not None and region in rs.regions:
                 return min(candidates, key=lambda c: rs.one_way_ms(region, c.region)[0])
         return candidates[0]
+
+
+def client_links(text: str) -> dict[tuple[str, int], int]:
+    """Return {(client region, node index): 127.0.0.1 port} from a URL's ``client_links``
+    (``REGION:NODE:PORT,...``; ValueError naming a malformed entry)."""
+    out = {}
+    for entry in (x for x in text.split(",") if x):
+        region, _, rest = entry.partition(":")
+        node, _, port = rest.partition(":")
+        if not (region and node.isdigit() and port.isdigit()):
+            raise ValueError(f"client_links entry {entry!r}: give REGION:NODE:PORT, e.g. "
+                             "US-W:0:41234 (what `replicalab cluster up` prints)")
+        out[(region, int(node))] = int(port)
+    return out
 
 
 def _hostport(text: str, url: str) -> tuple[str, int]:
@@ -180,7 +206,7 @@ def parse_store_url(url: str, peers: str, extra: Sequence[str] = (),
     scheme = parts.scheme
     tls_params = TLS_PARAMS if tls_scheme is not None else ()
     allowed = (peers, "regions", "node_regions", "read", "timeout_ms", "client_region",
-               *tls_params, *extra)
+               "client_links", *tls_params, *extra)
     q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
     for k in q:
         if k not in allowed:
@@ -215,4 +241,5 @@ def parse_store_url(url: str, peers: str, extra: Sequence[str] = (),
     tls = _tls(scheme, tls_scheme, q) if tls_scheme is not None else None
     u = StoreUrl(scheme, nodes, regions, read, timeout_ms / 1000, q, creds, tls)
     u.placed(None)  # validates client_region
+    client_links(q.get("client_links", ""))  # validates client_links
     return u

@@ -155,7 +155,7 @@ class ZkStore:
     async def connect(self, region: str | None = None) -> ZkClient:
         """Return a client session connected to one server (see the module doc)."""
         region = self.url.placed(region)
-        node = self.server_for(region)
+        node = self.url.via(self.server_for(region), region)  # client links: the WAN
         kz = self._kazoo(node)
         try:
             await asyncio.to_thread(kz.start, max(self.timeout_s, 1.0))

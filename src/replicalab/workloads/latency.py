@@ -92,7 +92,7 @@ def check(h: History, store_url: str, opts: ProbeOptions, cfg: LatencyConfig,
     """Return per-variant latency summaries and every pairwise difference with a bootstrap
     95 % interval (means, ms) and a verdict."""
     out = envelope("latency", store_url, opts, h)
-    out["config"] = {**asdict(opts), "ops": cfg.ops}
+    out["config"] = {**asdict(opts), "ops": cfg.ops, "client_region": cfg.region}
     samples = _samples(h)
     out["variants"] = {
         v: {"count": len(x), "mean_ms": round(float(x.mean()), 4),
@@ -127,6 +127,9 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
 # The variant rows already give latency per variant: the per-operation rows would count a
 # conditional put's own read as a consistent read.
 WORKLOAD = Workload("latency", LatencyConfig, generate, check,
-                    flags=(Flag("ops", int, "operations per variant"),),
+                    flags=(Flag("ops", int, "operations per variant"),
+                           Flag("client_region", str, "region of the client (a cluster's "
+                                "client links: it pays the WAN to nodes elsewhere)",
+                                field="region")),
                     summary_rows=summary_rows, per_op_latency_rows=False,
                     legacy_config=lambda d: {"ops": d.get("ops", 1000)})
