@@ -104,3 +104,10 @@ def test_redis_watch_multi_exec_shows_no_anomaly(redis_dc3, tmp_path: Path):
 def test_cassandra_batches_with_reads_at_one_show_anomalies(cassandra_dc3, tmp_path: Path):
     res = _run(cassandra_dc3[0].url + "&txn_read_cl=ONE", tmp_path, 600, clients=4)
     assert res["txn"]["valid"] is False, res["txn"]
+
+
+def test_cassandra_lightweight_transactions_in_one_partition_show_no_anomaly(
+        cassandra_dc3, tmp_path: Path):
+    res = _run(cassandra_dc3[0].url + "&txn=lwt", tmp_path, 150, clients=3,
+               layout="one-item")
+    assert res["txn"]["valid"] is True, res["txn"]
