@@ -161,7 +161,8 @@ def test_the_prefixed_client_remembers_every_transaction_key_for_clean_up():
     ("postgresql://h:1/db", "read-committed"),
     ("postgresql://h:1/db?isolation=serializable&txn_reads=standby", "none"),
     ("etcd://h:1", "strict-serializable"), ("zk://h:1", "strict-serializable"),
-    ("redis://h:1", "serializable"), ("cassandra://h:1", "none"), ("sim://primary", "none"),
+    ("redis://h:1", "serializable"), ("cassandra://h:1", "none"),
+    ("cassandra://h:1?txn=lwt", "strict-serializable"), ("sim://primary", "none"),
 ])
 def test_isolation_promise_names_the_model_and_its_source(url: str, model: str):
     got, source = isolation_promise(url)

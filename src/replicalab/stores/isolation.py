@@ -18,6 +18,8 @@ ETCD_DOC = "https://etcd.io/docs/v3.4/learning/api_guarantees/"
 ZK_DOC = "https://zookeeper.apache.org/doc/r3.8.4/zookeeperProgrammers.html#ch_zkGuarantees"
 REDIS_DOC = "https://redis.io/docs/latest/develop/interact/transactions/"
 CASSANDRA_DOC = "https://cassandra.apache.org/doc/5.0/cassandra/developing/cql/dml.html"
+CASSANDRA_LWT_DOC = ("https://cassandra.apache.org/doc/5.0/cassandra/architecture/"
+                     "guarantees.html#lightweight-transactions-with-linearizable-consistency")
 SIM_DOC = "docs/transactions.md#simulated-stores"
 
 _PG_LEVELS = {"read-committed": "read-committed", "repeatable-read": "snapshot-isolation",
@@ -49,6 +51,8 @@ def isolation_promise(store_url: str) -> tuple[str, str]:
     if scheme in ("redis", "rediss"):
         return "serializable", REDIS_DOC
     if scheme == "cassandra":
+        if query.get("txn") == "lwt":  # Paxos per partition: linearizable, one item only
+            return "strict-serializable", CASSANDRA_LWT_DOC
         return "none", CASSANDRA_DOC  # a logged batch: atomic, eventually; isolated: no
     if scheme == "sim":
         return "none", SIM_DOC  # micro-operations one by one

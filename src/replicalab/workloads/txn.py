@@ -195,23 +195,17 @@ def txn_counts(h: History) -> dict[str, int]:
 
 
 def verdict(h: History, model: str) -> dict[str, Any]:
-    """Return the transactional checker's verdict on ``h`` as plain data: ``valid``,
-    ``anomaly_types``, ``not``/``also_not`` (models ruled out), ``anomalous`` (per anomaly
-    class and ``any``: how many distinct transactions take part in one), the checker's
-    ``unfinished`` searches and its time in seconds."""
-    from replicalab.checkers.txn import check_history  # native core when built
+    """Return the transactional checker's verdict on ``h``: Elle's result map (``valid``,
+    ``anomaly_types``, ``not``/``also_not``, ``anomalies`` with their cycles explained,
+    ``unfinished`` searches, ``check_s`` seconds) plus ``anomalous``: per anomaly class and
+    ``any``, how many distinct transactions take part in a reported anomaly."""
+    from replicalab.checkers.txn import check_history, result_json  # native when built
 
     r = check_history(h, model)
     per_class = {name: len({t for a in found for t in a.txns})
                  for name, found in r.anomalies.items()}
     every = {t for found in r.anomalies.values() for a in found for t in a.txns}
-    return {"model": model, "valid": r.valid, "txns": r.txns,
-            "anomaly_types": list(r.anomaly_types), "not": list(r.not_),
-            "also_not": list(r.also_not), "possible": list(r.possible),
-            "anomalous": {**per_class, "any": len(every)},
-            "unfinished": [{"variant": u.variant, "size": u.size,
-                            "might_hold": list(u.might_hold)} for u in r.unfinished],
-            "check_s": r.check_s, "engine": r.engine}
+    return {**result_json(r), "anomalous": {**per_class, "any": len(every)}}
 
 
 def txn_results(name: str, model: str, h: History, store_url: str, opts: ProbeOptions,
@@ -244,8 +238,10 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("anomalous txns per 1,000 committed", f"{rates['any']:.1f}"))
     counts = {k: n for k, n in t.get("anomalous", {}).items() if k != "any"}
     if counts:
-        rows.append(("anomalous txns by class",
-                     ", ".join(f"{k} {n:,}" for k, n in sorted(counts.items()))))
+        top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        text = ", ".join(f"{k} {n:,}" for k, n in top[:4])
+        rows.append(("anomalous txns by class", text + (f" (+{len(top) - 4} more classes)"
+                                                         if len(top) > 4 else "")))
     if v.get("not"):
         rows.append(("ruled out", ", ".join(v["not"])))
     return rows
@@ -299,8 +295,11 @@ def flags(write_word: str) -> tuple[Flag, ...]:
     )
 
 
+REPORT_SECTION = "replicalab.report.txn_workload:txn_workload_section"
+
+
 def make_workload(name: str, model: str, domain: str, write_f: str, write_word: str,
-                  report_section: str = "") -> Workload:
+                  report_section: str = REPORT_SECTION) -> Workload:
     """Return the Workload object of one transactional workload."""
 
     async def generate(store: Store, h: History, opts: ProbeOptions, cfg: TxnConfig,
