@@ -23,8 +23,8 @@ _SECTIONS: dict[str, str | Section] = {
     "inter-element": "replicalab.report.inter_element:inter_element_section",
     "monotonic-writes": "replicalab.report.monotonic_writes:monotonic_writes_section",
     "sweep": "replicalab.report.sweep:sweep_section",
-    "list-append": "replicalab.report.transactions:transactions_section",
-    "rw-register": "replicalab.report.transactions:transactions_section",
+    "list-append": "replicalab.report.txn_workload:txn_workload_section",
+    "rw-register": "replicalab.report.txn_workload:txn_workload_section",
 }
 
 

@@ -295,11 +295,10 @@ def flags(write_word: str) -> tuple[Flag, ...]:
     )
 
 
-REPORT_SECTION = "replicalab.report.txn_workload:txn_workload_section"
 
 
 def make_workload(name: str, model: str, domain: str, write_f: str, write_word: str,
-                  report_section: str = REPORT_SECTION) -> Workload:
+                  report_section: str = "") -> Workload:
     """Return the Workload object of one transactional workload."""
 
     async def generate(store: Store, h: History, opts: ProbeOptions, cfg: TxnConfig,
