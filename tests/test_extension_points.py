@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import replicalab
-from replicalab.checkers import linregistry
-from replicalab.checkers.linmodel import Model
-from replicalab.checkers.linops import LinOp
+from replicalab.checkers.linearizability import registry as model_registry
+from replicalab.checkers.linearizability.model import Model
+from replicalab.checkers.linearizability.ops import LinOp
 from replicalab.history import History, encode_value
 from replicalab.placement import policies
 from replicalab.placement.policies import PolicyBase
@@ -51,7 +51,7 @@ def plug_in() -> None:
     policies.register(ToyLast)
     store_registry.register("toymem", ToyStore)
     queue_registry.register("toyq", ToyQueue)
-    linregistry.register_model(ToyStack)
+    model_registry.register_model(ToyStack)
 
 
 # ---------------------------------------------------------------- the toy workload

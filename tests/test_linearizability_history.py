@@ -15,13 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from registerhist import register_history
-from replicalab.checkers import linhistory
-from replicalab.checkers.lincolumns import encode_columns as _encode_columns
-from replicalab.checkers.linearizability import check
-from replicalab.checkers.linhistory import check_history, history_key_ops, ops_from_history
-from replicalab.checkers.linhistory import encode_history as _encode_history
-from replicalab.checkers.linops import Verdict
-from replicalab.checkers.linregistry import get_model
+from replicalab.checkers.linearizability import from_history as linhistory
+from replicalab.checkers.linearizability.checker import check
+from replicalab.checkers.linearizability.columns import encode_columns as _encode_columns
+from replicalab.checkers.linearizability.from_history import (
+    check_history,
+    history_key_ops,
+    ops_from_history,
+)
+from replicalab.checkers.linearizability.from_history import encode_history as _encode_history
+from replicalab.checkers.linearizability.ops import Verdict
+from replicalab.checkers.linearizability.registry import get_model
 from replicalab.history import NEMESIS, History
 from replicalab.workloads import register_check
 from replicalab.workloads.register import RegisterConfig

@@ -2,13 +2,13 @@
 //! (set of linearized operations, state) pairs, where a machine says what an operation
 //! does to a state. States are integer ids the machine hands out (it interns what it
 //! needs: strings, sets, queues). The native twin of
-//! `replicalab.checkers.linsearch.search_model`, step for step (same order, longest
+//! `replicalab.checkers.linearizability.search.search_model`, step for step (same order, longest
 //! prefix and stuck op), so both give the same results.
 //!
 //! Machines: `append` (kv with append: read, write, cas, append onto strings), `set`
 //! (add, read of the whole set), `fifo-queue` (enqueue, dequeue), `counter` (add, read),
 //! `mutex` (acquire, release). Each mirrors its Python model in
-//! `replicalab.checkers.linmodels` / `lintypes`.
+//! `replicalab.checkers.linearizability.register_models` / `datatype_models`.
 //!
 //! One reduction, exact for any machine: at a new configuration, the first operation that
 //! never changes the state (a read: `Machine::pure`) and is legal now is linearized at

@@ -1,6 +1,6 @@
 //! A whole kv history checked natively: Jepsen's preparation, the per-key partition,
 //! event ordering and the search of each key, with the same results as the Python
-//! pipeline (`linmodels.KV.partition`, `CasRegister.encode`, `event_order`, then
+//! pipeline (`register_models.KV.partition`, `CasRegister.encode`, `event_order`, then
 //! `search_part` on each part) and the same scheduling of parts under a deadline as
 //! `linearizability.check`.
 //!

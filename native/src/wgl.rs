@@ -1,6 +1,6 @@
 //! The Wing–Gong–Lowe search for one part of a history (one key), with memoisation of
 //! (set of linearized operations, model state), over the register and cas-register models:
-//! the native twin of `replicalab.checkers.linsearch.search_part`, same contract.
+//! the native twin of `replicalab.checkers.linearizability.search.search_part`, same contract.
 //!
 //! The history is a doubly linked list of invoke and completion events in time order. The
 //! search walks it from the head: at an invoke it tries to linearize that operation now
@@ -410,7 +410,7 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
 
     // The search goes on to the end of the list even once every completed op is placed
     // (placing the info ops still legal there), and the longest prefix and stuck op are
-    // tracked as `linsearch.search_part` tracks them: both cores give the same result.
+    // tracked as `search.search_part` tracks them: both cores give the same result.
     loop {
         iter += 1;
         if (iter & 0x3FF == 0 && limits.deadline.is_some_and(|d| Instant::now() >= d))

@@ -29,9 +29,9 @@ Two entry points share one algorithm:
   could not get past (-1 if none).
 
 * :func:`search_model` runs the same search over any model
-  (:class:`~replicalab.checkers.linmodel.Model`; states are any hashable value), for data
-  types without an int encoding; ``pure[i]`` marks the ops that never change the state
-  (reads), which get the first reduction below.
+  (:class:`~replicalab.checkers.linearizability.model.Model`; states are any hashable
+  value), for data types without an int encoding; ``pure[i]`` marks the ops that never
+  change the state (reads), which get the first reduction below.
 
 The search (Lowe's version of Wing and Gong's): events sit in a doubly linked list; the
 search walks it from the head, and at each invoke tries to linearize that op now (the
