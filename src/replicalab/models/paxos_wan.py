@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from replicalab.models.base import Curve, CurvePoint, from_dict, point, require
+from replicalab.models.queueing import marchal_factor
 from replicalab.regions import RegionSet, region_set
 
 __all__ = [
@@ -301,8 +302,8 @@ class NodeLoad:
             return 0.0
         cs2 = max((self.m2 / self.rate) / s ** 2 - 1.0, 0.0)
         ca2 = self.ca2_rate / self.rate
-        factor = (1 + cs2) * (ca2 + rho ** 2 * cs2) / (2 * (1 + rho ** 2 * cs2))
-        return _erlang_c(servers, self.work) * s / (servers * (1 - rho)) * factor
+        return (_erlang_c(servers, self.work) * s / (servers * (1 - rho))
+                * marchal_factor(rho, ca2=ca2, cs2=cs2))
 
 
 def _erlang_c(c: int, a: float) -> float:
