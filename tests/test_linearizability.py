@@ -499,3 +499,26 @@ def test_check_fail_fast_from_the_command_line_lists_the_keys_left_unchecked(tmp
     doc = json.loads(r.stdout)["results"][0]
     assert [p["valid"] for p in doc["parts"]] == [False, True, False]
     assert doc["keys_skipped"] == 0
+
+
+def test_the_package_entry_exports_each_public_name_and_loads_only_what_is_asked():
+    """``replicalab.checkers.linearizability`` gives the checker's public names, each the
+    object its module defines; asking for ``Verdict`` loads ``ops`` and nothing else (no
+    search, no numpy), so a short ``replicalab check`` pays only for what it uses."""
+    import subprocess
+    import sys
+
+    import replicalab.checkers.linearizability as lin
+    from replicalab.checkers.linearizability import checker, from_history, ops, registry
+
+    assert lin.check is checker.check and lin.check_history is from_history.check_history
+    assert lin.Verdict is ops.Verdict and lin.MODELS is registry.MODELS
+    for name in lin.__all__:
+        assert getattr(lin, name) is not None, name
+    code = ("import sys; from replicalab.checkers.linearizability import Verdict; "
+            "print(sorted(m for m in sys.modules if m.startswith('replicalab.checkers.')), "
+            "'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.strip()
+    assert out == ("['replicalab.checkers.linearizability', "
+                   "'replicalab.checkers.linearizability.ops'] False"), out
