@@ -25,8 +25,7 @@ importing one module of the package (``ops`` for ``Verdict``) pulls in nothing e
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from replicalab import lazy_exports
 
 _WHERE = {
     "CheckResult": "checker", "DEFAULT_CACHE_BYTES": "checker", "PartResult": "checker",
@@ -42,15 +41,4 @@ _WHERE = {
 
 __all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
