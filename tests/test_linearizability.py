@@ -343,8 +343,8 @@ rnd = random.Random(7)
 cache_mb, timeout_s, n_hard = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 if sys.argv[4:] == ["python"]:
     from replicalab.checkers.linearizability import checker as linearizability
-    from replicalab.checkers.linearizability import search as linsearch
-    linearizability.search_core = linsearch.search_part
+    from replicalab.checkers.linearizability import search
+    linearizability.search_core = search.search_part
 ops = []
 for k in range(100 - n_hard):
     ops += key_history(rnd, f"k{k}", 1010, len(ops))

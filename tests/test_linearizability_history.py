@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from registerhist import register_history
-from replicalab.checkers.linearizability import from_history as linhistory
+from replicalab.checkers.linearizability import from_history
 from replicalab.checkers.linearizability.checker import check
 from replicalab.checkers.linearizability.columns import encode_columns as _encode_columns
 from replicalab.checkers.linearizability.from_history import (
@@ -45,7 +45,7 @@ PRIMARY_DC3 = "sim://primary?replication=async&regions=dc3"
 def interning(request, monkeypatch):
     """Run a test with the native History encoder and with the pure-Python one."""
     if request.param == "python":
-        monkeypatch.setattr(linhistory, "_native_encode_history", None)
+        monkeypatch.setattr(from_history, "_native_encode_history", None)
     return request.param
 
 
@@ -111,12 +111,12 @@ def test_random_histories_encode_and_check_as_the_linop_path(seed, n, keys, fail
     ops = ops_from_history(h)
     want = encode_columns(ops, "kv")
     assert encode_history(h, "kv") == want
-    saved = linhistory._native_encode_history
+    saved = from_history._native_encode_history
     try:
-        linhistory._native_encode_history = None
+        from_history._native_encode_history = None
         assert encode_history(h, "kv") == want
     finally:
-        linhistory._native_encode_history = saved
+        from_history._native_encode_history = saved
     assert summary(check_history(h, "kv", fail_fast=fail_fast)) == summary(
         check(ops, "kv", fail_fast=fail_fast))
     for key in want.keys:
