@@ -51,9 +51,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 import porcupine
-from replicalab.checkers.linfile import ops_from_file
-from replicalab.checkers.linops import LinOp
-from replicalab.checkers.linregistry import get_model
+from replicalab.checkers.linearizability.from_file import ops_from_file
+from replicalab.checkers.linearizability.ops import LinOp
+from replicalab.checkers.linearizability.registry import get_model
 from replicalab.history import History, save_history
 from replicalab.history.read import read_ops
 

@@ -27,8 +27,8 @@ import sys
 
 CHILD = r'''
 import gc, json, random, resource, sys, time
-from replicalab.checkers.linhistory import check_history, ops_from_history
-from replicalab.checkers.linearizability import check
+from replicalab.checkers.linearizability.from_history import check_history, ops_from_history
+from replicalab.checkers.linearizability.checker import check
 from replicalab.history import History
 
 def key_history(rnd, key, n, out):

@@ -65,15 +65,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replicalab.checkers import linearizability
-from replicalab.checkers.lincolumns import encode_columns as _encode_columns
-from replicalab.checkers.linearizability import DEFAULT_CACHE_BYTES
-from replicalab.checkers.linhistory import check_history, ops_from_history
-from replicalab.checkers.linhistory import encode_history as _encode_history
-from replicalab.checkers.linops import UNRECORDED as UNKNOWN
-from replicalab.checkers.linops import LinOp
-from replicalab.checkers.linregistry import get_model
-from replicalab.checkers.linsearch import DEFAULT_MAX_CACHE, search_part
+from replicalab.checkers.linearizability import checker as linearizability
+from replicalab.checkers.linearizability.checker import DEFAULT_CACHE_BYTES
+from replicalab.checkers.linearizability.columns import encode_columns as _encode_columns
+from replicalab.checkers.linearizability.from_history import check_history, ops_from_history
+from replicalab.checkers.linearizability.from_history import encode_history as _encode_history
+from replicalab.checkers.linearizability.ops import UNRECORDED as UNKNOWN
+from replicalab.checkers.linearizability.ops import LinOp
+from replicalab.checkers.linearizability.registry import get_model
+from replicalab.checkers.linearizability.search import DEFAULT_MAX_CACHE, search_part
 from replicalab.history import History
 from replicalab.stores import open_store
 from replicalab.workloads.base import ProbeOptions
@@ -234,7 +234,7 @@ def run_porcupine(binary: Path, cases: Sequence[Case], timeout_s: float, tmp: Pa
 def python_verdict(ops: Sequence[LinOp], timeout_s: float) -> tuple[Any, float]:
     """Return (verdict, s) of the pure-Python pipeline on ``ops`` (kv model): partition,
     each part's encoding (Jepsen's semantics, interned values, events in time order) and
-    its search with ``linsearch.search_part``; every key decided, no counterexample."""
+    its search with ``search.search_part``; every key decided, no counterexample."""
     deadline = time.monotonic() + timeout_s
     model = get_model("kv")
     t = time.perf_counter()

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from replicalab.checkers.linops import UNRECORDED, LinOp
+from replicalab.checkers.linearizability.ops import UNRECORDED, LinOp
 
 DRIVER = Path(__file__).parent / "porcupine_driver"
 VERSION = "v1.3.1"

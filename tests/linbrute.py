@@ -1,13 +1,13 @@
 """Brute force for the linearizability tests: every order of a few operations, any model,
-and the counterexample semantics of ``checkers/linexplain.py`` built from its definition
-(not from the checker's code), so the checker is compared with an independent answer."""
+and the counterexample semantics of ``checkers/linearizability/explain.py`` built from its
+definition (not from the checker's code), so the checker is compared with an independent answer."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
 
-from replicalab.checkers.linops import UNRECORDED, LinOp
+from replicalab.checkers.linearizability.ops import UNRECORDED, LinOp
 
 
 def brute_force(ops: list[LinOp], model: Any, init: Any = None, use_init: bool = False) -> bool:

@@ -34,9 +34,9 @@ from urllib.parse import parse_qs, urlsplit
 import numpy as np
 
 import replicalab
-from replicalab.checkers import linregistry
-from replicalab.checkers.linmodel import Model
-from replicalab.checkers.linops import LinOp
+from replicalab.checkers.linearizability import registry as lin_registry
+from replicalab.checkers.linearizability.model import Model
+from replicalab.checkers.linearizability.ops import LinOp
 from replicalab.cluster import kinds as store_kinds
 from replicalab.cluster import process
 from replicalab.cluster.kinds import Promise, StoreKind
@@ -83,7 +83,7 @@ def plug_in() -> None:
     policies.register(ToyLast)
     store_registry.register("toymem", ToyStore)
     queue_registry.register("toyq", ToyQueue)
-    linregistry.register_model(ToyStack)
+    lin_registry.register_model(ToyStack)
     store_kinds.register(TOYKV)
     scorecard_properties.register(TOY_ECHO)
     model_registry.register(TOY_MM1)

@@ -9,11 +9,11 @@ import time
 import pytest
 
 from replicalab.checkers.accounting import FINAL
-from replicalab.checkers.linearizability import PartSearch, check
-from replicalab.checkers.linhistory import ops_from_history
-from replicalab.checkers.linmodels import KV, CasRegister, Register
-from replicalab.checkers.linops import FINAL_PROCESS, UNRECORDED, LinOp, Verdict
-from replicalab.checkers.linsearch import (
+from replicalab.checkers.linearizability.checker import PartSearch, check
+from replicalab.checkers.linearizability.from_history import ops_from_history
+from replicalab.checkers.linearizability.ops import FINAL_PROCESS, UNRECORDED, LinOp, Verdict
+from replicalab.checkers.linearizability.register_models import KV, CasRegister, Register
+from replicalab.checkers.linearizability.search import (
     CAS,
     READ,
     WRITE,
@@ -40,8 +40,8 @@ def verdict(ops, model="cas-register"):
 
 def relaxed_verdict(ce, ops, model="register"):
     """The verdict on ``ops`` with every op outside ``ce`` relaxed (what a counterexample
-    is measured by: ``linexplain``'s module docstring)."""
-    from replicalab.checkers.linregistry import get_model
+    is measured by: ``explain``'s module docstring)."""
+    from replicalab.checkers.linearizability.registry import get_model
 
     return PartSearch(get_model(model), ops, 2**28, None).verdict(
         frozenset(o.index for o in ce), None).json()
@@ -300,7 +300,7 @@ def test_a_bounded_cache_still_gives_the_right_verdict():
 
 _BIG = """
 import random, resource, sys, time
-from replicalab.checkers.linearizability import LinOp, check
+from replicalab.checkers.linearizability.checker import LinOp, check
 
 def key_history(rnd, key, n, first_index):
     # a sequential register per key: each op takes effect at a point inside its interval;
@@ -342,8 +342,9 @@ def hard(key, first_index, writers=24):
 rnd = random.Random(7)
 cache_mb, timeout_s, n_hard = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 if sys.argv[4:] == ["python"]:
-    from replicalab.checkers import linearizability, linsearch
-    linearizability.search_core = linsearch.search_part
+    from replicalab.checkers.linearizability import checker as linearizability
+    from replicalab.checkers.linearizability import search
+    linearizability.search_core = search.search_part
 ops = []
 for k in range(100 - n_hard):
     ops += key_history(rnd, f"k{k}", 1010, len(ops))
@@ -441,7 +442,7 @@ def test_a_busy_key_checks_in_pure_python():
     """~18 ops in flight on one key: without refusing to replace a value still owed
     (reduction 5 in docs/linearizability.md) the pure-Python search of these 4,000 ops
     does not end within 30 s; with it, it takes a fraction of a second."""
-    from replicalab.checkers import linearizability
+    from replicalab.checkers.linearizability import checker as linearizability
 
     saved = linearizability.search_core
     linearizability.search_core = search_part
@@ -498,3 +499,26 @@ def test_check_fail_fast_from_the_command_line_lists_the_keys_left_unchecked(tmp
     doc = json.loads(r.stdout)["results"][0]
     assert [p["valid"] for p in doc["parts"]] == [False, True, False]
     assert doc["keys_skipped"] == 0
+
+
+def test_the_package_entry_exports_each_public_name_and_loads_only_what_is_asked():
+    """``replicalab.checkers.linearizability`` gives the checker's public names, each the
+    object its module defines; asking for ``Verdict`` loads ``ops`` and nothing else (no
+    search, no numpy), so a short ``replicalab check`` pays only for what it uses."""
+    import subprocess
+    import sys
+
+    import replicalab.checkers.linearizability as lin
+    from replicalab.checkers.linearizability import checker, from_history, ops, registry
+
+    assert lin.check is checker.check and lin.check_history is from_history.check_history
+    assert lin.Verdict is ops.Verdict and lin.MODELS is registry.MODELS
+    for name in lin.__all__:
+        assert getattr(lin, name) is not None, name
+    code = ("import sys; from replicalab.checkers.linearizability import Verdict; "
+            "print(sorted(m for m in sys.modules if m.startswith('replicalab.checkers.')), "
+            "'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.strip()
+    assert out == ("['replicalab.checkers.linearizability', "
+                   "'replicalab.checkers.linearizability.ops'] False"), out

@@ -15,13 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from registerhist import register_history
-from replicalab.checkers import linhistory
-from replicalab.checkers.lincolumns import encode_columns as _encode_columns
-from replicalab.checkers.linearizability import check
-from replicalab.checkers.linhistory import check_history, history_key_ops, ops_from_history
-from replicalab.checkers.linhistory import encode_history as _encode_history
-from replicalab.checkers.linops import Verdict
-from replicalab.checkers.linregistry import get_model
+from replicalab.checkers.linearizability import from_history
+from replicalab.checkers.linearizability.checker import check
+from replicalab.checkers.linearizability.columns import encode_columns as _encode_columns
+from replicalab.checkers.linearizability.from_history import (
+    check_history,
+    history_key_ops,
+    ops_from_history,
+)
+from replicalab.checkers.linearizability.from_history import encode_history as _encode_history
+from replicalab.checkers.linearizability.ops import Verdict
+from replicalab.checkers.linearizability.registry import get_model
 from replicalab.history import NEMESIS, History
 from replicalab.workloads import register_check
 from replicalab.workloads.register import RegisterConfig
@@ -41,7 +45,7 @@ PRIMARY_DC3 = "sim://primary?replication=async&regions=dc3"
 def interning(request, monkeypatch):
     """Run a test with the native History encoder and with the pure-Python one."""
     if request.param == "python":
-        monkeypatch.setattr(linhistory, "_native_encode_history", None)
+        monkeypatch.setattr(from_history, "_native_encode_history", None)
     return request.param
 
 
@@ -107,12 +111,12 @@ def test_random_histories_encode_and_check_as_the_linop_path(seed, n, keys, fail
     ops = ops_from_history(h)
     want = encode_columns(ops, "kv")
     assert encode_history(h, "kv") == want
-    saved = linhistory._native_encode_history
+    saved = from_history._native_encode_history
     try:
-        linhistory._native_encode_history = None
+        from_history._native_encode_history = None
         assert encode_history(h, "kv") == want
     finally:
-        linhistory._native_encode_history = saved
+        from_history._native_encode_history = saved
     assert summary(check_history(h, "kv", fail_fast=fail_fast)) == summary(
         check(ops, "kv", fail_fast=fail_fast))
     for key in want.keys:

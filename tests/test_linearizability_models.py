@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from linbrute import brute_force, counterexample_bad
-from replicalab.checkers import linearizability
-from replicalab.checkers.linearizability import check
-from replicalab.checkers.linops import INFO, LinOp, Verdict
-from replicalab.checkers.linregistry import MODELS, get_model
-from replicalab.checkers.linsearch import search_part
+from replicalab.checkers.linearizability import checker as linearizability
+from replicalab.checkers.linearizability.checker import check
+from replicalab.checkers.linearizability.ops import INFO, LinOp, Verdict
+from replicalab.checkers.linearizability.registry import MODELS, get_model
+from replicalab.checkers.linearizability.search import search_part
 from replicalab.cli import check as check_cli
 
 SEEDS = st.integers(0, 2**32 - 1)

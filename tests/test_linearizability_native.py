@@ -1,5 +1,5 @@
 """The native core (native/, Rust) against the pure-Python reference: ``search_part``
-gives exactly ``linsearch.search_part``'s result (verdict, order, stuck op) on random
+gives exactly ``search.search_part``'s result (verdict, order, stuck op) on random
 parts (Hypothesis), and a linearization that is a legal one (each op inside its interval,
 every read and cas legal in its state); the whole-history entry ``check_kv`` behind
 ``check()`` gives exactly the pure-Python pipeline's results (verdicts, linearizations,
@@ -19,13 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from registerhist import register_history
-from replicalab.checkers import linearizability
-from replicalab.checkers.lincolumns import encode_columns
-from replicalab.checkers.linearizability import check
-from replicalab.checkers.linhistory import ops_from_history
-from replicalab.checkers.linops import UNRECORDED, LinOp, Verdict
-from replicalab.checkers.linregistry import get_model
-from replicalab.checkers.linsearch import ANY, CAS, READ, WRITE, search_part
+from replicalab.checkers.linearizability import checker as linearizability
+from replicalab.checkers.linearizability.checker import check
+from replicalab.checkers.linearizability.columns import encode_columns
+from replicalab.checkers.linearizability.from_history import ops_from_history
+from replicalab.checkers.linearizability.ops import UNRECORDED, LinOp, Verdict
+from replicalab.checkers.linearizability.registry import get_model
+from replicalab.checkers.linearizability.search import ANY, CAS, READ, WRITE, search_part
 from replicalab.workloads.register import RegisterConfig
 
 try:
@@ -42,7 +42,7 @@ PRIMARY_DC3 = "sim://primary?replication=async&regions=dc3"
 
 def events_of(spans: list[tuple[int, int | None]]) -> list[int]:
     """Return the events of ops with (invoke, complete or None for info) in time order,
-    an invoke before a completion at the same time (``linmodels.event_order``'s rule)."""
+    an invoke before a completion at the same time (``ops.event_order``'s rule)."""
     evs = []
     for i, (inv, comp) in enumerate(spans):
         evs.append((inv, 0, i, 2 * i))

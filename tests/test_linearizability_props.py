@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from linbrute import brute_force as brute_force_model
 from linbrute import counterexample_bad
-from replicalab.checkers.linearizability import check
-from replicalab.checkers.linmodels import KV, CasRegister
-from replicalab.checkers.linops import LinOp, Verdict
-from replicalab.checkers.linsearch import search_part
+from replicalab.checkers.linearizability.checker import check
+from replicalab.checkers.linearizability.ops import LinOp, Verdict
+from replicalab.checkers.linearizability.register_models import KV, CasRegister
+from replicalab.checkers.linearizability.search import search_part
 
 EXAMPLES = settings(max_examples=1000, deadline=None)
 

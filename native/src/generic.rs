@@ -2,57 +2,27 @@
 //! (set of linearized operations, state) pairs, where a machine says what an operation
 //! does to a state. States are integer ids the machine hands out (it interns what it
 //! needs: strings, sets, queues). The native twin of
-//! `replicalab.checkers.linsearch.search_model`, step for step (same order, longest
+//! `replicalab.checkers.linearizability.search.search_model`, step for step (same order, longest
 //! prefix and stuck op), so both give the same results.
 //!
 //! Machines: `append` (kv with append: read, write, cas, append onto strings), `set`
 //! (add, read of the whole set), `fifo-queue` (enqueue, dequeue), `counter` (add, read),
 //! `mutex` (acquire, release). Each mirrors its Python model in
-//! `replicalab.checkers.linmodels` / `lintypes`.
+//! `replicalab.checkers.linearizability.register_models` / `datatype_models`.
 //!
-//! One reduction, exact for any machine: at a new configuration, the first operation that
-//! never changes the state (a read: `Machine::pure`) and is legal now is linearized at
-//! once, without a choice. Optional operations are dropped at their completion, as in
-//! `wgl`.
+//! The search itself is `wgl::search_machine`, the one loop the register core runs too;
+//! a machine is its model interface (`wgl::Machine`). One reduction, exact for any
+//! machine: at a new configuration, the first operation that never changes the state (a
+//! read: `Machine::pure`) and is legal now is linearized at once, without a choice.
+//! Optional operations are dropped at their completion.
 
 use std::collections::HashMap;
 use std::time::Instant;
 
 use crate::kv::{self, Columns, Part, OK, OPTIONAL};
-use crate::wgl::{state_hash, zobrist, LinSet, Limits, Memo, Outcome, Verdict};
+use crate::wgl::{search_machine, Limits, Outcome};
 
-const NIL: u32 = u32::MAX;
-const HEAD: u32 = 0;
-
-/// One operation as a machine takes it: `kind` is the position of its name in the
-/// model's ops; `a` and `b` are the machine's.
-#[derive(Clone, Copy, Debug)]
-pub struct MOp {
-    pub kind: u8,
-    pub a: i64,
-    pub b: i64,
-    pub opt: bool,
-}
-
-/// A sequential object over integer states.
-pub trait Machine {
-    /// The initial state.
-    fn init(&mut self) -> i64;
-    /// The state after `op` in `state`, or None when it is not legal there.
-    fn step(&mut self, state: i64, op: &MOp) -> Option<i64>;
-    /// Whether ops of `kind` never change the state (reads).
-    fn pure(&self, kind: u8) -> bool;
-    /// How many kinds of op the machine has.
-    fn kinds(&self) -> u8;
-    /// Learn the part's ops before a search (`must[i]`: op `i` has to happen).
-    fn prepare(&mut self, _ops: &[MOp], _must: &[bool]) {}
-    /// Whether the ops left (`done(i)` false) can still be linearized from `state` as far
-    /// as the machine can tell at once; false only when none can (the Python model's
-    /// `viability`). A step to a state that is not viable is refused.
-    fn viable(&self, _state: i64, _done: &dyn Fn(usize) -> bool) -> bool {
-        true
-    }
-}
+pub use crate::wgl::{MOp, Machine};
 
 /// A value of the append machine's table: nil, a string, or a value that is not one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -162,7 +132,7 @@ impl Machine for Append {
             done(*i) || t.starts_with(s) || by.iter().any(|&j| !done(j))
         })
     }
-    fn step(&mut self, state: i64, op: &MOp) -> Option<i64> {
+    fn step(&mut self, state: i64, _i: usize, op: &MOp) -> Option<i64> {
         match op.kind {
             0 => (state == op.a).then_some(state),
             1 => Some(op.a),
@@ -225,7 +195,7 @@ impl Machine for Set {
     fn init(&mut self) -> i64 {
         0
     }
-    fn step(&mut self, state: i64, op: &MOp) -> Option<i64> {
+    fn step(&mut self, state: i64, _i: usize, op: &MOp) -> Option<i64> {
         if op.kind == 1 {
             return (self.read_state.get(op.a as usize) == Some(&state)).then_some(state);
         }
@@ -274,7 +244,7 @@ impl Machine for Fifo {
     fn init(&mut self) -> i64 {
         0
     }
-    fn step(&mut self, state: i64, op: &MOp) -> Option<i64> {
+    fn step(&mut self, state: i64, _i: usize, op: &MOp) -> Option<i64> {
         let q = &self.states.items[state as usize];
         if op.kind == 1 {
             if q.is_empty() {
@@ -315,7 +285,7 @@ impl Machine for Counter {
     fn init(&mut self) -> i64 {
         0
     }
-    fn step(&mut self, state: i64, op: &MOp) -> Option<i64> {
+    fn step(&mut self, state: i64, _i: usize, op: &MOp) -> Option<i64> {
         if op.kind == 0 {
             state.checked_add(op.a)
         } else {
@@ -337,7 +307,7 @@ impl Machine for Mutex {
     fn init(&mut self) -> i64 {
         0
     }
-    fn step(&mut self, state: i64, op: &MOp) -> Option<i64> {
+    fn step(&mut self, state: i64, _i: usize, op: &MOp) -> Option<i64> {
         if op.kind == 0 {
             (state == 0).then_some(1)
         } else {
@@ -352,251 +322,10 @@ impl Machine for Mutex {
     }
 }
 
-struct Frame {
-    node: u32,
-    state: i64,
-    lc: u32,
-    hc: u32,
-    forced: bool,
-    dropped: bool,
-}
-
 /// Search ops `0..n` (events as `wgl::search` takes them) under `machine`.
 pub fn search(machine: &mut dyn Machine, ops: &[MOp], events: &[u32], limits: Limits)
               -> Outcome {
-    let n = ops.len();
-    let mut info = vec![true; n];
-    for &ev in events {
-        if ev & 1 == 1 {
-            info[(ev >> 1) as usize] = false;
-        }
-    }
-    let mut cid = vec![0u32; n];
-    let (mut nc, mut ni) = (0u32, 0u32);
-    for &ev in events {
-        if ev & 1 == 0 {
-            let i = (ev >> 1) as usize;
-            if info[i] {
-                cid[i] = ni;
-                ni += 1;
-            } else {
-                cid[i] = nc;
-                nc += 1;
-            }
-        }
-    }
-    let m = events.len() + 1;
-    let mut next = vec![NIL; m];
-    let mut prev = vec![NIL; m];
-    let mut node_op = vec![NIL; m];
-    let mut is_call = vec![false; m];
-    let mut ret_of = vec![NIL; m];
-    let mut call_node = vec![NIL; n];
-    for (k, &ev) in events.iter().enumerate() {
-        let node = (k + 1) as u32;
-        let i = ev >> 1;
-        prev[node as usize] = k as u32;
-        next[k] = node;
-        node_op[node as usize] = i;
-        if ev & 1 == 0 {
-            is_call[node as usize] = true;
-            call_node[i as usize] = node;
-        } else {
-            ret_of[call_node[i as usize] as usize] = node;
-        }
-    }
-    let pure: Vec<bool> = ops.iter().map(|o| machine.pure(o.kind)).collect();
-    let must: Vec<bool> = (0..n).map(|i| !info[i] && !ops[i].opt).collect();
-    machine.prepare(ops, &must);
-    let mut set = LinSet {
-        done: vec![0; (nc as usize).div_ceil(64)],
-        info: vec![0; (ni as usize).div_ceil(64)],
-        lc: 0,
-        hc: 0,
-    };
-    let mut memo = Memo::with_capacity(n.min(limits.max_entries));
-    let mut stack: Vec<Frame> = Vec::new();
-    // the longest prefix yet (nodes; a dropped op as its return node) and how much of the
-    // stack still equals it, so a longer prefix copies only what changed since
-    let mut best: Vec<u32> = Vec::new();
-    let mut agree = 0usize;
-    let mut states: u64 = 0;
-    let mut hash: u64 = 0;
-    let mut state = machine.init();
-    let mut stuck: Option<u32> = None;
-    let mut fresh = false;
-    let mut scan = true;
-    let mut entry = next[HEAD as usize];
-    let mut iter: u64 = 0;
-
-    let order_of = |nodes: &mut dyn Iterator<Item = u32>, is_call: &[bool], node_op: &[u32]|
-        -> Vec<u32> { nodes.filter(|&x| is_call[x as usize]).map(|x| node_op[x as usize]).collect() };
-
-    loop {
-        iter += 1;
-        if (iter & 0x3FF == 0 && limits.deadline.is_some_and(|d| Instant::now() >= d))
-            || (iter & crate::signals::EVERY == 0 && crate::signals::interrupted())
-        {
-            let order = order_of(&mut best.iter().copied(), &is_call, &node_op);
-            return Outcome { verdict: Verdict::Timeout, order, stuck, states };
-        }
-        if entry == NIL {
-            let mut it = stack.iter().filter(|f| !f.dropped).map(|f| f.node);
-            let order = order_of(&mut it, &is_call, &node_op);
-            return Outcome { verdict: Verdict::Linearizable, order, stuck: None, states };
-        }
-        let mut take: Option<i64> = None;
-        if scan {
-            scan = false;
-            let mut e = entry;
-            while e != NIL && is_call[e as usize] {
-                let i = node_op[e as usize] as usize;
-                if pure[i] {
-                    if let Some(s) = machine.step(state, &ops[i]) {
-                        entry = e;
-                        take = Some(s);
-                        break;
-                    }
-                }
-                e = next[e as usize];
-            }
-        }
-        let i = node_op[entry as usize] as usize;
-        // what to place at `entry`: (call node, new state, forced, dropped)
-        let mut placing: Option<(u32, i64, bool, bool)> = None;
-        let mut walk_on = false;
-        if take.is_some() || (is_call[entry as usize] && !pure[i]) {
-            let new = if take.is_some() {
-                take
-            } else {
-                machine.step(state, &ops[i]).filter(|&s| {
-                    let done = |j: usize| {
-                        j == i || {
-                            let bits = if info[j] { &set.info } else { &set.done };
-                            bits[(cid[j] / 64) as usize] >> (cid[j] % 64) & 1 == 1
-                        }
-                    };
-                    machine.viable(s, &done)
-                })
-            };
-            match new {
-                Some(s) => placing = Some((entry, s, take.is_some(), false)),
-                None => walk_on = true,
-            }
-        } else if is_call[entry as usize] {
-            walk_on = true; // a read not legal here (a legal one would have been taken)
-        } else if ops[i].opt {
-            placing = Some((call_node[i], state, true, true));
-        } else if fresh || stuck.is_none() {
-            stuck = Some(i as u32);
-            fresh = false;
-        }
-        if let Some((node, new_state, forced, dropped)) = placing {
-            let j = node_op[node as usize] as usize;
-            let (id, is_info) = (cid[j], info[j]);
-            let (old_lc, old_hc) = (set.lc, set.hc);
-            flip(&mut set, id, is_info);
-            if !is_info {
-                if id == set.lc {
-                    set.lc = set.next_unset(id + 1, nc);
-                }
-                set.hc = set.hc.max(id + 1);
-            }
-            let z = zobrist(id, is_info);
-            let key = hash ^ z ^ state_hash(new_state);
-            if memo.contains(key, new_state, &set) {
-                flip(&mut set, id, is_info);
-                set.lc = old_lc;
-                set.hc = old_hc;
-                if !forced {
-                    entry = next[entry as usize];
-                    continue;
-                }
-            } else {
-                if memo.len() >= limits.max_entries {
-                    memo.clear(); // bounded memory: forget, never prune wrongly
-                }
-                memo.insert(key, new_state, &set);
-                states += 1;
-                hash ^= z;
-                stack.push(Frame { node, state, lc: old_lc, hc: old_hc, forced, dropped });
-                if stack.len() > best.len() {
-                    best.truncate(agree);
-                    best.extend(stack[agree..].iter()
-                        .map(|f| if f.dropped { ret_of[f.node as usize] } else { f.node }));
-                    agree = stack.len();
-                    fresh = true;
-                }
-                state = new_state;
-                lift(node, &mut next, &mut prev, &ret_of);
-                entry = next[HEAD as usize];
-                scan = true;
-                continue;
-            }
-        } else if walk_on {
-            entry = next[entry as usize];
-            continue;
-        }
-        // backtrack to the last placement made by choice
-        let e = loop {
-            let Some(top) = stack.pop() else {
-                let order = order_of(&mut best.iter().copied(), &is_call, &node_op);
-                return Outcome { verdict: Verdict::NotLinearizable, order, stuck, states };
-            };
-            agree = agree.min(stack.len());
-            let j = node_op[top.node as usize] as usize;
-            flip(&mut set, cid[j], info[j]);
-            set.lc = top.lc;
-            set.hc = top.hc;
-            hash ^= zobrist(cid[j], info[j]);
-            state = top.state;
-            unlift(top.node, &mut next, &mut prev, &ret_of);
-            if !top.forced {
-                break top.node;
-            }
-        };
-        entry = next[e as usize];
-    }
-}
-
-#[inline]
-fn flip(set: &mut LinSet, id: u32, is_info: bool) {
-    let bits = if is_info { &mut set.info } else { &mut set.done };
-    bits[(id / 64) as usize] ^= 1 << (id % 64);
-}
-
-#[inline]
-fn unlink(node: u32, next: &mut [u32], prev: &mut [u32]) {
-    let (p, n) = (prev[node as usize], next[node as usize]);
-    next[p as usize] = n;
-    if n != NIL {
-        prev[n as usize] = p;
-    }
-}
-
-#[inline]
-fn relink(node: u32, next: &mut [u32], prev: &mut [u32]) {
-    let (p, n) = (prev[node as usize], next[node as usize]);
-    next[p as usize] = node;
-    if n != NIL {
-        prev[n as usize] = node;
-    }
-}
-
-fn lift(call: u32, next: &mut [u32], prev: &mut [u32], ret_of: &[u32]) {
-    unlink(call, next, prev);
-    let r = ret_of[call as usize];
-    if r != NIL {
-        unlink(r, next, prev);
-    }
-}
-
-fn unlift(call: u32, next: &mut [u32], prev: &mut [u32], ret_of: &[u32]) {
-    let r = ret_of[call as usize];
-    if r != NIL {
-        relink(r, next, prev);
-    }
-    relink(call, next, prev);
+    search_machine(machine, ops, events, limits)
 }
 
 /// One part prepared for a machine: Jepsen's drops (fail ops; reads that did not complete
@@ -636,6 +365,7 @@ pub fn check_part(c: &Columns, key: i64, part: &[u32], machine: &mut dyn Machine
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wgl::Verdict;
 
     /// (kind, a, invoke, complete): complete < 0 marks an info op.
     fn run(machine: &mut dyn Machine, rows: &[(u8, i64, i64, i64)]) -> Outcome {

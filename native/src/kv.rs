@@ -1,6 +1,6 @@
 //! A whole kv history checked natively: Jepsen's preparation, the per-key partition,
 //! event ordering and the search of each key, with the same results as the Python
-//! pipeline (`linmodels.KV.partition`, `CasRegister.encode`, `event_order`, then
+//! pipeline (`register_models.KV.partition`, `CasRegister.encode`, `event_order`, then
 //! `search_part` on each part) and the same scheduling of parts under a deadline as
 //! `linearizability.check`.
 //!
@@ -43,6 +43,11 @@ impl Columns<'_> {
     /// The number of rows, or an error naming a column whose length differs, a kind
     /// outside `0..kinds` or an outcome that is not one of the four.
     pub fn lengths(&self, kinds: i64) -> Result<usize, String> {
+        self.checked(kinds, &format!("0..{}", kinds - 1))
+    }
+
+    /// As `lengths`, a bad kind named with `kind_help` (what to give instead).
+    fn checked(&self, kinds: i64, kind_help: &str) -> Result<usize, String> {
         let n = self.key.len();
         let cols = [("kind", self.kind), ("a", self.a), ("b", self.b), ("outcome", self.outcome),
                     ("invoke_ns", self.invoke), ("complete_ns", self.complete),
@@ -55,7 +60,7 @@ impl Columns<'_> {
         for i in 0..n {
             let (k, o) = (self.kind[i], self.outcome[i]);
             if !(0..kinds).contains(&k) {
-                return Err(format!("row {i} has kind {k}; give 0..{}", kinds - 1));
+                return Err(format!("row {i} has kind {k}; give {kind_help}"));
             }
             if !(0..=3).contains(&o) {
                 return Err(format!(
@@ -70,32 +75,14 @@ impl Columns<'_> {
 
     /// The number of rows of a register history, or an error naming the first bad one.
     pub fn rows(&self) -> Result<usize, String> {
-        let n = self.key.len();
-        let cols = [("kind", self.kind), ("a", self.a), ("b", self.b), ("outcome", self.outcome),
-                    ("invoke_ns", self.invoke), ("complete_ns", self.complete),
-                    ("index", self.index)];
-        for (name, col) in cols {
-            if col.len() != n {
-                return Err(format!("column {name} has {} rows, key has {n}", col.len()));
-            }
-        }
+        let n = self.checked(3, "0 (read), 1 (write) or 2 (cas)")?;
         for i in 0..n {
-            let (k, a, b, o) = (self.kind[i], self.a[i], self.b[i], self.outcome[i]);
-            if !(0..=2).contains(&k) {
-                return Err(format!("row {i} has kind {k}; give 0 (read), 1 (write) or 2 (cas)"));
-            }
-            if !(0..=3).contains(&o) {
-                return Err(format!(
-                    "row {i} has outcome {o}; give 0 (ok), 1 (info), 2 (fail) or 3 (optional)"));
-            }
+            let (k, a, b) = (self.kind[i], self.a[i], self.b[i]);
             let cas = k == CAS as i64;
             if (a < 0 && !(cas && a == ANY)) || (cas && b < 0) {
                 return Err(format!(
                     "row {i} has a={a} b={b}; values are ints >= 0 (a cas may expect -1: any)"));
             }
-        }
-        if n >= (u32::MAX / 2) as usize {
-            return Err(format!("{n} rows is too many"));
         }
         Ok(n)
     }

@@ -29,11 +29,11 @@ use pyo3::types::PyBytes;
 
 use wgl::{Limits, Op, Verdict};
 
-/// The default bound on memo entries (as ``linsearch.DEFAULT_MAX_CACHE``).
+/// The default bound on memo entries (as ``search.DEFAULT_MAX_CACHE``).
 const DEFAULT_MAX_CACHE: usize = 2_000_000;
 
 /// Return ``(verdict, order, stuck)`` for one register part: a drop-in for
-/// ``replicalab.checkers.linsearch.search_part``, same arguments and same meaning.
+/// ``replicalab.checkers.linearizability.search.search_part``, same arguments and same meaning.
 ///
 /// ``kinds[i]`` is 0 (read), 1 (write) or 2 (cas); ``a[i]`` the value read or written, or
 /// the value a cas expected (-1: any); ``b[i]`` the value a cas wrote; ``events`` lists

@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use pyo3::{intern, PyTraverseError};
 
-use crate::simrt::{Clock, Delay, Parked, SimNode, Stream, Window};
+use crate::simrt::{Clock, Delay, Next, Parked, SimNode, Stream, Window};
 
 struct Group {
     nodes: Vec<usize>,
@@ -44,18 +44,6 @@ struct Op {
     absent: Option<Py<PyAny>>,
     t0: i64,
     fut: Option<Py<PyAny>>,
-}
-
-/// What a step leads to.
-enum Next {
-    /// the next step, due at this time
-    At(i64),
-    /// the next step, now
-    Now,
-    /// the call's result, which the client has at this time
-    Done(Py<PyAny>, i64),
-    /// the call's error, raised at the client at this time
-    Fail(PyErr, i64),
 }
 
 struct Inner {
@@ -400,14 +388,7 @@ impl Inner {
     /// Park `op` until `t` on the heap; return its future.
     fn suspend(&mut self, py: Python<'_>, slf: &Bound<'_, SimpleDbCore>, w: &mut Window,
                mut op: Op, t: i64) -> PyResult<Py<PyAny>> {
-        let fut = match &op.fut {
-            Some(f) => f.clone_ref(py),
-            None => {
-                let f = self.clock.future(py)?.unbind();
-                op.fut = Some(f.clone_ref(py));
-                f
-            }
-        };
+        let fut = self.clock.future_of(py, &mut op.fut)?;
         let id = self.ops.park(op);
         let f = slf.getattr(intern!(py, "_resume"))?;
         let args = PyTuple::new(py, [id])?;
@@ -420,28 +401,7 @@ impl Inner {
               at: i64) -> PyResult<Py<PyAny>> {
         let at = at.max(w.now);
         let now = w.skip_to(at);
-        match (op.fut, now) {
-            (None, true) => out, // finished at once: the caller gets it directly
-            (fut, _) => {
-                let fut = match fut {
-                    Some(f) => f,
-                    None => self.clock.future(py)?.unbind(),
-                };
-                let fb = fut.bind(py);
-                let (method, arg) = match out {
-                    Ok(v) => (intern!(py, "set_result"), v),
-                    Err(e) => (intern!(py, "set_exception"), e.into_value(py).into_any()),
-                };
-                if now {
-                    fb.call_method1(method, (arg,))?;
-                } else {
-                    let f = fb.getattr(method)?;
-                    let args = PyTuple::new(py, [arg])?;
-                    self.clock.push(py, w, at, None, &f, args)?;
-                }
-                Ok(fut)
-            }
-        }
+        self.clock.settle(py, w, op.fut, now, at, out)
     }
 
     /// The request reaches its node (`Network._reach`): lost if the node is down,

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use pyo3::{intern, PyTraverseError};
 
-use crate::simrt::{Clock, Delay, Parked, SimNode, Stream, Window};
+use crate::simrt::{Clock, Delay, Next, Parked, SimNode, Stream, Window};
 
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
@@ -45,13 +45,6 @@ struct Op {
     start: i64,
     done_at: i64,
     fut: Option<Py<PyAny>>,
-}
-
-enum Next {
-    At(i64),
-    Now,
-    Done(Py<PyAny>, i64),
-    Fail(PyErr, i64),
 }
 
 struct Inner {
@@ -445,14 +438,7 @@ impl Inner {
 
     fn suspend(&mut self, py: Python<'_>, slf: &Bound<'_, ReadCore>, w: &mut Window,
                mut op: Op, t: i64) -> PyResult<Py<PyAny>> {
-        let fut = match &op.fut {
-            Some(f) => f.clone_ref(py),
-            None => {
-                let f = self.clock.future(py)?.unbind();
-                op.fut = Some(f.clone_ref(py));
-                f
-            }
-        };
+        let fut = self.clock.future_of(py, &mut op.fut)?;
         let id = self.ops.park(op);
         let f = slf.getattr(intern!(py, "_resume"))?;
         self.clock.push(py, w, t, None, &f, PyTuple::new(py, [id])?)?;
@@ -467,26 +453,6 @@ impl Inner {
         // the reply of a quorum read is its last step, due when its snapshots are taken:
         // Quorum._answer settles at once, at its own time
         let now = if op.stage == Stage::Newest && at == w.now { true } else { w.skip_to(at) };
-        match (op.fut, now) {
-            (None, true) => out,
-            (fut, _) => {
-                let fut = match fut {
-                    Some(f) => f,
-                    None => self.clock.future(py)?.unbind(),
-                };
-                let fb = fut.bind(py);
-                let (method, arg) = match out {
-                    Ok(v) => (intern!(py, "set_result"), v),
-                    Err(e) => (intern!(py, "set_exception"), e.into_value(py).into_any()),
-                };
-                if now {
-                    fb.call_method1(method, (arg,))?;
-                } else {
-                    let f = fb.getattr(method)?;
-                    self.clock.push(py, w, at, None, &f, PyTuple::new(py, [arg])?)?;
-                }
-                Ok(fut)
-            }
-        }
+        self.clock.settle(py, w, op.fut, now, at, out)
     }
 }

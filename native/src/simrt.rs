@@ -360,6 +360,44 @@ impl Clock {
         self.rt.bind(py).call_method0(intern!(py, "future"))
     }
 
+    /// The future of a call (`fut`, made and kept there on first use): what a parked
+    /// call's client awaits.
+    pub fn future_of(&self, py: Python<'_>, fut: &mut Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+        if let Some(f) = fut {
+            return Ok(f.clone_ref(py));
+        }
+        let f = self.future(py)?.unbind();
+        *fut = Some(f.clone_ref(py));
+        Ok(f)
+    }
+
+    /// Hand a call's outcome `out` to its client at `at` (`resolve_later` /
+    /// `reject_later`): directly when `now` (nothing happens first) and the call has no
+    /// future yet, else through its future `fut` (made here if none), set now or from the
+    /// heap at `at`. Returns the outcome or the future.
+    pub fn settle(&self, py: Python<'_>, w: &mut Window, fut: Option<Py<PyAny>>, now: bool,
+                  at: i64, out: PyResult<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+        if fut.is_none() && now {
+            return out; // finished at once: the caller gets it directly
+        }
+        let fut = match fut {
+            Some(f) => f,
+            None => self.future(py)?.unbind(),
+        };
+        let fb = fut.bind(py);
+        let (method, arg) = match out {
+            Ok(v) => (intern!(py, "set_result"), v),
+            Err(e) => (intern!(py, "set_exception"), e.into_value(py).into_any()),
+        };
+        if now {
+            fb.call_method1(method, (arg,))?;
+        } else {
+            let f = fb.getattr(method)?;
+            self.push(py, w, at, None, &f, PyTuple::new(py, [arg])?)?;
+        }
+        Ok(fut)
+    }
+
     pub fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.rt)?;
         visit.call(&self.heap)?;
@@ -372,6 +410,17 @@ impl Clock {
     }
 }
 
+/// What a parked call's step leads to (the simulated store's and the reads' cores).
+pub enum Next {
+    /// the next step, due at this time
+    At(i64),
+    /// the next step, now
+    Now,
+    /// the call's result, which the client has at this time
+    Done(Py<PyAny>, i64),
+    /// the call's error, raised at the client at this time
+    Fail(PyErr, i64),
+}
 
 /// Calls parked on the heap until their next step, by slot (the heap event carries the
 /// slot); a freed slot is reused, so a long run keeps as many slots as calls in flight.

@@ -1,6 +1,6 @@
 //! The Wing–Gong–Lowe search for one part of a history (one key), with memoisation of
 //! (set of linearized operations, model state), over the register and cas-register models:
-//! the native twin of `replicalab.checkers.linsearch.search_part`, same contract.
+//! the native twin of `replicalab.checkers.linearizability.search.search_part`, same contract.
 //!
 //! The history is a doubly linked list of invoke and completion events in time order. The
 //! search walks it from the head: at an invoke it tries to linearize that operation now
@@ -93,8 +93,8 @@ pub const DEAD: i64 = -2;
 
 /// The value `op` observes (a read's, a cas's expected one), if any.
 #[inline]
-fn observed(op: &Op) -> Option<usize> {
-    match op.f {
+fn observed(op: &MOp) -> Option<usize> {
+    match op.kind {
         READ => Some(op.a as usize),
         CAS if op.a != ANY => Some(op.a as usize),
         _ => None,
@@ -279,11 +279,175 @@ pub fn check_events(n: usize, events: &[u32]) -> Result<(), String> {
     Ok(())
 }
 
+/// One operation as a machine takes it: `kind` is the position of its name in the
+/// model's ops (the register's `READ`, `WRITE`, `CAS`); `a` and `b` are the machine's.
+#[derive(Clone, Copy, Debug)]
+pub struct MOp {
+    pub kind: u8,
+    pub a: i64,
+    pub b: i64,
+    pub opt: bool,
+}
+
+/// A sequential object over integer states: the model's side of the search, the only
+/// thing that differs between the register core and the other data types.
+pub trait Machine {
+    /// The initial state (asked after `prepare`).
+    fn init(&mut self) -> i64;
+    /// The state after op `i` (`op`) in `state`, or None when it is not legal there.
+    fn step(&mut self, state: i64, i: usize, op: &MOp) -> Option<i64>;
+    /// Whether ops of `kind` never change the state (reads).
+    fn pure(&self, kind: u8) -> bool;
+    /// How many kinds of op the machine has.
+    fn kinds(&self) -> u8;
+    /// Learn the part's ops before a search (`must[i]`: op `i` has to happen).
+    fn prepare(&mut self, _ops: &[MOp], _must: &[bool]) {}
+    /// Whether the ops left (`done(i)` false) can still be linearized from `state` as far
+    /// as the machine can tell at once; false only when none can (the Python model's
+    /// `viability`). A step to a state that is not viable is refused.
+    fn viable(&self, _state: i64, _done: &dyn Fn(usize) -> bool) -> bool {
+        true
+    }
+    /// Op `i` was placed or dropped (`d` = -1) or taken back (`d` = 1): for a machine
+    /// whose steps depend on what is left to linearize.
+    fn count(&mut self, _i: usize, _op: &MOp, _d: i32) {}
+    /// The state once optional op `i` is dropped (did not happen) in `state`.
+    fn dropped(&self, state: i64, _i: usize, _op: &MOp) -> i64 {
+        state
+    }
+    /// What makes two `info` ops of this machine interchangeable (same key: once both are
+    /// invoked the search places one only after the other, which leaves out orders that
+    /// differ by swapping them), or None for no such reduction.
+    fn twin_key(&self, _op: &MOp) -> Option<(u8, i64, i64)> {
+        None
+    }
+}
+
 /// Check one part (one key's operations) against the register model starting from
 /// `init`. `events` lists `2 i` for the invoke of op `i` and `2 i + 1` for its completion,
 /// in time order (see `check_events`); an op without a completion may take effect at any
 /// time after its invoke, or never.
 pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome {
+    let n = ops.len();
+    // values renumbered densely (the caller's may be any ints >= 0)
+    let mut dense: HashMap<i64, i64, BuildHasherDefault<IdHasher>> =
+        HashMap::with_capacity_and_hasher(n + 1, Default::default());
+    let mut id_of = |v: i64| {
+        let k = dense.len() as i64;
+        *dense.entry(v).or_insert(k)
+    };
+    let init = id_of(init);
+    let owned: Vec<MOp> = ops
+        .iter()
+        .map(|o| MOp {
+            kind: o.f,
+            a: if o.f == CAS && o.a == ANY { ANY } else { id_of(o.a) },
+            b: if o.f == CAS { id_of(o.b) } else { 0 },
+            opt: o.opt,
+        })
+        .collect();
+    let values = dense.len() + 1;
+    let mut register = Register {
+        init,
+        must: Vec::new(),
+        obs_left: vec![0; values],
+        must_left: vec![0; values],
+        writes_left: vec![0; values],
+    };
+    search_machine(&mut register, &owned, events, limits)
+}
+
+/// The register and cas-register models over dense value ids, with the register core's
+/// two exact reductions that need to know what is left to linearize: a value that no op
+/// left can observe (read, or expect in a cas) makes the state `DEAD`, so orders that
+/// differ only in such writes share a memo entry; and a step that replaces a value some
+/// op that must happen still has to observe, when no op left writes that value again, is
+/// refused at once (that op could never be placed).
+struct Register {
+    init: i64,
+    must: Vec<bool>,
+    /// Per value: ops left to linearize that observe it, those of them that must happen,
+    /// and ops left that write it.
+    obs_left: Vec<u32>,
+    must_left: Vec<u32>,
+    writes_left: Vec<u32>,
+}
+
+impl Machine for Register {
+    fn init(&mut self) -> i64 {
+        if self.obs_left[self.init as usize] == 0 { DEAD } else { self.init }
+    }
+
+    fn prepare(&mut self, ops: &[MOp], must: &[bool]) {
+        self.must = must.to_vec();
+        for (i, op) in ops.iter().enumerate() {
+            self.count(i, op, 1);
+        }
+    }
+
+    /// The state after op `i` if it is legal now (DEAD when no op left to linearize can
+    /// observe the new value), or None.
+    #[inline]
+    fn step(&mut self, state: i64, i: usize, op: &MOp) -> Option<i64> {
+        let live = |v: i64, k: u32| if self.obs_left[v as usize] > k { v } else { DEAD };
+        // would replacing the current value strand an op that must observe it? (`mine`:
+        // this op is one of those observers itself)
+        let strands = |new: i64, mine: u32| {
+            state >= 0 && new != state && self.must_left[state as usize] > mine
+                && self.writes_left[state as usize] == 0
+        };
+        match op.kind {
+            // after this read one observer fewer is left
+            READ => (state == op.a).then(|| live(op.a, 1)),
+            WRITE => (!strands(op.a, 0)).then(|| live(op.a, 0)),
+            _ if op.a == ANY => (!strands(op.b, 0)).then(|| live(op.b, 0)),
+            _ => (state == op.a && !strands(op.b, self.must[i] as u32))
+                .then(|| live(op.b, (op.b == op.a) as u32)),
+        }
+    }
+
+    #[inline]
+    fn pure(&self, kind: u8) -> bool {
+        kind == READ
+    }
+
+    fn kinds(&self) -> u8 {
+        3
+    }
+
+    #[inline]
+    fn count(&mut self, i: usize, op: &MOp, d: i32) {
+        let add = |x: &mut u32| *x = x.wrapping_add_signed(d);
+        if let Some(v) = observed(op) {
+            add(&mut self.obs_left[v]);
+            if self.must[i] {
+                add(&mut self.must_left[v]);
+            }
+        }
+        match op.kind {
+            WRITE => add(&mut self.writes_left[op.a as usize]),
+            CAS => add(&mut self.writes_left[op.b as usize]),
+            _ => {}
+        }
+    }
+
+    fn dropped(&self, state: i64, _i: usize, op: &MOp) -> i64 {
+        match observed(op) {
+            Some(v) if v as i64 == state && self.obs_left[v] == 1 => DEAD,
+            _ => state,
+        }
+    }
+
+    fn twin_key(&self, op: &MOp) -> Option<(u8, i64, i64)> {
+        (op.kind != READ).then_some((op.kind, op.a, if op.kind == CAS { op.b } else { 0 }))
+    }
+}
+
+/// Search ops `0..n` (`events` as `search` takes them) under `machine`: the one
+/// Wing–Gong–Lowe loop, for the register core and every other machine (monomorphised for
+/// the register, so its steps are inlined).
+pub fn search_machine<M: Machine + ?Sized>(machine: &mut M, ops: &[MOp], events: &[u32],
+                                           limits: Limits) -> Outcome {
     let n = ops.len();
     let mut info = vec![true; n];
     for &ev in events {
@@ -291,8 +455,6 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
             info[(ev >> 1) as usize] = false;
         }
     }
-    // must happen: a completion and not optional
-    let must: Vec<bool> = (0..n).map(|i| !info[i] && !ops[i].opt).collect();
     // class-local ids in invoke order: completed ops 0..nc, info ops 0..ni
     let mut cid = vec![0u32; n];
     let (mut nc, mut ni) = (0u32, 0u32);
@@ -329,364 +491,203 @@ pub fn search(ops: &[Op], events: &[u32], init: i64, limits: Limits) -> Outcome 
             ret_of[call_node[i as usize] as usize] = node;
         }
     }
-
-    // values renumbered densely (the caller's may be any ints >= 0), then how many ops
-    // still to linearize observe each
-    let mut dense: HashMap<i64, i64, BuildHasherDefault<IdHasher>> =
-        HashMap::with_capacity_and_hasher(n + 1, Default::default());
-    let mut id_of = |v: i64| {
-        let k = dense.len() as i64;
-        *dense.entry(v).or_insert(k)
-    };
-    let init = id_of(init);
-    let owned: Vec<Op> = ops
-        .iter()
-        .map(|o| Op {
-            f: o.f,
-            a: if o.f == CAS && o.a == ANY { ANY } else { id_of(o.a) },
-            b: if o.f == CAS { id_of(o.b) } else { 0 },
-            opt: o.opt,
-        })
-        .collect();
-    let ops = &owned[..];
-    let values = dense.len() + 1;
-    // per info op, the latest identical info op invoked before it (see `Search::twin`)
+    let pure: Vec<bool> = ops.iter().map(|o| machine.pure(o.kind)).collect();
+    // must happen: a completion and not optional
+    let must: Vec<bool> = (0..n).map(|i| !info[i] && !ops[i].opt).collect();
+    // per info op, the latest interchangeable info op invoked before it (`twin_key`)
     let mut twin = vec![NIL; n];
     let mut last: HashMap<(u8, i64, i64), u32> = HashMap::new();
     for &ev in events {
         let i = (ev >> 1) as usize;
-        if ev & 1 == 1 || !info[i] || ops[i].f == READ {
+        if ev & 1 == 1 || !info[i] {
             continue;
         }
-        let o = &ops[i];
-        let k = (o.f, o.a, if o.f == CAS { o.b } else { 0 });
-        if let Some(&j) = last.get(&k) {
-            twin[i] = j;
+        if let Some(k) = machine.twin_key(&ops[i]) {
+            if let Some(&j) = last.get(&k) {
+                twin[i] = j;
+            }
+            last.insert(k, i as u32);
         }
-        last.insert(k, i as u32);
     }
-    let mut s = Search {
-        ops,
-        twin,
-        info,
-        must,
-        call_node,
-        cid,
-        nc,
-        next,
-        node_op,
-        is_call,
-        prev,
-        ret_of,
-        set: LinSet {
-            done: vec![0; (nc as usize).div_ceil(64)],
-            info: vec![0; (ni as usize).div_ceil(64)],
-            lc: 0,
-            hc: 0,
-        },
-        memo: Memo::with_capacity(n.min(limits.max_entries)),
-        max_entries: limits.max_entries,
-        states: 0,
-        stack: Vec::new(),
-        state: init,
-        obs_left: vec![0; values],
-        must_left: vec![0; values],
-        writes_left: vec![0; values],
-        hash: 0,
-        best: Vec::new(),
-        agree: 0,
-        new_best: false,
+    machine.prepare(ops, &must);
+    let mut set = LinSet {
+        done: vec![0; (nc as usize).div_ceil(64)],
+        info: vec![0; (ni as usize).div_ceil(64)],
+        lc: 0,
+        hc: 0,
     };
-    for i in 0..n {
-        s.count(i, 1);
-    }
-    if s.obs_left[init as usize] == 0 {
-        s.state = DEAD;
-    }
+    let mut memo = Memo::with_capacity(n.min(limits.max_entries));
+    let mut stack: Vec<Frame> = Vec::new();
+    // the longest prefix yet (nodes; a dropped op as its return node) and how much of the
+    // stack still equals it, so a longer prefix copies only what changed since
+    // (amortised O(1) per step instead of a copy of the stack)
+    let mut best: Vec<u32> = Vec::new();
+    let mut agree = 0usize;
+    let mut states: u64 = 0;
+    let mut hash: u64 = 0;
+    let mut state = machine.init();
     let mut stuck: Option<u32> = None;
-    let mut entry = NIL;
-    let mut fresh = true;
+    // a longer prefix was reached since the stuck op was last recorded
+    let mut fresh = false;
+    let mut scan = true;
+    let mut entry = next[HEAD as usize];
     let mut iter: u64 = 0;
+
+    let order_of = |nodes: &mut dyn Iterator<Item = u32>, is_call: &[bool], node_op: &[u32]|
+        -> Vec<u32> { nodes.filter(|&x| is_call[x as usize]).map(|x| node_op[x as usize]).collect() };
 
     // The search goes on to the end of the list even once every completed op is placed
     // (placing the info ops still legal there), and the longest prefix and stuck op are
-    // tracked as `linsearch.search_part` tracks them: both cores give the same result.
+    // tracked as the pure-Python search tracks them: both cores give the same result.
     loop {
         iter += 1;
         if (iter & 0x3FF == 0 && limits.deadline.is_some_and(|d| Instant::now() >= d))
             || (iter & crate::signals::EVERY == 0 && crate::signals::interrupted())
         {
-            return Outcome { verdict: Verdict::Timeout, order: s.best_order(), stuck,
-                             states: s.states };
+            let order = order_of(&mut best.iter().copied(), &is_call, &node_op);
+            return Outcome { verdict: Verdict::Timeout, order, stuck, states };
         }
-        if fresh {
+        if entry == NIL {
+            // past every event left: only ops that may never happen remain
+            let mut it = stack.iter().filter(|f| !f.dropped).map(|f| f.node);
+            let order = order_of(&mut it, &is_call, &node_op);
+            return Outcome { verdict: Verdict::Linearizable, order, stuck: None, states };
+        }
+        let mut take: Option<i64> = None;
+        if scan {
             // A configuration just reached. A read legal now is linearized now, without
             // branching: if any linearization goes on from here, one goes on with that read
             // first (a read changes no state, and it is available: every op that must
             // precede it is placed). If the configuration after it was explored already,
             // so in effect was this one.
-            fresh = false;
-            let read = s.legal_read();
-            if read != NIL {
-                let new_state = s.step(s.node_op[read as usize] as usize);
-                if s.place(read, new_state.unwrap_or(DEAD), true) {
-                    fresh = true;
-                    continue;
-                }
-                match s.unwind() {
-                    Some(e) => entry = e,
-                    None => return Outcome { verdict: Verdict::NotLinearizable,
-                                             order: s.best_order(), stuck, states: s.states },
-                }
-                continue;
-            }
-            entry = s.next[HEAD as usize];
-        }
-        if entry == NIL {
-            // past every event left: only ops that may never happen remain
-            return Outcome { verdict: Verdict::Linearizable, order: s.order(), stuck: None,
-                             states: s.states };
-        }
-        if s.is_call[entry as usize] {
-            let i = s.node_op[entry as usize] as usize;
-            let t = s.twin[i];
-            let twin_free = t != NIL && {
-                let id = s.cid[t as usize];
-                s.set.info[(id / 64) as usize] >> (id % 64) & 1 == 0
-            };
-            // no read is legal in this configuration (one would have been taken)
-            if s.ops[i].f != READ && !twin_free {
-                if let Some(new_state) = s.step(i) {
-                    if s.place(entry, new_state, false) {
-                        fresh = true;
-                        continue;
+            scan = false;
+            let mut e = entry;
+            while e != NIL && is_call[e as usize] {
+                let i = node_op[e as usize] as usize;
+                if pure[i] {
+                    if let Some(s) = machine.step(state, i, &ops[i]) {
+                        entry = e;
+                        take = Some(s);
+                        break;
                     }
                 }
+                e = next[e as usize];
             }
-            entry = s.next[entry as usize];
-        } else {
-            let i = s.node_op[entry as usize] as usize;
-            if s.ops[i].opt {
-                // an optional op not placed by its completion did not happen: drop it,
-                // without a choice (placing it earlier is what other branches try)
-                let drop_state = match observed(&s.ops[i]) {
-                    Some(v) if v as i64 == s.state && s.obs_left[v] == 1 => DEAD,
-                    _ => s.state,
-                };
-                if s.place_as(s.call_node[i], drop_state, true, true) {
-                    fresh = true;
-                    continue;
-                }
-                match s.unwind() {
-                    Some(e) => entry = e,
-                    None => return Outcome { verdict: Verdict::NotLinearizable,
-                                             order: s.best_order(), stuck, states: s.states },
-                }
-                continue;
+        }
+        let i = node_op[entry as usize] as usize;
+        // what to place at `entry`: (call node, new state, forced, dropped)
+        let mut placing: Option<(u32, i64, bool, bool)> = None;
+        let mut walk_on = false;
+        if take.is_some() || (is_call[entry as usize] && !pure[i]) {
+            let twin_free = take.is_none() && twin[i] != NIL && {
+                let id = cid[twin[i] as usize];
+                set.info[(id / 64) as usize] >> (id % 64) & 1 == 0
+            };
+            let new = if take.is_some() {
+                take
+            } else if twin_free {
+                None // an identical info op invoked before it is still free: that one first
+            } else {
+                machine.step(state, i, &ops[i]).filter(|&s| {
+                    let done = |j: usize| {
+                        j == i || {
+                            let bits = if info[j] { &set.info } else { &set.done };
+                            bits[(cid[j] / 64) as usize] >> (cid[j] % 64) & 1 == 1
+                        }
+                    };
+                    machine.viable(s, &done)
+                })
+            };
+            match new {
+                Some(s) => placing = Some((entry, s, take.is_some(), false)),
+                None => walk_on = true,
             }
+        } else if is_call[entry as usize] {
+            walk_on = true; // a read not legal here (a legal one would have been taken)
+        } else if ops[i].opt {
+            // an optional op not placed by its completion did not happen: drop it, without
+            // a choice (placing it earlier is what other branches try)
+            placing = Some((call_node[i], machine.dropped(state, i, &ops[i]), true, true));
+        } else if fresh || stuck.is_none() {
             // the completion of an op not yet linearized: backtrack; the first completion
             // met since the deepest prefix yet was reached is the one it could not get past
-            if s.new_best || stuck.is_none() {
-                stuck = Some(s.node_op[entry as usize]);
-                s.new_best = false;
+            stuck = Some(i as u32);
+            fresh = false;
+        }
+        if let Some((node, new_state, forced, dropped)) = placing {
+            let j = node_op[node as usize] as usize;
+            let (id, is_info) = (cid[j], info[j]);
+            let (old_lc, old_hc) = (set.lc, set.hc);
+            flip(&mut set, id, is_info);
+            if !is_info {
+                if id == set.lc {
+                    set.lc = set.next_unset(id + 1, nc);
+                }
+                set.hc = set.hc.max(id + 1);
             }
-            match s.unwind() {
-                Some(e) => entry = e,
-                None => return Outcome { verdict: Verdict::NotLinearizable,
-                                         order: s.best_order(), stuck, states: s.states },
+            let z = zobrist(id, is_info);
+            let key = hash ^ z ^ state_hash(new_state);
+            if memo.contains(key, new_state, &set) {
+                flip(&mut set, id, is_info);
+                set.lc = old_lc;
+                set.hc = old_hc;
+                if !forced {
+                    entry = next[entry as usize];
+                    continue;
+                }
+            } else {
+                if memo.len() >= limits.max_entries {
+                    memo.clear(); // bounded memory: forget, never prune wrongly
+                }
+                memo.insert(key, new_state, &set);
+                states += 1;
+                hash ^= z;
+                stack.push(Frame { node, state, lc: old_lc, hc: old_hc, forced, dropped });
+                if stack.len() > best.len() {
+                    best.truncate(agree);
+                    best.extend(stack[agree..].iter()
+                        .map(|f| if f.dropped { ret_of[f.node as usize] } else { f.node }));
+                    agree = stack.len();
+                    fresh = true;
+                }
+                state = new_state;
+                lift(node, &mut next, &mut prev, &ret_of);
+                machine.count(j, &ops[j], -1);
+                entry = next[HEAD as usize];
+                scan = true;
+                continue;
             }
+        } else if walk_on {
+            entry = next[entry as usize];
+            continue;
         }
-    }
-}
-
-/// The search's working data: the event list, the linearized set, the memo and the stack.
-struct Search<'a> {
-    ops: &'a [Op],
-    /// Per info op, the latest identical info op invoked before it (NIL: none): the two
-    /// are interchangeable once both are invoked, so one is placed only after its twin
-    /// (exact: a linearization placing it first is one with the two swapped).
-    twin: Vec<u32>,
-    info: Vec<bool>,
-    must: Vec<bool>,
-    call_node: Vec<u32>,
-    cid: Vec<u32>,
-    nc: u32,
-    next: Vec<u32>,
-    prev: Vec<u32>,
-    node_op: Vec<u32>,
-    is_call: Vec<bool>,
-    ret_of: Vec<u32>,
-    set: LinSet,
-    memo: Memo,
-    max_entries: usize,
-    states: u64,
-    stack: Vec<Frame>,
-    state: i64,
-    /// Per value: ops left to linearize that observe it, those of them that must happen,
-    /// and ops left that write it.
-    obs_left: Vec<u32>,
-    must_left: Vec<u32>,
-    writes_left: Vec<u32>,
-    hash: u64,
-    /// The nodes of the longest prefix placed yet (the first one reached of that length);
-    /// `stack[..agree]` still equals `best[..agree]`, so a longer prefix copies only what
-    /// changed since (amortised O(1) per step instead of a copy of the stack).
-    best: Vec<u32>,
-    agree: usize,
-    /// A longer prefix was reached since the stuck op was last recorded.
-    new_best: bool,
-}
-
-impl Search<'_> {
-    /// The register / cas-register step: the state after op `i` if it is legal now (DEAD
-    /// when no op left to linearize can observe the new value), or None. A step that
-    /// replaces a value some op that must happen still has to observe, when nothing left
-    /// writes that value again, is None too: that op could never be linearized.
-    #[inline]
-    fn step(&self, i: usize) -> Option<i64> {
-        let op = &self.ops[i];
-        let live = |v: i64, k: u32| if self.obs_left[v as usize] > k { v } else { DEAD };
-        // would replacing the current value strand an op that must observe it? (`mine`:
-        // this op is one of those observers itself)
-        let strands = |new: i64, mine: u32| {
-            let s = self.state;
-            s >= 0 && new != s && self.must_left[s as usize] > mine
-                && self.writes_left[s as usize] == 0
-        };
-        match op.f {
-            // after this read one observer fewer is left
-            READ => (self.state == op.a).then(|| live(op.a, 1)),
-            WRITE => (!strands(op.a, 0)).then(|| live(op.a, 0)),
-            _ if op.a == ANY => (!strands(op.b, 0)).then(|| live(op.b, 0)),
-            _ => (self.state == op.a && !strands(op.b, self.must[i] as u32))
-                .then(|| live(op.b, (op.b == op.a) as u32)),
-        }
-    }
-
-    /// Count op `i` in (`d` = 1) or out of (`d` = -1) what is left to linearize.
-    #[inline]
-    fn count(&mut self, i: usize, d: i32) {
-        let op = self.ops[i];
-        let add = |x: &mut u32| *x = x.wrapping_add_signed(d);
-        if let Some(v) = observed(&op) {
-            add(&mut self.obs_left[v]);
-            if self.must[i] {
-                add(&mut self.must_left[v]);
-            }
-        }
-        match op.f {
-            WRITE => add(&mut self.writes_left[op.a as usize]),
-            CAS => add(&mut self.writes_left[op.b as usize]),
-            _ => {}
-        }
-    }
-
-    fn order(&self) -> Vec<u32> {
-        self.stack.iter().filter(|f| !f.dropped).map(|f| self.node_op[f.node as usize]).collect()
-    }
-
-    /// The ops of the longest prefix placed yet, in order (dropped ops, kept as their
-    /// return node, left out).
-    fn best_order(&self) -> Vec<u32> {
-        self.best.iter().filter(|&&node| self.is_call[node as usize])
-            .map(|&node| self.node_op[node as usize]).collect()
-    }
-
-    /// The first available read (its call comes before any pending completion) that is
-    /// legal in the current state, or NIL.
-    fn legal_read(&self) -> u32 {
-        let mut e = self.next[HEAD as usize];
-        while e != NIL && self.is_call[e as usize] {
-            let op = &self.ops[self.node_op[e as usize] as usize];
-            if op.f == READ && op.a == self.state {
-                return e;
-            }
-            e = self.next[e as usize];
-        }
-        NIL
-    }
-
-    #[inline]
-    fn flip(&mut self, i: usize) {
-        let id = self.cid[i];
-        let bits = if self.info[i] { &mut self.set.info } else { &mut self.set.done };
-        bits[(id / 64) as usize] ^= 1 << (id % 64);
-    }
-
-    /// Linearize the op of call `node` next, reaching `new_state`, unless that (set, state)
-    /// was explored already; return whether it was placed.
-    fn place(&mut self, node: u32, new_state: i64, forced: bool) -> bool {
-        self.place_as(node, new_state, forced, false)
-    }
-
-    /// As `place`; `dropped`: the op is dropped (did not happen) rather than linearized.
-    fn place_as(&mut self, node: u32, new_state: i64, forced: bool, dropped: bool) -> bool {
-        let i = self.node_op[node as usize] as usize;
-        let (id, is_info) = (self.cid[i], self.info[i]);
-        let (old_lc, old_hc) = (self.set.lc, self.set.hc);
-        self.flip(i);
-        if !is_info {
-            if id == self.set.lc {
-                self.set.lc = self.set.next_unset(id + 1, self.nc);
-            }
-            self.set.hc = self.set.hc.max(id + 1);
-        }
-        let z = zobrist(id, is_info);
-        let key = self.hash ^ z ^ state_hash(new_state);
-        if self.memo.contains(key, new_state, &self.set) {
-            self.flip(i);
-            self.set.lc = old_lc;
-            self.set.hc = old_hc;
-            return false;
-        }
-        if self.memo.entries.len() >= self.max_entries {
-            self.memo.clear(); // bounded memory: forget, never prune wrongly
-        }
-        self.memo.insert(key, new_state, &self.set);
-        self.states += 1;
-        self.hash ^= z;
-        self.stack.push(Frame { node, state: self.state, lc: old_lc, hc: old_hc, forced,
-                                dropped });
-        if self.stack.len() > self.best.len() {
-            self.best.truncate(self.agree);
-            let ret_of = &self.ret_of;
-            self.best.extend(self.stack[self.agree..].iter()
-                .map(|f| if f.dropped { ret_of[f.node as usize] } else { f.node }));
-            self.agree = self.stack.len();
-            self.new_best = true;
-        }
-        self.state = new_state;
-        lift(node, &mut self.next, &mut self.prev, &self.ret_of);
-        self.count(i, -1);
-        true
-    }
-
-    /// Undo the last placement; return its frame.
-    fn pop(&mut self) -> Option<Frame> {
-        let top = self.stack.pop()?;
-        self.agree = self.agree.min(self.stack.len());
-        let i = self.node_op[top.node as usize] as usize;
-        self.flip(i);
-        self.count(i, 1);
-        self.set.lc = top.lc;
-        self.set.hc = top.hc;
-        self.hash ^= zobrist(self.cid[i], self.info[i]);
-        self.state = top.state;
-        unlift(top.node, &mut self.next, &mut self.prev, &self.ret_of);
-        Some(top)
-    }
-
-    /// Backtrack out of a dead configuration: undo placements up to and including the
-    /// last one made by choice; return the entry after it, where the search goes on (None
-    /// when nothing is left to try).
-    fn unwind(&mut self) -> Option<u32> {
-        loop {
-            let top = self.pop()?;
+        // backtrack to the last placement made by choice
+        let e = loop {
+            let Some(top) = stack.pop() else {
+                let order = order_of(&mut best.iter().copied(), &is_call, &node_op);
+                return Outcome { verdict: Verdict::NotLinearizable, order, stuck, states };
+            };
+            agree = agree.min(stack.len());
+            let j = node_op[top.node as usize] as usize;
+            flip(&mut set, cid[j], info[j]);
+            machine.count(j, &ops[j], 1);
+            set.lc = top.lc;
+            set.hc = top.hc;
+            hash ^= zobrist(cid[j], info[j]);
+            state = top.state;
+            unlift(top.node, &mut next, &mut prev, &ret_of);
             if !top.forced {
-                return Some(self.next[top.node as usize]);
+                break top.node;
             }
-        }
+        };
+        entry = next[e as usize];
     }
+}
+
+#[inline]
+fn flip(set: &mut LinSet, id: u32, is_info: bool) {
+    let bits = if is_info { &mut set.info } else { &mut set.done };
+    bits[(id / 64) as usize] ^= 1 << (id % 64);
 }
 
 #[inline]

@@ -148,8 +148,8 @@ def check(history_or_path: Any, model: str = "kv", timeout: str | float = "60s")
     import time
 
     from replicalab.checkers.linearizability import check as check_ops
-    from replicalab.checkers.linhistory import check_history
-    from replicalab.checkers.linregistry import get_model
+    from replicalab.checkers.linearizability.from_history import check_history
+    from replicalab.checkers.linearizability.registry import get_model
     from replicalab.history import History, load_history
 
     m = get_model(model)
@@ -164,7 +164,7 @@ def check(history_or_path: Any, model: str = "kv", timeout: str | float = "60s")
     if not path.is_file():
         raise ValueError(f"{path} does not exist; pass a run directory, a Jepsen EDN history "
                          "or a JSON lines export")
-    from replicalab.checkers.linfile import ops_from_file
+    from replicalab.checkers.linearizability.from_file import ops_from_file
     from replicalab.history.read import read_ops
 
     fh = read_ops(path, tuples=m.tuples)

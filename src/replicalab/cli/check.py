@@ -4,9 +4,9 @@ prove it.
 Each PATH is a replicalab run directory (``history.parquet``; a queue run's
 ``queue.parquet`` with ``--model fifo-queue``), a Jepsen EDN history, our JSON lines
 export or Jepsen's log lines. The model is resolved once, here, from the registry
-(``checkers/linregistry.py``), which also gives ``--help`` its list. Exit status: 0 every
-history is linearizable, 1 one is not, 3 one could not be decided before ``--timeout``
-(and none is known not to be), 2 bad input.
+(``checkers/linearizability/registry.py``), which also gives ``--help`` its list. Exit
+status: 0 every history is linearizable, 1 one is not, 3 one could not be decided before
+``--timeout`` (and none is known not to be), 2 bad input.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ MAX_LISTED_OPS = 64
 
 
 def _model_help() -> str:
-    from replicalab.checkers.linregistry import MODELS
+    from replicalab.checkers.linearizability.registry import MODELS
 
     listed = "; ".join(f"{name} ({cls.summary})" for name, cls in MODELS.items())
     return (f"The data type to check against: {listed}; or transactions: list-append, "
@@ -60,7 +60,7 @@ class Loaded:
 def _load(path: Path, model: Any) -> Loaded:
     """Return one PATH read for ``model``; raises ValueError with one line naming the
     path (and the line of a file) and what was expected."""
-    from replicalab.checkers.linexplain import Clock
+    from replicalab.checkers.linearizability.explain import Clock
 
     if path.is_dir():
         if (path / "queue.parquet").exists():
@@ -69,7 +69,7 @@ def _load(path: Path, model: Any) -> Loaded:
     if not path.exists():
         raise ValueError(f"{path} does not exist; pass a run directory, a Jepsen EDN history, "
                          "a JSON lines export or Jepsen log lines")
-    from replicalab.checkers.linfile import ops_from_file
+    from replicalab.checkers.linearizability.from_file import ops_from_file
     from replicalab.history.read import read_ops
 
     fh = read_ops(path, tuples=model.tuples)
@@ -83,8 +83,8 @@ def _load(path: Path, model: Any) -> Loaded:
 
 def _load_run(path: Path, model: Any) -> Loaded:
     """Return a run directory's History with its columns for the register models."""
-    from replicalab.checkers.linexplain import Clock
-    from replicalab.checkers.linhistory import encode_history, ops_from_history
+    from replicalab.checkers.linearizability.explain import Clock
+    from replicalab.checkers.linearizability.from_history import encode_history, ops_from_history
     from replicalab.cli import rundir
     from replicalab.history import load_history
 
@@ -110,8 +110,8 @@ def _load_run(path: Path, model: Any) -> Loaded:
 
 def _load_queue(path: Path, model: Any) -> Loaded:
     """Return a queue run's sends and deliveries as fifo-queue ops."""
-    from replicalab.checkers.linexplain import Clock
-    from replicalab.checkers.linqueue import queue_ops
+    from replicalab.checkers.linearizability.explain import Clock
+    from replicalab.checkers.linearizability.from_queue import queue_ops
     from replicalab.cli import rundir
     from replicalab.queues.record import load_log
 
@@ -157,7 +157,7 @@ def _op_json(op: Any, clock: Any) -> dict[str, Any]:
 def result_json(path: Path, ops: list[Any], result: Any, clock: Any) -> dict[str, Any]:
     """Return the ``--json`` entry of one checked history: verdict, counts, time and, for
     each key that is not linearizable, its counterexample and explanation."""
-    from replicalab.checkers.linops import Verdict
+    from replicalab.checkers.linearizability.ops import Verdict
 
     by_index = {o.index: o for o in ops}
     bad = [p for p in result.parts if p.verdict == Verdict.NOT_LINEARIZABLE]
@@ -188,7 +188,7 @@ def _rank(v: Any) -> int:
 def _show_result(path: Path, result: Any, model: Any) -> None:
     """Print one history's table and the explanation of each key that is not decided
     linearizable."""
-    from replicalab.checkers.linops import Verdict
+    from replicalab.checkers.linearizability.ops import Verdict
     from replicalab.cli.output import TableData, say, show
 
     parts = sorted(result.parts, key=lambda p: (_rank(p.verdict), -p.ops, str(p.key)))
@@ -227,11 +227,11 @@ def _show_result(path: Path, result: Any, model: Any) -> None:
 def _check_one(item: Loaded, model: Any, deadline_s: float, fail_fast: bool,
                as_json: bool) -> Any:
     """Return the CheckResult of one loaded PATH (progress on stderr when not --json)."""
-    from replicalab.checkers.linearizability import check as run_check
+    from replicalab.checkers.linearizability.checker import check as run_check
 
     def run(progress: Any) -> Any:
         if item.columns is not None:
-            from replicalab.checkers.linhistory import check_history
+            from replicalab.checkers.linearizability.from_history import check_history
 
             return check_history(item.history, model, deadline_s=deadline_s,
                                  progress=progress, t0_ns=item.clock.t0_ns,
@@ -277,8 +277,8 @@ def check(
 
     Example: replicalab check runs/20261122T010203Z-register-sim-primary --model kv
     """
-    from replicalab.checkers.linops import Verdict
-    from replicalab.checkers.linregistry import get_model
+    from replicalab.checkers.linearizability.ops import Verdict
+    from replicalab.checkers.linearizability.registry import get_model
 
     if model in ("list-append", "rw-register"):  # transactions: their own checker
         from replicalab.cli.check_txn import run as run_txn
@@ -291,7 +291,7 @@ def check(
     try:
         m = get_model(model)  # resolved once: the object goes everywhere from here
     except ValueError:
-        from replicalab.checkers.linregistry import MODELS
+        from replicalab.checkers.linearizability.registry import MODELS
 
         fail(f"--model {model!r}: use one of {', '.join(MODELS)}")
     try:
@@ -314,7 +314,7 @@ def check(
         verdicts.append(result.verdict)
         if as_json:
             if item.columns is not None:  # LinOps only for the rows --json lists
-                from replicalab.checkers.linhistory import history_op
+                from replicalab.checkers.linearizability.from_history import history_op
 
                 ops = [history_op(item.history, i) for p in result.parts
                        if p.verdict == Verdict.NOT_LINEARIZABLE

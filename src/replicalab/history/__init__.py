@@ -7,8 +7,7 @@ import ...`` or ``.values`` does not pull in numpy and pyarrow, which a short
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from replicalab import lazy_exports
 
 _WHERE = {
     "CONDITION_FAILED": "core", "CONSISTENCY_NAMES": "core", "F_NAMES": "core",
@@ -20,15 +19,4 @@ _WHERE = {
 
 __all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

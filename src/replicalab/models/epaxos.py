@@ -28,6 +28,7 @@ from replicalab.models.paxos_wan import (
     NodeLoad,
     WanParams,
     kth_fastest_mean_ms,
+    node_waits_ms,
 )
 from replicalab.models.paxos_wan import (
     max_throughput_rps as paxos_max_throughput_rps,
@@ -140,13 +141,10 @@ def _quorum(p: EPaxosParams, i: int, targets: list[int], need: int,
 
 def latency_by_region_ms(p: EPaxosParams, load_rps: float) -> dict[str, float] | None:
     """Return mean client latency (ms) per region at aggregate ``load_rps``; None if saturated."""
-    require(load_rps >= 0 and math.isfinite(load_rps),
-            f"load {load_rps!r} req/s: offered load must be a finite number >= 0")
     w = p.wan
-    loads = _loads(p, load_rps)
-    if max(x.utilisation(w.pipelines) for x in loads) >= 1.0:
+    waits = node_waits_ms(lambda x: _loads(p, x), load_rps, w.pipelines)
+    if waits is None:
         return None
-    waits = [x.wait_ms(w.pipelines) for x in loads]
     out = {}
     for i, r in enumerate(w.rs.regions):
         fast = _quorum(p, i, p.preaccept_targets(i), p.fast_quorum_size - 1, waits)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from replicalab.models import queueing
 from replicalab.models.base import Curve, point, require
 from replicalab.models.orderstats import NormalRtt, order_stat_mean_ms
 from replicalab.regions import LAN_RTT_MS, LAN_SD_MS
@@ -244,16 +245,10 @@ def service_cs2(p: PaxosLanParams) -> float:
 
 
 def marchal_wait_ms(load_rps: float, service_ms: float, ca2: float, cs2: float) -> float:
-    """Return Marchal's G/G/1 mean waiting time in ms (inf when utilisation >= 1):
-    ``w = p^2 (1 + Cs2)(Ca2 + Cs2 p^2) / (2 R (1 - p)(1 + Cs2 p^2))``, p = R * service."""
-    rate_per_ms = load_rps / 1000.0
-    rho = rate_per_ms * service_ms
-    if rho <= 0:
-        return 0.0
-    if rho >= 1:
-        return math.inf
-    return (rho * rho * (1 + cs2) * (ca2 + cs2 * rho * rho)
-            / (2 * rate_per_ms * (1 - rho) * (1 + cs2 * rho * rho)))
+    """Return Marchal's G/G/1 mean waiting time in ms (inf when utilisation >= 1) at
+    ``load_rps`` rounds per second (:func:`replicalab.models.queueing.marchal_wait_ms`)."""
+    return queueing.marchal_wait_ms(rate_per_ms=load_rps / 1000.0, service_ms=service_ms,
+                                    ca2=ca2, cs2=cs2)
 
 
 def queue_wait_ms(p: PaxosLanParams, load_rps: float, *, refined: bool = False) -> float:

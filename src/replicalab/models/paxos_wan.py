@@ -27,7 +27,7 @@ This module also holds the parameters (:class:`WanParams`) and the small numeric
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from replicalab.models.base import Curve, CurvePoint, from_dict, point, require
+from replicalab.models.queueing import marchal_factor
 from replicalab.regions import RegionSet, region_set
 
 __all__ = [
@@ -301,8 +302,8 @@ class NodeLoad:
             return 0.0
         cs2 = max((self.m2 / self.rate) / s ** 2 - 1.0, 0.0)
         ca2 = self.ca2_rate / self.rate
-        factor = (1 + cs2) * (ca2 + rho ** 2 * cs2) / (2 * (1 + rho ** 2 * cs2))
-        return _erlang_c(servers, self.work) * s / (servers * (1 - rho)) * factor
+        return (_erlang_c(servers, self.work) * s / (servers * (1 - rho))
+                * marchal_factor(rho, ca2=ca2, cs2=cs2))
 
 
 def _erlang_c(c: int, a: float) -> float:
@@ -337,14 +338,24 @@ def _loads(p: WanParams, load_rps: float) -> list[NodeLoad]:
     return loads
 
 
-def latency_by_region_ms(p: WanParams, load_rps: float) -> dict[str, float] | None:
-    """Return mean client latency (ms) per client region at ``load_rps``; None if saturated."""
+def node_waits_ms(loads_of: Callable[[float], list[NodeLoad]], load_rps: float,
+                  pipelines: int) -> list[float] | None:
+    """Return each node's mean queue wait in ms at ``load_rps`` requests/s (its job streams
+    from ``loads_of(load_rps)``, ``pipelines`` workers a node), or None when a node is
+    saturated; the WAN models (Paxos, EPaxos, WPaxos) all start their latency here."""
     require(load_rps >= 0 and math.isfinite(load_rps),
             f"load {load_rps!r} req/s: offered load must be a finite number >= 0")
-    loads = _loads(p, load_rps)
-    if max(x.utilisation(p.pipelines) for x in loads) >= 1.0:
+    loads = loads_of(load_rps)
+    if max(x.utilisation(pipelines) for x in loads) >= 1.0:
         return None
-    waits = [x.wait_ms(p.pipelines) for x in loads]
+    return [x.wait_ms(pipelines) for x in loads]
+
+
+def latency_by_region_ms(p: WanParams, load_rps: float) -> dict[str, float] | None:
+    """Return mean client latency (ms) per client region at ``load_rps``; None if saturated."""
+    waits = node_waits_ms(lambda x: _loads(p, x), load_rps, p.pipelines)
+    if waits is None:
+        return None
     lead, n, q = p.leader_index, p.n, p.n // 2 + 1
     means, sds = [], []
     for j in range(n):

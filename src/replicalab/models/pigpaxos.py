@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from replicalab.models.base import Curve, CurvePoint, point, require
+from replicalab.models.queueing import marchal_wait_ms
 from replicalab.regions import LAN_RTT_MS, LAN_SD_MS, RegionSet, region_set
 
 # Message costs from seed 002 part 1 ("m_s = m_d = 0.01 ms", sd 0.002 ms in the improved model).
@@ -288,21 +289,6 @@ def bottleneck(p: PigPaxosParams) -> str:
 # --- queueing ---------------------------------------------------------------------------------
 
 
-def marchal_wait_ms(rate_per_ms: float, service_ms: float, cs2: float, ca2: float) -> float:
-    """Return Marchal's G/G/1 mean wait in ms (inf at utilisation >= 1).
-
-    ``rate_per_ms`` arrivals per ms, ``service_ms`` mean service, ``cs2``/``ca2`` squared
-    coefficients of variation of service and inter-arrival times (seed 002, part 2).
-    """
-    rho = rate_per_ms * service_ms
-    if rho >= 1:
-        return math.inf
-    if rho <= 0:
-        return 0.0
-    return (rho ** 2 * (1 + cs2) * (ca2 + cs2 * rho ** 2)
-            / (2 * rate_per_ms * (1 - rho) * (1 + cs2 * rho ** 2)))
-
-
 @dataclass(frozen=True)
 class _Queue:
     """A node's cross-round queue at one load: utilisation, Marchal's mean wait (ms), and
@@ -352,7 +338,7 @@ def _queue(rate_per_ms: float, lumps: list[tuple[float, float, float]], pipeline
     lam = rate_per_ms * per_round
     s = mean / pipelines
     busy = tuple((rate_per_ms * k * m / pipelines, m / pipelines) for k, m, _ in lumps)
-    return _Queue(lam * s, marchal_wait_ms(lam, s, cs2, ca2), busy)
+    return _Queue(lam * s, marchal_wait_ms(rate_per_ms=lam, service_ms=s, ca2=ca2, cs2=cs2), busy)
 
 
 # --- Monte Carlo round latency ------------------------------------------------------------
@@ -557,7 +543,8 @@ def paxos_curve(n: int, loads_rps: Sequence[float], seed: int = 0, samples: int 
                 f"load {load!r} requests/s: offered loads must be positive numbers")
         rate = load / 1000.0
         rho = rate * work / pipelines
-        w = marchal_wait_ms(rate, work / pipelines, cs2, sigma_r_factor ** 2)
+        w = marchal_wait_ms(rate_per_ms=rate, service_ms=work / pipelines,
+                            ca2=sigma_r_factor ** 2, cs2=cs2)
         pts.append(point(load, 2 * mu_ms_ms + 2 * mu_md_ms + r_q + w + mu_l_ms, rho))
     return Curve(f"Paxos n={n}", pts, cap, {"model": "paxos-lan-baseline"})
 

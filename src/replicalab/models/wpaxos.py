@@ -40,6 +40,7 @@ from replicalab.models.paxos_wan import (
     WanParams,
     grid_quorum_mean_ms,
     kth_fastest_mean_ms,
+    node_waits_ms,
 )
 
 __all__ = [
@@ -257,13 +258,10 @@ def _p1(p: WPaxosParams, x: int, waits: list[float]) -> float:
 
 def latency_by_region_ms(p: WPaxosParams, load_rps: float) -> dict[str, float] | None:
     """Return mean client latency (ms) per zone at aggregate ``load_rps``; None if saturated."""
-    require(load_rps >= 0 and math.isfinite(load_rps),
-            f"load {load_rps!r} req/s: offered load must be a finite number >= 0")
     w = p.wan
-    loads = _loads(p, load_rps)
-    if max(x.utilisation(w.pipelines) for x in loads) >= 1.0:
+    waits = node_waits_ms(lambda x: _loads(p, x), load_rps, w.pipelines)
+    if waits is None:
         return None
-    waits = [x.wait_ms(w.pipelines) for x in loads]
     per, lz, zones, a = p.nodes_per_zone, p.leaders, w.n, w.a_mean
     p2 = {x: _p2(p, x, waits) for z in range(zones) for x in range(z * per, z * per + lz)}
     # Owner side of a forwarded request, from the owner's arrival to its answer leaving.

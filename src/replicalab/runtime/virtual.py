@@ -268,6 +268,9 @@ class VirtualRuntime:
         self._seq += 1
         heappush(self._heap, (when, self._seq, _FOR_GOOD, fn, args))
 
+    # resolve_later and reject_later are continue_after written out again on purpose (a
+    # documented fast-path copy): the simulated stores answer every call through them, and
+    # going through continue_after would add a Python call per simulated reply.
     def resolve_later(self, ns: int, fut: VFuture, value: Any) -> None:
         """Set ``fut``'s result ``value`` in ``ns`` virtual ns (nothing if it is done by
         then); the caller's last action, as for :meth:`continue_after`."""

@@ -176,14 +176,14 @@ def part_results(ops: Sequence[Any], linearization: Sequence[int],
 def linearizability_results(h: History, timeout_s: float, limit: int) -> dict[str, Any]:
     """Return ``{"linearizability": verdict and per-key parts, "timeline": [...]}`` for
     the register history ``h`` checked with the ``kv`` model within ``timeout_s``."""
-    from replicalab.checkers.linhistory import (
+    from replicalab.checkers.linearizability.from_history import (
         check_history,
         encode_history,
         history_key_ops,
         ops_from_history,
     )
-    from replicalab.checkers.linops import Verdict
-    from replicalab.checkers.linregistry import get_model
+    from replicalab.checkers.linearizability.ops import Verdict
+    from replicalab.checkers.linearizability.registry import get_model
 
     kv = get_model("kv")  # resolved once: the object goes on from here
     try:

@@ -46,6 +46,7 @@ from replicalab.models.twins.capacity import (
     stratify,
     verdict,
 )
+from replicalab.models.twins.rounds import RoundsRun
 from replicalab.regions import RegionSet
 from replicalab.runtime.base import NS_PER_MS
 from replicalab.runtime.virtual import VirtualRuntime
@@ -53,7 +54,7 @@ from replicalab.sim.network import Delay, Network, Node
 from replicalab.sim.random import new_stream
 
 
-class _Run:
+class _Run(RoundsRun):
     """One offered load: builds the cluster, runs ``total`` rounds, keeps their latencies."""
 
     def __init__(self, p: PaxosLanParams, load_rps: float, rng: np.random.Generator,
@@ -96,12 +97,6 @@ class _Run:
         self.busy_ns["leader"] += cost_ns
         return self.net.process(self.leader, cost_ns)
 
-    def arrival(self, rid: int) -> None:
-        self.sent[rid] = self.rt.now_ns()
-        self.rt.schedule(self.client.draw(self.s), self.at_leader_request, rid)
-        if rid + 1 < self.total:
-            self.rt.schedule(self.gaps[rid + 1], self.arrival, rid + 1)
-
     def at_leader_request(self, rid: int) -> None:
         d, s = self.draw, self.s
         w = self._lead(d(self.md, s) + d(self.ms, s))  # request in, accept out
@@ -131,21 +126,6 @@ class _Run:
             now = self.rt.now_ns()
             done = max(self.quorum_at[rid], now + self._lead(d(self.md, s) + d(self.ms, s)))
             self.rt.schedule(done - now + self.client.draw(self.s), self.finish, rid)
-
-    def finish(self, rid: int) -> None:
-        self.latency_ns[rid] = self.rt.now_ns() - self.sent[rid]
-        self.finished += 1
-        if self.finished == self.total:
-            self.fut.set_result(None)
-
-    async def main(self) -> None:
-        self.rt.schedule(0, self.arrival, 0)
-        await self.fut
-
-    def run(self) -> None:
-        """Run every round to completion."""
-        self.rt.run(self.main())
-
 
     def trial(self, load_rps: float) -> Trial:
         """Return this finished run's capacity verdict (see :mod:`.capacity`)."""

@@ -35,6 +35,7 @@ from replicalab.models.twins.capacity import (
     stratify,
     verdict,
 )
+from replicalab.models.twins.rounds import RoundsRun
 from replicalab.regions import RegionSet
 from replicalab.runtime.base import NS_PER_MS
 from replicalab.runtime.virtual import VirtualRuntime
@@ -80,7 +81,7 @@ class _Unit:
         self.count = 0
 
 
-class _Run:
+class _Run(RoundsRun):
     """One offered load: builds the cluster, runs ``total`` rounds, keeps their latencies."""
 
     def __init__(self, p: PigPaxosParams, load_rps: float, rng: np.random.Generator,
@@ -109,7 +110,7 @@ class _Run:
         self.need = {u.members: u.wait for u in lay.units}
         self.busy_ns = {name: 0 for name in self.net.nodes}
         self.total = total
-        self.t0 = [0] * total
+        self.sent = [0] * total
         self.votes = [0] * total
         self.done = [False] * total
         self.latency_ns = [0] * total
@@ -139,12 +140,6 @@ class _Run:
         return self.net.link(src.region, dst.region).draw(self.s)
 
     # -- the protocol ----------------------------------------------------------------------
-
-    def arrival(self, rid: int) -> None:
-        self.t0[rid] = self.rt.now_ns()
-        self.rt.schedule(self.client.draw(self.s), self.at_leader_request, rid)
-        if rid + 1 < self.total:
-            self.rt.schedule(self.gaps[rid + 1], self.arrival, rid + 1)
 
     def at_leader_request(self, rid: int) -> None:
         d, s = self.draw, self.s
@@ -222,20 +217,6 @@ class _Run:
         cost = d(self.deser, s) + d(self.ser, s)  # commit, reply to client
         w = self._work(self.leader, cost)
         self.rt.schedule(w + self.client.draw(self.s), self.finish, rid)
-
-    def finish(self, rid: int) -> None:
-        self.latency_ns[rid] = self.rt.now_ns() - self.t0[rid]
-        self.finished += 1
-        if self.finished == self.total:
-            self.fut.set_result(None)
-
-    async def main(self) -> None:
-        self.rt.schedule(0, self.arrival, 0)
-        await self.fut
-
-    def run(self) -> None:
-        """Run every round to completion."""
-        self.rt.run(self.main())
 
 
 def _point(r: _Run, load_rps: float, warmup: int) -> CurvePoint:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from replicalab.checkers.linmodel import Model
-from replicalab.checkers.linops import LinOp
+from replicalab.checkers.linearizability.model import Model
+from replicalab.checkers.linearizability.ops import LinOp
 from replicalab.history.read import FileOp, HistoryFileError
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from replicalab.checkers.linops import LinOp
+from replicalab.checkers.linearizability.ops import LinOp
 
 _OUTCOME = {"ok": "ok", "fail": "fail", "info": "info", "invoke": "info", "stale": "fail"}
 

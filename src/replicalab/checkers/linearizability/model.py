@@ -8,8 +8,8 @@ keys are independent objects checked one by one (``keyed``) — and what it does
 ``init()``, ``step(state, op)`` -> (legal, new state), ``describe(op)``. Optionally it
 names a native machine (``native``) and turns a part into the machine's integer columns
 (:meth:`Model.native_columns`). A new data type is one subclass and one line in
-:mod:`replicalab.checkers.linregistry`; everything that lists, parses, checks or explains
-reads it from there.
+:mod:`replicalab.checkers.linearizability.registry`; everything that lists, parses,
+checks or explains reads it from there.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from replicalab.checkers.linops import FAIL, OK, LinOp
+from replicalab.checkers.linearizability.ops import FAIL, OK, LinOp
 from replicalab.history.read import edn_text
 
 
@@ -146,7 +146,7 @@ class Model:
 
     def headline(self, ce: Sequence[LinOp], part: Sequence[LinOp], clock: Any) -> str | None:
         """Return the sentence saying why the counterexample ``ce`` (of the ops ``part``)
-        fails, points named by ``clock`` (``linexplain.Clock``), or None (default: the
+        fails, points named by ``clock`` (``explain.Clock``), or None (default: the
         explanation lists the ops under a general sentence)."""
         return None
 

@@ -1,10 +1,11 @@
 """The register models: ``register``, ``cas-register`` and ``kv`` (pure, no I/O).
 
-Their parts go to the register search core (:func:`replicalab.checkers.linsearch.search_part`
-or its native twin), which knows their semantics, through :meth:`CasRegister.encode`:
-the part as small ints. ``kv`` also takes ``append`` (Porcupine's key-value model):
-string concatenation onto the key's value; a part with appends goes to the generic search
-(natively the ``append`` machine), since its states are the strings built.
+Their parts go to the register search core
+(:func:`replicalab.checkers.linearizability.search.search_part` or its native twin), which
+knows their semantics, through :meth:`CasRegister.encode`: the part as small ints. ``kv``
+also takes ``append`` (Porcupine's key-value model): string concatenation onto the key's
+value; a part with appends goes to the generic search (natively the ``append`` machine),
+since its states are the strings built.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, ClassVar
 
-from replicalab.checkers.linmodel import Model, NativeColumns
-from replicalab.checkers.linops import OK, UNRECORDED, LinOp, who
-from replicalab.checkers.linsearch import ANY, CAS, NIL, READ, WRITE
+from replicalab.checkers.linearizability.model import Model, NativeColumns
+from replicalab.checkers.linearizability.ops import OK, UNRECORDED, LinOp, who
+from replicalab.checkers.linearizability.search import ANY, CAS, NIL, READ, WRITE
 from replicalab.history.read import edn_text
 from replicalab.history.values import decode_value
 
@@ -36,7 +37,7 @@ def show_value(v: Any) -> str:
 
 @dataclass(frozen=True)
 class Encoded:
-    """One part as the register search core takes it (see ``linsearch.search_part``);
+    """One part as the register search core takes it (see ``search.search_part``);
     ``ops[i]`` is the LinOp behind op id ``i`` (ops that constrain nothing are left out);
     ``optional[i]`` whether op ``i`` may also not have happened."""
 
@@ -227,7 +228,7 @@ class CasRegister(Model):
         core does not know: appends). Besides :meth:`prepare`'s drops, ``info`` and
         ``optional`` writes whose value nothing observes are left out
         (:func:`_observed_pruned`)."""
-        from replicalab.checkers.linops import event_order, optional_flags
+        from replicalab.checkers.linearizability.ops import event_order, optional_flags
 
         if any(op.f == "append" for op in ops):
             return None

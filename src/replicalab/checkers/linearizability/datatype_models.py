@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from replicalab.checkers.linmodel import Model, NativeColumns
-from replicalab.checkers.linmodels import show_value
-from replicalab.checkers.linops import INFO, UNRECORDED, LinOp, who
+from replicalab.checkers.linearizability.model import Model, NativeColumns
+from replicalab.checkers.linearizability.ops import INFO, UNRECORDED, LinOp, who
+from replicalab.checkers.linearizability.register_models import show_value
 from replicalab.history.read import edn_text
 
 

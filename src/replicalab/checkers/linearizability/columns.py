@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from itertools import chain, repeat
 from typing import Any
 
-from replicalab.checkers.linmodel import Model
-from replicalab.checkers.linops import UNRECORDED, LinOp
+from replicalab.checkers.linearizability.model import Model
+from replicalab.checkers.linearizability.ops import UNRECORDED, LinOp
 
 try:  # the native core (native/, built by make) when installed; pure Python otherwise
     import replicalab_native as _native

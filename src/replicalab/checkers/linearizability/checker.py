@@ -2,12 +2,12 @@
 
 ``check(ops, model, timeout_s=60)`` splits a history into independent parts (one per key
 for a keyed model: P-compositionality), searches each with Wing–Gong–Lowe's algorithm
-(:mod:`replicalab.checkers.linsearch`) and returns a :class:`CheckResult`: a
-:class:`~replicalab.checkers.linops.Verdict` (linearizable, not, or unknown when the
+(:mod:`replicalab.checkers.linearizability.search`) and returns a :class:`CheckResult`: a
+:class:`~replicalab.checkers.linearizability.ops.Verdict` (linearizable, not, or unknown when the
 deadline came first), and per part the linearization found (or the longest linearizable
 prefix), a 1-minimal counterexample and a plain-language explanation
-(:mod:`replicalab.checkers.linexplain`). Models are in
-:mod:`replicalab.checkers.linregistry`; a name is resolved there once, at the entry.
+(:mod:`replicalab.checkers.linearizability.explain`). Models are in
+:mod:`replicalab.checkers.linearizability.registry`; a name is resolved there once, at the entry.
 
 Semantics are Jepsen's: an ``ok`` op took effect inside its interval, a ``fail`` op never
 did, an ``info`` op (or one that never completed) may have taken effect at any time after
@@ -19,12 +19,12 @@ after another, so peak memory is the history plus one part's cache.
 
 With the native core installed (``replicalab_native``, built by ``make``) and a model with
 a native machine, the whole history goes to it at once as int64 columns
-(:func:`~replicalab.checkers.lincolumns.encode_columns`): Jepsen's preparation, the
+(:func:`~replicalab.checkers.linearizability.columns.encode_columns`): Jepsen's preparation, the
 partition, event ordering and every part's search run natively with the same results as
 the Python pipeline, which stays the reference (and runs whenever ``search_core`` is the
 pure-Python one). Shrinking a counterexample checks the part again and again with
 operations made optional, natively too. :func:`check_history` checks a recorded History
-the same way without a LinOp per row (:mod:`replicalab.checkers.linhistory`).
+the same way without a LinOp per row (:mod:`replicalab.checkers.linearizability.from_history`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from replicalab.checkers.lincolumns import (
+from replicalab.checkers.linearizability.columns import (
     OUTCOME_CODE,
     Columns,
     encode_columns,
@@ -44,9 +44,9 @@ from replicalab.checkers.lincolumns import (
     native_machine,
     uint32s,
 )
-from replicalab.checkers.linexplain import Clock, explain, explain_prefix, shrink
-from replicalab.checkers.linmodel import Model
-from replicalab.checkers.linops import (
+from replicalab.checkers.linearizability.explain import Clock, explain, explain_prefix, shrink
+from replicalab.checkers.linearizability.model import Model
+from replicalab.checkers.linearizability.ops import (
     FAIL,
     OK,
     OPTIONAL,
@@ -56,8 +56,8 @@ from replicalab.checkers.linops import (
     event_order,
     overall,
 )
-from replicalab.checkers.linregistry import get_model
-from replicalab.checkers.linsearch import search_model, search_part
+from replicalab.checkers.linearizability.registry import get_model
+from replicalab.checkers.linearizability.search import search_model, search_part
 
 __all__ = ["CheckResult", "Clock", "LinOp", "PartResult", "Verdict", "check", "check_part",
            "native_available", "search_core"]
@@ -69,7 +69,7 @@ SHRINK_TIMEOUT_S = 10.0
 SHRINK_GRACE_S = 1.0
 """How far past a check's deadline shrinking may go, all parts together."""
 
-try:  # the native register search core, a drop-in for linsearch.search_part
+try:  # the native register search core, a drop-in for search.search_part
     from replicalab_native import search_part as _native_search_part
 except ImportError:
     _native_search_part = None
@@ -79,7 +79,7 @@ except ImportError:
     _native_check_window = None
 
 search_core: Callable[..., tuple[int, list[int], int]] = _native_search_part or search_part
-"""The register search core: ``linsearch.search_part`` or a native drop-in with the same
+"""The register search core: ``search.search_part`` or a native drop-in with the same
 contract. Tests swap in the pure-Python one to get the reference pipeline."""
 
 
@@ -193,7 +193,7 @@ class PartSearch:
 
     def verdict(self, constrained: frozenset[int], deadline_s: float | None) -> Verdict:
         """Return the verdict with the ops outside ``constrained`` relaxed (see
-        ``linexplain``): when ``windowed`` (register models) on the window of the
+        ``explain``): when ``windowed`` (register models) on the window of the
         constrained ops, from any value the register could hold when it opens
         (:meth:`_register_window`), else on the whole part (:meth:`relaxed_outcomes`)."""
         if not self.windowed:

@@ -5,7 +5,7 @@ Outcomes follow Jepsen: ``ok`` took effect inside its interval, ``fail`` never d
 ``info`` (or never completed) may have taken effect at any time after its invoke, or
 never. One more is used inside the checker only: ``optional`` took effect inside its
 interval *or not at all* — what shrinking makes of the operations left out of a
-counterexample (:mod:`replicalab.checkers.linexplain`).
+counterexample (:mod:`replicalab.checkers.linearizability.explain`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 class Verdict(IntEnum):
     """The verdict on a history or on one of its parts, everywhere in the checker.
 
-    The integer values are the search cores' (``linsearch``, ``replicalab_native``):
+    The integer values are the search cores' (``search``, ``replicalab_native``):
     1 linearizable, 0 not, -1 unknown (the deadline came first), 2 skipped (``fail_fast``
     stopped before the part was searched). JSON shows it as :meth:`json`."""
 

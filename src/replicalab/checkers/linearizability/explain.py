@@ -30,9 +30,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from replicalab.checkers.linmodel import Model
-from replicalab.checkers.linmodels import show_value
-from replicalab.checkers.linops import OK, UNRECORDED, LinOp, Verdict, who
+from replicalab.checkers.linearizability.model import Model
+from replicalab.checkers.linearizability.ops import OK, UNRECORDED, LinOp, Verdict, who
+from replicalab.checkers.linearizability.register_models import show_value
 
 MAX_LISTED = 20
 """Operations a paragraph lists (a counterexample not fully shrunk can be long)."""

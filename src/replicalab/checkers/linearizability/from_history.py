@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from replicalab.checkers import linearizability as lin
-from replicalab.checkers.lincolumns import Columns, encode_columns, int64s
-from replicalab.checkers.linexplain import Clock
-from replicalab.checkers.linmodel import Model
-from replicalab.checkers.linops import UNRECORDED, LinOp
-from replicalab.checkers.linregistry import get_model
+from replicalab.checkers.linearizability import checker as lin
+from replicalab.checkers.linearizability.columns import Columns, encode_columns, int64s
+from replicalab.checkers.linearizability.explain import Clock
+from replicalab.checkers.linearizability.model import Model
+from replicalab.checkers.linearizability.ops import UNRECORDED, LinOp
+from replicalab.checkers.linearizability.registry import get_model
 from replicalab.history import F_NAMES, NEMESIS, History
 
 try:  # the History encoder (an older build of the native core may lack it)

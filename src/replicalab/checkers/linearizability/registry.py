@@ -2,15 +2,15 @@
 
 ``replicalab check --model NAME`` (its ``--help`` lists these), the register workload and
 the library's ``check(ops, "NAME")`` all resolve a name here, once, and pass the model
-object on. A new model is a :class:`~replicalab.checkers.linmodel.Model` subclass plus one
-``register_model(...)`` line, here or in the caller's own module.
+object on. A new model is a :class:`~replicalab.checkers.linearizability.model.Model`
+subclass plus one ``register_model(...)`` line, here or in the caller's own module.
 """
 
 from __future__ import annotations
 
-from replicalab.checkers.linmodel import Model
-from replicalab.checkers.linmodels import KV, CasRegister, Register
-from replicalab.checkers.lintypes import Counter, FifoQueue, Mutex, SetModel
+from replicalab.checkers.linearizability.datatype_models import Counter, FifoQueue, Mutex, SetModel
+from replicalab.checkers.linearizability.model import Model
+from replicalab.checkers.linearizability.register_models import KV, CasRegister, Register
 
 MODELS: dict[str, type[Model]] = {}
 """Model classes by name, in the order ``--help`` lists them."""
