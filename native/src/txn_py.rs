@@ -189,25 +189,27 @@ fn push_encoded(t: &mut Txns, key: u32, text: &[u8], ok: bool) -> Result<(), Str
     Ok(())
 }
 
-/// Check a History's ``txn`` rows given as Arrow buffers: int64 ``index``, ``process``,
-/// ``outcome`` (1 ok, 2 fail, 3 info), ``invoke``, ``complete``; the ``keys`` and
-/// ``values`` list-of-string columns each as (list offsets int32, string offsets int32,
-/// UTF-8 data). The micro-ops are decoded here, so no Python object is made per op.
+/// Check a History's ``txn`` rows given as Arrow buffers (bytes): int64 ``index``,
+/// ``process``, ``outcome`` (1 ok, 2 fail, 3 info), ``invoke``, ``complete``; the
+/// ``keys`` and ``values`` list-of-string columns each as list offsets (int32), string
+/// offsets (int32) and UTF-8 data. The micro-ops are decoded here, so no Python object
+/// is made per op.
 #[pyfunction]
-#[pyo3(signature = (ints, keys, values, model, deadline_s=None, max_steps=200_000_000,
-                    keep=8))]
+#[pyo3(signature = (index, process, outcome, invoke, complete, key_lists, key_offsets,
+                    key_data, value_lists, value_offsets, value_data, model, deadline_s=None,
+                    max_steps=200_000_000, keep=8))]
 #[allow(clippy::too_many_arguments)]
-pub fn txn_check_rows(py: Python<'_>, ints: Vec<Vec<u8>>, keys: (Vec<u8>, Vec<u8>, Vec<u8>),
-                      values: (Vec<u8>, Vec<u8>, Vec<u8>), model: &str,
-                      deadline_s: Option<f64>, max_steps: i64, keep: usize) -> PyResult<Out> {
-    let names = ["index", "process", "outcome", "invoke", "complete"];
-    if ints.len() != names.len() {
-        return Err(PyValueError::new_err("txn_check_rows: 5 int64 columns expected"));
-    }
-    let v: Vec<Vec<i64>> = ints.iter().zip(names).map(|(c, n)| i64s(n, c))
-        .collect::<PyResult<_>>()?;
-    let (klo, kso, kdata) = (i32s("keys", &keys.0)?, i32s("keys", &keys.1)?, keys.2);
-    let (vlo, vso, vdata) = (i32s("values", &values.0)?, i32s("values", &values.1)?, values.2);
+pub fn txn_check_rows(py: Python<'_>, index: &[u8], process: &[u8], outcome: &[u8],
+                      invoke: &[u8], complete: &[u8], key_lists: &[u8], key_offsets: &[u8],
+                      key_data: &[u8], value_lists: &[u8], value_offsets: &[u8],
+                      value_data: &[u8], model: &str, deadline_s: Option<f64>,
+                      max_steps: i64, keep: usize) -> PyResult<Out> {
+    // the buffers are borrowed from the Python bytes (no copy of the string data)
+    let v = [i64s("index", index)?, i64s("process", process)?, i64s("outcome", outcome)?,
+             i64s("invoke", invoke)?, i64s("complete", complete)?];
+    let (klo, kso, kdata) = (i32s("keys", key_lists)?, i32s("keys", key_offsets)?, key_data);
+    let (vlo, vso, vdata) = (i32s("values", value_lists)?, i32s("values", value_offsets)?,
+                             value_data);
     let n = v[0].len();
     if klo.len() != n + 1 || vlo.len() != n + 1 {
         return Err(PyValueError::new_err("txn_check_rows: list offsets of the wrong length"));

@@ -39,7 +39,8 @@ def load(path: Path, model: str, engine: str) -> tuple[Any, str]:
             import pyarrow.parquet as pq
 
             try:  # the native core decodes the rows from the Arrow buffers
-                return pq.read_table(path / "history.parquet"), "table"
+                cols = ["f", "type", "process", "invoke_ns", "complete_ns", "keys", "values"]
+                return pq.read_table(path / "history.parquet", columns=cols), "table"
             except (OSError, pa.ArrowInvalid) as err:
                 raise ValueError(f"{path / 'history.parquet'} is malformed: {err}") from None
         h, _ = load_history(path)

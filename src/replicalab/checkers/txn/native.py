@@ -114,7 +114,8 @@ def check_file(path: Path, model: str, deadline_s: float | None,
 def check_table(table: Any, model: str, deadline_s: float | None,
                 max_steps: int = DEFAULT_MAX_STEPS) -> TxnCheckResult:
     """Return the native core's check of the ``txn`` rows of a History table as
-    ``history.parquet`` holds it (a pyarrow Table): the micro-ops are decoded natively
+    ``history.parquet`` holds it (a pyarrow Table; the columns f, type, process,
+    invoke_ns, complete_ns, keys and values are used): the micro-ops are decoded natively
     from the Arrow buffers (raises TxnInputError naming the row)."""
     import numpy as np
     import pyarrow as pa
@@ -136,7 +137,8 @@ def check_table(table: Any, model: str, deadline_s: float | None,
 
     words, f_idx = codes("f")
     rows = np.flatnonzero((words == "txn")[f_idx]) if len(words) else np.zeros(0, np.int64)
-    t = table.take(pa.array(rows, pa.int64()))
+    # a run of transactions only (the usual case) is used as it is, not copied
+    t = table if len(rows) == table.num_rows else table.take(pa.array(rows, pa.int64()))
     typ = codes("type", TYPE_NAMES)[rows] if len(rows) else np.zeros(0, np.int64)
     outcome = np.where(typ == 0, 3, typ).astype(np.int64)  # in flight: unknown
 
@@ -158,8 +160,8 @@ def check_table(table: Any, model: str, deadline_s: float | None,
     cols = [rows.astype(np.int64).tobytes(), ints("process"), outcome.tobytes(),
             ints("invoke_ns"), ints("complete_ns")]
     try:
-        raw = nat.txn_check_rows(cols, lists("keys"), lists("values"), model, deadline_s,
-                                 max_steps, MAX_PER_TYPE)
+        raw = nat.txn_check_rows(*cols, *lists("keys"), *lists("values"), model,
+                                 deadline_s, max_steps, MAX_PER_TYPE)
     except ValueError as err:
         raise _input_error(err) from None
     return _result(raw, model, time.monotonic() - started)
