@@ -45,6 +45,8 @@ from typing import Any
 import httpx
 
 from replicalab.runtime import RealRuntime
+
+# an import list: every adapter names the same parts of the Store contract (duplicates lists it)
 from replicalab.stores.base import (
     ABSENT,
     ALL_FEATURES,

@@ -52,6 +52,8 @@ import psycopg
 from psycopg import errors as pgerr
 
 from replicalab.runtime import RealRuntime
+
+# an import list: every adapter names the same parts of the Store contract (duplicates lists it)
 from replicalab.stores.base import (
     ABSENT,
     ALL_FEATURES,

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from replicalab.runtime import RealRuntime
+
+# an import list: every adapter names the same parts of the Store contract (duplicates lists it)
 from replicalab.stores.base import (
     ABSENT,
     ALL_FEATURES,

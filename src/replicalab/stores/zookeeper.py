@@ -69,6 +69,8 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 
 from replicalab.runtime import RealRuntime
+
+# an import list: every adapter names the same parts of the Store contract (duplicates lists it)
 from replicalab.stores.base import (
     ABSENT,
     ALL_FEATURES,
