@@ -12,33 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from replicalab.checkers.txn.types import FAIL, OK, RW, WR, WW, Anomaly, Txn, TxnInputError
+from replicalab.checkers.txn.writes import APPEND, index_writes
 
 UNREAD_EDGE_BUDGET = 1024
 """Most appends no read shows that one read of a key's last version links to (rw): each
 link is sound, but readers x unread appends can grow large."""
 Edge = tuple[int, int, int, Any, Any, Any]
 """(src, dst, kind code, key, a, b): see :class:`~replicalab.checkers.txn.types.Step`."""
-
-
-def _writers(txns: list[Txn]) -> tuple[dict[tuple[str, int], int], dict[tuple[int, str], int]]:
-    """Return who appended each (key, value) and each transaction's last append per key;
-    raises TxnInputError for a value appended twice to one key."""
-    writer: dict[tuple[str, int], int] = {}
-    last: dict[tuple[int, str], int] = {}
-    for t, txn in enumerate(txns):
-        for f, k, v in txn.mops:
-            if f == "append":
-                kv = (k, v)
-                if kv in writer:
-                    other = txns[writer[kv]].index
-                    raise TxnInputError(txn.index, f"appends {v} to key {k}, which T{other} "
-                                        "appended too; list-append needs values unique per key")
-                writer[kv] = t
-                last[(t, k)] = v
-            elif f != "r":
-                raise TxnInputError(txn.index, f"micro-op :{f}; list-append takes :append "
-                                    "and :r (for :w use --model rw-register)")
-    return writer, last
 
 
 def _reads(txns: list[Txn], anomalies: list[Anomaly]
@@ -115,7 +95,7 @@ def _orders(by_key: dict[str, list[tuple[int, tuple[int, ...]]]], anomalies: lis
 def analyse(txns: list[Txn]) -> tuple[list[Edge], list[Anomaly]]:
     """Return the ww/wr/rw edges and the non-cycle anomalies of a list-append history
     (raises TxnInputError on input that is not list-append)."""
-    writer, last = _writers(txns)
+    writer, last, _ = index_writes(txns, APPEND)
     anomalies: list[Anomaly] = []
     by_key, external, groups = _reads(txns, anomalies)
     orders = _orders(by_key, anomalies)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from replicalab.checkers.txn.types import FAIL, OK, RW, WR, WW, Anomaly, Txn, TxnInputError
+from replicalab.checkers.txn.writes import WRITE, index_writes
 
 Edge = tuple[int, int, int, Any, Any, Any]
 
@@ -21,33 +22,10 @@ writers that themselves read nil first get them (each reader-writer pair is soun
 of them grow as readers x writers)."""
 
 
-def _writers(txns: list[Txn]) -> tuple[dict[tuple[str, int], int], dict[tuple[int, str], int],
-                                       dict[str, list[int]]]:
-    writer: dict[tuple[str, int], int] = {}
-    last: dict[tuple[int, str], int] = {}
-    by_key: dict[str, list[int]] = {}
-    for t, txn in enumerate(txns):
-        for f, k, v in txn.mops:
-            if f == "w":
-                kv = (k, v)
-                if kv in writer:
-                    other = txns[writer[kv]].index
-                    raise TxnInputError(txn.index, f"writes {v} to key {k}, which T{other} "
-                                        "wrote too; rw-register needs values unique per key")
-                writer[kv] = t
-                if (t, k) not in last and txn.outcome != FAIL:
-                    by_key.setdefault(k, []).append(t)
-                last[(t, k)] = v
-            elif f != "r":
-                raise TxnInputError(txn.index, f"micro-op :{f}; rw-register takes :w and "
-                                    ":r (for :append use --model list-append)")
-    return writer, last, by_key
-
-
 def analyse(txns: list[Txn]) -> tuple[list[Edge], list[Anomaly]]:
     """Return the ww/wr/rw edges and the non-cycle anomalies of an rw-register history
     (raises TxnInputError on input that is not rw-register)."""
-    writer, last, writers_of = _writers(txns)
+    writer, last, writers_of = index_writes(txns, WRITE)
     anomalies: list[Anomaly] = []
     readers: dict[tuple[str, Any], list[int]] = {}  # external reads: (key, value) -> txns
     overwrote: dict[tuple[str, Any], list[int]] = {}  # (key, value read) -> txns that then wrote
