@@ -129,16 +129,7 @@ class Nemesis:
             for i in self._nodes(c, f):
                 process.signal_group(c.nodes[i].pid, signal.SIGSTOP)
         else:
-            tp = Toxiproxy(c.toxiproxy_port)
-            try:
-                for link in self._links(c, f):
-                    if f.action == "partition":
-                        tp.add_timeout(link.name)
-                    else:
-                        tp.set_latency(link.name, link.downstream_ms + f.extra_ms,
-                                       link.upstream_ms + f.extra_ms, link.jitter_ms)
-            finally:
-                tp.close()
+            self._set_links(c, f, True)
 
     def end(self, f: Fault) -> None:
         """End fault ``f``: restart, resume, heal or restore (blocking; call from a thread)."""
@@ -155,16 +146,23 @@ class Nemesis:
             for i in self._nodes(c, f):
                 process.signal_group(c.nodes[i].pid, signal.SIGCONT)
         else:
-            tp = Toxiproxy(c.toxiproxy_port)
-            try:
-                for link in self._links(c, f):
-                    if f.action == "partition":
-                        tp.remove_timeout(link.name)
-                    else:
-                        tp.set_latency(link.name, link.downstream_ms, link.upstream_ms,
-                                       link.jitter_ms)
-            finally:
-                tp.close()
+            self._set_links(c, f, False)
+
+    def _set_links(self, c: Cluster, f: Fault, on: bool) -> None:
+        """Cut or slow (``on``) the links of link fault ``f``, or heal and restore them."""
+        tp = Toxiproxy(c.toxiproxy_port)
+        try:
+            for link in self._links(c, f):
+                if f.action == "partition":
+                    (tp.add_timeout if on else tp.remove_timeout)(link.name)
+                elif on:
+                    tp.set_latency(link.name, link.downstream_ms + f.extra_ms,
+                                   link.upstream_ms + f.extra_ms, link.jitter_ms)
+                else:
+                    tp.set_latency(link.name, link.downstream_ms, link.upstream_ms,
+                                   link.jitter_ms)
+        finally:
+            tp.close()
 
     async def run(self, faults: list[Fault], h: History, rt: Runtime, t0_ns: int,
                   stop_ns: int) -> None:

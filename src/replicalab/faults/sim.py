@@ -77,29 +77,27 @@ class SimNemesis:
 
     def start(self, f: Fault) -> None:
         """Begin fault ``f``."""
-        net = self.net
-        if f.action == "partition" and f.node is None:
-            net.cut_region(f.region)  # type: ignore[arg-type]
-            return
-        for node in self._targets(f):
-            if f.action in ("crash", "partition"):
-                net.crash(node)
-            elif f.action == "pause":
-                net.pause(node, int(f.for_s * 1e9))
-            else:
-                net.slow(node, int(f.extra_ms * NS_PER_MS))
+        self._switch(f, True)
 
     def end(self, f: Fault) -> None:
         """End fault ``f``: restart, heal or restore (a pause ends by itself)."""
+        self._switch(f, False)
+
+    def _switch(self, f: Fault, on: bool) -> None:
+        """Begin (``on``) or end fault ``f``: each action and its undoing side by side."""
         net = self.net
         if f.action == "partition" and f.node is None:
-            net.heal_region(f.region)  # type: ignore[arg-type]
+            (net.cut_region if on else net.heal_region)(f.region)  # type: ignore[arg-type]
             return
         for node in self._targets(f):
             if f.action in ("crash", "partition"):
-                net.restart(node)
-            elif f.action == "slow":
-                net.slow(node, -int(f.extra_ms * NS_PER_MS))
+                (net.crash if on else net.restart)(node)
+            elif f.action == "pause":
+                if on:
+                    net.pause(node, int(f.for_s * 1e9))
+            else:
+                extra_ns = int(f.extra_ms * NS_PER_MS)
+                net.slow(node, extra_ns if on else -extra_ns)
 
     async def run(self, faults: list[Fault], h: History, rt: Runtime, t0_ns: int,
                   stop_ns: int) -> None:
