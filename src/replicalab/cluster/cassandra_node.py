@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 
 from replicalab.cluster.loopback import hold_shared
+from replicalab.cluster.relay import pipe
 
 PROTOCOL_MAGIC = 0xCA552DFA
 _HEAD_TIMEOUT_S = 30.0
@@ -58,17 +59,6 @@ def initiator_address(head: bytes) -> str | bool | None:
     return socket.inet_ntoa(head[9:13])
 
 
-async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-    try:
-        while data := await src.read(1 << 16):
-            dst.write(data)
-            await dst.drain()
-        if dst.can_write_eof():
-            dst.write_eof()
-    except (OSError, RuntimeError):
-        dst.transport.abort()
-
-
 async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                   direct: tuple[str, int], routes: dict[str, int]) -> None:
     up_writer = None
@@ -85,7 +75,7 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
         host, dport = ("127.0.0.1", port) if port else direct
         up_reader, up_writer = await asyncio.open_connection(host, dport)
         up_writer.write(head)
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
     except (OSError, TimeoutError, asyncio.IncompleteReadError):
         pass
     finally:

@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from replicalab.cluster import process
-from replicalab.cluster.state import Cluster, Node, settings
+from replicalab.cluster.relay import pipe
+from replicalab.cluster.state import Cluster, Node, settings, store_url
 from replicalab.regions import region_set
 
 if TYPE_CHECKING:
@@ -284,12 +285,8 @@ class EtcdDriver:
     # -- describing ---------------------------------------------------------------------------
 
     def url(self, c: Cluster) -> str:
-        """Return ``etcd://n0?endpoints=n1,...&node_regions=...&regions=...``."""
-        first, rest = c.nodes[0], c.nodes[1:]
-        endpoints = ",".join(f"127.0.0.1:{n.client_port}" for n in rest)
-        regions = ",".join(n.region for n in c.nodes)
-        return (f"etcd://127.0.0.1:{first.client_port}?endpoints={endpoints}"
-                f"&node_regions={regions}&regions={c.regions}")
+        """Return ``etcd://n0?endpoints=n1,...&regions=...&node_regions=...``."""
+        return store_url(c, "etcd", "endpoints")
 
     def status(self, c: Cluster) -> list[dict[str, str]]:
         """Return per member: member id, leader or follower, raft term and committed/applied
@@ -349,19 +346,6 @@ def _close_after(head: bytes) -> bytes:
     return b"\r\n".join([*lines, b"Connection: close", b"", b""])
 
 
-async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter,
-                src_writer: asyncio.StreamWriter) -> None:
-    try:
-        while data := await src.read(1 << 16):
-            dst.write(data)
-            await dst.drain()
-        if dst.can_write_eof():
-            dst.write_eof()
-    except (OSError, RuntimeError):
-        dst.transport.abort()
-        src_writer.transport.abort()
-
-
 async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, direct: int,
                   routes: dict[str, int]) -> None:
     up_writer = None
@@ -372,8 +356,8 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, di
             port, head = direct, _close_after(head)
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
         up_writer.write(head)
-        await asyncio.gather(_pipe(reader, up_writer, writer),
-                             _pipe(up_reader, writer, up_writer))
+        await asyncio.gather(pipe(reader, up_writer, writer),
+                             pipe(up_reader, writer, up_writer))
     except (OSError, TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
         pass
     finally:
