@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from replicalab.cluster import base, process
-from replicalab.cluster.state import SYSTEM_STATE_DIR, Cluster, Node, load, state_root
+from replicalab.cluster.state import SYSTEM_STATE_DIR, Cluster, Node, load, state_root, store_url
+from replicalab.stores.url import parse_store_url
 from servers import server_missing
 
 CLI = [sys.executable, "-m", "replicalab.cli.main", "cluster"]
@@ -132,3 +133,17 @@ def test_a_cluster_whose_processes_died_is_shown_so_and_cleaned_up(tmp_path: Pat
     assert "already gone; removed its state" in down.stdout, down.stdout
     assert not (state / "clusters" / "dead").exists()
     assert "no clusters are up" in _cli(["status"], tmp_path, state).stdout
+
+
+def test_every_driver_url_is_built_one_way_and_parses_back():
+    """The URL each driver gives (one helper for all) names the first node, the others under
+    the adapter's own parameter, and one region per node, which the adapters' parser reads."""
+    nodes = [Node(i, r, "", 0, "", client_port=7000 + i) for i, r in enumerate(("US-E", "EU"))]
+    c = Cluster("redis", "t", "dc3", nodes)
+    url = store_url(c, "redis", "replicas")
+    assert url == "redis://127.0.0.1:7000?replicas=127.0.0.1:7001&regions=dc3&node_regions=US-E,EU"
+    u = parse_store_url(url, "replicas", (), "redis://127.0.0.1:6379")
+    assert [e.port for e in u.nodes] == [7000, 7001]
+    one = store_url(Cluster("postgres", "t", "lan", nodes[:1]), "postgresql", "standbys",
+                    prefix="postgres@", path="/postgres")
+    assert one == "postgresql://postgres@127.0.0.1:7000/postgres?regions=lan&node_regions=US-E"

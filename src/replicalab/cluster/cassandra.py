@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from replicalab.cluster import loopback, process
 from replicalab.cluster.ports import wait_listening_on
-from replicalab.cluster.state import Cluster, Node
+from replicalab.cluster.state import Cluster, Node, store_url
 from replicalab.cluster.state import settings as state_settings
 
 if TYPE_CHECKING:
@@ -346,12 +346,8 @@ class CassandraDriver:
     # -- what clients and operators see --------------------------------------------------
 
     def url(self, c: Cluster) -> str:
-        """Return ``cassandra://A0:9042?hosts=A1:9042,...&node_regions=...&regions=...``."""
-        first, rest = c.nodes[0], c.nodes[1:]
-        hosts = ",".join(f"{advertised(n)}:{n.client_port}" for n in rest)
-        regions = ",".join(n.region for n in c.nodes)
-        return (f"cassandra://{advertised(first)}:{first.client_port}?hosts={hosts}"
-                f"&node_regions={regions}&regions={c.regions}")
+        """Return ``cassandra://A0:9042?hosts=A1:9042,...&regions=...&node_regions=...``."""
+        return store_url(c, "cassandra", "hosts", host=advertised)
 
     def status(self, c: Cluster) -> list[dict[str, str]]:
         """Return per node: whether it serves CQL, its data centre, token and address."""

@@ -146,6 +146,7 @@ _CASSANDRA_DYNAMO = ("https://cassandra.apache.org/doc/5.0/cassandra/architectur
                      "#tunable-consistency")
 _CASSANDRA_DML = "https://cassandra.apache.org/doc/5.0/cassandra/developing/cql/dml.html"
 
+# The StoreKind records are data (one per store, alike in shape by design).
 REDIS = StoreKind(
     name="redis", schemes=("redis", "rediss"), driver="replicalab.cluster.redis:RedisDriver",
     leader_word="primary", local_reads=True, strong_reads=False,

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from replicalab.cluster import process
-from replicalab.cluster.state import Cluster, Node, settings
+from replicalab.cluster.state import Cluster, Node, settings, store_url
 
 if TYPE_CHECKING:
     from replicalab.cluster.links import LinkMaker
@@ -337,12 +337,7 @@ class PostgresDriver:
 
     def url(self, c: Cluster) -> str:
         """Return ``postgresql://postgres@primary/postgres?standbys=...&regions=...``."""
-        primary, standbys = c.nodes[0], c.nodes[1:]
-        regions = ",".join(n.region for n in c.nodes)
-        url = f"postgresql://{DB_USER}@127.0.0.1:{primary.client_port}/postgres?"
-        if standbys:
-            url += "standbys=" + ",".join(f"127.0.0.1:{n.client_port}" for n in standbys) + "&"
-        return url + f"regions={c.regions}&node_regions={regions}"
+        return store_url(c, "postgresql", "standbys", prefix=f"{DB_USER}@", path="/postgres")
 
     def status(self, c: Cluster) -> list[dict[str, str]]:
         """Return role and replication state per node: on the primary each standby's state

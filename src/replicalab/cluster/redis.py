@@ -13,7 +13,7 @@ import redis
 
 from replicalab.cluster import process
 from replicalab.cluster.ports import wait_listening
-from replicalab.cluster.state import Cluster, Node, settings
+from replicalab.cluster.state import Cluster, Node, settings, store_url
 
 if TYPE_CHECKING:
     from replicalab.cluster.links import LinkMaker
@@ -83,11 +83,7 @@ class RedisDriver:
 
     def url(self, c: Cluster) -> str:
         """Return ``redis://primary?replicas=...&regions=...&node_regions=...``."""
-        primary, replicas = c.nodes[0], c.nodes[1:]
-        reps = ",".join(f"127.0.0.1:{n.client_port}" for n in replicas)
-        regions = ",".join(n.region for n in c.nodes)
-        return (f"redis://127.0.0.1:{primary.client_port}?replicas={reps}"
-                f"&regions={c.regions}&node_regions={regions}")
+        return store_url(c, "redis", "replicas")
 
     def status(self, c: Cluster) -> list[dict[str, str]]:
         """Return role, link state and replication lag (bytes behind the primary) per node."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,3 +154,20 @@ def settings(c: Cluster) -> dict[str, str]:
     (``cluster up --set KEY=VALUE``: Redis ``appendfsync``, PostgreSQL ``fsync``,
     ZooKeeper ``forceSync``, etcd flags), each driver passing them in its server's own way."""
     return dict(c.extra.get("settings", {}))
+
+
+def loopback(node: Node) -> str:
+    """Return the address clients reach ``node`` on: 127.0.0.1 (one port per node)."""
+    return "127.0.0.1"
+
+
+def store_url(c: Cluster, scheme: str, others: str, host: Callable[[Node], str] = loopback,
+              prefix: str = "", path: str = "") -> str:
+    """Return the store URL of cluster ``c``: ``scheme://[prefix]first[path]?others=...&
+    regions=...&node_regions=...``, the first node the one clients dial, the rest listed under
+    the adapter's parameter ``others`` (left out when there are none)."""
+    first, rest = c.nodes[0], c.nodes[1:]
+    url = f"{scheme}://{prefix}{host(first)}:{first.client_port}{path}?"
+    if rest:
+        url += f"{others}=" + ",".join(f"{host(n)}:{n.client_port}" for n in rest) + "&"
+    return url + f"regions={c.regions}&node_regions=" + ",".join(n.region for n in c.nodes)

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 
 from replicalab.cluster import process
 from replicalab.cluster.ports import wait_listening
-from replicalab.cluster.state import Cluster, Node, settings
+from replicalab.cluster.state import Cluster, Node, settings, store_url
 
 if TYPE_CHECKING:
     from replicalab.cluster.links import LinkMaker
@@ -254,12 +254,7 @@ class ZookeeperDriver:
 
     def url(self, c: Cluster) -> str:
         """Return ``zk://first?servers=others&regions=...&node_regions=...``."""
-        first, others = c.nodes[0], c.nodes[1:]
-        servers = ",".join(f"127.0.0.1:{n.client_port}" for n in others)
-        regions = ",".join(n.region for n in c.nodes)
-        query = f"servers={servers}&" if servers else ""
-        return (f"zk://127.0.0.1:{first.client_port}?{query}regions={c.regions}"
-                f"&node_regions={regions}")
+        return store_url(c, "zk", "servers")
 
     def status(self, c: Cluster) -> list[dict[str, str]]:
         """Return per server: live role (srvr Mode), zxid, and transactions behind the leader."""
