@@ -6,6 +6,7 @@ NaN) and read back, and ``Run``, what a command hands to its renderer."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -80,6 +81,18 @@ def named_run_dir(out: Path, name: str) -> Path:
         raise ValueError(f"cannot write to output directory {out}: {err.strerror}; "
                          "pass --out with a writable directory") from None
     return run_dir
+
+
+def finite_or_null(x: Any) -> Any:
+    """Return ``x`` with every non-finite float (NaN, inf) inside dicts, lists and tuples
+    replaced by None, tuples as lists: what JSON (``allow_nan=False``) can hold."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: finite_or_null(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [finite_or_null(v) for v in x]
+    return x
 
 
 def save_results(results: dict[str, Any], run_dir: Path) -> Path:

@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from replicalab.history.rundir import finite_or_null
+
 P = TypeVar("P")
 
 
@@ -38,17 +40,7 @@ class Curve:
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-ready dict (no NaN or inf: those become None)."""
-        return _clean(dataclasses.asdict(self))
-
-
-def _clean(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {k: _clean(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_clean(x) for x in v]
-    return v
+        return finite_or_null(dataclasses.asdict(self))
 
 
 def point(offered_rps: float, latency_ms: float, utilisation: float,

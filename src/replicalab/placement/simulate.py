@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from replicalab.history.rundir import finite_or_null
 from replicalab.placement import metrics, workloads
 from replicalab.placement.kernel import Trace
 from replicalab.placement.matrix import RegionMatrix, region_matrix
@@ -112,17 +113,6 @@ def run_policy(policy: Any, regions: RegionMatrix, requests: Requests, owner0: n
     code = args.pop("code")
     return jit.run_fast(code, regions.rtt_ms, requests.obj, requests.region,
                            requests.t_ms, owner0, pingpong_ms=pingpong_ms, **args)
-
-
-def _clean(x: Any) -> Any:
-    # results.json is written with allow_nan=False: an empty bucket is null, not NaN
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_clean(v) for v in x]
-    return x
 
 
 @dataclass(frozen=True)
@@ -221,7 +211,8 @@ def run_experiment(exp: Experiment, fast: bool = True,
             e["gain_vs_static_ms"] = by_name["static"]["mean_latency_ms"] - e["mean_latency_ms"]
         if "oracle" in by_name:
             e["gap_to_oracle_ms"] = e["mean_latency_ms"] - by_name["oracle"]["mean_latency_ms"]
-    return _clean({
+    # results.json is written with allow_nan=False: an empty bucket is null, not NaN
+    return finite_or_null({
         "kind": "placement", "schema_version": SCHEMA,
         "config": {"workload": exp.workload, "regions": exp.regions,
                    "region_names": list(regions.regions), "objects": exp.objects,

@@ -9,7 +9,6 @@ answers ``/`` (the page), ``/static/*`` (its script and style, shipped in the pa
 from __future__ import annotations
 
 import json
-import math
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from replicalab.history.rundir import finite_or_null
 from replicalab.watch.db import SampleDB
 from replicalab.watch.stats import (
     histogram,
@@ -95,15 +95,7 @@ def _json_default(x: Any) -> Any:
 
 def to_json(data: dict[str, Any]) -> bytes:
     """Return ``data`` as JSON bytes; non-finite floats become null (JSON has no NaN)."""
-    def clean(x: Any) -> Any:
-        if isinstance(x, float) and not math.isfinite(x):
-            return None
-        if isinstance(x, dict):
-            return {k: clean(v) for k, v in x.items()}
-        if isinstance(x, list | tuple):
-            return [clean(v) for v in x]
-        return x
-    return json.dumps(clean(data), default=_json_default, separators=(",", ":")).encode()
+    return json.dumps(finite_or_null(data), default=_json_default, separators=(",", ":")).encode()
 
 
 def make_handler(db_path: Path) -> type[BaseHTTPRequestHandler]:
