@@ -16,6 +16,7 @@ from replicalab.stores import (
     StoreError,
     Unavailable,
     Unsupported,
+    WriteResult,
 )
 from replicalab.stores.base import MicroOp, TxnAborted
 
@@ -50,6 +51,16 @@ class Recorder:
         if isinstance(err, Unsupported):
             raise err
 
+    def _done_ns(self, index: int, res: ReadResult | WriteResult) -> int:
+        """Return when op ``index`` completed (ns): the reply's arrival where the client
+        stamped the wire in real time (and the invoke moves up to the request's leaving:
+        the operation happened between these, whatever the client did around), else now."""
+        h = self.h
+        if res.sent_ns and not self.rt.virtual:
+            h.invoke_ns[index] = max(res.sent_ns, h.invoke_ns[index])
+            return res.received_ns
+        return self.rt.now_ns()
+
     async def read(self, client: Client, process: int, keys: Sequence[str], consistent: bool
                    ) -> ReadResult | None:
         """Return the read result, or None if the read failed or its outcome is unknown."""
@@ -63,10 +74,7 @@ class Recorder:
         except (StoreError, TimeoutError) as err:
             self._close_failed(i, err)
             return None
-        done = rt.now_ns()
-        if res.sent_ns and not rt.virtual:
-            # wire stamps: the read happened between these, whatever the client did around
-            h.invoke_ns[i], done = max(res.sent_ns, h.invoke_ns[i]), res.received_ns
+        done = self._done_ns(i, res)
         h.ok(i, done, res.values, res.node)
         # _ticked inlined: this runs once per read
         self._count = count = self._count + 1
@@ -89,10 +97,7 @@ class Recorder:
         except (StoreError, TimeoutError) as err:
             self._close_failed(i, err)
             return False
-        done = rt.now_ns()
-        if res.sent_ns and not rt.virtual:
-            h.invoke_ns[i], done = max(res.sent_ns, h.invoke_ns[i]), res.received_ns
-        h.ok(i, done, node=res.node)
+        h.ok(i, self._done_ns(i, res), node=res.node)
         self._ticked()
         return True
 
