@@ -56,7 +56,7 @@ from replicalab.queues.base import (
     QueueUnavailable,
     StaleReceipt,
 )
-from replicalab.queues.redis import check_timeout_s, queue_params, reason
+from replicalab.queues.redis import ClientSessions, check_timeout_s, queue_params, unreachable
 from replicalab.runtime import RealRuntime
 from replicalab.stores.base import redact_url
 from replicalab.stores.url import parse_store_url
@@ -118,7 +118,7 @@ def _first_line(err: BaseException) -> str:
     return (str(err).strip().splitlines() or [type(err).__name__])[0]
 
 
-class PostgresQueue:
+class PostgresQueue(ClientSessions["PostgresQueueClient"]):
     """An opened queue on one PostgreSQL server (the primary of a ``cluster up``
     deployment)."""
 
@@ -181,15 +181,8 @@ class PostgresQueue:
                                  "postgresql:// URL's host:port must be the primary")
             await asyncio.wait_for(self._ensure_tables(c), self.timeout_s + 5.0)
         except (QueueUnavailable, psycopg.Error, TimeoutError) as err:
-            where = f"{self.node.host}:{self.node.port}"
-            raise ValueError(f"cannot reach PostgreSQL at {where} ({reason(err, where)}); "
-                             "is the cluster up? (`replicalab cluster status`)") from None
+            raise unreachable("PostgreSQL", self.node.host, self.node.port, err) from None
         return c
-
-    async def _admin_client(self) -> PostgresQueueClient:
-        if self._admin is None:
-            self._admin = await self.connect()
-        return self._admin
 
     async def dead_letters(self) -> list[DeadLetter]:
         """Return the dead-letter table's messages of this queue, oldest first."""
@@ -213,14 +206,6 @@ class PostgresQueue:
             await conn.execute(f"DELETE FROM {DEAD_TABLE} WHERE queue = %s", (self.name,))
 
         await c.run(go)
-
-    async def close(self) -> None:
-        """Close every connection this queue opened (the data stays on the server)."""
-        for c in self._clients:
-            await c.close()
-        self._clients.clear()
-        self._admin = None
-
 
 
 async def _fetch(conn: psycopg.AsyncConnection[Any], sql: str,

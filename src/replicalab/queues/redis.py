@@ -49,7 +49,7 @@ import hashlib
 import itertools
 import os
 import secrets
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from replicalab.queues.base import (
     DeadLetter,
@@ -152,6 +152,45 @@ def reason(err: BaseException, where: str) -> str:
     return text.rsplit(f"{where}: ", 1)[-1]
 
 
+def unreachable(server: str, host: str, port: int, err: BaseException) -> ValueError:
+    """Return the one-line error for a queue whose ``server`` (Redis, PostgreSQL) at
+    ``host:port`` did not answer, with the reason and where to look."""
+    where = f"{host}:{port}"
+    return ValueError(f"cannot reach {server} at {where} ({reason(err, where)}); is the "
+                      "cluster up? (`replicalab cluster status`)")
+
+
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closable)
+
+
+class ClientSessions(Generic[C]):
+    """What a server-backed queue (Redis, PostgreSQL) keeps of the sessions it opened: all
+    of them (closed together) and one kept for its own calls (dead letters, depth, purge)."""
+
+    _clients: list[C]
+    _admin: C | None
+
+    async def connect(self) -> C:
+        """Return a new client session."""
+        raise NotImplementedError
+
+    async def _admin_client(self) -> C:
+        if self._admin is None:
+            self._admin = await self.connect()
+        return self._admin
+
+    async def close(self) -> None:
+        """Close every connection this queue opened (the data stays on the server)."""
+        for c in self._clients:
+            await c.close()
+        self._clients.clear()
+        self._admin = None
+
+
 def check_timeout_s(timeout_s: float) -> int:
     """Return the visibility timeout ``timeout_s`` in whole ms (ValueError outside 0..12 h)."""
     if not 0 <= timeout_s <= HORIZON_MS / 1000:
@@ -178,7 +217,7 @@ def queue_params(query: dict[str, str], scheme: str) -> tuple[str, int]:
     return name, max_receives
 
 
-class RedisQueue:
+class RedisQueue(ClientSessions["RedisQueueClient"]):
     """An opened queue on one Redis server (the primary of a ``cluster up`` deployment)."""
 
     def __init__(self, url: str, seed: int) -> None:
@@ -224,15 +263,8 @@ class RedisQueue:
         try:
             await self._ensure_group(c)
         except QueueUnavailable as err:
-            where = f"{self.node.host}:{self.node.port}"
-            raise ValueError(f"cannot reach Redis at {where} ({reason(err, where)}); is the "
-                             "cluster up? (`replicalab cluster status`)") from None
+            raise unreachable("Redis", self.node.host, self.node.port, err) from None
         return c
-
-    async def _admin_client(self) -> RedisQueueClient:
-        if self._admin is None:
-            self._admin = await self.connect()
-        return self._admin
 
     async def dead_letters(self) -> list[DeadLetter]:
         """Return the dead-letter stream's messages, oldest first."""
@@ -257,13 +289,6 @@ class RedisQueue:
         await c.checked("DEL", self.stream, self.receipts, self.dlq, self.cursor)
         self._group_ready = False
         await self._ensure_group(c)
-
-    async def close(self) -> None:
-        """Close every connection this queue opened (the data stays on the server)."""
-        for c in self._clients:
-            await c.close()
-        self._clients.clear()
-        self._admin = None
 
 
 class RedisQueueClient:
