@@ -228,6 +228,7 @@ def inc(
     _print(as_json, {"key": key, "value": v}, f"{key} = {v}")
 
 
+# dec repeats inc's option list: Typer declares a command's options in its own signature
 @counter_app.command("dec")
 def dec(
     key: Annotated[str, typer.Argument(help="Counter name.")],

@@ -286,6 +286,8 @@ def ramp_cmd(
     _go(spec, "ramp", plan, workers, ray, prices, out, as_json)
 
 
+# sla repeats ramp's option list: Typer declares a command's options in its own signature
+# (a declaration list, not logic; duplicates pairs the two)
 @load_app.command("sla")
 def sla_cmd(
     ramp: Ramp,

@@ -62,6 +62,7 @@ class Deployment(Protocol):
         ...
 
 
+# Data: fields and defaults, alike in shape to RampPlan (load_runner) and Syncer (sync).
 @dataclass(frozen=True)
 class PointSpec:
     """One bounded run: a configuration, a client count and a workload."""

@@ -158,6 +158,8 @@ class PolicyBase:
         return self._near[target]
 
 
+# Every policy below repeats one header (name, PARAMS, color, kernel_code, an __init__ keeping
+# its parameters in ``params``): declarations of one extension point, not logic to fold.
 class Static(PolicyBase):
     """Never migrates."""
 

@@ -34,6 +34,7 @@ LOAD_TIMEOUT_FACTOR = 10  # a loading call writes up to 100 records, not one
 RECENT = 200  # samples per operation kept for the live view's percentiles
 
 
+# Data: options and defaults, alike in shape to sim/simpledb.py's SimpleDBParams.
 @dataclass(frozen=True)
 class SuiteOptions:
     """How often and what the suite runs, and when the watcher stops (None = never)."""

@@ -100,6 +100,7 @@ class Trial:
         return d
 
 
+# Data: a list of fields, alike in shape to api/results.py's Results (not logic).
 @dataclass(frozen=True)
 class Capacity:
     """A twin's measured maximum throughput (req/s) and how it was found.

@@ -36,6 +36,8 @@ import numpy as np
 
 from replicalab.models.base import Curve, CurvePoint, point, require
 from replicalab.models.paxos_lan import WARMUP_FRACTION, PaxosLanParams, label, round_gaps_ms
+
+# an import list, the same as twins/pigpaxos.py's (both twins use the capacity search)
 from replicalab.models.twins.capacity import (
     BacklogWatch,
     Capacity,
