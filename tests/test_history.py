@@ -133,3 +133,31 @@ def _events(h: History) -> list[dict]:
     from replicalab.history.export import events
 
     return list(events(h))
+
+
+def test_a_spool_converts_completed_rows_as_they_come_and_saves_the_same_table(tmp_path):
+    """The Ctrl-C path converts a growing history in pieces (``Spool``): the table it saves
+    equals the table of the whole history, including rows still in flight when a piece was
+    cut and rows completed after it."""
+    from replicalab.history.io import Spool, _table
+
+    h = History()
+    spool = Spool(h, every=4)
+    slow = h.invoke(9, "read", ("k",), (None,), "eventual", 0)  # in flight a long time
+    for i in range(10):
+        j = h.invoke(i % 3, "write", ("k",), (f"v{i}",), "none", i)
+        h.ok(j, i + 1)
+        spool.feed()
+    assert spool.done == 0  # nothing final while the first row is in flight
+    h.ok(slow, 20, ("v3",), node="n1")
+    for i in range(10, 20):
+        j = h.invoke(i % 3, "write", ("k",), (f"v{i}",), "none", i)
+        if i != 15:
+            h.ok(j, i + 1)
+        spool.feed()
+    assert 0 < spool.done <= 16  # cut before the row still in flight
+    h.fail(16, 30, "late failure")
+    assert spool.table().equals(_table(h))
+    save_history(h, tmp_path, {"seed": 1}, quick=True, spool=spool)
+    back, _ = load_history(tmp_path)
+    assert back.values == h.values and back.error == h.error and len(back) == len(h)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import inspect
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,6 +20,7 @@ from replicalab.cli.output import TableData, out_console, say, show
 from replicalab.cli.progress import fmt_s, progress_bar
 from replicalab.cli.timeparse import noted
 from replicalab.cli.words import plural
+from replicalab.cluster.process import stop_all
 from replicalab.history.rundir import Run, load_results
 from replicalab.stores.base import redact_url
 from replicalab.stores.registry import schemes
@@ -76,9 +78,19 @@ def unchecked_exit(run: Run, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps({**r, "run_dir": str(run.run_dir)}, sort_keys=True)
                          + "\n")
-    fail(f"interrupted after {fmt_s(r['ran_s'])} of {fmt_s(r['duration_s'])} simulated; its "
-         f"history ({plural(r['operations'], 'operation')}) is saved in {run.run_dir}; "
-         f"`replicalab report {run.run_dir}` checks it and draws the report", 130)
+    try:
+        fail(f"interrupted after {fmt_s(r['ran_s'])} of {fmt_s(r['duration_s'])} simulated; "
+             f"its history ({plural(r['operations'], 'operation')}) is saved in "
+             f"{run.run_dir}; `replicalab report {run.run_dir}` checks it and draws the report",
+             130)
+    finally:
+        # everything is saved and a simulation starts no process: exit now rather than
+        # free millions of simulated objects one by one (0.2-0.4 s of the second Ctrl-C
+        # allows, for 2 M operations)
+        stop_all()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
 
 
 def probe(

@@ -17,30 +17,79 @@ from replicalab.history.core import CONSISTENCY_NAMES, F_NAMES, TYPE_NAMES, Hist
 SCHEMA_VERSION = 1
 
 
-def _table(h: History) -> pa.Table:
+def _table(h: History, lo: int = 0, hi: int | None = None) -> pa.Table:
+    """Return rows [lo, hi) of ``h`` as an Arrow table (numeric columns copied: the History's
+    arrays may still grow, and move, after this returns)."""
+    hi = len(h) if hi is None else hi
+
+    def num(name: str, typ: pa.DataType) -> pa.Array:
+        return pa.array(h.column(name)[lo:hi].copy(), typ)
+
+    def names(name: str, values: tuple[str, ...]) -> pa.DictionaryArray:
+        return pa.DictionaryArray.from_arrays(num(name, pa.int8()), pa.array(values))
+
     return pa.table(
         {
-            "index": pa.array(np.arange(len(h), dtype=np.int64)),
-            "process": pa.array(h.column("process"), pa.int32()),
-            "type": pa.DictionaryArray.from_arrays(
-                pa.array(h.column("type"), pa.int8()), pa.array(TYPE_NAMES)),
-            "f": pa.DictionaryArray.from_arrays(
-                pa.array(h.column("f"), pa.int8()), pa.array(F_NAMES)),
-            "keys": pa.array(h.keys, pa.list_(pa.string())),
-            "values": pa.array(h.values, pa.list_(pa.string())),
-            "expects": pa.array(h.expects, pa.list_(pa.string())),
-            "consistency": pa.DictionaryArray.from_arrays(
-                pa.array(h.column("consistency"), pa.int8()), pa.array(CONSISTENCY_NAMES)),
-            "invoke_ns": pa.array(h.column("invoke_ns"), pa.int64()),
-            "complete_ns": pa.array(h.column("complete_ns"), pa.int64()),
-            "node": pa.array(h.node, pa.string()),
-            "error": pa.array(h.error, pa.string()),
+            "index": pa.array(np.arange(lo, hi, dtype=np.int64)),
+            "process": num("process", pa.int32()),
+            "type": names("type", TYPE_NAMES),
+            "f": names("f", F_NAMES),
+            "keys": pa.array(h.keys[lo:hi], pa.list_(pa.string())),
+            "values": pa.array(h.values[lo:hi], pa.list_(pa.string())),
+            "expects": pa.array(h.expects[lo:hi], pa.list_(pa.string())),
+            "consistency": names("consistency", CONSISTENCY_NAMES),
+            "invoke_ns": num("invoke_ns", pa.int64()),
+            "complete_ns": num("complete_ns", pa.int64()),
+            "node": pa.array(h.node[lo:hi], pa.string()),
+            "error": pa.array(h.error[lo:hi], pa.string()),
         }
     )
 
 
-def save_history(h: History, run_dir: Path, config: dict[str, Any]) -> Path:
-    """Write ``history.parquet`` and ``config.json`` into ``run_dir``; return the Parquet path."""
+class Spool:
+    """The completed rows of a History that is still growing, turned into Arrow tables as
+    the run goes (``feed``, from its progress callback), so that a save at Ctrl-C converts
+    only the rows since: a simulation records about 400,000 operations a second, and
+    converting them all at the end took longer than the second a Ctrl-C allows."""
+
+    def __init__(self, h: History, every: int = 200_000) -> None:
+        self.h, self.every, self.done = h, every, 0
+        self.tables: list[pa.Table] = []
+
+    def feed(self) -> None:
+        """Convert the rows completed since the last call, when there are ``every`` of them
+        (a row is final once it and every row before it completed)."""
+        h = self.h
+        if len(h) - self.done < self.every:
+            return
+        try:
+            upto = h.type.index(0, self.done)  # the first operation still in flight
+        except ValueError:
+            upto = len(h)
+        if upto - self.done >= self.every // 2:
+            self.tables.append(_table(h, self.done, upto))
+            self.done = upto
+
+    def table(self) -> pa.Table:
+        """Return every row of the History: the converted ones and the rest."""
+        return pa.concat_tables([*self.tables, _table(self.h, self.done)])
+
+
+_PACKED = {"compression": "zstd"}
+_QUICK = {"compression": "none", "use_dictionary": ["type", "f", "consistency"],
+          "write_statistics": False, "data_page_version": "2.0"}
+"""Parquet settings for a save that must be quick (a simulation stopped by Ctrl-C, which
+should exit within a second): no compression, no statistics, dictionaries only where the
+column is one already. 2.35 M ops are written in 0.22 s where zstd takes 0.45 s (the file is
+about 4x larger); every reader reads both."""
+
+
+def save_history(h: History, run_dir: Path, config: dict[str, Any], quick: bool = False,
+                 spool: Spool | None = None) -> Path:
+    """Write ``history.parquet`` and ``config.json`` into ``run_dir``; return the Parquet path
+    (``quick``: written uncompressed, about twice as fast, for a run that is being
+    interrupted; ``spool``: the rows of ``h`` it has converted already are not converted
+    again)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / "history.parquet"
     tmp = path.with_suffix(".parquet.tmp")
@@ -49,7 +98,8 @@ def save_history(h: History, run_dir: Path, config: dict[str, Any]) -> Path:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        pq.write_table(_table(h), tmp, compression="zstd")
+        table = spool.table() if spool is not None else _table(h)
+        pq.write_table(table, tmp, **(_QUICK if quick else _PACKED))
     finally:
         if was_enabled:
             gc.enable()

@@ -37,6 +37,7 @@ from replicalab.faults.nemesis import Nemesis
 from replicalab.faults.schedule import Fault
 from replicalab.faults.sim import SimNemesis
 from replicalab.history import History, load_history, save_history
+from replicalab.history.io import Spool
 from replicalab.history.rundir import Run, make_run_dir, named_run_dir, save_results
 from replicalab.stores import Feature, Store, StoreError, open_store
 from replicalab.stores.base import redact_url
@@ -387,8 +388,13 @@ def run_probe(spec: ProbeSpec, out: Path,
     # (sim://simpledb staleness, 6 h simulated: 9 s running, 7 s checking and saving), a
     # real store's run outlasts its checks by far
     share = 0.55 if rt.virtual else 0.98
+    # a simulation that may be cut short converts its history as it goes, so that a Ctrl-C
+    # saves it within a second
+    spool = Spool(h) if rt.virtual and not check_interrupted else None
 
     def tick(now_ns: int) -> None:
+        if spool is not None:
+            spool.feed()
         if progress is not None:
             done = (wl.done_fraction(h, spec.config) if wl.done_fraction is not None
                     else None)
@@ -443,7 +449,7 @@ def run_probe(spec: ProbeSpec, out: Path,
               "keys": keys[0].to_json() if keys else None}
     if interrupted and rt.virtual and not check_interrupted:
         with interrupts_deferred():  # a second Ctrl-C waits for the save to finish
-            save_history(h, run_dir, config)
+            save_history(h, run_dir, config, quick=True, spool=spool)
         return Run(run_dir, unchecked_results(spec, h, rt.now_ns() - start[0]), True, error,
                    keys=keys[0] if keys else None)
     with interrupts_deferred() as late:  # a Ctrl-C now waits for the save to finish
