@@ -128,13 +128,25 @@ async def _read(rt: Runtime, log: QueueLog, process: int, client: Client, key: s
     return found
 
 
+async def _connect(rt: Runtime, store: Store) -> Client:
+    """Return a client of ``store``, trying again (100 ms, 200 ms, ...) while it refuses:
+    right after a run's consumers let go of their connections a loaded PostgreSQL closed a
+    new one once in a while ("connection socket closed"), which cost the whole read-back."""
+    for attempt in range(READ_BACK_TRIES - 1):
+        with contextlib.suppress(StoreError, ValueError):
+            return await store.connect()
+        await rt.sleep_ns(RETRY_FIRST_NS << attempt)
+    return await store.connect()  # the last try: its error is the one reported
+
+
 async def read_back(rt: Runtime, store: Store, domain: str, tags: Iterable[str],
                     log: QueueLog) -> int:
     """Read every message's effect list back (consistent reads, a few clients at once) and
     record one ``effect`` row per message read (``count`` entries, ``note`` the entries;
     ``info`` when it stayed unreadable); return how many could not be read."""
     todo = sorted(set(tags))
-    clients = [await store.connect() for _ in range(min(READ_BACK_CLIENTS, len(todo)) or 1)]
+    clients = [await _connect(rt, store)
+               for _ in range(min(READ_BACK_CLIENTS, len(todo)) or 1)]
     failed = 0
 
     async def reader(c: Client, mine: list[str]) -> None:
