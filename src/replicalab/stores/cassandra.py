@@ -601,13 +601,7 @@ class CassandraClient:
         if writes:
             stmts = []
             for query, params, _ in writes:
-                prepared = self.node.stmts.get(query)
-                if prepared is None:
-                    try:
-                        prepared = await asyncio.to_thread(self.node.session.prepare, query)
-                    except Exception as err:
-                        raise _error(err, self.name) from None
-                    self.node.stmts[query] = prepared
+                prepared = await self._prepared(query)
                 stmts.append(prepared.bind(list(params)))
             parts = len({p for _, _, p in writes})
             if len(stmts) == 1:
@@ -616,6 +610,17 @@ class CassandraClient:
             else:
                 await self._run(self._batch(stmts, parts, lv.write))
         return out
+
+    async def _prepared(self, query: str) -> Any:
+        """Return ``query`` prepared on this client's node (prepared once per node)."""
+        prepared = self.node.stmts.get(query)
+        if prepared is None:
+            try:
+                prepared = await asyncio.to_thread(self.node.session.prepare, query)
+            except Exception as err:
+                raise _error(err, self.name) from None
+            self.node.stmts[query] = prepared
+        return prepared
 
     async def _transact_lwt(self, ops: list[MicroOp], gap_ns: int) -> list[MicroOp]:
         """Run ``ops`` (keys in one partition) as one lightweight transaction: Paxos reads,
@@ -642,13 +647,7 @@ class CassandraClient:
         if gap_ns and len(ops) > 1:
             await store.runtime.sleep_ns(gap_ns * (len(ops) - 1))
         query = f"UPDATE {t} SET l = ?, r = ? {where} IF l = ? AND r = ?"
-        prepared = self.node.stmts.get(query)
-        if prepared is None:
-            try:
-                prepared = await asyncio.to_thread(self.node.session.prepare, query)
-            except Exception as err:
-                raise _error(err, self.name) from None
-            self.node.stmts[query] = prepared
+        prepared = await self._prepared(query)
         stmts = []
         for k in keys:
             e = els[k]
@@ -692,13 +691,7 @@ class CassandraClient:
             stmt = SimpleStatement(query, consistency_level=_level(level))
             rows, _ = await self._run(stmt, timeout_s=timeout_s)
             return [tuple(r) for r in rows]
-        prepared = self.node.stmts.get(query)
-        if prepared is None:
-            try:
-                prepared = await asyncio.to_thread(self.node.session.prepare, query)
-            except Exception as err:
-                raise _error(err, self.name) from None
-            self.node.stmts[query] = prepared
+        prepared = await self._prepared(query)
         stmt = prepared.bind(list(params))
         stmt.consistency_level = _level(level)
         if serial is not None:
