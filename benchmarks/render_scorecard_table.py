@@ -8,6 +8,10 @@ saved them, so the chart in the docs is regenerated from data and never typed by
     python benchmarks/render_scorecard_table.py docs/data/scorecard-2026-11-27.json \\
         --check docs/scorecard.md                       # exit 1 if the doc differs
 
+``--patch OTHER`` (repeatable): the cells of another run (a store's properties re-measured
+after its first run failed) replace the main run's for the same store and property; each
+such cell's property is marked with a dagger (†) in the table.
+
 A document carries the table between ``<!-- scorecard-table: begin -->`` and
 ``<!-- scorecard-table: end -->``; ``--into`` replaces what is between them, ``--check``
 says whether it already matches. Bad input: one line naming the fix, exit 2.
@@ -47,29 +51,34 @@ def _text(s: str) -> str:
     return " ".join(s.split()).replace("|", "\\|")
 
 
-def rows(sc: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """Return (store, property, grade, value) per cell in the chart's order: stores as
-    ``kinds`` lists them, properties as ``properties`` does; a cell the run did not reach
-    reads "not measured (run interrupted)"."""
-    by = {(c["store"], c["prop"]): c for c in sc["cells"]}
+def rows(sc: dict[str, Any], patches: tuple[dict[str, Any], ...] = ()
+         ) -> list[tuple[str, str, str, str, bool]]:
+    """Return (store, property, grade, value, patched) per cell in the chart's order: stores
+    as ``kinds`` lists them, properties as ``properties`` does; a cell of a later run in
+    ``patches`` replaces the main run's (patched True); a cell no run reached reads "not
+    measured (run interrupted)"."""
+    by = {(c["store"], c["prop"]): (c, False) for c in sc["cells"]}
+    for other in patches:
+        by.update({(c["store"], c["prop"]): (c, True) for c in other["cells"]})
     out = []
     for store in sc["kinds"]:
         for prop in sc["properties"]:
-            c = by.get((store, prop))
-            out.append((store, prop, c["grade"], c["value"]) if c else
-                       (store, prop, "-", "not measured (run interrupted)"))
+            c, patched = by.get((store, prop), (None, False))
+            out.append((store, prop, c["grade"], c["value"], patched) if c else
+                       (store, prop, "-", "not measured (run interrupted)", False))
     return out
 
 
-def table(sc: dict[str, Any]) -> str:
+def table(sc: dict[str, Any], patches: tuple[dict[str, Any], ...] = ()) -> str:
     """Return the Markdown table (store, property, grade, cell), the store named on its
-    first row only."""
+    first row only, a re-measured cell's property marked †."""
     lines = ["| store | property | grade | cell |", "|---|---|---|---|"]
     last = None
-    for store, prop, grade, value in rows(sc):
+    for store, prop, grade, value, patched in rows(sc, patches):
         name = f"`{store}`" if store != last else ""
         last = store
-        lines.append(f"| {name} | {prop} | {grade} | {_text(value)} |")
+        lines.append(f"| {name} | {prop}{' †' if patched else ''} | {grade} | "
+                     f"{_text(value)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -100,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     """Print (or write into documents, or check) the table; return the exit code."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("scorecard", type=Path, help="run directory or scorecard.json")
+    ap.add_argument("--patch", type=Path, action="append", default=[],
+                    help="a later run whose cells replace the main run's (repeatable)")
     ap.add_argument("--into", type=Path, action="append", default=[],
                     help="document whose marked block receives the table (repeatable)")
     ap.add_argument("--check", type=Path, action="append", default=[],
@@ -107,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         sc = load_scorecard(a.scorecard)
-        block = table(sc)
+        patches = tuple(load_scorecard(p) for p in a.patch)
+        block = table(sc, patches)
         stale = []
         for doc in a.check:
             text = doc.read_text()
@@ -124,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if not a.into and not a.check:
         print(f"<!-- {summary(sc)} -->")
+        for p, other in zip(a.patch, patches, strict=True):
+            print(f"<!-- † {p.name}: {summary(other)} -->")
         print(block, end="")
     return 0
 
