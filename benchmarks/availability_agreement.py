@@ -1,27 +1,28 @@
 """Does the scorecard's availability cell say what ``compare``'s probe, run alone, measures?
-Checked on a fault whose availability is neither 0 nor 100 %: the crash of a leader-based
-store's leader for 8 s, after which the store elects a new one and serves again.
+Checked on a fault whose availability is neither 0 nor 100 %: on etcd, US-W cut off for 8 s
+(the writer in US-E keeps a quorum with EU, but a write in flight at the cut times out and
+the figure lands between), or the leader crashed for 8 s (``--fault leader``).
 
-The scorecard's figure is read from a saved ``scorecard.json`` (its availability cell,
-fault "leader nN down", consistent reads: the one run whose placement is ``compare``'s,
-writer in the first region and reader in the second). The run alone is not built with the
-scorecard's code: this script writes out the ``replicalab compare`` command for the same
-fault (``--fault "at=5s crash node=LEADER for=8s" --duration 20s``), then the ``replicalab
-probe`` command line of the staleness probe that compare runs for consistent reads, field by
-field as ``experiments/compare.py`` sets them (separate clients, writer in the first region,
-reader in the second, a write a second, 50 reads a second, 1 s periods, seed 1), and runs
-that command with the CLI on a cluster it starts, ``--repeats`` times (finding the leader
-again before each run: a crash moves it). Both read the history the same way
-(``availability.by_f.{read,write}.during_faults``).
+The scorecard's figure is read from a saved ``scorecard.json`` (its availability cell, the
+fault's consistent-read run: the one whose placement is ``compare``'s, writer in the first
+region and reader in the second, or in the cut-off region). The run alone is not built with
+the scorecard's code: this script writes out the ``replicalab compare`` command for the same
+fault (``--fault "at=5s partition region=US-W for=8s" --duration 20s``, or ``crash
+node=LEADER``), then the ``replicalab probe`` command line of the staleness probe that
+compare runs for consistent reads, field by field as ``experiments/compare.py`` sets them
+(separate clients, writer in the first region, reader in the second, a write a second, 50
+reads a second, 1 s periods, seed 1), and runs that command with the CLI on a cluster it
+starts, ``--repeats`` times (finding the leader again before each run: a fault may move
+it). Both read the history the same way (``availability.by_f.{read,write}.during_faults``).
 
-Leader elections take a randomized time, so two real runs differ by more than one run's
-resolution (the spacing of one client's operations as a share of the fault: a consistent
-read each ~100 ms over 8 s is ~1 point, a write each second 12.5 points). The verdict:
-the scorecard's figure lies within the range of the runs alone, widened by one resolution
-step.
+Real runs differ: leader elections take a randomized time, a write in flight at the cut may
+or may not time out. One run's resolution is the spacing of one client's operations as a
+share of the fault (a consistent read each ~170 ms over 8 s is ~2 points, a write each
+second 12.5 points). The verdict: the scorecard's figure lies within the range of the runs
+alone, widened by one resolution step.
 
     python benchmarks/availability_agreement.py --scorecard docs/data/scorecard-2026-11-27.json \\
-        --kind etcd --repeats 3
+        --kind etcd --fault US-W --repeats 3
 """
 
 from __future__ import annotations
@@ -43,33 +44,45 @@ AT_S, FOR_S, DURATION_S = 5.0, 8.0, 20.0  # the full scorecard's fault timing
 EXE = [sys.executable, "-m", "replicalab.cli.main"]
 
 
-def scorecard_figure(sc: dict[str, Any], kind: str) -> dict[str, Any]:
-    """Return the scorecard's leader-crash fault of ``kind``'s availability cell: the
-    crashed node, the window, and the consistent-read run's reads/writes shares (0-1)
-    during the fault; ValueError naming the fix if the cell is missing."""
+def scorecard_figure(sc: dict[str, Any], kind: str, fault_name: str) -> dict[str, Any]:
+    """Return the fault ``fault_name`` ("leader", or a region cut off) of ``kind``'s
+    availability cell: its label, the window, and the consistent-read run's reads/writes
+    shares (0-1) during the fault; ValueError naming the fix if the cell is missing."""
     cell = next((c for c in sc["cells"] if c["store"] == kind and c["prop"] == "availability"),
                 None)
     if cell is None or cell["grade"] == "grey":
         raise ValueError(f"the scorecard has no measured availability cell for {kind!r}; "
                          f"run `replicalab scorecard --kinds {kind} --only availability`")
-    fault = next((f for f in cell["figures"]["faults"] if "crashed_node" in f), None)
+    fault = next((f for f in cell["figures"]["faults"]
+                  if ("crashed_node" in f if fault_name == "leader"
+                      else f.get("cut_region") == fault_name)), None)
     if fault is None:
-        raise ValueError(f"{kind}'s availability cell has no leader crash; re-run the scorecard")
+        raise ValueError(f"{kind}'s availability cell has no fault {fault_name!r}; pass "
+                         "--fault leader or a region the scorecard cut off")
     if fault["window"] != f"{AT_S:g}s-{AT_S + FOR_S:g}s":
         raise ValueError(f"the scorecard's fault window is {fault['window']}, not the full "
                          f"run's {AT_S:g}s-{AT_S + FOR_S:g}s; pass a full (not --quick) run")
     c = fault["consistent"]
+    st = sc["stores"].get(kind, {})
     return {"fault": fault["fault"], "window": fault["window"], "reads": c["reads"],
+            "leader": f"n{st.get('leader', '?')} ({st.get('leader_region', '?')})",
             "writes": c["writes"], "recovery_ms": c.get("recovery_ms"), "run": c["run"]}
 
 
-def compare_command(kind: str, regions: str, leader: int) -> str:
+def fault_text(fault_name: str, leader: int) -> str:
+    """Return the --fault text of ``fault_name`` ("leader": crash node ``leader``; else cut
+    off that region), at the full scorecard's timing."""
+    what = f"crash node={leader}" if fault_name == "leader" else f"partition region={fault_name}"
+    return f"at={AT_S:g}s {what} for={FOR_S:g}s"
+
+
+def compare_command(kind: str, regions: str, fault: str) -> str:
     """Return the ``replicalab compare`` command this agreement re-runs by hand."""
-    return (f"replicalab compare --kinds {kind} --regions {regions} --fault "
-            f"\"at={AT_S:g}s crash node={leader} for={FOR_S:g}s\" --duration {DURATION_S:g}s")
+    return (f"replicalab compare --kinds {kind} --regions {regions} --fault \"{fault}\" "
+            f"--duration {DURATION_S:g}s")
 
 
-def probe_argv(url: str, cluster: str, regions: str, leader: int, out: Path) -> list[str]:
+def probe_argv(url: str, cluster: str, regions: str, fault: str, out: Path) -> list[str]:
     """Return the ``replicalab probe`` arguments of the staleness probe the compare command
     above runs for consistent reads (experiments/compare.py ``_staleness_one``), written out
     here by hand."""
@@ -79,7 +92,7 @@ def probe_argv(url: str, cluster: str, regions: str, leader: int, out: Path) -> 
             "--reader-region", rs[1 % len(rs)], "--consistency", "consistent",
             "--duration", f"{DURATION_S:g}s", "--write-interval", "1s", "--read-rate", "50",
             "--period", "1s", "--seed", "1",
-            "--fault", f"at={AT_S:g}s crash node={leader} for={FOR_S:g}s",
+            "--fault", fault,
             "--out", str(out), "--json"]
 
 
@@ -121,16 +134,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scorecard", type=Path, required=True,
                     help="a full scorecard's run directory or its scorecard.json")
     ap.add_argument("--kind", default="etcd", help="a store with a leader (etcd, zookeeper)")
+    ap.add_argument("--fault", default="US-W",
+                    help="leader (crash the leader) or a region to cut off (default US-W)")
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args(argv)
     file = a.scorecard / "scorecard.json" if a.scorecard.is_dir() else a.scorecard
     try:
         sc = json.loads(file.read_text())
-        score = scorecard_figure(sc, a.kind)
+        score = scorecard_figure(sc, a.kind, a.fault)
     except (OSError, ValueError, KeyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     regions = sc["regions"]
+    reader = region_set(regions).regions[1]
+    if a.fault not in ("leader", reader):
+        print(f"error: --fault {a.fault}: compare's reader sits in {reader}; pass --fault "
+              f"{reader} or --fault leader", file=sys.stderr)
+        return 2
     name = f"agree-{a.kind}"
     t0 = time.monotonic()
     rows = []
@@ -139,12 +159,13 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="agree-") as tmp:
             for i in range(a.repeats):
                 lead = base.find_leader(name)
-                if not lead.is_leader:
+                if a.fault == "leader" and not lead.is_leader:
                     raise ValueError(f"{a.kind} reports no leader; pass a store that has one")
-                args = probe_argv(c.url, name, regions, lead.index, Path(tmp))
+                fault = fault_text(a.fault, lead.index)
+                args = probe_argv(c.url, name, regions, fault, Path(tmp))
                 r = run_alone(args)
                 r.update(leader=lead.index, leader_region=lead.region,
-                         compare=compare_command(a.kind, regions, lead.index),
+                         compare=compare_command(a.kind, regions, fault),
                          probe="replicalab " + shlex.join(args[:-3]))
                 rows.append(r)
                 print(f"run {i + 1}: reads {pct(r['reads'])}, writes {pct(r['writes'])} "
@@ -159,10 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{a.kind}, {score['fault']} ({score['window']} of a {DURATION_S:g} s probe), "
           f"consistent-read probe (writer in {region_set(regions).regions[0]}, reader in "
           f"{region_set(regions).regions[1]}); {a.repeats} runs alone in {wall_s:.0f} s\n")
-    print("| run | leader crashed | reads served during the fault | writes served during "
-          "the fault |")
+    print("| run | leader (at the start) | reads served during the fault | writes served "
+          "during the fault |")
     print("|---|---|---|---|")
-    print(f"| scorecard ({file.name}) | {score['fault']} | {pct(score['reads'])} | "
+    print(f"| scorecard ({file.name}) | {score['leader']} | {pct(score['reads'])} | "
           f"{pct(score['writes'])} |")
     for i, r in enumerate(rows, 1):
         print(f"| alone {i} | n{r['leader']} ({r['leader_region']}) | {pct(r['reads'])} | "
