@@ -32,12 +32,12 @@ import json
 import shlex
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from replicalab.cluster import base
+from replicalab.cluster.etcd import transfer_leadership
 from replicalab.regions import region_set
 
 AT_S, FOR_S, DURATION_S = 5.0, 8.0, 20.0  # the full scorecard's fault timing
@@ -63,9 +63,11 @@ def scorecard_figure(sc: dict[str, Any], kind: str, fault_name: str) -> dict[str
         raise ValueError(f"the scorecard's fault window is {fault['window']}, not the full "
                          f"run's {AT_S:g}s-{AT_S + FOR_S:g}s; pass a full (not --quick) run")
     c = fault["consistent"]
-    st = sc["stores"].get(kind, {})
+    if c.get("leader_before") is None:
+        raise ValueError("the scorecard does not say where the leader sat before the fault "
+                         "(a run from before the leader was recorded per fault); re-run it")
     return {"fault": fault["fault"], "window": fault["window"], "reads": c["reads"],
-            "leader": f"n{st.get('leader', '?')} ({st.get('leader_region', '?')})",
+            "leader": c["leader_before"],
             "writes": c["writes"], "recovery_ms": c.get("recovery_ms"), "run": c["run"]}
 
 
@@ -133,10 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scorecard", type=Path, required=True,
                     help="a full scorecard's run directory or its scorecard.json")
-    ap.add_argument("--kind", default="etcd", help="a store with a leader (etcd, zookeeper)")
+    ap.add_argument("--kind", default="etcd",
+                    help="etcd (its leader is moved where the scorecard's run had it)")
     ap.add_argument("--fault", default="US-W",
                     help="leader (crash the leader) or a region to cut off (default US-W)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=Path("runs"),
+                    help="directory that receives the runs alone")
     a = ap.parse_args(argv)
     file = a.scorecard / "scorecard.json" if a.scorecard.is_dir() else a.scorecard
     try:
@@ -144,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
         score = scorecard_figure(sc, a.kind, a.fault)
     except (OSError, ValueError, KeyError) as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    if a.kind != "etcd":
+        print(f"error: --kind {a.kind}: only etcd's leader can be moved where the scorecard "
+              "had it; pass --kind etcd", file=sys.stderr)
         return 2
     regions = sc["regions"]
     reader = region_set(regions).regions[1]
@@ -156,20 +165,25 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     c = base.up(a.kind, 3, regions, name=name)
     try:
-        with tempfile.TemporaryDirectory(prefix="agree-") as tmp:
-            for i in range(a.repeats):
+        a.out.mkdir(parents=True, exist_ok=True)
+        for i in range(a.repeats):
+            # the same fault means the leader where the scorecard's run had it (earlier
+            # faults had moved it there); etcd's MoveLeader puts it back there
+            lead = base.find_leader(name)
+            if lead.index != score["leader"]:
+                transfer_leadership(c, score["leader"])
                 lead = base.find_leader(name)
-                if a.fault == "leader" and not lead.is_leader:
-                    raise ValueError(f"{a.kind} reports no leader; pass a store that has one")
-                fault = fault_text(a.fault, lead.index)
-                args = probe_argv(c.url, name, regions, fault, Path(tmp))
-                r = run_alone(args)
-                r.update(leader=lead.index, leader_region=lead.region,
-                         compare=compare_command(a.kind, regions, fault),
-                         probe="replicalab " + shlex.join(args[:-3]))
-                rows.append(r)
-                print(f"run {i + 1}: reads {pct(r['reads'])}, writes {pct(r['writes'])} "
-                      f"(leader n{lead.index} in {lead.region})", file=sys.stderr)
+            if not lead.is_leader or lead.index != score["leader"]:
+                raise ValueError(f"{a.kind}: could not make n{score['leader']} the leader")
+            fault = fault_text(a.fault, lead.index)
+            args = probe_argv(c.url, name, regions, fault, a.out)
+            r = run_alone(args)
+            r.update(leader=lead.index, leader_region=lead.region,
+                     compare=compare_command(a.kind, regions, fault),
+                     probe="replicalab " + shlex.join(args[:-3]))
+            rows.append(r)
+            print(f"run {i + 1}: reads {pct(r['reads'])}, writes {pct(r['writes'])} "
+                  f"(leader n{lead.index} in {lead.region})", file=sys.stderr)
     finally:
         base.down(name)
     wall_s = time.monotonic() - t0
@@ -183,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| run | leader (at the start) | reads served during the fault | writes served "
           "during the fault |")
     print("|---|---|---|---|")
-    print(f"| scorecard ({file.name}) | {score['leader']} | {pct(score['reads'])} | "
+    lead_region = region_set(regions).regions[score["leader"]]
+    print(f"| scorecard ({file.name}) | n{score['leader']} ({lead_region}) | "
+          f"{pct(score['reads'])} | "
           f"{pct(score['writes'])} |")
     for i, r in enumerate(rows, 1):
         print(f"| alone {i} | n{r['leader']} ({r['leader_region']}) | {pct(r['reads'])} | "
