@@ -69,6 +69,16 @@ def rows(sc: dict[str, Any], patches: tuple[dict[str, Any], ...] = ()
     return out
 
 
+def merged(sc: dict[str, Any], patches: tuple[dict[str, Any], ...]) -> dict[str, Any]:
+    """Return ``sc`` with the cells of ``patches`` in place of its own for the same store
+    and property (the chart the table shows, for the report's renderer)."""
+    by = {(c["store"], c["prop"]): c for c in sc["cells"]}
+    for other in patches:
+        by.update({(c["store"], c["prop"]): c for c in other["cells"]})
+    cells = [by[(k, p)] for k in sc["kinds"] for p in sc["properties"] if (k, p) in by]
+    return {**sc, "cells": cells, "errors": {}}
+
+
 def table(sc: dict[str, Any], patches: tuple[dict[str, Any], ...] = ()) -> str:
     """Return the Markdown table (store, property, grade, cell), the store named on its
     first row only, a re-measured cell's property marked †."""
@@ -111,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("scorecard", type=Path, help="run directory or scorecard.json")
     ap.add_argument("--patch", type=Path, action="append", default=[],
                     help="a later run whose cells replace the main run's (repeatable)")
+    ap.add_argument("--report", type=Path,
+                    help="directory that receives the merged chart's report.html (and its "
+                         "scorecard.json), drawn by replicalab's own renderer")
     ap.add_argument("--into", type=Path, action="append", default=[],
                     help="document whose marked block receives the table (repeatable)")
     ap.add_argument("--check", type=Path, action="append", default=[],
@@ -127,6 +140,13 @@ def main(argv: list[str] | None = None) -> int:
                 stale.append(str(doc))
         for doc in a.into:
             doc.write_text(replace_block(doc.read_text(), block, str(doc)))
+        if a.report is not None:
+            from replicalab.report.scorecard import render_scorecard
+
+            both = merged(sc, patches)
+            a.report.mkdir(parents=True, exist_ok=True)
+            (a.report / "scorecard.json").write_text(json.dumps(both, indent=1) + "\n")
+            render_scorecard(both, a.report)
     except (ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -134,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"differs from {a.scorecard}: {', '.join(stale)}; re-run with --into",
               file=sys.stderr)
         return 1
-    if not a.into and not a.check:
+    if not a.into and not a.check and a.report is None:
         print(f"<!-- {summary(sc)} -->")
         for p, other in zip(a.patch, patches, strict=True):
             print(f"<!-- † {p.name}: {summary(other)} -->")
