@@ -204,6 +204,10 @@ def _while(f: dict[str, Any]) -> str:
     # the fault as the clause after "while": "US-W was cut off", "primary n0 was down"
     if f.get("cut_region") is not None:
         return f"{f['cut_region']} was cut off"
+    if f.get("crashed_nodes"):  # the first crash moved the leader: the second took the new one
+        a, b = f["crashed_nodes"]
+        return (f"{f.get('crashed_role', 'node')} was down (n{a} in the eventual-read run, "
+                f"n{b}, the {f.get('crashed_role', 'node')} by then, in the consistent-read run)")
     if f.get("crashed_node") is not None:
         return f"{f.get('crashed_role', 'node')} n{f['crashed_node']} was down"
     return f["fault"]

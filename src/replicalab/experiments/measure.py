@@ -4,6 +4,7 @@ what is kept here is the figures a cell shows and where they came from."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from replicalab.cluster import base as cluster_base
 from replicalab.experiments import figures
 from replicalab.experiments.plan import Plan
 from replicalab.faults.schedule import Fault
@@ -198,6 +200,19 @@ def fault_figures(results: dict[str, Any]) -> dict[str, Any]:
             "reads_ops": reads["ops"], "writes_ops": writes["ops"]}
 
 
+def current_leader(t: Target) -> int | None:
+    """Return the node index that leads ``t``'s cluster now (None for sim://, or for a
+    store without a leader: its stand-in node stays ``t.leader``)."""
+    if t.cluster is None or t.leader_role not in ("leader", "primary"):
+        return None
+    deadline = time.monotonic() + 15.0  # an election after the last fault may still run
+    while True:
+        lead = cluster_base.find_leader(t.cluster, Path(t.cluster_root))
+        if lead.is_leader or time.monotonic() > deadline:
+            return lead.index if lead.is_leader else None
+        time.sleep(0.25)
+
+
 def availability(t: Target, plan: Plan, out: Path, base: Path, seed: int,
                  progress: Callable[[str], Progress]) -> dict[str, Any]:
     """Return availability by time of reads (eventual, consistent) and writes from a cut-off
@@ -217,9 +232,26 @@ def availability(t: Target, plan: Plan, out: Path, base: Path, seed: int,
                                  "window": f"{fault.at_s:g}s-{fault.at_s + fault.for_s:g}s",
                                  **what}
         for c in ("eventual", "consistent"):
+            # an earlier fault (a region cut off, this fault's own first run) may have moved
+            # the leader: ask where it is now, and crash that node, not the one that led when
+            # the cluster started
+            lead = current_leader(t)
+            if "crashed_node" in what and lead is not None:
+                fault = Fault("crash", fault.at_s, fault.for_s, node=lead)
             r = _fault_run(t, plan, fault, c, region, out, base, seed,
                            progress(f"{label}, {c} reads"))
+            r["leader_before"] = t.leader if lead is None else lead
+            if "crashed_node" in what:
+                r["crashed_node"] = fault.node
             entry[c] = r
             res["runs"].append(r["run"])
+        if "crashed_node" in what:
+            entry["crashed_node"] = entry["eventual"]["crashed_node"]
+            entry["fault"] = f"{t.leader_role} n{entry['crashed_node']} down"
+            if entry["consistent"]["crashed_node"] != entry["crashed_node"]:
+                entry["crashed_nodes"] = [entry["eventual"]["crashed_node"],
+                                          entry["consistent"]["crashed_node"]]
+                entry["fault"] = (f"{t.leader_role} n{entry['crashed_node']}, then "
+                                  f"n{entry['consistent']['crashed_node']} down")
         res["faults"].append(entry)
     return res

@@ -222,6 +222,10 @@ class RespConnection:
 
     async def _send(self, proto: _RespProtocol, args: Sequence[str | bytes | int]
                     ) -> tuple[Any, int, int]:
+        if proto.dead or proto.transport is None:
+            # lost between being opened and this call: a proxy in front of a crashed server
+            # (a client link through Toxiproxy) accepts the connection and closes it at once
+            raise Unavailable(f"{proto.where}: connection lost: closed as it was opened")
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[tuple[Any, int]] = loop.create_future()
         proto.waiting.append((fut, loop.call_later(self.timeout_s, self._timed_out, proto)))
