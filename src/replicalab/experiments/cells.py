@@ -393,8 +393,5 @@ def geography_cell(store: str, latency: dict[str, Any], node_regions: tuple[str,
              + " round trips to the nearest other region" if trips else where)
     grade = "green" if local and all(local) else "yellow"
     caveat = "" if grade == "green" else "eventual reads are not local in every region"
-    caveat += ("; " if caveat else "") + ("the lab delays replication links, not client "
-                                          "links: a client far from the node it writes to "
-                                          "would add its own round trip")
     return Cell(store, "geography", value, grade, p.text, p.source, caveat, details,
                 latency["runs"], figures={"nearest_rtt_ms": nearest_rtt_ms})
