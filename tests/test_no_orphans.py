@@ -95,8 +95,24 @@ class Watched:
         while self.left() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not self.left(), f"left running: {self.left()}\n{self.stderr}"
-        busy = sorted(p for p in self.ports if not is_free(p))
+        busy = sorted(p for p in self.ports if not is_free(p) and not self._taken_since(p))
         assert not busy, f"ports still bound: {busy}"
+
+    def _taken_since(self, port: int) -> bool:
+        """Return True if whoever listens on ``port`` now started after the signal: another
+        test's server that took the freed port (3 workers start servers on free ports), not
+        an orphan of this run (which was started before the signal)."""
+        import psutil
+
+        owners = [c.pid for c in psutil.net_connections(kind="tcp")
+                  if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
+                  and c.pid is not None]
+        try:
+            return bool(owners) and all(
+                psutil.Process(pid).create_time() * 1e9 > self.signal_wall_ns
+                for pid in owners)
+        except psutil.NoSuchProcess:
+            return True  # it went away as we looked: nothing of ours holds the port
 
 
 def run_and_signal(argv: list[str], cwd: Path, sig: int,
