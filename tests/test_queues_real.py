@@ -30,7 +30,7 @@ import redis
 
 from replicalab.checkers.deliveries import check_deliveries
 from replicalab.cluster import base, process
-from replicalab.cluster.ports import free_port, wait_listening
+from replicalab.cluster.ports import free_port, is_free, wait_listening
 from replicalab.queues.backends import open_backends
 from replicalab.queues.base import Delivery, QueueClient, QueueUnavailable, StaleReceipt
 from replicalab.queues.postgres import PostgresQueue, open_postgres_queue
@@ -525,8 +525,15 @@ class OwnRedis:
             time.sleep(0.05)  # a poll interval, not a wait for an effect
 
     def crash_and_restart(self, *flags: str) -> None:
-        """SIGKILL the server (as the nemesis's crash does) and start it again."""
+        """SIGKILL the server (as the nemesis's crash does) and start it again once the
+        killed one is gone and its port free (a restart 15 ms after the kill found the old
+        socket still bound on a busy machine: the new server aborted, and the old socket,
+        still listening, fooled the wait)."""
         process.kill9(self.pid)
+        deadline = time.monotonic() + 20.0
+        while (process.alive(self.pid) or not is_free(self.port)) \
+                and time.monotonic() < deadline:
+            time.sleep(0.02)  # a poll interval, not a wait for an effect
         self.start(*flags)
 
     def stop(self) -> None:
