@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replicalab.checkers.txn import check_txns, result_json, verdict
+from replicalab.checkers.txn import check, check_txns, result_json, verdict
 from replicalab.checkers.txn.graph import classify
 from replicalab.checkers.txn.synth import (
     EXPECTED,
@@ -20,7 +20,7 @@ from replicalab.checkers.txn.synth import (
     gadget,
     serial,
 )
-from replicalab.checkers.txn.types import PROCESS, REALTIME, RW, WR, WW
+from replicalab.checkers.txn.types import PROCESS, REALTIME, RW, WR, WW, Txn
 
 CASES = ([("list-append", g, EXPECTED[g]) for g in GADGETS]
          + [("rw-register", g, REGISTER_EXPECTED[g]) for g in REGISTER_GADGETS])
@@ -51,6 +51,39 @@ def test_explanations_name_the_evidence():
     assert doc["valid"] is False and doc["anomaly_types"] == ["G-single"]
     assert doc["not"] == ["consistent-view"] and "serializable" in doc["also_not"]
     assert doc["anomalies"]["G-single"][0]["cycle"][0]["type"] in ("rw", "wr")
+
+
+def test_lost_update_explained_as_what_the_model_loses():
+    appends = check_txns(gadget("lost-update"), "list-append").anomalies["lost-update"][0]
+    assert "appended to it" in appends.explanation[0]
+    assert "lost" not in appends.explanation[0]  # no append is lost; each ignored the others
+    writes = check_txns(gadget("lost-update", model="rw-register"), "rw-register")
+    assert "all but one write was lost" in writes.anomalies["lost-update"][0].explanation[0]
+
+
+def _ring(k: int, start: int = 0) -> list[Txn]:
+    """k overlapping transactions, each reading its key empty and appending to the next
+    one's: every one misses the previous one's append, a single rw cycle through all k."""
+    return [Txn(start + i, start + i, "ok", 0, 10, [("r", f"k{i}", None),
+                                                    ("append", f"k{(i + 1) % k}", 1)])
+            for i in range(k)]
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_anomalous_transactions_are_counted_exactly(engine):
+    if engine == "native" and not hasattr(pytest.importorskip("replicalab_native"),
+                                          "txn_check_cols"):
+        pytest.skip("native core built without the transaction checker")
+    # one ring of 9 (one component: one cycle reported) and a bystander that read k1
+    # after the ring had ended
+    txns = [*_ring(9), Txn(9, 99, "ok", 20, 30, [("r", "k1", (1,))])]
+    r = check(txns, "list-append", engine=engine)
+    assert r.counts == {"G2-item": 1} and len(r.anomalies["G2-item"][0].txns) == 9
+    assert r.anomalous_txns == 9
+    assert result_json(r)["anomalous_txns"] == 9
+    # a non-cycle anomaly's transactions count too, once each
+    dup = Txn(10, 98, "ok", 40, 50, [("r", "k2", (1, 1))])
+    assert check([*txns, dup], "list-append", engine=engine).anomalous_txns == 10
 
 
 def test_cycle_classes():
@@ -122,6 +155,7 @@ def _same(py, nat):
     assert nat.engine == "native" and py.engine == "python"
     assert nat.valid == py.valid and nat.anomaly_types == py.anomaly_types
     assert nat.counts == py.counts
+    assert nat.anomalous_txns == py.anomalous_txns
     assert nat.not_ == py.not_ and nat.also_not == py.also_not
     for typ in py.anomaly_types:
         a = [(x.txns, x.cycle, x.explanation) for x in py.anomalies[typ]]
@@ -134,7 +168,6 @@ def _same(py, nat):
 @given(_seed, st.integers(1, 40), st.integers(1, 5), st.integers(1, 5),
        st.sampled_from(["list-append", "rw-register"]), st.booleans())
 def test_native_core_equals_the_reference(seed, n, keys, length, model, isolated):
-    from replicalab.checkers.txn import check
     from replicalab.checkers.txn.synth import sloppy
 
     rng = random.Random(seed)

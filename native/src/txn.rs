@@ -859,10 +859,11 @@ fn bfs(g: &Csr, e: &Edges, local: &[u32], comp: &[u32], c: u32, anchor: u32, cls
     Ok(None)
 }
 
-/// The cycles found (class name, edge ids), at most one per class and component, and the
-/// components whose search stopped (as `graph.search_cycles`).
+/// The cycles found (class name, edge ids), at most one per class and component, the
+/// components whose search stopped, and every transaction on some cycle (those of the
+/// nontrivial strongly connected components, ascending), as `graph.search_cycles`.
 pub fn search_cycles(n: usize, e: &Edges, budget: &mut Budget)
-                     -> (Vec<(String, Vec<u32>)>, Vec<Unfinished>) {
+                     -> (Vec<(String, Vec<u32>)>, Vec<Unfinished>, Vec<u32>) {
     let mut found: Vec<(String, Vec<u32>)> = Vec::new();
     let mut unfinished = Vec::new();
     let all: Vec<u32> = (0..e.len() as u32).collect();
@@ -873,7 +874,7 @@ pub fn search_cycles(n: usize, e: &Edges, budget: &mut Budget)
         .filter(|&x| comp_all[e.src[x as usize] as usize] == comp_all[e.dst[x as usize] as usize])
         .collect();
     if cyclic.is_empty() {
-        return (found, unfinished);
+        return (found, unfinished, Vec::new());
     }
     // the cyclic part on local node ids
     let mut local = vec![u32::MAX; n];
@@ -960,12 +961,14 @@ pub fn search_cycles(n: usize, e: &Edges, budget: &mut Budget)
             }
         }
     }
-    (found, unfinished)
+    (found, unfinished, nodes)
 }
 
-/// Everything: analysis, order edges, cycles. `register` picks rw-register.
+/// Everything: analysis, order edges, cycles. `register` picks rw-register. Returns the
+/// anomalies, the edges, the unfinished searches and how many transactions take part in
+/// an anomaly (on some cycle, or named by a non-cycle anomaly).
 pub fn check(t: &Txns, register: bool, budget: &mut Budget)
-             -> Result<(Vec<Anomaly>, Edges, Vec<Unfinished>), InputError> {
+             -> Result<(Vec<Anomaly>, Edges, Vec<Unfinished>, usize), InputError> {
     let mut edges = Edges::default();
     let mut an = Vec::new();
     if register {
@@ -974,11 +977,16 @@ pub fn check(t: &Txns, register: bool, budget: &mut Budget)
         list_append(t, &mut edges, &mut an)?;
     }
     order_edges(t, &mut edges);
-    let (found, unfinished) = search_cycles(t.len(), &edges, budget);
+    let (found, unfinished, on_cycle) = search_cycles(t.len(), &edges, budget);
+    let mut involved = vec![false; t.len()];
+    for &v in on_cycle.iter().chain(an.iter().flat_map(|a| a.txns.iter())) {
+        involved[v as usize] = true;
+    }
+    let anomalous = involved.iter().filter(|&&x| x).count();
     for (name, cyc) in found {
         let txns = cyc.iter().map(|&x| edges.src[x as usize]).collect();
         an.push(Anomaly { kind: name, txns, cycle: Some(cyc.iter().map(|&x| x as usize).collect()),
                           key: None, detail: String::new() });
     }
-    Ok((an, edges, unfinished))
+    Ok((an, edges, unfinished, anomalous))
 }

@@ -1,11 +1,12 @@
 //! Python entries of the transaction checker's native core: `txn_check_edn` (a history
 //! file, parsed here), `txn_check_cols` (transactions as int64 columns) and
 //! `txn_check_rows` (a History's txn rows as Arrow buffers). All return
-//! `(n, anomalies, counts, unfinished, txn_info)`: at most `keep` anomalies per type
+//! `(n, anomalies, counts, unfinished, txn_info, anomalous)`: at most `keep` anomalies per type
 //! (shortest cycles first), each `(type, txns, cycle or None, key or None, detail JSON)`
 //! with cycle steps `(src, dst, kind, key or None, a, b)`; `counts` per type; the
 //! unfinished components `(variant, size, sample, might_hold)`; `txn_info` the
-//! `(position, index, process)` of every transaction an anomaly names. An input error
+//! `(position, index, process)` of every transaction an anomaly names; `anomalous` how many
+//! transactions take part in some anomaly (all of them, not only those kept). An input error
 //! raises ValueError `"txn-input:<index>:<message>"`.
 
 use std::collections::BTreeMap;
@@ -18,7 +19,7 @@ use crate::txn::{self, Budget, Txns, NIL};
 type Step = (u32, u32, u8, Option<String>, Option<i64>, Option<i64>);
 type RawAnomaly = (String, Vec<u32>, Option<Vec<Step>>, Option<String>, String);
 type Out = (usize, Vec<RawAnomaly>, Vec<(String, usize)>, Vec<(String, u32, Vec<u32>, Vec<String>)>,
-            Vec<(u32, i64, i64)>);
+            Vec<(u32, i64, i64)>, usize);
 
 fn opt(v: i64) -> Option<i64> {
     if v == NIL { None } else { Some(v) }
@@ -37,7 +38,7 @@ fn run(py: Python<'_>, t: Txns, model: &str, deadline_s: Option<f64>, max_steps:
         let mut budget = Budget { steps: max_steps, deadline };
         txn::check(&t, register, &mut budget)
     });
-    let (an, edges, unfinished) = match res {
+    let (an, edges, unfinished, anomalous) = match res {
         Ok(x) => x,
         Err(e) => return Err(PyValueError::new_err(format!("txn-input:{}:{}", e.index, e.msg))),
     };
@@ -75,7 +76,7 @@ fn run(py: Python<'_>, t: Txns, model: &str, deadline_s: Option<f64>, max_steps:
     named.dedup();
     let info = named.iter().map(|&x| (x, t.index[x as usize], t.process[x as usize])).collect();
     let unf = unfinished.into_iter().map(|u| (u.variant, u.size, u.sample, u.might_hold)).collect();
-    Ok((t.len(), out, counts, unf, info))
+    Ok((t.len(), out, counts, unf, info, anomalous))
 }
 
 /// Check the Jepsen/Elle EDN history in file ``path`` under ``model``.

@@ -45,22 +45,24 @@ def check_txns(txns: list[Txn], model: str, deadline_s: float | None = None,
     search stops (the result then says what it could not finish)."""
     started = time.monotonic()
     edges, anomalies = analyse(txns, model)
-    found, unfinished = graph.search_cycles(len(txns), edges, graph.Budget(max_steps,
-                                                                           deadline_s))
+    found, unfinished, on_cycle = graph.search_cycles(len(txns), edges,
+                                                      graph.Budget(max_steps, deadline_s))
+    involved = set(on_cycle).union(*(an.txns for an in anomalies))
     for name, ids in found:
         cycle = [Step(edges[e][0], edges[e][1], EDGE_NAMES[edges[e][2]], *edges[e][3:])
                  for e in ids]
         anomalies.append(Anomaly(name, [s.src for s in cycle], cycle=cycle))
     return check_result(txns, model, anomalies, unfinished, time.monotonic() - started,
-                        "python")
+                        "python", anomalous=len(involved))
 
 
 def check_result(txns: list[Txn] | Any, model: str, anomalies: list[Anomaly],
                  unfinished: list[Unfinished], check_s: float, engine: str,
-                 n_txns: int | None = None) -> TxnCheckResult:
+                 n_txns: int | None = None, anomalous: int = 0) -> TxnCheckResult:
     """Return the result: anomalies grouped by type (at most MAX_PER_TYPE each, shortest
     cycles first), explained, and the models ruled out. ``txns`` is the transaction list,
-    or a mapping position -> (index, process) for the ones anomalies name."""
+    or a mapping position -> (index, process) for the ones anomalies name; ``anomalous``
+    how many transactions take part in some anomaly (on a cycle or named by another)."""
     by_type: dict[str, list[Anomaly]] = {}
     for an in anomalies:
         by_type.setdefault(an.type, []).append(an)
@@ -98,4 +100,4 @@ def check_result(txns: list[Txn] | Any, model: str, anomalies: list[Anomaly],
     n = len(txns) if n_txns is None else n_txns
     counts = {typ: len(ans) for typ, ans in by_type.items()}
     return TxnCheckResult(model, valid, n, types, kept, not_, also_not, possible, unfinished,
-                          check_s, engine, names, counts)
+                          check_s, engine, names, counts, anomalous)

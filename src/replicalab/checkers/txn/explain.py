@@ -56,8 +56,10 @@ def anomaly_text(an: Anomaly, name: dict[int, str], model: str) -> list[str]:
         return [f"{ts[0]} read key {k} = {r[0]} and {ts[1]} read {r[1]}: neither is a prefix "
                 "of the other, so no single order of appends explains both"]
     if an.type == "lost-update":
-        seen = (f"the same {d['read_length']} element(s)" if "read_length" in d
-                else f"the same value {_v(d['value'])}")
-        return [f"{', '.join(ts)} all read key {k} ({seen}) and then wrote it: all "
-                "committed, so all but one update was lost"]
+        if "read_length" in d:  # appends: none is lost, but each ignored the others
+            return [f"{', '.join(ts)} all read key {k} (the same {d['read_length']} "
+                    "element(s)) and then appended to it, and all committed: each appended "
+                    "without seeing the others' appends, which no serial order allows"]
+        return [f"{', '.join(ts)} all read key {k} (the same value {_v(d['value'])}) and "
+                "then wrote it: all committed, so all but one write was lost"]
     return [f"{an.type}: {', '.join(ts)}"]

@@ -206,10 +206,11 @@ def _bfs(adj: list[list[tuple[int, int, int]]], kinds: list[int], comp: list[int
 
 
 def search_cycles(n: int, edges: list[Edge], budget: Budget
-                  ) -> tuple[list[tuple[str, list[int]]], list[Unfinished]]:
+                  ) -> tuple[list[tuple[str, list[int]]], list[Unfinished], list[int]]:
     """Return the cycles found, as (class name, edge ids into ``edges``), at most one per
-    class and component (a cycle found by two classes' searches once), and the components
-    whose search stopped."""
+    class and component (a cycle found by two classes' searches once), the components
+    whose search stopped, and every transaction on some cycle (the nodes of the nontrivial
+    strongly connected components, ascending)."""
     kinds = [e[2] for e in edges]
     found: list[tuple[str, list[int]]] = []
     # only edges inside a component of the whole graph can lie on a cycle: the rest
@@ -220,7 +221,8 @@ def search_cycles(n: int, edges: list[Edge], budget: Budget
     comp_all = tarjan(n, whole)
     cyclic = [i for i, e in enumerate(edges) if comp_all[e[0]] == comp_all[e[1]]]
     if not cyclic:
-        return [], []
+        return [], [], []
+    on_cycle = sorted({v for i in cyclic for v in edges[i][:2]})
     unfinished: list[Unfinished] = []
     seen_cycles: set[tuple[int, ...]] = set()
     for variant in VARIANTS:
@@ -261,4 +263,4 @@ def search_cycles(n: int, edges: list[Edge], budget: Budget
                 if best is not None and tuple(sorted(best)) not in seen_cycles:
                     seen_cycles.add(tuple(sorted(best)))  # another class's search found it
                     found.append((classify([edges[e][2] for e in best]), best))
-    return found, unfinished
+    return found, unfinished, on_cycle

@@ -63,7 +63,7 @@ def columns(txns: list[Txn]) -> tuple[list[bytes], list[str]]:
 
 
 def _result(raw: Any, model: str, check_s: float) -> TxnCheckResult:
-    n, anomalies, counts, unfinished, info = raw
+    n, anomalies, counts, unfinished, info, anomalous = raw
     ans = []
     for typ, txns, cycle, key, detail in anomalies:
         steps = None if cycle is None else [
@@ -72,7 +72,8 @@ def _result(raw: Any, model: str, check_s: float) -> TxnCheckResult:
                            detail=json.loads(detail) if detail else {}))
     unf = [Unfinished(v, size, list(sample), list(might)) for v, size, sample, might in unfinished]
     names = {pos: (index, process) for pos, index, process in info}
-    result = check_result(names, model, ans, unf, check_s, "native", n_txns=n)
+    result = check_result(names, model, ans, unf, check_s, "native", n_txns=n,
+                          anomalous=anomalous)
     result.counts = dict(counts)
     return result
 

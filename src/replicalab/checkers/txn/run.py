@@ -66,6 +66,7 @@ def result_json(result: TxnCheckResult) -> dict[str, Any]:
         "schema_version": result.schema_version, "model": result.model,
         "valid": result.valid, "txns": result.txns,
         "anomaly_types": result.anomaly_types, "counts": result.counts,
+        "anomalous_txns": result.anomalous_txns,
         "not": result.not_,
         "also_not": result.also_not, "possible": result.possible,
         "anomalies": anomalies,

@@ -95,4 +95,8 @@ class TxnCheckResult:
     names: dict[int, str] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     """How many anomalies of each type were found (``anomalies`` keeps a few of each)."""
+    anomalous_txns: int = 0
+    """How many transactions take part in some anomaly: every one on a dependency cycle (a
+    node of a nontrivial strongly connected component) or named by a non-cycle anomaly.
+    Exact, where ``counts`` of a cycle class is a lower bound (one cycle per component)."""
     schema_version: int = 1
