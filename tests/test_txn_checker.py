@@ -86,6 +86,23 @@ def test_anomalous_transactions_are_counted_exactly(engine):
     assert check([*txns, dup], "list-append", engine=engine).anomalous_txns == 10
 
 
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_a_real_time_cycle_does_not_count_the_transactions_between_its_ends(engine):
+    if engine == "native" and not hasattr(pytest.importorskip("replicalab_native"),
+                                          "txn_check_cols"):
+        pytest.skip("native core built without the transaction checker")
+    # T0 appends, five unrelated transactions run after it, then T6 reads the key empty:
+    # the whole history is one component through real-time order, but only the reported
+    # cycle (T0, T6 and one bystander on the way) takes part in the anomaly
+    txns = [Txn(0, 0, "ok", 0, 10, [("append", "x", 1)])]
+    txns += [Txn(i, i, "ok", 15, 25, [("append", f"y{i}", 1)]) for i in range(1, 6)]
+    txns += [Txn(6, 6, "ok", 40, 50, [("r", "x", None)]),
+             Txn(7, 7, "ok", 60, 70, [("r", "x", (1,))])]
+    r = check(txns, "list-append", engine=engine)
+    assert r.anomaly_types == ["G-single-realtime"]
+    assert r.anomalous_txns == 3
+
+
 def test_cycle_classes():
     assert classify([WW, WW]) == "G0"
     assert classify([WW, WR]) == "G1c"

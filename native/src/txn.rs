@@ -860,8 +860,9 @@ fn bfs(g: &Csr, e: &Edges, local: &[u32], comp: &[u32], c: u32, anchor: u32, cls
 }
 
 /// The cycles found (class name, edge ids), at most one per class and component, the
-/// components whose search stopped, and every transaction on some cycle (those of the
-/// nontrivial strongly connected components, ascending), as `graph.search_cycles`.
+/// components whose search stopped, and every transaction on a dependency cycle (ww, wr,
+/// rw only: the nodes of the nontrivial strongly connected components of that graph,
+/// ascending), as `graph.search_cycles`.
 pub fn search_cycles(n: usize, e: &Edges, budget: &mut Budget)
                      -> (Vec<(String, Vec<u32>)>, Vec<Unfinished>, Vec<u32>) {
     let mut found: Vec<(String, Vec<u32>)> = Vec::new();
@@ -898,6 +899,22 @@ pub fn search_cycles(n: usize, e: &Edges, budget: &mut Budget)
         let l = local[d as usize];
         if l == u32::MAX { 0 } else { l }
     }).collect();
+    // transactions on a dependency cycle: no serial order places them among the others
+    // of their component (process and real-time edges left out: through them a cycle
+    // would take in every transaction between its ends)
+    let dep: Vec<u32> = cyclic.iter().copied().filter(|&x| e.kind[x as usize] <= RW).collect();
+    let g = csr(m, |x| local[e.src[x] as usize] as usize, &dep);
+    let comp = tarjan(m, &g, &ldst);
+    let mut on = vec![false; m];
+    for &x in &dep {
+        let (s, d) = (local[e.src[x as usize] as usize], local[e.dst[x as usize] as usize]);
+        if comp[s as usize] == comp[d as usize] {
+            on[s as usize] = true;
+            on[d as usize] = true;
+        }
+    }
+    drop(g);
+    let on_cycle: Vec<u32> = (0..m).filter(|&v| on[v]).map(|v| nodes[v]).collect();
     let mut seen_cycles: std::collections::HashSet<Vec<u32>, FxBuild> = Default::default();
     for variant in ["", "-process", "-realtime"] {
         let extra: &[u8] = match variant { "" => &[], "-process" => &[PROCESS],
@@ -961,12 +978,12 @@ pub fn search_cycles(n: usize, e: &Edges, budget: &mut Budget)
             }
         }
     }
-    (found, unfinished, nodes)
+    (found, unfinished, on_cycle)
 }
 
 /// Everything: analysis, order edges, cycles. `register` picks rw-register. Returns the
 /// anomalies, the edges, the unfinished searches and how many transactions take part in
-/// an anomaly (on some cycle, or named by a non-cycle anomaly).
+/// an anomaly (on a dependency cycle, or named by an anomaly found).
 pub fn check(t: &Txns, register: bool, budget: &mut Budget)
              -> Result<(Vec<Anomaly>, Edges, Vec<Unfinished>, usize), InputError> {
     let mut edges = Edges::default();
@@ -978,15 +995,15 @@ pub fn check(t: &Txns, register: bool, budget: &mut Budget)
     }
     order_edges(t, &mut edges);
     let (found, unfinished, on_cycle) = search_cycles(t.len(), &edges, budget);
-    let mut involved = vec![false; t.len()];
-    for &v in on_cycle.iter().chain(an.iter().flat_map(|a| a.txns.iter())) {
-        involved[v as usize] = true;
-    }
-    let anomalous = involved.iter().filter(|&&x| x).count();
     for (name, cyc) in found {
         let txns = cyc.iter().map(|&x| edges.src[x as usize]).collect();
         an.push(Anomaly { kind: name, txns, cycle: Some(cyc.iter().map(|&x| x as usize).collect()),
                           key: None, detail: String::new() });
     }
+    let mut involved = vec![false; t.len()];
+    for &v in on_cycle.iter().chain(an.iter().flat_map(|a| a.txns.iter())) {
+        involved[v as usize] = true;
+    }
+    let anomalous = involved.iter().filter(|&&x| x).count();
     Ok((an, edges, unfinished, anomalous))
 }

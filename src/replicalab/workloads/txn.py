@@ -198,8 +198,8 @@ def verdict(h: History, model: str) -> dict[str, Any]:
     """Return the transactional checker's verdict on ``h``: Elle's result map (``valid``,
     ``anomaly_types``, ``not``/``also_not``, ``anomalies`` with their cycles explained,
     ``unfinished`` searches, ``check_s`` seconds) plus ``anomalous``: ``any``, how many
-    distinct transactions take part in some anomaly (exact: every one on a dependency
-    cycle, or named by a non-cycle anomaly), and per anomaly class the distinct
+    distinct transactions take part in some anomaly (every one on a cycle of ww, wr and rw
+    edges, exact; every one an anomaly found names), and per anomaly class the distinct
     transactions of the anomalies the checker kept (a lower bound: one cycle per class and
     strongly connected component, a few anomalies per class)."""
     from replicalab.checkers.txn import check_history, result_json  # native when built

@@ -47,11 +47,11 @@ def check_txns(txns: list[Txn], model: str, deadline_s: float | None = None,
     edges, anomalies = analyse(txns, model)
     found, unfinished, on_cycle = graph.search_cycles(len(txns), edges,
                                                       graph.Budget(max_steps, deadline_s))
-    involved = set(on_cycle).union(*(an.txns for an in anomalies))
     for name, ids in found:
         cycle = [Step(edges[e][0], edges[e][1], EDGE_NAMES[edges[e][2]], *edges[e][3:])
                  for e in ids]
         anomalies.append(Anomaly(name, [s.src for s in cycle], cycle=cycle))
+    involved = set(on_cycle).union(*(an.txns for an in anomalies))
     return check_result(txns, model, anomalies, unfinished, time.monotonic() - started,
                         "python", anomalous=len(involved))
 

@@ -209,8 +209,8 @@ def search_cycles(n: int, edges: list[Edge], budget: Budget
                   ) -> tuple[list[tuple[str, list[int]]], list[Unfinished], list[int]]:
     """Return the cycles found, as (class name, edge ids into ``edges``), at most one per
     class and component (a cycle found by two classes' searches once), the components
-    whose search stopped, and every transaction on some cycle (the nodes of the nontrivial
-    strongly connected components, ascending)."""
+    whose search stopped, and every transaction on a dependency cycle (ww, wr, rw only:
+    the nodes of the nontrivial strongly connected components of that graph, ascending)."""
     kinds = [e[2] for e in edges]
     found: list[tuple[str, list[int]]] = []
     # only edges inside a component of the whole graph can lie on a cycle: the rest
@@ -222,7 +222,16 @@ def search_cycles(n: int, edges: list[Edge], budget: Budget
     cyclic = [i for i, e in enumerate(edges) if comp_all[e[0]] == comp_all[e[1]]]
     if not cyclic:
         return [], [], []
-    on_cycle = sorted({v for i in cyclic for v in edges[i][:2]})
+    # transactions on a dependency cycle: no serial order places them among the others of
+    # their component (process and real-time edges left out: through them a cycle would
+    # take in every transaction between its ends)
+    dep = [i for i in cyclic if edges[i][2] in (WW, WR, RW)]
+    dep_adj: list[list[int]] = [[] for _ in range(n)]
+    for i in dep:
+        dep_adj[edges[i][0]].append(edges[i][1])
+    comp_dep = tarjan(n, dep_adj)
+    on_cycle = sorted({v for i in dep if comp_dep[edges[i][0]] == comp_dep[edges[i][1]]
+                       for v in edges[i][:2]})
     unfinished: list[Unfinished] = []
     seen_cycles: set[tuple[int, ...]] = set()
     for variant in VARIANTS:

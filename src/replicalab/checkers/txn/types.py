@@ -96,7 +96,9 @@ class TxnCheckResult:
     counts: dict[str, int] = field(default_factory=dict)
     """How many anomalies of each type were found (``anomalies`` keeps a few of each)."""
     anomalous_txns: int = 0
-    """How many transactions take part in some anomaly: every one on a dependency cycle (a
-    node of a nontrivial strongly connected component) or named by a non-cycle anomaly.
-    Exact, where ``counts`` of a cycle class is a lower bound (one cycle per component)."""
+    """How many transactions take part in some anomaly: every one on a cycle of ww, wr and
+    rw edges (a node of a nontrivial strongly connected component of that graph: no serial
+    order places it among the others of its component), and every one an anomaly found
+    names (non-cycle anomalies, process and real-time cycles). Exact for serializability,
+    where ``counts`` of a cycle class is a lower bound (one cycle per component)."""
     schema_version: int = 1
