@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from replicalab.history import load_history
 from replicalab.workloads.staleness import StalenessConfig
 
 
@@ -25,6 +28,22 @@ def test_primary_async_remote_replica_stale_for_one_replication_delay(probe):
     assert 30 <= remote["periods"]["last_lt_100_median_ms"] <= 50
     at_primary = probe(url, duration_s=900, consistency="consistent", config=cfg).results
     assert all(r["p"] == 1.0 for r in at_primary["fresh_by_range"])
+
+
+def test_separate_readers_start_once_the_first_write_is_acknowledged(probe):
+    # the first write creates the key; a read of it still missing while that write is in
+    # flight would count as stale against the write's start (ZooKeeper's 1.4 s first write)
+    cfg = StalenessConfig(placement="separate-clients", writer_region="US-E",
+                          reader_region="US-W", readers=2)
+    run = probe("sim://primary?replication=async&regions=dc3", duration_s=30,
+                consistency="consistent", config=cfg)
+    h, _ = load_history(run.run_dir)
+    f, proc = h.column("f"), h.column("process")
+    first_write = int(np.flatnonzero(f == h.f_code("write"))[0])
+    reads = np.flatnonzero((f == h.f_code("read")) & (proc > 0))
+    assert len(reads) > 100
+    assert h.column("invoke_ns")[reads].min() >= h.complete_ns[first_write] > 0
+    assert run.results["fresh_by_range"][0]["p"] == 1.0
 
 
 def test_same_seed_byte_identical_results(probe):

@@ -86,10 +86,16 @@ async def generate(store: Store, h: History, opts: ProbeOptions, cfg: StalenessC
             await writes.wait()
         return
     readers = [await store.connect(cfg.reader_region) for _ in range(cfg.readers)]
+    writes = Slots(rt, interval)
+    # the readers start once the first write is acknowledged: it creates the key (on
+    # ZooKeeper the znode and each parent, a round trip to the leader apiece), and a read
+    # of the key not yet created would count as stale against a write still in flight
+    await rec.write(writer, WRITER, {KEY: encode_value(WRITER, 1, rt.now_ns())})
+    writes.advance()
 
     async def write_loop() -> None:
-        seq = 0
-        writes = Slots(rt, interval)
+        seq = 1
+        await writes.wait()
         while writes.slot_ns < stop:
             seq += 1
             await rec.write(writer, WRITER, {KEY: encode_value(WRITER, seq, rt.now_ns())})
