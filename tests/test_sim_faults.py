@@ -145,3 +145,36 @@ def test_faults_a_simulated_store_cannot_take_are_one_line_errors(tmp_path: Path
     assert res.exit_code == 2, res.output
     assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1
     assert not out.exists() or not any(out.iterdir())  # no run directory left behind
+
+
+def test_a_schedule_cut_short_heals_what_it_started():
+    # a run interrupted (Ctrl-C, a failed store) mid-fault must not leave the node down
+    import asyncio
+
+    from replicalab.faults.nemesis import run_schedule
+    from replicalab.history.core import F_NAMES
+    from replicalab.runtime.real import RealRuntime
+
+    rt, h = RealRuntime(), History()
+    crash, later = parse_fault("at=0s crash node=1 for=60s"), parse_fault("at=50s pause "
+                                                                          "node=2 for=1s")
+    acts: list[tuple[str, bool]] = []
+    began = asyncio.Event()
+
+    async def act(f, ending: bool) -> None:
+        acts.append((f.action, ending))
+        began.set()
+
+    async def main() -> None:
+        t0 = rt.now_ns()
+        task = asyncio.ensure_future(run_schedule([crash, later], h, rt, t0, t0 + int(120e9),
+                                                  act))
+        await asyncio.wait_for(began.wait(), 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert acts == [("crash", False), ("crash", True)]  # healed; the pause never began
+    ops = [(F_NAMES[h.f[i]], h.type[i]) for i in range(len(h)) if h.process[i] == NEMESIS]
+    assert ops == [("crash", 1), ("heal", 1)]  # both recorded ok

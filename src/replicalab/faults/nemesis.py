@@ -180,23 +180,38 @@ async def run_schedule(faults: list[Fault], h: History, rt: Runtime, t0_ns: int,
     """Carry out ``faults`` on schedule (times from ``t0_ns``) by ``act(fault, ending)``,
     recording each as an op of process nemesis: ``f`` is the action while it starts, the
     heal when it ends. Faults due after ``stop_ns`` are not started; a failed action is
-    recorded as a failed op, not raised."""
+    recorded as a failed op, not raised. A schedule cut short (the run interrupted, or
+    stopped by a failed store) heals every fault it started and had not yet ended, so no
+    node is left down and no link cut."""
     events = sorted([(f.at_s, 0, f) for f in faults] + [(f.at_s + f.for_s, 1, f)
                                                          for f in faults],
                     key=lambda e: (e[0], e[1]))
     started: set[int] = set()
-    for at_s, ending, f in events:
-        due = t0_ns + int(at_s * 1e9)
-        if (ending and id(f) not in started) or (not ending and due >= stop_ns):
-            continue  # never started, or due after the run: nothing to do or undo
-        if due > rt.now_ns():
-            await rt.sleep_ns(due - rt.now_ns())
-        started.add(id(f))
-        f_name = "heal" if ending else f.action
-        i = h.invoke(NEMESIS, f_name, (f.target,), (f.label,), "none", rt.now_ns())
+    ended: set[int] = set()
+
+    async def do(f: Fault, ending: bool) -> None:
+        if ending:
+            ended.add(id(f))  # before acting: a heal cut short runs on in its thread
+        else:
+            started.add(id(f))
+        i = h.invoke(NEMESIS, "heal" if ending else f.action, (f.target,), (f.label,),
+                     "none", rt.now_ns())
         try:
-            await act(f, bool(ending))
+            await act(f, ending)
         except Exception as err:  # a failed fault action is recorded, not fatal
             h.fail(i, rt.now_ns(), f"{type(err).__name__}: {err}")
         else:
             h.ok(i, rt.now_ns(), node=f.target)
+
+    try:
+        for at_s, ending, f in events:
+            due = t0_ns + int(at_s * 1e9)
+            if (ending and id(f) not in started) or (not ending and due >= stop_ns):
+                continue  # never started, or due after the run: nothing to do or undo
+            if due > rt.now_ns():
+                await rt.sleep_ns(due - rt.now_ns())
+            await do(f, bool(ending))
+    finally:
+        for f in faults:
+            if id(f) in started and id(f) not in ended:
+                await do(f, True)
