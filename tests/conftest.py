@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from pathlib import Path
+
+# A test run started in the background of a non-interactive shell (`nohup make test &`)
+# inherits SIGINT ignored, and so would every command the Ctrl-C tests start and signal:
+# Python keeps an inherited SIG_IGN and would never see the Ctrl-C. Give this process, and
+# through it its children, the default disposition.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Cluster state of this test process (each pytest-xdist worker imports this file on its own)
 # in a directory of its own, set before replicalab is imported (cluster/state.py reads it):
