@@ -349,8 +349,12 @@ def test_pbs_prediction_from_measured_legs_matches_measurement(cassandra_dc3, tm
     c, _ = cassandra_dc3
     cal = pbs_real.calibrate(c, "US-E", "US-W", samples=15)
     medians = [sorted(x)[len(x) // 2] for x in cal.write_rt_ms]
-    # the legs are the links' delays as the cluster's own traffic sees them
-    assert medians[0] < 20 and 75 < medians[1] < 160 and 85 < medians[2] < 175, (medians, cal)
+    # the legs are the links' delays as the cluster's own traffic sees them; each is a round
+    # trip less the median local one, so on a busy machine (local writes took 21.5 ms beside a
+    # CPU hog) a leg may come out short by up to that much, never by half a round trip
+    slack = cal.write_overhead_ms
+    assert medians[0] < 20 and 75 - slack < medians[1] < 160 and 85 - slack < medians[2] < 175, (
+        medians, cal)
     wars = pbs.wars_from_round_trips(cal.write_rt_ms, cal.read_rt_ms)
     worst, compared = 0.0, 0
     for r, w in pbs_real.PAIRS:

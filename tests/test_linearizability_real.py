@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ pytestmark = pytest.mark.integration
 
 DURATION_S = 7.0
 SMALL = 8
+MIN_OPS = 20
 """A counterexample a person can read: a few operations (a stale read and the writes that
 make it stale)."""
 
@@ -100,7 +102,20 @@ def _not_linearizable(r: dict[str, Any]) -> dict[str, Any]:
     return part
 
 
-def _linearizable(r: dict[str, Any], min_reads: int = 20) -> None:
+def _stale_run(run_once: Callable[[], dict[str, Any]], attempts: int = 3) -> dict[str, Any]:
+    """Return the first run of ``run_once`` that is not linearizable or has at least
+    MIN_OPS reads and writes. A run the machine starved (12 operations checked in 7 s, beside
+    a CPU hog) had no chance to show a stale read and is run again; one with enough
+    operations that is linearizable is returned, and fails."""
+    for _ in range(attempts):
+        r = run_once()
+        if r["linearizability"]["valid"] is not True or (
+                r["ops"]["reads"] >= MIN_OPS and r["ops"]["writes"] >= MIN_OPS):
+            break
+    return r
+
+
+def _linearizable(r: dict[str, Any], min_reads: int = MIN_OPS) -> None:
     lin = r["linearizability"]
     assert lin["valid"] is True, [p["explanation"] for p in lin["parts"]]
     assert r["ops"]["reads"] >= min_reads and r["ops"]["writes"] >= min_reads
@@ -110,15 +125,21 @@ def test_etcd_serializable_reads_not_linearizable_linearizable_reads_are(etcd_dc
     """Serializable reads at a partitioned follower: not linearizable; linearizable reads
     through a follower that crashes and restarts: linearizable."""
     c, root = etcd_dc3
-    roles = _settled(c, root, "leader")
-    leader = roles.index("leader")
-    follower = next(i for i in range(len(roles)) if i != leader)
-    writer, reader = c.nodes[leader].region, c.nodes[follower].region
+
+    def placed() -> tuple[int, str, str]:
+        roles = _settled(c, root, "leader")
+        leader = roles.index("leader")
+        follower = next(i for i in range(len(roles)) if i != leader)
+        return follower, c.nodes[leader].region, c.nodes[follower].region
+
+    def partitioned() -> dict[str, Any]:
+        follower, writer, reader = placed()
+        return _register(c, root, tmp_path, "eventual", writer, reader,
+                         f"at=2s partition node={follower} for=3s")
+
     try:
-        r = _register(c, root, tmp_path, "eventual", writer, reader,
-                      f"at=2s partition node={follower} for=3s")
-        _not_linearizable(r)
-        _settled(c, root, "leader")
+        _not_linearizable(_stale_run(partitioned))
+        follower, writer, reader = placed()
         # 10 s: the restarted follower may set off an election, and on a busy CI machine
         # the cluster answered "leader changed" for the last 2.6 s of a 7 s run
         r = _register(c, root, tmp_path, "consistent", writer, reader,
@@ -131,21 +152,24 @@ def test_etcd_serializable_reads_not_linearizable_linearizable_reads_are(etcd_dc
 def test_zookeeper_plain_reads_at_a_lagging_follower_are_not_linearizable(zookeeper_dc3,
                                                                            tmp_path):
     c, root = zookeeper_dc3
-    roles = _settled(c, root, "leader")
-    followers = [i for i, r in enumerate(roles) if r == "follower"]
-    writer, reader = c.nodes[followers[0]].region, c.nodes[followers[-1]].region
+
+    def partitioned() -> dict[str, Any]:
+        roles = _settled(c, root, "leader")
+        followers = [i for i, r in enumerate(roles) if r == "follower"]
+        writer, reader = c.nodes[followers[0]].region, c.nodes[followers[-1]].region
+        return _register(c, root, tmp_path, "eventual", writer, reader,
+                         f"at=2s partition node={followers[-1]} for=3s")
+
     try:
-        r = _register(c, root, tmp_path, "eventual", writer, reader,
-                      f"at=2s partition node={followers[-1]} for=3s")
-        _not_linearizable(r)
+        _not_linearizable(_stale_run(partitioned))
     finally:
         _settled(c, root, "leader")
 
 
 def test_redis_replica_reads_are_not_linearizable_primary_reads_are(redis_dc3, tmp_path):
     c, root = redis_dc3
-    r = _register(c, root, tmp_path, "eventual", "US-E", "US-W", "at=2s partition node=1 for=3s")
-    _not_linearizable(r)
+    _not_linearizable(_stale_run(lambda: _register(c, root, tmp_path, "eventual", "US-E", "US-W",
+                                                   "at=2s partition node=1 for=3s")))
     r = _register(c, root, tmp_path, "consistent", "US-E", "US-W", "at=2s crash node=1 for=2s")
     _linearizable(r)
 
@@ -153,8 +177,8 @@ def test_redis_replica_reads_are_not_linearizable_primary_reads_are(redis_dc3, t
 def test_postgres_standby_reads_are_not_linearizable_primary_reads_are(postgres_dc3,
                                                                        tmp_path):
     c, root = postgres_dc3
-    r = _register(c, root, tmp_path, "eventual", "US-E", "US-W", "at=2s partition node=1 for=3s")
-    _not_linearizable(r)
+    _not_linearizable(_stale_run(lambda: _register(c, root, tmp_path, "eventual", "US-E", "US-W",
+                                                   "at=2s partition node=1 for=3s")))
     r = _register(c, root, tmp_path, "consistent", "US-E", "US-W",
                   "at=2s partition node=1 for=3s")
     _linearizable(r)

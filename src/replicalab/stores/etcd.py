@@ -69,6 +69,9 @@ MAX_TXN_OPS = 128  # etcd's default --max-txn-ops
 # gRPC codes meaning "no answer, outcome unknown": CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE
 _UNKNOWN_CODES = {1, 4, 14}
 _TOKEN_GONE = "invalid auth token"  # what etcd answers for an expired or unknown token
+# etcd checks a bcrypt hash for every authenticate, about 0.1 s of CPU each and one at a time:
+# ten clients logging in together on a busy machine took longer than the operations' timeout
+AUTH_TIMEOUT_S = 10.0
 
 
 def _env_credentials(creds: Credentials) -> Credentials:
@@ -197,16 +200,19 @@ class EtcdClient:
         creds = self.store.credentials
         self.token = ""
         data = await self._call("/v3/auth/authenticate",
-                                {"name": creds.user, "password": creds.password}, renew=False)
+                                {"name": creds.user, "password": creds.password}, renew=False,
+                                timeout_s=max(self.store.timeout_s, AUTH_TIMEOUT_S))
         self.token = str(data.get("token", ""))
         if not self.token:
             raise StoreError(f"{self.member}: etcd gave no token for user {creds.user!r}")
 
-    async def _call(self, path: str, body: dict[str, Any], renew: bool = True
-                    ) -> dict[str, Any]:
+    async def _call(self, path: str, body: dict[str, Any], renew: bool = True,
+                    timeout_s: float | None = None) -> dict[str, Any]:
         headers = {"Authorization": self.token} if self.token else None
         try:
-            r = await self.http.post(path, json=body, headers=headers)
+            r = await self.http.post(path, json=body, headers=headers,
+                                     timeout=httpx.USE_CLIENT_DEFAULT if timeout_s is None
+                                     else timeout_s)
         except httpx.TransportError as err:
             raise Unavailable(f"{self.member}: {type(err).__name__} {err}".rstrip()) from None
         try:
