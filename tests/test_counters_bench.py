@@ -215,7 +215,10 @@ def test_redis_dcs_violations_and_latency(tmp_path: Path):
         assert r["violations"]["final_excess"] == r["violations"]["observed_below"] == 0
         assert r["outcomes"]["ok"] == 30 and r["violations"]["drift"] == 0
     reg = strong["latency_by_region_ms"]
-    assert reg["US-E"]["p50"] < 10
+    # local: well under the 83 ms US-E/US-W round trip (beside a CPU hog the server-based
+    # middleware's local p50 was 11.4 ms; a fixed 10 ms bound measured the machine)
+    local_ms = 83 / 3
+    assert reg["US-E"]["p50"] < local_ms, reg
     assert 83 <= reg["US-W"]["p50"] <= 2 * 83 + 30 and 93 <= reg["EU"]["p50"] <= 2 * 93 + 30
-    for lat in srv_low["latency_by_region_ms"].values():
-        assert lat["p50"] < 10
+    for dc, lat in srv_low["latency_by_region_ms"].items():
+        assert lat["p50"] < local_ms, (dc, lat)

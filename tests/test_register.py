@@ -11,7 +11,11 @@ import sys
 import pytest
 
 from registerhist import register_history
-from replicalab.workloads.register import RegisterConfig, parse_mix
+from replicalab.history import History
+from replicalab.stores import open_store
+from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads.recorder import Recorder
+from replicalab.workloads.register import RegisterConfig, generate, parse_mix
 
 PRIMARY_DC3 = "sim://primary?replication=async&regions=dc3"
 
@@ -125,3 +129,44 @@ def test_bad_register_options_are_one_line_exit_2(args, needle, tmp_path):
     assert p.returncode == 2, p.stderr
     assert len(lines) == 1 and needle in lines[0], p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_a_client_refused_at_start_connects_again_and_the_run_goes_on():
+    """A scheduled crash may begin before a slow machine got every client connected (an
+    etcd crash run beside a CPU hog ended with "cannot reach etcd"): a refused session
+    is tried again after ``info_backoff_s``, as a reconnecting client would."""
+    store = open_store("sim://simpledb", 1)
+    refused = {"left": 3}
+    connect = store.connect
+
+    async def flaky(region: str | None = None):
+        if refused["left"] > 0:
+            refused["left"] -= 1
+            raise ValueError("cannot reach the node: connection refused")
+        return await connect(region)
+
+    store.connect = flaky
+    h = History()
+    cfg = RegisterConfig(keys=2, clients=4, rate=20, info_backoff_s=0.5)
+    opts = ProbeOptions(duration_s=5.0, seed=1)
+    t0 = store.runtime.now_ns()
+    store.runtime.run(generate(store, h, opts, cfg, Recorder(h, store.runtime)))
+    first = {}
+    for o in h:
+        first.setdefault(o.process % cfg.clients, o.invoke_ns - t0)
+    assert set(first) == set(range(cfg.clients))  # every client got on
+    late = sorted(first.values())[-3:]
+    assert all(t >= 0.5e9 for t in late)  # the three refused waited one backoff
+
+
+def test_a_client_that_never_connects_issues_nothing_and_ends_with_the_run():
+    store = open_store("sim://simpledb", 1)
+
+    async def refuse(region: str | None = None):
+        raise ValueError("cannot reach the node: connection refused")
+
+    store.connect = refuse
+    h = History()
+    store.runtime.run(generate(store, h, ProbeOptions(duration_s=2.0, seed=1),
+                               RegisterConfig(keys=2, clients=2), Recorder(h, store.runtime)))
+    assert len(h) == 0

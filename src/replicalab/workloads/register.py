@@ -16,7 +16,10 @@ A client whose operation ended ``info`` (outcome unknown) carries on as a new pr
 (process + clients), as in Jepsen: the unknown operation stays open forever in the
 history and its old process never issues another. It first waits ``info_backoff_s``:
 every open write multiplies the orders the checker must consider, and a crashed node
-refusing connections would otherwise yield one per client per pause. Stores without
+refusing connections would otherwise yield one per client per pause. A client whose
+session is refused at the start (a scheduled crash may begin before a slow machine has
+connected every client) tries again after the same pause, and issues nothing if the run
+ends first. Stores without
 conditional writes (``sim://quorum``) get writes in place of cas, and the results say so.
 
 Reads and writes may come from different places: ``writer_region`` places the session
@@ -240,19 +243,44 @@ async def generate(store: Store, h: History, opts: ProbeOptions, cfg: RegisterCo
                consistent=opts.consistency == "consistent", cfg=cfg, seed=opts.seed,
                stop_ns=deadline(rt, opts.duration_s), left=cfg.ops)
 
-    async def session() -> tuple[Client, Client]:
-        writer = await store.connect(cfg.writer_region)
-        reader = (writer if cfg.reader_region == cfg.writer_region
-                  else await store.connect(cfg.reader_region))
-        return writer, reader
+    backoff_ns = max(int(cfg.info_backoff_s * NS_PER_S), _IDLE_NS)
+    sessions: list[tuple[Client, Client] | None] = [None] * cfg.clients
+
+    async def session(c: int) -> None:
+        writer = await _connect(store, cfg.writer_region, run.stop_ns, backoff_ns)
+        reader = (writer if cfg.reader_region == cfg.writer_region or writer is None
+                  else await _connect(store, cfg.reader_region, run.stop_ns, backoff_ns))
+        if writer is None or reader is None:
+            if writer is not None:
+                await writer.close()
+            return  # the run ended before this client could connect: it issues nothing
+        sessions[c] = writer, reader
+        await _client(run, c, writer, reader)
 
     # all at once: a session to a WAN follower takes a round trip to the leader, and the
     # fault schedule's clock is already running
-    sessions = await rt.gather(*(session() for _ in range(cfg.clients)))
     try:
-        await rt.gather(*(_client(run, c, w, r) for c, (w, r) in enumerate(sessions)))
+        await rt.gather(*(session(c) for c in range(cfg.clients)))
     finally:
-        await rt.gather(*(c.close() for w, r in sessions for c in ((w,) if r is w else (w, r))))
+        await rt.gather(*(c.close() for s in sessions if s is not None
+                          for c in ((s[0],) if s[1] is s[0] else s)))
+
+
+async def _connect(store: Store, region: str | None, stop_ns: int,
+                   backoff_ns: int) -> Client | None:
+    """Return a session placed in ``region``, connecting again every ``backoff_ns`` while
+    the node refuses (a scheduled crash may begin before a slow machine got every client
+    connected); None if the run ended first. The store answered before the run began
+    (the runner's preflight), so a refusal here is the fault's, not a wrong address."""
+    rt = store.runtime
+    while True:
+        try:
+            return await store.connect(region)
+        except ValueError:
+            wait = min(backoff_ns, stop_ns - rt.now_ns())
+            if wait <= 0:
+                return None
+            await rt.sleep_ns(wait)
 
 
 def check(h: History, store_url: str, opts: ProbeOptions, cfg: RegisterConfig,
