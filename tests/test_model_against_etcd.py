@@ -227,6 +227,7 @@ def test_transfer_leadership_moves_the_leader_to_each_member(etcd_dc3):
 
 
 @pytest.mark.integration
+@pytest.mark.alone
 def test_three_regions_measured_within_tolerance_of_the_fitted_model(etcd_dc3, tmp_path):
     c, _ = etcd_dc3
     leaders = [n.region for n in c.nodes]  # US-E, US-W, EU
