@@ -8,12 +8,10 @@ NATIVE := $(VENV)/.native
 
 .PHONY: demo test lint bench clean setup browser servers native
 
-# --no-compile: byte-compiling every installed module (Ray's, SciPy's) took 45 of the 100 s
-# this step took on 2 cores; Python compiles what a run imports, once, when it imports it.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet --no-compile -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
 setup: $(STAMP)
