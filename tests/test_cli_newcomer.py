@@ -26,7 +26,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import servers
-from replicalab.cli import output, rundir
+from replicalab.api import runkind as rundir
+from replicalab.cli import output
 from replicalab.cli.counter import cli_message
 from replicalab.cli.main import app
 from replicalab.cli.output import TableData

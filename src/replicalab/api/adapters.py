@@ -1,7 +1,7 @@
 """What runs several probes, a model or a checker, from Python: :func:`compare` (the same probe on
 several stores, side by side), :func:`scorecard` (seed 001's chart measured), :func:`model`
-(a protocol's latency against offered load) and :func:`check` (linearizability of a
-history). Each is one thin adapter over the entry point the command line uses."""
+(a protocol's latency against offered load). Each is one thin adapter over the entry point
+the command line uses."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from replicalab.api.durations import seconds
 from replicalab.api.runs import Run, probe
 
 
@@ -137,35 +136,3 @@ def model(name: str, loads: Sequence[float] | None = None, points: int = 20,
                              "finite maximum throughput")
         loads = [float(x) for x in np.linspace(0.05, 0.98, points) * max_rps]
     return spec.curve(p, list(loads))
-
-
-def check(history_or_path: Any, model: str = "kv", timeout: str | float = "60s") -> Any:
-    """Return the linearizability verdict on a history under ``model`` (kv, cas-register,
-    register, ...): a ``CheckResult`` with ``verdict``, per-key ``parts`` (a minimal
-    counterexample for a key that is not linearizable) and ``check_s`` (seconds). The
-    history is a :class:`Run`, a run directory, a Jepsen EDN / JSON lines file, or a
-    ``History``; after ``timeout`` the verdict is unknown."""
-    import time
-
-    from replicalab.checkers.linearizability import check as check_ops
-    from replicalab.checkers.linearizability.from_history import check_history
-    from replicalab.checkers.linearizability.registry import get_model
-    from replicalab.history import History, load_history
-
-    m = get_model(model)
-    deadline_s = time.monotonic() + seconds(timeout, "timeout")
-    source = history_or_path.path if isinstance(history_or_path, Run) else history_or_path
-    if isinstance(source, History):
-        return check_history(source, m, deadline_s=deadline_s)
-    path = Path(source)
-    if path.is_dir():
-        h, _ = load_history(path)
-        return check_history(h, m, deadline_s=deadline_s)
-    if not path.is_file():
-        raise ValueError(f"{path} does not exist; pass a run directory, a Jepsen EDN history "
-                         "or a JSON lines export")
-    from replicalab.checkers.linearizability.from_file import ops_from_file
-    from replicalab.history.read import read_ops
-
-    fh = read_ops(path, tuples=m.tuples)
-    return check_ops(ops_from_file(path, fh.ops, m), m, deadline_s=deadline_s)

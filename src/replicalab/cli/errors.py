@@ -33,6 +33,16 @@ class UserError(Exception):
     """Bad input: the message names the problem and the fix; exit code 2."""
 
 
+def said(err: BaseException, flags: dict[str, str] | None = None) -> str:
+    """Return an API error or deprecation in the command line's words: one that names a
+    parameter (``api/errors.py``) names its option instead, ``--model`` for ``model``
+    (``flags`` maps the parameters whose option is spelt otherwise)."""
+    parameter = getattr(err, "parameter", None)
+    if parameter is None or not hasattr(err, "said_as") or parameter.startswith("-"):
+        return str(err)
+    return err.said_as((flags or {}).get(parameter) or "--" + parameter.replace("_", "-"))
+
+
 def stderr_console() -> Any:
     """Return the Rich console on stderr (markup, highlighting and emoji off: text is
     printed as given), made on first use."""

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from replicalab.cli import rundir
+from replicalab.api import runkind as rundir
 from replicalab.cli.errors import fail, note
 from replicalab.cli.output import say
 from replicalab.history import load_history, to_edn, to_jsonl

@@ -12,9 +12,9 @@ from typing import Annotated, Any
 
 import typer
 
+from replicalab.api import runkind as rundir
 from replicalab.api.request import ProbeRequest, flags_by_name
 from replicalab.api.summary import summary_rows, summary_title
-from replicalab.cli import rundir
 from replicalab.cli.errors import UserError, fail
 from replicalab.cli.output import TableData, out_console, say, show
 from replicalab.cli.progress import fmt_s, progress_bar

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from replicalab.cli.rundir import compare_results
+from replicalab.api.runkind import compare_results
 from replicalab.history.rundir import load_results, save_results
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from replicalab.api import durations
 from replicalab.cli.errors import note as note_once
+from replicalab.cli.errors import said
 
 
 @contextmanager
@@ -24,7 +25,7 @@ def warnings_as_notes() -> Iterator[None]:
         finally:
             for w in caught:
                 if issubclass(w.category, FutureWarning):
-                    note_once(str(w.message))
+                    note_once(said(w.message))
 
 
 def noted(fn: Callable[..., Any], *args: Any) -> Any:
