@@ -401,13 +401,6 @@ def _open_queue(path: Path, model: str | None) -> HistoryToCheck:
     from replicalab.checkers.linearizability.registry import get_model
     from replicalab.queues.record import load_log
 
-    if model not in (None, "fifo-queue"):
-        try:
-            runkind.kind(path, "check")
-        except ValueError as err:
-            raise ParameterError("model", f"{model!r} does not fit: {err}; or check its sends "
-                                          "and deliveries as a FIFO queue: model fifo-queue"
-                                 ) from None
     try:
         config = json.loads((path / "config.json").read_text())
     except (OSError, ValueError):
@@ -416,6 +409,16 @@ def _open_queue(path: Path, model: str | None) -> HistoryToCheck:
     spec = config.get("spec") if isinstance(config.get("spec"), dict) else {}
     info = config.get("queue") if isinstance(config.get("queue"), dict) else {}
     fifo = bool(info.get("fifo"))
+    if model != "fifo-queue" and not (model is None and fifo):
+        # a standard queue redelivers and reorders: no model is its own
+        try:
+            runkind.kind(path, "check")
+        except ValueError as err:
+            why = (f"{err}; or check its sends and deliveries as a FIFO queue: model "
+                   "fifo-queue")
+            if model is None:
+                raise ValueError(why) from None
+            raise ParameterError("model", f"{model!r} does not fit: {why}") from None
     groups = int(spec.get("groups", 1)) if fifo else 1
     ops = queue_ops(load_log(path), groups)
     t0 = min((o.invoke_ns for o in ops), default=0)

@@ -40,7 +40,11 @@ def said(err: BaseException, flags: dict[str, str] | None = None) -> str:
     parameter = getattr(err, "parameter", None)
     if parameter is None or not hasattr(err, "said_as") or parameter.startswith("-"):
         return str(err)
-    return err.said_as((flags or {}).get(parameter) or "--" + parameter.replace("_", "-"))
+
+    def option(name: str) -> str:
+        return (flags or {}).get(name) or "--" + name.replace("_", "-")
+
+    return str(err.said_as(option(parameter), option))
 
 
 def stderr_console() -> Any:
