@@ -30,7 +30,7 @@ the median over the rounds) beside the same calls. The machine is shared: the lo
 average is printed before and after.
 
 Run: .venv/bin/python benchmarks/bench_check_command.py [--repeats 5] [--timeout 20]
-     [--quick] [--json PATH]
+     [--quick] [--json PATH] [--cases etcd,kv,generated]
 """
 
 from __future__ import annotations
@@ -350,12 +350,17 @@ def main() -> int:
                     help="Porcupine's time per history (s) before it gives no verdict")
     ap.add_argument("--quick", action="store_true", help="smaller generated histories")
     ap.add_argument("--json", type=Path, help="write the rows here too")
+    ap.add_argument("--cases", default="etcd,kv,generated",
+                    help="which cases, comma-separated: etcd, kv, generated")
     args = ap.parse_args()
     print(f"load average before: {os.getloadavg()}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="bench-check-") as d:
         tmp = Path(d)
         binary, module = porcupine.build(tmp)
-        cases = [*etcd_cases(module), *kv_cases(module), *generated_cases(tmp, args.quick)]
+        chosen = set(args.cases.split(","))
+        cases = [*(etcd_cases(module) if "etcd" in chosen else ()),
+                 *(kv_cases(module) if "kv" in chosen else ()),
+                 *(generated_cases(tmp, args.quick) if "generated" in chosen else ())]
         histories = []
         seen: set[str] = set()
         for case in cases:

@@ -1,23 +1,23 @@
-"""Entry point: the Typer app, one registry line per verb, and the error policy.
+"""Entry point: one registry line per verb, and the error policy.
 
 Verbs are loaded lazily: ``replicalab --help`` lists them from :data:`VERBS` without
 importing any, and ``replicalab check FILE`` imports ``cli/check.py`` and nothing of the
 other verbs (numpy, pyarrow, the stores...), so a short command starts in a fraction of
-a second. A verb is one line of :data:`VERBS` naming its module (see :class:`Verb`).
+a second. A verb is one line of :data:`VERBS` naming its module (see :class:`Verb`). The
+Typer app (``cli/app.py``: ``app``, ``load_verb``) is built on first use; a verb module
+may parse a command line of plain options itself (``fast(argv)``, the same options as its
+Typer command, anything else left to Typer), so that ``replicalab check FILE`` does not
+import Typer at all.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-import typer.core
-import typer.main
-
-from replicalab import __version__
 from replicalab.cli.errors import DEBUG, fail
 
 
@@ -75,164 +75,59 @@ VERBS: tuple[Verb, ...] = (
 """Every verb of the CLI, in the order ``--help`` lists them."""
 
 
-def _summaries() -> dict[str, str]:
-    out: dict[str, str] = {}
-    for v in VERBS:
-        out.setdefault(v.name, v.summary)
-    return out
+def main() -> None:
+    """Run the CLI: bad input exits 2 with one line, Ctrl-C (or SIGTERM, the same) 130,
+    tracebacks only with --debug; every process a command started and did not hand over is
+    stopped however the command ends."""
+    from replicalab.api import lifecycle
+
+    lifecycle.install_signal_handlers()
+    try:
+        _run()
+    finally:
+        with lifecycle.signals_held():
+            lifecycle.stop_all()
+
+
+def _fast(argv: list[str]) -> Callable[[], int] | None:
+    """Return the command of ``argv`` when its verb's module parses it itself (its
+    ``fast(args)``; plain options only), else None (Typer parses it)."""
+    modules = [v.module for v in VERBS if argv and v.name == argv[0]]
+    if len(modules) != 1:
+        return None
+    fast = getattr(importlib.import_module(modules[0]), "fast", None)
+    return None if fast is None else fast(argv[1:])
+
+
+_APP: list[Any] = []
+
+
+def typer_app() -> Any:
+    """Return the root Typer app over :data:`VERBS` (``cli/app.py``), made on first use."""
+    if not _APP:
+        _APP.append(importlib.import_module("replicalab.cli.app").make_app(VERBS))
+    return _APP[0]
 
 
 def load_verb(name: str) -> Any:
     """Return the click command of verb ``name`` (importing its modules), or None for a
     name no line of :data:`VERBS` has."""
-    modules = [v.module for v in VERBS if v.name == name]
-    if not modules:
-        return None
-    sub = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False,
-                      add_completion=False)
-    for path in modules:
-        module = importlib.import_module(path)
-        if hasattr(module, "register"):
-            module.register(sub)
-        elif hasattr(module, f"{name}_app"):
-            sub.add_typer(getattr(module, f"{name}_app"), name=name)
-        else:
-            sub.command(name=name)(getattr(module, name))
-    from replicalab.cli.metavars import word_metavars
-
-    cmd = word_metavars(typer.main.get_group(sub).commands.get(name))
-    if cmd is not None and any(getattr(importlib.import_module(m), "PLAIN_PARAMETERS", False)
-                               for m in modules):
-        _plain_parameters(cmd)
-    return cmd
+    return importlib.import_module("replicalab.cli.app").load_verb(name, VERBS)
 
 
-class _Plain:
-    """Coercion of a parameter typed ``str``, ``Path``, ``list[Path]`` or ``bool``, as
-    Typer's runtime coercion gives it but without building a Pydantic adapter: importing
-    Pydantic for that costs a short command a sizeable share of its start-up."""
-
-    def __init__(self, make: Any, many: bool) -> None:
-        self.make, self.many = make, many
-
-    def coerce(self, value: Any, param: Any = None, ctx: Any = None) -> Any:
-        """Return ``value`` (a string or strings from the command line) as the type."""
-        if value is None:
-            return () if self.many else None
-        if self.many:
-            return [self.make(v) for v in value]
-        return self.make(value)
-
-
-def _plain_parameters(cmd: Any) -> None:
-    """Give ``cmd``'s plainly typed parameters :class:`_Plain` coercion (a verb module
-    asks with ``PLAIN_PARAMETERS = True``); others keep Typer's."""
-    from pathlib import Path
-
-    makers = {str: str, Path: Path, bool: bool}
-
-    def plain(param: Any) -> Any:
-        annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
-        many = getattr(annotation, "__origin__", None) is list
-        target = annotation.__args__[0] if many else annotation
-        if target in makers and getattr(param, "_runtime_param", False) is None:
-            param._runtime_param = _Plain(makers[target], many)
-        return param
-
-    for param in getattr(cmd, "params", ()):
-        plain(param)
-    made = cmd.get_help_option  # --help is made when a context asks for it
-    cmd.get_help_option = lambda ctx: None if (o := made(ctx)) is None else plain(o)
-
-
-class LazyGroup(typer.core.TyperGroup):
-    """The root group: lists the verbs of :data:`VERBS` and imports a verb's module only
-    when that verb runs or its own ``--help`` is asked for."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        _plain_parameters(self)  # --debug, --version: flags, no adapter needed
-
-    def list_commands(self, ctx: Any) -> list[str]:
-        """Return the verb names, registry order (then any command added eagerly)."""
-        names = list(_summaries())
-        return names + [n for n in self.commands if n not in names]
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        """Return verb ``cmd_name``'s command, loading its module on first use."""
-        cmd = self.commands.get(cmd_name)
-        if cmd is None:
-            cmd = load_verb(cmd_name)
-            if cmd is not None:
-                self.commands[cmd_name] = cmd
-        return cmd
-
-    def format_commands(self, ctx: Any, formatter: Any) -> None:
-        """List the verbs with their registry summaries, importing none of them."""
-        from typer._click.utils import make_default_short_help
-
-        summaries = _summaries()
-        names = self.list_commands(ctx)
-        if not names:
-            return
-        limit = formatter.width - 6 - max(len(n) for n in names)
-        rows = []
-        for n in names:
-            cmd = self.commands.get(n)
-            if cmd is not None and n not in summaries:
-                rows.append((n, cmd.get_short_help_str(limit)))
-            else:
-                rows.append((n, make_default_short_help(summaries[n], limit)))
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
-
-
-app = typer.Typer(
-    name="replicalab",
-    cls=LazyGroup,
-    help="A lab for replicated data: measure what consistency and latency a store gives "
-         "its clients.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,  # help is printed as written: "[[fault]]" and "replicalab[ray]" stay
-)
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        typer.echo(__version__)
-        raise typer.Exit(0)
-
-
-@app.callback()
-def _root(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
-    version: Annotated[bool, typer.Option(
-        "--version", help="Print the version.", callback=_print_version, is_eager=True)] = False,
-) -> None:
-    DEBUG["on"] = debug
-
-
-def main() -> None:
-    """Run the CLI: bad input exits 2 with one line, Ctrl-C (or SIGTERM, the same) 130,
-    tracebacks only with --debug; every process a command started and did not hand over is
-    stopped however the command ends."""
-    from replicalab.cluster import process
-
-    process.install_signal_handlers()
-    try:
-        _run()
-    finally:
-        with process.signals_held():
-            process.stop_all()
+def __getattr__(name: str) -> Any:
+    # ``from replicalab.cli.main import app``: the Typer app, made on first use
+    if name == "app":
+        return typer_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _run() -> None:
     # Typer's command-line exceptions come from click (vendored in newer Typer): recognise
     # them by shape rather than by import so any Typer release works.
     try:
-        code = app(standalone_mode=False)
+        command = _fast(sys.argv[1:])
+        code = command() if command is not None else typer_app()(standalone_mode=False)
     except KeyboardInterrupt:
         fail("interrupted", 130)
     except Exception as e:
