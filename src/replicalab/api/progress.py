@@ -107,3 +107,34 @@ def progress(label: str, enabled: bool | None = None) -> Iterator[Callable[..., 
             rich_bar.update(task, completed=min(1.0, fraction),
                             description=f"{label}: {what}" if what else label)
         yield tick
+
+
+Progress = Any
+"""How a run started through the API shows its progress: None (a bar in a notebook or on a
+terminal, when there is one), True or False (a bar, or none), a callable told ``(fraction
+done, what now)``, or an object whose ``bar(label)`` makes a context manager yielding such
+a callable (the command line's own bars, labelled by the API)."""
+
+
+@contextmanager
+def ticking(label: str, how: Progress) -> Iterator[Callable[..., None] | None]:
+    """Yield the progress callback of a run described by ``label``: ``how.bar(label)``'s,
+    ``how`` itself when it is a callable, else the bar :func:`progress` gives (or None)."""
+    if hasattr(how, "bar"):
+        with how.bar(label) as tick:
+            yield tick
+        return
+    if callable(how):
+        yield how
+        return
+    with progress(label, how) as bar:
+        yield bar
+
+
+def cut_short(tick: Any, why: str) -> None:
+    """Tell a progress bar that its run stopped before its end (its last state says
+    ``why``, never "done")."""
+    for name in ("cut_short", "interrupted"):
+        if hasattr(tick, name):
+            getattr(tick, name)(why)
+            return

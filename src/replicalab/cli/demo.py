@@ -1,4 +1,5 @@
-"""``replicalab demo``: the SimpleDB-model staleness probe, eventual and consistent reads."""
+"""``replicalab demo``: the SimpleDB-model staleness probe, eventual and consistent reads
+(``replicalab.api.runs.demo``)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,12 @@ from typing import Annotated
 
 import typer
 
-from replicalab.cli.errors import fail
+from replicalab.api import runs
+from replicalab.cli.errors import fail, said
 from replicalab.cli.output import say, show
-from replicalab.cli.probe import summary_table, unchecked_exit
-from replicalab.cli.progress import progress_bar
-from replicalab.cli.timeparse import parse_duration_s
-from replicalab.workloads.base import ProbeOptions
-from replicalab.workloads.runner import ProbeSpec, run_probe
-
-DEMO_STORE = "sim://simpledb"
+from replicalab.cli.probe import unchecked_exit
+from replicalab.cli.progress import Bars
+from replicalab.cli.timeparse import warnings_as_notes
 
 
 def demo(
@@ -29,26 +27,16 @@ def demo(
     Example: replicalab demo --duration 2h
     """
     try:
-        duration_s = parse_duration_s(duration, "--duration")
+        with warnings_as_notes():
+            done = runs.demo(duration, seed, out, Bars(), check_interrupted=False)
     except ValueError as err:
-        fail(str(err))
-    from replicalab.report import render_report
-
+        fail(said(err))
     reports = []
-    for consistency in ("eventual", "consistent"):
-        spec = ProbeSpec(store=DEMO_STORE, workload="staleness",
-                         options=ProbeOptions(consistency=consistency,
-                                              duration_s=duration_s, seed=seed))
-        try:
-            with progress_bar(f"demo: staleness probe, {consistency} reads") as tick:
-                run = run_probe(spec, out, tick, check_interrupted=False)
-        except ValueError as err:
-            fail(str(err))
-        if not run.results.get("checked", True):
+    for run, consistency in zip(done, runs.DEMO_READS, strict=False):
+        if not run.checked:
             unchecked_exit(run, False)  # Ctrl-C: the history saved at once, one line
-        report = render_report(run.results, run.run_dir)
-        show(summary_table(run.results, f"{DEMO_STORE}: {consistency} reads, {duration} "
-                                        "simulated"))
+        report = run.report()
+        show(run.table(f"{runs.DEMO_STORE}: {consistency} reads, {duration} simulated"))
         reports.append((consistency, report))
         if run.interrupted:
             fail(f"interrupted; partial report in {report}", 130)

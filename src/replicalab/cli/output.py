@@ -22,8 +22,9 @@ import io
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from replicalab.api.outcome import DONE, FAILED, INTERRUPTED, Outcome, Table
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -58,38 +59,8 @@ def Text(text: str) -> Any:  # stands in for rich.text.Text, imported late
 _PADDING = 2  # Rich's default cell padding: one space each side
 
 
-@dataclass
-class TableData:
-    """A table as data: ``caption``, ``header`` and ``rows`` of strings.
-
-    ``wrap`` lists the columns whose cells are labels that may wrap at spaces on a narrow
-    terminal (default: the first); every other cell is a value and is never broken.
-    ``right`` lists right-justified columns (default: none).
-    """
-
-    caption: str
-    header: list[str]
-    rows: list[list[str]] = field(default_factory=list)
-    wrap: tuple[int, ...] = (0,)
-    right: tuple[int, ...] = ()
-
-    def add(self, *cells: Any) -> None:
-        """Append a row (cells converted with ``str``)."""
-        if len(cells) != len(self.header):
-            raise ValueError(f"row of {len(cells)} cells for {len(self.header)} columns")
-        self.rows.append([str(c) for c in cells])
-
-    def to_json(self) -> dict[str, Any]:
-        """Return {"caption", "header", "rows"}: what ``--json`` carries for this table."""
-        return {"caption": self.caption, "header": list(self.header),
-                "rows": [list(r) for r in self.rows]}
-
-    @classmethod
-    def from_json(cls, doc: dict[str, Any], wrap: tuple[int, ...] = (0,),
-                  right: tuple[int, ...] = ()) -> TableData:
-        """Return the table of a ``{"caption", "header", "rows"}`` document."""
-        return cls(str(doc.get("caption", "")), [str(h) for h in doc["header"]],
-                   [[str(c) for c in r] for r in doc["rows"]], wrap, right)
+TableData = Table
+"""The tables a command prints are the API's (``api/outcome.py``)."""
 
 
 def say(text: str = "", *, err: bool = False) -> None:
@@ -229,3 +200,25 @@ def show(tables: TableData | Iterable[TableData]) -> None:
         else:
             stdout_console().print(_rich_table(t, widths))
     sys.stdout.flush()
+
+
+def emit(outcome: Outcome, as_json: bool, sort_keys: bool = True) -> None:
+    """Print a verb's outcome: one JSON object (``--json``), or its tables, its remarks and
+    where its run directory and report are; then exit as it ended (130 interrupted, 1 its
+    own verdict failed, 2 stopped early), with its one line."""
+    import json
+
+    if as_json:
+        sys.stdout.write(json.dumps(outcome.to_json(), sort_keys=sort_keys, default=str)
+                         + "\n")
+        sys.stdout.flush()
+    else:
+        show(outcome.tables)
+        for line in outcome.remarks:
+            say(line)
+        if outcome.report is not None:
+            say(f"report: {outcome.report}")
+    if outcome.status != DONE:
+        from replicalab.cli.errors import fail
+
+        fail(outcome.why, {INTERRUPTED: 130, FAILED: 1}.get(outcome.status, 2))

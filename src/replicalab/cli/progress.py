@@ -18,6 +18,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column
@@ -219,3 +220,15 @@ def progress_bar(label: str, enabled: bool = True, estimates: bool = True) -> It
         tick.estimates = estimates
         yield tick
 
+
+
+class Bars:
+    """Progress bars for runs the API starts and labels (``api/progress.py``): ``bar(label)``
+    is :func:`progress_bar` with this command's settings (off under ``--json``)."""
+
+    def __init__(self, enabled: bool = True, estimates: bool = True) -> None:
+        self.enabled, self.estimates = enabled, estimates
+
+    def bar(self, label: str) -> Any:
+        """Return the progress bar context of a run described by ``label``."""
+        return progress_bar(label, self.enabled, self.estimates)
