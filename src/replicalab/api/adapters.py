@@ -89,27 +89,16 @@ class ScorecardRun:
 
 def scorecard(kinds: Sequence[str], regions: str = "dc3", quick: bool = True,
               only: Sequence[str] | None = None, out: str | Path = "runs",
-              seed: int = 1) -> ScorecardRun:
+              seed: int = 1, progress: Any = None) -> ScorecardRun:
     """Measure seed 001's chart for each store of ``kinds`` (cluster kinds, started and
     stopped here, or ``sim://`` URLs) and return the :class:`ScorecardRun`; ``only`` names
     properties (latency, durability, availability, consistency, transactionality,
-    geography). The same run as ``replicalab scorecard``: ``experiments.run.run``."""
-    from replicalab.experiments.plan import FULL, QUICK, parse_kinds
-    from replicalab.experiments.properties import parse_only
-    from replicalab.experiments.run import Scorecard, run
-    from replicalab.history.rundir import make_run_dir
-    from replicalab.report.scorecard import render_scorecard
+    geography). The same run as ``replicalab scorecard``
+    (:func:`~replicalab.api.comparing.scorecard_run`)."""
+    from replicalab.api.comparing import scorecard_run
 
-    stores = parse_kinds(",".join(kinds))
-    props = parse_only(None if only is None else ",".join(only))
-    run_dir = make_run_dir(Path(out), "scorecard", "-".join(
-        "sim" if s.kind is None else s.label for s in stores))
-    (run_dir / "runs").mkdir(exist_ok=True)
-    sc = Scorecard(run_dir, stores, props, regions, QUICK if quick else FULL, seed)
-    run(sc, lambda _what: None)
-    doc = sc.to_json()
-    render_scorecard(doc, run_dir)
-    return ScorecardRun(run_dir, doc)
+    done = scorecard_run(kinds, regions, quick, only, out, seed, progress)
+    return ScorecardRun(done.run_dir, done.results)
 
 
 def model(name: str, loads: Sequence[float] | None = None, points: int = 20,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -158,31 +158,6 @@ class Tick:
         self.done = 1.0  # the block ended without an error: the work is done
         if self._bar is None and self._said:
             self._line("finished")
-
-
-class Phases:
-    """A run made of named phases of known relative weight (e.g. seconds expected): each
-    phase's own 0..1 progress moves the whole bar by its share, and names what is done."""
-
-    def __init__(self, tick: Tick, plan: Sequence[tuple[str, float]]) -> None:
-        self.tick = tick
-        self.names = [name for name, _ in plan]
-        total = sum(max(w, 0.0) for _, w in plan) or 1.0
-        self._start: dict[str, float] = {}
-        self._share: dict[str, float] = {}
-        acc = 0.0
-        for name, w in plan:
-            self._start[name], self._share[name] = acc / total, max(w, 0.0) / total
-            acc += max(w, 0.0)
-
-    def start(self, name: str) -> Callable[[float], None]:
-        """Say phase ``name`` began; return its callback taking the phase's own fraction."""
-        lo, share = self._start[name], self._share[name]
-        self.tick(lo, name)
-
-        def within(fraction: float, what: str | None = None) -> None:
-            self.tick(lo + share * min(1.0, max(0.0, fraction)))
-        return within
 
 
 class _Silent(Tick):
