@@ -27,11 +27,11 @@ from typer.testing import CliRunner
 
 import servers
 from replicalab.api import runkind as rundir
+from replicalab.api.progress import Phases
 from replicalab.cli import output
 from replicalab.cli.counter import cli_message
 from replicalab.cli.main import app
 from replicalab.cli.output import TableData
-from replicalab.api.progress import Phases
 from replicalab.cli.progress import Tick, eta_s, fmt_s, measured_eta_s
 from replicalab.cli.words import plural
 from replicalab.cluster.ports import allocate, wait_listening

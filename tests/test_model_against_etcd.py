@@ -18,13 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from replicalab.cli.model_against import run_against
 from replicalab.cluster import toxiproxy
 from replicalab.cluster.etcd import leader_index, leader_view, transfer_leadership
 from replicalab.cluster.state import Cluster, Node
 from replicalab.models import paxos_wan_fit as F
 from replicalab.models.paxos_wan import WanParams, latency_by_region_ms
-from replicalab.models.registry import MODELS
 from replicalab.models.twins.wan import simulate_paxos_wan
 from replicalab.report.against import against_results, render_against_report, verdicts
 from replicalab.workloads.consensus_latency import run_writes
@@ -160,17 +158,25 @@ def test_a_region_without_answered_writes_is_never_within_tolerance():
 
 
 def _against(tmp_path: Path, capsys, *args: str, **kw) -> tuple[int, str, str]:
-    """Run ``model <args[0]> --against ...`` through its command function; return (exit
-    code, stdout, stderr)."""
+    """Run ``model <args[0]> --against ...`` as the command line does; return (exit code,
+    stdout, stderr)."""
+    from typer.testing import CliRunner
+
+    from replicalab.cli.main import app
+
     model, *rest = args
     opts = {"against": "etcd", "duration": None, "params": None, "sets": [],
             "compare": None, "loads": None, "rounds": 20_000, "seed": 1,
-            "out": tmp_path / "runs", "as_json": False, **kw}
+            "out": tmp_path / "runs", **kw}
     assert not rest
-    with pytest.raises(SystemExit) as ended:
-        run_against(MODELS[model], **opts)
-    out = capsys.readouterr()
-    return int(ended.value.code), out.out, out.err
+    argv = ["model", model]
+    for name, value in opts.items():
+        flag = "--set" if name == "sets" else "--" + name.replace("_", "-")
+        for v in value if isinstance(value, list) else [value]:
+            if v is not None:
+                argv += [flag, str(v)]
+    r = CliRunner().invoke(app, argv)
+    return r.exit_code, r.stdout, r.stderr
 
 
 @pytest.mark.parametrize(("model", "kw", "needle"), [

@@ -80,14 +80,14 @@ class Outcome:
 
     def to_json(self) -> dict[str, Any]:
         """Return the results with ``run_dir``, ``report`` (paths as text, where there are
-        some) and ``tables`` ({"caption", "header", "rows"} each): what ``--json``
-        prints."""
+        some) and ``tables`` ({"caption", "header", "rows"} each; results that hold tables
+        of their own keep theirs): what ``--json`` prints."""
         out = dict(self.results)
         if self.run_dir is not None:
             out["run_dir"] = str(self.run_dir)
         if self.report is not None:
             out["report"] = str(self.report)
-        if self.tables:
+        if self.tables and "tables" not in out:
             out["tables"] = [t.to_json() for t in self.tables]
         return out
 

@@ -221,4 +221,7 @@ def emit(outcome: Outcome, as_json: bool, sort_keys: bool = True) -> None:
     if outcome.status != DONE:
         from replicalab.cli.errors import fail
 
-        fail(outcome.why, {INTERRUPTED: 130, FAILED: 1}.get(outcome.status, 2))
+        code = {INTERRUPTED: 130, FAILED: 1}.get(outcome.status, 2)
+        if not outcome.why:  # the verdict printed says it all
+            sys.exit(code)
+        fail(outcome.why, code)
