@@ -370,7 +370,7 @@ def test_counter_bench_piped_and_on_80_columns_holds_every_value(tmp_path: Path)
     assert "point 2/2: throughput-server-based+batch-c3-k1" in piped.stderr, piped.stderr
     (run_dir,) = tmp_path.glob("*-counter-bench-sim")
     results = json.loads((run_dir / "results.json").read_text())
-    from replicalab.cli.counter import summary_table
+    from replicalab.api.counting import bench_table as summary_table
     table = summary_table(results).to_json()
     assert_whole(piped.stdout, value_cells([table]))
     for p in results["points"]:  # ok ops/s whole (it read "1,74…" when redirected)
