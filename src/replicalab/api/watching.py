@@ -1,0 +1,128 @@
+"""The seed-001 microbenchmark suite every interval against storage backends, samples
+appended to SQLite, optionally served as Prometheus metrics (:func:`watch`), and the
+samples as a page on 127.0.0.1 (:func:`dashboard`). What ``replicalab watch`` and
+``replicalab dashboard`` run; a front end draws the live view from the callbacks."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from replicalab.api.durations import seconds
+from replicalab.api.errors import ParameterError
+from replicalab.api.outcome import DONE, INTERRUPTED, Outcome
+from replicalab.watch.vehicle import direction, gauge
+
+__all__ = ["dashboard", "direction", "gauge", "watch"]
+
+
+async def _until_done_or_signal(watcher: Any, every: Callable[[], None] | None) -> str:
+    """Run the watcher until done or SIGINT/SIGTERM (calling ``every`` twice a second);
+    return the signal's name ("" if none)."""
+    stop = asyncio.Event()
+    got: list[str] = []
+    loop = asyncio.get_running_loop()
+
+    def on_signal(name: str) -> None:
+        got.append(name)
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal, sig.name)
+    task = asyncio.create_task(watcher.run(stop))
+    try:
+        while not task.done():
+            await asyncio.wait({task}, timeout=0.5)
+            if every is not None:
+                every()
+        task.result()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    return got[0] if got else ""
+
+
+def watch(config: str | Path, db: str | Path = "samples.sqlite", interval: str | float = "10s",
+          max_rounds: int | None = None, duration: str | float | None = None,
+          records: int = 1_000_000, record_bytes: int = 1024, reads: int = 1, writes: int = 1,
+          timeout: str | float = "5s", seed: int = 1, metrics_port: int | None = None,
+          metrics_host: str = "127.0.0.1",
+          on_round: Callable[[Any, list[dict[str, Any]], float], None] | None = None,
+          every: Callable[[list[Any], Any], None] | None = None,
+          announce: Callable[[str], None] = print) -> Outcome:
+    """Run the suite every ``interval`` against each backend of ``config`` (a TOML file of
+    ``[backends.NAME]`` tables), appending samples to ``db`` each round, until
+    ``max_rounds`` rounds per backend, ``duration``, or SIGINT/SIGTERM. ``metrics_port``:
+    also serve the samples as Prometheus metrics on ``metrics_host`` (``announce`` is told
+    where). ``on_round(state, samples, steering)`` is called after each backend's round
+    (samples as dicts; the store-driven vehicle's steering), ``every(states, vehicle)``
+    twice a second (for a live view). Returns the :class:`Outcome`: the samples in ``db``
+    and the signal that stopped it (INTERRUPTED for SIGINT)."""
+    from replicalab.watch.config import load_backends
+    from replicalab.watch.db import SampleDB
+    from replicalab.watch.vehicle import Vehicle
+    from replicalab.watch.watcher import SuiteOptions, Watcher
+
+    if max_rounds is not None and duration is not None:
+        raise ParameterError("max_rounds", "or {duration}: give one, not both",
+                             {"duration": "duration"})
+    opts = SuiteOptions(interval_s=seconds(interval, "interval"), records=records,
+                        record_bytes=record_bytes, reads=reads, writes=writes,
+                        timeout_s=seconds(timeout, "timeout"), seed=seed, max_rounds=max_rounds,
+                        duration_s=None if duration is None else seconds(duration, "duration"))
+    specs = load_backends(Path(config))
+    metrics, server = None, None
+    if metrics_port is not None:  # before the database: a bad port leaves nothing behind
+        from replicalab.watch.metrics import WatchMetrics, serve
+
+        metrics = WatchMetrics([b.name for b in specs])
+        server = serve(metrics, metrics_port, metrics_host)
+        host, bound = server.server_address[:2]
+        announce(f"metrics: http://{host}:{bound}/metrics")
+    store = SampleDB(Path(db))
+    vehicle = Vehicle()
+
+    def observed(state: Any, samples: list[Any]) -> None:
+        if metrics is not None:
+            metrics.observe(samples)
+        vehicle.observe(s.op for s in samples if s.ok)
+        if on_round is not None:
+            on_round(state, [asdict(s) for s in samples], vehicle.steer())
+
+    try:
+        watcher = Watcher(specs, store, opts, observed)
+        if every is not None:  # the live view shows before the first round
+            every(watcher.states, vehicle)
+        stopped_by = asyncio.run(_until_done_or_signal(
+            watcher, None if every is None else lambda: every(watcher.states, vehicle)))
+        total = store.count()
+    finally:
+        store.close()
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+    return Outcome({"samples": total, "db": str(db), "stopped_by": stopped_by},
+                   remarks=[f"{total:,} samples in {db}"
+                            + (f" (stopped by {stopped_by})" if stopped_by else "")],
+                   status=INTERRUPTED if stopped_by == "SIGINT" else DONE)
+
+
+def dashboard(db: str | Path = "samples.sqlite", port: int = 8765,
+              announce: Callable[[str], None] = print) -> None:
+    """Serve the samples of ``db`` (written by :func:`watch`) as a page on 127.0.0.1:``port``
+    (0: any free port; works with no internet) until Ctrl-C; ``announce`` is told its URL."""
+    from replicalab.report.dashboard import make_server
+
+    server = make_server(Path(db), port)
+    host, bound = server.server_address[:2]
+    announce(f"dashboard: http://{host}:{bound}/  (Ctrl-C to stop)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
