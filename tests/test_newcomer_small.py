@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from replicalab.cli.cluster import start_phase
+from replicalab.api.clustering import start_phase
 from replicalab.cli.main import app
 from replicalab.cli.timeparse import parse_duration_s
 from replicalab.cluster.ports import allocate
