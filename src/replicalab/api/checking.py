@@ -24,10 +24,15 @@ from typing import Any
 
 from replicalab.api.durations import seconds
 from replicalab.api.errors import ParameterError
+from replicalab.api.outcome import Outcome, Table
 
 MAX_LISTED_OPS = 64
 """Ops of one counterexample listed in :meth:`CheckReport.to_json` (a minimal one has a
 few)."""
+MAX_ROWS = 20
+"""Keys listed one per row in :meth:`CheckReport.outcome`'s table (the rest are counted)."""
+MAX_SHOWN = 3
+"""Anomalies explained per type in :meth:`CheckReport.outcome` (to_json carries more)."""
 ENGINES = ("auto", "native", "python")
 """Engines of the transactional checker: the native core when built, or the pure-Python
 reference (``REPLICALAB_TXN_ENGINE`` chooses when none is given)."""
@@ -116,6 +121,14 @@ class CheckReport:
 
             return {"path": str(self.path), **txn_json(self.result)}
         return _lin_json(self)
+
+    def outcome(self) -> Outcome:
+        """Return the report as ``replicalab check`` prints it: a table of the keys (the
+        title alone for one object) and the lines after it (each key's explanation; for
+        transactions the anomalies, the models ruled out and those that may hold)."""
+        if self.transactional:
+            return Outcome(self.to_json(), remarks=_txn_lines(self))
+        return _lin_outcome(self)
 
     def to_pandas(self) -> Any:
         """Return a DataFrame: for linearizability one row per key (``key``, ``valid``,
@@ -547,3 +560,71 @@ def _lin_json(report: CheckReport) -> dict[str, Any]:
         "parts": [{"key": _json_value(p.key), "valid": p.verdict.json(), "ops": p.ops,
                    "check_s": round(p.check_s, 3)} for p in result.parts],
     }
+
+
+def _n(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def _lin_outcome(r: CheckReport) -> Outcome:
+    """Return one history's table (or title) and the explanation of each key not decided
+    linearizable."""
+    rank = {True: 2, False: 0, "unknown": 1}
+    parts = sorted(r.result.parts, key=lambda p: (
+        3 if p.verdict.name == "SKIPPED" else rank[p.verdict.json()], -p.ops, str(p.key)))
+    title = (f"{r.path} ({r.model} model): {r.result.verdict.words}, {_n(r.ops, 'op')}, "
+             f"{_n(len(parts), 'key')}, {r.check_s:.2f} s")
+    tables, lines = [], []
+    if len(parts) == 1 and parts[0].key is None:
+        lines.append(title)  # one object: the title says it all
+    else:
+        t = Table(title, ["key", "verdict", "ops", "linearized ops", "check time"],
+                  right=(2, 3, 4))
+        for p in parts[:MAX_ROWS]:
+            lin = "-" if p.linearization is None else f"{len(p.linearization):,}"
+            t.add("(single object)" if p.key is None else str(p.key), p.verdict.words,
+                  f"{p.ops:,}", lin, f"{p.check_s:.3f} s")
+        tables.append(t)
+    if len(parts) > MAX_ROWS:
+        rest = [p.verdict.name for p in parts[MAX_ROWS:]]
+        lines.append(f"... and {len(rest):,} more keys ("
+                     f"{rest.count('LINEARIZABLE'):,} linearizable, "
+                     f"{rest.count('UNKNOWN'):,} unknown, "
+                     f"{rest.count('NOT_LINEARIZABLE'):,} not linearizable, "
+                     f"{rest.count('SKIPPED'):,} skipped)")
+    skipped = sum(p.verdict.name == "SKIPPED" for p in parts)
+    if skipped:
+        lines.append(f"{_n(skipped, 'key')} left unchecked: --fail-fast stopped at the first "
+                     "key that is not linearizable")
+    for p in parts:
+        if p.verdict.json() is not True and p.explanation:
+            lines += ["", f"key {p.key}: {p.explanation}" if p.key is not None
+                      else p.explanation]
+    return Outcome(r.to_json(), tables=tables, remarks=lines)
+
+
+def _txn_lines(r: CheckReport) -> list[str]:
+    """Return a transactional check in lines: verdict, anomalies, the models ruled out and
+    those that may hold, a few anomalies explained."""
+    t = r.result
+    verdict = {True: "valid", False: "NOT valid", "unknown": "unknown"}[t.valid]
+    out = [f"{r.path} ({t.model}): {verdict}, {t.txns:,} transactions, {t.check_s:.2f} s "
+           f"({t.engine})"]
+    if r.names_lines:
+        out.append("  T<n> is the transaction invoked on line n")
+    if t.anomaly_types:
+        out.append(f"  anomalies: {', '.join(t.anomaly_types)}")
+        out.append(f"  ruled out: {', '.join(t.not_)}"
+                   + (f" (and so {', '.join(t.also_not)})" if t.also_not else ""))
+    out.append(f"  may still hold: {', '.join(t.possible) if t.possible else 'none of the models'}")
+    for u in t.unfinished:
+        out.append(f"  search stopped in a component of {u.size:,} transactions ({u.variant} "
+                   f"graph) before finishing {', '.join(u.might_hold)}: it might still hold one")
+    for typ in t.anomaly_types:
+        for an in t.anomalies[typ][:MAX_SHOWN]:
+            out += ["", f"  {typ}: " + (an.explanation[0] if an.cycle is None else
+                                        f"a cycle of {len(an.cycle)}")]
+            out += [f"    {line}" for line in (an.explanation if an.cycle is not None else ())]
+        if len(t.anomalies[typ]) > MAX_SHOWN:
+            out.append(f"  ... and {len(t.anomalies[typ]) - MAX_SHOWN} more {typ} (see --json)")
+    return out

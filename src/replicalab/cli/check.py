@@ -17,86 +17,14 @@ from typing import Any
 from replicalab.api import checking as api
 from replicalab.api.durations import seconds
 from replicalab.cli.errors import fail, said
-from replicalab.cli.output import TableData, say, show
+from replicalab.cli.output import say, show
 from replicalab.cli.timeparse import warnings_as_notes
-from replicalab.cli.words import plural
 
 PLAIN_PARAMETERS = True
 """Its options are strings, paths and flags: cli/main.py converts them without Typer's
 Pydantic adapters, whose import would be a good part of a short check's start-up."""
-MAX_ROWS = 20
-"""Keys listed one per row in the terminal table (the rest are counted)."""
-MAX_SHOWN = 3
-"""Anomalies explained per type in the terminal (--json carries more)."""
-_WORDS = {True: "linearizable", False: "NOT linearizable", "unknown": "unknown",
-          "skipped": "skipped"}
 _VALUED = {"--model": "model", "--timeout": "timeout"}
 _FLAGS = {"--json": "as_json", "--fail-fast": "fail_fast"}
-
-
-def _key_words(p: Any) -> str:
-    return _WORDS["skipped" if p.verdict.name == "SKIPPED" else p.verdict.json()]
-
-
-def _show_lin(r: api.CheckReport) -> None:
-    """Print one history's table and the explanation of each key not decided linearizable."""
-    rank = {True: 2, False: 0, "unknown": 1}
-    parts = sorted(r.result.parts, key=lambda p: (
-        3 if p.verdict.name == "SKIPPED" else rank[p.verdict.json()], -p.ops, str(p.key)))
-    title = (f"{r.path} ({r.model} model): {r.result.verdict.words}, {plural(r.ops, 'op')}, "
-             f"{plural(len(parts), 'key')}, {r.check_s:.2f} s")
-    if len(parts) == 1 and parts[0].key is None:
-        say(title)  # one object: the title says it all
-    else:
-        t = TableData(title, ["key", "verdict", "ops", "linearized ops", "check time"],
-                      right=(2, 3, 4))
-        for p in parts[:MAX_ROWS]:
-            lin = "-" if p.linearization is None else f"{len(p.linearization):,}"
-            t.add("(single object)" if p.key is None else str(p.key), p.verdict.words,
-                  f"{p.ops:,}", lin, f"{p.check_s:.3f} s")
-        show(t)
-    if len(parts) > MAX_ROWS:
-        words = [_key_words(p) for p in parts[MAX_ROWS:]]
-        say(f"... and {len(words):,} more keys ("
-            + ", ".join(f"{words.count(w):,} {w}" for w in (
-                "linearizable", "unknown", "NOT linearizable", "skipped")).replace(
-                "NOT linearizable", "not linearizable") + ")")
-    skipped = sum(p.verdict.name == "SKIPPED" for p in parts)
-    if skipped:
-        say(f"{plural(skipped, 'key')} left unchecked: --fail-fast stopped at the first key "
-            "that is not linearizable")
-    for p in parts:
-        if p.verdict.json() is not True and p.explanation:
-            say("")
-            say(f"key {p.key}: {p.explanation}" if p.key is not None else p.explanation)
-
-
-def _show_txn(r: api.CheckReport) -> None:
-    """Print a transactional check: verdict, anomalies, the models ruled out and those
-    that may hold, a few anomalies explained."""
-    t = r.result
-    verdict = {True: "valid", False: "NOT valid", "unknown": "unknown"}[t.valid]
-    say(f"{r.path} ({t.model}): {verdict}, {t.txns:,} transactions, {t.check_s:.2f} s "
-        f"({t.engine})")
-    if r.names_lines:
-        say("  T<n> is the transaction invoked on line n")
-    if t.anomaly_types:
-        say(f"  anomalies: {', '.join(t.anomaly_types)}")
-        say(f"  ruled out: {', '.join(t.not_)}"
-            + (f" (and so {', '.join(t.also_not)})" if t.also_not else ""))
-    say(f"  may still hold: {', '.join(t.possible) if t.possible else 'none of the models'}")
-    for u in t.unfinished:
-        say(f"  search stopped in a component of {u.size:,} transactions ({u.variant} "
-            f"graph) before finishing {', '.join(u.might_hold)}: it might still hold one")
-    for typ in t.anomaly_types:
-        for an in t.anomalies[typ][:MAX_SHOWN]:
-            say("")
-            say(f"  {typ}: " + (an.explanation[0] if an.cycle is None else
-                                f"a cycle of {len(an.cycle)}"))
-            for line in an.explanation if an.cycle is not None else ():
-                say(f"    {line}")
-        if len(t.anomalies[typ]) > MAX_SHOWN:
-            say(f"  ... and {len(t.anomalies[typ]) - MAX_SHOWN} more {typ} (see --json)")
 
 
 def _check_one(item: api.HistoryToCheck, timeout: str, fail_fast: bool,
@@ -128,7 +56,10 @@ def run(paths: list[Path], model: str | None = None, timeout: str = "60s",
                 continue
             if r.note:
                 say(r.note)
-            (_show_txn if r.transactional else _show_lin)(r)
+            shown = r.outcome()
+            show(shown.tables)
+            for line in shown.remarks:
+                say(line)
     except ValueError as err:
         fail(said(err, {"engine": "REPLICALAB_TXN_ENGINE"}))
     if as_json:
