@@ -23,7 +23,8 @@ SIBLINGS = {"models", "clt", "hlc", "counters", "watch", "queues", "placement"}
 ALLOWED = {
     # the Python API sits beside cli at the top: cli builds its probes with it
     "api": {"report", "experiments", *SIBLINGS, *MIDDLE, *BELOW},
-    "cli": {"api", "report", "experiments", *SIBLINGS, *MIDDLE, *BELOW},
+    # the command line parses, calls the API and prints: nothing below the API (issue 39)
+    "cli": {"api"},
     "report": {"experiments", *SIBLINGS, *MIDDLE, *BELOW},
     # compositions of workloads, faults and clusters: the scorecard, compare, model against
     # store
@@ -131,6 +132,21 @@ def test_the_layering_check_reads_strings_and_can_fail(tmp_path: Path):
     (pkg / "faults" / "f.py").write_text('ARGS = ["-m", "replicalab.cluster.powerfs"]\n')
     assert violations(pkg) == ["cluster/c.py imports replicalab.faults",
                                "workloads/w.py imports replicalab.report"]
+
+
+def test_the_command_line_imports_nothing_below_the_api(tmp_path: Path):
+    """cli/ parses, calls ``replicalab.api`` and prints: a verb module that imports a
+    workload, a store or the checkers (at any depth, or names one in a string) is found;
+    one that imports the API is not."""
+    cli = tmp_path / "replicalab" / "cli"
+    cli.mkdir(parents=True)
+    (cli / "ok.py").write_text("from replicalab.api import checking\nimport replicalab.cli.x\n")
+    (cli / "bad.py").write_text("def f():\n    from replicalab.stores import open_store\n"
+                                'RUN = "replicalab.workloads.runner:run_probe"\n')
+    (cli / "worse.py").write_text("from replicalab.checkers.txn import check\n")
+    assert violations(tmp_path / "replicalab") == [
+        "cli/bad.py imports replicalab.stores", "cli/bad.py imports replicalab.workloads",
+        "cli/worse.py imports replicalab.checkers"]
 
 
 def test_cli_reaches_drivers_and_adapters_only_through_their_registries():

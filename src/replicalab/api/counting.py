@@ -17,6 +17,12 @@ from replicalab.api.durations import seconds
 from replicalab.api.errors import ParameterError
 from replicalab.api.outcome import DONE, INTERRUPTED, STOPPED, Outcome, Table
 from replicalab.api.progress import Progress, ticking
+from replicalab.counters.crdt import CounterError
+from replicalab.counters.middleware import HINT_GLOBAL
+from replicalab.stores.base import StoreError
+
+__all__ = ["HINT_GLOBAL", "CounterError", "StoreError", "counter", "counter_bench",
+           "counter_serve"]
 
 CONFIGS = ("client-based", "weak", "strong")
 """How one operation reaches the counter: the Bounded Counter (client-based middleware), or

@@ -29,21 +29,16 @@ def register(app: typer.Typer) -> None:
 def cli_message(err: Exception) -> str:
     """Return the error's message in the command line's words (options for parameters,
     ``--global`` for the library's hint)."""
-    from replicalab.counters.middleware import HINT_GLOBAL
-
-    return said(err, _FLAGS).replace(HINT_GLOBAL, "retry with --global")
+    return said(err, _FLAGS).replace(counting.HINT_GLOBAL, "retry with --global")
 
 
 def _op(action: str, key: str, as_json: bool, **kw: Any) -> None:
     """Do one counter operation and print its answer (one line, or --json)."""
-    from replicalab.counters.crdt import CounterError
-    from replicalab.stores import StoreError
-
     try:
         outcome = counting.counter(action, key, **kw)
-    except StoreError as err:
+    except counting.StoreError as err:
         fail(f"data centre unreachable: {cli_message(err)}")
-    except (CounterError, ValueError) as err:
+    except (counting.CounterError, ValueError) as err:
         fail(cli_message(err))
     emit(outcome, as_json)
 
@@ -227,14 +222,11 @@ def serve(
     Example: replicalab counter serve --dc US-E --store US-E=redis://127.0.0.1:6379
     --store US-W=redis://127.0.0.1:6380 --store EU=redis://127.0.0.1:6381 --port 7400
     """
-    from replicalab.counters.crdt import CounterError
-    from replicalab.stores import StoreError
-
     try:
         counting.counter_serve(dc, stores or (), port, host, batch_ms, batch_max,
                                duration_ms(sync, "--sync", sync_ms, "--sync-ms", "200ms"),
                                threshold, seed, announce=say)
-    except StoreError as err:
+    except counting.StoreError as err:
         fail(f"data centre unreachable: {err}")
-    except (CounterError, ValueError, OSError) as err:
+    except (counting.CounterError, ValueError, OSError) as err:
         fail(cli_message(err))

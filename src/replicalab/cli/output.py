@@ -22,12 +22,9 @@ import io
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from replicalab.api.outcome import DONE, FAILED, INTERRUPTED, Outcome, Table
-
-if TYPE_CHECKING:
-    from rich.table import Table
 
 # Rich is imported on first use (a table, a width): a command that only prints lines,
 # such as a short ``replicalab check``, does not pay for it at start-up.
@@ -41,13 +38,6 @@ def stdout_console() -> Any:
 
         _OUT.append(Console(highlight=False, soft_wrap=True, markup=False, emoji=False))
     return _OUT[0]
-
-
-def __getattr__(name: str) -> Any:
-    # ``from replicalab.cli.output import out_console`` keeps working, made lazily
-    if name == "out_console":
-        return stdout_console()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def Text(text: str) -> Any:  # stands in for rich.text.Text, imported late
@@ -126,7 +116,7 @@ def fit_widths(t: TableData, width: int) -> list[int] | None:
     return widths
 
 
-def _rich_table(t: TableData, widths: Sequence[int] | None, title: bool = True) -> Table:
+def _rich_table(t: TableData, widths: Sequence[int] | None, title: bool = True) -> Any:
     from rich.table import Table
 
     table = Table(title=Text(t.caption) if t.caption and title else None,

@@ -24,8 +24,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column
 from rich.text import Text
 
+from replicalab.api import lifecycle
 from replicalab.cli.errors import err_console, flush_notes
-from replicalab.runtime import interrupts
 
 HEARTBEAT_S = 60.0
 """Piped output: a line at least this often during one long phase."""
@@ -87,7 +87,7 @@ class Tick:
         self._last_line = self._t0
         self._said = False  # piped: a run refused before it starts prints only its error
         self._cut = ""  # why the run stopped before its end ("" = it did not)
-        self._interrupts = interrupts.count()  # more at the end: the run was interrupted
+        self._interrupts = lifecycle.interrupts()  # more at the end: the run was interrupted
         self._samples: deque[tuple[float, float]] = deque([(self._t0, 0.0)])
 
     estimates = True
@@ -149,7 +149,7 @@ class Tick:
         """Say that the run ended (piped output only; a terminal bar simply goes): finished
         at 100%, or, after :meth:`interrupted` or an interrupt this process received
         meanwhile, cut short at the share it reached."""
-        if not self._cut and interrupts.count() > self._interrupts:
+        if not self._cut and lifecycle.interrupts() > self._interrupts:
             self._cut = "interrupted"
         if self._cut:
             if self._bar is None and self._said:

@@ -19,11 +19,11 @@ from rich.text import Text
 
 from replicalab.api import watching
 from replicalab.cli.errors import UserError, fail, said
-from replicalab.cli.output import out_console, say
+from replicalab.cli.output import say, stdout_console
 from replicalab.cli.progress import fmt_s
 from replicalab.cli.timeparse import warnings_as_notes
 
-__all__ = ["dashboard", "live_view", "out_console", "register", "watch"]
+__all__ = ["dashboard", "live_view", "register", "watch"]
 
 
 def _ms(x: float | None) -> str:
@@ -117,7 +117,7 @@ def watch(
 
     Example: replicalab watch --config docs/examples/backends.toml --metrics-port 9464
     """
-    use_live = not as_json and out_console.is_terminal
+    use_live = not as_json and stdout_console().is_terminal
 
     def on_round(state: Any, samples: list[dict[str, Any]], steering: float) -> None:
         if as_json:
@@ -136,7 +136,7 @@ def watch(
         if live:
             live[0].update(live_view(states, vehicle, db))
         elif use_live:
-            live.append(Live(live_view(states, vehicle, db), console=out_console,
+            live.append(Live(live_view(states, vehicle, db), console=stdout_console(),
                              refresh_per_second=4))
             live[0].start()
         if lines is not None:
