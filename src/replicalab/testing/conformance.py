@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from replicalab.cluster.kinds import isolation_promise
 from replicalab.runtime.base import NS_PER_S
 from replicalab.stores.base import (
     ABSENT,
@@ -49,7 +50,6 @@ from replicalab.stores.base import (
     Unsupported,
     redact_url,
 )
-from replicalab.stores.isolation import isolation_promise
 from replicalab.stores.prefix import PrefixedStore
 from replicalab.stores.registry import open_store
 from replicalab.testing.stall import Staller, staller_for
