@@ -114,5 +114,6 @@ def open_store(url: str, seed: int = 1) -> Store:
         raise ValueError(
             f"unknown store URL scheme {scheme!r} in {redact_url(url)!r}; "
             f"use one of: {', '.join(s + '://' for s in schemes())} (or install a package "
-            f"that adds {scheme}:// in the {STORE_GROUP} entry-point group)")
+            f"that adds {scheme}:// in the {STORE_GROUP} entry-point group, or a store kind "
+            f"of that scheme in {plugins.STORE_KINDS})")
     return opener(url, seed)
