@@ -85,10 +85,10 @@ def _declared(group: str, path: tuple[str, ...]) -> dict[str, Declared]:
     from importlib.metadata import entry_points  # 0.05-0.2 s: only when a group is read
 
     found: dict[str, Declared] = {}
-    eps = sorted(entry_points(group=group),
-                 key=lambda ep: _package(ep) != OWN)  # stable: the path order otherwise
-    for ep in eps:
-        found.setdefault(ep.name, Declared(group, ep.name, ep.value, _package(ep)))
+    entries = [Declared(group, ep.name, ep.value, _package(ep))
+               for ep in entry_points(group=group)]  # one per distribution name
+    for entry in sorted(entries, key=lambda d: not d.builtin):  # else in the path's order
+        found.setdefault(entry.name, entry)
     return found
 
 
