@@ -217,3 +217,10 @@ def test_uninstalled_its_names_are_gone(venv: Env):
         assert p.returncode == 2, (args, p.stdout, p.stderr)
         (line,) = p.stderr.strip().splitlines()
         assert message in line, (args, line)
+
+
+def test_the_page_shows_the_plugin_as_it_is():
+    page = (REPO / "docs" / "your-store.md").read_text()
+    for name, lang in (("pyproject.toml", "toml"), ("replicalab_toyplug/kind.py", "python")):
+        text = (PLUGIN / name).read_text().rstrip()
+        assert f"```{lang}\n{text}\n```" in page, f"docs/your-store.md shows an old {name}"
