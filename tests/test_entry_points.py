@@ -275,3 +275,19 @@ def test_a_broken_package_is_one_line_and_exit_2_on_the_command_line(installed: 
                           timeout=120)
     assert good.returncode == 0 and "(ep-stack model): linearizable" in good.stdout, \
         good.stderr
+
+
+@pytest.mark.parametrize("name", kinds.BUILTIN)
+def test_each_shipped_kind_is_one_record_naming_its_adapter_and_isolation(name: str):
+    """The record names the adapter stores/registry.py opens its schemes with, and the
+    isolation promise of each way it runs transactions comes from the record's rules."""
+    kind = kinds.resolve(name)
+    assert kind.adapter is not None, f"{name}: name its adapter in the record"
+    for scheme in kind.schemes:
+        assert store_registry._ADAPTERS[scheme] == kind.adapter
+        assert kinds.for_scheme(scheme) is kind
+    assert kind.isolation, f"{name}: its transactions promise nothing?"
+    for way in kind.transactions:
+        url = f"{kind.schemes[0]}://127.0.0.1:1" + (f"?{way.url_params}" if way.url_params
+                                                   else "")
+        assert kind.isolation_for(url)[0] == way.model == kinds.isolation_promise(url)[0]
