@@ -90,11 +90,13 @@ def queue_schemes() -> list[str]:
     return schemes()
 
 
-def protocol_models() -> dict[str, Any]:
-    """Return the protocol models by name (``ModelSpec``: title, example, params_cls)."""
+def protocol_models() -> tuple[dict[str, Any], dict[str, str]]:
+    """Return the protocol models by name (``ModelSpec``: title, example, params_cls), the
+    shipped ones then those of installed packages, and the installed names that fail to
+    load, with their one-line error."""
     from replicalab.models.registry import MODELS
 
-    return dict(MODELS)
+    return MODELS.installed(), dict(MODELS.broken)
 
 
 def placement_policies() -> str:

@@ -172,12 +172,14 @@ def open_history(history: Any, model: str | None = None) -> HistoryToCheck:
     transactional one), ValueError naming the file and line of malformed input or a path
     that is not a history."""
     from replicalab.checkers.linearizability.registry import (
+        MODELS,
         is_transactional,
-        model_names,
         unknown_model,
     )
 
-    if model is not None and model not in model_names():
+    # a name the registry holds, or an installed package's (looked up, loaded: a package
+    # that fails to load says so in one line)
+    if model is not None and not is_transactional(model) and model not in MODELS:
         raise ParameterError("model", unknown_model(model).removeprefix("unknown model "))
     source = _source(history)
     if not isinstance(source, Path):

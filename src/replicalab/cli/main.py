@@ -140,6 +140,8 @@ def _run() -> None:
             sys.exit(0)
         if hasattr(e, "format_message"):
             fail(" ".join(e.format_message().split()))
+        if type(e).__name__ == "PluginError":  # an installed package fails to load: bad input
+            fail(str(e))
         if type(e).__name__ == "Abort":
             fail("interrupted", 130)
         if hasattr(e, "exit_code"):

@@ -164,5 +164,17 @@ def validate_command(
                                           Bars(not as_json)), as_json)
 
 
-for _spec in catalog.protocol_models().values():
+def _broken(error: str) -> Callable[[], None]:
+    """Return the command of a model whose package fails to load: it says so."""
+
+    def command() -> None:
+        fail(error)
+
+    return command
+
+
+_MODELS, _BROKEN = catalog.protocol_models()
+for _spec in _MODELS.values():  # the shipped models, then installed packages'
     model_app.command(_spec.name)(model_command(_spec))
+for _name, _error in _BROKEN.items():
+    model_app.command(_name, help="(fails to load: run it to see why)")(_broken(_error))

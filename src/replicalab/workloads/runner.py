@@ -31,6 +31,7 @@ from replicalab.checkers.accounting import (
     unreachable_since,
 )
 from replicalab.checkers.latency import latency_histograms, latency_summary
+from replicalab.cluster.kinds import no_transactions
 from replicalab.cluster.process import interrupts_deferred
 from replicalab.cluster.state import load, names, state_root
 from replicalab.faults.nemesis import Nemesis
@@ -41,7 +42,6 @@ from replicalab.history.io import Spool
 from replicalab.history.rundir import Run, make_run_dir, named_run_dir, save_results
 from replicalab.stores import Feature, Store, StoreError, open_store
 from replicalab.stores.base import redact_url
-from replicalab.stores.isolation import no_transactions
 from replicalab.stores.prefix import PrefixedStore, check_prefix
 from replicalab.workloads import registry
 from replicalab.workloads.base import ProbeOptions, Workload, config_from_json

@@ -4,19 +4,33 @@
 the library's ``check(ops, "NAME")`` all resolve a name here, once, and pass the model
 object on. A new linearizability model is a
 :class:`~replicalab.checkers.linearizability.model.Model` subclass plus one
-``register_model(...)`` line, here or in the caller's own module. The transactional models
-(:data:`TXN_MODELS`, checked by ``checkers/txn``) are listed beside them, so every list of
-checker models (:func:`model_names`, an unknown name's error) holds both kinds.
+``register_model(...)`` line, here (and in pyproject.toml's ``replicalab.checkers``
+entry-point group) or in the caller's own module; another package declares its own in that
+group (``mystack = "mypkg.models:Stack"``), found when a name that is not here is asked for.
+The transactional models (:data:`TXN_MODELS`, checked by ``checkers/txn``) are listed
+beside them, so every list of checker models (:func:`model_names`, an unknown name's
+error) holds both kinds.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from replicalab import plugins
 from replicalab.checkers.linearizability.datatype_models import Counter, FifoQueue, Mutex, SetModel
 from replicalab.checkers.linearizability.model import Model
 from replicalab.checkers.linearizability.register_models import KV, CasRegister, Register
 
-MODELS: dict[str, type[Model]] = {}
-"""Model classes by name, in the order ``--help`` lists them."""
+
+def _is_model(obj: Any) -> bool:
+    return isinstance(obj, type) and issubclass(obj, Model) and bool(obj.name and obj.ops)
+
+
+MODELS: plugins.Registry[type[Model]] = plugins.Registry(
+    plugins.CHECKERS, "checker model", accept=_is_model,
+    expected="a Model subclass with a name and its ops")
+"""Model classes by name, in the order ``--help`` lists them (then those of installed
+packages, looked up by name)."""
 
 
 def register_model(cls: type[Model]) -> type[Model]:
@@ -64,8 +78,10 @@ def is_transactional(name: str) -> bool:
 
 
 def unknown_model(name: object) -> str:
-    """Return the one line that refuses model ``name``, naming every model."""
-    return f"unknown model {name!r}: use one of {', '.join(model_names())}"
+    """Return the one line that refuses model ``name``, naming every model (and, when an
+    installed package's name is close, where it would come from)."""
+    return (f"unknown model {name!r}: use one of {', '.join(model_names())} "
+            f"{plugins.outside_hint(plugins.CHECKERS, str(name))}").rstrip()
 
 
 def get_model(name: str | Model) -> Model:
