@@ -28,12 +28,12 @@ from typer.testing import CliRunner
 import servers
 from replicalab.api import runkind as rundir
 from replicalab.api.progress import Phases
+from replicalab.api.words import plural
 from replicalab.cli import output
 from replicalab.cli.counter import cli_message
 from replicalab.cli.main import app
 from replicalab.cli.output import TableData
 from replicalab.cli.progress import Tick, eta_s, fmt_s, measured_eta_s
-from replicalab.cli.words import plural
 from replicalab.cluster.ports import allocate, wait_listening
 from replicalab.counters.crdt import InsufficientRights
 from replicalab.counters.middleware import HINT_GLOBAL

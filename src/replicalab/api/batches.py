@@ -13,6 +13,7 @@ from replicalab.api.errors import ParameterError
 from replicalab.api.outcome import DONE, INTERRUPTED, Outcome, Table
 from replicalab.api.progress import Progress, ticking
 from replicalab.api.request import ProbeRequest
+from replicalab.api.words import plural
 
 
 def _value(entry: dict[str, Any]) -> tuple[str, str, str]:
@@ -33,10 +34,6 @@ def _value(entry: dict[str, Any]) -> tuple[str, str, str]:
     return pooled, f"{fmt(s['mean'])}{ci}", f"{fmt(s['min'])} - {fmt(s['max'])}"
 
 
-def _runs(n: int) -> str:
-    return f"{n:,} run" + ("" if n == 1 else "s")
-
-
 def summary_tables(summary: dict[str, Any]) -> list[Table]:
     """Return one table per sweep point: each figure pooled over the runs (counted
     figures), the mean of the runs with its 95 % confidence interval, and the range."""
@@ -44,7 +41,7 @@ def summary_tables(summary: dict[str, Any]) -> list[Table]:
     for point in summary["points"]:
         where = ", ".join(f"{k}={v}" for k, v in point["point"].items())
         t = Table(f"{summary['workload']} on {summary['store']}"
-                  f"{': ' + where if where else ''} ({_runs(len(point['runs']))})",
+                  f"{': ' + where if where else ''} ({plural(len(point['runs']), 'run')})",
                   ["figure", "pooled", "mean of runs [95% CI]", "min - max"],
                   right=(1, 2, 3))
         for name, entry in point["merged"].items():
@@ -85,7 +82,8 @@ def probe_batch(request: ProbeRequest, repeats: int = 1, sweep: Sequence[str] = 
         raise ParameterError("ray", str(err)) from None
     pool.start(len(plan))  # before the progress bar's thread: workers are forked
     try:
-        label = (f"{_runs(len(plan))} of {plan[0].spec.workload} on {plan[0].spec.store}, "
+        label = (f"{plural(len(plan), 'run')} of {plan[0].spec.workload} on "
+                 f"{plan[0].spec.store}, "
                  f"{pool.kind} x{pool.workers if pool.kind != 'ray' else pool.ray_cpus}")
         with ticking(label, progress) as tick:
             batch = run_batch(plan, Path(out), pool, tick, render_report)
@@ -97,7 +95,9 @@ def probe_batch(request: ProbeRequest, repeats: int = 1, sweep: Sequence[str] = 
     return Outcome(
         {**batch.summary, "batch_dir": str(batch.batch_dir), "report": str(report)}, None,
         None, summary_tables(batch.summary),
-        [f"batch: {batch.batch_dir} ({_runs(len(batch.outcomes))}); report: {report}"],
+        [f"batch: {batch.batch_dir} ({plural(len(batch.outcomes), 'run')}); "
+         f"report: {report}"],
         INTERRUPTED if batch.interrupted else DONE,
-        f"interrupted after {len(batch.outcomes)} of {_runs(len(plan))}; what was done is in "
+        f"interrupted after {len(batch.outcomes)} of {plural(len(plan), 'run')}; what was "
+        f"done is in "
         f"{batch.batch_dir}" if batch.interrupted else "")

@@ -25,6 +25,7 @@ from typing import Any
 from replicalab.api.durations import seconds
 from replicalab.api.errors import ParameterError
 from replicalab.api.outcome import Outcome, Table
+from replicalab.api.words import plural
 
 MAX_LISTED_OPS = 64
 """Ops of one counterexample listed in :meth:`CheckReport.to_json` (a minimal one has a
@@ -564,18 +565,14 @@ def _lin_json(report: CheckReport) -> dict[str, Any]:
     }
 
 
-def _n(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
-
-
 def _lin_outcome(r: CheckReport) -> Outcome:
     """Return one history's table (or title) and the explanation of each key not decided
     linearizable."""
     rank = {True: 2, False: 0, "unknown": 1}
     parts = sorted(r.result.parts, key=lambda p: (
         3 if p.verdict.name == "SKIPPED" else rank[p.verdict.json()], -p.ops, str(p.key)))
-    title = (f"{r.path} ({r.model} model): {r.result.verdict.words}, {_n(r.ops, 'op')}, "
-             f"{_n(len(parts), 'key')}, {r.check_s:.2f} s")
+    title = (f"{r.path} ({r.model} model): {r.result.verdict.words}, {plural(r.ops, 'op')}, "
+             f"{plural(len(parts), 'key')}, {r.check_s:.2f} s")
     tables, lines = [], []
     if len(parts) == 1 and parts[0].key is None:
         lines.append(title)  # one object: the title says it all
@@ -596,7 +593,7 @@ def _lin_outcome(r: CheckReport) -> Outcome:
                      f"{rest.count('SKIPPED'):,} skipped)")
     skipped = sum(p.verdict.name == "SKIPPED" for p in parts)
     if skipped:
-        lines.append(f"{_n(skipped, 'key')} left unchecked: --fail-fast stopped at the first "
+        lines.append(f"{plural(skipped, 'key')} left unchecked: --fail-fast stopped at the first "
                      "key that is not linearizable")
     for p in parts:
         if p.verdict.json() is not True and p.explanation:

@@ -18,10 +18,7 @@ from typing import Any
 from replicalab.api.errors import ParameterError
 from replicalab.api.outcome import Outcome, Table
 from replicalab.api.progress import Progress, ticking
-
-
-def _plural(n: int, noun: str, many: str | None = None) -> str:
-    return f"{n:,} {noun if n == 1 else many or noun + 's'}"
+from replicalab.api.words import plural
 
 
 def start_phase(saved: dict[str, Any] | None, waited_s: float) -> tuple[float, str]:
@@ -107,7 +104,7 @@ def cluster_up(kind: str, nodes: int = 3, regions: str = "dc3", name: str | None
     # what is going on
     with ticking(f"cluster up {kind}", progress) as tick:
         if tick is not None:
-            tick(0.0, f"starting {_plural(nodes, kind + ' node')} and their links on "
+            tick(0.0, f"starting {plural(nodes, kind + ' node')} and their links on "
                       f"{regions}")
         with contextlib.ExitStack() as stack:
             if tick is not None:
@@ -118,8 +115,8 @@ def cluster_up(kind: str, nodes: int = 3, regions: str = "dc3", name: str | None
                         settings=chosen, power_loss_fs=power_loss_fs)
     base.keep(c)  # the cluster outlives this call: `cluster down` stops it
     return Outcome({"name": c.name, "url": c.url}, remarks=[
-        f"cluster {c.name}: {_plural(len(c.nodes), c.kind + ' node')} in {c.regions}, "
-        f"{_plural(len(c.links), 'proxied link')}", f"store URL: {c.url}",
+        f"cluster {c.name}: {plural(len(c.nodes), c.kind + ' node')} in {c.regions}, "
+        f"{plural(len(c.links), 'proxied link')}", f"store URL: {c.url}",
         f"probe it:  replicalab probe --store '{c.url}' --duration 60s",
         f"stop it:   replicalab cluster down {c.name}"])
 
@@ -163,5 +160,5 @@ def cluster_down(name: str | None = None, all_clusters: bool = False) -> Outcome
         was_gone = base.gone(load(n, root))
         pids = base.down(n, root)
         remarks.append(f"{n}: its processes were already gone; removed its state" if was_gone
-                       else f"{n}: stopped {_plural(len(pids), 'process', 'processes')}")
+                       else f"{n}: stopped {plural(len(pids), 'process')}")
     return Outcome({}, remarks=remarks)

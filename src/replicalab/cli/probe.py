@@ -14,11 +14,11 @@ from typing import Annotated, Any
 import typer
 
 from replicalab.api import batches, catalog, lifecycle, reporting, runs
+from replicalab.api.words import plural
 from replicalab.cli.errors import UserError, fail, said
 from replicalab.cli.output import emit, say, show
 from replicalab.cli.progress import Bars, fmt_s
 from replicalab.cli.timeparse import warnings_as_notes
-from replicalab.cli.words import plural
 
 __all__ = ["finish", "probe", "report", "unchecked_exit"]
 

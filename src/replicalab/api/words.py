@@ -1,4 +1,4 @@
-"""Words for numbers in what the CLI prints: ``1 store``, ``3 stores``, ``1 op``."""
+"""Words for numbers in what replicalab says: ``1 store``, ``3 stores``, ``1 op``."""
 
 from __future__ import annotations
 
