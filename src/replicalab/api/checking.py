@@ -17,7 +17,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from typing import Any
 from replicalab.api.durations import seconds
 from replicalab.api.errors import ParameterError
 from replicalab.api.outcome import Outcome, Table
+from replicalab.api.progress import ticking
 from replicalab.api.words import plural
 
 MAX_LISTED_OPS = 64
@@ -467,6 +468,27 @@ def check(history: Any, model: str | None = None, timeout: str | float = "60s", 
     if item._txn is not None:
         return _check_txn(item, deadline_s, engine)
     return _check_lin(item, deadline_s, fail_fast, progress)
+
+
+def check_many(histories: Sequence[Any], model: str | None = None,
+               timeout: str | float = "60s", *, fail_fast: bool = False,
+               engine: str | None = None, bars: Any = None) -> Iterator[CheckReport]:
+    """Yield the :class:`CheckReport` of each of ``histories`` in order, as :func:`check`
+    gives it, every history opened before any is checked (bad input raises first).
+    ``bars``: an object whose ``bar(label)`` shows the progress of a history that may take
+    a while. (Sharing many histories out over both CPUs of a shared 2-core machine made
+    the 102 etcd histories slower: 1.29 s against 1.03 s, medians of 8 at load 5.5.)"""
+    seconds(timeout, "timeout")
+    items = [h if isinstance(h, HistoryToCheck) else open_history(h, model) for h in histories]
+    for item in items:
+        if bars is None or not item.long:
+            yield check(item, timeout=timeout, fail_fast=fail_fast, engine=engine)
+            continue
+        name = item.path.name if item.path else "history"
+        with ticking(f"check {name}", bars) as tick:
+            yield check(item, timeout=timeout, fail_fast=fail_fast, engine=engine,
+                        progress=lambda done, total: tick(
+                            done / max(total, 1), f"{done:,} of {total:,} keys checked"))
 
 
 def _check_lin(item: HistoryToCheck, deadline_s: float, fail_fast: bool,

@@ -18,6 +18,7 @@ from replicalab.api import checking as api
 from replicalab.api.durations import seconds
 from replicalab.cli.errors import fail, said
 from replicalab.cli.output import say, show
+from replicalab.cli.progress import Bars
 from replicalab.cli.timeparse import warnings_as_notes
 
 PLAIN_PARAMETERS = True
@@ -27,19 +28,6 @@ _VALUED = {"--model": "model", "--timeout": "timeout"}
 _FLAGS = {"--json": "as_json", "--fail-fast": "fail_fast"}
 
 
-def _check_one(item: api.HistoryToCheck, timeout: str, fail_fast: bool,
-               as_json: bool) -> api.CheckReport:
-    """Return one history's report, with a progress bar when it may take a while."""
-    if as_json or not item.long:
-        return api.check(item, timeout=timeout, fail_fast=fail_fast)
-    from replicalab.cli.progress import progress_bar
-
-    with progress_bar(f"check {item.path.name if item.path else 'history'}") as tick:
-        return api.check(item, timeout=timeout, fail_fast=fail_fast,
-                         progress=lambda done, total: tick(
-                             done / max(total, 1), f"{done:,} of {total:,} keys checked"))
-
-
 def run(paths: list[Path], model: str | None = None, timeout: str = "60s",
         as_json: bool = False, fail_fast: bool = False) -> int:
     """Check every PATH and print the results; return the exit status (0, 1 or 3; bad
@@ -47,10 +35,9 @@ def run(paths: list[Path], model: str | None = None, timeout: str = "60s",
     try:
         with warnings_as_notes():
             seconds(timeout, "timeout")
-        items = [api.open_history(p, model) for p in paths]  # bad input before any search
         reports = []
-        for item in items:
-            r = _check_one(item, timeout, fail_fast, as_json)
+        for r in api.check_many(paths, model, timeout, fail_fast=fail_fast,
+                                bars=None if as_json else Bars()):
             reports.append(r)
             if as_json:
                 continue

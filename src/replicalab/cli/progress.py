@@ -20,12 +20,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Column
-from rich.text import Text
-
 from replicalab.api import lifecycle
-from replicalab.cli.errors import err_console, flush_notes
+from replicalab.cli.errors import flush_notes, stderr_console
 
 HEARTBEAT_S = 60.0
 """Piped output: a line at least this often during one long phase."""
@@ -73,7 +69,7 @@ def measured_eta_s(samples: Sequence[tuple[float, float]], now_s: float,
 class Tick:
     """The progress callback: ``tick(fraction)`` or ``tick(fraction, "what now")``."""
 
-    def __init__(self, label: str, bar: Progress | None, clock: object = time.monotonic
+    def __init__(self, label: str, bar: Any, clock: object = time.monotonic
                  ) -> None:
         self.label = label
         self.what = ""
@@ -116,7 +112,9 @@ class Tick:
         eta = self.eta()
         left = ("" if eta is None or self.done >= 1 or self._cut
                 else f", about {fmt_s(eta)} left")
-        err_console.print(Text(f"{self.label}: {what} ({100 * self.done:.0f}% done, "
+        from rich.text import Text  # Rich loads with the first bar: a short command skips it
+
+        stderr_console().print(Text(f"{self.label}: {what} ({100 * self.done:.0f}% done, "
                                f"{fmt_s(elapsed)} elapsed{left})"))
         self._last_line = self._now()
 
@@ -179,17 +177,20 @@ def progress_bar(label: str, enabled: bool = True, estimates: bool = True) -> It
     if not enabled:
         yield _Silent()
         return
-    if not err_console.is_terminal:
+    if not stderr_console().is_terminal:
         tick = Tick(label, None)
         tick.estimates = estimates
         yield tick
         tick.finish()  # not after an error: the error line says it all
         return
     # the description wraps rather than ending in "…" on a narrow terminal
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Column
+
     with Progress(TextColumn("{task.description}", table_column=Column(overflow="fold")),
                   BarColumn(),
                   TextColumn("{task.percentage:>5.1f}%"), TimeElapsedColumn(),
-                  TextColumn("{task.fields[eta]}"), console=err_console,
+                  TextColumn("{task.fields[eta]}"), console=stderr_console(),
                   transient=True) as bar:
         tick = Tick(label, bar)
         tick.estimates = estimates
