@@ -69,7 +69,7 @@ def probe_batch(request: ProbeRequest, repeats: int = 1, sweep: Sequence[str] = 
                              {"ray": "ray", "repeats": "repeats", "sweep": "sweep"})
     if (workers != 1 or ray is not None) and not request.store.startswith("sim://"):
         raise ParameterError("workers", "and {ray} run independent simulations; runs against "
-                                        "one real store would share it: leave them out (the "
+                                        "one real store would share it: drop them (the "
                                         "batch then runs one run at a time)", {"ray": "ray"})
     # the report modules (matplotlib) load before the workers are forked: they inherit them
     from replicalab.report import render_report

@@ -59,8 +59,8 @@ def compare_clusters(kinds: Sequence[str] = ("redis", "postgres", "etcd", "zooke
     plan = tuple(parse_fault(f) for f in faults)
     if plan and workload == "latency":
         raise ParameterError("faults", "apply to the staleness and register comparisons; "
-                                       "leave them out or use {workload} staleness or "
-                                       "register", {"workload": "workload"})
+                                       "drop them or use {workload} staleness or register",
+                             {"workload": "workload"})
     experiment.check_faults(plan, region_set(regions).regions, duration_s)
     names = [k.name for k in chosen]
     run_dir = make_run_dir(Path(out), {"staleness": "compare", "latency": "compare-latency",

@@ -160,8 +160,8 @@ def counter(action: str, key: str, *, by: int = 1, initial: int = 0, lower: int 
                             ("config", config != "client-based")):
             if given:
                 raise ParameterError(name, "has no effect with {server}: the counter server "
-                                           "serves its own data centre with its stores; leave "
-                                           "it out", {"server": "server"})
+                                           "serves its own data centre with its stores; drop "
+                                           "it", {"server": "server"})
         v = asyncio.run(_with_server(server, ops[action]))
     else:
         topo = parse_stores(stores)
