@@ -39,7 +39,10 @@ ENGINES = ("auto", "native", "python")
 """Engines of the transactional checker: the native core when built, or the pure-Python
 reference (``REPLICALAB_TXN_ENGINE`` chooses when none is given)."""
 _SNIFF_BYTES = 256 * 1024
-_TXN = re.compile(r':f\s+:txn\b|"f"\s*:\s*"txn"|:(?:invoke|ok|fail|info)\s+:txn\b')
+_TXN = re.compile(r':f\s+:txn\b|"f"\s*:\s*"txn"|:(?:invoke|ok|fail|info)\s+:txn\b'
+                  r'|\[\[:(?:append|r|w)\s|\[\["(?:append|r|w)",')
+"""A transactional history: ``:f :txn``, or Elle's micro-ops (its README's histories have
+no ``:f``)."""
 _RW = re.compile(r'\[:w\s|\["w",')
 FILE_FORMS = "a run directory, a Jepsen EDN history, a JSON lines export or Jepsen log lines"
 
