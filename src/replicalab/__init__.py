@@ -1,7 +1,8 @@
 """replicalab: measure, model and enforce consistency of replicated data stores.
 
-From Python: ``replicalab.probe(...)``, ``replicalab.open_run(...)``, ``check``, ``compare``,
-``scorecard``, ``model`` (``replicalab.api``, docs/python-api.md), loaded on first use.
+From Python: ``replicalab.probe(...)``, ``replicalab.open_run(...)``, ``check``, ``export``,
+``read_history``, ``compare``, ``scorecard``, ``model`` (``replicalab.api``, every verb
+there; docs/python-api.md), loaded on first use.
 """
 
 from __future__ import annotations
