@@ -1,11 +1,35 @@
 #!/usr/bin/env bash
 # Install what the real-store integration tests need, if missing: Debian's redis-server,
-# postgresql, etcd-server, zookeeper and prometheus, Toxiproxy built from the Go module proxy into
+# postgresql, etcd-server, zookeeper and prometheus, Toxiproxy, MinIO and mc built from the Go module proxy into
 # .replicalab/bin, and Apache Cassandra's jars copied from Maven Central by Debian's Maven
 # into .replicalab/cassandra/VERSION/lib. Safe to rerun. Services the packages may start are not used: replicalab
 # starts its own server processes on 127.0.0.1 ports of its choosing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# MinIO (AGPL-3.0, run only as a separate server process) and its client mc, for the s3://
+# adapter's tests and `cluster up minio`: built from the Go module proxy at the commits pinned
+# here (MinIO tags releases with no Go version; mc's is the one MinIO's go.mod requires).
+# About 3 minutes each on 2 idle cores; `scripts/install-servers.sh minio` builds only these
+# (make test starts it in the background while the other tests run, see tests/minio_build.py).
+MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+MC_VERSION=v0.0.0-20250313080218-cf909e1063a9
+build_minio() {
+  command -v go >/dev/null 2>&1 || { echo "error: Go is needed to build MinIO" >&2; exit 2; }
+  for tool in minio mc; do
+    if [ ! -x ".replicalab/bin/$tool" ]; then
+      version=$MINIO_VERSION; [ "$tool" = mc ] && version=$MC_VERSION
+      echo "building $tool $version from the Go module proxy..."
+      rm -rf ".replicalab/bin/.$tool.part" && mkdir -p ".replicalab/bin/.$tool.part"
+      CGO_ENABLED=0 GOBIN="$PWD/.replicalab/bin/.$tool.part" \
+        go install -p "${REPLICALAB_GO_JOBS:-$(nproc)}" "github.com/minio/$tool@$version"
+      mv ".replicalab/bin/.$tool.part/$tool" ".replicalab/bin/$tool"
+      rm -rf ".replicalab/bin/.$tool.part"
+    fi
+  done
+}
+if [ "${1:-}" = minio ]; then build_minio; exit 0; fi
+
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
@@ -50,3 +74,6 @@ if [ ! -e "$CASSANDRA_LIB/cassandra-all-$CASSANDRA_VERSION.jar" ]; then
     -DincludeScope=runtime -DoutputDirectory="$PWD/$CASSANDRA_LIB.part" >/dev/null
   mv "$CASSANDRA_LIB.part" "$CASSANDRA_LIB"
 fi
+
+# MinIO last (the longest build); make test builds it in the background instead
+if [ "${REPLICALAB_MINIO_LATER:-}" != 1 ]; then build_minio; fi

@@ -303,6 +303,28 @@ CASSANDRA = StoreKind(
     ),
 )
 
+_MINIO_CONSISTENCY = ("https://github.com/minio/minio/blob/master/docs/distributed/README.md "
+                      "(Consistency Guarantees)")
+_MINIO_SITES = "https://github.com/minio/minio/blob/master/docs/site-replication/README.md"
+_MINIO_REPLICATION = ("https://github.com/minio/minio/blob/master/docs/bucket/replication/"
+                      "README.md (\"replication is completed asynchronously\")")
+
+MINIO = StoreKind(
+    name="minio", schemes=("s3",), driver="replicalab.cluster.minio:MinioDriver",
+    # sites are peers (every one takes writes); the s3:// adapter sends writes and consistent
+    # reads to the first, the home site, and a "leader" fault takes it
+    leader_word="home site", local_reads=True, strong_reads=True,
+    promises={
+        "consistency": Promise("strict read-after-write and list-after-write consistency "
+                               "inside a site; between sites, replication is asynchronous "
+                               "(a read at another site may be stale)",
+                               f"{_MINIO_CONSISTENCY} and {_MINIO_REPLICATION}"),
+        "availability": Promise("each site serves reads and writes on its own; a site cut "
+                                "off keeps serving and catches up when the link heals",
+                                _MINIO_SITES),
+    },
+)
+
 _KINDS: dict[str, StoreKind] = {}
 _BY_NAME: dict[str, StoreKind] = {}
 
@@ -324,7 +346,7 @@ def register(kind: StoreKind) -> StoreKind:
     return kind
 
 
-for _k in (REDIS, POSTGRES, ETCD, ZOOKEEPER, CASSANDRA):  # the shipped kinds: a line each
+for _k in (REDIS, POSTGRES, ETCD, ZOOKEEPER, CASSANDRA, MINIO):  # the shipped kinds: a line each
     register(_k)
 
 

@@ -66,12 +66,13 @@ class Toxiproxy:
         return r.json() if r.content else None
 
     def create(self, name: str, listen_port: int, upstream_port: int,
-               upstream_host: str = "127.0.0.1") -> None:
-        """Create proxy ``name`` from 127.0.0.1:listen_port to upstream_host:upstream_port
-        (a server on a loopback address of its own, such as a Cassandra node, gives its
-        host)."""
+               upstream_host: str = "127.0.0.1", listen_host: str = "127.0.0.1") -> None:
+        """Create proxy ``name`` from listen_host:listen_port (127.0.0.1 unless the link
+        needs an address of its own, as MinIO's site links do) to
+        upstream_host:upstream_port (a server on a loopback address of its own, such as a
+        Cassandra node, gives its host)."""
         self._ok(self.http.post("/proxies", json={
-            "name": name, "listen": f"127.0.0.1:{listen_port}",
+            "name": name, "listen": f"{listen_host}:{listen_port}",
             "upstream": f"{upstream_host}:{upstream_port}", "enabled": True}))
 
     def set_latency(self, name: str, downstream_ms: float, upstream_ms: float,
