@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import signal
 import sys
 import time
@@ -23,9 +24,9 @@ from replicalab.cli.errors import UserError, fail
 from replicalab.cli.output import out_console, say
 from replicalab.cli.progress import fmt_s
 from replicalab.cli.timeparse import parse_duration_s
-from replicalab.watch.config import load_backends
+from replicalab.watch.config import backends_from_urls, load_backends
 from replicalab.watch.db import SampleDB
-from replicalab.watch.stats import Sample
+from replicalab.watch.stats import Sample, window_summary
 from replicalab.watch.vehicle import Vehicle, direction, gauge
 from replicalab.watch.watcher import BackendState, SuiteOptions, Watcher
 
@@ -34,6 +35,17 @@ __all__ = ["dashboard", "live_view", "out_console", "register", "watch"]
 
 def _ms(x: float | None) -> str:
     return "–" if x is None else f"{x:.1f}"
+
+
+def percentile_lines(samples: list[Sample]) -> list[str]:
+    """Return one line per backend and operation of this run: p50/p99/p99.9 and count."""
+    lines = []
+    for backend, ops in window_summary(samples, math.inf, None).items():
+        for op, x in ops.items():
+            lines.append(f"{backend} {op}: p50 {_ms(x['p50_ms'])} ms, p99 {_ms(x['p99_ms'])}"
+                         f" ms, p99.9 {_ms(x['p999_ms'])} ms over {x['count']:,} operations"
+                         f" ({x['errors']:,} failed)")
+    return lines
 
 
 def live_view(states: list[BackendState], vehicle: Vehicle, db: Path) -> Group:
@@ -117,9 +129,13 @@ async def _watch(watcher: Watcher, live: Live | None, vehicle: Vehicle, db: Path
 
 
 def watch(
-    config: Annotated[Path, typer.Option(help="TOML file of [backends.NAME] tables "
-                                         "(url, durability, availability, transactional, "
-                                         "geo, records, read).")],
+    config: Annotated[Path | None, typer.Option(help="TOML file of [backends.NAME] tables "
+                                                "(url, durability, availability, "
+                                                "transactional, geo, records, read).")] = None,
+    store: Annotated[list[str] | None, typer.Option(
+        help="A store URL to watch, e.g. s3://KEY:SECRET@HOST:PORT/BUCKET (repeat for "
+             "several; with or without --config). An object store pays one PUT per record "
+             "to load: mind --records.", show_default=False)] = None,
     db: Annotated[Path, typer.Option(help="SQLite file the samples are appended to.")] = Path(
         "samples.sqlite"),
     interval: Annotated[str, typer.Option(help="Time between rounds: 10s, 500ms, 1m.")] = "10s",
@@ -150,6 +166,8 @@ def watch(
     Example: replicalab watch --config docs/examples/backends.toml --db samples.sqlite
 
     Example: replicalab watch --config docs/examples/backends.toml --metrics-port 9464
+
+    Example: replicalab watch --store s3://127.0.0.1:9000/bucket --records 1000
     """
     try:
         if max_rounds is not None and duration is not None:
@@ -160,7 +178,10 @@ def watch(
             timeout_s=parse_duration_s(timeout, "--timeout"), seed=seed,
             max_rounds=max_rounds,
             duration_s=None if duration is None else parse_duration_s(duration, "--duration"))
-        specs = load_backends(config)
+        if config is None and not store:
+            raise UserError("give --config FILE (docs/examples/backends.toml) or --store URL")
+        specs = ([*load_backends(config)] if config is not None else []) + \
+            backends_from_urls(store or [])
         metrics, server = None, None
         if metrics_port is not None:  # before the database: a bad port leaves nothing behind
             from replicalab.watch.metrics import WatchMetrics, serve
@@ -169,7 +190,8 @@ def watch(
             server = serve(metrics, metrics_port, metrics_host)
             host, bound = server.server_address[:2]
             say(f"metrics: http://{host}:{bound}/metrics", err=True)
-        store = SampleDB(db)
+        samples_db = SampleDB(db)
+        started_s = time.time()
         vehicle = Vehicle()
 
         def on_round(state: BackendState, samples: list[Sample]) -> None:
@@ -186,7 +208,7 @@ def watch(
                                 f"{s.op} error" for s in samples)
                 say(f"{state.name} round {samples[0].round}: {lat}")
 
-        watcher = Watcher(specs, store, opts, on_round)
+        watcher = Watcher(specs, samples_db, opts, on_round)
     except (ValueError, UserError) as err:
         fail(str(err))
     use_live = not as_json and out_console.is_terminal
@@ -198,13 +220,16 @@ def watch(
         else:
             stopped_by = asyncio.run(_watch(watcher, None, vehicle, db,
                                             None if as_json else LoadingLines()))
-        total = store.count()
+        total = samples_db.count()
+        summary = samples_db.samples(since_s=started_s)
     finally:
-        store.close()
+        samples_db.close()
         if server is not None:
             server.shutdown()
             server.server_close()
     if not as_json:
+        for line in percentile_lines(summary):
+            say(line)
         say(f"{total:,} samples in {db}" + (f" (stopped by {stopped_by})" if stopped_by else ""))
     if stopped_by == "SIGINT":
         raise typer.Exit(130)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from replicalab.stores.base import redact_url
 from replicalab.stores.registry import schemes
 
 DECLARED = ("durability", "availability", "transactional", "geo")
@@ -95,6 +96,26 @@ def parse_backends(data: dict[str, Any], where: str = "backends file") -> list[B
         raise ValueError(f"{where} lists no backends; add a table like "
                          "[backends.sim] url = \"sim://simpledb\"")
     return [_backend(name, table, where) for name, table in tables.items()]
+
+
+def backends_from_urls(urls: list[str]) -> list[BackendSpec]:
+    """Return one backend per store URL of ``watch --store``, named by the URL without its
+    credentials and parameters (``s3://127.0.0.1:9000/bucket``; a repeat gets ``#2``), no
+    declared properties (ValueError naming an unknown scheme)."""
+    out: list[BackendSpec] = []
+    seen: dict[str, int] = {}
+    for url in urls:
+        parts = urlsplit(url)
+        if "://" not in url or parts.scheme not in schemes():
+            raise ValueError(f"--store {redact_url(url)!r}: unknown or missing URL scheme; use "
+                             f"one of: {', '.join(s + '://' for s in schemes())}")
+        host = parts.netloc.rpartition("@")[2]
+        name = f"{parts.scheme}://{host}{parts.path}".rstrip("/")
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            name += f"#{seen[name]}"
+        out.append(BackendSpec(name=name, url=real_time_url(url)))
+    return out
 
 
 def load_backends(path: Path) -> list[BackendSpec]:
