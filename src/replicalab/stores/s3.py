@@ -75,6 +75,10 @@ _FILL = b"replicalab-object-filler."
 _STYLES = ("path", "virtual")
 _EXTRA = ("region", "style", "object_bytes", "conditional_writes", "profile")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+# obstore raises Python's own FileNotFoundError for a missing object
+_NOT_FOUND = (obx.NotFoundError, FileNotFoundError)
+_REFUSED_CONDITION = (obx.PreconditionError, obx.AlreadyExistsError, FileExistsError,
+                      *_NOT_FOUND)  # If-Match on a missing object: 404
 # what a transport error says when nothing came back (the outcome is unknown)
 _NO_ANSWER = ("timed out", "timeout", "error sending request", "connection", "broken pipe",
               "reset by peer", "incomplete", "http2", "hyper", "io error", "eof")
@@ -161,7 +165,8 @@ def encode(value: str, object_bytes: int) -> bytes:
 
 
 def _text(err: BaseException) -> str:
-    return " ".join(str(err).split())[:300] or type(err).__name__
+    """Return ``err`` in one short line: obstore's message without its debug dump."""
+    return " ".join(str(err).split("Debug source")[0].split())[:300] or type(err).__name__
 
 
 def _refused(err: BaseException) -> bool:
@@ -172,9 +177,9 @@ def _refused(err: BaseException) -> bool:
 
 def _no_answer(err: BaseException) -> bool:
     text = str(err).lower()
-    if re.search(r"status: 5\d\d|\b5\d\d\b (internal|service|bad gateway|gateway)", text):
+    if re.search(r"status code: 5\d\d", text):
         return True  # the endpoint failed while handling it: it may have been applied
-    return isinstance(err, obx.GenericError) and any(w in text for w in _NO_ANSWER)
+    return isinstance(err, obx.GenericError | OSError) and any(w in text for w in _NO_ANSWER)
 
 
 class S3Store:
@@ -297,13 +302,13 @@ class S3Store:
         except TimeoutError:
             raise ValueError(f"cannot reach the S3 endpoint at {where}: no answer within "
                              f"{self.timeout_s:g} s") from None
-        except obx.BaseError as err:
+        except (obx.BaseError, OSError) as err:
             if _refused(err):
                 raise ValueError(f"the S3 endpoint at {where} refused the credentials "
                                  f"({self.credentials.source}): {_refusal(err)}; give a key "
                                  "it accepts (URL, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY "
                                  "or profile=)") from None
-            if "NoSuchBucket" in str(err) or isinstance(err, obx.NotFoundError):
+            if "NoSuchBucket" in str(err) or isinstance(err, _NOT_FOUND):
                 raise ValueError(f"the S3 endpoint at {where} has no bucket "
                                  f"{self.bucket!r}; create it first") from None
             raise ValueError(f"cannot reach the S3 endpoint at {where}: {_text(err)}"
@@ -343,9 +348,9 @@ class S3Client:
             return await asyncio.wait_for(aw, self.store.timeout_s + 0.5)
         except TimeoutError:
             raise Unavailable(f"{name}: no answer within {self.store.timeout_s:g} s") from None
-        except (obx.NotFoundError, obx.PreconditionError, obx.AlreadyExistsError):
+        except _REFUSED_CONDITION:
             raise
-        except obx.BaseError as err:
+        except (obx.BaseError, OSError) as err:
             if _no_answer(err):
                 raise Unavailable(f"{name}: {_text(err)}") from None
             if _refused(err):
@@ -361,7 +366,7 @@ class S3Client:
 
         try:
             body, etag = await self._call(name, get())
-        except obx.NotFoundError:
+        except _NOT_FOUND:
             return None, None
         return _decode(body), etag
 
@@ -404,7 +409,7 @@ class S3Client:
             mode = {"e_tag": etag}
         try:
             await self._call(name, obstore.put_async(self.home, key, body, mode=mode))
-        except (obx.PreconditionError, obx.AlreadyExistsError, obx.NotFoundError):
+        except _REFUSED_CONDITION:
             raise ConditionFailed(f"{name}: condition failed") from None
         except StoreError as err:
             if "501" in str(err) or "NotImplemented" in str(err):
@@ -424,7 +429,7 @@ class S3Client:
         store, name = (self.home, self.home_name) if consistent else (self.near, self.near_name)
         try:
             meta = await self._call(name, obstore.head_async(store, key))
-        except obx.NotFoundError:
+        except _NOT_FOUND:
             return None
         return {"size_bytes": int(meta["size"]), "etag": meta.get("e_tag"),
                 "last_modified": meta["last_modified"].isoformat()}
