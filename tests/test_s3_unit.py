@@ -30,7 +30,8 @@ def test_url_names_sites_bucket_and_defaults():
                                                       (9002, "EU")]
     assert s.info.kind == "s3" and s.info.regions == ("US-E", "US-W", "EU")
     assert s.info.features == {Feature.EVENTUAL_READ, Feature.CONSISTENT_READ,
-                               Feature.DELETE, Feature.CONDITIONAL_WRITE}
+                               Feature.DELETE, Feature.CONDITIONAL_WRITE,
+                               Feature.TRANSACTIONS}
     assert s.info.params["home"] == "n0" and s.info.params["object_bytes"] == 0
     # no port: 443 with TLS, else 80
     assert open_store("s3://s3.example.com/b12?tls=1").sites[0].port == 443
@@ -100,7 +101,7 @@ def test_bodies_are_padded_to_the_object_size(size):
 
 def test_conditional_writes_off_is_declared_and_refused_in_one_line():
     s = open_store("s3://127.0.0.1:9000/b12?conditional_writes=0")
-    assert Feature.CONDITIONAL_WRITE not in s.info.features
+    assert not {Feature.CONDITIONAL_WRITE, Feature.TRANSACTIONS} & s.info.features
     from replicalab.stores.s3 import S3Client
 
     client = S3Client(s, None, "n0", None, "n0")

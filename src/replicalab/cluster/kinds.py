@@ -314,6 +314,12 @@ MINIO = StoreKind(
     # sites are peers (every one takes writes); the s3:// adapter sends writes and consistent
     # reads to the first, the home site, and a "leader" fault takes it
     leader_word="home site", local_reads=True, strong_reads=True,
+    durability=(
+        DurabilityVariant("defaults (one drive per site)", (), "", True, True,
+                          "its consistency guarantee rests on the drive honouring O_DIRECT "
+                          "and fdatasync (the documentation warns that ext4 does not): an "
+                          "acknowledged PUT is on the drive", _MINIO_CONSISTENCY),
+    ),
     promises={
         "consistency": Promise("strict read-after-write and list-after-write consistency "
                                "inside a site; between sites, replication is asynchronous "
@@ -323,6 +329,12 @@ MINIO = StoreKind(
                                 "off keeps serving and catches up when the link heals",
                                 _MINIO_SITES),
     },
+    transactions=(
+        TxnVariant("conditional PUT per object (If-Match)", "", "none",
+                   "no multi-object transactions: a conditional PUT makes one object's "
+                   "read-modify-write atomic; several objects are written one by one",
+                   isolation.S3_DOC),
+    ),
 )
 
 _KINDS: dict[str, StoreKind] = {}

@@ -21,13 +21,15 @@ CASSANDRA_DOC = "https://cassandra.apache.org/doc/5.0/cassandra/developing/cql/d
 CASSANDRA_LWT_DOC = ("https://cassandra.apache.org/doc/5.0/cassandra/architecture/"
                      "guarantees.html#lightweight-transactions-with-linearizable-consistency")
 SIM_DOC = "docs/transactions.md#simulated-stores"
+S3_DOC = "https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html"
 
 _PG_LEVELS = {"read-committed": "read-committed", "repeatable-read": "snapshot-isolation",
               "serializable": "serializable"}
 """PostgreSQL's REPEATABLE READ is snapshot isolation (the docs: it "does not allow phantom
 reads" yet admits write skew, serialization anomalies)."""
 
-TXN_SCHEMES = ("postgresql://", "etcd://", "zk://", "redis://", "cassandra://", "sim://")
+TXN_SCHEMES = ("postgresql://", "etcd://", "zk://", "redis://", "cassandra://", "sim://",
+               "s3://")
 """The URL schemes whose stores offer transactions (for a refusal's "use one of")."""
 
 
@@ -56,6 +58,8 @@ def isolation_promise(store_url: str) -> tuple[str, str]:
         return "none", CASSANDRA_DOC  # a logged batch: atomic, eventually; isolated: no
     if scheme == "sim":
         return "none", SIM_DOC  # micro-operations one by one
+    if scheme == "s3":  # a conditional PUT per object: atomic each, not together
+        return "none", S3_DOC
     raise ValueError(no_transactions(store_url))
 
 

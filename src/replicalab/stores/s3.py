@@ -27,6 +27,11 @@ multi-element writes and multi-element reads are not declared. An endpoint witho
 conditional writes: ``conditional_writes=0`` (the capability is then not declared and a
 conditional write is refused in one line); one that answers 501 to them is refused the same way.
 
+Transactions (``transact``, with conditional writes): every key read at home with its
+ETag, the micro-operations played out, then one conditional PUT per key written; a first
+PUT refused aborts it, a later one leaves it committed in part (an unknown outcome): S3 has
+no multi-object atomicity, so its promised isolation is none (``stores/isolation.py``).
+
 Credentials, first found wins: the URL's user part (access key and secret, percent-encoded),
 the environment (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``),
 then an AWS profile (``profile=NAME`` or ``AWS_PROFILE``, read by boto3 from
@@ -59,14 +64,17 @@ from replicalab.stores.base import (
     ABSENT,
     ConditionFailed,
     Feature,
+    MicroOp,
     ReadResult,
     StoreError,
     StoreInfo,
+    TxnAborted,
     Unavailable,
     Unsupported,
     WriteResult,
     redact_url,
 )
+from replicalab.stores.txnops import check_ops, keys_of, play
 from replicalab.stores.url import Endpoint, parse_store_url
 
 MAX_OBJECT_BYTES = 1 << 20  # the workload knob's upper end (1 MiB)
@@ -219,8 +227,8 @@ class S3Store:
         self.rng = random.Random(seed)
         self.runtime = RealRuntime()
         features = {Feature.EVENTUAL_READ, Feature.CONSISTENT_READ, Feature.DELETE}
-        if self.conditional:
-            features.add(Feature.CONDITIONAL_WRITE)
+        if self.conditional:  # transactions commit by conditional PUTs too
+            features |= {Feature.CONDITIONAL_WRITE, Feature.TRANSACTIONS}
         self.info = StoreInfo(
             url=self.shown_url, kind="s3", features=frozenset(features),
             regions=u.region_names(),
@@ -418,6 +426,35 @@ class S3Client:
                                   "add conditional_writes=0") from None
             raise
         return WriteResult(name)
+
+    async def transact(self, ops: list[MicroOp], *, gap_ns: int = 0) -> list[MicroOp]:
+        """Run ``ops`` optimistically at the home site: GET every key (its body and ETag),
+        play the ops out, then PUT each key written with ``If-Match`` its ETag
+        (``If-None-Match: *`` if it was absent). TxnAborted when the first PUT's condition
+        fails (nothing was written); StoreError (outcome unknown) when a later one fails:
+        S3 writes objects one at a time, so the transaction then committed in part."""
+        check_ops(ops)
+        name = self.home_name
+        stored: dict[str, str | None] = {}
+        etags: dict[str, str | None] = {}
+        for k in keys_of(ops):
+            stored[k], etags[k] = await self._get(self.home, name, k)
+        played = play(ops, stored)
+        if gap_ns and len(ops) > 1:
+            await self.store.runtime.sleep_ns(gap_ns * (len(ops) - 1))
+        for n, (k, v) in enumerate(played.writes.items()):
+            etag = etags[k]
+            mode: Any = "create" if etag is None else {"e_tag": etag}
+            try:
+                await self._call(name, obstore.put_async(
+                    self.home, k, encode(v, self.store.object_bytes), mode=mode))
+            except _REFUSED_CONDITION:
+                if n == 0:
+                    raise TxnAborted(f"{name}: {k} changed since the transaction read it"
+                                     ) from None
+                raise StoreError(f"{name}: {k} changed since the transaction read it, after "
+                                 f"{n} of its writes landed: committed in part") from None
+        return played.ops
 
     async def delete(self, keys: Sequence[str]) -> WriteResult:
         """DELETE ``keys`` at the home site (one bulk request per 1,000)."""
