@@ -212,3 +212,57 @@ def test_cluster_up_then_down_leaves_no_process_port_or_data(minio_dc3, tmp_path
     assert not any(_bound("127.0.0.1", p) for p in ports)
     assert not any(_bound(h, p) for h, p in site_links)
     assert not cdir.exists()
+
+
+def test_watch_store_s3_records_percentiles_and_serves_metrics(minio_dc3, tmp_path):
+    """``watch --store s3://...``: each round's samples are in the database, the closing
+    lines give p50/p99/p99.9 per operation computed from them (nearest rank), and /metrics
+    counts the same operations per backend and op while it runs."""
+    import re
+    import time
+
+    import httpx
+
+    from replicalab.watch.db import SampleDB
+    from replicalab.watch.stats import percentile
+
+    c, _ = minio_dc3
+    db = tmp_path / "w.sqlite"
+    rounds = 12
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "replicalab.cli.main", "watch", "--store", c.url,
+         "--records", "20", "--interval", "300ms", "--max-rounds", str(rounds), "--reads", "2",
+         "--writes", "2", "--metrics-port", "0", "--db", str(db)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        m = re.search(r"metrics: (http://\S+)", line)
+        assert m, line
+        scraped = ""
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            scraped = httpx.get(m.group(1), timeout=5).text
+            if re.search(r'replicalab_watch_latency_seconds_count\{backend="[^"]+",op="write"\}'
+                         r" ([1-9]\d*)", scraped):
+                break
+            time.sleep(0.3)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    name = "s3://127.0.0.1:" + str(c.nodes[0].port) + "/replicalab"
+    assert f'backend="{name}",op="read"' in scraped and f'backend="{name}",op="write"' in scraped
+    samples = SampleDB(db, readonly=True).samples()
+    assert {s.op for s in samples} == {"read", "write"}
+    assert len(samples) == rounds * 4 and all(s.ok for s in samples), samples[:3]
+    for op in ("read", "write"):
+        lat = sorted(s.latency_ms for s in samples if s.op == op)
+        want = [percentile(lat, q) for q in (50, 99, 99.9)]
+        line = next(x for x in out.splitlines() if x.startswith(f"{name} {op}:"))
+        assert line == (f"{name} {op}: p50 {want[0]:.1f} ms, p99 {want[1]:.1f} ms, p99.9 "
+                        f"{want[2]:.1f} ms over {len(lat):,} operations (0 failed)"), line
+    secret = str(c.extra["secret"])
+    assert secret not in out + err
+    assert not [f for f in tmp_path.iterdir() if secret.encode() in f.read_bytes()]
