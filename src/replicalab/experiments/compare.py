@@ -22,6 +22,7 @@ from replicalab.experiments import figures
 from replicalab.faults.schedule import Fault, check_within
 from replicalab.history.rundir import Run
 from replicalab.regions import region_set
+from replicalab.stores.base import redact_url
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.latency import LatencyConfig
 from replicalab.workloads.register import RegisterConfig
@@ -150,7 +151,7 @@ def _staleness_one(kind: StoreKind, regions: str, duration_s: float, ops: int, o
     k = kind.name
     phase(f"{k}: starting a 3-node cluster")
     with cluster(kind, regions, f"compare-{k}") as (c, leader):
-        row: dict[str, Any] = {"store": k, "url": c.url, "leader_region": leader}
+        row: dict[str, Any] = {"store": k, "url": redact_url(c.url), "leader_region": leader}
         curve: tuple[list[float], list[float]] = ([], [])
         for consistency in CONSISTENCIES:
             spec = ProbeSpec(store=c.url, workload="staleness", options=ProbeOptions(

@@ -21,6 +21,7 @@ from replicalab.experiments.promises import sim_rules
 from replicalab.experiments.property import Context, NotMeasured, Property
 from replicalab.regions import region_set
 from replicalab.stores import open_store
+from replicalab.stores.base import redact_url
 
 SCHEMA_VERSION = 1
 
@@ -141,8 +142,9 @@ def score_store(sc: Scorecard, subject: Subject, tick: Callable[[str], Progress]
             ctx.features = frozenset(f.value for f in open_store(ctx.target.url, 1).info.features)
             ctx.rs_name = sc.regions
         t = ctx.target
-        sc.stores[subject.label] = {"url": t.url.split("?")[0], "regions": list(t.regions),
-                                    "leader": t.leader, "leader_region": t.leader_region,
+        sc.stores[subject.label] = {"url": redact_url(t.url.split("?")[0]),  # s3:// has a secret
+                                    "regions": list(t.regions), "leader": t.leader,
+                                    "leader_region": t.leader_region,
                                     "features": sorted(ctx.features)}
         if subject.kind is not None:
             sc.stores[subject.label]["capabilities"] = subject.kind.capabilities(ctx.features)
