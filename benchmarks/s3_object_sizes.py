@@ -3,7 +3,7 @@ s3:// adapter, against any S3 endpoint (the MinIO sites of ``replicalab cluster 
 
 For each object size (``object_bytes``, the adapter's knob) a client placed in ``--region``
 times ``--ops`` sequential calls of each operation: PUT (at the home site), GET and HEAD at
-the home site (consistent) and at its own site (eventual), LIST of a prefix of 10 objects,
+the home site (consistent) and at its own site (eventual), LIST of a prefix (up to 11 objects),
 DELETE; p50/p99 in ms. Then list-after-write: a writer in ``--writer-region`` creates a new
 object and a reader in ``--reader-region`` lists the prefix at its own site until the key is
 there, ``--ops`` times; the median and p99 of the time from the PUT's acknowledgement to
@@ -56,7 +56,7 @@ async def by_size(url: str, size: int, region: str, ops: int, prefix: str
         assert isinstance(c, S3Client)
         keys = [f"{prefix}/s{size}/k{i}/v" for i in range(ops)]
         out: dict[str, list[float]] = {k: [] for k in (
-            "PUT", "GET (home)", "GET (own site)", "HEAD (home)", "LIST 10 (home)", "DELETE")}
+            "PUT", "GET (home)", "GET (own site)", "HEAD (home)", "LIST (home)", "DELETE")}
         for k in keys:
             out["PUT"].append(await _timed(c.write({k: "v"})))
         for k in keys:
@@ -64,7 +64,7 @@ async def by_size(url: str, size: int, region: str, ops: int, prefix: str
             out["GET (own site)"].append(await _timed(c.read([k], consistent=False)))
             out["HEAD (home)"].append(await _timed(c.head(k)))
         for i in range(ops):
-            out["LIST 10 (home)"].append(await _timed(c.list(f"{prefix}/s{size}/k{i % 10}")))
+            out["LIST (home)"].append(await _timed(c.list(f"{prefix}/s{size}/k{i % 10}")))
         for k in keys:
             out["DELETE"].append(await _timed(c.delete([k])))
         return {op: _stats(v) for op, v in out.items()}
