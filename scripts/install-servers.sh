@@ -14,17 +14,25 @@ cd "$(dirname "$0")/.."
 # (make test starts it in the background while the other tests run, see tests/minio_build.py).
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 MC_VERSION=v0.0.0-20250313080218-cf909e1063a9
+# A build is kept per user by version (~/.cache/replicalab/go-bin), so a fresh clone on the
+# same machine (CI's) copies it instead of building again.
+GO_BIN_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/replicalab/go-bin"
 build_minio() {
-  command -v go >/dev/null 2>&1 || { echo "error: Go is needed to build MinIO" >&2; exit 2; }
+  mkdir -p .replicalab/bin
   for tool in minio mc; do
     if [ ! -x ".replicalab/bin/$tool" ]; then
       version=$MINIO_VERSION; [ "$tool" = mc ] && version=$MC_VERSION
-      echo "building $tool $version from the Go module proxy..."
-      rm -rf ".replicalab/bin/.$tool.part" && mkdir -p ".replicalab/bin/.$tool.part"
-      CGO_ENABLED=0 GOBIN="$PWD/.replicalab/bin/.$tool.part" \
-        go install -p "${REPLICALAB_GO_JOBS:-$(nproc)}" "github.com/minio/$tool@$version"
-      mv ".replicalab/bin/.$tool.part/$tool" ".replicalab/bin/$tool"
-      rm -rf ".replicalab/bin/.$tool.part"
+      cached="$GO_BIN_CACHE/$tool-$version"
+      if [ ! -x "$cached" ]; then
+        command -v go >/dev/null 2>&1 || { echo "error: Go is needed to build MinIO" >&2; exit 2; }
+        echo "building $tool $version from the Go module proxy..."
+        mkdir -p "$GO_BIN_CACHE"
+        part=$(mktemp -d "$GO_BIN_CACHE/.$tool.XXXXXX")
+        CGO_ENABLED=0 GOBIN="$part" \
+          go install -p "${REPLICALAB_GO_JOBS:-$(nproc)}" "github.com/minio/$tool@$version"
+        mv "$part/$tool" "$cached" && rm -rf "$part"
+      fi
+      cp "$cached" ".replicalab/bin/.$tool.part" && mv ".replicalab/bin/.$tool.part" ".replicalab/bin/$tool"
     fi
   done
 }
