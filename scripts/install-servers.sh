@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 # adapter's tests and `cluster up minio`: built from the Go module proxy at the commits pinned
 # here (MinIO tags releases with no Go version; mc's is the one MinIO's go.mod requires).
 # About 3 minutes each on 2 idle cores; `scripts/install-servers.sh minio` builds only these
-# (make test starts it in the background while the other tests run, see tests/minio_build.py).
+# (make test starts it in the background while the other tests run, see tests/minio_build.py;
+# REPLICALAB_MINIO_LATER=1 leaves it out of the main install and orders its tests last).
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 MC_VERSION=v0.0.0-20250313080218-cf909e1063a9
 # A build is kept per user by version (~/.cache/replicalab/go-bin), so a fresh clone on the

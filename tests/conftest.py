@@ -121,8 +121,10 @@ def pytest_collection_modifyitems(config, items):
         if not kinds and "ray_local" in names:
             group = "ray"
         item.add_marker(pytest.mark.xdist_group(group))
-    # MinIO's tests last: make test builds MinIO in the background meanwhile
-    items[:] = sorted(items, key=lambda i: "minio_dc3" in getattr(i, "fixturenames", ()))
+    # MinIO's tests last when make test builds MinIO in the background meanwhile (decided by
+    # the environment, the same in every worker: xdist needs one collection order)
+    if os.environ.get("REPLICALAB_MINIO_LATER") == "1":
+        items[:] = sorted(items, key=lambda i: "minio_dc3" in getattr(i, "fixturenames", ()))
 
 
 # -- tests that run alone ------------------------------------------------------------------------
