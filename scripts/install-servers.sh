@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 # MinIO (AGPL-3.0, run only as a separate server process) and its client mc, for the s3://
 # adapter's tests and `cluster up minio`: built from the Go module proxy at the commits pinned
 # here (MinIO tags releases with no Go version; mc's is the one MinIO's go.mod requires).
-# About 3 minutes each on 2 idle cores; `scripts/install-servers.sh minio` builds only these
+# MinIO took 6 min 40 s of CPU (28 min beside other builds on this 2-core machine), mc 1 min
+# more; `scripts/install-servers.sh minio` builds only these
 # (make test starts it in the background while the other tests run, see tests/minio_build.py;
 # REPLICALAB_MINIO_LATER=1 leaves it out of the main install and orders its tests last).
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
