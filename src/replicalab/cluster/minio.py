@@ -235,13 +235,44 @@ class MinioDriver:
                          path=f"/{BUCKET}")
 
     def status(self, c: Cluster) -> list[dict[str, str]]:
-        """Return per site: live or not, and its replication backlog from its metrics."""
+        """Return per site: live or not, and from its metrics the objects it replicated to
+        each peer (failed ones beside) and received from them."""
         rows = []
         for node in c.nodes:
             row = {"node": f"n{node.index}", "region": node.region, "pid": str(node.pid),
                    "port": str(node.port), "role": node.role or "site"}
-            row["state"] = ("live, site replication to "
-                            f"{len(c.nodes) - 1} peer(s)" if _health(node.port)
-                            else "not answering /minio/health/live")
+            if not _health(node.port):
+                row["state"] = "not answering /minio/health/live"
+            else:
+                row["state"] = "live" + "".join(f"; {x}" for x in _replication(node.port))
             rows.append(row)
         return rows
+
+
+def _replication(port: int) -> list[str]:
+    """Return what site ``port``'s cluster metrics say of its replication: per peer the
+    objects sent (failed), and the objects received ([] when the metrics do not answer)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        r = httpx.get(f"http://127.0.0.1:{port}/minio/v2/metrics/cluster", timeout=2.0,
+                      **_PLAIN)  # type: ignore[arg-type]
+        r.raise_for_status()
+    except httpx.HTTPError:
+        return []
+    sent: dict[str, float] = {}
+    failed: dict[str, float] = {}
+    received = 0.0
+    for family in text_string_to_metric_families(r.text):
+        for sample in family.samples:
+            peer = sample.labels.get("endpoint", "").split(".")[0].removeprefix("site-")
+            name = sample.name.removesuffix("_total")  # the parser adds it to counters
+            if name == "minio_cluster_replication_sent_count":
+                sent[peer] = sample.value
+            elif name == "minio_cluster_replication_total_failed_count":
+                failed[peer] = sample.value
+            elif name == "minio_cluster_replication_received_count":
+                received += sample.value
+    out = [f"sent {int(n)} to {peer} ({int(failed.get(peer, 0))} failed)"
+           for peer, n in sorted(sent.items())]
+    return [*out, f"received {int(received)}"]
