@@ -76,6 +76,15 @@ def binary(name: str) -> Path:
                      "(about 3 minutes on 2 cores)")
 
 
+def own_hosts(hosts: Path) -> list[str]:
+    """Return the argv prefix that runs a command with ``hosts`` as its /etc/hosts: a mount
+    namespace of its own (and, for a user other than root, a user namespace in which it may
+    mount)."""
+    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    return ["unshare", *user, "--mount", "--propagation", "private", "--", "sh", "-c",
+            'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts)]
+
+
 def _secret(c: Cluster) -> str:
     return str(c.extra["secret"])
 
@@ -138,9 +147,7 @@ class MinioDriver:
         data = Path(node.data_dir)
         (data / "data").mkdir(parents=True, exist_ok=True)
         hosts = self._hosts_file(c, node)
-        argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-                'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts),
-                str(binary("minio")), "server", "--quiet", "--address",
+        argv = [*own_hosts(hosts), str(binary("minio")), "server", "--quiet", "--address",
                 f"127.0.0.1:{node.port}", str(data / "data")]
         node.pid = process.start(argv, data / "server.log", env=self._env(c), label="minio")
         deadline = time.monotonic() + _READY_TIMEOUT_S
@@ -185,9 +192,7 @@ class MinioDriver:
         for n in c.nodes:
             env[f"MC_HOST_n{n.index}"] = (f"http://{ACCESS_KEY}:{_secret(c)}@{site_name(n)}:"
                                           f"{n.port}")
-        argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-                'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts),
-                str(binary("mc")), "--config-dir", str(base / "mc"), *args]
+        argv = [*own_hosts(hosts), str(binary("mc")), "--config-dir", str(base / "mc"), *args]
         try:
             done = subprocess.run(argv, env=env, capture_output=True, text=True,
                                   timeout=timeout_s, stdin=subprocess.DEVNULL)
