@@ -312,10 +312,14 @@ class S3Store:
                              f"{self.timeout_s:g} s") from None
         except (obx.BaseError, OSError) as err:
             if _refused(err):
+                code = _refusal(err)
+                hint = ("; or the key lacks s3:ListBucket on the bucket, which a probe "
+                        "needs to check it" if code == "AccessDenied"
+                        and self.credentials.source != "none" else "")
                 raise ValueError(f"the S3 endpoint at {where} refused the credentials "
-                                 f"({self.credentials.source}): {_refusal(err)}; give a key "
-                                 "it accepts (URL, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY "
-                                 "or profile=)") from None
+                                 f"({self.credentials.source}): {code}; give a key it "
+                                 "accepts (URL, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or "
+                                 f"profile=){hint}") from None
             if "NoSuchBucket" in str(err) or isinstance(err, _NOT_FOUND):
                 raise ValueError(f"the S3 endpoint at {where} has no bucket "
                                  f"{self.bucket!r}; create it first") from None
