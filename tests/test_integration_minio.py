@@ -272,3 +272,47 @@ def test_watch_store_s3_records_percentiles_and_serves_metrics(minio_dc3, tmp_pa
     secret = str(c.extra["secret"])
     assert secret not in out + err
     assert not [f for f in tmp_path.iterdir() if secret.encode() in f.read_bytes()]
+
+
+def test_a_crashed_site_restarts_and_catches_up(minio_dc3, tmp_path):
+    """kill -9 of the US-W site mid-run: its readers get nothing while it is down, no
+    acknowledged write is lost, and a read there returns the last write once writes went on
+    after the other sites saw it back. MinIO health-checks a replication target every 5 s
+    (cmd/bucket-targets.go) and queues what it could not send for a retry 6 minutes later
+    (cmd/bucket-replication.go, mrfQueueInterval): so the run writes for 10 s after the
+    restart, and the last write must arrive as any write does. A run that stopped writing
+    3 s after the restart left US-W on a write from before the crash for more than 15 s."""
+    import time
+
+    c, root = minio_dc3
+    key = "probe/item/value"
+    spec = ProbeSpec(store=c.url, workload="staleness", key_prefix="it-crash/", keep_keys=True,
+                     options=ProbeOptions(consistency="eventual", duration_s=14.0,
+                                          write_interval_s=0.25, read_rate=50, period_s=14.0),
+                     config=StalenessConfig(placement="separate-clients",
+                                            writer_region="US-E", reader_region="US-W"),
+                     cluster=c.name, cluster_root=str(root),
+                     faults=(parse_fault("at=2s crash node=1 for=2s"),))
+    run = run_probe(spec, tmp_path)
+    assert not run.error, run.error
+    r = run.results
+    assert r["lost_writes"]["lost"] == 0, r["lost_writes"]
+    assert r["ops"]["info"] + r["ops"]["failed"] > 0  # the readers noticed the crash
+    h, _ = load_history(run.run_dir)
+    writes, _ = element_ops(h, KEY)
+    last = writes.value[int(writes.complete_ns.argmax())]
+
+    async def read_at_us_w() -> str | None:
+        store = open_store(c.url)
+        try:
+            client = await store.connect("US-W")
+            return (await client.read([f"it-crash/{key}"], consistent=False)).values[0]
+        finally:
+            await store.close()
+
+    deadline = time.monotonic() + 15
+    got = asyncio.run(read_at_us_w())
+    while got != last and time.monotonic() < deadline:
+        time.sleep(0.2)
+        got = asyncio.run(read_at_us_w())
+    assert got == last
