@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -44,7 +45,7 @@ def test_paced_clients_send_one_request_per_slot_and_wait_for_each_reply():
         assert len(ops) == 20
         invokes = np.array([i for i, _ in ops])
         assert np.all(np.diff(invokes) == NS // 2)  # one request a slot, on the grid
-        assert all(nxt >= done for (_, done), (nxt, _) in zip(ops, ops[1:], strict=False))
+        assert all(nxt >= done for (_, done), (nxt, _) in itertools.pairwise(ops))
     firsts = sorted(ops[0][0] for ops in clients.values())
     assert len(set(firsts)) == 10 and firsts[-1] - firsts[0] < NS // 2  # phases spread
 

@@ -91,9 +91,20 @@ class LoadSpec:
               client_rate_per_s: float = 1.0, **kw: Any) -> LoadSpec:
         """Return a paced closed-loop spec: ``groups`` x ``clients_per_group`` clients at
         ``client_rate_per_s`` each (the offered rate is their product)."""
+        kw.pop("rate_per_s", None)  # the groups' product, whatever was given
         return cls(store=store, rate_per_s=groups * clients_per_group * client_rate_per_s,
                    groups=groups, clients_per_group=clients_per_group,
                    client_rate_per_s=client_rate_per_s, **kw)
+
+    def with_groups(self, groups: int, clients_per_group: int, client_rate_per_s: float
+                    ) -> LoadSpec:
+        """Return this load as paced clients (``groups`` 0: unchanged, open loop)."""
+        if not groups:
+            return self
+        return LoadSpec.paced(**{**asdict(self), "groups": groups,
+                                 "clients_per_group": clients_per_group,
+                                 "client_rate_per_s": client_rate_per_s,
+                                 "rate_per_s": None})  # type: ignore[arg-type]
 
     @property
     def clients(self) -> int:
