@@ -38,7 +38,7 @@ class TradeoffRun:
 def tradeoff(store: str = "sim://simpledb", groups: Sequence[int] = (1, 5, 10, 15, 20, 25),
              clients_per_group: int = 100, client_rate_per_s: float = 1.0,
              read_ratios: Sequence[float] = (0.99, 0.75, 0.5),
-             consistencies: Sequence[str] = ("eventual", "consistent"), repeats: int = 5,
+             consistencies: Sequence[str] = ("eventual", "consistent"), repeats: int = 3,
              step_duration_s: float = 30.0, keyspace: int = 1, timeout_ms: float = 10_000.0,
              seed: int = 1, out: Path = Path("runs"), workers: int = 1,
              ray: str | None = None,

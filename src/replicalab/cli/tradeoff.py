@@ -39,7 +39,7 @@ def tradeoff_cmd(
     consistency: Annotated[str, typer.Option(help="eventual, consistent, or both "
                                              "(comma separated).")] = "eventual,consistent",
     repeats: Annotated[int, typer.Option(help="Runs of each load (whiskers: min and max "
-                                         "over them).")] = 5,
+                                         "over them).")] = 3,
     step_duration: Annotated[str, typer.Option(help="How long each load runs.")] = "30s",
     keyspace: Annotated[int, typer.Option(help="Keys (the paper used one attribute of one "
                                           "item).")] = 1,
