@@ -143,20 +143,22 @@ def test_observations_say_when_the_run_cannot_tell():
 def test_cli_tradeoff_fails_past_capacity_only_and_draws_the_figures(tmp_path: Path):
     out = tmp_path / "runs"
     p = subprocess.run([sys.executable, "-m", "replicalab.cli.main", "load", "tradeoff", "--groups",
-                        "1,25", "--repeats", "2", "--step-duration", "2s", "--read-ratios",
+                        "1,25", "--repeats", "1", "--step-duration", "2s", "--read-ratios",
                         "0.99", "--out", str(out), "--json"],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
-    assert doc["complete"] and len(doc["cells"]) == 2 * 2 * 2
+    assert doc["complete"] and len(doc["cells"]) == 2 * 2
     by = {(pt["consistency"], pt["groups"]): pt for pt in doc["points"]}
     for c in ("eventual", "consistent"):
         assert by[(c, 1)]["failure_rate"]["max"] == 0.0
         # 2500 clients offer 2525 units/s against 2000: about a fifth refused
         assert 0.15 < by[(c, 25)]["failure_rate"]["min"] <= by[(c, 25)]["failure_rate"]["max"]
         assert by[(c, 25)]["throughput_rps"]["mean"] < 2100
-    claims = {o["claim"].split(":")[0]: o for o in doc["observations"]}
-    assert claims["Figure 12"]["holds"] is True
+    claims = {o["claim"]: o["holds"] for o in doc["observations"]}
+    assert claims["Figure 12: the failure rate rises as the offered load rises"] is True
+    # one run per load: whiskers cannot say whether eventual and consistent differ
+    assert [h for c, h in claims.items() if "whiskers" in c] == [None, None]
     run_dir = Path(doc["run_dir"])
     assert {f.name for f in (run_dir / "figures").iterdir()} == {
         "tradeoff-read-latency.png", "tradeoff-ratio-latency.png", "tradeoff-throughput.png",

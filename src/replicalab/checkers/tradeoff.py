@@ -148,12 +148,19 @@ def observations(pts: Sequence[Mapping[str, Any]], ratio: float = 0.99
                 "no two read ratios to compare" if not spreads else
                 f"slowest ratio's mean at most {_pct(max(spreads))} above the fastest's "
                 f"(within {_pct(RATIO_SPREAD_WITHIN)} counts as no marked impact)")
-    apart = [e["groups"] for e, c in paired if not _overlap(e["throughput_rps"],
-                                                           c["throughput_rps"])]
-    add("Figure 10: eventual and consistent reads give the same throughput (no significant "
-        "difference: the min-max whiskers overlap)", not apart,
-        "whiskers overlap at every load" if not apart else
-        f"whiskers apart at {len(apart)} of {len(paired)} loads (groups {apart})")
+    single = min(p["repeats"] for pair in paired for p in pair) < 2
+
+    def alike(key: str, claim: str) -> None:
+        if single:
+            add(claim, None, "one run per load: no whiskers to compare (use --repeats 2 or "
+                "more)")
+            return
+        apart = [e["groups"] for e, c in paired if not _overlap(e[key], c[key])]
+        add(claim, not apart, "whiskers overlap at every load" if not apart else
+            f"whiskers apart at {len(apart)} of {len(paired)} loads (groups {apart})")
+
+    alike("throughput_rps", "Figure 10: eventual and consistent reads give the same "
+          "throughput (no significant difference: the min-max whiskers overlap)")
     shares = [e["throughput_pct"]["mean"] for e in ev if e["throughput_pct"]["mean"] is not None]
     add("Figure 11: the throughput share of the potential load falls as the load grows",
         None if len(shares) < 2 else shares[-1] < shares[0],
@@ -168,10 +175,6 @@ def observations(pts: Sequence[Mapping[str, Any]], ratio: float = 0.99
         "fewer than two loads" if len(rates) < 2 else
         "failure rate by load: " + ", ".join(f"{e['clients']} clients {_pct(r)}"
                                              for e, r in zip(ev, rates, strict=False)))
-    apart = [e["groups"] for e, c in paired if not _overlap(e["failure_rate"],
-                                                           c["failure_rate"])]
-    add("Figure 12: eventual and consistent reads fail alike (no significant difference: "
-        "the min-max whiskers overlap)", not apart,
-        "whiskers overlap at every load" if not apart else
-        f"whiskers apart at {len(apart)} of {len(paired)} loads (groups {apart})")
+    alike("failure_rate", "Figure 12: eventual and consistent reads fail alike (no "
+          "significant difference: the min-max whiskers overlap)")
     return out
