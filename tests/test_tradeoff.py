@@ -179,3 +179,25 @@ def test_cli_tradeoff_bad_input_is_one_line_and_exit_2(args, needle, tmp_path: P
     assert needle in p.stderr and "Traceback" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
     assert not list(tmp_path.iterdir())  # refused before a run directory is made
+
+
+DOC_RUN = Path(__file__).resolve().parent.parent / "docs" / "data" / \
+    "tradeoff-2026-11-29-simpledb.json"
+
+
+@pytest.mark.parametrize(("ratio", "consistency"), [(0.99, "eventual"), (0.5, "consistent")])
+def test_the_documented_run_is_what_this_code_gives(ratio, consistency):
+    """docs/reproductions.md's §4 figures come from docs/data's run: a cell of it, run
+    again (virtual time: the same seed gives the same run), gives the same counts and
+    latencies, and the run's observations are the ones its points give."""
+    from replicalab.experiments.tradeoff import TradeoffPlan, run_cell
+
+    doc = json.loads(DOC_RUN.read_text())
+    plan = TradeoffPlan(**{**doc["plan"], **{k: tuple(v) for k, v in doc["plan"].items()
+                                             if isinstance(v, list)}})
+    (cell,) = [c for c in doc["cells"] if (c["read_ratio"], c["consistency"], c["groups"],
+                                           c["repeat"]) == (ratio, consistency, 1, 0)]
+    step = run_cell(plan.spec(ratio, consistency, 1, 0))
+    assert step["counts"] == cell["step"]["counts"]
+    assert step["latency"] == cell["step"]["latency"]
+    assert observations(doc["points"]) == doc["observations"]
