@@ -64,6 +64,7 @@ VERBS: tuple[Verb, ...] = (
          "Hybrid logical clocks: align multi-node traces, reproduce the seed figures."),
     Verb("load", "replicalab.cli.load",
          "Open-loop load: offered rate, ramp until failure, SLA search."),
+    Verb("load", "replicalab.cli.tradeoff"),
     Verb("placement", "replicalab.cli.placement",
          "Data placement (seed 002): where each object should live as access moves."),
     Verb("placement", "replicalab.cli.placement_live"),
