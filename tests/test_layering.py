@@ -16,7 +16,8 @@ ROOT = Path(replicalab.__file__).parent
 # -> base (the probe runner drives the nemesis of faults/ on a cluster of cluster/; the
 # nemesis acts on clusters; a cluster knows nothing of faults); models are a sibling on the
 # base layers and sim, used by experiments (model against store), report and cli.
-BASE = {"history", "runtime", "regions"}
+# plugins: the entry-point groups every registry reads (no import of the package)
+BASE = {"history", "runtime", "regions", "plugins"}
 MIDDLE = {"workloads", "faults", "cluster"}
 BELOW = {"checkers", "stores", "sim", *BASE}
 SIBLINGS = {"models", "clt", "hlc", "counters", "watch", "queues", "placement"}
@@ -43,12 +44,14 @@ ALLOWED = {
     # the queue workload's central store is any Store; its checker is pure (checkers/)
     "queues": {"cluster", "stores", "sim", "checkers", "faults", *BASE},
     "placement": {"cluster", "stores", "sim", *BASE},
-    # the conformance suite for store adapters: runs any Store through the registry
-    "testing": {"stores", *BASE},
+    # the conformance suite for store adapters: runs any Store through the registry; the
+    # isolation a store's transactions promise is its kind's record (cluster/kinds.py)
+    "testing": {"cluster", "stores", *BASE},
     "history": set(),
     "data": set(),  # package data (region matrices), no code
     "runtime": set(),
     "regions": set(),
+    "plugins": set(),
 }
 
 

@@ -14,10 +14,10 @@ import pytest
 
 from replicalab.checkers.txn import MODELS, verdict
 from replicalab.cluster import kinds
+from replicalab.cluster.kinds import isolation_promise
 from replicalab.experiments.plan import QUICK
 from replicalab.experiments.properties import transactionality as tx
 from replicalab.experiments.run import Scorecard, run
-from replicalab.stores.isolation import isolation_promise
 
 WORKLOAD = {"name": "list-append", "clients": 6, "keys": 6, "length": [1, 4],
             "duration_s": 5.0, "region": "US-E"}

@@ -4,7 +4,8 @@
 Arrow table and a pandas DataFrame, matplotlib figures, an HTML summary in notebooks);
 ``open_run`` opens a saved run; ``check`` decides linearizability of a history;
 ``compare`` runs one probe on several stores; ``scorecard`` measures seed 001's chart;
-``model`` gives a protocol model's latency against offered load. The command line builds
+``model`` gives a protocol model's latency against offered load; ``tradeoff`` runs seed
+003 §4 (eventual against consistent reads under paced load). The command line builds
 its probes with the same functions (``api/request.py``) and runs them with the same runner.
 
 Names are loaded on first use, so ``import replicalab`` stays cheap.
@@ -27,6 +28,8 @@ _WHERE = {
     "ScorecardRun": "replicalab.api.adapters",
     "Results": "replicalab.api.results",
     "HistoryTable": "replicalab.api.history",
+    "tradeoff": "replicalab.api.tradeoff",
+    "TradeoffRun": "replicalab.api.tradeoff",
 }
 
 __all__ = sorted(_WHERE)

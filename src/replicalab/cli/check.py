@@ -279,6 +279,7 @@ def check(
     """
     from replicalab.checkers.linearizability.ops import Verdict
     from replicalab.checkers.linearizability.registry import get_model
+    from replicalab.plugins import PluginError
 
     if model in ("list-append", "rw-register"):  # transactions: their own checker
         from replicalab.cli.check_txn import run as run_txn
@@ -290,6 +291,8 @@ def check(
         raise typer.Exit(run_txn(paths, model, txn_timeout_s, as_json))
     try:
         m = get_model(model)  # resolved once: the object goes everywhere from here
+    except PluginError as err:  # an installed package's model that fails to load
+        fail(str(err))
     except ValueError:
         from replicalab.checkers.linearizability.registry import MODELS
 

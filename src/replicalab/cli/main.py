@@ -64,6 +64,7 @@ VERBS: tuple[Verb, ...] = (
          "Hybrid logical clocks: align multi-node traces, reproduce the seed figures."),
     Verb("load", "replicalab.cli.load",
          "Open-loop load: offered rate, ramp until failure, SLA search."),
+    Verb("load", "replicalab.cli.tradeoff"),
     Verb("placement", "replicalab.cli.placement",
          "Data placement (seed 002): where each object should live as access moves."),
     Verb("placement", "replicalab.cli.placement_live"),
@@ -245,6 +246,8 @@ def _run() -> None:
             sys.exit(0)
         if hasattr(e, "format_message"):
             fail(" ".join(e.format_message().split()))
+        if type(e).__name__ == "PluginError":  # an installed package fails to load: bad input
+            fail(str(e))
         if type(e).__name__ == "Abort":
             fail("interrupted", 130)
         if hasattr(e, "exit_code"):

@@ -456,5 +456,16 @@ def validate_command(
         sys.exit(1)
 
 
-for _spec in MODELS.values():
+def _broken(error: str) -> Callable[[], None]:
+    """Return the command of a model whose package fails to load: it says so."""
+
+    def command() -> None:
+        fail(error)
+
+    return command
+
+
+for _spec in MODELS.installed().values():  # the shipped models, then installed packages'
     model_app.command(_spec.name)(model_command(_spec))
+for _name, _error in MODELS.broken.items():
+    model_app.command(_name, help="(fails to load: run it to see why)")(_broken(_error))

@@ -26,6 +26,7 @@ from replicalab.cli.progress import fmt_s
 from replicalab.cli.timeparse import parse_duration_s
 from replicalab.watch.config import backends_from_urls, load_backends
 from replicalab.watch.db import SampleDB
+from replicalab.watch.staleness import FreshnessRow, StalenessOptions
 from replicalab.watch.stats import Sample, window_summary
 from replicalab.watch.vehicle import Vehicle, direction, gauge
 from replicalab.watch.watcher import BackendState, SuiteOptions, Watcher
@@ -48,8 +49,14 @@ def percentile_lines(samples: list[Sample]) -> list[str]:
     return lines
 
 
-def live_view(states: list[BackendState], vehicle: Vehicle, db: Path) -> Group:
-    """Return the terminal view: per-backend last p50/p99 and the vehicle's gauge."""
+def _fraction(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def live_view(states: list[BackendState], vehicle: Vehicle, db: Path,
+              fresh: list[FreshnessRow] | None = None) -> Group:
+    """Return the terminal view: per-backend last p50/p99, the last staleness window of
+    each region watched, and the vehicle's gauge."""
     t = Table(title=Text(f"replicalab watch → {db}"), title_justify="left")
     t.add_column("backend", no_wrap=True)
     t.add_column("status", no_wrap=True)
@@ -67,6 +74,12 @@ def live_view(states: list[BackendState], vehicle: Vehicle, db: Path) -> Group:
         if st.status == "unavailable" and st.last_error:
             problems.append(Text(f"{st.name}: {st.last_error}", style="red",
                                  overflow="ellipsis", no_wrap=True))
+    for r in fresh or ():
+        colour = "green" if r.fresh_fraction == 1.0 else "yellow"
+        problems.append(Text(f"{r.backend} {r.region}: {_fraction(r.fresh_fraction)} of "
+                             f"{r.reads} reads fresh, time to fresh {_ms(r.ttf_p50_ms)} ms "
+                             f"(max {_ms(r.ttf_max_ms)})", style=colour, no_wrap=True,
+                             overflow="ellipsis"))
     steer = vehicle.steer()
     reads = sum(1 for op in vehicle.seen if op == "read")
     car = Panel(f"{gauge(steer, 31)}  {direction(steer)}\n"
@@ -118,7 +131,7 @@ async def _watch(watcher: Watcher, live: Live | None, vehicle: Vehicle, db: Path
         while not task.done():
             await asyncio.wait({task}, timeout=0.5)
             if live is not None:
-                live.update(live_view(watcher.states, vehicle, db))
+                live.update(live_view(watcher.states, vehicle, db, watcher.freshness))
             if lines is not None:
                 lines.update(watcher.states)
         task.result()
@@ -158,6 +171,11 @@ def watch(
     metrics_host: Annotated[str, typer.Option(
         help="Address /metrics listens on (0.0.0.0: every interface, for a Prometheus on "
              "another machine).", metavar="ADDRESS")] = "127.0.0.1",
+    staleness_write_interval: Annotated[str, typer.Option(
+        help="Backends with staleness = true: time between the writer's versions.")] = "1s",
+    staleness_read_rate: Annotated[float, typer.Option(
+        help="Backends with staleness = true: reads per second of each region's reader."
+    )] = 10.0,
 ) -> None:
     """Run the seed-001 microbenchmark suite every interval against each backend.
 
@@ -177,7 +195,10 @@ def watch(
             record_bytes=record_bytes, reads=reads, writes=writes,
             timeout_s=parse_duration_s(timeout, "--timeout"), seed=seed,
             max_rounds=max_rounds,
-            duration_s=None if duration is None else parse_duration_s(duration, "--duration"))
+            duration_s=None if duration is None else parse_duration_s(duration, "--duration"),
+            staleness=StalenessOptions(
+                parse_duration_s(staleness_write_interval, "--staleness-write-interval"),
+                staleness_read_rate))
         if config is None and not store:
             raise UserError("give --config FILE (docs/examples/backends.toml) or --store URL")
         specs = ([*load_backends(config)] if config is not None else []) + \
@@ -208,7 +229,20 @@ def watch(
                                 f"{s.op} error" for s in samples)
                 say(f"{state.name} round {samples[0].round}: {lat}")
 
-        watcher = Watcher(specs, samples_db, opts, on_round)
+        def on_freshness(rows: list[FreshnessRow]) -> None:
+            if metrics is not None:
+                metrics.observe_freshness(rows)
+            if as_json:
+                sys.stdout.write(json.dumps({"backend": rows[0].backend, "freshness": [
+                    {**asdict(r), "fresh_fraction": r.fresh_fraction} for r in rows]})
+                    + "\n")
+                sys.stdout.flush()
+            elif not out_console.is_terminal and rows:
+                say(f"{rows[0].backend} freshness: " + ", ".join(
+                    f"{r.region} {_fraction(r.fresh_fraction)} fresh, time to fresh "
+                    f"{_ms(r.ttf_p50_ms)} ms" for r in rows))
+
+        watcher = Watcher(specs, samples_db, opts, on_round, on_freshness)
     except (ValueError, UserError) as err:
         fail(str(err))
     use_live = not as_json and out_console.is_terminal

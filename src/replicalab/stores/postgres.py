@@ -4,7 +4,7 @@ URL: ``postgresql://postgres@127.0.0.1:P/postgres?standbys=127.0.0.1:P1,127.0.0.
 &node_regions=US-E,US-W,EU&regions=dc3&read=nearest|random
 &synchronous_commit=local|off|on|remote_write|remote_apply&timeout_ms=2000
 &isolation=read-committed|repeatable-read|serializable&txn_reads=primary|standby
-&lock_timeout_ms=0`` (what
+&lock_timeout_ms=20`` (what
 ``replicalab cluster up postgres`` prints, plus the transaction parameters). User,
 password and database come from the URL or libpq's ``PG*`` environment (``PGUSER``,
 ``PGPASSWORD``, ``PGDATABASE``, ``PGPASSFILE``); the password is never logged or saved.
@@ -25,10 +25,12 @@ micro-operation: a read is a SELECT, an append one upsert that extends the store
 in place (``value = left(value, -1) || ',x]'``: the row is locked and updated, never read
 then written by the client), a write one upsert. A serialization failure or a deadlock
 (SQLSTATE 40001, 40P01) rolls it back and raises TxnAborted; any other error leaves the
-outcome unknown. ``lock_timeout_ms`` > 0 sets ``lock_timeout`` in every transaction: a
-micro-operation that waits longer for a row lock rolls the transaction back (55P03,
-TxnAborted) instead of waiting for the deadlock detector (``deadlock_timeout``, 1 s by
-default) or the call's timeout; the hot-key runs use it. ``txn_reads=standby`` sends the
+outcome unknown. ``lock_timeout_ms`` (default 20) sets ``lock_timeout`` in every
+transaction: a micro-operation that waits longer for a row lock rolls the transaction back
+(55P03, TxnAborted, a ``fail``) instead of waiting for the deadlock detector
+(``deadlock_timeout``, 1 s by default) or the call's timeout, which on hot keys turned many
+transactions into 1 s waits and ``info`` outcomes; ``lock_timeout_ms=0`` waits, as
+PostgreSQL does by default. ``txn_reads=standby`` sends the
 transaction's reads to the client's hot standby instead (each its own statement there: what
 reading from replicas inside a transaction isolates, which is nothing).
 ``synchronous_commit`` is set for every session (default ``local``: commits do not wait for
@@ -123,7 +125,7 @@ class PostgresStore:
         self.synchronous_commit = u.choice("synchronous_commit", _SYNC, "local")
         self.isolation = u.choice("isolation", tuple(ISOLATIONS), "read-committed")
         self.txn_reads = u.choice("txn_reads", _TXN_READS, "primary")
-        self.lock_timeout_ms = int(u.number("lock_timeout_ms", 0))
+        self.lock_timeout_ms = int(u.number("lock_timeout_ms", 20))
         if self.lock_timeout_ms < 0:
             raise ValueError("postgresql:// lock_timeout_ms must be 0 (wait) or positive")
         # credentials and TLS: from the URL, else libpq reads its PG* environment itself

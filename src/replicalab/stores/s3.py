@@ -30,7 +30,7 @@ conditional write is refused in one line); one that answers 501 to them is refus
 Transactions (``transact``, with conditional writes): every key read at home with its
 ETag, the micro-operations played out, then one conditional PUT per key written; a first
 PUT refused aborts it, a later one leaves it committed in part (an unknown outcome): S3 has
-no multi-object atomicity, so its promised isolation is none (``stores/isolation.py``).
+no multi-object atomicity, so its promised isolation is none (the minio kind record).
 
 Credentials, first found wins: the URL's user part (access key and secret, percent-encoded),
 the environment (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``),

@@ -9,6 +9,7 @@ transactional = "good"
 geo = "none"
 records = 100000          # optional, default --records
 read = "consistent"       # optional: consistent | eventual
+staleness = true          # optional: also watch freshness, a writer and readers per region
 ```
 
 ``sim://`` backends run in real time (``clock=real`` is added when the URL has no clock).
@@ -26,7 +27,7 @@ from replicalab.stores.base import redact_url
 from replicalab.stores.registry import schemes
 
 DECLARED = ("durability", "availability", "transactional", "geo")
-_KEYS = {"url", "records", "read", *DECLARED}
+_KEYS = {"url", "records", "read", "staleness", *DECLARED}
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class BackendSpec:
     geo: str = ""
     records: int | None = None
     read: str = "consistent"
+    staleness: bool = False  # watch freshness too (watch/staleness.py)
 
 
 def real_time_url(url: str) -> str:
@@ -79,6 +81,9 @@ def _backend(name: str, table: Any, where: str) -> BackendSpec:
     read = table.get("read", "consistent")
     if read not in ("consistent", "eventual"):
         raise ValueError(f"{where}: [backends.{name}] read must be consistent or eventual")
+    staleness = table.get("staleness", False)
+    if not isinstance(staleness, bool):
+        raise ValueError(f"{where}: [backends.{name}] staleness must be true or false")
     declared = {}
     for key in DECLARED:
         value = table.get(key, "")
@@ -86,7 +91,7 @@ def _backend(name: str, table: Any, where: str) -> BackendSpec:
             raise ValueError(f"{where}: [backends.{name}] {key} must be a string")
         declared[key] = value
     return BackendSpec(name=name, url=real_time_url(url), records=records, read=read,
-                       **declared)
+                       staleness=staleness, **declared)
 
 
 def parse_backends(data: dict[str, Any], where: str = "backends file") -> list[BackendSpec]:

@@ -34,13 +34,12 @@ from urllib.parse import urlsplit
 
 from replicalab.checkers.txn import check_history, result_json, verdict
 from replicalab.checkers.txn.models import CYCLES
-from replicalab.cluster.kinds import Promise, StoreKind, TxnVariant
+from replicalab.cluster.kinds import Promise, StoreKind, TxnVariant, isolation_promise
 from replicalab.experiments import cells, measure
 from replicalab.experiments.plan import Plan, Subject
 from replicalab.experiments.promises import kind_promise
 from replicalab.experiments.property import Context, NotMeasured, Property
 from replicalab.history import load_history
-from replicalab.stores.isolation import isolation_promise
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec
 from replicalab.workloads.txn import TxnConfig
@@ -87,8 +86,8 @@ def with_params(url: str, params: str) -> str:
 
 def ways(kind: StoreKind | None, url: str) -> tuple[TxnVariant, ...]:
     """Return the ways to run transactions on this store and what each promises: the kind
-    record's, or for a sim:// store (or a kind that records none) the adapter's own
-    promise by URL (``stores.isolation``)."""
+    record's, or for a sim:// store (or a kind that records no ways) the isolation its
+    URL promises (``cluster.kinds.isolation_promise``)."""
     if kind is not None and kind.transactions:
         return kind.transactions
     try:
