@@ -37,7 +37,8 @@ from replicalab.workloads.staleness import KEY, StalenessConfig
 pytestmark = pytest.mark.integration
 
 S3_CHECKS = {"describes-itself", "absent-reads-none", "consistent-read", "eventual-read",
-             "conditional-write", "delete", "timeout-is-unknown", "txn-own-writes"}
+             "conditional-write", "delete", "timeout-is-unknown", "txn-own-writes",
+             "client-region"}
 # S3 reads and writes one object per call; its transactions promise no isolation
 NOT_DECLARED = {"multi-read", "atomic-multi-write", "txn-atomic"}
 
