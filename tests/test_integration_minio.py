@@ -64,7 +64,7 @@ def _staleness(url: str, out: Path, reader: str) -> dict[str, Any]:
                                           write_interval_s=0.5, read_rate=100, period_s=10.0),
                      config=StalenessConfig(placement="separate-clients",
                                             writer_region="US-E", reader_region=reader,
-                                            ranges="0-30,30-40,250-1000"))
+                                            ranges="0-30,250-1000"))
     run = run_probe(spec, out)
     assert not run.error, run.error
     return run.results
@@ -73,17 +73,17 @@ def _staleness(url: str, out: Path, reader: str) -> dict[str, Any]:
 def test_overwrites_are_stale_across_sites_and_fresh_inside_one(minio_dc3, tmp_path):
     c, _ = minio_dc3
     far = _staleness(c.url, tmp_path / "far", "US-W")
-    early, before_link, late = far["fresh_by_range"]
+    early, late = far["fresh_by_range"]
     # 20 writes, a read each 10 ms: about 3 reads per write in [0, 30) ms
     assert early["total"] >= 30 and late["total"] >= 200, far["fresh_by_range"]
     assert early["p"] < 0.5, early  # the bound
     assert late["p"] == 1.0, late
     # stronger, from the link itself: the replication PUT starts once the write is applied
-    # at US-E and needs 40 ms to reach US-W, so a read begun earlier than that cannot see it;
-    # only the key's creation may (MinIO answers a GET for an object the site lacks from
-    # the peer that has it). Without the delay, 80 % of these reads were fresh.
-    fresh = early["fresh"] + before_link["fresh"]
-    assert fresh <= 0.05 * (early["total"] + before_link["total"]), far["fresh_by_range"]
+    # at US-E and needs 40 ms to reach US-W, so a read begun in the first 30 ms cannot see it
+    # (10 ms to spare for a busy machine); only the key's creation may (MinIO answers a GET
+    # for an object the site lacks from the peer that has it). With the site links
+    # undelayed, 65-74 % of these reads were fresh.
+    assert early["fresh"] <= 0.05 * early["total"], early
     # at the writer's own site: every read that began after a write's acknowledgement
     # returns it or a later one (strict read-after-write); a read overlapping a write in
     # flight may still return the one before, which is not stale
