@@ -317,3 +317,39 @@ def test_a_crashed_site_restarts_and_catches_up(minio_dc3, tmp_path):
         time.sleep(0.2)
         got = asyncio.run(read_at_us_w())
     assert got == last
+
+
+def test_list_after_write_across_sites(minio_dc3, tmp_path):
+    """The list-after-write probe: a new object created at US-E is not in a LIST at US-W
+    before the replication PUT crossed the 40 ms link, and always is 250 ms on; at the
+    writer's site it lists once acknowledged. Every object it made is removed."""
+    c, _ = minio_dc3
+    out = {}
+    for reader in ("US-W", "US-E"):
+        spec = ProbeSpec(store=c.url, workload="list-after-write",
+                         options=ProbeOptions(consistency="eventual", duration_s=8.0,
+                                              write_interval_s=0.5, read_rate=50,
+                                              period_s=8.0),
+                         config=StalenessConfig(placement="separate-clients",
+                                                writer_region="US-E", reader_region=reader,
+                                                ranges="0-30,250-1000"))
+        run = run_probe(spec, tmp_path / reader)
+        assert not run.error, run.error
+        out[reader] = run
+    early, late = out["US-W"].results["fresh_by_range"]
+    assert early["total"] >= 15 and early["fresh"] <= 0.05 * early["total"], early
+    assert late["total"] >= 100 and late["p"] == 1.0, late
+    h, _ = load_history(out["US-E"].run_dir)
+    after = since_ack(*element_ops(h, KEY))
+    assert sum(after["total"]) >= 100
+    assert all(p == 1.0 for p, n in zip(after["p"], after["total"], strict=True) if n), after
+
+    async def left() -> list[str]:
+        store = open_store(c.url)
+        try:
+            client = await store.connect()
+            return await client.list("replicalab/", consistent=True)
+        finally:
+            await store.close()
+
+    assert not [k for k in asyncio.run(left()) if "list-after-write" in k]

@@ -138,3 +138,45 @@ def test_recorded_minio_scorecard_measures_and_grades_every_cell():
     assert "github.com/minio/minio" in cells["consistency"]["source"]
     assert data["stores"]["minio"]["url"].startswith("s3://replicalab:***@")
     assert not re.search(r"s3://[^:/@]+:(?!\*\*\*@)[^@/]+@", text)  # a secret in a URL
+
+
+def test_list_after_write_refuses_a_store_that_cannot_list(tmp_path):
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "replicalab.cli.main", "probe", "--store",
+                        "sim://simpledb", "--workload", "list-after-write", "--duration", "2s",
+                        "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and "cannot list keys" in lines[0], p.stderr
+
+
+def test_list_after_write_view_reads_the_newest_listed_object():
+    from replicalab.workloads.list_after_write import ListingClient, ListingStore
+
+    class Fake:  # a client that lists what was written, in any order
+        def __init__(self) -> None:
+            self.keys: list[str] = []
+
+        async def write(self, values, *, expect=None):
+            self.keys.extend(values)
+
+        async def list(self, prefix, *, consistent=True):
+            return sorted(self.keys, reverse=True)
+
+    store = ListingStore.__new__(ListingStore)
+    store.created = {}
+    fake = Fake()
+    client = ListingClient(store, fake)
+
+    async def main():
+        assert (await client.read(["k/i/a"], consistent=False)).values == (None,)
+        for v in ("a", "b", "c"):
+            await client.write({"k/i/a": v})
+        assert fake.keys == ["law/n000000001/v", "law/n000000002/v", "law/n000000003/v"]
+        assert (await client.read(["k/i/a"], consistent=False)).values == ("c",)
+        fake.keys.pop()  # the newest not listed yet: the one before it is what is seen
+        assert (await client.read(["k/i/a"], consistent=False)).values == ("b",)
+
+    asyncio.run(main())

@@ -16,6 +16,7 @@ GROUP = plugins.WORKLOADS
 
 _MODULES = {
     "staleness": "replicalab.workloads.staleness",
+    "list-after-write": "replicalab.workloads.list_after_write",
     "monotonic-writes": "replicalab.workloads.monotonic_writes",
     "inter-element": "replicalab.workloads.inter_element",
     "latency": "replicalab.workloads.latency",
