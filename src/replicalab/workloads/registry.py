@@ -16,7 +16,6 @@ GROUP = plugins.WORKLOADS
 
 _MODULES = {
     "staleness": "replicalab.workloads.staleness",
-    "list-after-write": "replicalab.workloads.list_after_write",
     "monotonic-writes": "replicalab.workloads.monotonic_writes",
     "inter-element": "replicalab.workloads.inter_element",
     "latency": "replicalab.workloads.latency",
@@ -25,6 +24,7 @@ _MODULES = {
     "increments": "replicalab.workloads.increments",
     "list-append": "replicalab.workloads.list_append",
     "rw-register": "replicalab.workloads.rw_register",
+    "list-after-write": "replicalab.workloads.list_after_write",
 }
 """The shipped workloads' modules (pyproject.toml declares each as ``MODULE:WORKLOAD``)."""
 
