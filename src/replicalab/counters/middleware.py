@@ -28,7 +28,7 @@ from replicalab.counters.service import (
     write_state,
 )
 from replicalab.counters.sync import Syncer
-from replicalab.stores import ConditionFailed, StoreError
+from replicalab.stores import ConditionFailed, StoreError, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,9 @@ class Middleware:
                              self.opt.full_every, seed=self.opt.seed)
         self.throttle = rights.Throttle(int(self.opt.throttle_ms * 1e6))
         self.transfers: list[tuple[str, str, int, bool]] = []  # (key, donor, given, on demand)
+        # (asked at, done at (monotonic ns), key, donor, given): when each transfer crossed
+        self.transfer_log: list[tuple[int, int, str, str, int]] = []
+        self.closed = False
         self._tasks: list[asyncio.Task[None]] = []
         self._obtaining: dict[tuple[str, str], asyncio.Future[int]] = {}
 
@@ -81,7 +84,9 @@ class Middleware:
                            asyncio.get_running_loop().create_task(self._policy_loop())]
 
     async def close(self) -> None:
-        """Stop background work and close every session."""
+        """Stop background work and close every session; operations after it fail with
+        Unavailable (a stopped DC serves nobody; nothing restarts it behind the caller)."""
+        self.closed = True
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
@@ -119,11 +124,16 @@ class Middleware:
         raise NotImplementedError
 
     # -- CounterService -----------------------------------------------------------------
+    def _serving(self) -> None:
+        if self.closed:
+            raise Unavailable(f"{self.dc}: its middleware is stopped")
+
     async def create(self, key: str, initial: int, lower: int | None = 0,
                      upper: int | None = None) -> None:
         """Create ``key`` with invariant ``lower <= value <= upper`` (either bound may be
         None) in this DC's store (CounterExists if there), its slack to each bound split
         evenly over the DCs, then push it to the peers (best effort; sync catches up)."""
+        self._serving()
         state = BoundedCounter.create(self.placement.dcs, initial=initial, lower=lower,
                                       upper=upper)
         try:
@@ -151,6 +161,7 @@ class Middleware:
         return await self._spend(key, "dec", n, allow_global)
 
     async def _spend(self, key: str, op: str, n: int, allow_global: bool) -> int:
+        self._serving()
         self.syncer.known.add(key)
         try:
             return await self._apply(key, op, n)
@@ -168,6 +179,7 @@ class Middleware:
 
     async def value(self, key: str) -> int:
         """Return the value as this DC knows it."""
+        self._serving()
         state = await self.durable(key)
         if state is None:
             raise self.unknown(key)
@@ -199,9 +211,12 @@ class Middleware:
     async def request(self, req: rights.TransferRequest, on_demand: bool) -> int:
         """Execute ``req`` at the donor's store, merge the donor's new state here at once
         and push it on; return the rights given (0 when nothing was due)."""
+        asked_ns = self.now_ns()
         async with self.links.session(req.donor) as client:
             donor_state, given = await rights.execute(client, req, retries=self.opt.retries,
                                                       rng=self.rng, where=req.donor)
+        if given:
+            self.transfer_log.append((asked_ns, self.now_ns(), req.key, req.donor, given))
         await self.absorb(req.key, donor_state)
         if given:
             self.note_transfer(req.key, req.donor, given, on_demand)
