@@ -36,6 +36,11 @@ HINT_GLOBAL = "retry with allow_global=True"
 HINT_EXHAUSTED = "counter exhausted"
 
 
+class Stopped(Unavailable):
+    """This data centre's middleware is stopped (the DC is lost): the operation did not
+    happen."""
+
+
 @dataclass(frozen=True)
 class Options:
     """Tuning of one DC's middleware (times in ms, amounts in counter units)."""
@@ -126,7 +131,8 @@ class Middleware:
     # -- CounterService -----------------------------------------------------------------
     def _serving(self) -> None:
         if self.closed:
-            raise Unavailable(f"{self.dc}: its middleware is stopped")
+            raise Stopped(f"{self.dc}: its middleware is stopped; the operation did not "
+                          "happen")
 
     async def create(self, key: str, initial: int, lower: int | None = 0,
                      upper: int | None = None) -> None:

@@ -50,7 +50,7 @@ class LocalReplica(Protocol):
 class SyncStats:
     """Counts of the synchroniser's work since start."""
 
-    rounds: int = 0
+    rounds: int = 0  # rounds with one peer
     pulled: int = 0
     pushed: int = 0
     errors: int = 0
@@ -99,13 +99,13 @@ class Syncer:
 
     async def round(self) -> None:
         """Run one round with every peer at once (errors counted, not raised)."""
-        self.stats.rounds += 1
         await asyncio.gather(*(self.round_with(p) for p in self.placement.peers))
 
     async def round_with(self, peer: str) -> None:
         """Exchange this round's counters with ``peer``: the changed ones, every known one
         each ``full_every`` rounds (errors counted, not raised)."""
         self._rounds[peer] += 1
+        self.stats.rounds += 1
         full = self.full_every > 0 and self._rounds[peer] % self.full_every == 0
         keys = sorted(self.known if full else self.pending[peer])
         self.pending[peer].difference_update(keys)
