@@ -90,7 +90,7 @@ class PointSpec:
     fault: str = ""  # "", or one of faults.FAULTS
     fault_dc: str = ""  # the data centre cut off or lost
     fault_at_s: float = 1.0  # since the point's start
-    fault_for_s: float = 3.0  # cut off for this long; lost for this long before recovery
+    fault_for_s: float = 5.0  # cut off for this long; lost for this long before recovery
 
     def check(self) -> None:
         """Raise ValueError naming the first invalid field."""

@@ -60,7 +60,7 @@ class BenchSpec:
     seed: int = 1
     fault_dc: str = ""  # the DC cut off or lost (default: the last one)
     fault_at_s: float = 1.0
-    fault_for_s: float = 3.0
+    fault_for_s: float = 5.0
     fault_initial: int = 600
 
     def check(self) -> None:

@@ -54,6 +54,7 @@ class Options:
     global_rounds: int = 3  # rounds of asking donors for one global decrement
     pool: int = 16  # client sessions to this DC's own store (each used by one op at a time)
     link_pool: int = 8  # sessions to each peer's store over the WAN (sync and transfers)
+    down_ms: float = 1000.0  # a donor that did not answer is not asked again for this long
     seed: int = 0
 
 
@@ -78,6 +79,9 @@ class Middleware:
         # (asked at, done at (monotonic ns), key, donor, given): when each transfer crossed
         self.transfer_log: list[tuple[int, int, str, str, int]] = []
         self.closed = False
+        # donor -> until when (ns) it is not asked: it did not answer (cut off, or lost); a
+        # request to it would wait for its timeout while the client waits
+        self.down_until_ns: dict[str, int] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._obtaining: dict[tuple[str, str], asyncio.Future[int]] = {}
 
@@ -198,11 +202,25 @@ class Middleware:
         return UnknownCounter(f"no counter {key!r} in {self.dc}'s store; create it first "
                               "(or wait for the next sync if it was created elsewhere)")
 
+    def reachable(self, dc: str) -> bool:
+        """Return False while ``dc`` is taken as unreachable (it failed to answer lately)."""
+        return self.down_until_ns.get(dc, 0) <= self.now_ns()
+
+    def _unreachable(self, dc: str, err: Exception) -> None:
+        if isinstance(err, Unavailable):
+            self.down_until_ns[dc] = self.now_ns() + int(self.opt.down_ms * 1e6)
+
     async def _hinted(self, key: str, direction: str, err: InsufficientRights,
                       global_tried: bool = False) -> InsufficientRights:
         state = await self.durable(key)
         slack = 0 if state is None else _slack(state, direction)
         hint = HINT_EXHAUSTED if global_tried or slack < err.needed else HINT_GLOBAL
+        away = [] if state is None or not global_tried else [
+            d for d, _ in rights.donors_by_wealth(state, self.dc, direction)
+            if not self.reachable(d)]
+        if away:
+            hint = (f"the rights {', '.join(away)} hold are unavailable ("
+                    f"{'it does' if len(away) == 1 else 'they do'} not answer); retry later")
         what = "after asking the other DCs" if global_tried else "locally"
         return InsufficientRights(
             f"{self.dc} holds {err.available} rights to {direction} {key!r} and needs "
@@ -252,12 +270,13 @@ class Middleware:
             if rights.rights_of(state, self.dc, direction) >= needed:
                 break
             req = rights.request_to(state, key, self.dc, donor, direction)
-            if req is None:
+            if req is None or not self.reachable(donor):
                 continue
             try:
                 got += await self.request(req, on_demand=True)
             except (StoreError, CounterError) as err:
                 log.debug("on-demand transfer from %s failed: %s", donor, err)
+                self._unreachable(donor, err)
                 continue
             state = await self.durable(key) or state
         return got
@@ -279,10 +298,14 @@ class Middleware:
             for direction in rights.directions(state):
                 req = rights.plan_background(state, key, self.dc, self.opt.threshold,
                                              direction)
-                if req is None or not self.throttle.allow(key, req.donor, self.now_ns(),
-                                                          direction):
+                if req is None or not self.reachable(req.donor) or not self.throttle.allow(
+                        key, req.donor, self.now_ns(), direction):
                     continue
-                got += await self.request(req, on_demand=False)
+                try:
+                    got += await self.request(req, on_demand=False)
+                except (StoreError, CounterError) as err:
+                    self._unreachable(req.donor, err)
+                    raise
         except (StoreError, CounterError) as err:
             log.debug("background transfer for %s failed: %s", key, err)
         return got

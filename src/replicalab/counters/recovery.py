@@ -18,9 +18,10 @@ DC." The seed gives no procedure; this is ours, and why each step is there:
    evenly, remainder to the first), and write the result first into the lost DC's own store
    (conditionally on what was read there: were it ever restarted, it holds nothing), then
    into every survivor's store (conditional merge, as synchronisation does).
-4. **If the lost DC's store cannot be read**, nothing is moved: its rights are *written
-   off*. They stay recorded as its, unusable, and the counter can never go below its bound
-   because of them.
+4. **If the lost DC's store cannot be read, or no longer holds the counter** (its disk
+   was lost: a DC that never learnt of the counter and one that lost it look alike),
+   nothing is moved: its rights are *written off*. They stay recorded as its, unusable, and
+   the counter can never go below its bound because of them.
 
 Accounting (per counter and direction): ``held`` = the rights the lost DC held when it was
 lost (from its final state merged with the survivors'), ``recovered`` = rights moved to the
@@ -51,7 +52,7 @@ class Recovery:
 
     key: str
     lost: str
-    source: str  # "final state" (the lost DC's store was read) or "unreadable"
+    source: str  # "final state" (read from the lost DC's store), "unreadable", "state lost"
     held: dict[str, int]
     recovered: dict[str, dict[str, int]]  # direction -> survivor -> rights moved to it
     written_off: dict[str, int]
@@ -132,22 +133,21 @@ async def recover(key: str, lost: str, lost_store: Client | None,
     merged: BoundedCounter | None = None
     for v in views:
         merged = v if merged is None else merged.merge(v)
-    final = None
+    final, source = None, "unreadable"
     if lost_store is not None:
         try:
             final = await _recover_at_lost(lost_store, key, lost, merged, list(survivors), rng)
+            source = "final state" if final is not None else "state lost"
         except StoreError:
             final = None  # unreadable: write the rights off below
     if final is not None:
         new, held, moved = final
-        source = "final state"
     else:
         if merged is None:
             raise UnknownCounter(f"no surviving data centre holds counter {key!r}")
         new = merged
         held = {d: rights_of(merged, lost, d) for d in directions(merged)}
         moved = {d: {} for d in held}
-        source = "unreadable"
     for dc, c in survivors.items():
         await _merge_into(c, key, new, dc, rng)
     recovered = {d: sum(v.values()) for d, v in moved.items()}
@@ -157,15 +157,18 @@ async def recover(key: str, lost: str, lost_store: Client | None,
 
 async def _recover_at_lost(client: Client, key: str, lost: str, merged: BoundedCounter | None,
                            survivors: list[str], rng: random.Random
-                           ) -> tuple[BoundedCounter, dict[str, int], dict[str, dict[str, int]]]:
+                           ) -> tuple[BoundedCounter, dict[str, int],
+                                      dict[str, dict[str, int]]] | None:
     """Move the lost DC's rights on its own store (conditionally on what is read there):
-    return the new state, what it held, and what moved where."""
+    return the new state, what it held, and what moved where; None when its store no longer
+    holds the counter (its rights cannot be known)."""
     for attempt in range(RETRIES):
         stored = await read_state(client, key, lost)
-        if stored.state is None and merged is None:
-            raise UnknownCounter(f"no data centre's store holds counter {key!r}")
-        base = stored.state if merged is None else (
-            merged if stored.state is None else stored.state.merge(merged))
+        if stored.state is None:
+            if merged is None:
+                raise UnknownCounter(f"no data centre's store holds counter {key!r}")
+            return None
+        base = stored.state if merged is None else stored.state.merge(merged)
         held = {d: rights_of(base, lost, d) for d in directions(base)}
         new, moved = move_rights(base, lost, survivors)
         if stored.state is not None and new == stored.state:
