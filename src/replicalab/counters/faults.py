@@ -4,8 +4,8 @@
   from ``at_s`` (every WAN link between them swallows all data), then healed. "During a
   network partition, rights can be used in both sides of the partition – the only restriction
   is that it is impossible to transfer rights between any two partitioned DCs."
-* ``dc-loss`` — data centre ``dc`` is lost at ``at_s``: its middleware stops (its clients are
-  refused), its links are cut and its store's server is killed (SIGKILL). Its rights are
+* ``dc-loss`` — data centre ``dc`` is lost at ``at_s``: its links are cut, then its
+  middleware stops (its clients are refused) and its store's server is killed (SIGKILL). Its rights are
   unavailable for ``for_s`` seconds; then it is retired and its rights recovered by the
   procedure of :mod:`replicalab.counters.recovery` (its store restarted from its data
   directory and read by the operator, here the bench, directly), and the survivors are handed
@@ -137,11 +137,12 @@ async def run_fault(kind: str, dc: str, at_s: float, for_s: float, topo: Topolog
     try:
         await sleep(max(0.0, at_s - since_s()))
         run.start_s = round(since_s(), 4)
-        if kind == "dc-loss":
-            await dep.lose(dc)
         cut = True
+        # a lost DC's network goes first: what it did since its last synchronisation is
+        # known only to its own store
         await _in_thread(_cut_off, topo, dc, others, True)
         if kind == "dc-loss":
+            await dep.lose(dc)
             await _in_thread(topo.stop_store, dc)
         await sleep(max(0.0, run.start_s + for_s - since_s()))
         if kind == "partition":
