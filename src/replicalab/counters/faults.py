@@ -5,11 +5,12 @@
   network partition, rights can be used in both sides of the partition – the only restriction
   is that it is impossible to transfer rights between any two partitioned DCs."
 * ``dc-loss`` — data centre ``dc`` is lost at ``at_s``: its links are cut, then its
-  middleware stops (its clients are refused) and its store's server is killed (SIGKILL). Its rights are
-  unavailable for ``for_s`` seconds; then it is retired and its rights recovered by the
-  procedure of :mod:`replicalab.counters.recovery` (its store restarted from its data
-  directory and read by the operator, here the bench, directly), and the survivors are handed
-  the result. The lost DC stays cut off and out of service until the point ends.
+  middleware stops (its clients are refused) and its store's server is killed (SIGKILL).
+  Its rights are unavailable for ``for_s`` seconds; then it is retired and its rights
+  recovered by the procedure of :mod:`replicalab.counters.recovery` (its store restarted
+  from its data directory and read by the operator, here the bench, directly), and the
+  survivors are handed the result. The lost DC stays cut off and out of service until the
+  point ends.
 
 The faults act through ``cluster/`` (Toxiproxy links, process control) as ``faults/`` does on
 a cluster; every fault is healed when the point ends, however it ends, so the next point
