@@ -54,7 +54,7 @@ class Options:
     global_rounds: int = 3  # rounds of asking donors for one global decrement
     pool: int = 16  # client sessions to this DC's own store (each used by one op at a time)
     link_pool: int = 8  # sessions to each peer's store over the WAN (sync and transfers)
-    down_ms: float = 1000.0  # a donor that did not answer is not asked again for this long
+    down_ms: float = 5000.0  # a donor that did not answer is not asked again for this long
     seed: int = 0
 
 
