@@ -30,7 +30,7 @@ from replicalab.counters.bench import (
     run_point,
 )
 from replicalab.counters.bench_deploy import open_deployment
-from replicalab.counters.faults import FAULTS
+from replicalab.counters.faults import FAULTS, quiet_drivers
 from replicalab.regions import region_set
 
 CONVERGE_S = 5.0
@@ -223,12 +223,13 @@ async def _run_all(spec: BenchSpec, topo: Any, points: list[PointSpec],
                 progress(min(1.0, done_s / (t_point - wall0 + w + rest)), what)
 
         tick(0.0)
-        try:
-            r = await run_point(dep, topo.dcs, p, prefix,
-                                converge_s=CONVERGE_S + 10 * spec.sync_ms / 1000, tick=tick,
-                                topo=topo)
-        finally:
-            await dep.close()
+        with quiet_drivers(p.fault):
+            try:
+                r = await run_point(dep, topo.dcs, p, prefix,
+                                    converge_s=CONVERGE_S + 10 * spec.sync_ms / 1000,
+                                    tick=tick, topo=topo)
+            finally:
+                await dep.close()
         results["points"].append(r.to_json())
         save()
         if r.interrupted:  # saved: now stop as asked

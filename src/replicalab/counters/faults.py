@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -167,6 +168,23 @@ async def run_fault(kind: str, dc: str, at_s: float, for_s: float, topo: Topolog
     return run
 
 
+@contextlib.contextmanager
+def quiet_drivers(kind: str) -> Any:
+    """While a DC is lost, keep its store driver's warnings about the connections its killed
+    server dropped (psycopg: "error ignored in rollback", "query cancellation failed") off
+    the terminal: they are the fault, expected, and the point records what they did."""
+    if kind != "dc-loss":
+        yield
+        return
+    logger = logging.getLogger("psycopg")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def heal(topo: Topology, run: FaultRun | None, kind: str, dc: str) -> None:
     """Undo whatever fault ``kind`` on ``dc`` left behind (links cut, a store stopped), so the
     next point finds every data centre whole; errors are ignored (best effort)."""
@@ -186,4 +204,5 @@ def crossed(log: Sequence[tuple[int, int, str, str, int]], me: str, others: Sequ
                if donor in others and start_ns <= asked and done <= end_ns)
 
 
-__all__ = ["FAULTS", "FaultRun", "crossed", "heal", "recover_lost", "run_fault"]
+__all__ = ["FAULTS", "FaultRun", "crossed", "heal", "quiet_drivers", "recover_lost",
+           "run_fault"]
