@@ -128,7 +128,8 @@ def rights_accounting(states: Sequence[BoundedCounter | None], log: OpLog, spec:
     ``granted`` — rights ever created (the initial slack, one per increment); ``used`` —
     rights consumed by decrements the stores recorded; ``held`` — rights each DC holds at the
     end; ``acked_decrements``/``acked_increments`` — from the clients' acknowledgements,
-    ``maybe_decrements`` — decrements whose outcome is unknown (they may have happened);
+    ``maybe_decrements`` — decrements whose outcome is unknown (unavailable, no answer, an
+    unexpected store error: they may have happened);
     ``used_matches_acks`` — acked <= used <= acked + maybe (no acknowledged decrement lost,
     none invented); ``granted_matches_acks`` — granted == slack + acked increments (none
     lost: an increment's outcome is never unknown in these runs unless counted as maybe);
@@ -139,7 +140,9 @@ def rights_accounting(states: Sequence[BoundedCounter | None], log: OpLog, spec:
     outcome = np.asarray(log.outcome, dtype=np.int64)
     dec = np.asarray(log.is_dec, dtype=bool)
     ok = outcome == OK
-    maybe = (outcome == UNAVAILABLE) | (outcome == UNKNOWN)
+    # an unexpected store error (a COMMIT that got no answer from a killed server) may have
+    # happened too: only refusals and "down" certainly did not
+    maybe = (outcome == UNAVAILABLE) | (outcome == UNKNOWN) | (outcome == ERROR)
     read = [k for k, st in enumerate(states) if st is not None and st.down is not None]
     sel = np.isin(key, read)
     acked_dec = int(np.sum(ok & dec & sel))
