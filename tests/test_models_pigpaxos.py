@@ -208,8 +208,9 @@ def test_paxos_baseline_latency_matches_seed_formula_at_low_load():
 def test_validation_grid():
     grid = pp.validation_grid()
     labels = [label for label, _, _ in grid]
-    assert len(set(labels)) == len(grid) == 4
+    assert len(set(labels)) == len(grid) == 5
     assert any(p.wan for _, p, _ in grid)
+    assert any(p.failed_group is not None for _, p, _ in grid)  # the seed's failure
     for _, p, loads in grid:
         assert max(loads) < pp.max_throughput_rps(p)
 

@@ -653,10 +653,12 @@ def curve(p: PigPaxosParams, loads_rps: Sequence[float], seed: int = 0,
 
 def describe(p: PigPaxosParams) -> str:
     """Return a short label such as ``PigPaxos n=25 r=3`` or ``PigPaxos n=15 aws5``."""
+    fail = failure(p)
+    down = "" if fail is None else f" group {fail[0]}: {fail[2]}/{fail[1]} down"
     if p.regions is None:
-        return f"PigPaxos n={p.n} r={len(layout(p).groups)}"
+        return f"PigPaxos n={p.n} r={len(layout(p).groups)}{down}"
     assert isinstance(p.regions, RegionSet)
-    return f"PigPaxos n={p.n} {p.regions.name}"
+    return f"PigPaxos n={p.n} {p.regions.name}{down}"
 
 
 def _params_json(p: PigPaxosParams) -> dict[str, Any]:
@@ -735,10 +737,11 @@ def scaling_table(sizes: Sequence[int] = (5, 9, 15, 25, 35, 49, 75, 99),
 
 def validation_grid() -> list[tuple[str, PigPaxosParams, list[float]]]:
     """Return (label, params, loads in requests/s) cases for ``replicalab model validate``:
-    LAN n = 9, 25, 49 with 3 relay groups and WAN aws5 with one relay group per region."""
+    LAN n = 9, 25, 49 with 3 relay groups, WAN aws5 with one relay group per region, and the
+    seed's failure (n = 25, one of the 3 relay groups down)."""
     cases = []
     for p in (PigPaxosParams(n=9), PigPaxosParams(n=25), PigPaxosParams(n=49),
-              PigPaxosParams(n=15, regions="aws5")):
+              PigPaxosParams(n=15, regions="aws5"), PigPaxosParams(n=25, failed_group=0)):
         cap = max_throughput_rps(p)
         loads = [round(cap * f) for f in (0.1, 0.2, 0.35, 0.5, 0.6, 0.7, 0.78, 0.9)]
         cases.append((describe(p), p, loads))
