@@ -165,9 +165,12 @@ class DataCentres:
 
     def start_store(self, dc: str) -> None:
         """Restart ``dc``'s store server from its data directory (after :meth:`stop_store`)
-        and return once it listens."""
+        and return once it listens; a store that was not stopped is left as it is (a second
+        server on its port would fail, and its pid would replace the running one's)."""
         self._check(dc)
         self._no_faults_on_cassandra("restarting the store")
+        if dc not in self.stopped:
+            return
         if self.kind != "sim":
             c = self._cluster_of(dc)
             cluster.restart_nodes(cluster.driver(c.kind), c, list(c.nodes), self.root)
