@@ -306,3 +306,7 @@ def test_a_lost_dc_on_redis_has_its_rights_recovered_and_the_survivors_use_them(
     assert eff["ok_after_by_dc"]["EU"] == 0
     # the survivors sold what they held and, after the recovery, what EU had held
     assert sum(eff["ok_after_by_dc"].values()) > 0
+    # healed for the next point: EU's restarted server is the one its cluster records
+    (node,) = redis_dcs._cluster_of("EU").nodes
+    os.kill(node.pid, 0)
+    assert not redis_dcs.stopped and not redis_dcs.cuts
