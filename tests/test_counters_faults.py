@@ -310,3 +310,42 @@ def test_a_lost_dc_on_redis_has_its_rights_recovered_and_the_survivors_use_them(
     (node,) = redis_dcs._cluster_of("EU").nodes
     os.kill(node.pid, 0)
     assert not redis_dcs.stopped and not redis_dcs.cuts
+
+
+@pytest.mark.integration
+def test_counter_recover_on_the_command_line(redis_dcs, tmp_path: Path):
+    """``replicalab counter recover`` on real Redis DCs: EU sold 7 of its 30 units without
+    anyone hearing of it, then its server was killed and restarted from its disk; the
+    command moves the 23 it really held, and running it again moves nothing."""
+    import json
+
+    from replicalab.counters.client_mw import ClientMiddleware
+    from test_cli import _one_line_error
+    from test_cli import run as cli
+
+    t = redis_dcs
+    key = f"cli-recover-{os.getpid()}"
+
+    async def setup() -> None:
+        mws = {dc: ClientMiddleware(Placement.from_topology(t, dc), QUIET) for dc in DCS}
+        try:
+            await mws["US-E"].create(key, 90)  # pushed to every DC
+            for _ in range(7):
+                await mws["EU"].dec(key)  # never synchronised
+        finally:
+            for m in mws.values():
+                await m.close()
+
+    run(setup())
+    t.stop_store("EU")
+    t.start_store("EU")
+    stores = [a for dc in DCS for a in ("--store", f"{dc}={t.url(dc)}")]
+    p = cli("counter", "recover", key, "--lost", "EU", *stores, "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    (r,) = json.loads(p.stdout)["recoveries"]
+    assert (r["source"], r["held"], r["recovered_total"], r["written_off"]) == (
+        "final state", {"dec": 23}, {"dec": 23}, {"dec": 0})
+    again = cli("counter", "recover", key, "--lost", "EU", *stores, cwd=tmp_path)
+    assert again.returncode == 0 and "held 0 rights" in again.stdout, again.stdout
+    _one_line_error(cli("counter", "recover", key, "--lost", "Mars", *stores, cwd=tmp_path),
+                    2, "--lost 'Mars'")

@@ -450,6 +450,42 @@ def _emit_bench(run: Any, run_dir: Path, as_json: bool) -> None:
 __all__ = ["counter_app", "register"]
 
 
+@counter_app.command("recover")
+def recover(
+    keys: Annotated[list[str], typer.Argument(help="The counters to recover.",
+                                              show_default=False, metavar="KEY")],
+    lost: Annotated[str, typer.Option(help="The data centre lost for good (it must never "
+                                           "serve again under its name).")],
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Move every right a lost data centre held to the survivors (seed 004 §IV-E), from its
+    final state: its store, restarted from its disk; written off if that is gone.
+
+    Example: replicalab counter recover stock --lost EU --store US-E=redis://127.0.0.1:7001
+    --store US-W=redis://127.0.0.1:7002 --store EU=redis://127.0.0.1:7003
+    """
+    from replicalab.counters.recovery import recover_from_urls
+
+    try:
+        topo = parse_stores(store)
+        done = asyncio.run(recover_from_urls(keys, lost, topo.urls))
+    except StoreError as err:
+        fail(f"data centre unreachable: {cli_message(err)}")
+    except (CounterError, ValueError) as err:
+        fail(cli_message(err))
+    if as_json:
+        sys.stdout.write(json.dumps({"recoveries": [r.to_json() for r in done]},
+                                    sort_keys=True) + "\n")
+        return
+    for r in done:
+        for d, held in r.held.items():
+            moved = ", ".join(f"{n} to {s}" for s, n in r.recovered.get(d, {}).items())
+            say(f"{r.key} ({d}): {lost} held {held} rights, from its {r.source}; "
+                f"recovered {r.recovered_total(d)}{f' ({moved})' if moved else ''}, "
+                f"written off {r.written_off[d]}")
+
+
 @counter_app.command("serve")
 def serve(
     dc: Annotated[str, typer.Option(help="The data centre this middleware serves.")],

@@ -31,6 +31,7 @@ survivors, ``written_off`` = rights left with it (``held - recovered``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -181,3 +182,41 @@ async def _recover_at_lost(client: Client, key: str, lost: str, merged: BoundedC
         return new, held, moved
     raise CounterError(f"recovering {key!r}: {lost}'s store changed {RETRIES} times in a row; "
                        "is its middleware still running? (a lost DC must be stopped)")
+
+
+async def recover_from_urls(keys: Sequence[str], lost: str, urls: Mapping[str, str],
+                            opener: Any = None) -> list[Recovery]:
+    """Recover every counter of ``keys`` from data centre ``lost``, each DC's store given
+    by its URL (``urls[lost]``: the lost DC's store restarted from its disk; when it cannot
+    be reached, its rights are written off). Unavailable naming a survivor that cannot be
+    reached; ValueError for a lost DC that is not among ``urls``."""
+    from replicalab.stores import open_store
+
+    opener = opener or open_store
+    if lost not in urls:
+        raise ValueError(f"--lost {lost!r} is not one of the data centres given "
+                         f"({', '.join(urls)}); give its store too (restarted from its disk)")
+    if len(urls) < 2:
+        raise ValueError("give the store of every data centre: the lost one and the survivors")
+    stores, clients = [], {}
+    lost_client = None
+    try:
+        for dc, url in urls.items():
+            store = opener(url)
+            stores.append(store)
+            try:
+                client = await store.connect()
+            except (ValueError, OSError, StoreError) as err:
+                if dc == lost:
+                    continue  # its disk is gone too: its rights are written off
+                raise StoreError(f"cannot reach {dc}'s store: {err}") from None
+            if dc == lost:
+                lost_client = client
+            else:
+                clients[dc] = client
+        return [await recover(k, lost, lost_client, clients, seed=i)
+                for i, k in enumerate(keys)]
+    finally:
+        for s in stores:
+            with contextlib.suppress(Exception):
+                await s.close()
