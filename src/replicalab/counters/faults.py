@@ -128,7 +128,8 @@ async def run_fault(kind: str, dc: str, at_s: float, for_s: float, topo: Topolog
                     on_end: Callable[[], None] | None = None,
                     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> FaultRun:
     """Carry out fault ``kind`` on ``dc`` (``at_s`` after ``t0_ns``, for ``for_s``) and return
-    what happened; ``on_end`` is called once it has ended. Cancelling it heals what it cut."""
+    what happened; ``on_end`` is called once it has ended. Cancelling it heals a partition
+    and returns what happened so far (``error`` "interrupted")."""
     others = tuple(d for d in topo.dcs if d != dc)
     run = FaultRun(kind, dc, others, at_s, for_s)
 
@@ -159,6 +160,8 @@ async def run_fault(kind: str, dc: str, at_s: float, for_s: float, topo: Topolog
         run.end_s = round(since_s(), 4)
     except (StoreError, ValueError, OSError) as err:
         run.error = f"{type(err).__name__}: {err}"
+    except asyncio.CancelledError:
+        run.error = "interrupted"  # the point stopped first: keep what happened so far
     finally:
         if on_end is not None:
             on_end()
