@@ -279,7 +279,8 @@ def _kept_the_invariant_and_accounted(p: dict, initial: int) -> None:
 
 
 @pytest.mark.integration
-def test_a_partition_on_redis_keeps_the_invariant_and_no_right_crosses_it(redis_dcs):
+def test_a_partition_on_redis_keeps_the_invariant_and_no_right_crosses_it(redis_dcs,
+                                                                          tmp_path: Path):
     p = _point(redis_dcs, "partition", "client-based")
     _kept_the_invariant_and_accounted(p, 600)
     eff = p["fault_effects"]
@@ -290,6 +291,15 @@ def test_a_partition_on_redis_keeps_the_invariant_and_no_right_crosses_it(redis_
     assert all(n > 0 for n in eff["ok_during_by_dc"].values()), eff
     assert eff["transfers_across_during"] == 0
     assert eff["sync_failures"] > 0
+    # the report draws the point and tabulates its accounting
+    from replicalab.counters.bench_run import BenchSpec, new_results
+    from replicalab.report.counters import render_counter_report
+
+    results = new_results(BenchSpec(store="redis", experiments=("partition",)))
+    results["points"] = [p]
+    html = render_counter_report(results, tmp_path).read_text()
+    assert (tmp_path / "figures" / "partition-client-based.png").stat().st_size > 1000
+    assert "Faults between data centres" in html and "Transfers across" in html
 
 
 @pytest.mark.integration
