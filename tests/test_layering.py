@@ -17,7 +17,7 @@ ROOT = Path(replicalab.__file__).parent
 # nemesis acts on clusters; a cluster knows nothing of faults); models are a sibling on the
 # base layers and sim, used by experiments (model against store), report and cli.
 BASE = {"history", "runtime", "regions"}
-MIDDLE = {"workloads", "faults", "cluster"}
+MIDDLE = {"workloads", "faults", "cluster", "hosts"}
 BELOW = {"checkers", "stores", "sim", *BASE}
 SIBLINGS = {"models", "clt", "hlc", "counters", "watch", "queues", "placement"}
 ALLOWED = {
@@ -29,8 +29,10 @@ ALLOWED = {
     # store
     "experiments": {"models", *MIDDLE, *BELOW},
     "workloads": {"faults", "cluster", *BELOW},
-    "faults": {"cluster", *BELOW},
-    "cluster": BELOW,
+    "faults": {"cluster", "hosts", *BELOW},
+    # clusters on machines reached over SSH (DESIGN.md "Hosts"): hosts know no store
+    "cluster": {"hosts", *BELOW},
+    "hosts": BELOW,
     "checkers": {"stores", "sim", *BASE},
     "stores": {"sim", *BASE},
     "sim": BASE,

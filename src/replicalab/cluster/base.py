@@ -199,8 +199,9 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
     else:
         binaries = getattr(drv, "host_binaries", None)
         if binaries is None:
+            able = [k for k in kinds() if getattr(driver(k), "host_binaries", None)]
             raise ValueError(f"{kind} clusters cannot run on hosts yet; use one of "
-                             f"{', '.join(k for k in kinds() if getattr(driver(k), 'host_binaries', None))}")
+                             f"{', '.join(able)}")
         placement.check_hosts(inv, binaries + (("nft",) if inv.wan == "emulated" else ()))
     if power_loss_fs:
         powerloss.check_available()
