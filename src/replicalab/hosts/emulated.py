@@ -251,7 +251,19 @@ def _kill_namespace_processes(ns: str) -> list[int]:
     return killed
 
 
-def down(name: str, root: Path) -> list[str]:
+@dataclass(frozen=True)
+class Removed:
+    """What :func:`down` removed of one set."""
+
+    name: str
+    removed: list[str]
+
+    def to_json(self) -> dict[str, object]:
+        """Return the set's name and what was removed, as JSON-ready data."""
+        return {"name": self.name, "removed": self.removed}
+
+
+def down(name: str, root: Path) -> Removed:
     """Remove set ``name``: close the SSH masters, kill every process in its namespaces,
     delete the namespaces (their veths and nftables tables go with them), the bridge and
     the set's directory (keys, known_hosts, inventory, the hosts' files). Return what was
@@ -281,7 +293,7 @@ def down(name: str, root: Path) -> list[str]:
     if not removed:
         raise ValueError(f"no emulated hosts named {name!r}; `replicalab hosts status` "
                          "lists them")
-    return removed
+    return Removed(name, removed)
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,12 @@ class Inventory:
         raise ValueError(f"inventory {self.path} has no host {name!r}; it has "
                          f"{', '.join(h.name for h in self.hosts)}")
 
+    def to_json(self) -> dict[str, Any]:
+        """Return the inventory as JSON-ready data (its path and hosts)."""
+        return {"inventory": str(self.path), "wan": self.wan, "set": self.emulated_set,
+                "hosts": [{f.name: getattr(h, f.name) for f in fields(h)}
+                          for h in self.hosts]}
+
     def addresses(self) -> list[str]:
         """Return every host's address, in inventory order."""
         return [h.address for h in self.hosts]
