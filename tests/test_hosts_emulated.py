@@ -21,8 +21,7 @@ from typing import Any
 import pytest
 from tests.servers import server_missing, shared_root
 
-from replicalab.cluster import base, placement
-from replicalab.cluster.state import Cluster
+from replicalab.cluster import base
 from replicalab.faults.schedule import parse_fault
 from replicalab.history import load_history
 from replicalab.hosts import emulated, expiry
@@ -335,14 +334,16 @@ def test_hosts_down_leaves_nothing_and_hosts_have_no_default_route(tmp_path):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_cluster_down_removes_its_files_and_processes_on_the_hosts(lab, tmp_path):
+def test_cluster_down_removes_its_files_and_processes_on_the_hosts(lab, redis_on_hosts):
+    """The module's last use of the Redis cluster: bring it down."""
     inv, root = lab
-    c: Cluster = base.up("redis", 3, "dc3", name="r-down", root=root, hosts=inv.path)
+    c, _ = redis_on_hosts
     pids = [int(n.extra["host_pid"]) for n in c.nodes]
     pids += [int(n.extra["toxiproxy"]["pid"]) for n in c.nodes if "toxiproxy" in n.extra]
-    assert all(Path(f"/proc/{p}").exists() for p in pids)
-    base.down("r-down", root)
-    hosts = hosts_of(inv)
-    for h, node in zip(hosts, c.nodes, strict=True):
+    assert len(pids) == 5 and all(Path(f"/proc/{p}").exists() for p in pids)
+    base.down(c.name, root)
+    for h, node in zip(hosts_of(inv), c.nodes, strict=True):
         assert not h.run(f"test -e {Path(node.data_dir).parent}", check=False).ok
-    assert all(not placement.running(c, n) for n in c.nodes)
+    assert not any(Path(f"/proc/{p}").exists()
+                   and "Z" not in Path(f"/proc/{p}/stat").read_text().rsplit(") ", 1)[1][:1]
+                   for p in pids)
