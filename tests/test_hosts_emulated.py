@@ -137,7 +137,7 @@ def test_redis_on_hosts_fresh_after_the_injected_delay_started_over_ssh(lab, red
 
     # the servers run inside the hosts' namespaces, started over SSH from the controller's
     # address (the bridge's), as each host's sshd log says
-    names = emulated.Names(inv.emulated_set)
+    names = emulated.Names(inv.emulated_set, root)
     gateway = re.sub(r"\.\d+$", ".1", inv.hosts[0].address)
     for i, node in enumerate(c.nodes):
         pid = int(node.extra["host_pid"])
@@ -288,7 +288,7 @@ def test_sigkilled_controller_leaves_hosts_that_heal_themselves(lab, etcd_on_hos
 
 
 def _leftovers(name: str, root: Path, pids: list[int]) -> list[str]:
-    names = emulated.Names(name)
+    names = emulated.Names(name, root)
     found = [f"namespace {n}" for n in names.namespaces()]
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
                            check=True).stdout
@@ -329,7 +329,7 @@ def test_hosts_down_leaves_nothing_and_hosts_have_no_default_route(tmp_path):
         with pytest.raises(ValueError, match="no emulated hosts named"):
             emulated.down(name, root)
     finally:
-        if emulated.Names(name).namespaces():
+        if emulated.Names(name, root).namespaces():
             emulated.down(name, root)
         shutil.rmtree(root, ignore_errors=True)
 

@@ -47,8 +47,8 @@ def up(
         "appendfsync=always (Redis), fsync=on (PostgreSQL), forceSync=yes (ZooKeeper).")
     ] = None,
     hosts: Annotated[Path | None, typer.Option(
-        help="Inventory (TOML) of the hosts to run on, one node per host, over SSH "
-        "(`replicalab hosts up` writes one; docs/hosts.md).")] = None,
+        help="Inventory (TOML) of the hosts to run on, one node per host, over SSH, or the "
+        "name of a set `replicalab hosts up` made (docs/hosts.md).")] = None,
 ) -> None:
     """Start a cluster on 127.0.0.1 whose replication links carry the region delays.
 

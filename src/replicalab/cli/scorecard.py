@@ -40,9 +40,10 @@ def _check_inputs(kinds: str, only: str | None, regions: str, hosts: Path | None
     for k in real if hosts is None else ():  # on hosts: checked there when it starts
         k.make_driver().check_installed()
     if hosts is not None:
-        from replicalab.hosts import inventory
+        from replicalab.cluster.state import state_root
+        from replicalab.hosts import emulated, inventory
 
-        inventory.load(hosts)
+        inventory.load(emulated.resolve(hosts, state_root()))
     for s in stores:
         if s.kind is None:
             open_store(s.label, 1)

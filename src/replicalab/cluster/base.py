@@ -16,7 +16,7 @@ from replicalab.cluster import kinds as store_kinds
 from replicalab.cluster import placement, powerloss, process, toxiproxy
 from replicalab.cluster.ports import allocate
 from replicalab.cluster.state import Cluster, Link, Node, load, names, state_root
-from replicalab.hosts import inventory
+from replicalab.hosts import emulated, inventory
 from replicalab.regions import region_set
 
 
@@ -168,14 +168,15 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
     ``settings`` are server settings over the lab's defaults (see ``state.settings``);
     ``power_loss_fs`` puts every node's data directory on its own power-loss file system
     (cluster/powerfs.py), so that a ``power-loss`` fault can drop what a server never synced.
-    ``hosts`` names an inventory: one node per host (``nodes`` is then the host count), each
-    in its host's region, started over SSH (``cluster/placement.py``).
+    ``hosts`` names an inventory (or a set of emulated hosts): one node per host (``nodes``
+    is then the host count), each in its host's region, started over SSH
+    (``cluster/placement.py``).
     """
     kind = store_kinds.resolve(kind).name  # one spelling in cluster.json
     root = root or state_root()
     drv = driver(kind)
     rs = region_set(regions)
-    inv = inventory.load(hosts) if hosts is not None else None
+    inv = inventory.load(emulated.resolve(hosts, root)) if hosts is not None else None
     if inv is not None:
         if power_loss_fs:
             raise ValueError("--power-loss-fs mounts a FUSE file system here, not on hosts; "

@@ -3,10 +3,12 @@ without a lab. This module only *makes* and *removes* them (``ip netns``, ``ip l
 ``ip netns exec`` to start each sshd); everything else reaches them over SSH, exactly as it
 reaches real machines (``hosts/ssh.py``).
 
-A set called NAME has
-* namespaces ``rl-NAME-h0`` .. ``rl-NAME-h{N-1}``, one veth pair each, the namespace's end
+A set called NAME (unique in its state directory) has
+* namespaces ``rl-NAME-<tag>-h0`` .. ``-h{N-1}``, one veth pair each, the namespace's end
   named ``eth0`` and the machine's end ``rl<tag>v<i>``, on bridge ``rl<tag>br`` (``tag``: 8
-  hex digits of the name's SHA-1, as interface names have at most 15 bytes);
+  hex digits of the SHA-1 of the state directory and the name, so two users, or two test
+  runs, both making a set "lab" on one machine do not collide; interface names have at
+  most 15 bytes);
 * addresses in a /24 of 198.18.0.0/15 (RFC 2544's benchmarking range) that no interface of
   the machine uses: the bridge ``.1`` (the controller's own address, never an inventory
   address), host i ``.(i+2)``; inside a namespace only the /24's route, **no default
@@ -72,16 +74,28 @@ def inventory_path(name: str, root: Path) -> Path:
     return set_dir(name, root) / "inventory.toml"
 
 
+def resolve(hosts: Path | str, root: Path) -> Path:
+    """Return the inventory file ``hosts`` names: a file, else the inventory of the emulated
+    set of that name under ``root`` (``--hosts lab`` after ``hosts up --name lab``)."""
+    path = Path(hosts).expanduser()
+    if path.exists() or not _NAME.match(str(hosts)):
+        return path
+    own = inventory_path(str(hosts), root)
+    return own if own.exists() else path
+
+
 @dataclass(frozen=True)
 class Names:
     """The kernel objects of one set."""
 
     name: str
+    root: Path
 
     @property
     def tag(self) -> str:
-        """Return 8 hex digits of the set name's SHA-1 (interface names are short)."""
-        return hashlib.sha1(self.name.encode()).hexdigest()[:8]
+        """Return 8 hex digits of the SHA-1 of the state root and set name (interface
+        names are short)."""
+        return hashlib.sha1(f"{self.root.absolute()}|{self.name}".encode()).hexdigest()[:8]
 
     @property
     def bridge(self) -> str:
@@ -90,7 +104,7 @@ class Names:
 
     def namespace(self, i: int) -> str:
         """Return host ``i``'s namespace name."""
-        return f"rl-{self.name}-h{i}"
+        return f"rl-{self.name}-{self.tag}-h{i}"
 
     def veth(self, i: int) -> str:
         """Return the machine's end of host ``i``'s veth pair."""
@@ -98,8 +112,9 @@ class Names:
 
     def namespaces(self) -> list[str]:
         """Return the set's namespaces that exist now."""
-        return [n for n in _list_namespaces() if n.startswith(f"rl-{self.name}-h")
-                and n.removeprefix(f"rl-{self.name}-h").isdigit()]
+        prefix = f"rl-{self.name}-{self.tag}-h"
+        return [n for n in _list_namespaces()
+                if n.startswith(prefix) and n.removeprefix(prefix).isdigit()]
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -155,7 +170,7 @@ def up(count: int, name: str, root: Path, regions: str = "lan",
     if not 1 <= count <= _MAX_HOSTS:
         raise ValueError(f"--count {count} must be between 1 and {_MAX_HOSTS}")
     rs = region_set(regions)
-    names = Names(name)
+    names = Names(name, root)
     d = set_dir(name, root)
     if d.exists() or names.namespaces():
         raise ValueError(f"a set of emulated hosts named {name!r} exists; `replicalab hosts "
@@ -269,7 +284,7 @@ def down(name: str, root: Path) -> Removed:
     the set's directory (keys, known_hosts, inventory, the hosts' files). Return what was
     removed (ValueError when nothing of that name exists)."""
     _need_root()
-    names = Names(name)
+    names = Names(name, root)
     d = set_dir(name, root)
     removed: list[str] = []
     if (d / "inventory.toml").exists():
@@ -320,7 +335,7 @@ def status(name: str, root: Path) -> SetStatus:
     path = inventory_path(name, root)
     inv = inv_mod.load(path)
     present = set(_list_namespaces())
-    names = Names(name)
+    names = Names(name, root)
 
     def row(pair: tuple[int, SshHost]) -> dict[str, str]:
         i, h = pair
