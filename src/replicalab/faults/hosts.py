@@ -19,7 +19,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from replicalab.cluster import base, placement
+from replicalab.cluster import base, placement, toxiproxy
 from replicalab.cluster.state import Cluster, Node
 from replicalab.faults.schedule import Fault
 from replicalab.hosts import expiry, nft
@@ -100,6 +100,8 @@ class HostNemesis:
         tag = self._tag(c, f)
         work = self._work(c, f, tag)
         each(work, lambda w: expiry.install(w[0], tag, w[1], w[2], f.for_s))
+        if f.action == "partition":
+            self._client_links(c, f, True)
 
     def end(self, c: Cluster, f: Fault) -> None:
         """Heal fault ``f``: stop its timers and undo it; a crashed server is started again
@@ -116,6 +118,8 @@ class HostNemesis:
             c.save(self.root)
             return
         each(work, lambda w: expiry.remove(w[0], tag, w[2]))
+        if f.action == "partition":
+            self._client_links(c, f, False)
         if f.action == "slow" and c.links:
             self._slow_links(c, f, False)
 
@@ -158,6 +162,27 @@ class HostNemesis:
                 out.append((hosts[n.index], do, f"tc qdisc del dev {d} root 2>/dev/null; true"))
             return out
         raise ValueError(f"fault {f.label!r} cannot act on hosts")
+
+    @staticmethod
+    def _client_links(c: Cluster, f: Fault, on: bool) -> None:
+        """Cut (or heal) the client links crossing the partition, as on loopback: a client
+        placed in a cut-off region reaches no node outside it through this machine's
+        Toxiproxy, and no client outside reaches its nodes. (They are this machine's, so
+        they heal with the controller's heal or ``cluster down``, not by a host's timer.)"""
+        if f.node is not None:
+            me = f"n{f.node}"
+            links = [x for x in c.links if x.kind == "client" and x.dst == me]
+        else:
+            links = [x for x in c.links if x.kind == "client"
+                     and (x.src_region == f.region) != (x.dst_region == f.region)]
+        if not links or not c.toxiproxy_port:
+            return
+        tp = toxiproxy.Toxiproxy(c.toxiproxy_port)
+        try:
+            for link in links:
+                (tp.add_timeout if on else tp.remove_timeout)(link.name)
+        finally:
+            tp.close()
 
     def _slow_links(self, c: Cluster, f: Fault, on: bool) -> None:
         """Add ``f.extra_ms`` to (or restore) every host link touching the targets."""
