@@ -96,9 +96,9 @@ def _host(table: Any, i: int, source: Path) -> HostSpec:
     if unknown:
         raise ValueError(f"{where}: unknown key {unknown[0]!r}; a host has "
                          f"{', '.join(_TYPES)}")
-    for key in ("name", "address"):
+    for key, example in (("name", "db1"), ("address", "10.0.0.11")):
         if not table.get(key):
-            raise ValueError(f"{where}: give its {key} (e.g. {key} = \"db1\")")
+            raise ValueError(f"{where}: give its {key} (e.g. {key} = \"{example}\")")
     for key, value in table.items():
         want = _TYPES[key]
         if not isinstance(value, want) or (want is int and isinstance(value, bool)):
