@@ -6,6 +6,7 @@ is SIGKILLed, and ``hosts down`` leaving nothing behind."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -20,12 +21,14 @@ from typing import Any
 
 import pytest
 from tests.servers import server_missing, shared_root
+from typer.testing import CliRunner
 
+from replicalab.cli.main import app
 from replicalab.cluster import base
 from replicalab.cluster.state import load
 from replicalab.faults.schedule import parse_fault
 from replicalab.history import NEMESIS, load_history
-from replicalab.hosts import emulated, expiry
+from replicalab.hosts import emulated, expiry, inventory
 from replicalab.hosts.ssh import SshHost, hosts_of
 from replicalab.regions import region_set
 from replicalab.workloads.base import ProbeOptions
@@ -181,6 +184,23 @@ def test_redis_primary_killed_on_its_host_loses_acknowledged_writes(lab, redis_o
     assert now != before and Path(f"/proc/{now}/cmdline").read_bytes().startswith(b"redis")
     _, rows = base.status(c.name, root)
     assert [row["alive"] for row in rows] == ["yes"] * 3
+
+
+def test_a_host_that_refuses_the_key_or_does_not_answer_is_one_line(lab, tmp_path):
+    inv, _ = lab
+    h0 = inv.hosts[0]
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+                    str(tmp_path / "other")], check=True)
+    wrong_key = dataclasses.replace(h0, key=str(tmp_path / "other"))
+    no_sshd = dataclasses.replace(h0, name="h9", port=2222)
+    for spec, says in ((wrong_key, "refuses the key"), (no_sshd, "is unreachable")):
+        bad = inventory.Inventory(tmp_path / f"{spec.port}.toml", [spec], inv.known_hosts)
+        inventory.save(bad)
+        res = CliRunner().invoke(app, ["cluster", "up", "redis", "--hosts", str(bad.path),
+                                       "--regions", "dc3", "--name", "never"])
+        lines = res.stderr.strip().splitlines()
+        assert res.exit_code == 2 and len(lines) == 1, res.output
+        assert lines[0].startswith(f"error: host {spec.name} ({spec.where}) {says}"), lines
 
 
 _NETNS_EXEC = re.compile(r"""netns["'\s,]+exec""")
