@@ -7,6 +7,7 @@ is SIGKILLed, and ``hosts down`` leaving nothing behind."""
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import os
 import re
 import shutil
@@ -25,7 +26,8 @@ from typer.testing import CliRunner
 
 from replicalab.cli.main import app
 from replicalab.cluster import base
-from replicalab.cluster.state import load
+from replicalab.cluster.state import Cluster, Node, load
+from replicalab.faults.hosts import HostNemesis
 from replicalab.faults.schedule import parse_fault
 from replicalab.history import NEMESIS, load_history
 from replicalab.hosts import emulated, expiry, inventory
@@ -201,6 +203,36 @@ def test_a_host_that_refuses_the_key_or_does_not_answer_is_one_line(lab, tmp_pat
         lines = res.stderr.strip().splitlines()
         assert res.exit_code == 2 and len(lines) == 1, res.output
         assert lines[0].startswith(f"error: host {spec.name} ({spec.where}) {says}"), lines
+
+
+def _kernel_has_netem() -> bool | None:
+    """Return whether this machine's kernel (the emulated hosts') was built with sch_netem,
+    from its own configuration (None: it does not say)."""
+    try:
+        with gzip.open("/proc/config.gz", "rt") as f:
+            config = f.read()
+    except OSError:
+        return None
+    return bool(re.search(r"^CONFIG_NET_SCH_NETEM=[ym]$", config, re.M))
+
+
+def test_a_slow_link_on_real_machines_says_when_the_kernel_has_no_netem(lab):
+    """Without an emulated WAN a slow link is tc netem on the hosts: refused in one line
+    naming the host when its kernel lacks it, accepted when it has it."""
+    inv, root = lab
+    has = _kernel_has_netem()
+    if has is None:
+        pytest.skip("/proc/config.gz does not say whether the kernel has netem")
+    h0 = inv.hosts[0]
+    node = Node(0, h0.region, "", 1, f"{h0.root}/x", extra={"host": h0.name,
+                                                            "address": h0.address})
+    c = Cluster("redis", "netem-check", "dc3", [node], extra={"hosts": str(inv.path)})
+    fault = parse_fault("at=1s slow node=0 ms=50 for=1s")
+    if has:
+        HostNemesis(root).check(c, fault)
+    else:
+        with pytest.raises(ValueError, match=f"host {h0.name}'s kernel has no tc netem"):
+            HostNemesis(root).check(c, fault)
 
 
 _NETNS_EXEC = re.compile(r"""netns["'\s,]+exec""")
