@@ -93,6 +93,9 @@ class SshHost:
             if check.returncode == 0:
                 self._connected = True
                 return
+            # no master answers there: a socket left by one that was killed would make the
+            # new master give up multiplexing ("already exists")
+            self.control.unlink(missing_ok=True)
             log = self.control.with_suffix(".log")
             with log.open("ab") as out:
                 done = subprocess.run(
@@ -108,6 +111,7 @@ class SshHost:
         """Close the master connection (nothing if none is open)."""
         self._connected = False
         subprocess.run(self._argv("-O", "exit"), capture_output=True, timeout=10, check=False)
+        self.control.with_suffix(".log").unlink(missing_ok=True)
 
     def _wrap(self, cmd: str) -> str:
         return f"sudo -n sh -c {shlex.quote(cmd)}" if self.spec.sudo else cmd
