@@ -430,8 +430,11 @@ def test_hosts_down_leaves_nothing_and_hosts_have_no_default_route(tmp_path):
                 for i in range(2)]
         assert "rlftest" in _tables(h1)
         assert _leftovers(name, root, [sleeper, timer, *sshd])  # the check sees them
+        controls = [x for h in (h0, h1) for x in (h.control, h.control.with_suffix(".log"))]
+        assert any(x.exists() for x in controls)  # the SSH masters' sockets and logs
         emulated.down(name, root)
         assert _leftovers(name, root, [sleeper, timer, *sshd]) == []
+        assert [x for x in controls if x.exists()] == []
         with pytest.raises(ValueError, match="no emulated hosts named"):
             emulated.down(name, root)
     finally:
