@@ -26,6 +26,8 @@ command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 # nftables rules of partitions on hosts
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
 command -v nft >/dev/null 2>&1 || missing+=(nftables)
+# a slow link on emulated hosts: the host sets its Toxiproxy's latency with curl
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} (Debian packages)..."
   $SUDO apt-get update -qq

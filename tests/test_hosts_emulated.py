@@ -25,7 +25,7 @@ from tests.servers import server_missing, shared_root
 from typer.testing import CliRunner
 
 from replicalab.cli.main import app
-from replicalab.cluster import base
+from replicalab.cluster import base, placement
 from replicalab.cluster.state import Cluster, Node, load
 from replicalab.faults.hosts import HostNemesis
 from replicalab.faults.schedule import parse_fault
@@ -334,6 +334,37 @@ def test_etcd_partition_of_a_region_stale_serializable_reads_only(lab, etcd_on_h
     lin = run.results["linearizability"]
     assert lin["valid"] is True, [p["explanation"] for p in lin["parts"]]
     assert run.results["ops"]["reads"] >= 10 and run.results["ops"]["writes"] >= 10
+
+
+def _latency_ms(c: Any, link_name: str) -> tuple[int, int]:
+    link = next(x for x in c.links if x.name == link_name)
+    tp = placement.toxiproxy_of_link(c, link)
+    try:
+        toxics = {t["name"]: t["attributes"]["latency"]
+                  for t in tp.proxies()[link_name]["toxics"]}
+    finally:
+        tp.close()
+    return toxics.get("latency_downstream", 0), toxics.get("latency_upstream", 0)
+
+
+def test_a_slow_link_on_emulated_hosts_is_restored_by_the_hosts_own_timer(lab, etcd_on_hosts):
+    """slow adds its delay to the Toxiproxy links on the hosts; left alone (no heal from
+    the controller), the hosts' timers put the region matrix's delays back."""
+    _, root = lab
+    c, _ = etcd_on_hosts
+    eu = next(n for n in c.nodes if n.region == "EU")
+    link = next(x for x in c.links if x.src == f"n{eu.index}" and x.dst_region != "EU")
+    before = _latency_ms(c, link.name)
+    assert before == (round(link.downstream_ms), round(link.upstream_ms))
+    fault = parse_fault("at=0s slow region=EU ms=100 for=1s")
+    nemesis = HostNemesis(root)
+    nemesis.check(c, fault)
+    nemesis.start(c, fault)
+    assert _latency_ms(c, link.name) == (before[0] + 100, before[1] + 100)
+    deadline = time.monotonic() + 1 + expiry.MARGIN_S + 10
+    while _latency_ms(c, link.name) != before:
+        assert time.monotonic() < deadline, "the slow link was not restored"
+        time.sleep(0.2)
 
 
 def test_sigkilled_controller_leaves_hosts_that_heal_themselves(lab, etcd_on_hosts, tmp_path):

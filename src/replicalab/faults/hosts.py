@@ -8,13 +8,15 @@ in its data directory if it is not running; the controller's heal restarts it th
 driver (and waits until it answers). pause: SIGSTOP, then SIGCONT. partition: on every host
 on one side, an nftables table of the fault's own dropping packets to and from the other
 side's inventory addresses, and only those: the controller's SSH comes from no inventory
-address. slow: the links' Toxiproxy proxies on the hosts (emulated WAN), else ``tc netem``
-where the hosts' kernels have it (refused, saying so, where they do not).
+address. slow: the links' Toxiproxy proxies on the hosts (emulated WAN; set with ``curl``
+on the host, so the timer there can restore them), else ``tc netem`` where the hosts'
+kernels have it (refused, saying so, where they do not).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +87,12 @@ class HostNemesis:
         if f.action == "partition" and len(self.targets(c, f)) == len(c.nodes):
             raise ValueError(f"fault {f.label!r}: every node is on that side; partition a "
                              "node or a region that leaves others")
+        if f.action == "slow" and c.links:
+            host = placement.host_of(c, c.nodes[0])
+            if not host.run("command -v curl", check=False).ok:
+                raise ValueError(f"fault {f.label!r}: host {host.spec.name} has no curl, "
+                                 "which sets its Toxiproxy links' latency; apt-get install "
+                                 "curl there")
         if f.action == "slow" and not c.links:
             host = placement.host_of(c, c.nodes[0])
             if not netem_available(host):
@@ -94,9 +102,6 @@ class HostNemesis:
 
     def start(self, c: Cluster, f: Fault) -> None:
         """Install fault ``f`` on the hosts it touches, each armed to undo itself."""
-        if f.action == "slow" and c.links:
-            self._slow_links(c, f, True)
-            return
         tag = self._tag(c, f)
         work = self._work(c, f, tag)
         each(work, lambda w: expiry.install(w[0], tag, w[1], w[2], f.for_s))
@@ -120,8 +125,6 @@ class HostNemesis:
         each(work, lambda w: expiry.remove(w[0], tag, w[2]))
         if f.action == "partition":
             self._client_links(c, f, False)
-        if f.action == "slow" and c.links:
-            self._slow_links(c, f, False)
 
     def _work(self, c: Cluster, f: Fault, tag: str) -> list[tuple[SshHost, str, str]]:
         """Return (host, do, undo) per host the fault touches."""
@@ -144,8 +147,8 @@ class HostNemesis:
                             nft.delete_line("inet", tag)))
             return out
         if f.action == "slow":
-            if c.links:  # emulated WAN: the proxies carry it (no timer: Toxiproxy is ours)
-                return []
+            if c.links:  # emulated WAN: the proxies on the links' source hosts carry it
+                return self._slow_links(c, f, hosts)
             dev = "$(ip -o -4 route get {} | sed -n 's/.* dev \\([^ ]*\\).*/\\1/p')"
             out = []
             for n in nodes:
@@ -184,18 +187,39 @@ class HostNemesis:
         finally:
             tp.close()
 
-    def _slow_links(self, c: Cluster, f: Fault, on: bool) -> None:
-        """Add ``f.extra_ms`` to (or restore) every host link touching the targets."""
+    def _slow_links(self, c: Cluster, f: Fault, hosts: dict[int, SshHost]
+                    ) -> list[tuple[SshHost, str, str]]:
+        """Return (host, do, undo) per host whose Toxiproxy carries a replication link
+        touching the targets: add ``f.extra_ms`` each way, then restore."""
         targets = {f"n{n.index}" for n in self.targets(c, f)}
+        per_host: dict[int, tuple[list[str], list[str]]] = {}
         for link in c.links:
             if link.kind != "replication" or not targets & {link.src, link.dst}:
                 continue
             if f.node is None and link.src_region == link.dst_region:
                 continue
-            tp = placement.toxiproxy_of_link(c, link)
-            try:
-                extra = f.extra_ms if on else 0.0
-                tp.set_latency(link.name, link.downstream_ms + extra,
-                               link.upstream_ms + extra, link.jitter_ms)
-            finally:
-                tp.close()
+            src = c.nodes[int(link.src.removeprefix("n"))]
+            api = (f"http://{placement.address(src)}:{src.extra['toxiproxy']['api']}"
+                   f"/proxies/{link.name}/toxics")
+            do, undo = per_host.setdefault(src.index, ([], []))
+            do += _latency_lines(api, link.downstream_ms + f.extra_ms,
+                                 link.upstream_ms + f.extra_ms, link.jitter_ms)
+            undo += _latency_lines(api, link.downstream_ms, link.upstream_ms, link.jitter_ms)
+        return [(hosts[i], " && ".join(do), "; ".join(undo))
+                for i, (do, undo) in per_host.items()]
+
+
+def _latency_lines(api: str, downstream_ms: float, upstream_ms: float, jitter_ms: float
+                   ) -> list[str]:
+    """Return curl lines that set a proxy's latency toxics (as ``Toxiproxy.set_latency``
+    does: each replaced, none for 0 ms) through its API at ``api`` (…/toxics)."""
+    lines = []
+    for stream, ms in (("downstream", downstream_ms), ("upstream", upstream_ms)):
+        lines.append(f"(curl -s -o /dev/null -X DELETE {api}/latency_{stream} || true)")
+        if ms > 0:
+            body = json.dumps({"name": f"latency_{stream}", "type": "latency",
+                               "stream": stream, "toxicity": 1.0,
+                               "attributes": {"latency": round(ms),
+                                              "jitter": round(jitter_ms)}})
+            lines.append(f"curl -sf -o /dev/null -X POST {api} -d {shlex.quote(body)}")
+    return lines
