@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from tests.servers import server_missing, shared_root
 from typer.testing import CliRunner
@@ -87,6 +89,56 @@ def etcd_on_hosts(lab):
     except ValueError as err:
         server_missing("etcd on emulated hosts", err)
     return c, root
+
+
+def test_postgres_on_hosts_streams_to_its_standbys_as_the_postgres_user(lab, tmp_path):
+    inv, root = lab
+    try:
+        c = base.up("postgres", 3, "dc3", name="p", root=root, hosts=inv.path)
+    except ValueError as err:
+        server_missing("postgres on emulated hosts", err)
+    try:
+        _, rows = base.status(c.name, root)
+        assert rows[0]["state"].startswith("primary, 2 standbys")
+        assert all("streaming" in r["state"] for r in rows[1:]), rows
+        names = emulated.Names(inv.emulated_set, root)
+        postgres_uid = pwd.getpwnam("postgres").pw_uid
+        for i, node in enumerate(c.nodes):
+            pid = int(node.extra["host_pid"])
+            assert _net_inode(pid) == _namespace_inode(names.namespace(i))
+            server = [p for p in [pid, *_children(pid)]
+                      if Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0]
+                      .endswith(b"/postgres")]
+            assert server and all(_uid(p) == postgres_uid for p in server)
+        primary, standby = c.nodes[0], c.nodes[1]
+        with psycopg.connect(host=primary.extra["address"], port=primary.port,
+                             user="postgres", dbname="postgres", autocommit=True) as conn:
+            conn.execute("CREATE TABLE t (v int)")
+            conn.execute("INSERT INTO t VALUES (37)")
+        deadline = time.monotonic() + 30
+        while True:
+            with psycopg.connect(host=standby.extra["address"], port=standby.port,
+                                 user="postgres", dbname="postgres", autocommit=True) as conn:
+                try:
+                    if conn.execute("SELECT v FROM t").fetchall() == [(37,)]:
+                        break
+                except psycopg.errors.UndefinedTable:
+                    pass
+            assert time.monotonic() < deadline, "the standby never had the row"
+            time.sleep(0.1)
+    finally:
+        base.down(c.name, root)
+
+
+def _children(pid: int) -> list[int]:
+    return [int(x) for x in
+            Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _uid(pid: int) -> int:
+    line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines()
+                if x.startswith("Uid:"))
+    return int(line.split()[1])
 
 
 def _namespace_inode(ns: str) -> int:
