@@ -104,7 +104,9 @@ class SshHost:
                     stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                     timeout=CONNECT_TIMEOUT_S + 10, check=False)
             if done.returncode != 0:
-                raise self._problem(log.read_text(errors="replace")[-2000:])
+                said = log.read_text(errors="replace")[-2000:]
+                log.unlink(missing_ok=True)  # no master: nothing will remove it
+                raise self._problem(said)
             self._connected = True
 
     def close(self) -> None:
