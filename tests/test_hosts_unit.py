@@ -3,6 +3,7 @@ and the command line's refusals (no root, a bad inventory)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,18 @@ def test_cluster_up_on_a_bad_inventory_is_one_line_and_exit_2(tmp_path: Path):
 def test_a_host_names_itself_in_errors():
     assert HostSpec("db1", "10.0.0.11", user="admin", port=2222).where == \
         "admin@10.0.0.11:2222"
+
+
+DATA = Path(__file__).resolve().parents[1] / "docs" / "data" / "hosts_vs_loopback.json"
+
+
+def test_redis_on_emulated_hosts_gives_loopbacks_staleness_windows_within_10_percent():
+    """Judged from benchmarks/hosts_vs_loopback.py's recorded runs (each ran Redis on
+    loopback and on emulated hosts, same delays, same probe, in one run)."""
+    runs = json.loads(DATA.read_text())["runs"]
+    assert len(runs) >= 3
+    for run in runs:
+        for where in ("loopback", "hosts"):
+            assert run[where]["early"] == 0.0 and run[where]["late"] == 1.0, run
+        ratio = run["hosts"]["median"] / run["loopback"]["median"]
+        assert 0.9 <= ratio <= 1.1, run
