@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what the real-store integration tests need, if missing: Debian's redis-server,
-# postgresql, etcd-server, zookeeper and prometheus, Toxiproxy, MinIO and mc built from the Go module proxy into
+# postgresql, etcd-server, zookeeper, prometheus, openssh-server and nftables, Toxiproxy, MinIO and mc built from the Go module proxy into
 # .replicalab/bin, and Apache Cassandra's jars copied from Maven Central by Debian's Maven
 # into .replicalab/cassandra/VERSION/lib. Safe to rerun. Services the packages may start are not used: replicalab
 # starts its own server processes on 127.0.0.1 ports of its choosing.
@@ -56,6 +56,12 @@ command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 # a real Prometheus server for the watch --metrics-port integration test (it scrapes /metrics)
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+# emulated hosts (hosts/, issue 37): an OpenSSH server per network namespace, and the
+# nftables rules of partitions on hosts
+[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+command -v nft >/dev/null 2>&1 || missing+=(nftables)
+# a slow link on emulated hosts: the host sets its Toxiproxy's latency with curl
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} (Debian packages)..."
   $SUDO apt-get update -qq

@@ -90,11 +90,12 @@ class ScorecardRun:
 
 def scorecard(kinds: Sequence[str], regions: str = "dc3", quick: bool = True,
               only: Sequence[str] | None = None, out: str | Path = "runs",
-              seed: int = 1) -> ScorecardRun:
+              seed: int = 1, hosts: str | Path | None = None) -> ScorecardRun:
     """Measure seed 001's chart for each store of ``kinds`` (cluster kinds, started and
     stopped here, or ``sim://`` URLs) and return the :class:`ScorecardRun`; ``only`` names
     properties (latency, durability, availability, consistency, transactionality,
-    geography). The same run as ``replicalab scorecard``: ``experiments.run.run``."""
+    geography); ``hosts`` an inventory whose hosts the clusters run on. The same run as
+    ``replicalab scorecard``: ``experiments.run.run``."""
     from replicalab.experiments.plan import FULL, QUICK, parse_kinds
     from replicalab.experiments.properties import parse_only
     from replicalab.experiments.run import Scorecard, run
@@ -106,7 +107,8 @@ def scorecard(kinds: Sequence[str], regions: str = "dc3", quick: bool = True,
     run_dir = make_run_dir(Path(out), "scorecard", "-".join(
         "sim" if s.kind is None else s.label for s in stores))
     (run_dir / "runs").mkdir(exist_ok=True)
-    sc = Scorecard(run_dir, stores, props, regions, QUICK if quick else FULL, seed)
+    sc = Scorecard(run_dir, stores, props, regions, QUICK if quick else FULL, seed,
+                   None if hosts is None else str(hosts))
     run(sc, lambda _what: None)
     doc = sc.to_json()
     render_scorecard(doc, run_dir)

@@ -46,12 +46,17 @@ def up(
         "--set", help="Server setting KEY=VALUE over the lab's defaults, repeatable: "
         "appendfsync=always (Redis), fsync=on (PostgreSQL), forceSync=yes (ZooKeeper).")
     ] = None,
+    hosts: Annotated[Path | None, typer.Option(
+        help="Inventory (TOML) of the hosts to run on, one node per host, over SSH, or the "
+        "name of a set `replicalab hosts up` made (docs/hosts.md).")] = None,
 ) -> None:
     """Start a cluster on 127.0.0.1 whose replication links carry the region delays.
 
     Example: replicalab cluster up redis --nodes 3 --regions dc3
 
     Example: replicalab cluster up redis --power-loss-fs --set appendfsync=always
+
+    Example: replicalab cluster up etcd --hosts inventory.toml --regions dc3 --name e
     """
     try:
         settings = parse_settings(setting or [])
@@ -62,7 +67,8 @@ def up(
             tick(0.0, f"starting {plural(nodes, kind + ' node')} and their links on {regions}")
             with _watch_start(root / "clusters" / (name or f"{kind}-{regions}"), tick):
                 c = base.up(kind, nodes, regions, name, base_port, client_region,
-                            root=root, settings=settings, power_loss_fs=power_loss_fs)
+                            root=root, settings=settings, power_loss_fs=power_loss_fs,
+                            hosts=hosts)
     except ValueError as err:
         fail(str(err))
     base.keep(c)  # the cluster outlives this command: `cluster down` stops it

@@ -78,6 +78,9 @@ def compare(
         help='Fault for every staleness probe, repeatable: "at=10s partition region=US-W '
              'for=10s" (crash, pause, partition, slow ... ms=200; node=0..2 or '
              'region=NAME); adds availability and lost acknowledged writes.')] = None,
+    hosts: Annotated[str | None, typer.Option(
+        help="Inventory (TOML) of the hosts each cluster runs on, over SSH, or the name of "
+             "a set `replicalab hosts up` made (docs/hosts.md).")] = None,
 ) -> None:
     """Start each store as a 3-node cluster on the same regions (writer in the first region,
     reader in the second) and compare staleness and latency side by side.
@@ -99,7 +102,7 @@ def compare(
         duration_s = parse_duration_s(duration, "--duration")
         if ops < 2:
             raise ValueError(f"--ops must be at least 2 (got {ops})")
-        for k in chosen:
+        for k in chosen if hosts is None else ():  # on hosts: checked there at start
             k.make_driver().check_installed()
         faults = tuple(parse_fault(f) for f in fault or [])
         if faults and workload == "latency":
@@ -122,12 +125,13 @@ def compare(
             phase = Phases(tick, plan).start
             if workload == "staleness":
                 done = experiment.compare_staleness(chosen, regions, duration_s, ops, faults,
-                                                    run_dir, phase)
+                                                    run_dir, phase, hosts)
             elif workload == "latency":
-                done = experiment.compare_latency(chosen, regions, ops, seed, run_dir, phase)
+                done = experiment.compare_latency(chosen, regions, ops, seed, run_dir, phase,
+                                                  hosts)
             else:
                 done = experiment.compare_register(chosen, regions, duration_s, faults, seed,
-                                                   run_dir, phase)
+                                                   run_dir, phase, hosts=hosts)
     except ValueError as err:
         _drop_if_empty(run_dir)
         fail(str(err))

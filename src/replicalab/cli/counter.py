@@ -333,6 +333,16 @@ def bench(
                            ] = "2m",
     violation_initial: Annotated[int, typer.Option(help="Initial value of the violations "
                                                         "experiment.")] = 100,
+    fault_dc: Annotated[str | None, typer.Option(
+        help="Data centre cut off (partition) or lost (dc-loss); default the last (EU).",
+        show_default=False)] = None,
+    fault_at: Annotated[str, typer.Option(help="When the fault starts in its point: 1s.")
+                        ] = "1s",
+    fault_for: Annotated[str, typer.Option(
+        help="How long the DC stays cut off, or lost before its rights are recovered: 5s.")
+                         ] = "5s",
+    fault_initial: Annotated[int, typer.Option(help="Initial value of the fault runs.")
+                             ] = 600,
     sync: Annotated[str | None, typer.Option(
         help="Inter-DC synchronisation period: 200ms (the default), 1s.",
         show_default=False)] = None,
@@ -346,6 +356,9 @@ def bench(
     """Run seed 004's experiments on three data centres (dc3) and write an HTML report.
 
     Example: replicalab counter bench --kind redis --clients 3,15,30 --duration 20s
+
+    Faults (seed §IV-E): replicalab counter bench --kind redis --experiments
+    partition,dc-loss --configs server-based+batch --fault-dc EU --fault-for 5s
     """
     if store is not None:
         note(f"--store {store} is deprecated here; use --kind {store}")
@@ -362,7 +375,11 @@ def bench(
                          low_load_clients=low_load_clients, exhaust_initial=exhaust_initial,
                          exhaust_clients=exhaust_clients,
                          exhaust_max_s=parse_duration_s(exhaust_max, "--exhaust-max"),
-                         violation_initial=violation_initial, sync_ms=sync_ms, seed=seed)
+                         violation_initial=violation_initial, sync_ms=sync_ms, seed=seed,
+                         fault_dc=fault_dc or "",
+                         fault_at_s=parse_duration_s(fault_at, "--fault-at"),
+                         fault_for_s=parse_duration_s(fault_for, "--fault-for"),
+                         fault_initial=fault_initial)
         spec.check()
         run_dir = make_run_dir(out, "counter-bench", store)
     except ValueError as err:
@@ -377,19 +394,50 @@ def bench(
     _emit_bench(run, run_dir, as_json)
 
 
+def fault_table(results: dict[str, Any]) -> TableData | None:
+    """Return one row per fault point (None when there is none): the window, what each DC
+    sold inside it, transfers across the cut, the rights of a lost DC, and the checks."""
+    rows = [p for p in results["points"] if p["spec"].get("fault") and "rights" in p]
+    if not rows:
+        return None
+    dcs = results["dcs"]
+    t = TableData("Faults between data centres (seed 004 §IV-E)",
+                  ["fault", "config", "DC", "window s", "ok inside " + "/".join(dcs),
+                   "across", "lost DC held", "recovered", "written off", "acks = store",
+                   "excess"], wrap=(), right=tuple(range(3, 11)))
+    for p in rows:
+        s, f, r = p["spec"], p.get("fault") or {}, p["rights"]
+        eff = p.get("fault_effects") or {}
+        inside = eff.get("ok_during_by_dc", {})
+        window = (f"{f['start_s']:.1f}-{f['end_s']:.1f}"
+                  if f.get("start_s") is not None and f.get("end_s") is not None else "-")
+        lost = s["fault"] == "dc-loss"
+        t.add(s["fault"], s["config"], f.get("dc", ""), window,
+              "/".join(str(inside.get(d, 0)) for d in dcs),
+              eff.get("transfers_across_during", "-"),
+              r.get("held_by_lost_at_loss", "-") if lost else "-",
+              r.get("recovered", "-") if lost else "-",
+              r.get("written_off", "-") if lost else "-",
+              "yes" if r["used_matches_acks"] and r["granted_matches_acks"] else "NO",
+              p["violations"]["final_excess"])
+    return t
+
+
 def _emit_bench(run: Any, run_dir: Path, as_json: bool) -> None:
     """Render a bench's report, print its table (or one JSON object), and exit 130 or 2 if
     it was interrupted or stopped early."""
     from replicalab.report.counters import render_counter_report
 
     report = render_counter_report(run.results, run_dir)
-    table = summary_table(run.results)
+    tables = [t for t in (summary_table(run.results), fault_table(run.results))
+              if t is not None]
     if as_json:
         sys.stdout.write(json.dumps({**run.results, "run_dir": str(run_dir),
-                                     "report": str(report), "tables": [table.to_json()]},
+                                     "report": str(report),
+                                     "tables": [t.to_json() for t in tables]},
                                     sort_keys=True) + "\n")
     else:
-        show(table)
+        show(tables)
         for n in run.results["notes"]:
             say(f"note: {n}")
         say(f"report: {report}")
@@ -400,6 +448,42 @@ def _emit_bench(run: Any, run_dir: Path, as_json: bool) -> None:
 
 
 __all__ = ["counter_app", "register"]
+
+
+@counter_app.command("recover")
+def recover(
+    keys: Annotated[list[str], typer.Argument(help="The counters to recover.",
+                                              show_default=False, metavar="KEY")],
+    lost: Annotated[str, typer.Option(help="The data centre lost for good (it must never "
+                                           "serve again under its name).")],
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Move every right a lost data centre held to the survivors (seed 004 §IV-E), from its
+    final state: its store, restarted from its disk; written off if that is gone.
+
+    Example: replicalab counter recover stock --lost EU --store US-E=redis://127.0.0.1:7001
+    --store US-W=redis://127.0.0.1:7002 --store EU=redis://127.0.0.1:7003
+    """
+    from replicalab.counters.recovery import recover_from_urls
+
+    try:
+        topo = parse_stores(store)
+        done = asyncio.run(recover_from_urls(keys, lost, topo.urls))
+    except StoreError as err:
+        fail(f"data centre unreachable: {cli_message(err)}")
+    except (CounterError, ValueError) as err:
+        fail(cli_message(err))
+    if as_json:
+        sys.stdout.write(json.dumps({"recoveries": [r.to_json() for r in done]},
+                                    sort_keys=True) + "\n")
+        return
+    for r in done:
+        for d, held in r.held.items():
+            moved = ", ".join(f"{n} to {s}" for s, n in r.recovered.get(d, {}).items())
+            say(f"{r.key} ({d}): {lost} held {held} rights, from its {r.source}; "
+                f"recovered {r.recovered_total(d)}{f' ({moved})' if moved else ''}, "
+                f"written off {r.written_off[d]}")
 
 
 @counter_app.command("serve")

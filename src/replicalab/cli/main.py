@@ -56,6 +56,8 @@ VERBS: tuple[Verb, ...] = (
     Verb("model", "replicalab.cli.model",
          "Predict protocol performance and staleness before building."),
     Verb("cluster", "replicalab.cli.cluster", "Start, inspect and stop real local clusters."),
+    Verb("hosts", "replicalab.cli.hosts",
+         "Make, inspect and remove emulated hosts reached over SSH."),
     Verb("counter", "replicalab.cli.counter",
          "Bounded Counters: numeric invariants (value >= bound) over replicated stores."),
     Verb("clt", "replicalab.cli.clt",

@@ -31,7 +31,9 @@ from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec, run_probe
 from replicalab.workloads.staleness import KEY, StalenessConfig
 
-model_app = typer.Typer(help="Predict protocol performance and staleness before building.",
+model_app = typer.Typer(help="Predict protocol performance and staleness before building. "
+                             "Measured against a real store (--against): paxos-wan (etcd) "
+                             "and pbs (cassandra); the other models have no real counterpart.",
                         no_args_is_help=True)
 
 _T_SHOWN_MS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500)
@@ -295,11 +297,16 @@ def model_command(spec: ModelSpec) -> Callable[..., None]:
                        ] = Path("runs"),
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")
                            ] = False,
-        against: Annotated[str | None, typer.Option(
-            help="Also measure a real store (etcd) with one member per region, the leader "
-                 "placed as the model says; --loads are then its offered writes/s.")] = None,
-        duration: Annotated[str | None, typer.Option(
-            help="With --against: measuring time per leader and rate, e.g. 10s.")] = None,
+        # plain defaults, not Annotated: these depend on ``spec``, which the annotations
+        # (strings under `from __future__ import annotations`) cannot see
+        against: str | None = typer.Option(
+            None, help=f"Also measure a real store ({', '.join(spec.against)}) with one member "
+                       "per region, the leader placed as the model says; --loads are then its "
+                       "offered writes/s.", hidden=not spec.against,
+            callback=_only_against(spec)),
+        duration: str | None = typer.Option(
+            None, help="With --against: measuring time per leader and rate, e.g. 10s.",
+            hidden=not spec.against, callback=_only_against(spec)),
     ) -> None:
         if against is not None or duration is not None:
             from replicalab.cli.model_against import run_against
@@ -337,7 +344,31 @@ def model_command(spec: ModelSpec) -> Callable[..., None]:
         say(f"report: {report}")
 
     command.__doc__ = f"{spec.title}.\n\nExample: {spec.example}"
+    if spec.against:
+        command.__doc__ += (f"\n\nAgainst a real store: replicalab model {spec.name} "
+                            f"--against {spec.against[0]}")
     return command
+
+
+def against_offers() -> str:
+    """Return which models take --against and what they measure, e.g. "paxos-wan (against
+    etcd) and pbs (against cassandra)"."""
+    offers = [f"{name} (against {', '.join(s.against)})" for name, s in MODELS.items()
+              if s.against] + ["pbs (against cassandra)"]
+    return ", ".join(offers[:-1]) + " and " + offers[-1] if len(offers) > 1 else offers[0]
+
+
+def _only_against(spec: ModelSpec) -> Callable[[str | None], str | None]:
+    """Return the parse-time check of --against/--duration for ``spec``: a model with no
+    real counterpart refuses them in one line naming the models that take them."""
+
+    def check(value: str | None) -> str | None:
+        if value is not None and not spec.against:
+            raise typer.BadParameter(f"the {spec.name} model has no real store to be measured "
+                                     f"against; --against is offered by {against_offers()}")
+        return value
+
+    return check
 
 
 def _curves(spec: ModelSpec, configs: list[tuple[str, Any]], points: int, loads: str | None,

@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
     app.command(name="scorecard")(scorecard)
 
 
-def _check_inputs(kinds: str, only: str | None, regions: str
+def _check_inputs(kinds: str, only: str | None, regions: str, hosts: Path | None = None
                   ) -> tuple[tuple[Subject, ...], tuple[str, ...]]:
     """Return (stores, properties) or raise ValueError naming the fix: an unknown kind or
     property, a server or FUSE that is missing, a sim:// URL that does not open."""
@@ -37,12 +37,17 @@ def _check_inputs(kinds: str, only: str | None, regions: str
     stores, props = parse_kinds(kinds), parse_only(only)
     region_set(regions)
     real = [s.kind for s in stores if s.kind is not None]
-    for k in real:
+    for k in real if hosts is None else ():  # on hosts: checked there when it starts
         k.make_driver().check_installed()
+    if hosts is not None:
+        from replicalab.cluster.state import state_root
+        from replicalab.hosts import emulated, inventory
+
+        inventory.load(emulated.resolve(hosts, state_root()))
     for s in stores:
         if s.kind is None:
             open_store(s.label, 1)
-    if real and "durability" in props:
+    if real and "durability" in props and hosts is None:
         why = powerloss.unavailable_reason()
         if why:
             raise ValueError(f"durability needs the power-loss file system: {why}; or leave "
@@ -80,6 +85,9 @@ def scorecard(
                    ] = Path("runs"),
     seed: Annotated[int, typer.Option(help="Seed of every run.")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print scorecard.json.")] = False,
+    hosts: Annotated[Path | None, typer.Option(
+        help="Inventory (TOML) of hosts to start each store's cluster on, over SSH "
+        "(docs/hosts.md); durability is not measured there.")] = None,
 ) -> None:
     """Measure seed 001's chart for each store: latency from each region against the 50 ms /
     500 ms goals, acknowledged writes lost under kill -9 and power loss, availability while a
@@ -103,13 +111,14 @@ def scorecard(
     from replicalab.report.scorecard import render_scorecard
 
     try:
-        stores, props = _check_inputs(kinds, only, regions)
+        stores, props = _check_inputs(kinds, only, regions, hosts)
         run_dir = make_run_dir(out, "scorecard", "-".join(
             "sim" if s.kind is None else s.label for s in stores))
     except ValueError as err:
         fail(str(err))
     (run_dir / "runs").mkdir(exist_ok=True)
-    sc = Scorecard(run_dir, stores, props, regions, QUICK if quick else FULL, seed)
+    sc = Scorecard(run_dir, stores, props, regions, QUICK if quick else FULL, seed,
+                   str(hosts) if hosts else None)
     with progress_bar(f"scorecard of {plural(len(stores), 'store')}", not as_json) as tick:
         done = [0]
         total = sum(expected_steps(s, props, sc.plan, len(region_set(regions).regions))

@@ -49,10 +49,11 @@ def start_server(root: Path, api_port: int, log: Path) -> int:
 class Toxiproxy:
     """A client of one Toxiproxy server's HTTP API."""
 
-    def __init__(self, api_port: int) -> None:
-        # plain HTTP on loopback: no TLS context (loading the CA bundle took 0.8 s on a
-        # busy machine, which delayed every fault action) and no proxy from the environment
-        self.http = httpx.Client(base_url=f"http://127.0.0.1:{api_port}", timeout=5.0,
+    def __init__(self, api_port: int, host: str = "127.0.0.1") -> None:
+        # plain HTTP on loopback (or to a host's Toxiproxy): no TLS context (loading the CA
+        # bundle took 0.8 s on a busy machine, which delayed every fault action) and no
+        # proxy from the environment
+        self.http = httpx.Client(base_url=f"http://{host}:{api_port}", timeout=5.0,
                                  verify=False, trust_env=False)
 
     def close(self) -> None:
