@@ -568,6 +568,7 @@ LONG = {  # commands that can run longer than 10 s, each in a form that does, an
     "demo": (["demo", "--duration", "100h"], "%"),
     "counter bench": (["counter", "bench", "--store", "sim", "--duration", "20s"], "%"),
     "load run --workers 4": (["load", "run", "--duration", "60s", "--workers", "4"], "%"),
+    "load tradeoff": (["load", "tradeoff", "--workers", "2"], "%"),
     "model validate": (["model", "validate"], "%"),
     "model --twin": (["model", "paxos-lan", "--twin"], "%"),
     "hlc bench": (["hlc", "bench"], "%"),

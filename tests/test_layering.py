@@ -18,7 +18,7 @@ ROOT = Path(replicalab.__file__).parent
 # base layers and sim, used by experiments (model against store), report and cli.
 # plugins: the entry-point groups every registry reads (no import of the package)
 BASE = {"history", "runtime", "regions", "plugins"}
-MIDDLE = {"workloads", "faults", "cluster"}
+MIDDLE = {"workloads", "faults", "cluster", "hosts"}
 BELOW = {"checkers", "stores", "sim", *BASE}
 SIBLINGS = {"models", "clt", "hlc", "counters", "watch", "queues", "placement"}
 ALLOWED = {
@@ -31,8 +31,10 @@ ALLOWED = {
     # store
     "experiments": {"models", *MIDDLE, *BELOW},
     "workloads": {"faults", "cluster", *BELOW},
-    "faults": {"cluster", *BELOW},
-    "cluster": BELOW,
+    "faults": {"cluster", "hosts", *BELOW},
+    # clusters on machines reached over SSH (DESIGN.md "Hosts"): hosts know no store
+    "cluster": {"hosts", *BELOW},
+    "hosts": BELOW,
     "checkers": {"stores", "sim", *BASE},
     "stores": {"sim", *BASE},
     "sim": BASE,

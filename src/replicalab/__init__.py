@@ -37,5 +37,5 @@ def lazy_exports(package: str, where: dict[str, str]
 # the API loads numpy, pyarrow and the stores: only when asked for, so the command line
 # (which imports this package first) starts as fast as before
 __getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(
-    ("probe", "open_run", "check", "compare", "scorecard", "model", "Run", "export",
-     "read_history"), "api"))
+    ("probe", "open_run", "check", "compare", "scorecard", "model", "tradeoff", "Run",
+     "export", "read_history"), "api"))

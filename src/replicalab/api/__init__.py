@@ -7,7 +7,8 @@ Arrow table and a pandas DataFrame, matplotlib figures, an HTML summary in noteb
 (linearizability or transactions) and returns a :class:`CheckReport`; ``export`` and
 ``read_history`` write and read Jepsen's EDN and JSON lines; ``compare`` runs one probe on
 several stores; ``scorecard`` measures seed 001's chart; ``model`` gives a protocol model's
-latency against offered load. Every other verb is a function of a module of this package
+latency against offered load; ``tradeoff`` runs seed 003 §4 (eventual against consistent
+reads under paced load). Every other verb is a function of a module of this package
 returning an :class:`~replicalab.api.outcome.Outcome` (``comparing``, ``modelling``,
 ``counting``, ``queueing``, ``placing``, ``latency_tester``, ``clocks``, ``watching``,
 ``clustering``, ``loading``, ``batches``, ``reporting``).
@@ -40,6 +41,8 @@ _WHERE = {
     "Table": "replicalab.api.outcome",
     "ParameterError": "replicalab.api.errors",
     "HistoryTable": "replicalab.api.history",
+    "tradeoff": "replicalab.api.tradeoff",
+    "TradeoffRun": "replicalab.api.tradeoff",
 }
 
 __all__ = sorted(_WHERE)

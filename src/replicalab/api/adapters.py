@@ -89,15 +89,16 @@ class ScorecardRun:
 
 def scorecard(kinds: Sequence[str], regions: str = "dc3", quick: bool = True,
               only: Sequence[str] | None = None, out: str | Path = "runs",
-              seed: int = 1, progress: Any = None) -> ScorecardRun:
+              seed: int = 1, progress: Any = None, hosts: str | Path | None = None
+              ) -> ScorecardRun:
     """Measure seed 001's chart for each store of ``kinds`` (cluster kinds, started and
     stopped here, or ``sim://`` URLs) and return the :class:`ScorecardRun`; ``only`` names
     properties (latency, durability, availability, consistency, transactionality,
-    geography). The same run as ``replicalab scorecard``
-    (:func:`~replicalab.api.comparing.scorecard_run`)."""
+    geography); ``hosts`` an inventory whose hosts the clusters run on. The same run as
+    ``replicalab scorecard`` (:func:`~replicalab.api.comparing.scorecard_run`)."""
     from replicalab.api.comparing import scorecard_run
 
-    done = scorecard_run(kinds, regions, quick, only, out, seed, progress)
+    done = scorecard_run(kinds, regions, quick, only, out, seed, progress, hosts)
     return ScorecardRun(done.run_dir, done.results)
 
 

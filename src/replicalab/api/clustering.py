@@ -88,12 +88,13 @@ def parse_settings(items: Sequence[str]) -> dict[str, str]:
 def cluster_up(kind: str, nodes: int = 3, regions: str = "dc3", name: str | None = None,
                base_port: int | None = None, client_region: str | None = None,
                power_loss_fs: bool = False, settings: Sequence[str] = (),
-               progress: Progress = None) -> Outcome:
+               progress: Progress = None, hosts: str | Path | None = None) -> Outcome:
     """Start a cluster of ``nodes`` servers of ``kind`` on 127.0.0.1 whose replication links
     carry the delays of ``regions`` (through Toxiproxy; ``client_region``: client links
     too, as from that region); ``power_loss_fs``: data directories on a file system that
     keeps writes in memory until fsync; ``settings``: server settings over the lab's
-    defaults (``appendfsync=always``). The cluster outlives this call (``cluster_down``
+    defaults (``appendfsync=always``); ``hosts``: an inventory (TOML) or a set ``hosts up``
+    made, one node per host, over SSH. The cluster outlives this call (``cluster_down``
     stops it); the :class:`Outcome` has its name and store URL."""
     from replicalab.cluster import base
     from replicalab.cluster.state import state_root
@@ -112,7 +113,8 @@ def cluster_up(kind: str, nodes: int = 3, regions: str = "dc3", name: str | None
                                                                      f"{kind}-{regions}"),
                                                  tick))
             c = base.up(kind, nodes, regions, name, base_port, client_region, root=root,
-                        settings=chosen, power_loss_fs=power_loss_fs)
+                        settings=chosen, power_loss_fs=power_loss_fs,
+                        hosts=None if hosts is None else Path(hosts))
     base.keep(c)  # the cluster outlives this call: `cluster down` stops it
     return Outcome({"name": c.name, "url": c.url}, remarks=[
         f"cluster {c.name}: {plural(len(c.nodes), c.kind + ' node')} in {c.regions}, "
@@ -162,3 +164,49 @@ def cluster_down(name: str | None = None, all_clusters: bool = False) -> Outcome
         remarks.append(f"{n}: its processes were already gone; removed its state" if was_gone
                        else f"{n}: stopped {plural(len(pids), 'process')}")
     return Outcome({}, remarks=remarks)
+
+
+def hosts_up(count: int = 3, name: str = "lab", regions: str = "lan") -> Outcome:
+    """Make ``count`` emulated hosts in network namespaces on a bridge (198.18.0.0/15, no
+    default route), each with an OpenSSH server and keys made for the set ``name``, taking
+    the regions of ``regions`` in turn; return the :class:`Outcome` with the inventory
+    (needs root)."""
+    from replicalab.cluster.state import state_root
+    from replicalab.hosts import emulated
+
+    inv = emulated.up(count, name, state_root(), regions)
+    return Outcome(inv.to_json(), remarks=[
+        f"hosts {name}: {plural(len(inv.hosts), 'host')} reached over SSH ("
+        + ", ".join(f"{h.name} {h.address} {h.region}" for h in inv.hosts) + ")",
+        f"inventory: {inv.path}",
+        f"use it:    replicalab cluster up redis --hosts {inv.path} --regions {regions}",
+        f"remove:    replicalab hosts down {name}"])
+
+
+def hosts_status(name: str | None = None) -> Outcome:
+    """Return each emulated host of set ``name`` (default: every set) as a table: address,
+    region, namespace and whether it answers over SSH."""
+    from replicalab.cluster.state import state_root
+    from replicalab.hosts import emulated
+
+    root = state_root()
+    found = [emulated.status(n, root) for n in ([name] if name else emulated.sets(root))]
+    cols = ["host", "address", "region", "namespace", "ssh"]
+    tables = []
+    for s in found:
+        t = Table(f"{s.name} — {s.inventory}", cols, wrap=(4,))
+        for row in s.hosts:
+            t.add(*(row[c] for c in cols))
+        tables.append(t)
+    return Outcome({"sets": [s.to_json() for s in found]}, tables=tables,
+                   remarks=[] if found else [f"no emulated hosts (state in {root})"])
+
+
+def hosts_down(name: str) -> Outcome:
+    """Remove emulated host set ``name``: its namespaces, bridge, every process in them,
+    keys and files."""
+    from replicalab.cluster.state import state_root
+    from replicalab.hosts import emulated
+
+    removed = emulated.down(name, state_root())
+    return Outcome(removed.to_json(), remarks=[f"{name}: removed {', '.join(removed.removed)}"])

@@ -31,13 +31,15 @@ def _drop_if_empty(run_dir: Path) -> None:
 def compare_clusters(kinds: Sequence[str] = ("redis", "postgres", "etcd", "zookeeper"),
                      regions: str = "dc3", duration: str | float = "30s", ops: int = 200,
                      workload: str = "staleness", seed: int = 1, faults: Sequence[str] = (),
-                     out: str | Path = "runs", progress: Progress = None) -> Outcome:
+                     out: str | Path = "runs", progress: Progress = None,
+                     hosts: str | None = None) -> Outcome:
     """Start each store kind of ``kinds`` as a 3-node cluster on ``regions`` (writer in
     the first region, reader in the second) and compare them: ``workload`` staleness
     (staleness probes of ``duration`` with eventual and consistent reads, plus a latency
     probe of ``ops`` operations per variant), latency (consistent vs eventual reads, with
     verdicts) or register (Jepsen's register test, linearizability). ``faults`` (fault
-    texts) act on every staleness or register probe. Returns the :class:`Outcome`: the
+    texts) act on every staleness or register probe; ``hosts``: an inventory (TOML) or a
+    set ``hosts up`` made, whose hosts each cluster runs on. Returns the :class:`Outcome`: the
     comparison's results, tables, notes and report; :class:`ParameterError` naming the
     parameter for bad input, before any cluster starts."""
     from replicalab.cluster import kinds as store_kinds
@@ -54,7 +56,7 @@ def compare_clusters(kinds: Sequence[str] = ("redis", "postgres", "etcd", "zooke
     duration_s = seconds(duration, "duration")
     if ops < 2:
         raise ParameterError("ops", f"must be at least 2 (got {ops})")
-    for k in chosen:
+    for k in chosen if hosts is None else ():  # on hosts: checked there at start
         k.make_driver().check_installed()
     plan = tuple(parse_fault(f) for f in faults)
     if plan and workload == "latency":
@@ -76,12 +78,13 @@ def compare_clusters(kinds: Sequence[str] = ("redis", "postgres", "etcd", "zooke
             phase = Phases(tick or (lambda *_: None), phases).start
             if workload == "staleness":
                 done = experiment.compare_staleness(chosen, regions, duration_s, ops, plan,
-                                                    run_dir, phase)
+                                                    run_dir, phase, hosts)
             elif workload == "latency":
-                done = experiment.compare_latency(chosen, regions, ops, seed, run_dir, phase)
+                done = experiment.compare_latency(chosen, regions, ops, seed, run_dir, phase,
+                                                  hosts)
             else:
                 done = experiment.compare_register(chosen, regions, duration_s, plan, seed,
-                                                   run_dir, phase)
+                                                   run_dir, phase, hosts=hosts)
     except ValueError:
         _drop_if_empty(run_dir)
         raise
@@ -106,8 +109,8 @@ def _render(comparison: Any, run_dir: Path) -> Path:
                                kind="comparison")
 
 
-def _scorecard_inputs(kinds: Sequence[str], only: Sequence[str] | None, regions: str
-                      ) -> tuple[Any, tuple[str, ...]]:
+def _scorecard_inputs(kinds: Sequence[str], only: Sequence[str] | None, regions: str,
+                      hosts: str | Path | None = None) -> tuple[Any, tuple[str, ...]]:
     """Return (stores, properties) or raise ValueError naming the fix: an unknown kind or
     property, a server or FUSE that is missing, a sim:// URL that does not open."""
     from replicalab.cluster import powerloss
@@ -120,12 +123,17 @@ def _scorecard_inputs(kinds: Sequence[str], only: Sequence[str] | None, regions:
     props = parse_only(None if only is None else ",".join(only))
     region_set(regions)
     real = [s.kind for s in stores if s.kind is not None]
-    for k in real:
+    for k in real if hosts is None else ():  # on hosts: checked there when it starts
         k.make_driver().check_installed()
+    if hosts is not None:
+        from replicalab.cluster.state import state_root
+        from replicalab.hosts import emulated, inventory
+
+        inventory.load(emulated.resolve(Path(hosts), state_root()))
     for s in stores:
         if s.kind is None:
             open_store(s.label, 1)
-    if real and "durability" in props:
+    if real and "durability" in props and hosts is None:
         why = powerloss.unavailable_reason()
         if why:
             raise ParameterError("only", f"names durability, which needs the power-loss file "
@@ -152,11 +160,13 @@ def scorecard_table(doc: dict[str, Any]) -> Table:
 def scorecard_run(kinds: Sequence[str] = ("redis", "postgres", "etcd", "zookeeper"),
                   regions: str = "dc3", quick: bool = False,
                   only: Sequence[str] | None = None, out: str | Path = "runs", seed: int = 1,
-                  progress: Progress = None) -> Outcome:
+                  progress: Progress = None, hosts: str | Path | None = None) -> Outcome:
     """Measure seed 001's chart for each store of ``kinds`` (cluster kinds, each started and
     stopped here on its own 3-node cluster, or ``sim://`` URLs): latency against the 50 /
     500 ms goals, durability, availability, consistency, transactionality, geography
-    (``only`` names some of them); ``quick``: shorter runs. Returns the :class:`Outcome`:
+    (``only`` names some of them); ``quick``: shorter runs; ``hosts``: an inventory whose
+    hosts each store's cluster starts on (durability is not measured there). Returns the
+    :class:`Outcome`:
     scorecard.json as ``results`` (``errors``: why a store could not be measured), its
     table and report."""
     from replicalab.experiments.plan import FULL, QUICK
@@ -166,11 +176,12 @@ def scorecard_run(kinds: Sequence[str] = ("redis", "postgres", "etcd", "zookeepe
     from replicalab.regions import region_set
     from replicalab.report.scorecard import render_scorecard
 
-    stores, props = _scorecard_inputs(kinds, only, regions)
+    stores, props = _scorecard_inputs(kinds, only, regions, hosts)
     run_dir = make_run_dir(Path(out), "scorecard", "-".join(
         "sim" if s.kind is None else s.label for s in stores))
     (run_dir / "runs").mkdir(exist_ok=True)
-    sc = Scorecard(run_dir, stores, props, regions, QUICK if quick else FULL, seed)
+    sc = Scorecard(run_dir, stores, props, regions, QUICK if quick else FULL, seed,
+                   None if hosts is None else str(hosts))
     with ticking(f"scorecard of {len(stores)} store" + ("" if len(stores) == 1 else "s"),
                  progress) as tick:
         done = [0]

@@ -22,7 +22,7 @@ from replicalab.counters.middleware import HINT_GLOBAL
 from replicalab.stores.base import StoreError
 
 __all__ = ["HINT_GLOBAL", "CounterError", "StoreError", "counter", "counter_bench",
-           "counter_serve"]
+           "counter_recover", "counter_serve"]
 
 CONFIGS = ("client-based", "weak", "strong")
 """How one operation reaches the counter: the Bounded Counter (client-based middleware), or
@@ -234,6 +234,53 @@ def bench_table(results: dict[str, Any]) -> Table:
     return t
 
 
+def fault_table(results: dict[str, Any]) -> Table | None:
+    """Return one row per fault point (None when there is none): the window, what each DC
+    sold inside it, transfers across the cut, the rights of a lost DC, and the checks."""
+    rows = [p for p in results["points"] if p["spec"].get("fault") and "rights" in p]
+    if not rows:
+        return None
+    dcs = results["dcs"]
+    t = Table("Faults between data centres (seed 004 §IV-E)",
+              ["fault", "config", "DC", "window s", "ok inside " + "/".join(dcs), "across",
+               "lost DC held", "recovered", "written off", "acks = store", "excess"],
+              wrap=(), right=tuple(range(3, 11)))
+    for p in rows:
+        s, f, r = p["spec"], p.get("fault") or {}, p["rights"]
+        eff = p.get("fault_effects") or {}
+        inside = eff.get("ok_during_by_dc", {})
+        window = (f"{f['start_s']:.1f}-{f['end_s']:.1f}"
+                  if f.get("start_s") is not None and f.get("end_s") is not None else "-")
+        lost = s["fault"] == "dc-loss"
+        t.add(s["fault"], s["config"], f.get("dc", ""), window,
+              "/".join(str(inside.get(d, 0)) for d in dcs),
+              eff.get("transfers_across_during", "-"),
+              r.get("held_by_lost_at_loss", "-") if lost else "-",
+              r.get("recovered", "-") if lost else "-",
+              r.get("written_off", "-") if lost else "-",
+              "yes" if r["used_matches_acks"] and r["granted_matches_acks"] else "NO",
+              p["violations"]["final_excess"])
+    return t
+
+
+def counter_recover(keys: Sequence[str], lost: str, stores: Sequence[str]) -> Outcome:
+    """Move every right data centre ``lost`` held of each counter of ``keys`` to the
+    survivors (seed 004 §IV-E), from its final state: its store (``stores``: ``DC=URL``
+    each), restarted from its disk; written off if that is gone. Returns the
+    :class:`Outcome`: ``recoveries`` and one line per counter and DC."""
+    from replicalab.counters.recovery import recover_from_urls
+
+    done = asyncio.run(recover_from_urls(list(keys), lost, parse_stores(stores).urls))
+    lines = []
+    for r in done:
+        for d, held in r.held.items():
+            moved = ", ".join(f"{n} to {s}" for s, n in r.recovered.get(d, {}).items())
+            lines.append(f"{r.key} ({d}): {lost} held {held} rights, from its {r.source}; "
+                         f"recovered {r.recovered_total(d)}{f' ({moved})' if moved else ''}, "
+                         f"written off {r.written_off[d]}")
+    return Outcome({"recoveries": [r.to_json() for r in done]}, remarks=lines)
+
+
 def counter_bench(kind: str = "redis", configs: str | Sequence[str] | None = None,
                   experiments: str | Sequence[str] | None = None,
                   clients: str | Sequence[int] = "3,15,30",
@@ -242,11 +289,15 @@ def counter_bench(kind: str = "redis", configs: str | Sequence[str] | None = Non
                   low_load_clients: int = 15, exhaust_initial: int = 6000,
                   exhaust_clients: int = 30, exhaust_max: str | float = "2m",
                   violation_initial: int = 100, sync_ms: float = 200.0, seed: int = 1,
-                  out: str | Path = "runs", progress: Progress = None) -> Outcome:
+                  out: str | Path = "runs", progress: Progress = None,
+                  fault_dc: str | None = None, fault_at: str | float = "1s",
+                  fault_for: str | float = "5s", fault_initial: int = 600) -> Outcome:
     """Run seed 004's experiments on three data centres (dc3) of store ``kind`` (redis,
     postgresql, cassandra, or sim in-process) for each configuration and client count;
-    return the :class:`Outcome`: throughput, latency per region and invariant violations
-    per point, its table and report."""
+    the fault experiments (partition, dc-loss: seed §IV-E) cut off or lose ``fault_dc``
+    (default the last) at ``fault_at`` into a point for ``fault_for``, from
+    ``fault_initial``. Return the :class:`Outcome`: throughput, latency per region and
+    invariant violations per point, the faults' table, and the report."""
     from replicalab.counters.bench import CONFIGS as BENCH_CONFIGS
     from replicalab.counters.bench import EXPERIMENTS
     from replicalab.counters.bench_run import BenchSpec, run_bench
@@ -260,7 +311,9 @@ def counter_bench(kind: str = "redis", configs: str | Sequence[str] | None = Non
                      inc_fraction=inc_fraction, low_load_clients=low_load_clients,
                      exhaust_initial=exhaust_initial, exhaust_clients=exhaust_clients,
                      exhaust_max_s=seconds(exhaust_max, "exhaust_max"),
-                     violation_initial=violation_initial, sync_ms=sync_ms, seed=seed)
+                     violation_initial=violation_initial, sync_ms=sync_ms, seed=seed,
+                     fault_dc=fault_dc or "", fault_at_s=seconds(fault_at, "fault_at"),
+                     fault_for_s=seconds(fault_for, "fault_for"), fault_initial=fault_initial)
     spec.check()
     run_dir = make_run_dir(Path(out), "counter-bench", kind)
     try:
@@ -272,7 +325,8 @@ def counter_bench(kind: str = "redis", configs: str | Sequence[str] | None = Non
         raise ValueError(f"{err}; the data centres could not be started (try kind sim)"
                          ) from None
     report = render_counter_report(run.results, run_dir)
-    return Outcome(run.results, run_dir, report, [bench_table(run.results)],
+    tables = [t for t in (bench_table(run.results), fault_table(run.results)) if t]
+    return Outcome(run.results, run_dir, report, tables,
                    [f"note: {n}" for n in run.results["notes"]],
                    INTERRUPTED if run.interrupted else STOPPED if run.error else DONE,
                    f"interrupted; the points measured so far are saved in {run_dir}"

@@ -127,15 +127,19 @@ def load_run(store: str = "sim://simpledb", rate: float = 100.0, duration: str |
              consistency: str = "eventual", timeout_ms: float = 2000.0,
              drain: str | float = "5s", client: str = "store", loop: str | None = None,
              workers: int = 1, ray: str | None = None, prices: str | None = None,
-             seed: int = 1, out: str | Path = "runs", progress: Progress = None) -> Outcome:
+             seed: int = 1, out: str | Path = "runs", progress: Progress = None,
+             groups: int = 0, clients: int = 100, client_rate: float = 1.0) -> Outcome:
     """Offer open-loop load to ``store`` and return the :class:`Outcome`: throughput,
     errors and latency per step, its table and report. ``mode`` run: ``rate`` requests/s
     for ``duration``; ramp: the rates of ``ramp`` (start:stop:step per second),
     ``step_duration`` each, until a step fails (errors above ``max_error_rate`` or
     response p99 above ``fail_p99_ms``); sla: the highest rate whose p99 stays under
     ``sla_p99_ms``, ``refine`` bisection steps more. ``prices`` (a TOML file or
-    simpledb-2011) adds the cost; ``workers`` processes or a Ray cluster offer it. A run
-    whose SLA no rate meets is STOPPED with why."""
+    simpledb-2011) adds the cost; ``workers`` processes or a Ray cluster offer it.
+    ``groups`` > 0: a paced closed loop instead of ``rate`` (seed 003 §4): client groups
+    (machines, dealt out to the workers), each of ``clients`` clients sending
+    ``client_rate`` requests/s and waiting for each reply. A run whose SLA no rate meets is
+    STOPPED with why."""
     from replicalab.workloads.distributed import RayMissing
     from replicalab.workloads.load import LoadSpec, default_loop
     from replicalab.workloads.load_runner import RampPlan, parse_ramp, run_load
@@ -158,7 +162,8 @@ def load_run(store: str = "sim://simpledb", rate: float = 100.0, duration: str |
                                        "step_duration" if plan else "duration"),
                     arrivals=arrivals, read_ratio=read_ratio, keyspace=keyspace,
                     max_in_flight=max_in_flight, consistency=consistency, timeout_ms=timeout_ms,
-                    drain_s=drain_s, client=client, seed=seed, loop=loop or default_loop())
+                    drain_s=drain_s, client=client, seed=seed, loop=loop or default_loop()
+                    ).with_groups(groups, clients, client_rate)
     spec.check()
     table = _prices(prices)
     reachable(spec.store)

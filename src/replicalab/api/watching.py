@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -46,24 +46,53 @@ async def _until_done_or_signal(watcher: Any, every: Callable[[], None] | None) 
     return got[0] if got else ""
 
 
-def watch(config: str | Path, db: str | Path = "samples.sqlite", interval: str | float = "10s",
+def _ms(x: float | None) -> str:
+    return "–" if x is None else f"{x:.1f}"
+
+
+def percentile_lines(samples: list[Any]) -> list[str]:
+    """Return one line per backend and operation of ``samples``: p50/p99/p99.9 and count."""
+    import math
+
+    from replicalab.watch.stats import window_summary
+
+    lines = []
+    for backend, ops in window_summary(samples, math.inf, None).items():
+        for op, x in ops.items():
+            lines.append(f"{backend} {op}: p50 {_ms(x['p50_ms'])} ms, p99 {_ms(x['p99_ms'])}"
+                         f" ms, p99.9 {_ms(x['p999_ms'])} ms over {x['count']:,} operations"
+                         f" ({x['errors']:,} failed)")
+    return lines
+
+
+def watch(config: str | Path | None = None, db: str | Path = "samples.sqlite",
+          interval: str | float = "10s",
           max_rounds: int | None = None, duration: str | float | None = None,
           records: int = 1_000_000, record_bytes: int = 1024, reads: int = 1, writes: int = 1,
           timeout: str | float = "5s", seed: int = 1, metrics_port: int | None = None,
           metrics_host: str = "127.0.0.1",
           on_round: Callable[[Any, list[dict[str, Any]], float], None] | None = None,
-          every: Callable[[list[Any], Any], None] | None = None,
-          announce: Callable[[str], None] = print) -> Outcome:
+          every: Callable[[list[Any], Any, list[Any]], None] | None = None,
+          announce: Callable[[str], None] = print, stores: Sequence[str] = (),
+          staleness_write_interval: str | float = "1s", staleness_read_rate: float = 10.0,
+          on_freshness: Callable[[list[Any]], None] | None = None) -> Outcome:
     """Run the suite every ``interval`` against each backend of ``config`` (a TOML file of
-    ``[backends.NAME]`` tables), appending samples to ``db`` each round, until
+    ``[backends.NAME]`` tables) and of ``stores`` (URLs), appending samples to ``db`` each
+    round, until
     ``max_rounds`` rounds per backend, ``duration``, or SIGINT/SIGTERM. ``metrics_port``:
     also serve the samples as Prometheus metrics on ``metrics_host`` (``announce`` is told
-    where). ``on_round(state, samples, steering)`` is called after each backend's round
-    (samples as dicts; the store-driven vehicle's steering), ``every(states, vehicle)``
-    twice a second (for a live view). Returns the :class:`Outcome`: the samples in ``db``
-    and the signal that stopped it (INTERRUPTED for SIGINT)."""
-    from replicalab.watch.config import load_backends
+    where). Backends with ``staleness = true`` are also probed for freshness per region (a
+    version every ``staleness_write_interval``, ``staleness_read_rate`` reads/s each),
+    ``on_freshness(rows)`` told of each window. ``on_round(state, samples, steering)`` is
+    called after each backend's round (samples as dicts; the store-driven vehicle's
+    steering), ``every(states, vehicle, freshness)`` twice a second (for a live view).
+    Returns the :class:`Outcome`: this run's percentiles per backend and operation, the
+    samples in ``db`` and the signal that stopped it (INTERRUPTED for SIGINT)."""
+    import time
+
+    from replicalab.watch.config import backends_from_urls, load_backends
     from replicalab.watch.db import SampleDB
+    from replicalab.watch.staleness import StalenessOptions
     from replicalab.watch.vehicle import Vehicle
     from replicalab.watch.watcher import SuiteOptions, Watcher
 
@@ -73,8 +102,16 @@ def watch(config: str | Path, db: str | Path = "samples.sqlite", interval: str |
     opts = SuiteOptions(interval_s=seconds(interval, "interval"), records=records,
                         record_bytes=record_bytes, reads=reads, writes=writes,
                         timeout_s=seconds(timeout, "timeout"), seed=seed, max_rounds=max_rounds,
-                        duration_s=None if duration is None else seconds(duration, "duration"))
-    specs = load_backends(Path(config))
+                        duration_s=None if duration is None else seconds(duration, "duration"),
+                        staleness=StalenessOptions(
+                            seconds(staleness_write_interval, "staleness_write_interval"),
+                            staleness_read_rate))
+    if config is None and not stores:
+        raise ParameterError("config", "is missing: give a backends file "
+                                       "(docs/examples/backends.toml) or {stores} URLs",
+                             {"stores": "stores"})
+    specs = ([*load_backends(Path(config))] if config is not None else []) + \
+        backends_from_urls(list(stores))
     metrics, server = None, None
     if metrics_port is not None:  # before the database: a bad port leaves nothing behind
         from replicalab.watch.metrics import WatchMetrics, serve
@@ -84,6 +121,7 @@ def watch(config: str | Path, db: str | Path = "samples.sqlite", interval: str |
         host, bound = server.server_address[:2]
         announce(f"metrics: http://{host}:{bound}/metrics")
     store = SampleDB(Path(db))
+    started_s = time.time()
     vehicle = Vehicle()
 
     def observed(state: Any, samples: list[Any]) -> None:
@@ -93,20 +131,28 @@ def watch(config: str | Path, db: str | Path = "samples.sqlite", interval: str |
         if on_round is not None:
             on_round(state, [asdict(s) for s in samples], vehicle.steer())
 
+    def freshness(rows: list[Any]) -> None:
+        if metrics is not None:
+            metrics.observe_freshness(rows)
+        if on_freshness is not None and rows:
+            on_freshness(rows)
+
     try:
-        watcher = Watcher(specs, store, opts, observed)
-        if every is not None:  # the live view shows before the first round
-            every(watcher.states, vehicle)
-        stopped_by = asyncio.run(_until_done_or_signal(
-            watcher, None if every is None else lambda: every(watcher.states, vehicle)))
+        watcher = Watcher(specs, store, opts, observed, freshness)
+        view = None if every is None else (
+            lambda: every(watcher.states, vehicle, watcher.freshness))
+        if view is not None:  # the live view shows before the first round
+            view()
+        stopped_by = asyncio.run(_until_done_or_signal(watcher, view))
         total = store.count()
+        summary = store.samples(since_s=started_s)
     finally:
         store.close()
         if server is not None:
             server.shutdown()
             server.server_close()
     return Outcome({"samples": total, "db": str(db), "stopped_by": stopped_by},
-                   remarks=[f"{total:,} samples in {db}"
+                   remarks=[*percentile_lines(summary), f"{total:,} samples in {db}"
                             + (f" (stopped by {stopped_by})" if stopped_by else "")],
                    status=INTERRUPTED if stopped_by == "SIGINT" else DONE)
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -45,16 +46,21 @@ def up(
         "--set", help="Server setting KEY=VALUE over the lab's defaults, repeatable: "
         "appendfsync=always (Redis), fsync=on (PostgreSQL), forceSync=yes (ZooKeeper).")
     ] = None,
+    hosts: Annotated[Path | None, typer.Option(
+        help="Inventory (TOML) of the hosts to run on, one node per host, over SSH, or the "
+        "name of a set `replicalab hosts up` made (docs/hosts.md).")] = None,
 ) -> None:
     """Start a cluster on 127.0.0.1 whose replication links carry the region delays.
 
     Example: replicalab cluster up redis --nodes 3 --regions dc3
 
     Example: replicalab cluster up redis --power-loss-fs --set appendfsync=always
+
+    Example: replicalab cluster up etcd --hosts inventory.toml --regions dc3 --name e
     """
     _emit(lambda: clustering.cluster_up(kind, nodes, regions, name, base_port, client_region,
                                         power_loss_fs, setting or [],
-                                        Bars(not as_json, estimates=False)), as_json)
+                                        Bars(not as_json, estimates=False), hosts), as_json)
 
 
 @cluster_app.command("status")

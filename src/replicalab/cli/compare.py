@@ -47,6 +47,9 @@ def compare(
         help='Fault for every staleness probe, repeatable: "at=10s partition region=US-W '
              'for=10s" (crash, pause, partition, slow ... ms=200; node=0..2 or '
              'region=NAME); adds availability and lost acknowledged writes.')] = None,
+    hosts: Annotated[str | None, typer.Option(
+        help="Inventory (TOML) of the hosts each cluster runs on, over SSH, or the name of "
+             "a set `replicalab hosts up` made (docs/hosts.md).")] = None,
 ) -> None:
     """Start each store as a 3-node cluster on the same regions (writer in the first region,
     reader in the second) and compare staleness and latency side by side.
@@ -63,7 +66,7 @@ def compare(
         with warnings_as_notes():
             outcome = comparing.compare_clusters(kinds.split(","), regions, duration, ops,
                                                  workload, seed, fault or [], out,
-                                                 Bars(not as_json))
+                                                 Bars(not as_json), hosts)
     except ValueError as err:
         fail(said(err, {"faults": "--fault"}))
     emit(outcome, as_json, sort_keys=False)

@@ -164,6 +164,16 @@ def bench(
                            ] = "2m",
     violation_initial: Annotated[int, typer.Option(help="Initial value of the violations "
                                                         "experiment.")] = 100,
+    fault_dc: Annotated[str | None, typer.Option(
+        help="Data centre cut off (partition) or lost (dc-loss); default the last (EU).",
+        show_default=False)] = None,
+    fault_at: Annotated[str, typer.Option(help="When the fault starts in its point: 1s.")
+                        ] = "1s",
+    fault_for: Annotated[str, typer.Option(
+        help="How long the DC stays cut off, or lost before its rights are recovered: 5s.")
+                         ] = "5s",
+    fault_initial: Annotated[int, typer.Option(help="Initial value of the fault runs.")
+                             ] = 600,
     sync: Annotated[str | None, typer.Option(
         help="Inter-DC synchronisation period: 200ms (the default), 1s.",
         show_default=False)] = None,
@@ -177,6 +187,9 @@ def bench(
     """Run seed 004's experiments on three data centres (dc3) and write an HTML report.
 
     Example: replicalab counter bench --kind redis --clients 3,15,30 --duration 20s
+
+    Faults (seed §IV-E): replicalab counter bench --kind redis --experiments
+    partition,dc-loss --configs server-based+batch --fault-dc EU --fault-for 5s
     """
     if store is not None:
         note(f"--store {store} is deprecated here; use --kind {store}")
@@ -188,8 +201,32 @@ def bench(
                 duration_ms(think, "--think", think_ms, "--think-ms", "100ms"), inc_fraction,
                 low_load_clients, exhaust_initial, exhaust_clients, exhaust_max,
                 violation_initial, duration_ms(sync, "--sync", sync_ms, "--sync-ms", "200ms"),
-                seed, out, Bars(not as_json))
+                seed, out, Bars(not as_json), fault_dc, fault_at, fault_for, fault_initial)
     except ValueError as err:
+        fail(cli_message(err))
+    emit(outcome, as_json)
+
+
+@counter_app.command("recover")
+def recover(
+    keys: Annotated[list[str], typer.Argument(help="The counters to recover.",
+                                              show_default=False, metavar="KEY")],
+    lost: Annotated[str, typer.Option(help="The data centre lost for good (it must never "
+                                           "serve again under its name).")],
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Move every right a lost data centre held to the survivors (seed 004 §IV-E), from its
+    final state: its store, restarted from its disk; written off if that is gone.
+
+    Example: replicalab counter recover stock --lost EU --store US-E=redis://127.0.0.1:7001
+    --store US-W=redis://127.0.0.1:7002 --store EU=redis://127.0.0.1:7003
+    """
+    try:
+        outcome = counting.counter_recover(keys, lost, store or ())
+    except counting.StoreError as err:
+        fail(f"data centre unreachable: {cli_message(err)}")
+    except (counting.CounterError, ValueError) as err:
         fail(cli_message(err))
     emit(outcome, as_json)
 

@@ -79,10 +79,19 @@ def run_cmd(
     client: Client = "store",
     loop: Loop = None, workers: Workers = 1, ray: Ray = None, prices: Prices = None, seed: Seed = 1,
     out: Out = Path("runs"), as_json: AsJson = False,
+    groups: Annotated[int, typer.Option(
+        help="Paced closed loop instead of --rate: client groups (machines; dealt out to "
+             "--workers), each of --clients clients sending --client-rate requests/s and "
+             "waiting for each reply (seed 003 §4).")] = 0,
+    clients: Annotated[int, typer.Option(help="Paced: clients per group.")] = 100,
+    client_rate: Annotated[float, typer.Option(help="Paced: requests/s per client.")] = 1.0,
 ) -> None:
     """Offer load at a fixed rate and report throughput, errors and latency.
 
     Example: replicalab load run --store sim://simpledb --rate 200 --duration 30s
+
+    Example: replicalab load run --store sim://simpledb?clients_per_machine=100 --groups 5
+    --clients 100 --client-rate 1 --duration 1m
 
     Example: replicalab load run --store redis://127.0.0.1:6379 --client fast --loop uvloop
     --rate 20000 --max-in-flight 50 --duration 10s
@@ -90,7 +99,8 @@ def run_cmd(
     _go("run", timeout, timeout_ms, as_json, quiet=as_json, store=store, rate=rate,
         duration=duration, arrivals=arrivals, read_ratio=read_ratio, keyspace=keyspace,
         max_in_flight=max_in_flight, consistency=consistency, drain=drain, client=client,
-        loop=loop, workers=workers, ray=ray, prices=prices, seed=seed, out=out)
+        loop=loop, workers=workers, ray=ray, prices=prices, seed=seed, out=out,
+        groups=groups, clients=clients, client_rate=client_rate)
 
 
 @load_app.command("ramp")

@@ -15,7 +15,9 @@ from replicalab.cli.output import emit
 from replicalab.cli.progress import Bars
 from replicalab.cli.timeparse import duration_ms, warnings_as_notes
 
-model_app = typer.Typer(help="Predict protocol performance and staleness before building.",
+model_app = typer.Typer(help="Predict protocol performance and staleness before building. "
+                             "Measured against a real store (--against): paxos-wan (etcd) "
+                             "and pbs (cassandra); the other models have no real counterpart.",
                         no_args_is_help=True)
 _FLAGS = {"sets": "--set", "params": "--params", "t_max_ms": "--t-max-ms"}
 
@@ -118,11 +120,16 @@ def model_command(spec: Any) -> Callable[..., None]:
                        ] = Path("runs"),
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")
                            ] = False,
-        against: Annotated[str | None, typer.Option(
-            help="Also measure a real store (etcd) with one member per region, the leader "
-                 "placed as the model says; --loads are then its offered writes/s.")] = None,
-        duration: Annotated[str | None, typer.Option(
-            help="With --against: measuring time per leader and rate, e.g. 10s.")] = None,
+        # plain defaults, not Annotated: these depend on ``spec``, which the annotations
+        # (strings under `from __future__ import annotations`) cannot see
+        against: str | None = typer.Option(
+            None, help=f"Also measure a real store ({', '.join(spec.against)}) with one member "
+                       "per region, the leader placed as the model says; --loads are then its "
+                       "offered writes/s.", hidden=not spec.against,
+            callback=_only_against(spec)),
+        duration: str | None = typer.Option(
+            None, help="With --against: measuring time per leader and rate, e.g. 10s.",
+            hidden=not spec.against, callback=_only_against(spec)),
     ) -> None:
         if against is not None or duration is not None:
             if against is None:
@@ -135,7 +142,32 @@ def model_command(spec: Any) -> Callable[..., None]:
                                          twin, rounds, seed, out, Bars(not as_json)), as_json)
 
     command.__doc__ = f"{spec.title}.\n\nExample: {spec.example}"
+    if spec.against:
+        command.__doc__ += (f"\n\nAgainst a real store: replicalab model {spec.name} "
+                            f"--against {spec.against[0]}")
     return command
+
+
+def against_offers() -> str:
+    """Return which models take --against and what they measure, e.g. "paxos-wan (against
+    etcd) and pbs (against cassandra)"."""
+    offers = [f"{name} (against {', '.join(s.against)})"
+              for name, s in catalog.protocol_models()[0].items() if s.against]
+    offers.append("pbs (against cassandra)")
+    return ", ".join(offers[:-1]) + " and " + offers[-1] if len(offers) > 1 else offers[0]
+
+
+def _only_against(spec: Any) -> Callable[[str | None], str | None]:
+    """Return the parse-time check of --against/--duration for ``spec``: a model with no
+    real counterpart refuses them in one line naming the models that take them."""
+
+    def check(value: str | None) -> str | None:
+        if value is not None and not spec.against:
+            raise typer.BadParameter(f"the {spec.name} model has no real store to be measured "
+                                     f"against; --against is offered by {against_offers()}")
+        return value
+
+    return check
 
 
 @model_app.command("validate")

@@ -34,6 +34,9 @@ def scorecard(
                    ] = Path("runs"),
     seed: Annotated[int, typer.Option(help="Seed of every run.")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print scorecard.json.")] = False,
+    hosts: Annotated[Path | None, typer.Option(
+        help="Inventory (TOML) of hosts to start each store's cluster on, over SSH "
+        "(docs/hosts.md); durability is not measured there.")] = None,
 ) -> None:
     """Measure seed 001's chart for each store: latency from each region against the 50 ms /
     500 ms goals, acknowledged writes lost under kill -9 and power loss, availability while a
@@ -52,7 +55,7 @@ def scorecard(
     try:
         outcome = comparing.scorecard_run(kinds.split(","), regions, quick,
                                           None if only is None else only.split(","), out,
-                                          seed, Bars(not as_json))
+                                          seed, Bars(not as_json), hosts)
     except ValueError as err:
         fail(said(err))
     if not as_json:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,8 +31,14 @@ def _ms(x: float | None) -> str:
     return "–" if x is None else f"{x:.1f}"
 
 
-def live_view(states: list[Any], vehicle: Any, db: Path) -> Group:
-    """Return the terminal view: per-backend last p50/p99 and the vehicle's gauge."""
+def _fraction(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def live_view(states: list[Any], vehicle: Any, db: Path, fresh: list[Any] | None = None
+              ) -> Group:
+    """Return the terminal view: per-backend last p50/p99, the last staleness window of
+    each region watched, and the vehicle's gauge."""
     t = Table(title=Text(f"replicalab watch → {db}"), title_justify="left")
     t.add_column("backend", no_wrap=True)
     t.add_column("status", no_wrap=True)
@@ -49,6 +56,12 @@ def live_view(states: list[Any], vehicle: Any, db: Path) -> Group:
         if st.status == "unavailable" and st.last_error:
             problems.append(Text(f"{st.name}: {st.last_error}", style="red",
                                  overflow="ellipsis", no_wrap=True))
+    for r in fresh or ():
+        colour = "green" if r.fresh_fraction == 1.0 else "yellow"
+        problems.append(Text(f"{r.backend} {r.region}: {_fraction(r.fresh_fraction)} of "
+                             f"{r.reads} reads fresh, time to fresh {_ms(r.ttf_p50_ms)} ms "
+                             f"(max {_ms(r.ttf_max_ms)})", style=colour, no_wrap=True,
+                             overflow="ellipsis"))
     steer = vehicle.steer()
     reads = sum(1 for op in vehicle.seen if op == "read")
     car = Panel(f"{watching.gauge(steer, 31)}  {watching.direction(steer)}\n"
@@ -83,9 +96,13 @@ class LoadingLines:
 
 
 def watch(
-    config: Annotated[Path, typer.Option(help="TOML file of [backends.NAME] tables "
-                                         "(url, durability, availability, transactional, "
-                                         "geo, records, read).")],
+    config: Annotated[Path | None, typer.Option(help="TOML file of [backends.NAME] tables "
+                                                "(url, durability, availability, "
+                                                "transactional, geo, records, read).")] = None,
+    store: Annotated[list[str] | None, typer.Option(
+        help="A store URL to watch, e.g. s3://KEY:SECRET@HOST:PORT/BUCKET (repeat for "
+             "several; with or without --config). An object store pays one PUT per record "
+             "to load: mind --records.", show_default=False)] = None,
     db: Annotated[Path, typer.Option(help="SQLite file the samples are appended to.")] = Path(
         "samples.sqlite"),
     interval: Annotated[str, typer.Option(help="Time between rounds: 10s, 500ms, 1m.")] = "10s",
@@ -108,6 +125,11 @@ def watch(
     metrics_host: Annotated[str, typer.Option(
         help="Address /metrics listens on (0.0.0.0: every interface, for a Prometheus on "
              "another machine).", metavar="ADDRESS")] = "127.0.0.1",
+    staleness_write_interval: Annotated[str, typer.Option(
+        help="Backends with staleness = true: time between the writer's versions.")] = "1s",
+    staleness_read_rate: Annotated[float, typer.Option(
+        help="Backends with staleness = true: reads per second of each region's reader."
+    )] = 10.0,
 ) -> None:
     """Run the seed-001 microbenchmark suite every interval against each backend.
 
@@ -116,6 +138,8 @@ def watch(
     Example: replicalab watch --config docs/examples/backends.toml --db samples.sqlite
 
     Example: replicalab watch --config docs/examples/backends.toml --metrics-port 9464
+
+    Example: replicalab watch --store s3://127.0.0.1:9000/bucket --records 1000
     """
     use_live = not as_json and stdout_console().is_terminal
 
@@ -132,11 +156,21 @@ def watch(
     lines = None if as_json or use_live else LoadingLines()
     live: list[Any] = []
 
-    def every(states: list[Any], vehicle: Any) -> None:
+    def on_freshness(rows: list[Any]) -> None:
+        if as_json:
+            sys.stdout.write(json.dumps({"backend": rows[0].backend, "freshness": [
+                {**asdict(r), "fresh_fraction": r.fresh_fraction} for r in rows]}) + "\n")
+            sys.stdout.flush()
+        elif not use_live:
+            say(f"{rows[0].backend} freshness: " + ", ".join(
+                f"{r.region} {_fraction(r.fresh_fraction)} fresh, time to fresh "
+                f"{_ms(r.ttf_p50_ms)} ms" for r in rows))
+
+    def every(states: list[Any], vehicle: Any, fresh: list[Any]) -> None:
         if live:
-            live[0].update(live_view(states, vehicle, db))
+            live[0].update(live_view(states, vehicle, db, fresh))
         elif use_live:
-            live.append(Live(live_view(states, vehicle, db), console=stdout_console(),
+            live.append(Live(live_view(states, vehicle, db, fresh), console=stdout_console(),
                              refresh_per_second=4))
             live[0].start()
         if lines is not None:
@@ -147,7 +181,9 @@ def watch(
             outcome = watching.watch(config, db, interval, max_rounds, duration, records,
                                      record_bytes, reads, writes, timeout, seed, metrics_port,
                                      metrics_host, on_round, every,
-                                     lambda line: say(line, err=True))
+                                     lambda line: say(line, err=True), store or [],
+                                     staleness_write_interval, staleness_read_rate,
+                                     on_freshness)
     except (ValueError, UserError) as err:
         fail(said(err))
     finally:

@@ -43,6 +43,7 @@ class Context:
     features: frozenset[str] = frozenset()
     rs_name: str | None = None
     shared: dict[str, Any] = field(default_factory=dict)
+    hosts: str | None = None  # the inventory the clusters run on (None: this machine)
 
     def progress(self, what: str) -> Progress:
         """Report the start of a phase named ``what`` (prefixed with the store)."""

@@ -21,6 +21,7 @@ from replicalab.experiments.promises import sim_rules
 from replicalab.experiments.property import Context, NotMeasured, Property
 from replicalab.regions import region_set
 from replicalab.stores import open_store
+from replicalab.stores.base import redact_url
 
 SCHEMA_VERSION = 1
 
@@ -37,6 +38,7 @@ class Scorecard:
     regions: str
     plan: Plan
     seed: int
+    hosts: str | None = None  # inventory the clusters run on (None: loopback)
     cells: list[cells.Cell] = field(default_factory=list)
     interrupted: bool = False
     errors: dict[str, str] = field(default_factory=dict)
@@ -56,6 +58,7 @@ class Scorecard:
                 "properties": list(self.properties), "regions": self.regions,
                 "plan": self.plan.to_json(), "seed": self.seed,
                 "interrupted": self.interrupted, "errors": self.errors,
+                "hosts": self.hosts,
                 "wall_s": round(self.wall_s, 1), "stores": self.stores,
                 "cells": [c.to_json() for c in self.cells]}
 
@@ -95,8 +98,9 @@ def _sim_target(url: str) -> tuple[Target, frozenset[str], str | None]:
             frozenset(f.value for f in info.features), rs)
 
 
-def _cluster_target(kind: StoreKind, regions: str, root: Path) -> Target:
-    c = base.up(kind.name, 3, regions, name=f"scorecard-{kind.name}", root=root)
+def _cluster_target(kind: StoreKind, regions: str, root: Path, hosts: str | None = None
+                    ) -> Target:
+    c = base.up(kind.name, 3, regions, name=f"scorecard-{kind.name}", root=root, hosts=hosts)
     lead = base.find_leader(c.name, root)
     return Target(kind.name, c.url, c.name, region_set(regions).regions, lead.index,
                   lead.region, tuple(n.region for n in c.nodes), str(root),
@@ -125,7 +129,7 @@ def score_store(sc: Scorecard, subject: Subject, tick: Callable[[str], Progress]
     Cassandra, runs one cluster at a time)."""
     asked = [properties.get(p) for p in sc.properties]
     ctx = Context(subject, sc.plan, sc.seed, sc.regions, sc.run_dir / "runs", sc.run_dir,
-                  root, tick)
+                  root, tick, hosts=sc.hosts)
     for prop in asked:
         if not prop.needs_cluster:
             _add(sc, ctx, prop)
@@ -137,12 +141,13 @@ def score_store(sc: Scorecard, subject: Subject, tick: Callable[[str], Progress]
         if subject.kind is None:
             ctx.target, ctx.features, ctx.rs_name = _sim_target(subject.label)
         else:
-            ctx.target = _cluster_target(subject.kind, sc.regions, root)
+            ctx.target = _cluster_target(subject.kind, sc.regions, root, sc.hosts)
             ctx.features = frozenset(f.value for f in open_store(ctx.target.url, 1).info.features)
             ctx.rs_name = sc.regions
         t = ctx.target
-        sc.stores[subject.label] = {"url": t.url.split("?")[0], "regions": list(t.regions),
-                                    "leader": t.leader, "leader_region": t.leader_region,
+        sc.stores[subject.label] = {"url": redact_url(t.url.split("?")[0]),  # s3:// has a secret
+                                    "regions": list(t.regions), "leader": t.leader,
+                                    "leader_region": t.leader_region,
                                     "features": sorted(ctx.features)}
         if subject.kind is not None:
             sc.stores[subject.label]["capabilities"] = subject.kind.capabilities(ctx.features)

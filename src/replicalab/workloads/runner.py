@@ -14,6 +14,7 @@ prefix there.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import traceback
 from collections.abc import Callable
@@ -218,7 +219,12 @@ async def _run(spec: ProbeSpec, store: Store, h: History, rec: Recorder,
     rt = store.runtime
     t0 = rt.now_ns()
     wl = spec.definition
-    jobs = [wl.generate(store, h, spec.options, spec.config, rec)]
+    cfg = spec.config
+    if isinstance(getattr(cfg, "extra", None), dict):
+        # clients in processes of their own open the store again from its URL (extra is
+        # never saved: the URL may hold a password)
+        cfg = dataclasses.replace(cfg, extra={**cfg.extra, "store_url": spec.store})
+    jobs = [wl.generate(store, h, spec.options, cfg, rec)]
     if nemesis is not None:
         jobs.append(nemesis.run(list(spec.faults), h, rt, t0,
                                 t0 + int(spec.options.duration_s * 1e9)))
@@ -280,6 +286,10 @@ async def preflight(spec: ProbeSpec, store: Store) -> None:
     """Raise ValueError naming the fix if ``spec`` cannot run on ``store``: a region the store
     does not have, or a store that does not answer (a cluster that is down). Called before
     the run directory is made, so bad input leaves nothing behind."""
+    if getattr(spec.config, "placement", None) == "separate-processes" and (
+            store.runtime.virtual or store.info.kind.startswith("sim/")):
+        raise ValueError("--placement separate-processes needs a real store (a simulated one "
+                         "lives in one process); use separate-clients on sim://")
     for name in ("writer_region", "reader_region"):
         region = getattr(spec.config, name, None)
         if region is not None and region not in store.info.regions:
