@@ -64,7 +64,7 @@ def test_every_registry_line_loads_a_command_with_help():
         assert cmd is not None and cmd.name == name, name
         assert next(v.summary for v in VERBS if v.name == name), name
     assert load_verb("no-such-verb") is None
-    assert "live" in load_verb("placement").commands  # the second placement line
+    assert "live" in load_verb("placement").commands  # placement simulate and live
 
 
 STALE = """\

@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from replicalab.cli.placement_live import attach
+from replicalab.cli.placement import attach
 
 
 def _app() -> typer.Typer:

@@ -103,6 +103,21 @@ class Run:
         """Return the history as a DataFrame (``history.to_pandas()``)."""
         return self.history.to_pandas()
 
+    def outcome(self, title: str | None = None) -> Any:
+        """Return the run as ``replicalab probe`` prints it (report written again): its
+        summary table, where a real store's keys went, and how it ended."""
+        from replicalab.api.outcome import DONE, INTERRUPTED, STOPPED, Outcome
+
+        status, why = DONE, ""
+        if self.interrupted:
+            status, why = INTERRUPTED, (f"interrupted; the history so far and a partial "
+                                        f"report are in {self.path}")
+        elif self.error:
+            status, why = STOPPED, (f"the run stopped early ({self.error}); what was "
+                                    f"recorded is in {self.path}")
+        return Outcome(self.to_json(), None, self.report(), [self.table(title)],
+                       [self.keys.line()] if self.keys is not None else [], status, why)
+
     def _repr_html_(self) -> str:
         """Return the summary table as HTML (what a notebook shows for a Run)."""
         rows = "".join(f"<tr><td>{html.escape(m)}</td><td style='text-align:right'>"

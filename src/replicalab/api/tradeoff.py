@@ -56,10 +56,22 @@ class TradeoffRun:
                        status=status, why=why)
 
 
-def tradeoff(store: str = "sim://simpledb", groups: Sequence[int] = (1, 5, 10, 15, 20, 25),
+def _list(text: str | Sequence[Any], kind: type, name: str) -> list[Any]:
+    """Return a comma-separated text (or a sequence) as a list of ``kind``."""
+    if not isinstance(text, str):
+        return [kind(x) for x in text]
+    try:
+        return [kind(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ParameterError(name, f"{text!r} must be a comma-separated list, e.g. "
+                                   f"{'1,5,10' if kind is int else '0.99,0.75,0.5'}") from None
+
+
+def tradeoff(store: str = "sim://simpledb",
+             groups: str | Sequence[int] = (1, 5, 10, 15, 20, 25),
              clients_per_group: int = 100, client_rate_per_s: float = 1.0,
-             read_ratios: Sequence[float] = (0.99, 0.75, 0.5),
-             consistencies: Sequence[str] = ("eventual", "consistent"), repeats: int = 3,
+             read_ratios: str | Sequence[float] = (0.99, 0.75, 0.5),
+             consistencies: str | Sequence[str] = ("eventual", "consistent"), repeats: int = 3,
              step_duration_s: float = 30.0, keyspace: int = 1, timeout_ms: float = 10_000.0,
              seed: int = 1, out: Path = Path("runs"), workers: int = 1,
              ray: str | None = None,
@@ -73,9 +85,10 @@ def tradeoff(store: str = "sim://simpledb", groups: Sequence[int] = (1, 5, 10, 1
     from replicalab.cluster import process
     from replicalab.report.tradeoff import render_tradeoff_report
 
-    plan = TradeoffPlan(store, tuple(groups), clients_per_group, client_rate_per_s,
-                        tuple(read_ratios), tuple(consistencies), repeats, step_duration_s,
-                        keyspace, timeout_ms, seed)
+    plan = TradeoffPlan(store, tuple(_list(groups, int, "groups")), clients_per_group,
+                        client_rate_per_s, tuple(_list(read_ratios, float, "read_ratios")),
+                        tuple(_list(consistencies, str, "consistencies")), repeats,
+                        step_duration_s, keyspace, timeout_ms, seed)
     from replicalab.workloads.distributed import RayMissing
 
     try:

@@ -17,7 +17,7 @@ from replicalab.api.errors import ParameterError
 from replicalab.api.outcome import DONE, INTERRUPTED, Outcome
 from replicalab.watch.vehicle import direction, gauge
 
-__all__ = ["dashboard", "direction", "gauge", "watch"]
+__all__ = ["dashboard", "direction", "gauge", "ms_text", "watch"]
 
 
 async def _until_done_or_signal(watcher: Any, every: Callable[[], None] | None) -> str:
@@ -46,7 +46,8 @@ async def _until_done_or_signal(watcher: Any, every: Callable[[], None] | None) 
     return got[0] if got else ""
 
 
-def _ms(x: float | None) -> str:
+def ms_text(x: float | None) -> str:
+    """Return milliseconds as the watch prints them (one decimal; "–" for none)."""
     return "–" if x is None else f"{x:.1f}"
 
 
@@ -59,9 +60,9 @@ def percentile_lines(samples: list[Any]) -> list[str]:
     lines = []
     for backend, ops in window_summary(samples, math.inf, None).items():
         for op, x in ops.items():
-            lines.append(f"{backend} {op}: p50 {_ms(x['p50_ms'])} ms, p99 {_ms(x['p99_ms'])}"
-                         f" ms, p99.9 {_ms(x['p999_ms'])} ms over {x['count']:,} operations"
-                         f" ({x['errors']:,} failed)")
+            lines.append(f"{backend} {op}: p50 {ms_text(x['p50_ms'])} ms, p99 "
+                         f"{ms_text(x['p99_ms'])} ms, p99.9 {ms_text(x['p999_ms'])} ms over "
+                         f"{x['count']:,} operations ({x['errors']:,} failed)")
     return lines
 
 

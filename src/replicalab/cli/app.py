@@ -1,8 +1,7 @@
 """The Typer app of the command line (:func:`make_app`): the root group that lists the
-verbs of the registry ``cli/main.py`` hands over without importing them, loads a verb's
-module when it runs, and converts plainly typed options without Pydantic. Imported only
-when a command needs Typer (``replicalab check`` with plain options does not: see
-``cli/main.py``)."""
+verbs of the registry ``cli/main.py`` hands over without importing them and loads a verb's
+module when it runs. Imported only when a command needs Typer (``replicalab check`` with
+plain options does not: see ``cli/main.py``)."""
 
 from __future__ import annotations
 
@@ -43,49 +42,7 @@ def load_verb(name: str, verbs: Sequence[Any]) -> Any:
             sub.command(name=name)(getattr(module, name))
     from replicalab.cli.metavars import word_metavars
 
-    cmd = word_metavars(typer.main.get_group(sub).commands.get(name))
-    if cmd is not None and any(getattr(importlib.import_module(m), "PLAIN_PARAMETERS", False)
-                               for m in modules):
-        _plain_parameters(cmd)
-    return cmd
-
-
-class _Plain:
-    """Coercion of a parameter typed ``str``, ``Path``, ``list[Path]`` or ``bool``, as
-    Typer's runtime coercion gives it but without building a Pydantic adapter: importing
-    Pydantic for that costs a short command a sizeable share of its start-up."""
-
-    def __init__(self, make: Any, many: bool) -> None:
-        self.make, self.many = make, many
-
-    def coerce(self, value: Any, param: Any = None, ctx: Any = None) -> Any:
-        """Return ``value`` (a string or strings from the command line) as the type."""
-        if value is None:
-            return () if self.many else None
-        if self.many:
-            return [self.make(v) for v in value]
-        return self.make(value)
-
-
-def _plain_parameters(cmd: Any) -> None:
-    """Give ``cmd``'s plainly typed parameters :class:`_Plain` coercion (a verb module
-    asks with ``PLAIN_PARAMETERS = True``); others keep Typer's."""
-    from pathlib import Path
-
-    makers = {str: str, Path: Path, bool: bool}
-
-    def plain(param: Any) -> Any:
-        annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
-        many = getattr(annotation, "__origin__", None) is list
-        target = annotation.__args__[0] if many else annotation
-        if target in makers and getattr(param, "_runtime_param", False) is None:
-            param._runtime_param = _Plain(makers[target], many)
-        return param
-
-    for param in getattr(cmd, "params", ()):
-        plain(param)
-    made = cmd.get_help_option  # --help is made when a context asks for it
-    cmd.get_help_option = lambda ctx: None if (o := made(ctx)) is None else plain(o)
+    return word_metavars(typer.main.get_group(sub).commands.get(name))
 
 
 class LazyGroup(typer.core.TyperGroup):
@@ -97,7 +54,6 @@ class LazyGroup(typer.core.TyperGroup):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        _plain_parameters(self)  # --debug, --version: flags, no adapter needed
 
     def list_commands(self, ctx: Any) -> list[str]:
         """Return the verb names, registry order (then any command added eagerly)."""

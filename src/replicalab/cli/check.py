@@ -21,9 +21,6 @@ from replicalab.cli.output import say, show
 from replicalab.cli.progress import Bars
 from replicalab.cli.timeparse import warnings_as_notes
 
-PLAIN_PARAMETERS = True
-"""Its options are strings, paths and flags: cli/main.py converts them without Typer's
-Pydantic adapters, whose import would be a good part of a short check's start-up."""
 _VALUED = {"--model": "model", "--timeout": "timeout"}
 _FLAGS = {"--json": "as_json", "--fail-fast": "fail_fast"}
 

@@ -3,17 +3,15 @@ runs are ``replicalab.api.latency_tester``'s, printed here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from replicalab.api import latency_tester as clt
 from replicalab.cli.errors import fail, said
-from replicalab.cli.output import emit
+from replicalab.cli.output import outcome_of
 from replicalab.cli.progress import Bars
-from replicalab.cli.timeparse import warnings_as_notes
 
 clt_app = typer.Typer(help="Cloud Latency Tester: all-pairs RTT and quorum latency over TCP "
                       "(seed 002).", no_args_is_help=True)
@@ -33,15 +31,6 @@ TraceEvery = Annotated[int, typer.Option(help="Trace every Nth round in the HLC 
 Out = Annotated[Path, typer.Option(help="Directory that receives the run directory.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the results as JSON.")]
 
-
-
-def _emit(make: Callable[[], Any], as_json: bool) -> None:
-    try:
-        with warnings_as_notes():
-            outcome = make()
-    except ValueError as err:
-        fail(said(err))
-    emit(outcome, as_json, sort_keys=False)
 
 
 @clt_app.command("agent")
@@ -75,8 +64,9 @@ def run(
     Example: replicalab clt run --agents 127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103
     --rate 100 --payload 1024 --duration 10m --self-loop
     """
-    _emit(lambda: clt.clt_run(agents, rate, payload, duration, timeout, self_loop, window,
-                              spike_factor, seed, trace_every, out, Bars(not as_json)), as_json)
+    outcome_of(lambda: clt.clt_run(agents, rate, payload, duration, timeout, self_loop, window,
+                                   spike_factor, seed, trace_every, out, Bars(not as_json)),
+               as_json, sort_keys=False)
 
 
 @clt_app.command("local")
@@ -98,9 +88,10 @@ def local_cmd(
 
     Example: replicalab clt local --nodes 5 --regions aws5 --duration 60s
     """
-    _emit(lambda: clt.clt_local(nodes, regions, skew_ms, jitter_ms, rate, payload, duration,
-                                timeout, self_loop, window, spike_factor, seed, trace_every,
-                                out, Bars(not as_json)), as_json)
+    outcome_of(lambda: clt.clt_local(nodes, regions, skew_ms, jitter_ms, rate, payload,
+                                     duration, timeout, self_loop, window, spike_factor, seed,
+                                     trace_every, out, Bars(not as_json)),
+               as_json, sort_keys=False)
 
 
 @clt_app.command("report")
@@ -112,7 +103,7 @@ def report(
 
     Example: replicalab clt report runs/20261122T030000Z-clt-local-aws5
     """
-    _emit(lambda: clt.clt_report(run_dir), as_json)
+    outcome_of(lambda: clt.clt_report(run_dir), as_json, sort_keys=False)
 
 
 def register(app: typer.Typer) -> None:

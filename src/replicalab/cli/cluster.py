@@ -3,27 +3,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from replicalab.api import catalog, clustering
-from replicalab.cli.errors import fail, said
-from replicalab.cli.output import emit
+from replicalab.cli.errors import fail
+from replicalab.cli.output import outcome_of
 from replicalab.cli.progress import Bars
 
 cluster_app = typer.Typer(help="Start, inspect and stop real local clusters.",
                           no_args_is_help=True)
-
-
-def _emit(make: Callable[[], Any], as_json: bool) -> None:
-    try:
-        outcome = make()
-    except ValueError as err:
-        fail(said(err, {"settings": "--set", "all_clusters": "--all"}))
-    emit(outcome, as_json, sort_keys=False)
+_FLAGS = {"settings": "--set", "all_clusters": "--all"}
 
 
 @cluster_app.command("up")
@@ -58,9 +50,9 @@ def up(
 
     Example: replicalab cluster up etcd --hosts inventory.toml --regions dc3 --name e
     """
-    _emit(lambda: clustering.cluster_up(kind, nodes, regions, name, base_port, client_region,
-                                        power_loss_fs, setting or [],
-                                        Bars(not as_json, estimates=False), hosts), as_json)
+    outcome_of(lambda: clustering.cluster_up(
+        kind, nodes, regions, name, base_port, client_region, power_loss_fs, setting or [],
+        Bars(not as_json, estimates=False), hosts), as_json, _FLAGS, False)
 
 
 @cluster_app.command("status")
@@ -75,7 +67,7 @@ def status(
 
     Example: replicalab cluster status redis-dc3
     """
-    _emit(lambda: clustering.cluster_status(name), as_json)
+    outcome_of(lambda: clustering.cluster_status(name), as_json, _FLAGS, False)
 
 
 @cluster_app.command("down")
@@ -90,4 +82,4 @@ def down(
     """
     if not name and not all_:
         fail("name a cluster or pass --all")
-    _emit(lambda: clustering.cluster_down(name, all_), False)
+    outcome_of(lambda: clustering.cluster_down(name, all_), False, _FLAGS)

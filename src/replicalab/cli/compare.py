@@ -9,10 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from replicalab.api import catalog, comparing
-from replicalab.cli.errors import fail, said
-from replicalab.cli.output import TableData, emit, say, show
+from replicalab.cli.output import TableData, outcome_of, say, show
 from replicalab.cli.progress import Bars
-from replicalab.cli.timeparse import warnings_as_notes
 
 
 def print_comparison(results: dict[str, Any], report: Path | str) -> None:
@@ -62,11 +60,7 @@ def compare(
 
     Example: replicalab compare --workload register --fault "at=3s partition node=1 for=4s"
     """
-    try:
-        with warnings_as_notes():
-            outcome = comparing.compare_clusters(kinds.split(","), regions, duration, ops,
-                                                 workload, seed, fault or [], out,
-                                                 Bars(not as_json), hosts)
-    except ValueError as err:
-        fail(said(err, {"faults": "--fault"}))
-    emit(outcome, as_json, sort_keys=False)
+    outcome_of(lambda: comparing.compare_clusters(kinds.split(","), regions, duration, ops,
+                                                  workload, seed, fault or [], out,
+                                                  Bars(not as_json), hosts),
+               as_json, {"faults": "--fault"}, False)

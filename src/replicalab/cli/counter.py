@@ -79,42 +79,29 @@ def create(
         dc=dc, config=config, server=server)
 
 
-@counter_app.command("inc")
-def inc(
-    key: Annotated[str, typer.Argument(help="Counter name.")],
-    by: Annotated[int, typer.Option(help="Amount to add.")] = 1,
-    allow_global: GlobalOpt = False,
-    store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
-    server: ServerOpt = None, as_json: JsonOpt = False,
-) -> None:
-    """Add to a counter in one data centre without breaking its upper bound, if it has one;
-    prints the value that DC sees.
+def _change(action: str, amount: str, doc: str) -> None:
+    """Add command ``action`` (inc or dec): by an amount, asking other DCs with --global."""
 
-    Example: replicalab counter inc stock --by 5 --dc US-W --store US-E=... --store US-W=...
+    def command(
+        key: Annotated[str, typer.Argument(help="Counter name.")],
+        by: int = typer.Option(1, help=f"Amount to {amount}."),  # ``amount``: not Annotated
+        allow_global: GlobalOpt = False,
+        store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
+        server: ServerOpt = None, as_json: JsonOpt = False,
+    ) -> None:
+        _op(action, key, as_json, by=by, allow_global=allow_global, stores=store or (),
+            dc=dc, config=config, server=server)
 
-    Example: replicalab counter inc stock --by 5 --server 127.0.0.1:7400
-    """
-    _op("inc", key, as_json, by=by, allow_global=allow_global, stores=store or (), dc=dc,
-        config=config, server=server)
+    command.__doc__ = (f"{doc}\n\n    Example: replicalab counter {action} stock --by 2 "
+                       f"--global --store US-E=... --store US-W=...\n\n    Example: "
+                       f"replicalab counter {action} stock --by 2 --server 127.0.0.1:7400")
+    counter_app.command(action)(command)
 
 
-# dec repeats inc's option list: Typer declares a command's options in its own signature
-@counter_app.command("dec")
-def dec(
-    key: Annotated[str, typer.Argument(help="Counter name.")],
-    by: Annotated[int, typer.Option(help="Amount to subtract.")] = 1,
-    allow_global: GlobalOpt = False,
-    store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
-    server: ServerOpt = None, as_json: JsonOpt = False,
-) -> None:
-    """Subtract from a counter in one data centre without breaking its bound.
-
-    Example: replicalab counter dec stock --by 2 --global --store US-E=... --store US-W=...
-
-    Example: replicalab counter dec stock --by 2 --server 127.0.0.1:7400
-    """
-    _op("dec", key, as_json, by=by, allow_global=allow_global, stores=store or (), dc=dc,
-        config=config, server=server)
+_change("inc", "add", "Add to a counter in one data centre without breaking its upper bound, "
+        "if it has one;\n    prints the value that DC sees.")
+_change("dec", "subtract", "Subtract from a counter in one data centre without breaking its "
+        "bound.")
 
 
 @counter_app.command("value")

@@ -1,6 +1,6 @@
 """One-line errors with exit code 2 for bad input; tracebacks only with --debug.
 
-The stderr console (``err_console``) is made on first use: importing Rich costs tens of
+The stderr console (:func:`stderr_console`) is made on first use: importing Rich costs tens of
 ms, which a command that prints no error (``replicalab --help``) should not pay.
 """
 
@@ -56,13 +56,6 @@ def stderr_console() -> Any:
         _CONSOLE.append(Console(stderr=True, highlight=False, soft_wrap=True, markup=False,
                                 emoji=False))
     return _CONSOLE[0]
-
-
-def __getattr__(name: str) -> Any:
-    # ``from replicalab.cli.errors import err_console`` keeps working, made lazily
-    if name == "err_console":
-        return stderr_console()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

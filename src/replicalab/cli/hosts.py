@@ -3,25 +3,15 @@ the work is ``replicalab.api.clustering``'s, printed here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from replicalab.api import clustering
-from replicalab.cli.errors import fail, said
-from replicalab.cli.output import emit
+from replicalab.cli.output import outcome_of
 
 hosts_app = typer.Typer(help="Make, inspect and remove emulated hosts reached over SSH.",
                         no_args_is_help=True)
-
-
-def _emit(make: Callable[[], Any], as_json: bool) -> None:
-    try:
-        outcome = make()
-    except ValueError as err:
-        fail(said(err))
-    emit(outcome, as_json, sort_keys=False)
 
 
 @hosts_app.command("up")
@@ -39,7 +29,7 @@ def up(
 
     Example: replicalab hosts up --count 3 --name lab --regions dc3
     """
-    _emit(lambda: clustering.hosts_up(count, name, regions), as_json)
+    outcome_of(lambda: clustering.hosts_up(count, name, regions), as_json, sort_keys=False)
 
 
 @hosts_app.command("status")
@@ -51,7 +41,7 @@ def status(
 
     Example: replicalab hosts status lab
     """
-    _emit(lambda: clustering.hosts_status(name), as_json)
+    outcome_of(lambda: clustering.hosts_status(name), as_json, sort_keys=False)
 
 
 @hosts_app.command("down")
@@ -63,4 +53,4 @@ def down(
 
     Example: replicalab hosts down lab
     """
-    _emit(lambda: clustering.hosts_down(name), as_json)
+    outcome_of(lambda: clustering.hosts_down(name), as_json, sort_keys=False)

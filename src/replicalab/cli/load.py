@@ -1,5 +1,6 @@
-"""``replicalab load run|ramp|sla``: open-loop load, a rising ramp, and an SLA search; the
-runs are ``replicalab.api.loading.load_run``'s, printed here."""
+"""``replicalab load run|ramp|sla|tradeoff``: open-loop load, a rising ramp, an SLA search
+(``replicalab.api.loading.load_run``) and seed 003 §4's eventual against consistent reads
+under paced load (``replicalab.api.tradeoff``), printed here."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from replicalab.cli.timeparse import duration_ms, warnings_as_notes
 
 load_app = typer.Typer(help="Open-loop load: offered rate, ramp until failure, SLA search.",
                        no_args_is_help=True)
-__all__ = ["load_app", "register"]
+__all__ = ["load_app", "register", "tradeoff_cmd"]
 
 Store = Annotated[str, typer.Option(help="Store URL, e.g. sim://simpledb or "
                                     "redis://127.0.0.1:6379.")]
@@ -164,6 +165,63 @@ def sla_cmd(
         ray=ray, prices=prices, seed=seed, out=out)
 
 
+@load_app.command("tradeoff")
+def tradeoff_cmd(
+    store: Annotated[str, typer.Option(help="Store URL, e.g. sim://simpledb or "
+                                       "redis://127.0.0.1:6379.")] = "sim://simpledb",
+    groups: Annotated[str, typer.Option(help="Client groups (machines) per load, comma "
+                                        "separated.")] = "1,5,10,15,20,25",
+    clients: Annotated[int, typer.Option(help="Clients per group.")] = 100,
+    client_rate: Annotated[float, typer.Option(help="Requests per second per client, each "
+                                               "waiting for its reply.")] = 1.0,
+    read_ratios: Annotated[str, typer.Option(help="Read ratios, comma separated.")
+                           ] = "0.99,0.75,0.5",
+    consistency: Annotated[str, typer.Option(help="eventual, consistent, or both "
+                                             "(comma separated).")] = "eventual,consistent",
+    repeats: Annotated[int, typer.Option(help="Runs of each load (whiskers: min and max "
+                                         "over them).")] = 3,
+    step_duration: Annotated[str, typer.Option(help="How long each load runs.")] = "30s",
+    keyspace: Annotated[int, typer.Option(help="Keys (the paper used one attribute of one "
+                                          "item).")] = 1,
+    timeout: Annotated[str, typer.Option(help="Per-request timeout.")] = "10s",
+    seed: Annotated[int, typer.Option(help="Seed of phases, operations and the simulator.")
+                    ] = 1,
+    workers: Annotated[int, typer.Option(help="Local processes running steps (sim://) or "
+                                         "client groups (real stores).")] = 1,
+    ray: Annotated[str | None, typer.Option(help="Ray cluster address, or 'local'; needs "
+                                            "replicalab[ray].")] = None,
+    out: Annotated[Path, typer.Option(help="Directory that receives the run directory.")
+                   ] = Path("runs"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Seed 003 §4: eventual against consistent reads as paced load grows (Figures 7-12).
+
+    Example: replicalab load tradeoff --store sim://simpledb --workers 2
+
+    Example: replicalab load tradeoff --store redis://127.0.0.1:6379 --groups 1,2,4
+    --clients 20 --client-rate 5 --repeats 2 --step-duration 10s
+    """
+    from replicalab.api import catalog
+    from replicalab.api.durations import seconds
+    from replicalab.api.tradeoff import tradeoff
+    from replicalab.cli.progress import progress_bar
+
+    try:
+        with warnings_as_notes():
+            run = tradeoff(
+                store, groups, clients, client_rate, read_ratios,
+                [c.strip() for c in consistency.split(",") if c.strip()], repeats,
+                seconds(step_duration, "step_duration"), keyspace,
+                1000 * seconds(timeout, "timeout"), seed, out, workers, ray,
+                lambda: progress_bar(f"load tradeoff on {catalog.redact_url(store)}",
+                                     not as_json))
+    except ValueError as err:
+        fail(said(err, {"consistencies": "--consistency"}))
+    emit(run.outcome(), as_json)
+
+
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``replicalab load run|ramp|sla`` to the root app."""
+    """Add ``replicalab load run|ramp|sla|tradeoff`` to the root app."""
     app.add_typer(load_app, name="load")

@@ -1,13 +1,9 @@
-"""Entry point: one registry line per verb, and the error policy.
+"""Entry point: one registry line per verb (:data:`VERBS`), and the error policy.
 
-Verbs are loaded lazily: ``replicalab --help`` lists them from :data:`VERBS` without
-importing any, and ``replicalab check FILE`` imports ``cli/check.py`` and nothing of the
-other verbs (numpy, pyarrow, the stores...), so a short command starts in a fraction of
-a second. A verb is one line of :data:`VERBS` naming its module (see :class:`Verb`). The
-Typer app (``cli/app.py``: ``app``, ``load_verb``) is built on first use; a verb module
-may parse a command line of plain options itself (``fast(argv)``, the same options as its
-Typer command, anything else left to Typer), so that ``replicalab check FILE`` does not
-import Typer at all.
+Verbs are loaded lazily (``replicalab --help`` lists them without importing any), the Typer
+app (``cli/app.py``) is made on first use, and a verb module may parse a command line of
+its plain options itself (``fast(args)``; anything else goes to Typer), so that
+``replicalab check FILE`` imports neither the other verbs nor Typer.
 """
 
 from __future__ import annotations
@@ -27,10 +23,9 @@ class Verb:
     the root ``--help`` lists (so listing needs no import).
 
     On first use the module is imported and attached to a fresh app: through its
-    ``register(app)`` when it has one (it may add several commands, or attach sub-commands
-    to a group another line registers), else its attribute ``<name>_app`` (a Typer group)
+    ``register(app)`` when it has one, else its attribute ``<name>_app`` (a Typer group)
     or ``<name>`` (a command function). Several lines may share a name: their modules are
-    loaded in order (``placement`` and the ``placement live`` sub-commands)."""
+    loaded in order."""
 
     name: str
     module: str
@@ -41,7 +36,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("probe", "replicalab.cli.probe", "Probe a store's consistency as its clients see it."),
     Verb("report", "replicalab.cli.probe",
          "Re-check a saved run from its history and re-render its report."),
-    Verb("demo", "replicalab.cli.demo",
+    Verb("demo", "replicalab.cli.probe",
          "Reproduce seed 003 §2.1.1 on the simulated SimpleDB and show the report."),
     Verb("export", "replicalab.cli.export",
          "Export a run's history as invoke/completion events (Jepsen EDN or JSON lines)."),
@@ -66,10 +61,8 @@ VERBS: tuple[Verb, ...] = (
          "Hybrid logical clocks: align multi-node traces, reproduce the seed figures."),
     Verb("load", "replicalab.cli.load",
          "Open-loop load: offered rate, ramp until failure, SLA search."),
-    Verb("load", "replicalab.cli.tradeoff"),
     Verb("placement", "replicalab.cli.placement",
          "Data placement (seed 002): where each object should live as access moves."),
-    Verb("placement", "replicalab.cli.placement_live"),
     Verb("queue", "replicalab.cli.queue",
          "Visibility-timeout queues: duplicate deliveries and the strategies against them."),
     Verb("scorecard", "replicalab.cli.scorecard",
@@ -150,9 +143,9 @@ def _run() -> None:
         if hasattr(e, "exit_code"):
             sys.exit(e.exit_code)
         if DEBUG["on"] or "--debug" in sys.argv:
-            from replicalab.cli.errors import err_console
+            from replicalab.cli.errors import stderr_console
 
-            err_console.print_exception()
+            stderr_console().print_exception()
         fail(f"{type(e).__name__}: {e} (run with --debug for the traceback)", 1)
     from replicalab.cli.errors import flush_notes
 

@@ -10,26 +10,16 @@ from typing import Annotated, Any
 import typer
 
 from replicalab.api import catalog, modelling
-from replicalab.cli.errors import fail, said
-from replicalab.cli.output import emit
+from replicalab.cli.errors import fail
+from replicalab.cli.output import outcome_of
 from replicalab.cli.progress import Bars
-from replicalab.cli.timeparse import duration_ms, warnings_as_notes
+from replicalab.cli.timeparse import duration_ms
 
 model_app = typer.Typer(help="Predict protocol performance and staleness before building. "
                              "Measured against a real store (--against): paxos-wan (etcd) "
                              "and pbs (cassandra); the other models have no real counterpart.",
                         no_args_is_help=True)
 _FLAGS = {"sets": "--set", "params": "--params", "t_max_ms": "--t-max-ms"}
-
-
-def _run(make: Callable[[], Any], as_json: bool) -> None:
-    """Print the outcome ``make()`` returns (bad input: one line, exit 2)."""
-    try:
-        with warnings_as_notes():
-            outcome = make()
-    except ValueError as err:
-        fail(said(err, _FLAGS))
-    emit(outcome, as_json)
 
 
 @model_app.command("pbs")
@@ -89,15 +79,15 @@ def pbs(
                  "--pairs, --jitter and --reader-region need it)")
         if from_run is not None or measure:
             fail("--against measures the cluster itself; drop --from-run and --measure")
-        _run(lambda: modelling.pbs_against(
+        outcome_of(lambda: modelling.pbs_against(
             n, pairs, r, w, regions or "dc3", client_region, reader_region, duration or "30s",
             t_max_ms, trials, seed, out, duration_ms(jitter, "--jitter", None, "", "20ms"),
-            Bars(not as_json)), as_json)
+            Bars(not as_json)), as_json, _FLAGS)
         return
-    _run(lambda: modelling.pbs(
+    outcome_of(lambda: modelling.pbs(
         n, r, w, regions or "lan", duration_ms(apply, "--apply", apply_ms, "--apply-ms", "10ms"),
         client_rtt_ms, client_sd_ms, client_region, from_run, t_max_ms, measure, trials, seed,
-        out), as_json)
+        out), as_json, _FLAGS)
 
 
 def model_command(spec: Any) -> Callable[..., None]:
@@ -134,12 +124,13 @@ def model_command(spec: Any) -> Callable[..., None]:
         if against is not None or duration is not None:
             if against is None:
                 fail("--duration applies to --against only")
-            _run(lambda: modelling.model_against(
+            outcome_of(lambda: modelling.model_against(
                 spec.name, against, duration or "10s", params, set_ or [], compare, loads,
-                rounds, seed, out, Bars(not as_json)), as_json)
+                rounds, seed, out, Bars(not as_json)), as_json, _FLAGS)
             return
-        _run(lambda: modelling.model_run(spec.name, set_ or [], params, compare, points, loads,
-                                         twin, rounds, seed, out, Bars(not as_json)), as_json)
+        outcome_of(lambda: modelling.model_run(spec.name, set_ or [], params, compare, points,
+                                               loads, twin, rounds, seed, out,
+                                               Bars(not as_json)), as_json, _FLAGS)
 
     command.__doc__ = f"{spec.title}.\n\nExample: {spec.example}"
     if spec.against:
@@ -192,8 +183,8 @@ def validate_command(
 
     Example: replicalab model validate --workers 2
     """
-    _run(lambda: modelling.model_validate(model, rounds, tolerance, seed, workers, ray,
-                                          Bars(not as_json)), as_json)
+    outcome_of(lambda: modelling.model_validate(model, rounds, tolerance, seed, workers, ray,
+                                          Bars(not as_json)), as_json, _FLAGS)
 
 
 def _broken(error: str) -> Callable[[], None]:

@@ -215,3 +215,19 @@ def emit(outcome: Outcome, as_json: bool, sort_keys: bool = True) -> None:
         if not outcome.why:  # the verdict printed says it all
             sys.exit(code)
         fail(outcome.why, code)
+
+
+def outcome_of(make: Any, as_json: bool, flags: dict[str, str] | None = None,
+               sort_keys: bool = True) -> None:
+    """Print the outcome ``make()`` returns (:func:`emit`); bad input (a ValueError, the
+    API's ParameterError with its options for ``flags``) is one line and exit 2, and a
+    deprecated value a note."""
+    from replicalab.cli.errors import UserError, fail, said
+    from replicalab.cli.timeparse import warnings_as_notes
+
+    try:
+        with warnings_as_notes():
+            outcome = make()
+    except (ValueError, UserError) as err:
+        fail(said(err, flags))
+    emit(outcome, as_json, sort_keys)

@@ -1,5 +1,6 @@
-"""``replicalab probe`` and ``replicalab report``: options parsed, ``replicalab.api`` runs
-them (``probe``, ``probe_batch``, ``report``), the outcome printed."""
+"""``replicalab probe``, ``replicalab report`` and ``replicalab demo``: options parsed,
+``replicalab.api`` runs them (``probe``, ``probe_batch``, ``report``, ``demo``), the
+outcome printed."""
 
 from __future__ import annotations
 
@@ -14,35 +15,21 @@ from typing import Annotated, Any
 import typer
 
 from replicalab.api import batches, catalog, lifecycle, reporting, runs
-from replicalab.api.words import plural
+from replicalab.api.words import fmt_s, plural
 from replicalab.cli.errors import UserError, fail, said
 from replicalab.cli.output import emit, say, show
-from replicalab.cli.progress import Bars, fmt_s
+from replicalab.cli.progress import Bars
 from replicalab.cli.timeparse import warnings_as_notes
 
-__all__ = ["finish", "probe", "report", "unchecked_exit"]
+__all__ = ["demo", "finish", "probe", "report", "unchecked_exit"]
 
 
 def finish(run: runs.Run, as_json: bool) -> None:
-    """Render the report, print the outcome, and exit 130/2 if the run was cut short (a
-    simulation interrupted before its checks: one line naming its history and the command
-    that checks it)."""
+    """Print the run (its report written) and exit as it ended; a simulation interrupted
+    before its checks says how to check it (:func:`unchecked_exit`)."""
     if not run.checked:
         unchecked_exit(run, as_json)
-    report = run.report()
-    table = run.table()
-    if as_json:
-        sys.stdout.write(json.dumps({**run.to_json(), "report": str(report),
-                                     "tables": [table.to_json()]}, sort_keys=True) + "\n")
-    else:
-        show(table)
-        if run.keys is not None:
-            say(run.keys.line())
-        say(f"report: {report}")
-    if run.interrupted:
-        fail(f"interrupted; the history so far and a partial report are in {run.path}", 130)
-    if run.error:
-        fail(f"the run stopped early ({run.error}); what was recorded is in {run.path}")
+    emit(run.outcome(), as_json)
 
 
 def unchecked_exit(run: runs.Run, as_json: bool) -> None:
@@ -189,3 +176,31 @@ def report(
     say(f"report: {outcome.report}")
     for line in outcome.remarks:
         say(line)
+
+
+def demo(
+    out: Annotated[Path, typer.Option(help="Directory that receives the run directories.")
+                   ] = Path("runs"),
+    duration: Annotated[str, typer.Option(help="Simulated time per probe: 2h, 30m.")] = "2h",
+    seed: Annotated[int, typer.Option(help="Seed of the simulation.")] = 1,
+) -> None:
+    """Reproduce seed 003 §2.1.1 on the simulated SimpleDB and show where the reports are.
+
+    Example: replicalab demo --duration 2h
+    """
+    try:
+        with warnings_as_notes():
+            done = runs.demo(duration, seed, out, Bars(), check_interrupted=False)
+    except ValueError as err:
+        fail(said(err))
+    reports = []
+    for run, consistency in zip(done, runs.DEMO_READS, strict=False):
+        if not run.checked:
+            unchecked_exit(run, False)  # Ctrl-C: the history saved at once, one line
+        report = run.report()
+        show(run.table(f"{runs.DEMO_STORE}: {consistency} reads, {duration} simulated"))
+        reports.append((consistency, report))
+        if run.interrupted:
+            fail(f"interrupted; partial report in {report}", 130)
+    for consistency, r in reports:
+        say(f"report, {consistency} reads: {r}")

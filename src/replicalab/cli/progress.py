@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from replicalab.api import lifecycle
+from replicalab.api.words import fmt_s
 from replicalab.cli.errors import flush_notes, stderr_console
 
 HEARTBEAT_S = 60.0
@@ -29,25 +30,8 @@ QUIET_S = 1.0
 """Piped output: a run that ends within this many seconds prints no progress lines."""
 
 
-def fmt_s(seconds: float) -> str:
-    """Return a duration as ``45s``, ``3m05s`` or ``1h02m``."""
-    s = max(0, round(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
-
-
 SPEED_WINDOW_S = 20.0
 """The ETA's speed is measured over this many recent seconds of the run."""
-
-
-def eta_s(done: float, elapsed_s: float) -> float | None:
-    """Return the seconds left if the rest goes at the pace so far (None before any work)."""
-    if done <= 0 or elapsed_s <= 0:
-        return None
-    return elapsed_s * (1 - min(done, 1.0)) / done
 
 
 def measured_eta_s(samples: Sequence[tuple[float, float]], now_s: float,

@@ -4,20 +4,19 @@ what each way of processing every message once costs (seed 000, SQS); the runs a
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from replicalab.api import catalog, queueing
-from replicalab.cli.errors import UserError, fail, said
-from replicalab.cli.output import emit
+from replicalab.cli.output import outcome_of
 from replicalab.cli.progress import Bars
-from replicalab.cli.timeparse import warnings_as_notes
 
 queue_app = typer.Typer(help="Visibility-timeout queues: duplicate deliveries and the "
                         "strategies that process each message once.", no_args_is_help=True)
+_FLAGS = {"faults": "--fault", "faults_file": "--faults", "queues": "--queue",
+          "strategies": "--strategy"}
 
 Central = Annotated[str | None, typer.Option(
     help="Central store of the central strategies: any store with conditional writes "
@@ -50,16 +49,6 @@ AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 
 
-def _emit(make: Callable[[], Any], as_json: bool) -> None:
-    try:
-        with warnings_as_notes():
-            outcome = make()
-    except (ValueError, UserError) as err:
-        fail(said(err, {"faults": "--fault", "faults_file": "--faults", "queues": "--queue",
-                        "strategies": "--strategy"}))
-    emit(outcome, as_json)
-
-
 @queue_app.command("run")
 def run_cmd(
     queue: Annotated[str, typer.Option(help="Queue URL: sim://sqs, sim://sqs?fifo=1, "
@@ -84,12 +73,12 @@ def run_cmd(
     Example: replicalab queue run --queue sim://sqs --consumers 8 --strategy central
     --messages 2000 --visibility 4s --process 500ms --fault "at=3s pause consumer=1 for=10s"
     """
-    _emit(lambda: queueing.queue_run(
+    outcome_of(lambda: queueing.queue_run(
         queue, consumers, strategy, out, Bars(not as_json), central=central, messages=messages,
         producers=producers, readers=readers, batch=batch, visibility=visibility,
         process=process, process_sigma=process_sigma, slow_fraction=slow_fraction, slow=slow,
         faults=fault or [], faults_file=faults_file, max_duration=max_duration, seed=seed,
-        processes=processes), as_json)
+        processes=processes), as_json, _FLAGS)
 
 
 @queue_app.command("compare")
@@ -113,12 +102,12 @@ def compare_cmd(
     Example: replicalab queue compare --consumers 8 --strategy none,central-lease,central
     --visibility 4s --process 500ms --fault "at=2s pause consumer=1 for=6s"
     """
-    _emit(lambda: queueing.queue_compare(
+    outcome_of(lambda: queueing.queue_compare(
         queue or ["sim://sqs"], strategy or [], consumers, out, Bars(not as_json),
         central=central, messages=messages, producers=producers, readers=readers, batch=batch,
         visibility=visibility, process=process, process_sigma=process_sigma,
         slow_fraction=slow_fraction, slow=slow, faults=fault or [], faults_file=faults_file,
-        max_duration=max_duration, seed=seed), as_json)
+        max_duration=max_duration, seed=seed), as_json, _FLAGS)
 
 
 def register(app: typer.Typer) -> None:

@@ -19,16 +19,13 @@ from rich.table import Table
 from rich.text import Text
 
 from replicalab.api import watching
+from replicalab.api.watching import ms_text as _ms
+from replicalab.api.words import fmt_s
 from replicalab.cli.errors import UserError, fail, said
 from replicalab.cli.output import say, stdout_console
-from replicalab.cli.progress import fmt_s
 from replicalab.cli.timeparse import warnings_as_notes
 
 __all__ = ["dashboard", "live_view", "register", "watch"]
-
-
-def _ms(x: float | None) -> str:
-    return "–" if x is None else f"{x:.1f}"
 
 
 def _fraction(x: float | None) -> str:
