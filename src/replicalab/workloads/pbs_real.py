@@ -278,19 +278,21 @@ class Measured:
 
 
 def measure(c: Cluster, r: int, w: int, writer: str, reader: str, duration_s: float,
-            out: Path, seed: int = 1, tick: Callable[[float], None] | None = None
-            ) -> Measured:
+            out: Path, seed: int = 1, tick: Callable[[float], None] | None = None,
+            readers: int | None = None, root: Path = ROOT) -> Measured:
     """Return P(consistent) vs ms after commit measured on ``c`` at R = ``r``, W = ``w``.
 
     A read at R = 1 is answered by the reader's own node in about a millisecond: one reader
     at 400 reads/s samples every millisecond after the writes (one every
     WRITE_INTERVAL_R1_S). A read at R >= 2 waits for a remote replica (a WAN round trip),
     so eight readers share the work, and writes come more often, for a similar number of
-    reads per window."""
+    reads per window. ``readers`` overrides the number of readers; ``root`` is where the
+    cluster's state lives (its Toxiproxy carries the run's noise-floor echo)."""
     n = len(c.nodes)
     url = f"{c.url}&write_cl={level(w, n)}&eventual_cl={level(r, n)}"
-    readers, interval_s = (1, WRITE_INTERVAL_R1_S) if r == 1 else (8, 0.15)
-    spec = ProbeSpec(store=url, workload="staleness",
+    default_readers, interval_s = (1, WRITE_INTERVAL_R1_S) if r == 1 else (8, 0.15)
+    readers = readers or default_readers
+    spec = ProbeSpec(store=url, workload="staleness", cluster=c.name, cluster_root=str(root),
                      options=ProbeOptions(duration_s=duration_s, write_interval_s=interval_s,
                                           read_rate=400.0, seed=seed),
                      config=StalenessConfig(placement="separate-clients", writer_region=writer,

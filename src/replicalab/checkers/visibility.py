@@ -1,0 +1,271 @@
+"""A predicted t-visibility curve (PBS) against a measured one, judged by the measurement's
+sampling band: the verdict both ``model pbs --against cassandra`` and the recorded evidence
+(``docs/data/pbs-cassandra-*.json``, written by ``benchmarks/pbs_cassandra.py``) give. Pure:
+no I/O.
+
+What is measured is one draw per write: when it became visible to the reader. Reads after a
+write (each judged against the latest write acknowledged before it started) bracket that
+moment: it came after the write's last stale read and by its first fresh read after that
+(:class:`Visibility`, ms after the writer saw the ack). At a sampled t, a write is visible
+(its first fresh read at or before t), not visible (a stale read at or after t) or
+undecided (t between the two), so P(consistent at t) is a binomial proportion over the writes
+with its own interval: the prediction must lie between the Clopper-Pearson lower bound of the
+visible writes and the upper bound of the visible and undecided ones, at every sampled t, each
+bound at ``1 - alpha / points`` (Bonferroni over the sampled t, so a right model fails the
+whole curve with probability at most ``alpha``). The tolerance is the sampling band and
+nothing else: a curve of 1,000 writes tells a prediction shifted by 5 ms on a 40 ms-wide
+transition from the truth, a curve of 100 does not, and the verdict says which it had.
+
+A judgement has power only with enough sampled t inside the transition (measured strictly
+between 2 % and 98 %): a step-shaped curve cannot tell one model from another.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from replicalab.checkers.extract import ReadLog, WriteLog
+
+ALPHA = 0.05
+"""Chance that a right prediction fails somewhere on the curve (split over the sampled t)."""
+STEP_MS = 2.0
+"""Sampled t: every STEP_MS from 0 to the end (ms)."""
+END_MS = 90.0
+"""Last sampled t (ms): before the next write (every 100 ms at R = 1) takes the reads over."""
+LOW, HIGH = 0.02, 0.98
+"""The transition: a sampled t counts there when its measured fraction is strictly between."""
+MIN_TRANSITION_POINTS = 10
+"""Sampled t inside the transition a judgement needs to have power."""
+MIN_WRITES = 50
+"""Writes a sampled t needs to be judged (fewer: shown, not judged)."""
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """Per write, when it became visible to the reader (ms after the writer saw its ack):
+    after ``last_stale_ms`` (-inf: no stale read) and by ``first_fresh_ms`` (+inf: never
+    read fresh before the next write took the reads over)."""
+
+    last_stale_ms: tuple[float, ...]
+    first_fresh_ms: tuple[float, ...]
+    reads: int = 0
+    out_of_order: int = 0  # writes read fresh, then stale again
+
+    @property
+    def writes(self) -> int:
+        """Return the writes observed."""
+        return len(self.last_stale_ms)
+
+    def to_json(self) -> dict[str, object]:
+        """Return the observations as plain data (ms; null for an unbounded side)."""
+        def side(x: Sequence[float]) -> list[float | None]:
+            return [None if not math.isfinite(v) else round(v, 3) for v in x]
+        return {"writes": self.writes, "reads": self.reads, "out_of_order": self.out_of_order,
+                "last_stale_ms": side(self.last_stale_ms),
+                "first_fresh_ms": side(self.first_fresh_ms)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, object]) -> Visibility:
+        """Return the observations :meth:`to_json` wrote."""
+        lo = [-math.inf if v is None else float(v) for v in d["last_stale_ms"]]  # type: ignore[union-attr]
+        hi = [math.inf if v is None else float(v) for v in d["first_fresh_ms"]]  # type: ignore[union-attr]
+        return cls(tuple(lo), tuple(hi), int(d.get("reads", 0)),  # type: ignore[call-overload]
+                   int(d.get("out_of_order", 0)))  # type: ignore[call-overload]
+
+
+def of_element(writes: WriteLog, reads: ReadLog) -> Visibility:
+    """Return each write's visibility from one element's writes and reads, every read judged
+    against the latest write acknowledged before it started (as ``freshness.since_ack``)."""
+    order = np.argsort(writes.complete_ns, kind="stable")
+    last = np.searchsorted(writes.complete_ns[order], reads.invoke_ns, side="right") - 1
+    has = last >= 0
+    w = order[last[has]]
+    t_ms = (reads.invoke_ns[has] - writes.complete_ns[w]) / 1e6
+    return visibility(w, t_ms, reads.version[has] >= writes.version[w])
+
+
+def visibility(write_of_read: np.ndarray, t_ms: np.ndarray, fresh: np.ndarray
+               ) -> Visibility:
+    """Return each write's visibility from its reads: ``write_of_read`` (the write each read
+    is judged against), ``t_ms`` (ms after that write's ack the read started) and ``fresh``
+    (the read returned that write or a newer one). A write read fresh and then stale again
+    (another replica answered, or a stalled client sent a read late) becomes visible after
+    its last stale read, by the first fresh read after it; it is counted in ``out_of_order``."""
+    lo, hi, odd = [], [], 0
+    order = np.lexsort((t_ms, write_of_read))
+    w, t, f = write_of_read[order], t_ms[order], fresh[order].astype(bool)
+    cuts = np.flatnonzero(np.diff(w)) + 1
+    for tt, ff in zip(np.split(t, cuts), np.split(f, cuts), strict=True):
+        if len(tt) == 0:
+            continue
+        stale = np.flatnonzero(~ff)
+        last = float(tt[stale[-1]]) if len(stale) else -math.inf
+        after = tt[ff & (tt > last)]
+        lo.append(last)
+        hi.append(float(after.min()) if len(after) else math.inf)
+        if len(stale) and ff[: stale[-1]].any():
+            odd += 1
+    return Visibility(tuple(lo), tuple(hi), len(t_ms), odd)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One sampled t: of ``writes`` observed, ``visible`` were surely visible by t,
+    ``undecided`` may have been; the measured fraction's band [lo, hi] and the prediction."""
+
+    t_ms: float
+    writes: int
+    visible: int
+    undecided: int
+    lo: float
+    hi: float
+    predicted: float
+
+    @property
+    def measured(self) -> float:
+        """Return the measured fraction (undecided writes counted half)."""
+        return (self.visible + self.undecided / 2) / self.writes if self.writes else math.nan
+
+    @property
+    def judged(self) -> bool:
+        """Return True if enough writes were observed at t to judge it."""
+        return self.writes >= MIN_WRITES
+
+    @property
+    def inside(self) -> bool:
+        """Return True if the prediction lies within the band."""
+        return self.lo <= self.predicted <= self.hi
+
+    @property
+    def miss(self) -> float:
+        """Return how far the prediction lies outside the band (0 inside; a fraction)."""
+        return max(self.lo - self.predicted, self.predicted - self.hi, 0.0)
+
+    def to_json(self) -> dict[str, float | int | bool]:
+        """Return the point as plain data (ms, counts, fractions)."""
+        return {"t_ms": self.t_ms, "writes": self.writes, "visible": self.visible,
+                "undecided": self.undecided, "measured": round(self.measured, 6),
+                "band_lo": round(self.lo, 6), "band_hi": round(self.hi, 6),
+                "predicted": round(self.predicted, 6), "judged": self.judged,
+                "inside": self.inside}
+
+
+def _binom_cdf(k: np.ndarray, n: int, p: np.ndarray) -> np.ndarray:
+    """Return P(X <= k) for X ~ Binomial(n, p), elementwise over k and p."""
+    i = np.arange(n + 1)
+    logc = np.array([math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1)
+                     for j in range(n + 1)])
+    pp = np.clip(p, 1e-300, 1 - 1e-16)[:, None]
+    logpmf = logc + i * np.log(pp) + (n - i) * np.log1p(-pp)
+    pmf = np.exp(logpmf)
+    return np.where(i[None, :] <= k[:, None], pmf, 0.0).sum(axis=1)
+
+
+def clopper_pearson(k: Sequence[int], n: int, alpha: float, upper: bool) -> np.ndarray:
+    """Return the exact binomial bound (two-sided level ``1 - alpha``) on the success
+    probability for each count ``k`` of ``n``: the lower bound, or the upper one."""
+    k_arr = np.asarray(k, dtype=float)
+    lo, hi = np.zeros(len(k_arr)), np.ones(len(k_arr))
+    for _ in range(60):  # bisection: the binomial tail is monotone in p
+        mid = (lo + hi) / 2
+        if upper:  # largest p with P(X <= k) >= alpha / 2
+            ok = _binom_cdf(k_arr, n, mid) >= alpha / 2
+        else:  # smallest p with P(X >= k) >= alpha / 2, i.e. P(X <= k - 1) <= 1 - alpha / 2
+            ok = _binom_cdf(k_arr - 1, n, mid) > 1 - alpha / 2
+        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+    out = (lo + hi) / 2
+    if upper:
+        return np.where(k_arr >= n, 1.0, out)
+    return np.where(k_arr <= 0, 0.0, out)
+
+
+def sample_times(step_ms: float = STEP_MS, end_ms: float = END_MS) -> np.ndarray:
+    """Return the sampled t (ms)."""
+    return np.round(np.arange(0.0, end_ms + 1e-9, step_ms), 6)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A prediction judged against a measured curve: every sampled t, the verdict and why."""
+
+    points: tuple[Point, ...]
+    alpha: float
+
+    @property
+    def judged(self) -> list[Point]:
+        """Return the points with enough writes to judge."""
+        return [p for p in self.points if p.judged]
+
+    @property
+    def transition_points(self) -> int:
+        """Return the judged points measured strictly inside the transition."""
+        return sum(1 for p in self.judged if LOW < p.measured < HIGH)
+
+    @property
+    def has_power(self) -> bool:
+        """Return True if enough judged points lie inside the transition."""
+        return self.transition_points >= MIN_TRANSITION_POINTS
+
+    @property
+    def outside(self) -> list[Point]:
+        """Return the judged points whose prediction lies outside the band."""
+        return [p for p in self.judged if not p.inside]
+
+    @property
+    def within(self) -> bool:
+        """Return True if the prediction lies in the band at every judged t (and some are)."""
+        return bool(self.judged) and not self.outside
+
+    @property
+    def worst(self) -> Point | None:
+        """Return the judged point farthest outside its band (the largest gap if none is)."""
+        if self.outside:
+            return max(self.outside, key=lambda p: p.miss)
+        return max(self.judged, key=lambda p: abs(p.predicted - p.measured), default=None)
+
+    def line(self) -> str:
+        """Return one sentence: how the prediction fared against the band."""
+        w = self.worst
+        if w is None:
+            return "no sampled t had enough writes to judge"
+        where = (f"at {w.t_ms:g} ms predicted {100 * w.predicted:.1f} %, measured "
+                 f"{100 * w.measured:.1f} % (band {100 * w.lo:.1f}-{100 * w.hi:.1f} %, "
+                 f"{w.writes} writes)")
+        if self.outside:
+            return (f"outside the sampling band at {len(self.outside)} of {len(self.judged)} "
+                    f"sampled t; farthest {where}")
+        return f"inside the sampling band at all {len(self.judged)} sampled t; widest gap {where}"
+
+    def to_json(self) -> dict[str, object]:
+        """Return the judgement as plain data."""
+        w = self.worst
+        return {"alpha": self.alpha, "points": [p.to_json() for p in self.points],
+                "judged": len(self.judged), "outside": len(self.outside),
+                "transition_points": self.transition_points, "has_power": self.has_power,
+                "within": self.within, "worst": None if w is None else w.to_json(),
+                "line": self.line()}
+
+
+def judge(predict: Callable[[np.ndarray], np.ndarray], v: Visibility,
+          t_ms: Sequence[float] | None = None, alpha: float = ALPHA) -> Judgement:
+    """Return ``predict`` (P(consistent) at each t, ms after the ack) judged against the
+    writes' visibility ``v`` at every sampled t (default :func:`sample_times`)."""
+    ts = np.asarray(sample_times() if t_ms is None else t_ms, dtype=float)
+    lo_t, hi_t = np.asarray(v.last_stale_ms), np.asarray(v.first_fresh_ms)
+    visible = (hi_t[None, :] <= ts[:, None]).sum(axis=1)
+    hidden = (lo_t[None, :] >= ts[:, None]).sum(axis=1)
+    n = v.writes
+    undecided = n - visible - hidden
+    judged = max(int(n >= MIN_WRITES) * len(ts), 1)
+    a = alpha / judged
+    lo = clopper_pearson(visible.tolist(), n, a, upper=False) if n else np.zeros(len(ts))
+    hi = (clopper_pearson((visible + undecided).tolist(), n, a, upper=True) if n
+          else np.ones(len(ts)))
+    pred = np.asarray(predict(ts), dtype=float)
+    return Judgement(tuple(Point(float(t), n, int(x), int(u), float(a_), float(b_), float(p))
+                           for t, x, u, a_, b_, p in zip(ts, visible, undecided, lo, hi, pred,
+                                                         strict=True)), alpha)
