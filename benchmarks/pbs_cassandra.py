@@ -76,6 +76,8 @@ def main() -> None:
     ap.add_argument("--duration-s", type=float, default=100.0, help="probing (s)")
     ap.add_argument("--jitter-ms", type=float, default=pbs_real.DEFAULT_JITTER_MS)
     ap.add_argument("--readers", type=int, default=2)
+    ap.add_argument("--calibration-samples", type=int, default=400,
+                    help="round trips per replica and coordinator: the legs' mean to ~1 ms")
     ap.add_argument("--out", type=Path, default=Path("docs/data"))
     args = ap.parse_args()
     started = datetime.now(UTC)
@@ -87,10 +89,11 @@ def main() -> None:
         one_way_ms = next(x.upstream_ms for x in c.links
                           if x.src_region == writer and x.dst_region == reader
                           and x.kind == "replication")
-        cal = pbs_real.calibrate(c, writer, reader)
+        cal = pbs_real.calibrate(c, writer, reader, args.calibration_samples)
         m = pbs_real.measure(c, 1, 1, writer, reader, args.duration_s, work / "probes",
                              readers=args.readers)
     run_dir = Path(m.run_dir)
+    print(f"probe run: {run_dir}")
     h, _ = load_history(run_dir)
     writes, reads = element_ops(h, KEY)
     vis = visibility.of_element(writes, reads)
@@ -107,7 +110,8 @@ def main() -> None:
         "wall_s": round(time.monotonic() - t0, 1),
         "machine": {"cores": os.cpu_count(), "load_1m": load.stop(),
                     "shared": "yes: other engineers' test suites ran on the same cores"},
-        "params": {"n": 3, "r": 1, "w": 1, "regions": "dc3", "writer_region": writer,
+        "params": {"calibration_samples": args.calibration_samples, "n": 3, "r": 1, "w": 1,
+                   "regions": "dc3", "writer_region": writer,
                    "reader_region": reader, "jitter_ms": args.jitter_ms,
                    "duration_s": args.duration_s, "readers": args.readers,
                    "read_rate_per_reader": 400.0,
