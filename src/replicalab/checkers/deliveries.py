@@ -14,7 +14,9 @@ producer writes it at the start of the body, so it survives any backend's ids).
   effect names a delivery whose consumer recorded a commit). A record without ``effect``
   rows (a run cut short before the read-back, an older run) is counted from the ``commit``
   rows that landed, and the summary says so (``results_from``); a message whose only
-  commits are of unknown outcome then has no result;
+  commits are of unknown outcome then has no result. A message whose effects the read-back
+  could not read is counted from the record too, and labelled: ``results_from`` names how
+  many, ``results_from_record`` lists them;
 * the accounting closes: every acknowledged message is exactly one of *committed once*,
   *committed more than once*, *dead-lettered without a commit*, *lost* (not dead-lettered,
   no commit) or *not reached* (the same, in a run cut short: it stopped before it got to
@@ -33,8 +35,9 @@ producer writes it at the start of the body, so it survives any backend's ids).
   of the deliveries histogram) beside the queue's highest receive count, which a race of
   two servers handing out one message with the same count leaves lower;
 * exactly once: every acknowledged message was committed exactly once (a message
-  dead-lettered without a commit, lost or committed twice makes it false; a run cut short
-  with none of these is not decided, None);
+  dead-lettered without a commit, lost or committed twice makes it false, in a run cut
+  short too; a run cut short with none of these is not decided, None; a message counted
+  from the record with a commit of unknown outcome keeps it from being true);
 * overlapping leases: two deliveries of one message whose leases certainly overlap in time.
   The server starts a lease somewhere between the receive's invoke and its reply, so the
   part certainly held runs from the reply to the invoke plus the visibility timeout asked
@@ -90,12 +93,14 @@ def _overlaps(leases: Sequence[tuple[int, int]]) -> int:
     return pairs
 
 
-def _exactly_once(all_done: bool, duplicated: bool, lost: bool, cut_short: bool
-                  ) -> bool | None:
+def _exactly_once(all_done: bool, duplicated: bool, ended_uncommitted: bool,
+                  cut_short: bool) -> bool | None:
     """Return whether every message has exactly one committed result: False on a duplicate
-    (or unexpected) result or a loss; for a run cut short with neither, None (not decided:
-    it stopped first); else ``all_done`` (every acknowledged message committed once)."""
-    if duplicated or lost:
+    (or unexpected) result or a message that ended without one (lost, or dead-lettered
+    without a commit: no consumer will process it again), cut short or not; for a run cut
+    short with none of these, None (not decided: it stopped first); else ``all_done``
+    (every acknowledged message committed once)."""
+    if duplicated or ended_uncommitted:
         return False
     if cut_short:
         return None
@@ -128,6 +133,7 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
     commit_receipts: dict[str, set[str]] = defaultdict(set)  # tag -> receipts that committed
     stored: dict[str, list[str]] = {}  # tag -> effect entries read back from the store
     unreadable = 0
+    unread: set[str] = set()  # tags whose effects the read-back could not read
     cut_by: Counter[str] = Counter()
     fenced = 0
     commit_times: list[tuple[int, str]] = []  # (time, tag) of every commit that happened
@@ -192,6 +198,7 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
                 stored[tag[i]] = [e for e in (cols["note"][i] or "").split(";") if e]
             else:
                 unreadable += 1
+                unread.add(tag[i])
         elif k in FAULT_KINDS:
             faults.append({"kind": k, "process": cols["process"][i], "start_ns": inv[i],
                            "end_ns": comp[i], "note": cols["note"][i]})
@@ -229,6 +236,16 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
     for t, found in stored.items():
         committed[t] = len(found)
     committed = +committed  # drop the zeros
+    # messages counted from the consumers' record: every one when nothing was read back,
+    # else those whose effects could not be read (labelled, never passed off as the store's)
+    from_record = sorted(acked - set(stored)) if stored else sorted(acked)
+    if stored and not from_record:
+        results_from = "effect store"
+    elif stored:
+        results_from = (f"effect store, and the consumer record for {len(from_record)} "
+                        "message(s) whose effects could not be read back")
+    else:
+        results_from = "consumer record"
     disagree = sorted(
         t for t in set(stored) | set(logged) | set(uncertain) if t in stored and (
             not logged[t] <= len(stored[t]) <= logged[t] + uncertain[t]
@@ -258,7 +275,8 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "committed_once": len(once),
         "committed_more_than_once": len(more),
         "dead_lettered_without_commit": len(dead_uncommitted),
-        "results_from": "effect store" if stored else "consumer record",
+        "results_from": results_from,
+        "results_from_record": len(from_record),
         "effects_read_back": len(stored),
         "effects_unreadable": unreadable,
         "effects_agree_with_log": not disagree if stored else None,
@@ -302,9 +320,9 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "span_s": span_s,
         "throughput_per_s": distinct / span_s if span_s else 0.0,
         "exactly_once": _exactly_once(
-            len(once) == messages and (bool(stored) or not uncertain),
+            len(once) == messages and not any(uncertain[t] for t in from_record),
             bool(_dups(committed.values())) or not set(committed) <= maybe_sent,
-            bool(lost), cut_short),
+            bool(lost or dead_uncommitted), cut_short),
     }
     return {
         "schema_version": SCHEMA_VERSION,
@@ -317,6 +335,7 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "duplicated": sorted(t for t, k in processed.items() if k > 1)[:100],
         "duplicated_results": sorted(t for t, k in committed.items() if k > 1)[:100],
         "dead_lettered_without_commit": dead_uncommitted[:100],
+        "results_from_record": from_record[:100] if stored else [],
         "effects_log_disagreements": disagree[:100],
         "faults": _windows(faults, origin),
         "timeline": _timeline(commit_times, fenced_times, origin),

@@ -168,19 +168,20 @@ def _binom_cdf(k: np.ndarray, n: int, p: np.ndarray) -> np.ndarray:
 def clopper_pearson(k: Sequence[int], n: int, alpha: float, upper: bool) -> np.ndarray:
     """Return the exact binomial bound (two-sided level ``1 - alpha``) on the success
     probability for each count ``k`` of ``n``: the lower bound, or the upper one."""
-    k_arr = np.asarray(k, dtype=float)
+    k_all = np.asarray(k, dtype=float)
+    k_arr, back = np.unique(k_all, return_inverse=True)
     lo, hi = np.zeros(len(k_arr)), np.ones(len(k_arr))
-    for _ in range(60):  # bisection: the binomial tail is monotone in p
+    for _ in range(40):  # bisection to 1e-12: the binomial tail is monotone in p
         mid = (lo + hi) / 2
         if upper:  # largest p with P(X <= k) >= alpha / 2
             ok = _binom_cdf(k_arr, n, mid) >= alpha / 2
         else:  # smallest p with P(X >= k) >= alpha / 2, i.e. P(X <= k - 1) <= 1 - alpha / 2
             ok = _binom_cdf(k_arr - 1, n, mid) > 1 - alpha / 2
         lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
-    out = (lo + hi) / 2
+    out = ((lo + hi) / 2)[back]
     if upper:
-        return np.where(k_arr >= n, 1.0, out)
-    return np.where(k_arr <= 0, 0.0, out)
+        return np.where(k_all >= n, 1.0, out)
+    return np.where(k_all <= 0, 0.0, out)
 
 
 def sample_times(step_ms: float = STEP_MS, end_ms: float = END_MS) -> np.ndarray:
