@@ -30,12 +30,10 @@ from pathlib import Path
 import numpy as np
 
 from replicalab.checkers import visibility
-from replicalab.checkers.extract import element_ops
-from replicalab.history import load_history
+from replicalab.experiments import against
 from replicalab.models import pbs
 from replicalab.runtime.noise import load_1m
 from replicalab.workloads import pbs_real
-from replicalab.workloads.staleness import KEY
 
 TRIALS = 100_000
 
@@ -94,15 +92,14 @@ def main() -> None:
                              readers=args.readers)
     run_dir = Path(m.run_dir)
     print(f"probe run: {run_dir}")
-    h, _ = load_history(run_dir)
-    writes, reads = element_ops(h, KEY)
-    vis = visibility.of_element(writes, reads)
-    results = json.loads((run_dir / "results.json").read_text())
+    vis = pbs_real.visibility_of_run(run_dir)
+    floor = pbs_real.noise_of_run(run_dir)
     calibration = {"write_rt_ms": [list(x) for x in cal.write_rt_ms],
                    "read_rt_ms": [list(x) for x in cal.read_rt_ms],
                    "write_overhead_ms": cal.write_overhead_ms,
                    "read_overhead_ms": cal.read_overhead_ms, "hop_ms": round(cal.hop_ms, 4)}
-    verdict = visibility.judge(shipped_prediction(calibration, cal.hop_ms), vis)
+    judged = visibility.judge(shipped_prediction(calibration, cal.hop_ms), vis)
+    verdict = against.pbs_verdict([judged], floor)
     doc = {
         "schema": "replicalab.pbs-recording/1",
         "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
@@ -118,16 +115,18 @@ def main() -> None:
                    "write_interval_s": pbs_real.WRITE_INTERVAL_R1_S},
         "one_way_ms": one_way_ms,
         "calibration": calibration,
-        "noise": results.get("noise"),
+        "noise": None if floor is None else floor.to_json(),
+        "noise_tolerance_ms": against.PBS_NOISE_TOLERANCE_MS,
         "visibility": vis.to_json(),
-        "shipped_model": verdict.to_json(),
+        "shipped_model": {**judged.to_json(), "verdict": verdict},
     }
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"pbs-cassandra-{started:%Y-%m-%d}-{args.label}.json"
     path.write_text(json.dumps(doc, indent=1) + "\n")
+    said = against.verdict_line(verdict, floor, against.PBS_NOISE_TOLERANCE_MS)
     print(f"{path}: {vis.writes} writes, {vis.reads} reads, {vis.out_of_order} out of order; "
-          f"shipped model {verdict.line()}; transition points {verdict.transition_points}; "
-          f"noise {results.get('noise', {}).get('added_p99_ms')} ms at p99; "
+          f"shipped model {judged.line()}; {judged.transition_points} sampled t in the "
+          f"transition; verdict: {said}; "
           f"load {doc['machine']['load_1m']}")
 
 
