@@ -302,10 +302,14 @@ def paxos_wan_against(p: WanParams, against: str, leaders: list[str], rates: lis
             "points": [{"leader": x.leader, "offered_rps": x.offered_rps,
                         "errors": x.errors, "dropped": x.dropped,
                         "leader_held": x.leader_held,
-                        "cpu_ms_per_write": x.cpu_ms_per_write} for x in run.points]}
+                        "cpu_ms_per_write": x.cpu_ms_per_write,
+                        "noise": None if x.noise is None else x.noise.to_json()}
+                       for x in run.points]}
     results = against_results(against, p.rs.name, describe(pf), fit,
                               run.fsync_ms, rows, ranks, info, TOLERANCE)
     results["tables"].append(cpu_table(run.points))
+    floors = [x.noise for x in [run.calibration, *run.points] if x.noise is not None]
+    _judge_with_noise(results, rows, noise.worst(floors))
     raw = {"calibration": run.calibration.latencies_ms,
            "points": [{"leader": x.leader, "offered_rps": x.offered_rps,
                        "latencies_ms": x.latencies_ms} for x in run.points]}
@@ -316,6 +320,28 @@ def paxos_wan_against(p: WanParams, against: str, leaders: list[str], rates: lis
         remarks.append(f"the leader moved during: {', '.join(unheld)} (an election on a busy "
                        "machine)")
     return AgainstRun(results, rows, raw, remarks=remarks)
+
+
+def wan_noise_tolerance_ms(rows: Sequence[Row], tolerance: float = TOLERANCE) -> float:
+    """Return the noise a paxos-wan verdict can bear (ms): the tolerance of its tightest
+    row (``tolerance`` times the smallest modelled latency)."""
+    models = [r.model_ms for r in rows if r.model_ms]
+    return round(tolerance * min(models), 3) if models else 0.0
+
+
+def _judge_with_noise(results: dict[str, Any], rows: Sequence[Row],
+                      floor: NoiseFloor | None) -> None:
+    """Add the verdict (agrees / disagrees / inconclusive), its exit status and the noise
+    floor it was reached under to a paxos-wan results document."""
+    agrees = bool(results["within_tolerance"] and results.get("ranking_agrees", True))
+    bearable = wan_noise_tolerance_ms(rows)
+    verdict = ("agrees" if agrees else "inconclusive"
+               if floor is not None and floor.added_p99_ms > bearable else "disagrees")
+    results.update({"verdict": verdict, "exit_status": EXIT_STATUS[verdict],
+                    "noise": None if floor is None else floor.to_json(),
+                    "noise_tolerance_ms": bearable,
+                    "verdict_line": verdict_line(verdict, floor, bearable)})
+    results["notes"].append(results["verdict_line"])
 
 
 def save_raw(run: AgainstRun, run_dir: Path) -> None:
@@ -395,11 +421,12 @@ def verdict_line(verdict: str, floor: NoiseFloor | None, tolerance_ms: float) ->
     if verdict == "inconclusive" and floor is not None:
         return (f"inconclusive: the machine added {floor.added_p99_ms:.1f} ms at p99, over "
                 f"the {tolerance_ms:g} ms a verdict can bear ({floor.line()})")
-    return {"agrees": "the model agrees with the measurement within its sampling band",
-            "disagrees": "the model is outside the measurement's sampling band (the "
-                         "machine added "
-                         + ("nothing measured" if floor is None
-                            else f"{floor.added_p99_ms:.1f} ms at p99") + ")",
+    added = ("no noise floor was measured" if floor is None else
+             f"the machine added {floor.added_p99_ms:.1f} ms at p99, "
+             + ("within" if floor.added_p99_ms <= tolerance_ms else "over")
+             + f" the {tolerance_ms:g} ms the verdict can bear")
+    return {"agrees": f"the model agrees with the measurement within its tolerance ({added})",
+            "disagrees": f"the model is off by more than its tolerance ({added})",
             "no power": "no measured curve has a transition to test the model on"}[verdict]
 
 
