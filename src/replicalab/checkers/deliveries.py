@@ -27,6 +27,10 @@ producer writes it at the start of the body, so it survives any backend's ids).
   Duplicate *results* are duplicate effects (what a user of the results sees twice);
   duplicate *processing* is work done twice, of which at most one result may have counted;
 * fenced commits: commits refused because their fencing token was superseded (``fail``);
+  the fence itself: an effect whose token (``#t<token>``) is lower than a token the
+  message's claim was granted (``claim`` / ``claim_takeover`` rows, ``token N``) landed
+  after a takeover, a stale commit the fence should have refused (``stale_commits_landed``;
+  ``fencing_held`` False, None where no commit carries a token);
   uncertain results: commits whose outcome stayed unknown to their consumer (``info``): the
   effect store says whether they landed (from the record alone, exactly once is then
   never yes);
@@ -58,6 +62,7 @@ producer writes it at the start of the body, so it survives any backend's ids).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -107,6 +112,15 @@ def _exactly_once(all_done: bool, duplicated: bool, ended_uncommitted: bool,
     return all_done
 
 
+_TOKEN = re.compile(r"token (\d+)")
+
+
+def _token_of(entry: str) -> int | None:
+    """Return the fencing token an effect entry carries (``#t<token>``), None without."""
+    _, mark, token = entry.partition("#t")
+    return int(token) if mark and token.isdigit() else None
+
+
 def _receipt_of(entry: str) -> str:
     """Return the receipt an effect entry ``c<consumer>.<gen>.<receipt>[#t<token>]`` names."""
     return entry.split("#t", 1)[0].split(".", 2)[-1]
@@ -134,6 +148,7 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
     stored: dict[str, list[str]] = {}  # tag -> effect entries read back from the store
     unreadable = 0
     unread: set[str] = set()  # tags whose effects the read-back could not read
+    granted: Counter[str] = Counter()  # tag -> highest fencing token a claim was granted
     cut_by: Counter[str] = Counter()
     fenced = 0
     commit_times: list[tuple[int, str]] = []  # (time, tag) of every commit that happened
@@ -193,6 +208,10 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
             else:
                 uncertain[tag[i]] += 1
                 commit_receipts[tag[i]].add(receipt[i])
+        elif k in ("claim", "claim_takeover") and o == "ok":
+            m = _TOKEN.search(cols["note"][i] or "")
+            if m:
+                granted[tag[i]] = max(granted[tag[i]], int(m.group(1)))
         elif k == "effect":
             if o == "ok":
                 stored[tag[i]] = [e for e in (cols["note"][i] or "").split(";") if e]
@@ -250,6 +269,12 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         t for t in set(stored) | set(logged) | set(uncertain) if t in stored and (
             not logged[t] <= len(stored[t]) <= logged[t] + uncertain[t]
             or any(_receipt_of(e) not in commit_receipts[t] for e in stored[t])))
+    # a commit fenced by a token lands only with the claim's current token: an effect whose
+    # token is lower than one granted for its message landed after a takeover (a stale
+    # commit the fence should have refused)
+    stale_landed = sorted(t for t, found in stored.items() if granted[t] and any(
+        _token_of(e) is not None and _token_of(e) < granted[t] for e in found))
+    fenced_tokens = any(_token_of(e) is not None for found in stored.values() for e in found)
     once = sorted(t for t in acked if committed[t] == 1)
     more = sorted(t for t in acked if committed[t] > 1)
     dead_uncommitted = sorted(t for t in acked if not committed[t] and t in dead_tags)
@@ -293,6 +318,8 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "duplicate_results": _dups(committed.values()),
         "messages_committed_twice_or_more": sum(1 for k in committed.values() if k > 1),
         "fenced_commits": fenced,
+        "stale_commits_landed": len(stale_landed),
+        "fencing_held": (not stale_landed) if fenced_tokens else None,
         "uncertain_results": sum(uncertain.values()),
         "filtered_results": committed_distinct,
         "filtered_results_exact": committed_distinct == expected_results
@@ -336,6 +363,7 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "duplicated_results": sorted(t for t, k in committed.items() if k > 1)[:100],
         "dead_lettered_without_commit": dead_uncommitted[:100],
         "results_from_record": from_record[:100] if stored else [],
+        "stale_commits_landed": stale_landed[:100],
         "effects_log_disagreements": disagree[:100],
         "faults": _windows(faults, origin),
         "timeline": _timeline(commit_times, fenced_times, origin),
