@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from replicalab.checkers.extract import ReadLog, WriteLog
+from replicalab.runtime.noise import NoiseFloor
 
 ALPHA = 0.05
 """Chance that a right prediction fails somewhere on the curve (split over the sampled t)."""
@@ -54,6 +55,7 @@ class Visibility:
     first_fresh_ms: tuple[float, ...]
     reads: int = 0
     out_of_order: int = 0  # writes read fresh, then stale again
+    ack_ns: tuple[int, ...] = ()  # per write: when its writer saw the ack (monotonic ns)
 
     @property
     def writes(self) -> int:
@@ -66,7 +68,7 @@ class Visibility:
             return [None if not math.isfinite(v) else round(v, 3) for v in x]
         return {"writes": self.writes, "reads": self.reads, "out_of_order": self.out_of_order,
                 "last_stale_ms": side(self.last_stale_ms),
-                "first_fresh_ms": side(self.first_fresh_ms)}
+                "first_fresh_ms": side(self.first_fresh_ms), "ack_ns": list(self.ack_ns)}
 
     @classmethod
     def from_json(cls, d: dict[str, object]) -> Visibility:
@@ -74,7 +76,8 @@ class Visibility:
         lo = [-math.inf if v is None else float(v) for v in d["last_stale_ms"]]  # type: ignore[union-attr]
         hi = [math.inf if v is None else float(v) for v in d["first_fresh_ms"]]  # type: ignore[union-attr]
         return cls(tuple(lo), tuple(hi), int(d.get("reads", 0)),  # type: ignore[call-overload]
-                   int(d.get("out_of_order", 0)))  # type: ignore[call-overload]
+                   int(d.get("out_of_order", 0)),  # type: ignore[call-overload]
+                   tuple(int(x) for x in d.get("ack_ns", ())))  # type: ignore[attr-defined]
 
 
 def of_element(writes: WriteLog, reads: ReadLog) -> Visibility:
@@ -85,23 +88,27 @@ def of_element(writes: WriteLog, reads: ReadLog) -> Visibility:
     has = last >= 0
     w = order[last[has]]
     t_ms = (reads.invoke_ns[has] - writes.complete_ns[w]) / 1e6
-    return visibility(w, t_ms, reads.version[has] >= writes.version[w])
+    return visibility(w, t_ms, reads.version[has] >= writes.version[w], writes.complete_ns)
 
 
-def visibility(write_of_read: np.ndarray, t_ms: np.ndarray, fresh: np.ndarray
-               ) -> Visibility:
+def visibility(write_of_read: np.ndarray, t_ms: np.ndarray, fresh: np.ndarray,
+               ack_ns: np.ndarray | None = None) -> Visibility:
     """Return each write's visibility from its reads: ``write_of_read`` (the write each read
     is judged against), ``t_ms`` (ms after that write's ack the read started) and ``fresh``
     (the read returned that write or a newer one). A write read fresh and then stale again
     (another replica answered, or a stalled client sent a read late) becomes visible after
-    its last stale read, by the first fresh read after it; it is counted in ``out_of_order``."""
-    lo, hi, odd = [], [], 0
+    its last stale read, by the first fresh read after it; it is counted in ``out_of_order``.
+    ``ack_ns`` (per write index) keeps when each write was acknowledged."""
+    lo, hi, odd, acks = [], [], 0, []
     order = np.lexsort((t_ms, write_of_read))
     w, t, f = write_of_read[order], t_ms[order], fresh[order].astype(bool)
     cuts = np.flatnonzero(np.diff(w)) + 1
-    for tt, ff in zip(np.split(t, cuts), np.split(f, cuts), strict=True):
+    for ww, tt, ff in zip(np.split(w, cuts), np.split(t, cuts), np.split(f, cuts),
+                          strict=True):
         if len(tt) == 0:
             continue
+        if ack_ns is not None:
+            acks.append(int(ack_ns[ww[0]]))
         stale = np.flatnonzero(~ff)
         last = float(tt[stale[-1]]) if len(stale) else -math.inf
         after = tt[ff & (tt > last)]
@@ -109,7 +116,7 @@ def visibility(write_of_read: np.ndarray, t_ms: np.ndarray, fresh: np.ndarray
         hi.append(float(after.min()) if len(after) else math.inf)
         if len(stale) and ff[: stale[-1]].any():
             odd += 1
-    return Visibility(tuple(lo), tuple(hi), len(t_ms), odd)
+    return Visibility(tuple(lo), tuple(hi), len(t_ms), odd, tuple(acks))
 
 
 @dataclass(frozen=True)
@@ -270,3 +277,69 @@ def judge(predict: Callable[[np.ndarray], np.ndarray], v: Visibility,
     return Judgement(tuple(Point(float(t), n, int(x), int(u), float(a_), float(b_), float(p))
                            for t, x, u, a_, b_, p in zip(ts, visible, undecided, lo, hi, pred,
                                                          strict=True)), alpha)
+
+
+@dataclass(frozen=True)
+class WindowJudgement:
+    """Every write's visibility against a window the links' delays allow, [lo, hi] ms after
+    the ack: a write read stale at or after ``hi`` is late, one read fresh before ``lo`` is
+    early; each is explained only by a stall or echo excess the run's noise floor measured
+    while it ran, at least as long as it missed by (``explained``: (write, missed by ms,
+    the machine added ms)); the rest are ``unexplained``."""
+
+    lo_ms: float
+    hi_ms: float
+    writes: int
+    median_ms: float
+    explained: tuple[tuple[int, float, float], ...]
+    unexplained: tuple[tuple[int, float, float], ...]
+
+    @property
+    def exact(self) -> bool:
+        """Return True if every write became visible inside the window, or missed it by no
+        more than the machine measurably added while it ran."""
+        return not self.unexplained
+
+    def line(self) -> str:
+        """Return one sentence: the median window and the writes outside the window."""
+        out = (f"median visible {self.median_ms:.1f} ms after the ack (window {self.lo_ms:g}"
+               f"-{self.hi_ms:g} ms, {self.writes} writes)")
+        if self.explained:
+            worst = max(self.explained, key=lambda x: x[1])
+            out += (f"; {len(self.explained)} outside it while the machine stalled (worst "
+                    f"{worst[1]:.1f} ms over, {worst[2]:.1f} ms added)")
+        if self.unexplained:
+            worst = max(self.unexplained, key=lambda x: x[1])
+            out += (f"; {len(self.unexplained)} outside it UNEXPLAINED (worst write "
+                    f"{worst[0]}: {worst[1]:.1f} ms over, the machine added "
+                    f"{worst[2]:.1f} ms)")
+        return out
+
+    def to_json(self) -> dict[str, object]:
+        """Return the judgement as plain data (ms)."""
+        return {"lo_ms": self.lo_ms, "hi_ms": self.hi_ms, "writes": self.writes,
+                "median_ms": round(self.median_ms, 3), "exact": self.exact,
+                "explained": [list(x) for x in self.explained],
+                "unexplained": [list(x) for x in self.unexplained], "line": self.line()}
+
+
+def judge_window(v: Visibility, lo_ms: float, hi_ms: float, floor: NoiseFloor | None
+                 ) -> WindowJudgement:
+    """Return each write of ``v`` judged against the window [lo, hi] ms after its ack, a miss
+    explained only by what ``floor`` measured while the write and its reads ran."""
+    explained, unexplained = [], []
+    mids = []
+    for i, (a, b) in enumerate(zip(v.last_stale_ms, v.first_fresh_ms, strict=True)):
+        if math.isfinite(a) and math.isfinite(b):
+            mids.append((a + b) / 2)
+        miss = max(a - hi_ms if a >= hi_ms else 0.0, lo_ms - b if b < lo_ms else 0.0)
+        if miss <= 0:
+            continue
+        added = 0.0
+        if floor is not None and i < len(v.ack_ns):
+            end_ms = max(x for x in (a, b) if math.isfinite(x))
+            added = floor.added_between_ms(v.ack_ns[i], v.ack_ns[i] + int(end_ms * 1e6))
+        entry = (i, round(miss, 3), round(added, 3))
+        (explained if added >= miss else unexplained).append(entry)
+    return WindowJudgement(lo_ms, hi_ms, v.writes, float(np.median(mids)) if mids else math.nan,
+                           tuple(explained), tuple(unexplained))

@@ -15,6 +15,9 @@ Two instruments run beside a workload, in its event loop, for as long as it runs
 
 :class:`NoiseFloor` is what they measured; ``added_p99_ms`` is the larger of the two p99
 figures, the "machine added X ms at p99" of a verdict that cannot be trusted beyond it.
+Every stall or echo excess of ``EVENT_MS`` or more is kept with its time (``events``, time
+on the machine-wide monotonic clock of the history), so a single late measurement can be
+matched with what the machine did while it was taken (``added_between_ms``).
 """
 
 from __future__ import annotations
@@ -26,16 +29,22 @@ import socket
 import threading
 import time
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
 TICK_MS = 5.0
 """How often the stall detector asks to wake (ms)."""
-ECHO_EVERY_MS = 50.0
+ECHO_EVERY_MS = 20.0
 """How often the echo is pinged (ms)."""
 ECHO_TIMEOUT_S = 2.0
 """A ping unanswered this long counts as a round trip of this long (the run goes on)."""
 _PING = b"replicalab-noise\n"
+EVENT_MS = 2.0
+"""A stall, or an echo above its fastest, at least this long is kept with its time, so that a
+late measurement can be matched with the noise that was there when it was taken."""
+MAX_EVENTS = 2000
+"""Events kept per run (the longest, when there are more)."""
 
 
 def _pct(x: list[float], q: float) -> float:
@@ -69,6 +78,7 @@ class NoiseFloor:
     load_1m_start: float
     load_1m_end: float
     cores: int
+    events: tuple[tuple[int, float], ...] = ()  # (monotonic ns at its end, ms added)
 
     @property
     def echo_added_p99_ms(self) -> float:
@@ -81,16 +91,24 @@ class NoiseFloor:
         stall and the echo's p99 above its fastest round trip."""
         return round(max(self.stall_p99_ms, self.echo_added_p99_ms), 3)
 
-    def to_json(self) -> dict[str, float | int | str]:
-        """Return the floor as plain data (ms, counts, load averages)."""
-        return {**asdict(self), "echo_added_p99_ms": self.echo_added_p99_ms,
-                "added_p99_ms": self.added_p99_ms}
+    def to_json(self) -> dict[str, Any]:
+        """Return the floor as plain data (ms, counts, load averages; events as [ns, ms])."""
+        return {**asdict(self), "events": [list(e) for e in self.events],
+                "echo_added_p99_ms": self.echo_added_p99_ms, "added_p99_ms": self.added_p99_ms}
 
     @classmethod
-    def from_json(cls, d: dict[str, float | int | str]) -> NoiseFloor:
+    def from_json(cls, d: dict[str, Any]) -> NoiseFloor:
         """Return the floor :meth:`to_json` wrote."""
         names = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in d.items() if k in names})  # type: ignore[arg-type]
+        got = {k: v for k, v in d.items() if k in names}
+        got["events"] = tuple((int(t), float(ms)) for t, ms in d.get("events", ()))
+        return cls(**got)
+
+    def added_between_ms(self, start_ns: int, end_ns: int) -> float:
+        """Return the longest stall or echo excess (ms) that ended within [start, end + its
+        own length] ns: what the machine added while something between those times ran."""
+        return max((ms for t, ms in self.events
+                    if start_ns <= t <= end_ns + int(ms * 1e6)), default=0.0)
 
     def line(self) -> str:
         """Return one sentence: what the machine added at p99 and from what."""
@@ -162,6 +180,7 @@ class NoiseMonitor:
         self.tick_s, self.echo_every_s = tick_ms / 1000, echo_every_ms / 1000
         self.stalls_ms: list[float] = []
         self.echoes_ms: list[float] = []
+        self.events: list[tuple[int, float]] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._load_start = 0.0
 
@@ -177,7 +196,10 @@ class NoiseMonitor:
         while True:
             t0 = time.perf_counter()
             await asyncio.sleep(self.tick_s)
-            self.stalls_ms.append(max((time.perf_counter() - t0 - self.tick_s) * 1000, 0.0))
+            late_ms = max((time.perf_counter() - t0 - self.tick_s) * 1000, 0.0)
+            self.stalls_ms.append(late_ms)
+            if late_ms >= EVENT_MS:
+                self.events.append((time.monotonic_ns(), round(late_ms, 3)))
 
     async def _echo(self) -> None:
         assert self.echo_port is not None
@@ -195,7 +217,11 @@ class NoiseMonitor:
                 writer.write(_PING)
                 try:
                     await asyncio.wait_for(reader.readexactly(len(_PING)), ECHO_TIMEOUT_S)
-                    self.echoes_ms.append((time.perf_counter() - t0) * 1000)
+                    rtt_ms = (time.perf_counter() - t0) * 1000
+                    self.echoes_ms.append(rtt_ms)
+                    fastest = min(self.echoes_ms)
+                    if rtt_ms - fastest >= EVENT_MS:
+                        self.events.append((time.monotonic_ns(), round(rtt_ms - fastest, 3)))
                 except TimeoutError:
                     self.echoes_ms.append(ECHO_TIMEOUT_S * 1000)
                     return
@@ -219,4 +245,5 @@ class NoiseMonitor:
             echo_min_ms=round(min(e, default=0.0), 3), echo_p50_ms=_pct(e, 50),
             echo_p99_ms=_pct(e, 99), echo_max_ms=round(max(e, default=0.0), 3),
             echo_samples=len(e), load_1m_start=self._load_start, load_1m_end=load_1m(),
-            cores=os.cpu_count() or 1)
+            cores=os.cpu_count() or 1,
+            events=tuple(sorted(sorted(self.events, key=lambda x: -x[1])[:MAX_EVENTS])))
