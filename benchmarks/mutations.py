@@ -140,6 +140,28 @@ def _standby_for(self, region):
         else self.nodes[0]
 p.PostgresStore._standby_for = _standby_for
 """, integration=True),
+    Mutant("etcd-eventual-crosses-wan", "etcd's eventual reads made linearizable: each pays "
+           "the leader's quorum round trip", ("tests/test_integration_etcd.py::"
+                                              "test_sweep_runs_in_real_time_on_etcd",),
+           """
+from replicalab.stores import etcd
+_real = etcd.EtcdClient.read
+async def read(self, keys, *, consistent):
+    return await _real(self, keys, consistent=True)
+etcd.EtcdClient.read = read
+""", integration=True),
+    Mutant("redis-replica-late", "the Redis replica's link carries 10 ms more than configured "
+           "(staleness past the window the links allow)",
+           ("tests/test_integration_redis.py::"
+            "test_remote_replica_stale_for_exactly_the_injected_delay",),
+           """
+from replicalab.cluster import toxiproxy
+_real = toxiproxy.Toxiproxy.set_latency
+def set_latency(self, name, downstream_ms, upstream_ms, jitter_ms):
+    late = 10 if name.startswith("repl") or "replica" in name or name.startswith("peer") else 0
+    return _real(self, name, downstream_ms + late, upstream_ms + late, jitter_ms)
+toxiproxy.Toxiproxy.set_latency = set_latency
+""", integration=True),
     Mutant("client-link-doubled", "every emulated link carries twice its configured delay",
            ("tests/test_integration_redis.py::"
             "test_a_client_pays_one_round_trip_to_a_remote_primary_and_reads_where_it_stands",),
