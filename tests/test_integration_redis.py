@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from replicalab.checkers import visibility
 from replicalab.checkers.extract import element_ops
 from replicalab.cluster import base, process
 from replicalab.cluster.ports import is_free
+from replicalab.experiments import windows
 from replicalab.faults.schedule import parse_fault
 from replicalab.history import load_history
 from replicalab.runtime.noise import NoiseFloor
@@ -45,31 +47,27 @@ def _probe(c, root: Path, consistency: str, out: Path) -> tuple[dict, Path]:
     return run.results, Path(run.run_dir)
 
 
-SLACK_MS = 2.0
-"""What Redis, its replication stream and the clients add to the link's delay on a quiet
-machine (ms): the replica applies a write well under a millisecond after it arrives."""
-
-
 def test_remote_replica_stale_for_exactly_the_injected_delay(redis_dc3, tmp_path):
     """Every write becomes visible at the US-W replica one US-E -> US-W delay after the
-    primary acknowledged it, inside [d - jitter - 1, d + jitter + SLACK_MS] ms, each write
-    bracketed by its last stale and first fresh read; a write outside that window is
-    accepted only where the run's noise floor measured the machine adding at least as much
-    while it ran (a stall is no staleness window, and it is named); consistent reads at the
-    primary are never stale."""
+    primary acknowledged it, inside the window the link allows (``experiments/windows.py``:
+    [d - jitter - 1, d + jitter + 2] ms), each write bracketed by its last stale and first
+    fresh read; a write outside the window counts only where the run's noise floor measured
+    the machine adding as much while it ran, and when the machine added more than the
+    window's slack at p99 the verdict is "inconclusive", named. The median window is the
+    gross check (a hop too many or too few moves it out). Consistent reads at the primary are
+    never stale."""
     c, root = redis_dc3
-    link = next(x for x in c.links if x.dst_region == "US-E" and x.src_region == "US-W")
-    one_way_ms, jitter_ms = round(link.downstream_ms), round(link.jitter_ms)  # 40, 1
     r, run_dir = _probe(c, root, "eventual", tmp_path)
     floor = NoiseFloor.from_json(r["noise"])
     assert floor.echo_via.startswith("toxiproxy"), floor
     h, _ = load_history(run_dir)
     vis = visibility.of_element(*element_ops(h, KEY))
-    got = visibility.judge_window(vis, one_way_ms - jitter_ms - 1,
-                                  one_way_ms + jitter_ms + SLACK_MS, floor)
+    lo, hi = windows.window_ms("redis", [asdict(x) for x in c.links if x.kind == "replication"],
+                               "US-E", "US-W")
+    got = visibility.judge_window(vis, lo, hi, floor, windows.SLACK_MS["redis"])
     print(f"Redis US-W replica: {got.line()}; {floor.line()}")
-    assert vis.writes >= 20 and got.lo_ms <= got.median_ms <= got.hi_ms, got.line()
-    assert got.exact, got.line()
+    assert vis.writes >= 20 and lo <= got.median_ms <= hi, got.line()
+    assert got.verdict in ("exact", "inconclusive"), got.line()
     consistent, _ = _probe(c, root, "consistent", tmp_path)
     assert all(x["p"] == 1.0 for x in consistent["fresh_by_range"])
 

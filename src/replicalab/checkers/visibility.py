@@ -293,12 +293,22 @@ class WindowJudgement:
     median_ms: float
     explained: tuple[tuple[int, float, float], ...]
     unexplained: tuple[tuple[int, float, float], ...]
+    noise_p99_ms: float = 0.0  # what the machine added at p99 while the run ran
+    bearable_ms: float = 0.0  # the noise the verdict can bear: the window's own slack
 
     @property
     def exact(self) -> bool:
         """Return True if every write became visible inside the window, or missed it by no
         more than the machine measurably added while it ran."""
         return not self.unexplained
+
+    @property
+    def verdict(self) -> str:
+        """Return "exact", "inconclusive" (writes missed the window while the machine added
+        more than the window's slack at p99: no verdict on the store) or "missed"."""
+        if self.exact:
+            return "exact"
+        return "inconclusive" if self.noise_p99_ms > self.bearable_ms else "missed"
 
     def line(self) -> str:
         """Return one sentence: the median window and the writes outside the window."""
@@ -310,23 +320,29 @@ class WindowJudgement:
                     f"{worst[1]:.1f} ms over, {worst[2]:.1f} ms added)")
         if self.unexplained:
             worst = max(self.unexplained, key=lambda x: x[1])
-            out += (f"; {len(self.unexplained)} outside it UNEXPLAINED (worst write "
-                    f"{worst[0]}: {worst[1]:.1f} ms over, the machine added "
-                    f"{worst[2]:.1f} ms)")
+            out += (f"; {len(self.unexplained)} outside it with less noise measured during "
+                    f"them (worst write {worst[0]}: {worst[1]:.1f} ms over, the machine "
+                    f"added {worst[2]:.1f} ms)")
+        if self.verdict == "inconclusive":
+            out += (f": inconclusive, the machine added {self.noise_p99_ms:.1f} ms at p99, "
+                    f"over the {self.bearable_ms:g} ms the window can bear")
         return out
 
     def to_json(self) -> dict[str, object]:
         """Return the judgement as plain data (ms)."""
         return {"lo_ms": self.lo_ms, "hi_ms": self.hi_ms, "writes": self.writes,
                 "median_ms": round(self.median_ms, 3), "exact": self.exact,
+                "verdict": self.verdict, "noise_p99_ms": self.noise_p99_ms,
+                "bearable_ms": self.bearable_ms,
                 "explained": [list(x) for x in self.explained],
                 "unexplained": [list(x) for x in self.unexplained], "line": self.line()}
 
 
-def judge_window(v: Visibility, lo_ms: float, hi_ms: float, floor: NoiseFloor | None
-                 ) -> WindowJudgement:
+def judge_window(v: Visibility, lo_ms: float, hi_ms: float, floor: NoiseFloor | None,
+                 bearable_ms: float = 0.0) -> WindowJudgement:
     """Return each write of ``v`` judged against the window [lo, hi] ms after its ack, a miss
-    explained only by what ``floor`` measured while the write and its reads ran."""
+    explained only by what ``floor`` measured while the write and its reads ran;
+    ``bearable_ms``: the noise (p99) beyond which misses make the verdict inconclusive."""
     explained, unexplained = [], []
     mids = []
     for i, (a, b) in enumerate(zip(v.last_stale_ms, v.first_fresh_ms, strict=True)):
@@ -342,4 +358,5 @@ def judge_window(v: Visibility, lo_ms: float, hi_ms: float, floor: NoiseFloor | 
         entry = (i, round(miss, 3), round(added, 3))
         (explained if added >= miss else unexplained).append(entry)
     return WindowJudgement(lo_ms, hi_ms, v.writes, float(np.median(mids)) if mids else math.nan,
-                           tuple(explained), tuple(unexplained))
+                           tuple(explained), tuple(unexplained),
+                           0.0 if floor is None else floor.added_p99_ms, bearable_ms)
