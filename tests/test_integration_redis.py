@@ -66,7 +66,7 @@ def test_remote_replica_stale_for_exactly_the_injected_delay(redis_dc3, tmp_path
                                "US-E", "US-W")
     got = visibility.judge_window(vis, lo, hi, floor, windows.SLACK_MS["redis"])
     print(f"Redis US-W replica: {got.line()}; {floor.line()}")
-    assert vis.writes >= 20 and lo <= got.median_ms <= hi, got.line()
+    assert vis.writes >= 20 and got.median_inside, got.line()
     assert got.verdict in ("exact", "inconclusive"), got.line()
     consistent, _ = _probe(c, root, "consistent", tmp_path)
     assert all(x["p"] == 1.0 for x in consistent["fresh_by_range"])

@@ -12,6 +12,7 @@ the model's (on dc3 the leaders are 13 % and 25 % apart).
 from __future__ import annotations
 
 import dataclasses
+import json
 import socket
 import time
 from pathlib import Path
@@ -206,6 +207,57 @@ def test_a_custom_region_table_is_refused(tmp_path, capsys, monkeypatch):
                       'rtt_ms = [[0, 10, 20], [10, 0, 30], [20, 30, 0]]\n')
     code, _, err = _against(tmp_path, capsys, "paxos-wan", params=params)
     assert code == 2 and "named region set" in err, err
+
+
+# ----------------------------------------------------------------------------- recorded evidence
+
+DATA = Path(__file__).resolve().parent.parent / "docs" / "data"
+RECORDINGS = sorted(p.name for p in DATA.glob("paxos-wan-etcd-*.json"))
+
+
+def _judged(doc: dict, extra_forward_ms: float = 0.0) -> tuple[list, list, str]:
+    """Fit the store delays from a recording's calibration, judge the model against its
+    medians (TOLERANCE), and return (rows, rankings, verdict) as the command would."""
+    from replicalab.experiments.against import _judge_with_noise
+    from replicalab.runtime.noise import NoiseFloor, worst
+
+    p = WanParams(regions=doc["regions"])
+    cal = doc["calibration"]
+    fit = F.fit(p, cal["leader"], cal["latencies_ms"])
+    pf = dataclasses.replace(F.fitted(p, fit), forward_ms=fit.forward_ms + extra_forward_ms)
+    rows = F.side_by_side(pf, [F.MeasuredPoint(x["leader"], x["offered_rps"],
+                                               x["latencies_ms"]) for x in doc["points"]],
+                          with_twin=False)
+    rows = [dataclasses.replace(r, real_ms=r.real_p50_ms) for r in rows]  # medians
+    ranks = F.rankings(pf, rows)
+    results = against_results("etcd", doc["regions"], {}, fit, doc["fsync_ms"], rows, ranks, {})
+    floors = [NoiseFloor.from_json(x["noise"]) for x in doc["points"] if x.get("noise")]
+    _judge_with_noise(results, rows, worst(floors))
+    return rows, ranks, results["verdict"]
+
+
+def test_a_recording_of_etcd_is_there():
+    assert RECORDINGS, "python benchmarks/paxos_wan_etcd.py writes docs/data/paxos-wan-etcd-*"
+    doc = json.loads((DATA / RECORDINGS[-1]).read_text())
+    assert doc["command"].startswith("python benchmarks/paxos_wan_etcd.py")
+    assert {x["leader"] for x in doc["points"]} == {"US-E", "US-W", "EU"}
+    assert all(len(v) >= 100 for x in doc["points"] for v in x["latencies_ms"].values())
+    assert all(x["noise"] and x["leader_held"] for x in doc["points"])
+
+
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_the_model_agrees_with_the_recorded_medians_and_best_leader(name):
+    """The fitted model against every client region's recorded median within TOLERANCE and
+    the measured best leader the model's, from the file alone; a model that makes a client
+    outside the leader's region pay one more one-way hop (its forward 40 ms longer) does
+    not."""
+    doc = json.loads((DATA / name).read_text())
+    rows, ranks, verdict = _judged(doc)
+    assert verdict == "agrees", [(r.leader, r.region, r.model_ms, r.real_ms, r.deviation)
+                                 for r in rows]
+    assert all(k.agree for k in ranks)
+    _, _, wrong = _judged(doc, extra_forward_ms=40.0)
+    assert wrong != "agrees"
 
 
 # ----------------------------------------------------------------------------- real etcd

@@ -59,7 +59,7 @@ def test_every_write_became_visible_inside_the_window_the_links_allow(name):
     doc = _load(name)
     lo, hi = window_ms(doc)
     got = _judge(doc, lo, hi)
-    assert lo <= got.median_ms <= hi, got.line()
+    assert got.median_inside, got.line()
     # every write inside, or the machine's measured noise named as the reason it is not
     assert got.verdict in ("exact", "inconclusive"), got.line()
     assert got.verdict == doc["judged"]["verdict"], got.line()
@@ -72,4 +72,4 @@ def test_a_wrong_path_misses(name):
     d = windows.delay_ms(doc["links"], doc["writer_region"], doc["reader_region"])[0]
     for wrong in ((-1.0, 1.0), (lo + d, hi + d)):  # visible at the ack; a hop too many
         got = _judge(doc, *wrong)
-        assert not wrong[0] <= got.median_ms <= wrong[1], got.line()
+        assert not got.median_inside, got.line()

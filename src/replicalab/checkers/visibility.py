@@ -56,6 +56,7 @@ class Visibility:
     reads: int = 0
     out_of_order: int = 0  # writes read fresh, then stale again
     ack_ns: tuple[int, ...] = ()  # per write: when its writer saw the ack (monotonic ns)
+    write_ms: tuple[float, ...] = ()  # per write: its own latency, invoke to ack (ms)
 
     @property
     def writes(self) -> int:
@@ -68,7 +69,8 @@ class Visibility:
             return [None if not math.isfinite(v) else round(v, 3) for v in x]
         return {"writes": self.writes, "reads": self.reads, "out_of_order": self.out_of_order,
                 "last_stale_ms": side(self.last_stale_ms),
-                "first_fresh_ms": side(self.first_fresh_ms), "ack_ns": list(self.ack_ns)}
+                "first_fresh_ms": side(self.first_fresh_ms), "ack_ns": list(self.ack_ns),
+                "write_ms": [round(x, 3) for x in self.write_ms]}
 
     @classmethod
     def from_json(cls, d: dict[str, object]) -> Visibility:
@@ -77,7 +79,8 @@ class Visibility:
         hi = [math.inf if v is None else float(v) for v in d["first_fresh_ms"]]  # type: ignore[union-attr]
         return cls(tuple(lo), tuple(hi), int(d.get("reads", 0)),  # type: ignore[call-overload]
                    int(d.get("out_of_order", 0)),  # type: ignore[call-overload]
-                   tuple(int(x) for x in d.get("ack_ns", ())))  # type: ignore[attr-defined]
+                   tuple(int(x) for x in d.get("ack_ns", ())),  # type: ignore[attr-defined]
+                   tuple(float(x) for x in d.get("write_ms", ())))  # type: ignore[attr-defined]
 
 
 def of_element(writes: WriteLog, reads: ReadLog) -> Visibility:
@@ -88,18 +91,21 @@ def of_element(writes: WriteLog, reads: ReadLog) -> Visibility:
     has = last >= 0
     w = order[last[has]]
     t_ms = (reads.invoke_ns[has] - writes.complete_ns[w]) / 1e6
-    return visibility(w, t_ms, reads.version[has] >= writes.version[w], writes.complete_ns)
+    return visibility(w, t_ms, reads.version[has] >= writes.version[w], writes.complete_ns,
+                      writes.invoke_ns)
 
 
 def visibility(write_of_read: np.ndarray, t_ms: np.ndarray, fresh: np.ndarray,
-               ack_ns: np.ndarray | None = None) -> Visibility:
+               ack_ns: np.ndarray | None = None, invoke_ns: np.ndarray | None = None
+               ) -> Visibility:
     """Return each write's visibility from its reads: ``write_of_read`` (the write each read
     is judged against), ``t_ms`` (ms after that write's ack the read started) and ``fresh``
     (the read returned that write or a newer one). A write read fresh and then stale again
     (another replica answered, or a stalled client sent a read late) becomes visible after
     its last stale read, by the first fresh read after it; it is counted in ``out_of_order``.
-    ``ack_ns`` (per write index) keeps when each write was acknowledged."""
-    lo, hi, odd, acks = [], [], 0, []
+    ``ack_ns`` and ``invoke_ns`` (per write index) keep when each write was acknowledged
+    and how long it took."""
+    lo, hi, odd, acks, took = [], [], 0, [], []
     order = np.lexsort((t_ms, write_of_read))
     w, t, f = write_of_read[order], t_ms[order], fresh[order].astype(bool)
     cuts = np.flatnonzero(np.diff(w)) + 1
@@ -109,6 +115,8 @@ def visibility(write_of_read: np.ndarray, t_ms: np.ndarray, fresh: np.ndarray,
             continue
         if ack_ns is not None:
             acks.append(int(ack_ns[ww[0]]))
+            if invoke_ns is not None:
+                took.append(float(ack_ns[ww[0]] - invoke_ns[ww[0]]) / 1e6)
         stale = np.flatnonzero(~ff)
         last = float(tt[stale[-1]]) if len(stale) else -math.inf
         after = tt[ff & (tt > last)]
@@ -116,7 +124,7 @@ def visibility(write_of_read: np.ndarray, t_ms: np.ndarray, fresh: np.ndarray,
         hi.append(float(after.min()) if len(after) else math.inf)
         if len(stale) and ff[: stale[-1]].any():
             odd += 1
-    return Visibility(tuple(lo), tuple(hi), len(t_ms), odd, tuple(acks))
+    return Visibility(tuple(lo), tuple(hi), len(t_ms), odd, tuple(acks), tuple(took))
 
 
 @dataclass(frozen=True)
@@ -281,11 +289,13 @@ def judge(predict: Callable[[np.ndarray], np.ndarray], v: Visibility,
 
 @dataclass(frozen=True)
 class WindowJudgement:
-    """Every write's visibility against a window the links' delays allow, [lo, hi] ms after
-    the ack: a write read stale at or after ``hi`` is late, one read fresh before ``lo`` is
-    early; each is explained only by a stall or echo excess the run's noise floor measured
-    while it ran, at least as long as it missed by (``explained``: (write, missed by ms,
-    the machine added ms)); the rest are ``unexplained``."""
+    """Every write's visibility against a window the links' delays allow: visible at most
+    ``hi`` ms after its ack, at least ``lo`` ms after it reached its primary (between its
+    invoke and its ack): a write read stale at or after ``hi`` is late, one read fresh
+    earlier than ``lo`` less its own latency after the ack is early; each is explained only
+    by a stall or echo excess the run's noise floor measured while it ran, at least as long
+    as it missed by (``explained``: (write, missed by ms, the machine added ms)); the rest
+    are ``unexplained``."""
 
     lo_ms: float
     hi_ms: float
@@ -295,6 +305,14 @@ class WindowJudgement:
     unexplained: tuple[tuple[int, float, float], ...]
     noise_p99_ms: float = 0.0  # what the machine added at p99 while the run ran
     bearable_ms: float = 0.0  # the noise the verdict can bear: the window's own slack
+    median_after_invoke_ms: float = math.nan  # the same, counted from the write's invoke
+
+    @property
+    def median_inside(self) -> bool:
+        """Return True if the median write became visible inside the window: at most
+        ``hi`` after its ack, at least ``lo`` after its invoke (the gross check: a hop too
+        many or too few moves it out)."""
+        return self.median_ms <= self.hi_ms and self.median_after_invoke_ms >= self.lo_ms
 
     @property
     def exact(self) -> bool:
@@ -312,8 +330,9 @@ class WindowJudgement:
 
     def line(self) -> str:
         """Return one sentence: the median window and the writes outside the window."""
-        out = (f"median visible {self.median_ms:.1f} ms after the ack (window {self.lo_ms:g}"
-               f"-{self.hi_ms:g} ms, {self.writes} writes)")
+        out = (f"median visible {self.median_ms:.1f} ms after the ack, "
+               f"{self.median_after_invoke_ms:.1f} ms after the write was sent (window "
+               f"{self.lo_ms:g}-{self.hi_ms:g} ms, {self.writes} writes)")
         if self.explained:
             worst = max(self.explained, key=lambda x: x[1])
             out += (f"; {len(self.explained)} outside it while the machine stalled (worst "
@@ -331,7 +350,9 @@ class WindowJudgement:
     def to_json(self) -> dict[str, object]:
         """Return the judgement as plain data (ms)."""
         return {"lo_ms": self.lo_ms, "hi_ms": self.hi_ms, "writes": self.writes,
-                "median_ms": round(self.median_ms, 3), "exact": self.exact,
+                "median_ms": round(self.median_ms, 3),
+                "median_after_invoke_ms": round(self.median_after_invoke_ms, 3),
+                "median_inside": self.median_inside, "exact": self.exact,
                 "verdict": self.verdict, "noise_p99_ms": self.noise_p99_ms,
                 "bearable_ms": self.bearable_ms,
                 "explained": [list(x) for x in self.explained],
@@ -344,11 +365,16 @@ def judge_window(v: Visibility, lo_ms: float, hi_ms: float, floor: NoiseFloor | 
     explained only by what ``floor`` measured while the write and its reads ran;
     ``bearable_ms``: the noise (p99) beyond which misses make the verdict inconclusive."""
     explained, unexplained = [], []
-    mids = []
+    mids, from_invoke = [], []
     for i, (a, b) in enumerate(zip(v.last_stale_ms, v.first_fresh_ms, strict=True)):
+        # the write reached its primary somewhere between its invoke and its ack: the window
+        # opens lo after that, so up to the write's own latency before lo after the ack
+        took = v.write_ms[i] if i < len(v.write_ms) else 0.0
         if math.isfinite(a) and math.isfinite(b):
             mids.append((a + b) / 2)
-        miss = max(a - hi_ms if a >= hi_ms else 0.0, lo_ms - b if b < lo_ms else 0.0)
+            from_invoke.append((a + b) / 2 + took)
+        lo_i = lo_ms - took
+        miss = max(a - hi_ms if a >= hi_ms else 0.0, lo_i - b if b < lo_i else 0.0)
         if miss <= 0:
             continue
         added = 0.0
@@ -359,4 +385,5 @@ def judge_window(v: Visibility, lo_ms: float, hi_ms: float, floor: NoiseFloor | 
         (explained if added >= miss else unexplained).append(entry)
     return WindowJudgement(lo_ms, hi_ms, v.writes, float(np.median(mids)) if mids else math.nan,
                            tuple(explained), tuple(unexplained),
-                           0.0 if floor is None else floor.added_p99_ms, bearable_ms)
+                           0.0 if floor is None else floor.added_p99_ms, bearable_ms,
+                           float(np.median(from_invoke)) if from_invoke else math.nan)
