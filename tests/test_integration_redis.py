@@ -186,6 +186,9 @@ def _one_round_trip_and_local_reads(c, tmp_path: Path) -> None:
     doc = latency("--client-region", "US-W")
     west, noise = doc["variants"], doc["noise"]
     assert noise is not None and noise["echo_via"].startswith("toxiproxy"), noise
+    assert noise["stall_samples"] > 100 and noise["echo_samples"] > 10, noise
+    # the noise floor is in results.json and in the report
+    assert "noise floor: the machine added" in Path(doc["report"]).read_text()
     rtt = wan.client_round_trip_ms(c, "US-W", "US-E")
     for variant in ("put", "consistent read"):  # the primary's copy, one round trip away
         verdict = wan.judge_round_trip(west[variant]["p50_ms"], rtt, noise)
