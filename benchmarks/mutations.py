@@ -57,6 +57,36 @@ MUTANTS = (
     Mutant("pbs-step", "a step at dc3's 40 ms US-E -> US-W one-way delay", PBS_TEST,
            _PBS.format(body="(t >= 40.0).astype(float)")),
     Mutant("pbs-constant", "a constant 1.0", PBS_TEST, _PBS.format(body="np.ones(len(t))")),
+    Mutant("paxos-wan-hop-too-many", "the fitted paxos-wan model makes a client outside "
+           "the leader's region pay one more one-way hop (forward 40 ms longer)",
+           ("tests/test_model_against_etcd.py::"
+            "test_the_model_agrees_with_the_recorded_medians_and_best_leader",),
+           """
+import dataclasses
+from replicalab.models import paxos_wan_fit as F
+_real = F.fitted
+F.fitted = lambda p, f: dataclasses.replace(_real(p, f), forward_ms=f.forward_ms + 40.0)
+"""),
+    Mutant("windows-visible-at-ack", "the staleness window of every store is [0, 2] ms: "
+           "visible at the ack",
+           ("tests/test_staleness_evidence.py::"
+            "test_every_write_became_visible_inside_the_window_the_links_allow",),
+           """
+from replicalab.experiments import windows
+windows.window_ms = lambda kind, links, writer, reader, leader=None: (0.0, 2.0)
+"""),
+    Mutant("windows-hop-too-many", "the staleness window a one-way hop later than the path",
+           ("tests/test_staleness_evidence.py::"
+            "test_every_write_became_visible_inside_the_window_the_links_allow",),
+           """
+from replicalab.experiments import windows
+_real = windows.window_ms
+def window_ms(kind, links, writer, reader, leader=None):
+    lo, hi = _real(kind, links, writer, reader, leader)
+    d = windows.delay_ms(links, writer, reader)[0]
+    return lo + d, hi + d
+windows.window_ms = window_ms
+"""),
     Mutant("queues-no-fence", "central's commit checks only that no effect exists, not the "
            "token (the conditional write alone)",
            ("tests/test_queues_nemesis.py::"
