@@ -49,8 +49,9 @@ def judged(doc: dict) -> dict:
     lo, hi = windows.window_ms(doc["kind"], doc["links"], doc["writer_region"],
                                doc["reader_region"], leader)
     floor = NoiseFloor.from_json(doc["noise"]) if doc.get("noise") else None
+    path = windows.write_path_ms(doc["kind"], doc["links"], doc["writer_region"], leader)
     return visibility.judge_window(visibility.Visibility.from_json(doc["visibility"]), lo, hi,
-                                   floor, windows.SLACK_MS[doc["kind"]]).to_json()
+                                   floor, windows.SLACK_MS[doc["kind"]], path).to_json()
 
 
 def main() -> None:

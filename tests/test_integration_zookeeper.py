@@ -114,10 +114,11 @@ def test_plain_reads_stale_for_the_leader_path_sync_reads_never(zk_dc3, tmp_path
     h, _ = load_history(run_dir)
     vis = visibility.of_element(*element_ops(h, KEY))
     floor = NoiseFloor.from_json(r["noise"])
-    lo, hi = windows.window_ms("zookeeper",
-                               [asdict(x) for x in c.links if x.kind == "replication"],
-                               "US-E", "US-W", c.nodes[leader].region)
-    got = visibility.judge_window(vis, lo, hi, floor, windows.SLACK_MS["zookeeper"])
+    links = [asdict(x) for x in c.links if x.kind == "replication"]
+    lo, hi = windows.window_ms("zookeeper", links, "US-E", "US-W", c.nodes[leader].region)
+    got = visibility.judge_window(
+        vis, lo, hi, floor, windows.SLACK_MS["zookeeper"],
+        windows.write_path_ms("zookeeper", links, "US-E", c.nodes[leader].region))
     print(f"ZooKeeper US-W server, leader n{leader}: {got.line()}; {floor.line()}")
     if hi > 0:  # the COMMIT reaches US-W after the writer has its ack
         assert got.median_inside, got.line()

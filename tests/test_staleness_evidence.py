@@ -31,17 +31,21 @@ def _load(name: str) -> dict:
     return json.loads((DATA / name).read_text())
 
 
+def _leader(doc: dict) -> str | None:
+    return next((n["region"] for n in doc["nodes"] if n["index"] == doc["leader"]), None)
+
+
 def window_ms(doc: dict) -> tuple[float, float]:
     """The window the recording's replication links (and leader) allow."""
-    leader = next((n["region"] for n in doc["nodes"] if n["index"] == doc["leader"]), None)
     return windows.window_ms(doc["kind"], doc["links"], doc["writer_region"],
-                             doc["reader_region"], leader)
+                             doc["reader_region"], _leader(doc))
 
 
 def _judge(doc: dict, lo: float, hi: float) -> V.WindowJudgement:
     floor = NoiseFloor.from_json(doc["noise"]) if doc.get("noise") else None
+    path = windows.write_path_ms(doc["kind"], doc["links"], doc["writer_region"], _leader(doc))
     return V.judge_window(V.Visibility.from_json(doc["visibility"]), lo, hi, floor,
-                          windows.SLACK_MS[doc["kind"]])
+                          windows.SLACK_MS[doc["kind"]], path)
 
 
 def test_every_store_has_a_recording():

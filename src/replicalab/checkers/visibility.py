@@ -290,9 +290,9 @@ def judge(predict: Callable[[np.ndarray], np.ndarray], v: Visibility,
 @dataclass(frozen=True)
 class WindowJudgement:
     """Every write's visibility against a window the links' delays allow: visible at most
-    ``hi`` ms after its ack, at least ``lo`` ms after it reached its primary (between its
-    invoke and its ack): a write read stale at or after ``hi`` is late, one read fresh
-    earlier than ``lo`` less its own latency after the ack is early; each is explained only
+    ``hi`` ms after its ack, at least ``lo`` ms after it less however late its ack came back
+    (its latency beyond the links' least write path): a write read stale at or after ``hi``
+    is late, one read fresh earlier than that is early; each is explained only
     by a stall or echo excess the run's noise floor measured while it ran, at least as long
     as it missed by (``explained``: (write, missed by ms, the machine added ms)); the rest
     are ``unexplained``."""
@@ -305,14 +305,15 @@ class WindowJudgement:
     unexplained: tuple[tuple[int, float, float], ...]
     noise_p99_ms: float = 0.0  # what the machine added at p99 while the run ran
     bearable_ms: float = 0.0  # the noise the verdict can bear: the window's own slack
-    median_after_invoke_ms: float = math.nan  # the same, counted from the write's invoke
+    median_late_ack_ms: float = math.nan  # the same, plus how late each write's ack was
 
     @property
     def median_inside(self) -> bool:
         """Return True if the median write became visible inside the window: at most
-        ``hi`` after its ack, at least ``lo`` after its invoke (the gross check: a hop too
-        many or too few moves it out)."""
-        return self.median_ms <= self.hi_ms and self.median_after_invoke_ms >= self.lo_ms
+        ``hi`` after its ack, at least ``lo`` after its ack once the ack's own lateness
+        (its latency beyond the links' least write path) is added back (the gross check: a
+        hop too many or too few moves it out)."""
+        return self.median_ms <= self.hi_ms and self.median_late_ack_ms >= self.lo_ms
 
     @property
     def exact(self) -> bool:
@@ -331,8 +332,8 @@ class WindowJudgement:
     def line(self) -> str:
         """Return one sentence: the median window and the writes outside the window."""
         out = (f"median visible {self.median_ms:.1f} ms after the ack, "
-               f"{self.median_after_invoke_ms:.1f} ms after the write was sent (window "
-               f"{self.lo_ms:g}-{self.hi_ms:g} ms, {self.writes} writes)")
+               f"{self.median_late_ack_ms:.1f} ms with the ack's lateness added back "
+               f"(window {self.lo_ms:g}-{self.hi_ms:g} ms, {self.writes} writes)")
         if self.explained:
             worst = max(self.explained, key=lambda x: x[1])
             out += (f"; {len(self.explained)} outside it while the machine stalled (worst "
@@ -351,7 +352,7 @@ class WindowJudgement:
         """Return the judgement as plain data (ms)."""
         return {"lo_ms": self.lo_ms, "hi_ms": self.hi_ms, "writes": self.writes,
                 "median_ms": round(self.median_ms, 3),
-                "median_after_invoke_ms": round(self.median_after_invoke_ms, 3),
+                "median_late_ack_ms": round(self.median_late_ack_ms, 3),
                 "median_inside": self.median_inside, "exact": self.exact,
                 "verdict": self.verdict, "noise_p99_ms": self.noise_p99_ms,
                 "bearable_ms": self.bearable_ms,
@@ -360,20 +361,23 @@ class WindowJudgement:
 
 
 def judge_window(v: Visibility, lo_ms: float, hi_ms: float, floor: NoiseFloor | None,
-                 bearable_ms: float = 0.0) -> WindowJudgement:
+                 bearable_ms: float = 0.0, write_path_ms: float = 0.0) -> WindowJudgement:
     """Return each write of ``v`` judged against the window [lo, hi] ms after its ack, a miss
     explained only by what ``floor`` measured while the write and its reads ran;
-    ``bearable_ms``: the noise (p99) beyond which misses make the verdict inconclusive."""
+    ``bearable_ms``: the noise (p99) beyond which misses make the verdict inconclusive;
+    ``write_path_ms``: the least a write takes over the links (an ack later than that came
+    back late, after the write had started on its way to the reader)."""
     explained, unexplained = [], []
     mids, from_invoke = [], []
     for i, (a, b) in enumerate(zip(v.last_stale_ms, v.first_fresh_ms, strict=True)):
-        # the write reached its primary somewhere between its invoke and its ack: the window
-        # opens lo after that, so up to the write's own latency before lo after the ack
-        took = v.write_ms[i] if i < len(v.write_ms) else 0.0
+        # a write whose ack took longer than the links' least write path came back late:
+        # it was on its way to the reader for that much before the ack, so it may become
+        # visible that much earlier than lo after the ack
+        late = max((v.write_ms[i] if i < len(v.write_ms) else 0.0) - write_path_ms, 0.0)
         if math.isfinite(a) and math.isfinite(b):
             mids.append((a + b) / 2)
-            from_invoke.append((a + b) / 2 + took)
-        lo_i = lo_ms - took
+            from_invoke.append((a + b) / 2 + late)
+        lo_i = lo_ms - late
         miss = max(a - hi_ms if a >= hi_ms else 0.0, lo_i - b if b < lo_i else 0.0)
         if miss <= 0:
             continue

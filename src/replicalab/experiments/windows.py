@@ -49,3 +49,25 @@ def window_ms(kind: str, links: Sequence[Mapping[str, Any]], writer: str, reader
         d, j = to_reader[0] - to_writer[0], to_reader[1] + to_writer[1]
         return d - j - 1.0, d + j + SLACK_MS[kind]
     raise ValueError(f"no staleness window rule for {kind!r} (redis, postgres, zookeeper)")
+
+
+def write_path_ms(kind: str, links: Sequence[Mapping[str, Any]], writer: str,
+                  leader: str | None = None) -> float:
+    """Return the least a write takes from its invoke to its ack over the links (ms): 0 for
+    Redis and PostgreSQL (the primary is the writer's node); for ZooKeeper the forward to
+    the leader, the fastest quorum round trip and the COMMIT back, each at its least
+    (delay - jitter). A write slower than that had its ack come back late, after the write
+    was on its way to the reader."""
+    if kind != "zookeeper":
+        return 0.0
+    if leader is None:
+        raise ValueError("a ZooKeeper write path needs the leader's region")
+
+    def least(src: str, dst: str) -> float:
+        d, j = delay_ms(links, src, dst)
+        return max(d - j, 0.0) if src != dst else 0.0
+
+    regions = {x["src_region"] for x in links} | {x["dst_region"] for x in links}
+    quorum = min((least(leader, r) + least(r, leader) for r in regions if r != leader),
+                 default=0.0)
+    return least(writer, leader) + quorum + least(leader, writer)
