@@ -226,7 +226,8 @@ def _judged(doc: dict, extra_forward_ms: float = 0.0) -> tuple[dict[str, str], l
     p = WanParams(regions=doc["regions"])
     cal = doc["calibration"]
     fit = F.fit(p, cal["leader"], cal["latencies_ms"])
-    pf = dataclasses.replace(F.fitted(p, fit), forward_ms=fit.forward_ms + extra_forward_ms)
+    pf = F.fitted(p, fit)
+    pf = dataclasses.replace(pf, forward_ms=pf.forward_ms + extra_forward_ms)
     rows = F.side_by_side(pf, [F.MeasuredPoint(x["leader"], x["offered_rps"],
                                                x["latencies_ms"]) for x in doc["points"]],
                           with_twin=False)
