@@ -347,7 +347,8 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "span_s": span_s,
         "throughput_per_s": distinct / span_s if span_s else 0.0,
         "exactly_once": _exactly_once(
-            len(once) == messages and not any(uncertain[t] for t in from_record),
+            len(once) == messages and not any(n for t, n in uncertain.items()
+                                              if t not in stored),
             bool(_dups(committed.values())) or not set(committed) <= maybe_sent,
             bool(lost or dead_uncommitted), cut_short),
     }
