@@ -11,7 +11,8 @@ from replicalab.cluster.state import Cluster
 
 SLACK_MS = 10.0
 """What the client, Toxiproxy and the server may add to a WAN round trip on a quiet machine
-(ms): a Redis or PostgreSQL operation at loopback takes under 2 ms here."""
+(ms): a Redis or PostgreSQL operation at loopback takes under 2 ms here, a Cassandra write at
+ONE a few ms."""
 
 
 def client_round_trip_ms(c: Cluster, client_region: str, node_region: str
