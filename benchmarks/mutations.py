@@ -87,6 +87,40 @@ def window_ms(kind, links, writer, reader, leader=None):
     return lo + d, hi + d
 windows.window_ms = window_ms
 """),
+    Mutant("noise-stop-waits-for-ever", "the noise monitor's echo waits with asyncio.wait_for "
+           "and stop() gathers its tasks unbounded (the 14-minute hang)",
+           ("tests/test_noise.py::test_stop_ends_the_instruments_whenever_it_comes",),
+           """
+import asyncio, contextlib, socket, time
+from replicalab.runtime import noise
+async def _echo(self):
+    reader, writer = await asyncio.wait_for(
+        asyncio.open_connection("127.0.0.1", self.echo_port), noise.ECHO_TIMEOUT_S)
+    try:
+        while True:
+            t0 = time.perf_counter()
+            writer.write(noise._PING)
+            await asyncio.wait_for(reader.readexactly(len(noise._PING)), noise.ECHO_TIMEOUT_S)
+            self.echoes_ms.append((time.perf_counter() - t0) * 1000)
+            await asyncio.sleep(self.echo_every_s)
+    finally:
+        writer.close()
+async def _stalls(self):
+    while True:
+        await asyncio.sleep(self.tick_s)
+        self.stalls_ms.append(0.0)
+_real_stop = noise.NoiseMonitor.stop
+async def stop(self):
+    for t in self._tasks:
+        t.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+    self._tasks = []
+    return await _real_stop(self)
+noise.NoiseMonitor._echo = _echo
+noise.NoiseMonitor._stalls = _stalls
+noise.NoiseMonitor.stop = stop
+"""),
     Mutant("queues-no-fence", "central's commit checks only that no effect exists, not the "
            "token (the conditional write alone)",
            ("tests/test_queues_nemesis.py::"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import socket
 import threading
@@ -37,6 +38,9 @@ TICK_MS = 5.0
 """How often the stall detector asks to wake (ms)."""
 ECHO_EVERY_MS = 20.0
 """How often the echo is pinged (ms)."""
+STOP_S = 1.0
+"""How long :meth:`NoiseMonitor.stop` waits for its tasks to end (they end at their next
+wake-up; a task that does not is left, never waited for)."""
 ECHO_TIMEOUT_S = 2.0
 """A ping unanswered this long counts as a round trip of this long (the run goes on)."""
 _PING = b"replicalab-noise\n"
@@ -181,6 +185,7 @@ class NoiseMonitor:
         self.stalls_ms: list[float] = []
         self.echoes_ms: list[float] = []
         self.events: list[tuple[int, float]] = []
+        self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
         self._load_start = 0.0
 
@@ -193,7 +198,7 @@ class NoiseMonitor:
             self._tasks.append(loop.create_task(self._echo()))
 
     async def _stalls(self) -> None:
-        while True:
+        while not self._stopping:
             t0 = time.perf_counter()
             await asyncio.sleep(self.tick_s)
             late_ms = max((time.perf_counter() - t0 - self.tick_s) * 1000, 0.0)
@@ -203,23 +208,28 @@ class NoiseMonitor:
 
     async def _echo(self) -> None:
         assert self.echo_port is not None
+        # asyncio.timeout, not wait_for: before Python 3.12, wait_for can swallow the
+        # cancellation that stop() sends when the inner read completes at the same moment,
+        # and the loop went on pinging while stop() waited for it (a run that never ended)
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection("127.0.0.1", self.echo_port), ECHO_TIMEOUT_S)
+            async with asyncio.timeout(ECHO_TIMEOUT_S):
+                reader, writer = await asyncio.open_connection("127.0.0.1", self.echo_port)
         except (OSError, TimeoutError):
             return  # no echo: the floor says so (no samples)
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        fastest = math.inf
         try:
-            while True:
+            while not self._stopping:
                 t0 = time.perf_counter()
                 writer.write(_PING)
                 try:
-                    await asyncio.wait_for(reader.readexactly(len(_PING)), ECHO_TIMEOUT_S)
+                    async with asyncio.timeout(ECHO_TIMEOUT_S):
+                        await reader.readexactly(len(_PING))
                     rtt_ms = (time.perf_counter() - t0) * 1000
                     self.echoes_ms.append(rtt_ms)
-                    fastest = min(self.echoes_ms)
+                    fastest = min(fastest, rtt_ms)
                     if rtt_ms - fastest >= EVENT_MS:
                         self.events.append((time.monotonic_ns(), round(rtt_ms - fastest, 3)))
                 except TimeoutError:
@@ -232,11 +242,13 @@ class NoiseMonitor:
             writer.close()
 
     async def stop(self) -> NoiseFloor:
-        """Stop both instruments and return what they measured."""
+        """Stop both instruments (within a second, whatever they were doing) and return what
+        they measured."""
+        self._stopping = True
         for t in self._tasks:
             t.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=STOP_S)
         s, e = self.stalls_ms, self.echoes_ms
         return NoiseFloor(
             stall_p50_ms=_pct(s, 50), stall_p99_ms=_pct(s, 99),
