@@ -435,7 +435,9 @@ def test_pbs_on_jittering_links_the_spread_the_noise_floor_and_the_verdict(cassa
     before = {x.name: x.jitter_ms for x in c.links}
     pbs_real.set_jitter(c, pbs_real.DEFAULT_JITTER_MS)
     try:
-        cal = pbs_real.calibrate(c, "US-E", "US-W", samples=pbs_real.CALIBRATION_SAMPLES)
+        # 60 round trips (10 s; the command's 200 take 34 s at the EU replica): enough for
+        # the gross checks here, the model's fit to the curve is judged on recordings
+        cal = pbs_real.calibrate(c, "US-E", "US-W", samples=60)
         m = pbs_real.measure(c, 1, 1, "US-E", "US-W", 10.0, tmp_path, root=root)
     finally:
         from replicalab.cluster import toxiproxy
