@@ -3,9 +3,9 @@
 
 Every recording is judged again from its own data (the legs it calibrated, every write's
 visibility, its noise floor) and must give the verdict it recorded. The shipped model
-(``pbs.wars_from_round_trips`` + ``pbs.t_visibility_after_ack``) was chosen on the first
-recording (SELECTION) and is scored on a later one it was not fitted on (HELDOUT), inside the
-binomial band of the writes at every sampled t; on every recording with power, a prediction
+(``pbs.wars_from_round_trips`` + ``pbs.t_visibility_after_ack``) was chosen before the
+held-out recordings (HELDOUT, made later) and is scored on the first of them the machine did
+not make inconclusive, inside the binomial band of the writes at every sampled t; on every recording with power, a prediction
 shifted by 5 ms either way, a step at the one-way delay and a constant 1.0 fall outside it
 (``benchmarks/mutations.py`` runs this file against those three mutants of the model)."""
 
@@ -24,8 +24,11 @@ from replicalab.runtime.noise import NoiseFloor
 
 DATA = Path(__file__).resolve().parent.parent / "docs" / "data"
 SELECTION = "pbs-cassandra-2026-11-29-selection.json"
-HELDOUT = "pbs-cassandra-2026-11-29-heldout.json"
 RECORDINGS = sorted(p.name for p in DATA.glob("pbs-cassandra-*.json"))
+HELDOUT = sorted((n for n in RECORDINGS if "-heldout-" in n),
+                 key=lambda n: int(n.rsplit("-", 1)[1].split(".")[0]))
+"""Recordings made after the model was chosen, in order: each one attempted when the machine
+looked quiet, every attempt kept; the first whose verdict is not "inconclusive" scores it."""
 TRIALS = 100_000
 
 
@@ -47,7 +50,7 @@ def _judge(doc: dict, predict) -> tuple[V.Judgement, str]:
 
 
 def test_the_recordings_are_there_and_complete():
-    assert SELECTION in RECORDINGS and HELDOUT in RECORDINGS, RECORDINGS
+    assert SELECTION in RECORDINGS and HELDOUT, RECORDINGS
     for name in RECORDINGS:
         doc = _load(name)
         assert doc["command"].startswith("python benchmarks/pbs_cassandra.py"), name
@@ -65,12 +68,23 @@ def test_each_recording_judged_again_gives_its_recorded_verdict(name):
     assert [p.to_json() for p in j.points] == doc["shipped_model"]["points"]
 
 
-def test_the_shipped_model_agrees_with_the_run_it_was_not_chosen_on():
-    doc = _load(HELDOUT)
-    assert doc["date_utc"] > _load(SELECTION)["date_utc"]
-    j, verdict = _judge(doc, _shipped(doc))
-    assert j.has_power, j.line()
-    assert verdict == "agrees", (j.line(), doc["noise"])
+def test_the_shipped_model_agrees_with_the_first_conclusive_run_it_was_not_chosen_on():
+    """Held-out attempts the machine made inconclusive (it added more than 5 ms at p99) say
+    nothing either way; the first conclusive one must agree."""
+    chosen_at = _load(SELECTION)["date_utc"]
+    for name in HELDOUT:
+        doc = _load(name)
+        assert doc["date_utc"] > chosen_at, name
+        j, verdict = _judge(doc, _shipped(doc))
+        if verdict == "inconclusive":
+            assert NoiseFloor.from_json(doc["noise"]).added_p99_ms > against.PBS_NOISE_TOLERANCE_MS
+            continue
+        assert j.has_power, (name, j.line())
+        assert verdict == "agrees", (name, j.line(), doc["noise"])
+        return
+    pytest.fail(f"no conclusive held-out recording among {HELDOUT}: every attempt was "
+                "inconclusive (python benchmarks/pbs_cassandra.py --label heldout-N on a "
+                "quieter machine)")
 
 
 @pytest.mark.parametrize("name", RECORDINGS)
