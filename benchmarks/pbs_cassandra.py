@@ -122,7 +122,7 @@ def main() -> None:
     }
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"pbs-cassandra-{started:%Y-%m-%d}-{args.label}.json"
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    path.write_text(json.dumps(doc) + "\n")
     said = against.verdict_line(verdict, floor, against.PBS_NOISE_TOLERANCE_MS)
     print(f"{path}: {vis.writes} writes, {vis.reads} reads, {vis.out_of_order} out of order; "
           f"shipped model {judged.line()}; {judged.transition_points} sampled t in the "
