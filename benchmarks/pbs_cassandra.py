@@ -32,7 +32,7 @@ import numpy as np
 from replicalab.checkers import visibility
 from replicalab.experiments import against
 from replicalab.models import pbs
-from replicalab.runtime.noise import load_1m
+from replicalab.runtime.noise import NoiseFloor, load_1m
 from replicalab.workloads import pbs_real
 
 TRIALS = 100_000
@@ -70,7 +70,8 @@ def shipped_prediction(cal: dict, hop_ms: float) -> object:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--label", required=True, help="names the file: pbs-cassandra-DATE-LABEL")
+    ap.add_argument("--label", help="names the file: pbs-cassandra-DATE-LABEL")
+    ap.add_argument("--rejudge", type=Path, help="judge a recording again (its data kept)")
     ap.add_argument("--duration-s", type=float, default=100.0, help="probing (s)")
     ap.add_argument("--jitter-ms", type=float, default=pbs_real.DEFAULT_JITTER_MS)
     ap.add_argument("--readers", type=int, default=2)
@@ -78,6 +79,19 @@ def main() -> None:
                     help="round trips per replica and coordinator: the legs' mean to ~1 ms")
     ap.add_argument("--out", type=Path, default=Path("docs/data"))
     args = ap.parse_args()
+    if args.rejudge:
+        doc = json.loads(args.rejudge.read_text())
+        vis = visibility.Visibility.from_json(doc["visibility"])
+        floor = NoiseFloor.from_json(doc["noise"]) if doc.get("noise") else None
+        cal = doc["calibration"]
+        judged = visibility.judge(shipped_prediction(cal, cal["hop_ms"]), vis)
+        doc["shipped_model"] = {**judged.to_json(),
+                                "verdict": against.pbs_verdict([judged], floor)}
+        args.rejudge.write_text(json.dumps(doc) + "\n")
+        print(f"{args.rejudge}: {doc['shipped_model']['verdict']}; {judged.line()}")
+        return
+    if not args.label:
+        ap.error("--label is required to record")
     started = datetime.now(UTC)
     t0 = time.monotonic()
     load = LoadSampler()
@@ -98,7 +112,8 @@ def main() -> None:
                    "read_rt_ms": [list(x) for x in cal.read_rt_ms],
                    "write_overhead_ms": cal.write_overhead_ms,
                    "read_overhead_ms": cal.read_overhead_ms, "hop_ms": round(cal.hop_ms, 4)}
-    judged = visibility.judge(shipped_prediction(calibration, cal.hop_ms), vis)
+    # judged from the file's own (rounded) figures, as the test judges it again
+    judged = visibility.judge(shipped_prediction(calibration, calibration["hop_ms"]), vis)
     verdict = against.pbs_verdict([judged], floor)
     doc = {
         "schema": "replicalab.pbs-recording/1",
