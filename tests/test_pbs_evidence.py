@@ -5,9 +5,10 @@ Every recording is judged again from its own data (the legs it calibrated, every
 visibility, its noise floor) and must give the verdict it recorded. The shipped model
 (``pbs.wars_from_round_trips`` + ``pbs.t_visibility_after_ack``) was chosen before the
 held-out recordings (HELDOUT, made later) and is scored on the first of them the machine did
-not make inconclusive, inside the binomial band of the writes at every sampled t; on every recording with power, a prediction
-shifted by 5 ms either way, a step at the one-way delay and a constant 1.0 fall outside it
-(``benchmarks/mutations.py`` runs this file against those three mutants of the model)."""
+not make inconclusive, inside the binomial band of the writes at every sampled t; on every
+recording with power, a prediction shifted by 5 ms either way, a step at the one-way delay
+and a constant 1.0 fall outside it (``benchmarks/mutations.py`` runs this file against those
+three mutants of the model)."""
 
 from __future__ import annotations
 
