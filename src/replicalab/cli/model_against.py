@@ -1,6 +1,7 @@
 """``replicalab model paxos-wan --against etcd`` and ``replicalab model pbs --against
 cassandra``: parse the options, run the experiment of ``experiments/against.py``, save and
-render it, print; exit 1 when the model is off by more than its tolerance."""
+render it, print; exit 1 when the model is off by more than its tolerance, 3 when the verdict
+is inconclusive (the run's noise floor exceeded what the verdict can bear)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ parse_pairs = experiment.parse_pairs
 def _finish(run: experiment.AgainstRun, run_dir: Path, report: Path, as_json: bool,
             tables: list[TableData]) -> None:
     """Print the run (``tables``, its remarks and report path, or one JSON object); exit 1
-    if the model missed its tolerance."""
+    if the model missed its tolerance, 3 if the verdict is inconclusive."""
     if as_json:
         sys.stdout.write(json.dumps({**run.results, "run_dir": str(run_dir),
                                      "report": str(report)}, sort_keys=True) + "\n")
@@ -32,8 +33,8 @@ def _finish(run: experiment.AgainstRun, run_dir: Path, report: Path, as_json: bo
         for line in run.remarks:
             say(line)
         say(f"report: {report}")
-    if not run.agrees:
-        sys.exit(1)
+    if run.exit_status:
+        sys.exit(run.exit_status)  # 1: the model missed; 3: inconclusive (the machine)
 
 
 def run_against(spec: ModelSpec, against: str | None, duration: str | None,
