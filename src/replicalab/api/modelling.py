@@ -18,7 +18,7 @@ import numpy as np
 from replicalab.api.durations import seconds
 from replicalab.api.errors import ParameterError
 from replicalab.api.model_params import build, describe, load_toml, parse_compare, parse_sets
-from replicalab.api.outcome import DONE, FAILED, Outcome, Table
+from replicalab.api.outcome import DONE, FAILED, INCONCLUSIVE, Outcome, Table
 from replicalab.api.progress import Progress, ticking
 
 T_SHOWN_MS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500)
@@ -282,8 +282,10 @@ def pbs(n: int = 3, r: int = 1, w: int = 1, regions: str = "lan", apply_ms: floa
 
 
 def _against_outcome(run: Any, run_dir: Path, report: Path, tables: list[Table]) -> Outcome:
+    """Return a model-against-store run: FAILED when the model missed its tolerance,
+    INCONCLUSIVE when the run's noise floor exceeded what the verdict can bear."""
     return Outcome(run.results, run_dir, report, tables, list(run.remarks),
-                   DONE if run.agrees else FAILED)
+                   {1: FAILED, 3: INCONCLUSIVE}.get(run.exit_status, DONE))
 
 
 def model_against(name: str, against: str, duration: str | float = "10s",

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 DONE, INTERRUPTED, STOPPED, FAILED = "done", "interrupted", "stopped", "failed"
+INCONCLUSIVE = "inconclusive"
 """How a run ended: done; interrupted (Ctrl-C: what was recorded is saved); stopped early
 by a problem (``why`` says which); failed, the run's own verdict (a model off its
-tolerance, a lost write)."""
+tolerance, a lost write); inconclusive, a verdict the run's own noise could not bear."""
 
 
 @dataclass

@@ -24,7 +24,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from replicalab.api.outcome import DONE, FAILED, INTERRUPTED, Outcome, Table
+from replicalab.api.outcome import DONE, FAILED, INCONCLUSIVE, INTERRUPTED, Outcome, Table
 
 # Rich is imported on first use (a table, a width): a command that only prints lines,
 # such as a short ``replicalab check``, does not pay for it at start-up.
@@ -195,7 +195,7 @@ def show(tables: TableData | Iterable[TableData]) -> None:
 def emit(outcome: Outcome, as_json: bool, sort_keys: bool = True) -> None:
     """Print a verb's outcome: one JSON object (``--json``), or its tables, its remarks and
     where its run directory and report are; then exit as it ended (130 interrupted, 1 its
-    own verdict failed, 2 stopped early), with its one line."""
+    own verdict failed, 3 inconclusive, 2 stopped early), with its one line."""
     import json
 
     if as_json:
@@ -211,7 +211,7 @@ def emit(outcome: Outcome, as_json: bool, sort_keys: bool = True) -> None:
     if outcome.status != DONE:
         from replicalab.cli.errors import fail
 
-        code = {INTERRUPTED: 130, FAILED: 1}.get(outcome.status, 2)
+        code = {INTERRUPTED: 130, FAILED: 1, INCONCLUSIVE: 3}.get(outcome.status, 2)
         if not outcome.why:  # the verdict printed says it all
             sys.exit(code)
         fail(outcome.why, code)

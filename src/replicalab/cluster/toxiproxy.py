@@ -76,6 +76,10 @@ class Toxiproxy:
             "name": name, "listen": f"{listen_host}:{listen_port}",
             "upstream": f"{upstream_host}:{upstream_port}", "enabled": True}))
 
+    def delete(self, name: str) -> None:
+        """Remove proxy ``name`` (and its connections)."""
+        self._ok(self.http.delete(f"/proxies/{name}"))
+
     def set_latency(self, name: str, downstream_ms: float, upstream_ms: float,
                     jitter_ms: float) -> None:
         """Set (replace) the latency toxics of ``name``: one per direction, in ms."""

@@ -41,9 +41,11 @@ from replicalab.faults.sim import SimNemesis
 from replicalab.history import History, load_history, save_history
 from replicalab.history.io import Spool
 from replicalab.history.rundir import Run, make_run_dir, named_run_dir, save_results
+from replicalab.runtime.noise import NoiseFloor
 from replicalab.stores import Feature, Store, StoreError, open_store
 from replicalab.stores.base import redact_url
 from replicalab.stores.prefix import PrefixedStore, check_prefix
+from replicalab.workloads import noise as noise_floor
 from replicalab.workloads import registry
 from replicalab.workloads.base import ProbeOptions, Workload, config_from_json
 from replicalab.workloads.recorder import Recorder
@@ -363,6 +365,7 @@ def _save(spec: ProbeSpec, h: History, features: frozenset[Feature], run_dir: Pa
     results = check(spec, h, features, None if step is None else
                     lambda done: step(0.15 + 0.8 * done))
     results["store"] = redact_url(spec.store)
+    _note_noise(results, config.get("noise"))
     results["partial"] = cut_short is not None
     if cut_short is not None:
         results["notes"].append(f"PARTIAL: run cut short ({cut_short}); every figure "
@@ -370,6 +373,14 @@ def _save(spec: ProbeSpec, h: History, features: frozenset[Feature], run_dir: Pa
     save_results(results, run_dir)
     write_histograms(h, run_dir)
     return results
+
+
+def _note_noise(results: dict[str, Any], noise: dict[str, Any] | None) -> None:
+    """Put a real-time run's noise floor (``runtime/noise.py``) into its results and notes."""
+    results["noise"] = noise
+    if noise is not None:
+        results.setdefault("notes", []).append(
+            "noise floor: " + NoiseFloor.from_json(noise).line())
 
 
 def run_probe(spec: ProbeSpec, out: Path,
@@ -417,6 +428,20 @@ def run_probe(spec: ProbeSpec, out: Path,
     wall0 = time.perf_counter()
 
     keys: list[KeyCleanup] = []
+    floors: list[NoiseFloor] = []
+
+    async def measured(target: Store) -> None:
+        """Run the workload; in real time beside the noise floor's instruments."""
+        if rt.virtual:
+            await _run(spec, target, h, rec, nemesis)
+            return
+        with noise_floor.monitor(noise_floor.cluster_for(spec.store, spec.cluster,
+                                                         spec.cluster_root)) as mon:
+            mon.start()
+            try:
+                await _run(spec, target, h, rec, nemesis)
+            finally:
+                floors.append(await mon.stop())
 
     async def main() -> None:
         prefixed: PrefixedStore | None = None
@@ -428,7 +453,7 @@ def run_probe(spec: ProbeSpec, out: Path,
             if uses_prefix(store):
                 target = prefixed = _prefixed(spec, store, made[0], keys, announce)
             start[0], started_unix_ns[0] = rt.now_ns(), time.time_ns()
-            await _run(spec, target, h, rec, nemesis)
+            await measured(target)
         finally:
             if prefixed is not None:
                 await _cleanup(prefixed, keys[0])
@@ -456,7 +481,8 @@ def run_probe(spec: ProbeSpec, out: Path,
               "runtime": "virtual" if rt.virtual else "real",
               # anchors the history's clock (invoke_ns, complete_ns) to the wall clock
               "started_runtime_ns": start[0], "started_unix_ns": started_unix_ns[0],
-              "keys": keys[0].to_json() if keys else None}
+              "keys": keys[0].to_json() if keys else None,
+              "noise": floors[0].to_json() if floors else None}
     if interrupted and rt.virtual and not check_interrupted:
         with interrupts_deferred():  # a second Ctrl-C waits for the save to finish
             save_history(h, run_dir, config, quick=True, spool=spool)
@@ -493,6 +519,7 @@ def recheck(run_dir: Path) -> dict[str, Any]:
         raise ValueError(f"{run_dir / 'config.json'} is malformed ({err}); "
                          "re-run the probe to get a complete run directory") from None
     results = check(spec, h, features)
+    _note_noise(results, config.get("noise"))
     results["partial"] = bool(config.get("error") or config.get("interrupted"))
     if results["partial"]:
         results["notes"].append(f"PARTIAL: run cut short ({config.get('error') or 'interrupted'}"
