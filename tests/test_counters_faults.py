@@ -270,11 +270,16 @@ def _point(t: topology.DataCentres, fault: str, config: str, initial: int = 600)
 def _kept_the_invariant_and_accounted(p: dict, initial: int) -> None:
     v, r = p["violations"], p["rights"]
     assert v["final_excess"] == v["observed_below"] == v["acked_excess"] == 0, v
-    assert p["converged"] and v["drift"] == 0 and v["final_values"] == [0], v
-    # every unit sold exactly once: all of the initial value, none twice
-    assert p["outcomes"]["ok"] == initial, p["outcomes"]
+    # a decrement whose outcome is unknown (a client of the lost DC cut off mid-call) may
+    # have happened: the store then holds it without an acknowledgement (drift < 0), never
+    # more of them than the unknown outcomes, and never an acknowledged one missing
+    maybe = r["maybe_decrements"]
+    assert p["converged"] and -maybe <= v["drift"] <= 0 and v["final_values"] == [0], v
+    # every unit sold exactly once: all of the initial value, acknowledged or not, none twice
+    assert p["outcomes"]["ok"] - v["drift"] == initial, (p["outcomes"], v)
     assert r["used_matches_acks"] and r["granted_matches_acks"], r
-    assert (r["granted"], r["used"], r["acked_decrements"]) == (initial, initial, initial)
+    assert (r["granted"], r["used"]) == (initial, initial), r
+    assert r["acked_decrements"] == p["outcomes"]["ok"], r
     assert sum(r["held"].values()) == 0
 
 

@@ -414,7 +414,8 @@ def test_adapter_passes_the_conformance_suite(cassandra_dc3):
     assert {r.name for r in report.results if r.status == "passed"} == {
         "describes-itself", "absent-reads-none", "consistent-read", "eventual-read",
         "multi-read", "conditional-write", "atomic-multi-write", "delete",
-        "timeout-is-unknown", "txn-own-writes"}, report.text()  # txn-atomic: no isolation
+        "timeout-is-unknown", "txn-own-writes",
+        "client-region"}, report.text()  # txn-atomic: no isolation
 
 
 def test_pbs_on_jittering_links_the_spread_the_noise_floor_and_the_verdict(cassandra_dc3,
