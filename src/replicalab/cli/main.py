@@ -223,6 +223,10 @@ def main() -> None:
     process.install_signal_handlers()
     try:
         _run()
+    except SystemExit as done:
+        if done.code == 130:  # interrupted: what it recorded is saved; end within the second
+            process.exit_now(130)
+        raise
     finally:
         with process.signals_held():
             process.stop_all()

@@ -79,7 +79,8 @@ def unchecked_exit(run: Run, as_json: bool) -> None:
         sys.stdout.write(json.dumps({**r, "run_dir": str(run.run_dir)}, sort_keys=True)
                          + "\n")
     try:
-        fail(f"interrupted after {fmt_s(r['ran_s'])} of {fmt_s(r['duration_s'])} simulated; "
+        fail(f"interrupted after {fmt_s(r['ran_s'])} of {fmt_s(r['duration_s'])}"
+             f"{' simulated' if r.get('virtual', True) else ''}; "
              f"its history ({plural(r['operations'], 'operation')}) is saved in "
              f"{run.run_dir}; `replicalab report {run.run_dir}` checks it and draws the report",
              130)
