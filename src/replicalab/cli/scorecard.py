@@ -80,12 +80,17 @@ def scorecard(
                    ] = Path("runs"),
     seed: Annotated[int, typer.Option(help="Seed of every run.")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print scorecard.json.")] = False,
+    name: Annotated[str, typer.Option(help="Name prefix of the clusters it starts "
+                                           "(NAME-KIND): another lets two scorecards run "
+                                           "at once.")] = "scorecard",
 ) -> None:
     """Measure seed 001's chart for each store: latency from each region against the 50 ms /
     500 ms goals, acknowledged writes lost under kill -9 and power loss, availability while a
     region is cut off and while the leader is down, consistency promised vs observed,
     transactional isolation observed vs promised, and where replicas sit. Each store runs
-    on its own 3-node cluster, started and stopped by the command.
+    on its own 3-node cluster, started and stopped by the command. Exit code 1 when a cell
+    could not be measured because its run failed (the last line says why and how to
+    measure it again), 130 when interrupted.
 
     Example: replicalab scorecard --kinds redis,postgres,etcd,zookeeper --regions dc3 --quick
 
@@ -95,21 +100,23 @@ def scorecard(
 
     Example: replicalab scorecard --kinds cassandra --regions dc3 --quick
     """
+    from replicalab.cluster.state import check_name
     from replicalab.experiments.plan import FULL, QUICK
     from replicalab.experiments.properties import expected_steps
-    from replicalab.experiments.run import Scorecard, run
+    from replicalab.experiments.run import Scorecard, run, unmeasured_line
     from replicalab.history.rundir import make_run_dir
     from replicalab.regions import region_set
     from replicalab.report.scorecard import render_scorecard
 
     try:
         stores, props = _check_inputs(kinds, only, regions)
+        check_name(name)
         run_dir = make_run_dir(out, "scorecard", "-".join(
             "sim" if s.kind is None else s.label for s in stores))
     except ValueError as err:
         fail(str(err))
     (run_dir / "runs").mkdir(exist_ok=True)
-    sc = Scorecard(run_dir, stores, props, regions, QUICK if quick else FULL, seed)
+    sc = Scorecard(run_dir, stores, props, regions, QUICK if quick else FULL, seed, name=name)
     with progress_bar(f"scorecard of {plural(len(stores), 'store')}", not as_json) as tick:
         done = [0]
         total = sum(expected_steps(s, props, sc.plan, len(region_set(regions).regions))
@@ -136,3 +143,5 @@ def scorecard(
         say(f"report: {report}")
     if sc.interrupted:
         fail("interrupted: the cells measured so far and a partial chart are saved", 130)
+    if missing := unmeasured_line(doc):
+        fail(missing, 1)

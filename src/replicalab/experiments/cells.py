@@ -36,16 +36,22 @@ class Cell:
     # a bar chart of fractions the report draws under the evidence: {"title": str,
     # "bars": [[label, fraction or None], ...]} (any property may give one)
     chart: dict[str, Any] = field(default_factory=dict)
+    # grey because its run failed (a server that would not start, a store that stopped
+    # answering), not because the property does not apply to this store: the scorecard
+    # then exits non-zero
+    failed: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """Return the cell as saved in scorecard.json."""
         return asdict(self)
 
 
-def not_measured(store: str, prop: str, p: Promise, reason: str) -> Cell:
-    """Return a grey cell that says why it holds no measurement."""
+def not_measured(store: str, prop: str, p: Promise, reason: str, failed: bool = False
+                 ) -> Cell:
+    """Return a grey cell that says why it holds no measurement (``failed``: its run
+    failed, rather than the property not applying to this store)."""
     return Cell(store, prop, f"not measured: {reason}", "grey", p.text, p.source,
-                reason=reason)
+                reason=reason, failed=failed)
 
 
 def pct(x: float | None) -> str:

@@ -20,7 +20,7 @@ def _measure(ctx: Context) -> dict[str, Any]:
     if not kind.durability:
         raise NotMeasured(f"the {kind.name} kind records no durability settings to compare")
     return durability(kind, ctx.regions, ctx.plan, ctx.seed, ctx.out, ctx.base, ctx.progress,
-                      ctx.root)
+                      ctx.root, ctx.name)
 
 
 def _grade(ctx: Context, m: dict[str, Any], p: Promise) -> cells.Cell:
