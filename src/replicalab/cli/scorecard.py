@@ -103,20 +103,17 @@ def scorecard(
     from replicalab.cluster.state import check_name
     from replicalab.experiments.plan import FULL, QUICK
     from replicalab.experiments.properties import expected_steps
-    from replicalab.experiments.run import Scorecard, run, unmeasured_line
-    from replicalab.history.rundir import make_run_dir
+    from replicalab.experiments.run import begin, run, unmeasured_line
     from replicalab.regions import region_set
     from replicalab.report.scorecard import render_scorecard
 
     try:
         stores, props = _check_inputs(kinds, only, regions)
         check_name(name)
-        run_dir = make_run_dir(out, "scorecard", "-".join(
-            "sim" if s.kind is None else s.label for s in stores))
+        sc = begin(out, stores, props, regions, QUICK if quick else FULL, seed, name)
     except ValueError as err:
         fail(str(err))
-    (run_dir / "runs").mkdir(exist_ok=True)
-    sc = Scorecard(run_dir, stores, props, regions, QUICK if quick else FULL, seed, name=name)
+    run_dir = sc.run_dir
     with progress_bar(f"scorecard of {plural(len(stores), 'store')}", not as_json) as tick:
         done = [0]
         total = sum(expected_steps(s, props, sc.plan, len(region_set(regions).regions))

@@ -19,12 +19,14 @@ from typing import Any
 
 from replicalab.cluster import base
 from replicalab.cluster.kinds import StoreKind
+from replicalab.cluster.process import signals_deferred
 from replicalab.cluster.state import ROOT, check_name
 from replicalab.experiments import cells, properties
 from replicalab.experiments.measure import Interrupted, Progress, Target
 from replicalab.experiments.plan import RENAME, Plan, Subject, resolve_store
 from replicalab.experiments.promises import sim_rules
 from replicalab.experiments.property import Context, NotMeasured, Property
+from replicalab.history.rundir import make_run_dir
 from replicalab.regions import region_set
 from replicalab.runtime import interrupts
 from replicalab.stores import open_store
@@ -84,6 +86,21 @@ class Scorecard:
         durability: the run failed: ..."); a property that does not apply to a store (a
         simulation keeps no disk) is not listed. Empty for a complete scorecard."""
         return unmeasured(self.to_json())
+
+
+def begin(out: Path, stores: tuple[Subject, ...], props: tuple[str, ...], regions: str,
+          plan: Plan, seed: int, name: str = "scorecard") -> Scorecard:
+    """Return a new scorecard of ``stores`` in a fresh run directory under ``out``, its
+    (empty) scorecard.json saved: a Ctrl-C that comes meanwhile acts once it is, so an
+    interrupted scorecard never leaves a run directory without one (ValueError naming
+    ``--out`` if it cannot be written)."""
+    with signals_deferred():
+        run_dir = make_run_dir(out, "scorecard", "-".join(
+            "sim" if s.kind is None else s.label for s in stores))
+        (run_dir / "runs").mkdir(exist_ok=True)
+        sc = Scorecard(run_dir, stores, props, regions, plan, seed, name=name)
+        sc.save()
+    return sc
 
 
 def load(run_dir: Path) -> dict[str, Any]:
@@ -237,5 +254,5 @@ def order(sc: dict[str, Any]) -> list[tuple[str, list[dict[str, Any] | None]]]:
     return [(k, [by.get((k, p)) for p in sc["properties"]]) for k in sc["kinds"]]
 
 
-__all__ = ["Scorecard", "load", "order", "run", "score_store", "unmeasured",
+__all__ = ["Scorecard", "begin", "load", "order", "run", "score_store", "unmeasured",
            "unmeasured_line"]
