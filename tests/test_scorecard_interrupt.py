@@ -117,3 +117,32 @@ def test_an_interrupt_at_any_point_ends_the_scorecard_within_a_second(
     saved = json.loads((run_dir / "scorecard.json").read_text())
     assert saved["interrupted"] is True
     assert saved["cells"] == []  # it stopped: neither this store's cell nor the next's
+
+
+def test_an_interrupt_a_part_caught_still_ends_the_scorecard(tmp_path: Path):
+    """A part that takes a Ctrl-C, saves what it had and carries on as after an error (the
+    issue's run: its list-append cell failed "the run failed" and the scorecard went on to
+    the next stores, exit 0): the scorecard stops, interrupted, before the next store."""
+    from replicalab.cluster.kinds import Promise
+    from replicalab.experiments import cells, properties
+    from replicalab.experiments.plan import QUICK, parse_kinds
+    from replicalab.experiments.property import Property
+    from replicalab.experiments.run import begin, run
+    from replicalab.runtime import interrupts
+
+    def caught(ctx: object) -> dict[str, object]:
+        interrupts.note()  # what the virtual loop's deferring handler does with a Ctrl-C
+        raise ValueError("the run stopped early (RuntimeError: coroutine ignored "
+                         "GeneratorExit)")
+
+    prop = Property("caught-interrupt", "a part that catches Ctrl-C", caught,
+                    lambda ctx, m, p: cells.not_measured(ctx.subject.label, "x", p, "-"),
+                    lambda *_: 1, promise=lambda kind: Promise("-", "-"))
+    properties.register(prop)
+    try:
+        sc = begin(tmp_path, parse_kinds(KINDS), ("caught-interrupt",), "dc3", QUICK, 1)
+        run(sc, lambda what: None)
+    finally:
+        del properties._REGISTRY["caught-interrupt"]
+    assert sc.interrupted
+    assert [c.store for c in sc.cells] == ["sim://primary?regions=dc3"]  # not sim://quorum
