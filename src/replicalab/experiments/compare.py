@@ -71,8 +71,10 @@ def check_faults(faults: tuple[Fault, ...], regions: tuple[str, ...], duration_s
 @contextlib.contextmanager
 def cluster(kind: StoreKind, regions: str, name: str) -> Iterator[tuple[Cluster, str | None]]:
     """Start a 3-node ``kind`` cluster on ``regions``; yield it and its leader's region
-    (None without a leader); stop it however the block ends."""
-    c = base.up(kind.name, 3, regions, name=name)
+    (None without a leader); stop it however the block ends. A saved cluster of that name
+    whose processes are gone (a comparison killed outright) is replaced; a running one is
+    refused, naming how to remove it."""
+    c = base.up(kind.name, 3, regions, name=name, replace_stale=True, rename="")
     try:
         lead = base.find_leader(c.name)
         yield c, lead.region if lead.is_leader else None
@@ -160,13 +162,14 @@ def _staleness_one(kind: StoreKind, regions: str, duration_s: float, ops: int, o
                 config=StalenessConfig(placement="separate-clients", writer_region=writer,
                                        reader_region=reader),
                 cluster=c.name if faults else None, faults=faults)
-            r = probe(spec, out, phase(f"{k}: staleness probe, {consistency} reads")).results
+            r = probe(spec, out, phase(f"{k}: staleness probe, {consistency} reads"),
+                      what=f"{k}: the staleness probe with {consistency} reads").results
             row.update(staleness_row(r, consistency))
             if consistency == "eventual":
                 curve = smooth(r["freshness"])
         lat = probe(ProbeSpec(store=c.url, workload="latency", config=LatencyConfig(ops=ops),
                               options=ProbeOptions(duration_s=60)), out,
-                    phase(f"{k}: latency probe")).results
+                    phase(f"{k}: latency probe"), what=f"{k}: the latency probe").results
         for v, x in figures.latency(lat).items():
             row[f"{v} p50_ms"], row[f"{v} p99_ms"] = x["p50_ms"], x["p99_ms"]
         return row, curve
