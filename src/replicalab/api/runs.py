@@ -17,6 +17,7 @@ from replicalab.api.request import COMMON_DEFAULTS, ProbeRequest
 from replicalab.api.results import Results
 from replicalab.api.summary import summary_rows, summary_title
 from replicalab.history.rundir import load_results
+from replicalab.stores.base import short_url
 from replicalab.workloads.runner import ProbeSpec, recheck, run_probe
 
 
@@ -113,7 +114,7 @@ def probe(store: str = "sim://simpledb", workload: str = "staleness",
     request = ProbeRequest(store, workload, seed, common, dict(options), prefix, keep,
                            list(faults), None, cluster)
     spec = request.spec()
-    with progress_bar(f"{workload} on {spec.to_json()['store']}", progress) as tick:
+    with progress_bar(f"{workload} on {short_url(spec.store)}", progress) as tick:
         # where a real store's keys go, before the first operation (as the command says)
         saved = run_probe(spec, Path(out), tick,
                           announce=lambda line: print(line, file=sys.stderr))

@@ -18,6 +18,7 @@ Every command prints through here:
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import sys
 import textwrap
@@ -194,9 +195,35 @@ def render_records(t: TableData, width: int | None = None) -> str:
     return "\n".join(lines)
 
 
+PIPED_PROSE = 80
+"""Piped: a value longer than this (cells) is prose, such as a counterexample explained; it
+is printed whole on a line of its own under the table, which would otherwise pad every row
+to its width (a register summary's rows were 400 columns wide)."""
+
+
+def prose_apart(t: TableData) -> tuple[TableData, list[str]]:
+    """Return ``t`` with its prose values (see :data:`PIPED_PROSE`; not label columns)
+    replaced by "(below)", and the lines that print them: ``label: value``."""
+    moved: list[str] = []
+    rows = []
+    for r in t.rows:
+        row = list(r)
+        for i, c in enumerate(r):
+            if i > 0 and i not in t.wrap and _cell_len(c) > PIPED_PROSE:
+                label = r[0] if len(r) == 2 else f"{r[0]}, {t.header[i]}"
+                moved.append(f"{label}: {c}")
+                row[i] = "(below)"
+        rows.append(row)
+    return dataclasses.replace(t, rows=rows), moved
+
+
 def render(t: TableData, width: int | None) -> str:
     """Return ``t`` as text for a terminal of ``width`` cells (None: not a terminal, so at
-    its natural width, however wide)."""
+    its natural width, its prose values under it)."""
+    if width is None:
+        t, below = prose_apart(t)
+        if below:
+            return "\n".join([render(t, None), *below])
     widths = fit_widths(t, width) if width is not None else None
     if width is not None and widths is None:
         return render_records(t, width)

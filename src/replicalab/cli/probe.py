@@ -22,7 +22,7 @@ from replicalab.cli.timeparse import noted
 from replicalab.cli.words import plural
 from replicalab.cluster.process import stop_all
 from replicalab.history.rundir import Run, load_results
-from replicalab.stores.base import redact_url
+from replicalab.stores.base import short_url
 from replicalab.stores.registry import schemes
 from replicalab.workloads import registry
 from replicalab.workloads.base import Flag
@@ -165,7 +165,7 @@ def probe(
         return
     try:
         spec = noted(args.spec)
-        with progress_bar(f"{workload} on {redact_url(store)}", not as_json) as tick:
+        with progress_bar(f"{workload} on {short_url(store)}", not as_json) as tick:
             run = run_probe(spec, out, tick, announce=lambda line: say(line, err=True),
                             check_interrupted=False)
             if run.interrupted or run.error:

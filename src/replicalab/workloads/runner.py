@@ -337,10 +337,9 @@ def _prefixed(spec: ProbeSpec, store: Store, run_dir: Path, keys: list[KeyCleanu
               else f"replicalab/{run_dir.name}/")
     prefixed = PrefixedStore(store, prefix)
     keys.append(KeyCleanup(prefix, kept=spec.keep_keys))
-    if announce is not None:
-        announce(f"keys: under {prefix} on {redact_url(spec.store)}; "
-                 + ("kept at the end (--keep)" if spec.keep_keys else
-                    "removed at the end (--keep keeps them)"))
+    if announce is not None:  # the store is named by the command's progress label
+        announce(f"keys: under {prefix}; " + ("kept at the end (--keep)" if spec.keep_keys
+                                              else "removed at the end (--keep keeps them)"))
     return prefixed
 
 
@@ -352,7 +351,7 @@ def _results(spec: ProbeSpec, h: History, features: frozenset[Feature],
     results = check(spec, h, features, None if step is None else
                     lambda done: step(0.15 + 0.8 * done))
     results["store"] = redact_url(spec.store)
-    results["ran_s"] = config.get("ran_s")
+    results["ran_s"], results["runtime"] = config.get("ran_s"), config.get("runtime")
     results["partial"] = cut_short is not None
     if cut_short is not None:
         results["notes"].append(f"PARTIAL: run cut short ({cut_short}); every figure "
@@ -428,7 +427,8 @@ def run_probe(spec: ProbeSpec, out: Path,
             start[0], started_unix_ns[0] = rt.now_ns(), time.time_ns()
             await _run(spec, target, h, rec, nemesis)
         finally:
-            ended[0] = rt.now_ns()  # before the keys' clean-up: not part of the run
+            if made:  # the run started; its end comes before the keys' clean-up
+                ended[0] = rt.now_ns()
             if prefixed is not None:
                 await _cleanup(prefixed, keys[0])
             await store.close()
@@ -446,7 +446,7 @@ def run_probe(spec: ProbeSpec, out: Path,
             raise
         error, trace = f"{type(err).__name__}: {err}", traceback.format_exc()
     run_dir = made[0]
-    ended[0] = ended[0] or rt.now_ns()
+    ended[0] = ended[0] or rt.now_ns()  # interrupted before the finally could say
     h.close_in_flight(rt.now_ns(), error or "interrupted")
     if not error and not interrupted:
         error = _unreachable(spec, h)
@@ -496,9 +496,8 @@ def run_probe(spec: ProbeSpec, out: Path,
 
 
 def ran_s(start_ns: int, end_ns: int) -> float:
-    """Return the seconds from ``start_ns`` to ``end_ns`` (runtime clock), to the ms (0 for
-    a run that never started)."""
-    return round(max(end_ns - start_ns, 0) / 1e9, 3) if start_ns else 0.0
+    """Return the seconds from ``start_ns`` to ``end_ns`` (runtime clock), to the ms."""
+    return round(max(end_ns - start_ns, 0) / 1e9, 3)
 
 
 def unchecked_results(spec: ProbeSpec, h: History, ran_ns: int, virtual: bool = True
@@ -522,7 +521,8 @@ def recheck(run_dir: Path) -> dict[str, Any]:
         raise ValueError(f"{run_dir / 'config.json'} is malformed ({err}); "
                          "re-run the probe to get a complete run directory") from None
     results = check(spec, h, features)
-    results["ran_s"] = config.get("ran_s")  # None: saved before runs recorded it
+    # None: saved before runs recorded it
+    results["ran_s"], results["runtime"] = config.get("ran_s"), config.get("runtime")
     results["partial"] = bool(config.get("error") or config.get("interrupted"))
     if results["partial"]:
         results["notes"].append(f"PARTIAL: run cut short ({config.get('error') or 'interrupted'}"
