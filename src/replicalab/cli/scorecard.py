@@ -51,18 +51,20 @@ def _check_inputs(kinds: str, only: str | None, regions: str
 
 
 def _table(sc: dict[str, Any]) -> TableData:
-    """Return the compact terminal table: one line per cell (store, property, colour,
-    value); only the value wraps on a narrow terminal, nothing is cut."""
+    """Return the compact terminal table: one line per cell (store, property, grade,
+    headline: the figure that decides the grade); only the headline wraps on a narrow
+    terminal, nothing is cut."""
     from replicalab.experiments.run import order
     from replicalab.report.scorecard import placement
 
     t = TableData(f"scorecard of {placement(sc)}"
                   + (" (interrupted: cells not measured are marked)" if sc["interrupted"]
                      else "") + "; evidence: open the report and click a cell",
-                  ["store", "property", "colour", "value"], wrap=(3,))
+                  ["store", "property", "grade", "headline"], wrap=(3,))
     for store, cells in order(sc):
         for prop, c in zip(sc["properties"], cells, strict=True):
-            t.add(store, prop, c["grade"] if c else "-", c["value"] if c else "not measured")
+            t.add(store, prop, c["grade"] if c else "-",
+                  (c.get("headline") or c["value"]) if c else "not measured")
     return t
 
 

@@ -84,8 +84,9 @@ function openCell(store, prop) {
     box.appendChild(el('p', {class: 'muted'}, 'not measured: the run stopped before this cell'));
   } else {
     box.appendChild(el('h2', {}, c.store + ' · ' + c.prop));
-    box.appendChild(el('p', {class: 'grade ' + c.grade}, c.grade + ': ' + GRADE_WORDS[c.grade]));
-    box.appendChild(el('p', {}, c.value));
+    box.appendChild(el('p', {class: 'grade ' + c.grade},
+                       'grade ' + c.grade + ': ' + GRADE_WORDS[c.grade]));
+    box.appendChild(el('p', {class: 'value'}, c.value));
     const pr = el('p');
     pr.appendChild(el('b', {}, 'Promise: ')); pr.appendChild(document.createTextNode(c.promise));
     pr.appendChild(el('span', {class: 'muted'}, ' — source: ' + c.source));
@@ -150,8 +151,10 @@ document.body.dataset.rendered = '1';
 
 
 def _cell_button(store: str, prop: str, c: dict[str, Any] | None) -> str:
+    # the cell shows its headline (the figure that decides its grade); the sentences and
+    # the evidence open on a click (a scorecard saved before headlines shows its value)
     grade = c["grade"] if c else "pending"
-    text = c["value"] if c else "not measured (run stopped)"
+    text = (c.get("headline") or c["value"]) if c else "not measured (run stopped)"
     title = f"{store} {prop}: {grade}" + (f" — {c['caveat']}" if c and c["caveat"] else "")
     return (f'<button class="cell {grade}" data-store="{escape(store)}" '
             f'data-prop="{escape(prop)}" title="{escape(title)}">{escape(text)}</button>')
@@ -206,9 +209,10 @@ def render_scorecard(sc: dict[str, Any], run_dir: Path) -> Path:
 <body>
 <h1>replicalab scorecard <span class="sub">· {escape(placement(sc))} ·
 {'quick' if plan['quick'] else 'full'} · {sc['wall_s']:.0f} s</span></h1>
-<p class="legend"><span class="green">green: meets the goal or promise</span><span
+<p class="legend">Grade: <span class="green">green: meets the goal or promise</span><span
 class="yellow">yellow: with a caveat</span><span class="red">red: misses it</span><span
-class="grey">grey: not measured (reason given)</span> Click a cell for its evidence.</p>
+class="grey">grey: not measured (reason given)</span> Each cell names the figure that
+decides its grade; click it for the evidence.</p>
 {''.join(f'<p class="notes">{escape(n)}</p>' for n in notes)}
 <table class="chart"><thead><tr><th>store</th>{head}</tr></thead>
 <tbody>{''.join(rows)}</tbody></table>
