@@ -69,7 +69,7 @@ def not_measured(store: str, prop: str, p: Promise, reason: str, failed: bool = 
 
 def _first_clause(reason: str) -> str:
     # "the simulated store keeps no disk: neither ..." -> "the simulated store keeps no disk"
-    return re.split(r"[:;(]| - ", reason, maxsplit=1)[0].strip()
+    return re.split(r":\s|;|\(| - ", reason, maxsplit=1)[0].strip()
 
 
 def pct(x: float | None) -> str:
@@ -170,7 +170,7 @@ def _latency_headline(m: dict[str, Any], misses: list[tuple[str, str]], grade: s
     where = "locally" if region == "local" else f"from {region}"
     if misses:
         return f"{v}s {where}: p99 {p99}, goal {_goal(v):g} ms"
-    return f"every p99 under goal; nearest: {v}s {where}, {p99}"
+    return f"all p99 under goal; closest: {v}s {where}, {p99} of {_goal(v):g} ms"
 
 
 # --- durability ---------------------------------------------------------------------------
