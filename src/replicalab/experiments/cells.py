@@ -170,7 +170,7 @@ def _latency_headline(m: dict[str, Any], misses: list[tuple[str, str]], grade: s
     where = "locally" if region == "local" else f"from {region}"
     if misses:
         return f"{v}s {where}: p99 {p99}, goal {_goal(v):g} ms"
-    return f"all p99 under goal; closest: {v}s {where}, {p99} of {_goal(v):g} ms"
+    return f"all under goal; closest: {v}s {where}, p99 {p99}"
 
 
 # --- durability ---------------------------------------------------------------------------
