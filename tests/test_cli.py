@@ -91,6 +91,10 @@ def test_report_rerenders_from_saved_history(tmp_path: Path):
     (["--placement", "same-item", "--workload", "inter-element", "--write-mode", "three"],
      ["--write-mode 'three'"]),
     (["--bogus"], ["No such option"]),
+    # issue 40: Click suggested --duration, --spacing; the level goes in the URL
+    (["--isolation", "serializable"], ["--isolation is not an option",
+                                       "a parameter of the store URL",
+                                       "?isolation=serializable'"]),
 ])
 def test_bad_input_one_line_exit_2(tmp_path: Path, args, needles):
     _one_line_error(run("probe", "--duration", "1m", "--out", str(tmp_path), *args,

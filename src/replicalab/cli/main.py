@@ -248,7 +248,11 @@ def _run() -> None:
                              + "\n")
             sys.exit(0)
         if hasattr(e, "format_message"):
-            fail(" ".join(e.format_message().split()))
+            from replicalab.stores.url import url_parameter_hint
+
+            # `probe --isolation serializable`: Click suggests --duration, --spacing
+            fail(url_parameter_hint(getattr(e, "option_name", "") or "")
+                 or " ".join(e.format_message().split()))
         if type(e).__name__ == "PluginError":  # an installed package fails to load: bad input
             fail(str(e))
         if type(e).__name__ == "Abort":
