@@ -25,7 +25,7 @@ from replicalab.cli.progress import fmt_s
 from replicalab.cli.timeparse import parse_duration_s
 from replicalab.watch.config import load_backends
 from replicalab.watch.db import SampleDB
-from replicalab.watch.stats import Sample
+from replicalab.watch.stats import Sample, round_line
 from replicalab.watch.vehicle import Vehicle, direction, gauge
 from replicalab.watch.watcher import BackendState, SuiteOptions, Watcher
 
@@ -75,10 +75,15 @@ class LoadingLines:
         self.said: dict[str, float] = {}
 
     def update(self, states: list[BackendState]) -> None:
-        """Print a line for each backend that is loading and due one."""
+        """Print a line for each backend that is loading and due one, and one when a
+        backend said to be loading stops: loaded, or why it could not load."""
         now = time.monotonic()
         for st in states:
             if st.status != "loading":
+                if self.said.pop(st.name, None) is not None:
+                    say(f"watch: {st.name}: " + (
+                        f"loaded in {fmt_s(now - self.t0)}; rounds begin" if st.status == "ok"
+                        else f"loading stopped: {st.last_error or st.status}"), err=True)
                 continue
             last = self.said.get(st.name)
             if last is None or now - last >= self.every_s:
@@ -109,6 +114,8 @@ async def _watch(watcher: Watcher, live: Live | None, vehicle: Vehicle, db: Path
                 live.update(live_view(watcher.states, vehicle, db))
             if lines is not None:
                 lines.update(watcher.states)
+        if lines is not None:
+            lines.update(watcher.states)  # a backend whose loading ended with the run
         task.result()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -182,9 +189,7 @@ def watch(
                                              "steering": vehicle.steer()}) + "\n")
                 sys.stdout.flush()
             elif not out_console.is_terminal:
-                lat = ", ".join(f"{s.op} {_ms(s.latency_ms)} ms" if s.ok else
-                                f"{s.op} error" for s in samples)
-                say(f"{state.name} round {samples[0].round}: {lat}")
+                say(round_line(samples))
 
         watcher = Watcher(specs, store, opts, on_round)
     except (ValueError, UserError) as err:
@@ -206,7 +211,7 @@ def watch(
             server.server_close()
     if not as_json:
         say(f"{total:,} samples in {db}" + (f" (stopped by {stopped_by})" if stopped_by else ""))
-    if stopped_by == "SIGINT":
+    if stopped_by:  # SIGTERM acts as Ctrl-C, as for every command
         raise typer.Exit(130)
 
 
