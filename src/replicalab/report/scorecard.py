@@ -14,14 +14,17 @@ from replicalab.experiments.run import order
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}
+@media (max-width:900px){body{margin:12px}table.chart{border-spacing:3px}
+ button.cell{padding:5px 6px}}
 h1{font-size:20px;margin:0 0 4px} .sub{color:#666;font-weight:normal}
 table.chart{border-collapse:separate;border-spacing:4px;margin:16px 0;width:100%}
-.chart th{font-weight:600;text-align:left;padding:6px;color:#333;font-size:13px}
-.chart td.store{font-weight:600;padding:6px;min-width:9em;max-width:14em;overflow-wrap:break-word}
+.chart th{font-weight:600;text-align:left;padding:6px 4px;color:#333;font-size:12px}
+.chart td.store{font-weight:600;padding:6px 4px;min-width:6em;max-width:14em;
+ overflow-wrap:break-word}
 .chart td{vertical-align:top}
 button.cell{display:block;width:100%;min-height:64px;text-align:left;border:1px solid
  rgba(0,0,0,.15);border-radius:6px;padding:6px 8px;font:12px/1.35 system-ui,sans-serif;
- cursor:pointer;color:#111}
+ cursor:pointer;color:#111;overflow-wrap:break-word}
 button.cell:hover,button.cell:focus{outline:2px solid #333}
 .green{background:#b7e4b0}.yellow{background:#f7e08a}.red{background:#f4a3a3}
 .grey{background:#e4e4e4;color:#555}.pending{background:#fff;border-style:dashed}
