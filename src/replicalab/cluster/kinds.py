@@ -173,6 +173,7 @@ CASSANDRA_DOC = "https://cassandra.apache.org/doc/5.0/cassandra/developing/cql/d
 CASSANDRA_LWT_DOC = ("https://cassandra.apache.org/doc/5.0/cassandra/architecture/"
                      "guarantees.html#lightweight-transactions-with-linearizable-consistency")
 SIM_DOC = "docs/transactions.md#simulated-stores"
+S3_DOC = "https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html"
 
 _REDIS_PERSIST = ("https://redis.io/docs/latest/operate/oss_and_stack/management/"
                   "persistence/")
@@ -365,6 +366,42 @@ CASSANDRA = StoreKind(
                Isolation("none", CASSANDRA_DOC)),
 )
 
+_MINIO_CONSISTENCY = ("https://github.com/minio/minio/blob/master/docs/distributed/README.md "
+                      "(Consistency Guarantees)")
+_MINIO_SITES = "https://github.com/minio/minio/blob/master/docs/site-replication/README.md"
+_MINIO_REPLICATION = ("https://github.com/minio/minio/blob/master/docs/bucket/replication/"
+                      "README.md (\"replication is completed asynchronously\")")
+
+MINIO = StoreKind(
+    name="minio", schemes=("s3",), driver="replicalab.cluster.minio:MinioDriver",
+    adapter="replicalab.stores.s3:open_s3",
+    # sites are peers (every one takes writes); the s3:// adapter sends writes and consistent
+    # reads to the first, the home site, and a "leader" fault takes it
+    leader_word="home site", local_reads=True, strong_reads=True,
+    durability=(
+        DurabilityVariant("defaults (one drive per site)", (), "", True, True,
+                          "its consistency guarantee rests on the drive honouring O_DIRECT "
+                          "and fdatasync (the documentation warns that ext4 does not): an "
+                          "acknowledged PUT is on the drive", _MINIO_CONSISTENCY),
+    ),
+    promises={
+        "consistency": Promise("strict read-after-write and list-after-write consistency "
+                               "inside a site; between sites, replication is asynchronous "
+                               "(a read at another site may be stale)",
+                               f"{_MINIO_CONSISTENCY} and {_MINIO_REPLICATION}"),
+        "availability": Promise("each site serves reads and writes on its own; a site cut "
+                                "off keeps serving and catches up when the link heals",
+                                _MINIO_SITES),
+    },
+    transactions=(
+        TxnVariant("conditional PUT per object (If-Match)", "", "none",
+                   "no multi-object transactions: a conditional PUT makes one object's "
+                   "read-modify-write atomic; several objects are written one by one",
+                   S3_DOC),
+    ),
+    isolation=(Isolation("none", S3_DOC),),  # a conditional PUT per object, not together
+)
+
 SIMULATED = (Isolation("none", SIM_DOC),)
 """The simulated stores' transactions (no kind: replicalab starts no cluster for them): the
 micro-operations one by one, isolating nothing."""
@@ -409,7 +446,7 @@ def register(kind: StoreKind) -> StoreKind:
     return kind
 
 
-for _k in (REDIS, POSTGRES, ETCD, ZOOKEEPER, CASSANDRA):  # the shipped kinds: a line each
+for _k in (REDIS, POSTGRES, ETCD, ZOOKEEPER, CASSANDRA, MINIO):  # the shipped kinds: a line each
     register(_k)
 BUILTIN = tuple(_KINDS)
 """The shipped kinds' names (pyproject.toml declares each in ``replicalab.store_kinds``)."""

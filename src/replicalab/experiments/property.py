@@ -44,6 +44,7 @@ class Context:
     features: frozenset[str] = frozenset()
     rs_name: str | None = None
     shared: dict[str, Any] = field(default_factory=dict)
+    hosts: str | None = None  # the inventory the clusters run on (None: this machine)
     name: str = "scorecard"
 
     def progress(self, what: str) -> Progress:

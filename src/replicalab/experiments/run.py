@@ -30,6 +30,7 @@ from replicalab.history.rundir import make_run_dir
 from replicalab.regions import region_set
 from replicalab.runtime import interrupts
 from replicalab.stores import open_store
+from replicalab.stores.base import redact_url
 
 SCHEMA_VERSION = 1
 
@@ -46,6 +47,7 @@ class Scorecard:
     regions: str
     plan: Plan
     seed: int
+    hosts: str | None = None  # inventory the clusters run on (None: loopback)
     cells: list[cells.Cell] = field(default_factory=list)
     interrupted: bool = False
     errors: dict[str, str] = field(default_factory=dict)
@@ -67,6 +69,7 @@ class Scorecard:
                 "properties": list(self.properties), "regions": self.regions,
                 "plan": self.plan.to_json(), "seed": self.seed,
                 "interrupted": self.interrupted, "errors": self.errors,
+                "hosts": self.hosts,
                 "wall_s": round(self.wall_s, 1), "stores": self.stores, "name": self.name,
                 "cells": [c.to_json() for c in self.cells]}
 
@@ -89,16 +92,17 @@ class Scorecard:
 
 
 def begin(out: Path, stores: tuple[Subject, ...], props: tuple[str, ...], regions: str,
-          plan: Plan, seed: int, name: str = "scorecard") -> Scorecard:
+          plan: Plan, seed: int, name: str = "scorecard", hosts: str | None = None
+          ) -> Scorecard:
     """Return a new scorecard of ``stores`` in a fresh run directory under ``out``, its
     (empty) scorecard.json saved: a Ctrl-C that comes meanwhile acts once it is, so an
     interrupted scorecard never leaves a run directory without one (ValueError naming
-    ``--out`` if it cannot be written)."""
+    ``--out`` if it cannot be written). ``hosts``: the inventory its clusters run on."""
     with signals_deferred():
         run_dir = make_run_dir(out, "scorecard", "-".join(
             "sim" if s.kind is None else s.label for s in stores))
         (run_dir / "runs").mkdir(exist_ok=True)
-        sc = Scorecard(run_dir, stores, props, regions, plan, seed, name=name)
+        sc = Scorecard(run_dir, stores, props, regions, plan, seed, hosts, name=name)
         sc.save()
     return sc
 
@@ -131,7 +135,8 @@ def unmeasured_line(sc: dict[str, Any]) -> str:
     props = ",".join(p for p in sc["properties"] if any(c["prop"] == p for c in failed))
     n = len(failed)
     again = f"replicalab scorecard --kinds '{stores}' --only {props}" + (
-        f" --name {sc['name']}" if sc.get("name", "scorecard") != "scorecard" else "")
+        f" --name {sc['name']}" if sc.get("name", "scorecard") != "scorecard" else "") + (
+        f" --hosts {sc['hosts']}" if sc.get("hosts") else "")
     return (f"{n} cell{'s' if n > 1 else ''} could not be measured; {failed[0]['store']} "
             f"{failed[0]['prop']}: {failed[0]['reason']}; once fixed, `{again}` measures "
             f"{'them' if n > 1 else 'it'} again")
@@ -157,8 +162,9 @@ def _sim_target(url: str) -> tuple[Target, frozenset[str], str | None]:
             frozenset(f.value for f in info.features), rs)
 
 
-def _cluster_target(kind: StoreKind, regions: str, root: Path, name: str) -> Target:
-    c = base.up(kind.name, 3, regions, name=f"{name}-{kind.name}", root=root,
+def _cluster_target(kind: StoreKind, regions: str, root: Path, name: str,
+                    hosts: str | None = None) -> Target:
+    c = base.up(kind.name, 3, regions, name=f"{name}-{kind.name}", root=root, hosts=hosts,
                 replace_stale=True, rename=RENAME)
     lead = base.find_leader(c.name, root)
     return Target(kind.name, c.url, c.name, region_set(regions).regions, lead.index,
@@ -188,7 +194,7 @@ def score_store(sc: Scorecard, subject: Subject, tick: Callable[[str], Progress]
     Cassandra, runs one cluster at a time)."""
     asked = [properties.get(p) for p in sc.properties]
     ctx = Context(subject, sc.plan, sc.seed, sc.regions, sc.run_dir / "runs", sc.run_dir,
-                  root, tick, name=sc.name)
+                  root, tick, hosts=sc.hosts, name=sc.name)
     since = interrupts.count()
     for prop in asked:
         if not prop.needs_cluster:
@@ -202,12 +208,13 @@ def score_store(sc: Scorecard, subject: Subject, tick: Callable[[str], Progress]
         if subject.kind is None:
             ctx.target, ctx.features, ctx.rs_name = _sim_target(subject.label)
         else:
-            ctx.target = _cluster_target(subject.kind, sc.regions, root, sc.name)
+            ctx.target = _cluster_target(subject.kind, sc.regions, root, sc.name, sc.hosts)
             ctx.features = frozenset(f.value for f in open_store(ctx.target.url, 1).info.features)
             ctx.rs_name = sc.regions
         t = ctx.target
-        sc.stores[subject.label] = {"url": t.url.split("?")[0], "regions": list(t.regions),
-                                    "leader": t.leader, "leader_region": t.leader_region,
+        sc.stores[subject.label] = {"url": redact_url(t.url.split("?")[0]),  # s3:// has a secret
+                                    "regions": list(t.regions), "leader": t.leader,
+                                    "leader_region": t.leader_region,
                                     "features": sorted(ctx.features)}
         if subject.kind is not None:
             sc.stores[subject.label]["capabilities"] = subject.kind.capabilities(ctx.features)

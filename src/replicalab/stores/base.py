@@ -62,6 +62,11 @@ class Unavailable(StoreError):
     """No answer in time or the node is down: the outcome is unknown."""
 
 
+class Overloaded(StoreError):
+    """The store refused the call at once because it is over its capacity (an HTTP 503
+    ServiceUnavailable, SimpleDB's answer when jammed): it certainly did not happen."""
+
+
 class TxnAborted(StoreError):
     """The transaction certainly did not commit (serialization failure, failed guard,
     WATCH conflict): recorded as ``fail``. Any other error during ``transact`` is ``info``."""

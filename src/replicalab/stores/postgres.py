@@ -14,7 +14,9 @@ TLS: libpq's own parameters ``sslmode`` (``disable`` ... ``verify-full``), ``ssl
 Data model: one table ``replicalab_kv(domain, item, attr, value)`` keyed by the element's
 three parts, created on the primary at the first connect. A consistent read asks the
 primary; an eventual read asks one hot standby: ``nearest`` = a standby in the client's
-region (else the first), ``random`` = chosen at random per client. A multi-element read is
+region, else the primary when it is in the client's region (a local copy, not a WAN round
+trip to a remote standby), else the nearest standby; ``random`` = chosen at random per
+client. A multi-element read is
 one SELECT (one snapshot of one server); a write is one upsert statement (atomic for any
 number of elements); a conditional write is one transaction at the primary that locks and
 checks every expectation (``UPDATE ... WHERE value = expected``; ``INSERT ... ON CONFLICT
@@ -146,7 +148,8 @@ class PostgresStore:
                     "timeout_ms": round(self.timeout_s * 1000), "table": TABLE,
                     "nodes": {n.name: f"{n.host}:{n.port} ({n.region})" for n in self.nodes}},
             eventual_read_served_by=f"one hot standby per client ({self.read_policy}: "
-                                    + ("the standby in the client's region, else the first"
+                                    + ("the standby in the client's region, else the "
+                                       "primary when it is there, else the nearest standby"
                                        if self.read_policy == "nearest" else "at random")
                                     + "); the primary when there is no standby")
         self._conns: list[_Conn] = []
@@ -159,8 +162,15 @@ class PostgresStore:
         return c
 
     def _standby_for(self, region: str | None) -> Endpoint:
-        standbys = self.nodes[1:]
-        return self.url.pick(standbys, region, self.rng) if standbys else self.nodes[0]
+        """Return the node that serves a client's eventual reads (``region``: where the
+        client stands, None: unplaced): see the module doc."""
+        primary, standbys = self.nodes[0], self.nodes[1:]
+        if not standbys:
+            return primary
+        if (self.read_policy == "nearest" and region == primary.region
+                and all(s.region != region for s in standbys)):
+            return primary  # the local copy: no WAN round trip to a remote standby
+        return self.url.pick(standbys, region or primary.region, self.rng)
 
     async def _ensure_table(self, primary: _Conn, standby: _Conn) -> None:
         """Create the table on the primary if missing; wait (bounded) for the standby."""
@@ -195,7 +205,7 @@ class PostgresStore:
         """Return a client; ``region`` picks the nearest standby for eventual reads."""
         region = self.url.placed(region)
         primary_node = self.nodes[0]
-        standby_node = self._standby_for(region or primary_node.region)
+        standby_node = self._standby_for(region)
         primary = self._conn(self.url.via(primary_node, region))  # client links: the WAN
         standby = (primary if standby_node is primary_node
                    else self._conn(self.url.via(standby_node, region)))

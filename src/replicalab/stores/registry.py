@@ -37,6 +37,7 @@ _ADAPTERS = {
     "etcd": "replicalab.stores.etcd:open_etcd",
     "zk": "replicalab.stores.zookeeper:open_zk",
     "cassandra": "replicalab.stores.cassandra:open_cassandra",
+    "s3": "replicalab.stores.s3:open_s3",
 }
 """The shipped adapters, one line each, as pyproject.toml declares them."""
 

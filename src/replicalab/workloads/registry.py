@@ -24,6 +24,7 @@ _MODULES = {
     "increments": "replicalab.workloads.increments",
     "list-append": "replicalab.workloads.list_append",
     "rw-register": "replicalab.workloads.rw_register",
+    "list-after-write": "replicalab.workloads.list_after_write",
 }
 """The shipped workloads' modules (pyproject.toml declares each as ``MODULE:WORKLOAD``)."""
 

@@ -14,6 +14,7 @@ prefix there.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import traceback
 from collections.abc import Callable
@@ -41,9 +42,11 @@ from replicalab.history import History, load_history, save_history
 from replicalab.history.io import Spool
 from replicalab.history.rundir import Run, make_run_dir, named_run_dir, save_results
 from replicalab.runtime import interrupts
+from replicalab.runtime.noise import NoiseFloor
 from replicalab.stores import Feature, Store, StoreError, open_store
 from replicalab.stores.base import redact_url
 from replicalab.stores.prefix import PrefixedStore, check_prefix
+from replicalab.workloads import noise as noise_floor
 from replicalab.workloads import registry
 from replicalab.workloads.base import ProbeOptions, Workload, config_from_json
 from replicalab.workloads.recorder import Recorder
@@ -219,7 +222,12 @@ async def _run(spec: ProbeSpec, store: Store, h: History, rec: Recorder,
     rt = store.runtime
     t0 = rt.now_ns()
     wl = spec.definition
-    jobs = [wl.generate(store, h, spec.options, spec.config, rec)]
+    cfg = spec.config
+    if isinstance(getattr(cfg, "extra", None), dict):
+        # clients in processes of their own open the store again from its URL (extra is
+        # never saved: the URL may hold a password)
+        cfg = dataclasses.replace(cfg, extra={**cfg.extra, "store_url": spec.store})
+    jobs = [wl.generate(store, h, spec.options, cfg, rec)]
     if nemesis is not None:
         jobs.append(nemesis.run(list(spec.faults), h, rt, t0,
                                 t0 + int(spec.options.duration_s * 1e9)))
@@ -281,6 +289,10 @@ async def preflight(spec: ProbeSpec, store: Store) -> None:
     """Raise ValueError naming the fix if ``spec`` cannot run on ``store``: a region the store
     does not have, or a store that does not answer (a cluster that is down). Called before
     the run directory is made, so bad input leaves nothing behind."""
+    if getattr(spec.config, "placement", None) == "separate-processes" and (
+            store.runtime.virtual or store.info.kind.startswith("sim/")):
+        raise ValueError("--placement separate-processes needs a real store (a simulated one "
+                         "lives in one process); use separate-clients on sim://")
     for name in ("writer_region", "reader_region"):
         region = getattr(spec.config, name, None)
         if region is not None and region not in store.info.regions:
@@ -352,6 +364,7 @@ def _results(spec: ProbeSpec, h: History, features: frozenset[Feature],
                     lambda done: step(0.15 + 0.8 * done))
     results["store"] = redact_url(spec.store)
     results["ran_s"], results["runtime"] = config.get("ran_s"), config.get("runtime")
+    _note_noise(results, config.get("noise"))
     results["partial"] = cut_short is not None
     if cut_short is not None:
         results["notes"].append(f"PARTIAL: run cut short ({cut_short}); every figure "
@@ -362,6 +375,14 @@ def _results(spec: ProbeSpec, h: History, features: frozenset[Feature],
 def _write_results(results: dict[str, Any], h: History, run_dir: Path) -> None:
     save_results(results, run_dir)
     write_histograms(h, run_dir)
+
+
+def _note_noise(results: dict[str, Any], noise: dict[str, Any] | None) -> None:
+    """Put a real-time run's noise floor (``runtime/noise.py``) into its results and notes."""
+    results["noise"] = noise
+    if noise is not None:
+        results.setdefault("notes", []).append(
+            "noise floor: " + NoiseFloor.from_json(noise).line())
 
 
 def run_probe(spec: ProbeSpec, out: Path,
@@ -414,6 +435,20 @@ def run_probe(spec: ProbeSpec, out: Path,
     wall0 = time.perf_counter()
 
     keys: list[KeyCleanup] = []
+    floors: list[NoiseFloor] = []
+
+    async def measured(target: Store) -> None:
+        """Run the workload; in real time beside the noise floor's instruments."""
+        if rt.virtual:
+            await _run(spec, target, h, rec, nemesis)
+            return
+        with noise_floor.monitor(noise_floor.cluster_for(spec.store, spec.cluster,
+                                                         spec.cluster_root)) as mon:
+            mon.start()
+            try:
+                await _run(spec, target, h, rec, nemesis)
+            finally:
+                floors.append(await mon.stop())
 
     async def main() -> None:
         prefixed: PrefixedStore | None = None
@@ -425,7 +460,7 @@ def run_probe(spec: ProbeSpec, out: Path,
             if uses_prefix(store):
                 target = prefixed = _prefixed(spec, store, made[0], keys, announce)
             start[0], started_unix_ns[0] = rt.now_ns(), time.time_ns()
-            await _run(spec, target, h, rec, nemesis)
+            await measured(target)
         finally:
             if made:  # the run started; its end comes before the keys' clean-up
                 ended[0] = rt.now_ns()
@@ -457,7 +492,8 @@ def run_probe(spec: ProbeSpec, out: Path,
               # anchors the history's clock (invoke_ns, complete_ns) to the wall clock
               "started_runtime_ns": start[0], "started_unix_ns": started_unix_ns[0],
               "ran_s": ran_s(start[0], ended[0]),
-              "keys": keys[0].to_json() if keys else None}
+              "keys": keys[0].to_json() if keys else None,
+              "noise": floors[0].to_json() if floors else None}
     if interrupted and not check_interrupted:
         with interrupts_deferred():  # a second Ctrl-C waits for the save to finish
             save_history(h, run_dir, config, quick=True, spool=spool)
@@ -523,6 +559,7 @@ def recheck(run_dir: Path) -> dict[str, Any]:
     results = check(spec, h, features)
     # None: saved before runs recorded it
     results["ran_s"], results["runtime"] = config.get("ran_s"), config.get("runtime")
+    _note_noise(results, config.get("noise"))
     results["partial"] = bool(config.get("error") or config.get("interrupted"))
     if results["partial"]:
         results["notes"].append(f"PARTIAL: run cut short ({config.get('error') or 'interrupted'}"

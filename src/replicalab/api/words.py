@@ -1,4 +1,5 @@
-"""Words for numbers in what the CLI prints: ``1 store``, ``3 stores``, ``1 op``."""
+"""Words for numbers in what replicalab says: ``1 store``, ``3 stores``, ``1 op``; a
+duration as ``3m05s``."""
 
 from __future__ import annotations
 
@@ -23,3 +24,13 @@ def plural(n: int, noun: str, many: str | None = None) -> str:
             last += "s"
         many = f"{head} {last}" if head else last
     return f"{n:,} {many}"
+
+
+def fmt_s(seconds: float) -> str:
+    """Return a duration as ``45s``, ``3m05s`` or ``1h02m``."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"

@@ -1,6 +1,8 @@
-"""Re-checking the runs whose history is not a probe's: queue runs (the deliveries checker
-over ``queue.parquet``) and placement-live runs (lost writes over ``history.parquet``).
-``replicalab report`` uses these, then re-renders the run's report."""
+"""A saved run re-checked from what it recorded and its report drawn again: :func:`report`,
+what ``replicalab report`` runs. A probe run is re-checked from its history by the
+probe's own checks; a queue run by the deliveries checker over ``queue.parquet``; a
+placement-live run for lost writes over ``history.parquet``; a load run's report is drawn
+again from results.json (its figures come from the workers' histograms)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from replicalab.cli.rundir import compare_results
+from replicalab.api import runkind
+from replicalab.api.outcome import Outcome
+from replicalab.api.runkind import compare_results
 from replicalab.history.rundir import load_results, save_results
 
 
@@ -64,3 +68,33 @@ def report_placement_live(run_dir: Path) -> tuple[Path, str]:
     line = compare_results(saved, fresh)
     save_results(fresh, run_dir)
     return render_placement_live_report(fresh, run_dir), line
+
+
+def report(run_dir: str | Path) -> Outcome:
+    """Re-check the run saved in ``run_dir`` (a probe, load, queue or placement-live run)
+    and write its report again; return the :class:`Outcome` (``report``: the page;
+    ``remarks``: whether the re-check agrees with the saved results; ``results``: the
+    re-checked results). ValueError naming what ``run_dir`` is when it is not such a
+    run."""
+    from replicalab.report import render_report
+    from replicalab.workloads.runner import recheck
+
+    path = Path(run_dir)
+    what = runkind.kind(path, "report")
+    if what in (runkind.QUEUE, runkind.PLACEMENT_LIVE):
+        page, line = (report_queue if what == runkind.QUEUE else report_placement_live)(path)
+        return Outcome(load_results(path), path, page, remarks=[line])
+    if what == runkind.LOAD:
+        from replicalab.report.load import render_load_report
+
+        results = load_results(path)
+        return Outcome(results, path, render_load_report(results, path), remarks=[
+            "re-check: none for load runs (their figures come from the workers' "
+            "histograms); the report was re-rendered from results.json"])
+    saved = _saved(path)
+    try:
+        results = recheck(path)
+    except OSError as err:
+        raise ValueError(f"{path}: {err}") from None
+    return Outcome(results, path, render_report(results, path),
+                   remarks=[compare_results(saved, results)])
