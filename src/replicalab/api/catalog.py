@@ -24,6 +24,14 @@ def redact_url(url: str) -> str:
     return redact(url)
 
 
+def url_parameter_hint(option: str) -> str:
+    """Return, for an option a command does not have that is a store URL parameter
+    (``--isolation``), the one line saying where it goes instead; "" for any other."""
+    from replicalab.stores.url import url_parameter_hint as hint
+
+    return hint(option)
+
+
 def store_kinds() -> list[str]:
     """Return the store kinds replicalab starts as clusters (``cluster up KIND``)."""
     from replicalab.cluster.kinds import names

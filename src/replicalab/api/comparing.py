@@ -13,7 +13,7 @@ from typing import Any
 
 from replicalab.api.durations import seconds
 from replicalab.api.errors import ParameterError
-from replicalab.api.outcome import DONE, INTERRUPTED, Outcome, Table
+from replicalab.api.outcome import DONE, FAILED, INTERRUPTED, Outcome, Table
 from replicalab.api.progress import Phases, Progress, cut_short, ticking
 
 WORKLOADS = ("staleness", "latency", "register")
@@ -142,46 +142,51 @@ def _scorecard_inputs(kinds: Sequence[str], only: Sequence[str] | None, regions:
 
 
 def scorecard_table(doc: dict[str, Any]) -> Table:
-    """Return the compact table of a scorecard: one line per cell (store, property, colour,
-    value); only the value wraps on a narrow terminal, nothing is cut."""
+    """Return the compact table of a scorecard: one line per cell (store, property, grade,
+    headline: the figure that decides the grade); only the headline wraps on a narrow
+    terminal, nothing is cut."""
     from replicalab.experiments.run import order
     from replicalab.report.scorecard import placement
 
     t = Table(f"scorecard of {placement(doc)}"
               + (" (interrupted: cells not measured are marked)" if doc["interrupted"]
                  else "") + "; evidence: open the report and click a cell",
-              ["store", "property", "colour", "value"], wrap=(3,))
+              ["store", "property", "grade", "headline"], wrap=(3,))
     for store, cells in order(doc):
         for prop, c in zip(doc["properties"], cells, strict=True):
-            t.add(store, prop, c["grade"] if c else "-", c["value"] if c else "not measured")
+            t.add(store, prop, c["grade"] if c else "-",
+                  (c.get("headline") or c["value"]) if c else "not measured")
     return t
 
 
 def scorecard_run(kinds: Sequence[str] = ("redis", "postgres", "etcd", "zookeeper"),
                   regions: str = "dc3", quick: bool = False,
                   only: Sequence[str] | None = None, out: str | Path = "runs", seed: int = 1,
-                  progress: Progress = None, hosts: str | Path | None = None) -> Outcome:
+                  progress: Progress = None, hosts: str | Path | None = None,
+                  name: str = "scorecard") -> Outcome:
     """Measure seed 001's chart for each store of ``kinds`` (cluster kinds, each started and
-    stopped here on its own 3-node cluster, or ``sim://`` URLs): latency against the 50 /
-    500 ms goals, durability, availability, consistency, transactionality, geography
-    (``only`` names some of them); ``quick``: shorter runs; ``hosts``: an inventory whose
-    hosts each store's cluster starts on (durability is not measured there). Returns the
-    :class:`Outcome`:
-    scorecard.json as ``results`` (``errors``: why a store could not be measured), its
-    table and report."""
+    stopped here on its own 3-node cluster named ``<name>-<kind>``, or ``sim://`` URLs):
+    latency against the 50 / 500 ms goals, durability, availability, consistency,
+    transactionality, geography (``only`` names some of them); ``quick``: shorter runs;
+    ``hosts``: an inventory whose hosts each store's cluster starts on (durability is not
+    measured there); ``name``: another lets two scorecards run at once. Returns the
+    :class:`Outcome`: scorecard.json as ``results`` (``errors``: why a store could not be
+    measured), its table and report; FAILED when a cell could not be measured because its
+    run failed (``why`` names the first reason and the command that measures them again),
+    INTERRUPTED on Ctrl-C."""
+    from replicalab.cluster.state import check_name
     from replicalab.experiments.plan import FULL, QUICK
     from replicalab.experiments.properties import expected_steps
-    from replicalab.experiments.run import Scorecard, run
-    from replicalab.history.rundir import make_run_dir
+    from replicalab.experiments.run import begin, run, unmeasured_line
     from replicalab.regions import region_set
     from replicalab.report.scorecard import render_scorecard
 
     stores, props = _scorecard_inputs(kinds, only, regions, hosts)
-    run_dir = make_run_dir(Path(out), "scorecard", "-".join(
-        "sim" if s.kind is None else s.label for s in stores))
-    (run_dir / "runs").mkdir(exist_ok=True)
-    sc = Scorecard(run_dir, stores, props, regions, QUICK if quick else FULL, seed,
-                   None if hosts is None else str(hosts))
+    check_name(name)
+    # its run directory and (empty) scorecard.json exist before a Ctrl-C can act
+    sc = begin(Path(out), stores, props, regions, QUICK if quick else FULL, seed, name,
+               None if hosts is None else str(hosts))
+    run_dir = sc.run_dir
     with ticking(f"scorecard of {len(stores)} store" + ("" if len(stores) == 1 else "s"),
                  progress) as tick:
         done = [0]
@@ -198,8 +203,9 @@ def scorecard_run(kinds: Sequence[str] = ("redis", "postgres", "etcd", "zookeepe
             cut_short(tick, "interrupted")  # its progress line says so, never "finished"
     doc = sc.to_json()
     report = render_scorecard(doc, run_dir)
+    missing = unmeasured_line(doc)
+    status, why = ((INTERRUPTED, "interrupted: the cells measured so far and a partial "
+                                 "chart are saved") if sc.interrupted else
+                   (FAILED, missing) if missing else (DONE, ""))
     return Outcome(doc, run_dir, report, [scorecard_table(doc)],
-                   [f"scorecard: {run_dir / 'scorecard.json'}"],
-                   INTERRUPTED if sc.interrupted else DONE,
-                   "interrupted: the cells measured so far and a partial chart are saved"
-                   if sc.interrupted else "")
+                   [f"scorecard: {run_dir / 'scorecard.json'}"], status, why)

@@ -6,7 +6,7 @@ command line prints exactly these; a notebook shows the tables as HTML."""
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,13 @@ INCONCLUSIVE = "inconclusive"
 """How a run ended: done; interrupted (Ctrl-C: what was recorded is saved); stopped early
 by a problem (``why`` says which); failed, the run's own verdict (a model off its
 tolerance, a lost write); inconclusive, a verdict the run's own noise could not bear."""
+
+
+PIPED_PROSE = 80
+"""Piped: a value longer than this (terminal cells) is prose, such as a counterexample
+explained; the command line prints it whole on a line of its own under the table, which
+would otherwise pad every row to its width (a register summary's rows were 400 columns
+wide)."""
 
 
 @dataclass
@@ -49,6 +56,25 @@ class Table:
         """Return the table of a ``{"caption", "header", "rows"}`` document."""
         return cls(str(doc.get("caption", "")), [str(h) for h in doc["header"]],
                    [[str(c) for c in r] for r in doc["rows"]], wrap, right)
+
+    def prose_apart(self, limit: int = PIPED_PROSE) -> tuple[Table, list[str]]:
+        """Return this table with its prose values (longer than ``limit`` terminal cells;
+        not in label columns) replaced by "(below)", and the lines that print them whole
+        under it: ``label: value``."""
+        from rich.cells import cell_len
+
+        moved: list[str] = []
+        rows = []
+        for r in self.rows:
+            row = list(r)
+            for i, c in enumerate(r):
+                if i > 0 and i not in self.wrap and max(
+                        (cell_len(line) for line in c.splitlines()), default=0) > limit:
+                    label = r[0] if len(r) == 2 else f"{r[0]}, {self.header[i]}"
+                    moved.append(f"{label}: {c}")
+                    row[i] = "(below)"
+            rows.append(row)
+        return replace(self, rows=rows), moved
 
     def to_pandas(self) -> Any:
         """Return the table as a pandas DataFrame of text, its header the columns."""

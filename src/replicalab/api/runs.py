@@ -18,6 +18,7 @@ from replicalab.api.request import COMMON_DEFAULTS, ProbeRequest
 from replicalab.api.results import Results
 from replicalab.api.summary import summary_rows, summary_title
 from replicalab.history.rundir import load_results
+from replicalab.stores.base import short_url
 from replicalab.workloads.runner import ProbeSpec, recheck, run_probe
 
 
@@ -171,15 +172,17 @@ def probe(store: str = "sim://simpledb", workload: str = "staleness",
     history and results.json. ``progress``: a bar in a notebook or on a terminal (None:
     when there is one), or a callable told (fraction, what). ``announce`` is told where a
     real store's keys go before the first operation (default: stderr).
-    ``check_interrupted`` False: a simulation interrupted is saved unchecked at once
-    (``Run.checked`` False). :class:`ParameterError` for bad input.
+    ``check_interrupted`` False: a run interrupted is saved unchecked at once, and a Ctrl-C
+    during a finished run's checks abandons them (``Run.checked`` False; ``replicalab
+    report`` checks it later). :class:`ParameterError` for bad input.
     """
     request = probe_request(store, workload, duration, consistency=consistency, seed=seed,
                             write_interval=write_interval, read_rate=read_rate,
                             period=period, faults=faults, faults_file=faults_file,
                             cluster=cluster, prefix=prefix, keep=keep, **options)
     spec = request.spec()
-    with ticking(f"{workload} on {spec.to_json()['store']}", progress) as tick:  # redacted
+    # a real store named by scheme://host:port (redacted; the summary names the rest once)
+    with ticking(f"{workload} on {short_url(spec.store)}", progress) as tick:
         saved = run_probe(spec, Path(out), tick,
                           announce=announce or (lambda line: print(line, file=sys.stderr)),
                           check_interrupted=check_interrupted)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -15,14 +17,16 @@ from typing import Any
 from replicalab.api.durations import seconds
 from replicalab.api.errors import ParameterError
 from replicalab.api.outcome import DONE, INTERRUPTED, Outcome
+from replicalab.api.words import fmt_s
 from replicalab.watch.vehicle import direction, gauge
 
-__all__ = ["dashboard", "direction", "gauge", "ms_text", "watch"]
+__all__ = ["LoadingLines", "dashboard", "direction", "gauge", "ms_text", "round_text",
+           "watch"]
 
 
 async def _until_done_or_signal(watcher: Any, every: Callable[[], None] | None) -> str:
-    """Run the watcher until done or SIGINT/SIGTERM (calling ``every`` twice a second);
-    return the signal's name ("" if none)."""
+    """Run the watcher until done or SIGINT/SIGTERM (calling ``every`` twice a second, and
+    once at the end); return the signal's name ("" if none)."""
     stop = asyncio.Event()
     got: list[str] = []
     loop = asyncio.get_running_loop()
@@ -39,6 +43,8 @@ async def _until_done_or_signal(watcher: Any, every: Callable[[], None] | None) 
             await asyncio.wait({task}, timeout=0.5)
             if every is not None:
                 every()
+        if every is not None:
+            every()  # a backend whose loading ended with the run is told of
         task.result()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -49,6 +55,15 @@ async def _until_done_or_signal(watcher: Any, every: Callable[[], None] | None) 
 def ms_text(x: float | None) -> str:
     """Return milliseconds as the watch prints them (one decimal; "–" for none)."""
     return "–" if x is None else f"{x:.1f}"
+
+
+def round_text(samples: list[dict[str, Any]]) -> str:
+    """Return one backend round (samples as ``on_round`` gets them) as a log line: each
+    operation's latency (ms) or error and why, the reason said once when every operation
+    failed alike."""
+    from replicalab.watch.stats import Sample, round_line
+
+    return round_line([Sample(**s) for s in samples])
 
 
 def percentile_lines(samples: list[Any]) -> list[str]:
@@ -64,6 +79,37 @@ def percentile_lines(samples: list[Any]) -> list[str]:
                          f"{ms_text(x['p99_ms'])} ms, p99.9 {ms_text(x['p999_ms'])} ms over "
                          f"{x['count']:,} operations ({x['errors']:,} failed)")
     return lines
+
+
+class LoadingLines:
+    """Piped output: what a backend does before its first round (loading its records can
+    take a minute), told to ``announce`` (default: stderr): a line when loading starts,
+    then every ``every_s``, and one when it stops: loaded, or why it could not load."""
+
+    def __init__(self, every_s: float = 10.0,
+                 announce: Callable[[str], None] | None = None) -> None:
+        self.every_s = every_s
+        self.t0 = time.monotonic()
+        self.said: dict[str, float] = {}
+        self.announce = announce or (lambda line: print(line, file=sys.stderr, flush=True))
+
+    def update(self, states: list[Any]) -> None:
+        """Say a line for each backend that is loading and due one, and one when a
+        backend said to be loading stops: loaded, or why it could not load."""
+        now = time.monotonic()
+        for st in states:
+            if st.status != "loading":
+                if self.said.pop(st.name, None) is not None:
+                    self.announce(f"watch: {st.name}: " + (
+                        f"loaded in {fmt_s(now - self.t0)}; rounds begin" if st.status == "ok"
+                        else f"loading stopped: {st.last_error or st.status}"))
+                continue
+            last = self.said.get(st.name)
+            if last is None or now - last >= self.every_s:
+                self.said[st.name] = now
+                self.announce(f"watch: {st.name}: loading its records before the first "
+                              f"round ({100 * st.load_fraction:.0f}% done, "
+                              f"{fmt_s(now - self.t0)} elapsed)")
 
 
 def watch(config: str | Path | None = None, db: str | Path = "samples.sqlite",
@@ -88,9 +134,8 @@ def watch(config: str | Path | None = None, db: str | Path = "samples.sqlite",
     called after each backend's round (samples as dicts; the store-driven vehicle's
     steering), ``every(states, vehicle, freshness)`` twice a second (for a live view).
     Returns the :class:`Outcome`: this run's percentiles per backend and operation, the
-    samples in ``db`` and the signal that stopped it (INTERRUPTED for SIGINT)."""
-    import time
-
+    samples in ``db`` and the signal that stopped it (INTERRUPTED for SIGINT, and for
+    SIGTERM, which acts as Ctrl-C for every command)."""
     from replicalab.watch.config import backends_from_urls, load_backends
     from replicalab.watch.db import SampleDB
     from replicalab.watch.staleness import StalenessOptions
@@ -155,7 +200,7 @@ def watch(config: str | Path | None = None, db: str | Path = "samples.sqlite",
     return Outcome({"samples": total, "db": str(db), "stopped_by": stopped_by},
                    remarks=[*percentile_lines(summary), f"{total:,} samples in {db}"
                             + (f" (stopped by {stopped_by})" if stopped_by else "")],
-                   status=INTERRUPTED if stopped_by == "SIGINT" else DONE)
+                   status=INTERRUPTED if stopped_by else DONE)
 
 
 def dashboard(db: str | Path = "samples.sqlite", port: int = 8765,

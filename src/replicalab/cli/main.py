@@ -80,6 +80,10 @@ def main() -> None:
     lifecycle.install_signal_handlers()
     try:
         _run()
+    except SystemExit as done:
+        if done.code == 130:  # interrupted: what it recorded is saved; end within the second
+            lifecycle.exit_now(130)
+        raise
     finally:
         with lifecycle.signals_held():
             lifecycle.stop_all()
@@ -135,7 +139,11 @@ def _run() -> None:
                              + "\n")
             sys.exit(0)
         if hasattr(e, "format_message"):
-            fail(" ".join(e.format_message().split()))
+            from replicalab.api.catalog import url_parameter_hint
+
+            # `probe --isolation serializable`: Click suggests --duration, --spacing
+            fail(url_parameter_hint(getattr(e, "option_name", "") or "")
+                 or " ".join(e.format_message().split()))
         if type(e).__name__ == "PluginError":  # an installed package fails to load: bad input
             fail(str(e))
         if type(e).__name__ == "Abort":

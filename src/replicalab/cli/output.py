@@ -157,7 +157,11 @@ def render_records(t: TableData, width: int | None = None) -> str:
 
 def render(t: TableData, width: int | None) -> str:
     """Return ``t`` as text for a terminal of ``width`` cells (None: not a terminal, so at
-    its natural width, however wide)."""
+    its natural width, its prose values under it)."""
+    if width is None:
+        t, below = t.prose_apart()
+        if below:
+            return "\n".join([render(t, None), *below])
     widths = fit_widths(t, width) if width is not None else None
     if width is not None and widths is None:
         return render_records(t, width)

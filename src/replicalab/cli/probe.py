@@ -25,16 +25,17 @@ __all__ = ["demo", "finish", "probe", "report", "unchecked_exit"]
 
 
 def finish(run: runs.Run, as_json: bool) -> None:
-    """Print the run (its report written) and exit as it ended; a simulation interrupted
-    before its checks says how to check it (:func:`unchecked_exit`)."""
+    """Print the run (its report written) and exit as it ended; a run interrupted before
+    its checks says how to check it (:func:`unchecked_exit`)."""
     if not run.checked:
         unchecked_exit(run, as_json)
     emit(run.outcome(), as_json)
 
 
 def unchecked_exit(run: runs.Run, as_json: bool) -> None:
-    """Exit 130 with one line for a simulation interrupted before its checks: how far it
-    got, where its history is, and the command that checks it."""
+    """Exit 130 with one line for a run interrupted before its checks: how far it got
+    (simulated seconds for a simulation), where its history is, and the command that
+    checks it."""
     r = run.raw
     # the simulation's objects are many and about to go: no cyclic GC walking them again
     # while the interpreter exits (a quarter second of the one Ctrl-C allows)
@@ -42,7 +43,8 @@ def unchecked_exit(run: runs.Run, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps({**r, "run_dir": str(run.path)}, sort_keys=True) + "\n")
     try:
-        fail(f"interrupted after {fmt_s(r['ran_s'])} of {fmt_s(r['duration_s'])} simulated; "
+        fail(f"interrupted after {fmt_s(r['ran_s'])} of {fmt_s(r['duration_s'])}"
+             f"{' simulated' if r.get('virtual', True) else ''}; "
              f"its history ({plural(r['operations'], 'operation')}) is saved in "
              f"{run.path}; `replicalab report {run.path}` checks it and draws the report", 130)
     finally:

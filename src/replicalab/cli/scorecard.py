@@ -37,12 +37,17 @@ def scorecard(
     hosts: Annotated[Path | None, typer.Option(
         help="Inventory (TOML) of hosts to start each store's cluster on, over SSH "
         "(docs/hosts.md); durability is not measured there.")] = None,
+    name: Annotated[str, typer.Option(help="Name prefix of the clusters it starts "
+                                           "(NAME-KIND): another lets two scorecards run "
+                                           "at once.")] = "scorecard",
 ) -> None:
     """Measure seed 001's chart for each store: latency from each region against the 50 ms /
     500 ms goals, acknowledged writes lost under kill -9 and power loss, availability while a
     region is cut off and while the leader is down, consistency promised vs observed,
     transactional isolation observed vs promised, and where replicas sit. Each store runs
-    on its own 3-node cluster, started and stopped by the command.
+    on its own 3-node cluster, started and stopped by the command. Exit code 1 when a cell
+    could not be measured because its run failed (the last line says why and how to
+    measure it again), 130 when interrupted.
 
     Example: replicalab scorecard --kinds redis,postgres,etcd,zookeeper --regions dc3 --quick
 
@@ -55,7 +60,7 @@ def scorecard(
     try:
         outcome = comparing.scorecard_run(kinds.split(","), regions, quick,
                                           None if only is None else only.split(","), out,
-                                          seed, Bars(not as_json), hosts)
+                                          seed, Bars(not as_json), hosts, name)
     except ValueError as err:
         fail(said(err))
     if not as_json:

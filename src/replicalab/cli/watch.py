@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,8 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 from replicalab.api import watching
+from replicalab.api.watching import LoadingLines
 from replicalab.api.watching import ms_text as _ms
-from replicalab.api.words import fmt_s
 from replicalab.cli.errors import UserError, fail, said
 from replicalab.cli.output import say, stdout_console
 from replicalab.cli.timeparse import warnings_as_notes
@@ -67,29 +66,6 @@ def live_view(states: list[Any], vehicle: Any, db: Path, fresh: list[Any] | None
                 f"{len(vehicle.seen)} ops", title="store-driven vehicle (seed 002)",
                 title_align="left", expand=False)
     return Group(t, *problems, car)
-
-
-class LoadingLines:
-    """Piped output: what a backend does before its first round (loading its records can
-    take a minute), on stderr: a line when loading starts, then every ``every_s``."""
-
-    def __init__(self, every_s: float = 10.0) -> None:
-        self.every_s = every_s
-        self.t0 = time.monotonic()
-        self.said: dict[str, float] = {}
-
-    def update(self, states: list[Any]) -> None:
-        """Print a line for each backend that is loading and due one."""
-        now = time.monotonic()
-        for st in states:
-            if st.status != "loading":
-                continue
-            last = self.said.get(st.name)
-            if last is None or now - last >= self.every_s:
-                self.said[st.name] = now
-                say(f"watch: {st.name}: loading its records before the first round "
-                    f"({100 * st.load_fraction:.0f}% done, {fmt_s(now - self.t0)} elapsed)",
-                    err=True)
 
 
 def watch(
@@ -146,11 +122,10 @@ def watch(
                                          "samples": samples, "steering": steering}) + "\n")
             sys.stdout.flush()
         elif not use_live:
-            lat = ", ".join(f"{s['op']} {_ms(s['latency_ms'])} ms" if s["ok"] else
-                            f"{s['op']} error" for s in samples)
-            say(f"{state.name} round {samples[0]['round']}: {lat}")
+            say(watching.round_text(samples))
 
-    lines = None if as_json or use_live else LoadingLines()
+    lines = None if as_json or use_live else LoadingLines(
+        announce=lambda line: say(line, err=True))
     live: list[Any] = []
 
     def on_freshness(rows: list[Any]) -> None:
@@ -189,7 +164,7 @@ def watch(
     if not as_json:
         for line in outcome.remarks:
             say(line)
-    if outcome.status != "done":
+    if outcome.status != "done":  # SIGINT, or SIGTERM acting as Ctrl-C
         raise typer.Exit(130)
 
 

@@ -159,11 +159,26 @@ def find_leader(name: str, root: Path | None = None) -> Leader:
         else Leader(i, c.nodes[i].region, True)
 
 
+class ClusterExists(ValueError):
+    """A cluster of the name asked for is saved already; the message says whether its
+    processes still run and how to remove it (``rename``: the caller's other way out, e.g.
+    "pick another --name"; empty for a command that takes no name)."""
+
+    def __init__(self, name: str, gone: bool, rename: str = "") -> None:
+        self.name, self.gone = name, gone
+        state = ("its processes are gone: a record left by a run that was killed" if gone
+                 else "it is running")
+        super().__init__(f"a cluster named {name!r} exists ({state}); `replicalab cluster "
+                         f"down {name}` removes it" + (f", or {rename}" if rename else ""))
+
+
 def up(kind: str, nodes: int, regions: str, name: str | None = None,
        base_port: int | None = None, client_region: str | None = None,
        root: Path | None = None, settings: dict[str, str] | None = None,
-       power_loss_fs: bool = False, hosts: Path | str | None = None) -> Cluster:
-    """Start a cluster and return its saved description (ValueError on bad input).
+       power_loss_fs: bool = False, hosts: Path | str | None = None,
+       replace_stale: bool = False, rename: str = "pick another --name") -> Cluster:
+    """Start a cluster and return its saved description (ValueError on bad input;
+    :class:`ClusterExists` when ``name`` is taken, naming ``rename`` as the other way out).
 
     ``settings`` are server settings over the lab's defaults (see ``state.settings``);
     ``power_loss_fs`` puts every node's data directory on its own power-loss file system
@@ -171,6 +186,8 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
     ``hosts`` names an inventory (or a set of emulated hosts): one node per host (``nodes``
     is then the host count), each in its host's region, started over SSH
     (``cluster/placement.py``).
+    ``replace_stale``: a saved cluster of that name whose processes are all gone (a command
+    that owns the name was killed before it could remove it) is removed first, not refused.
     """
     kind = store_kinds.resolve(kind).name  # one spelling in cluster.json
     root = root or state_root()
@@ -193,8 +210,13 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
         rs.index(client_region)
     name = name or f"{kind}-{regions}"
     if name in names(root):
-        raise ValueError(f"a cluster named {name!r} exists; `replicalab cluster down {name}` "
-                         "first or pick another --name")
+        try:
+            dead = gone(load(name, root))
+        except (ValueError, OSError):  # a record half written: nothing of it runs
+            dead = True
+        if not (dead and replace_stale):
+            raise ClusterExists(name, dead, rename)
+        remove(name, root)
     if inv is None:
         drv.check_installed()
     else:
@@ -263,12 +285,29 @@ def down(name: str, root: Path | None = None) -> list[int]:
     return down_many([name], root)
 
 
+def remove(name: str, root: Path | None = None) -> None:
+    """Remove cluster ``name`` whatever state its record is in (a record half written by a
+    command killed while it started the cluster has no processes to stop)."""
+    root = root or state_root()
+    try:
+        down(name, root)
+    except (ValueError, OSError):
+        shutil.rmtree(root / "clusters" / name, ignore_errors=True)
+
+
 def down_many(cluster_names: list[str], root: Path | None = None, also: list[int] | None = None
               ) -> list[int]:
     """Stop every process of the named clusters (and the pids ``also``) at once, delete the
     clusters' directories and return the pids stopped. A name with no saved cluster is
-    skipped when others are given (ValueError from :func:`load` when it is the only one)."""
-    root = root or state_root()
+    skipped when others are given (ValueError from :func:`load` when it is the only one).
+    A Ctrl-C or SIGTERM meanwhile acts once the clusters are gone, records included: cut
+    half way, it left a record whose processes were stopped, which the next command that
+    wanted the name refused."""
+    with process.signals_deferred():
+        return _down_many(cluster_names, root or state_root(), also)
+
+
+def _down_many(cluster_names: list[str], root: Path, also: list[int] | None) -> list[int]:
     pids, dirs, mounts = list(also or []), [], []
     for name in cluster_names:
         try:

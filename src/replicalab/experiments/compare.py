@@ -74,8 +74,10 @@ def cluster(kind: StoreKind, regions: str, name: str, hosts: str | None = None
             ) -> Iterator[tuple[Cluster, str | None]]:
     """Start a 3-node ``kind`` cluster on ``regions`` (one node per host of inventory
     ``hosts`` when given); yield it and its leader's region (None without a leader); stop
-    it however the block ends."""
-    c = base.up(kind.name, 3, regions, name=name, hosts=hosts)
+    it however the block ends. A saved cluster of that name whose processes are gone (a
+    comparison killed outright) is replaced; a running one is refused, naming how to
+    remove it."""
+    c = base.up(kind.name, 3, regions, name=name, hosts=hosts, replace_stale=True, rename="")
     try:
         lead = base.find_leader(c.name)
         yield c, lead.region if lead.is_leader else None
@@ -86,9 +88,10 @@ def cluster(kind: StoreKind, regions: str, name: str, hosts: str | None = None
 def probe(spec: ProbeSpec, out: Path, progress: Callable[[float], None] | None = None,
           what: str = "") -> Run:
     """Return the probe's run; Ctrl-C or SIGTERM during it stops the whole comparison (the
-    probe has saved its history; the cluster is brought down on the way out). With
-    ``what``, a probe that stopped early is a ValueError naming it."""
-    run = run_probe(spec, out, progress)
+    probe has saved its history, unchecked: the command must end within a second; the
+    cluster is brought down on the way out). With ``what``, a probe that stopped early is a
+    ValueError naming it."""
+    run = run_probe(spec, out, progress, check_interrupted=False)
     if run.interrupted:
         raise KeyboardInterrupt
     if what and run.error:
@@ -162,13 +165,14 @@ def _staleness_one(kind: StoreKind, regions: str, duration_s: float, ops: int, o
                 config=StalenessConfig(placement="separate-clients", writer_region=writer,
                                        reader_region=reader),
                 cluster=c.name if faults else None, faults=faults)
-            r = probe(spec, out, phase(f"{k}: staleness probe, {consistency} reads")).results
+            r = probe(spec, out, phase(f"{k}: staleness probe, {consistency} reads"),
+                      what=f"{k}: the staleness probe with {consistency} reads").results
             row.update(staleness_row(r, consistency))
             if consistency == "eventual":
                 curve = smooth(r["freshness"])
         lat = probe(ProbeSpec(store=c.url, workload="latency", config=LatencyConfig(ops=ops),
                               options=ProbeOptions(duration_s=60)), out,
-                    phase(f"{k}: latency probe")).results
+                    phase(f"{k}: latency probe"), what=f"{k}: the latency probe").results
         for v, x in figures.latency(lat).items():
             row[f"{v} p50_ms"], row[f"{v} p99_ms"] = x["p50_ms"], x["p99_ms"]
         return row, curve

@@ -120,6 +120,17 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}"))
 
 
+def short_url(url: str) -> str:
+    """Return ``url`` as a progress line names the store: a ``sim://`` URL whole (short,
+    and its parameters say which simulation), else its scheme, host and port only (no
+    user, password, database or parameters: the run's summary names them once)."""
+    parts = urlsplit(url)
+    if parts.scheme == "sim" or not parts.hostname:
+        return redact_url(url)
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
+
+
 def parse_element(key: str) -> Element:
     """Return the Element for ``key`` or raise ValueError explaining the expected form.
 

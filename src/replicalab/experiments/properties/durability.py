@@ -23,7 +23,7 @@ def _measure(ctx: Context) -> dict[str, Any]:
         raise NotMeasured("a power loss is cut on the power-loss file system of this "
                           "machine, which hosts reached over SSH do not have")
     return durability(kind, ctx.regions, ctx.plan, ctx.seed, ctx.out, ctx.base, ctx.progress,
-                      ctx.root)
+                      ctx.root, ctx.name)
 
 
 def _grade(ctx: Context, m: dict[str, Any], p: Promise) -> cells.Cell:
