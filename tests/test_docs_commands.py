@@ -527,3 +527,31 @@ def test_words_split_as_a_shell_and_read_synopses() -> None:
         ["replicalab", "counter", "create|inc", "--server", "HOST:PORT"]
     assert words("replicalab report runs/<run>/x") == ["replicalab", "report",
                                                        f"runs/{PLACEHOLDER}/x"]
+
+
+def _leaves(name: str, command: Any) -> list[tuple[list[str], Any]]:
+    subs = getattr(command, "commands", {})
+    if not subs:
+        return [([name], command)]
+    return [([name, *path], c) for sub, cmd in subs.items() for path, c in _leaves(sub, cmd)]
+
+
+def test_help_shows_placeholders_as_words(tool: tuple[Any, dict]) -> None:
+    """docs/cli.md: placeholders in ``--help`` read as words, never ``<str>`` or
+    ``<list[Path]>``; an argument reads ``KIND`` in the usage line, not ``{KIND}``."""
+    _, tree = tool
+    leaves = [leaf for verb, cmd in tree.items() for leaf in _leaves(verb, cmd)]
+    assert len(leaves) > 40
+    typed, braced = [], []
+    for path, command in leaves:
+        # the help --help prints, from the command's own context (nothing parsed or run)
+        ctx = command.make_context(" ".join(["replicalab", *path]), [],
+                                   resilient_parsing=True)
+        text = command.get_help(ctx)
+        assert "Options:" in text, (path, text)
+        usage = text.split("\n\n", 1)[0]
+        typed += [f"{' '.join(path)}: {t}" for t in re.findall(r"<[a-z][\w\[\], |]*>", text,
+                                                                re.I)]
+        braced += [f"{' '.join(path)}: {b}" for b in re.findall(r"\{[A-Z_]+\}", usage)]
+    assert not typed, typed
+    assert not braced, braced
