@@ -85,8 +85,9 @@ def main() -> None:
         floor = NoiseFloor.from_json(doc["noise"]) if doc.get("noise") else None
         cal = doc["calibration"]
         judged = visibility.judge(shipped_prediction(cal, cal["hop_ms"]), vis)
+        why = against.misread(1, doc.get("read_p50_ms"), cal["read_overhead_ms"])
         doc["shipped_model"] = {**judged.to_json(),
-                                "verdict": against.pbs_verdict([judged], floor)}
+                                "verdict": against.pbs_verdict([judged], floor, why=why)}
         args.rejudge.write_text(json.dumps(doc) + "\n")
         print(f"{args.rejudge}: {doc['shipped_model']['verdict']}; {judged.line()}")
         return
@@ -106,15 +107,18 @@ def main() -> None:
                              readers=args.readers)
     run_dir = Path(m.run_dir)
     print(f"probe run: {run_dir}")
-    vis = pbs_real.visibility_of_run(run_dir)
+    # judged from what the file holds (its rounded times), as the test judges it again
+    vis = visibility.Visibility.from_json(pbs_real.visibility_of_run(run_dir).to_json())
     floor = pbs_real.noise_of_run(run_dir)
+    read_p50_ms = pbs_real.read_p50_ms_of_run(run_dir)
     calibration = {"write_rt_ms": [list(x) for x in cal.write_rt_ms],
                    "read_rt_ms": [list(x) for x in cal.read_rt_ms],
                    "write_overhead_ms": cal.write_overhead_ms,
                    "read_overhead_ms": cal.read_overhead_ms, "hop_ms": round(cal.hop_ms, 4)}
     # judged from the file's own (rounded) figures, as the test judges it again
     judged = visibility.judge(shipped_prediction(calibration, calibration["hop_ms"]), vis)
-    verdict = against.pbs_verdict([judged], floor)
+    why = against.misread(1, read_p50_ms, calibration["read_overhead_ms"])
+    verdict = against.pbs_verdict([judged], floor, why=why)
     doc = {
         "schema": "replicalab.pbs-recording/1",
         "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
@@ -132,13 +136,14 @@ def main() -> None:
         "calibration": calibration,
         "noise": None if floor is None else floor.to_json(),
         "noise_tolerance_ms": against.PBS_NOISE_TOLERANCE_MS,
+        "read_p50_ms": read_p50_ms,
         "visibility": vis.to_json(),
         "shipped_model": {**judged.to_json(), "verdict": verdict},
     }
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"pbs-cassandra-{started:%Y-%m-%d}-{args.label}.json"
     path.write_text(json.dumps(doc) + "\n")
-    said = against.verdict_line(verdict, floor, against.PBS_NOISE_TOLERANCE_MS)
+    said = against.verdict_line(verdict, floor, against.PBS_NOISE_TOLERANCE_MS, why)
     print(f"{path}: {vis.writes} writes, {vis.reads} reads, {vis.out_of_order} out of order; "
           f"shipped model {judged.line()}; {judged.transition_points} sampled t in the "
           f"transition; verdict: {said}; "

@@ -402,11 +402,28 @@ def pbs_placement(n: int, pairs: list[tuple[int, int]], regions: str, writer: st
     return writer, reader
 
 
+def misread(r: int, read_p50_ms: float | None, own_read_ms: float,
+            tolerance_ms: float = PBS_NOISE_TOLERANCE_MS) -> str | None:
+    """Return why a probe at R = ``r`` did not measure what the model was calibrated for,
+    or None: at R = 1 the reader's coordinator reads its own replica, in about the
+    ``own_read_ms`` the calibration measured; reads whose median ``read_p50_ms`` took more
+    than ``tolerance_ms`` longer were served by another replica, and the curve they drew
+    is of another path."""
+    if r != 1 or read_p50_ms is None or read_p50_ms - own_read_ms <= tolerance_ms:
+        return None
+    return (f"the reads took {read_p50_ms:.1f} ms (median) where reading the reader's own "
+            f"replica took {own_read_ms:.1f} ms when calibrated: they were served by another "
+            "replica, so the measured curve is not the path the model was given")
+
+
 def pbs_verdict(judged: list[visibility.Judgement], floor: NoiseFloor | None,
-                tolerance_ms: float = PBS_NOISE_TOLERANCE_MS) -> str:
+                tolerance_ms: float = PBS_NOISE_TOLERANCE_MS, why: str | None = None) -> str:
     """Return "agrees", "disagrees", "inconclusive" or "no power" for the pairs judged:
     agreement needs a pair with power and every pair inside its sampling band; a miss is
-    "inconclusive" when the machine added more than ``tolerance_ms`` at p99 while it ran."""
+    "inconclusive" when the machine added more than ``tolerance_ms`` at p99 while it ran.
+    ``why`` (:func:`misread`): the probe measured another path, and so says nothing."""
+    if why is not None:
+        return "inconclusive"
     if not any(j.has_power for j in judged):
         return "no power"
     if all(j.within for j in judged if j.judged):
@@ -416,8 +433,12 @@ def pbs_verdict(judged: list[visibility.Judgement], floor: NoiseFloor | None,
     return "disagrees"
 
 
-def verdict_line(verdict: str, floor: NoiseFloor | None, tolerance_ms: float) -> str:
-    """Return one sentence for a verdict, with the noise that made it inconclusive."""
+def verdict_line(verdict: str, floor: NoiseFloor | None, tolerance_ms: float,
+                 why: str | None = None) -> str:
+    """Return one sentence for a verdict, with the noise (or ``why``) that made it
+    inconclusive."""
+    if verdict == "inconclusive" and why is not None:
+        return f"inconclusive: {why}"
     if verdict == "inconclusive" and floor is not None:
         return (f"inconclusive: the machine added {floor.added_p99_ms:.1f} ms at p99, over "
                 f"the {tolerance_ms:g} ms a verdict can bear ({floor.line()})")
@@ -444,6 +465,7 @@ def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
     used = region_set(regions).regions[:n]
     judged: list[tuple[int, int, visibility.Judgement, int]] = []
     floors: list[NoiseFloor] = []
+    whys: list[str] = []
     curves: list[dict[str, Any]] = []
     tick(0.0, f"starting {n} Cassandra nodes")
     with pbs_real.cassandra_cluster(n, regions, jitter_ms=jitter_ms or None) as c:
@@ -466,6 +488,10 @@ def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
             floor = pbs_real.noise_of_run(Path(m.run_dir))
             if floor is not None:
                 floors.append(floor)
+            why = misread(r, pbs_real.read_p50_ms_of_run(Path(m.run_dir)),
+                          cal.read_overhead_ms)
+            if why is not None:
+                whys.append(f"R={r} W={w}: {why}")
             t = np.linspace(0.0, t_max_ms, 401)
             tm, p, tot = m.curve(1.0)
             keep = (tot >= 5) & (tm <= t_max_ms)
@@ -479,13 +505,14 @@ def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
                 "measured": (tm[keep], p[keep]),
                 "sampled": ([x.t_ms for x in points], [x.measured for x in points])})
     floor = noise.worst(floors)
-    verdict = pbs_verdict([j for _, _, j, _ in judged], floor)
+    why = "; ".join(whys) or None
+    verdict = pbs_verdict([j for _, _, j, _ in judged], floor, why=why)
     results = pbs_against_results(n, regions, writer, reader, duration_s, trials, seed,
-                                  jitter_ms, used, cal, judged, label, floor, verdict)
+                                  jitter_ms, used, cal, judged, label, floor, verdict, why)
     remarks = [f"R={r} W={w}: {j.line()} ({j.transition_points} sampled t inside the "
                f"transition, {visibility.MIN_TRANSITION_POINTS} needed)"
                for r, w, j, _ in judged]
-    remarks.append(verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS))
+    remarks.append(verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS, why))
     if verdict == "no power":
         remarks.append("raise --jitter (e.g. 20ms) so that the measured curve has a "
                        "transition to judge")
@@ -496,8 +523,8 @@ def pbs_against_results(n: int, regions: str, writer: str, reader: str, duration
                         trials: int, seed: int, jitter_ms: float, used: Any,
                         cal: pbs_real.Calibration,
                         judged: list[tuple[int, int, visibility.Judgement, int]],
-                        label: str, floor: NoiseFloor | None, verdict: str
-                        ) -> dict[str, Any]:
+                        label: str, floor: NoiseFloor | None, verdict: str,
+                        why: str | None = None) -> dict[str, Any]:
     """Return the results.json of ``model pbs --against``: every sampled t per pair with its
     counts and band, the verdict, and the noise floor it was reached under."""
     rows_out = [{"r": r, "w": w, **x.to_json()} for r, w, j, _ in judged for x in j.points]
@@ -518,7 +545,7 @@ def pbs_against_results(n: int, regions: str, writer: str, reader: str, duration
         "round_trips_ms": {"write": [list(x) for x in cal.write_rt_ms],
                            "read": [list(x) for x in cal.read_rt_ms]},
         "verdict": verdict, "exit_status": EXIT_STATUS[verdict],
-        "verdict_line": verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS),
+        "verdict_line": verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS, why),
         "noise": None if floor is None else floor.to_json(),
         "noise_tolerance_ms": PBS_NOISE_TOLERANCE_MS,
         "has_power": any(j.has_power for _, _, j, _ in judged),
@@ -545,5 +572,5 @@ def pbs_against_results(n: int, regions: str, writer: str, reader: str, duration
                   "calibration keyspaces with one replica each; replication links jitter "
                   f"+-{jitter_ms:g} ms; the model is read {cal.hop_ms:.2f} ms later than t "
                   "(the clients' own hops, half their measured shares)",
-                  verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS)],
+                  verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS, why)],
     }

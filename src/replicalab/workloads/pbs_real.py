@@ -283,6 +283,15 @@ def visibility_of_run(run_dir: Path) -> visibility.Visibility:
     return visibility.of_element(*element_ops(h, KEY))
 
 
+def read_p50_ms_of_run(run_dir: Path) -> float | None:
+    """Return the median latency (ms) of the readers' completed reads in a staleness
+    probe's run directory (None: no read completed)."""
+    h, _ = load_history(run_dir)
+    _, reads = element_ops(h, KEY)
+    took = (h.column("complete_ns")[reads.index] - reads.invoke_ns) / 1e6
+    return round(float(np.median(took)), 3) if len(took) else None
+
+
 def noise_of_run(run_dir: Path) -> NoiseFloor | None:
     """Return the noise floor a probe recorded (None for a run without one)."""
     try:
