@@ -1,50 +1,94 @@
-"""Choosing the engine and shaping the answer: :func:`check` runs the native core when
-it is built (``replicalab_native.txn_check_cols``) and the pure-Python reference
-otherwise; :func:`result_json` is Elle's result map."""
+"""Choosing the engine and shaping the answer: :func:`check` runs the native core when it
+is built and the pure-Python reference otherwise; :func:`check_file` reads a Jepsen/Elle
+history file; :func:`check_history` a replicalab History; :func:`result_json` is Elle's
+result map."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from replicalab.checkers.txn.check import check_txns
-from replicalab.checkers.txn.types import Txn, TxnCheckResult
+from replicalab.checkers.txn.check import DEFAULT_MAX_STEPS, check_txns
+from replicalab.checkers.txn.types import DEFAULT_OPTIONS, Options, Txn, TxnCheckResult
+
+ENGINES = ("auto", "native", "python")
 
 
 def native_core() -> Any:
-    """Return the native module if it has the transaction core, else None."""
+    """Return the native module if it has the transaction core of this version, else
+    None."""
     try:
         import replicalab_native as nat
     except ImportError:
         return None
-    return nat if hasattr(nat, "txn_check_edn") else None
+    return nat if hasattr(nat, "txn_check2_cols") else None
 
 
-def check(txns: list[Txn], model: str, deadline_s: float | None = None,
-          engine: str = "auto") -> TxnCheckResult:
-    """Return the check of ``txns`` under ``model`` (``list-append``/``rw-register``) by
-    ``engine``: "native", "python" or "auto" (native when built)."""
+def _engine(engine: str) -> Any:
+    if engine not in ENGINES:
+        raise ValueError(f"engine {engine!r}: use {', '.join(ENGINES)}")
     nat = native_core() if engine in ("auto", "native") else None
     if engine == "native" and nat is None:
-        raise RuntimeError("the native core has no txn_check_cols: rebuild native/")
-    if nat is None:
-        return check_txns(txns, model, deadline_s=deadline_s)
-    from replicalab.checkers.txn.native import check_native
-
-    return check_native(nat, txns, model, deadline_s)
+        raise RuntimeError("the native core has no txn_check2_cols: rebuild native/ "
+                           "(.venv/bin/pip install ./native)")
+    return nat
 
 
-def check_history(h: Any, model: str, deadline_s: float | None = None,
-                  engine: str = "auto") -> TxnCheckResult:
+def check(txns: list[Txn], model: str, opts: Options = DEFAULT_OPTIONS,
+          deadline_s: float | None = None, engine: str = "auto",
+          max_steps: int = DEFAULT_MAX_STEPS) -> TxnCheckResult:
+    """Return the check of ``txns`` under ``model`` (``list-append``/``rw-register``) and
+    ``opts`` by ``engine``: "native", "python" or "auto" (native when built and the
+    options are ones it takes)."""
+    nat = _engine(engine)
+    if nat is not None and _native_takes(opts):
+        from replicalab.checkers.txn.native import check_native
+
+        return check_native(nat, txns, model, opts, deadline_s, max_steps)
+    return check_txns(txns, model, opts, deadline_s=deadline_s, max_steps=max_steps)
+
+
+def _native_takes(opts: Options) -> bool:
+    """Whether the native core implements the options (rw-register's order-based version
+    inference is the reference's only)."""
+    return not (opts.sequential_keys or opts.linearizable_keys)
+
+
+def check_history(h: Any, model: str, opts: Options = DEFAULT_OPTIONS,
+                  deadline_s: float | None = None, engine: str = "auto") -> TxnCheckResult:
     """Return the check of a replicalab History's ``txn`` rows (see :func:`check`)."""
     from replicalab.checkers.txn.prepare import from_history
 
-    return check(from_history(h), model, deadline_s, engine)
+    return check(from_history(h), model, opts, deadline_s, engine)
+
+
+def check_file(path: Path, model: str, opts: Options = DEFAULT_OPTIONS,
+               deadline_s: float | None = None, engine: str = "auto") -> TxnCheckResult:
+    """Return the check of the Jepsen/Elle history file ``path`` (EDN, JSON lines):
+    nemesis events and non-``:txn`` ops left out (counted in ``skipped``), histories of
+    completions only accepted. Raises ``history.read.HistoryFileError`` or
+    TxnInputError naming the line."""
+    nat = _engine(engine)
+    if nat is not None and _native_takes(opts) and hasattr(nat, "txn_check2_edn"):
+        from replicalab.checkers.txn.native import check_edn
+
+        if path.suffix.lower() == ".edn":
+            return check_edn(path, model, opts, deadline_s)
+    from replicalab.checkers.txn.prepare import from_file_ops
+    from replicalab.history.read import read_ops
+
+    fh = read_ops(path, lone_completions=True)
+    txns, other = from_file_ops(fh.ops)
+    r = check(txns, model, opts, deadline_s, engine)
+    r.skipped = {"non-client": fh.skipped, "non-txn": other}
+    return r
 
 
 def result_json(result: TxnCheckResult) -> dict[str, Any]:
-    """Return Elle's result map: ``valid`` (true, false or "unknown"), ``anomaly_types``,
-    ``not``, ``also_not``, ``anomalies`` (per type: transactions, cycle steps with their
-    explanation), plus what we add (``possible``, ``unfinished``, ``txns``, ``check_s``)."""
+    """Return Elle's result map: ``valid`` (true, false or "unknown"),
+    ``anomaly_types``, ``not``, ``also_not``, ``anomalies`` (per type: transactions,
+    cycle steps with their explanation), plus what we add (``possible``, ``counts``,
+    ``unfinished``, ``txns``, ``check_s``, ``options``, ``skipped``)."""
     name = result.names
 
     def step(s: Any) -> dict[str, Any]:
@@ -62,17 +106,20 @@ def result_json(result: TxnCheckResult) -> dict[str, Any]:
                "explanation": an.explanation}
               for an in ans]
         for typ, ans in result.anomalies.items()}
+    o = result.options
     return {
         "schema_version": result.schema_version, "model": result.model,
         "valid": result.valid, "txns": result.txns,
         "anomaly_types": result.anomaly_types, "counts": result.counts,
         "anomalous_txns": result.anomalous_txns,
-        "not": result.not_,
-        "also_not": result.also_not, "possible": result.possible,
+        "not": result.not_, "also_not": result.also_not, "possible": result.possible,
         "anomalies": anomalies,
-        "unfinished": [{"variant": u.variant, "size": u.size,
-                        "sample": [name.get(t, f"#{t}") for t in u.sample],
-                        "might_hold": u.might_hold} for u in result.unfinished],
+        "unfinished": [{"size": u.size, "sample": [name.get(t, f"#{t}") for t in u.sample],
+                        "classes": u.classes, "limit": u.limit} for u in result.unfinished],
+        "options": {"consistency_models": (list(o.consistency_models)
+                                           if o.consistency_models is not None else None),
+                    "anomalies": list(o.anomalies), "wfr_keys": o.wfr_keys},
+        "skipped": result.skipped,
         "check_s": round(result.check_s, 3), "engine": result.engine,
     }
 
@@ -80,4 +127,6 @@ def result_json(result: TxnCheckResult) -> dict[str, Any]:
 def _plain(v: Any) -> Any:
     if isinstance(v, tuple | list):
         return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
     return v

@@ -1,4 +1,5 @@
-"""Plain data at the transaction checker's boundaries: transactions in, anomalies out."""
+"""Plain data at the transaction checker's boundaries: transactions and options in,
+anomalies and a verdict out."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ WW, WR, RW, PROCESS, REALTIME = 0, 1, 2, 3, 4
 EDGE_NAMES = ("ww", "wr", "rw", "process", "realtime")
 
 OK, FAIL, INFO = "ok", "fail", "info"
+NEVER = -1
+"""An instant that is not in the history: an invoke a completions-only history does not
+show, or the completion of an op that never completed."""
 
 
 class TxnInputError(ValueError):
@@ -23,9 +27,10 @@ class TxnInputError(ValueError):
 @dataclass(slots=True)
 class Txn:
     """One transaction: ``index`` its name (T<index>: the history row, or the line of its
-    invoke in a file); ``outcome`` ok / fail / info; ``invoke``/``complete`` its times in
-    ns, or lines for a file without times (``complete`` -1: never completed); ``mops``
-    its micro-ops ``(f, key, value)`` with keys as str and list reads as tuples."""
+    invoke in a file); ``outcome`` ok / fail / info; ``invoke``/``complete`` the instants
+    of its invoke and completion (ns, or positions in a file; ``NEVER``: not in the
+    history) that real-time order compares; ``mops`` its micro-ops ``(f, key, value)``
+    with keys as str and list reads as tuples (nil: None)."""
 
     index: int
     process: int
@@ -33,6 +38,26 @@ class Txn:
     invoke: int
     complete: int
     mops: list[tuple[str, str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What to look for, as Elle's options: ``consistency_models`` the models the history
+    is expected to satisfy (None: none; Elle's default is strict serializability),
+    ``anomalies`` further anomalies to report, ``wfr_keys`` (rw-register) whether a
+    transaction's write of a key follows its read of it in the key's version order,
+    ``sequential_keys`` / ``linearizable_keys`` (rw-register) whether each key's versions
+    follow process / real-time order."""
+
+    consistency_models: tuple[str, ...] | None = ("strict-serializable",)
+    anomalies: tuple[str, ...] = ()
+    wfr_keys: bool = False
+    sequential_keys: bool = False
+    linearizable_keys: bool = False
+
+
+DEFAULT_OPTIONS = Options()
+"""Elle's defaults: strict serializability expected, no further assumption."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,21 +90,25 @@ class Anomaly:
 
 @dataclass(slots=True)
 class Unfinished:
-    """A strongly connected component whose cycle search stopped (deadline or budget):
-    its size, a few of its transactions, and the anomaly classes it might still hold."""
+    """A strongly connected component in which the search for ``classes`` stopped
+    before deciding them (``limit``: "steps" or "deadline"): its size and a few of its
+    transactions."""
 
-    variant: str
     size: int
     sample: list[int]
-    might_hold: list[str]
+    classes: list[str]
+    limit: str
 
 
 @dataclass(slots=True)
 class TxnCheckResult:
-    """What ``check_txns`` found. ``valid`` True, False or "unknown" (a search stopped and
-    nothing was found); ``anomaly_types`` sorted Elle names; ``not_``/``also_not`` the
-    consistency models ruled out (the weakest ones, then every stronger one); ``possible``
-    the models the history may still satisfy; ``check_s`` seconds spent checking."""
+    """What the check found. ``valid`` True, False or "unknown" (a search it needed
+    stopped, or the graph was empty, and nothing forbidden was found); ``anomaly_types``
+    the anomalies found that the options ask about (Elle's ``:anomaly-types``);
+    ``not_``/``also_not`` the models every anomaly found rules out (the weakest ones,
+    then the rest); ``possible`` the transactional models still possible;
+    ``anomalies`` a few of each type found (``counts`` has how many); ``check_s`` seconds
+    spent checking."""
 
     model: str
     valid: bool | str
@@ -94,11 +123,17 @@ class TxnCheckResult:
     engine: str
     names: dict[int, str] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
-    """How many anomalies of each type were found (``anomalies`` keeps a few of each)."""
     anomalous_txns: int = 0
     """How many transactions take part in some anomaly: every one on a cycle of ww, wr and
-    rw edges (a node of a nontrivial strongly connected component of that graph: no serial
-    order places it among the others of its component), and every one an anomaly found
-    names (non-cycle anomalies, process and real-time cycles). Exact for serializability,
-    where ``counts`` of a cycle class is a lower bound (one cycle per component)."""
-    schema_version: int = 1
+    rw edges (a node of a nontrivial strongly connected component of that graph), and
+    every one an anomaly found names."""
+    options: Options = field(default_factory=Options)
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Events left out of the history: ``non-client`` (nemesis) events, ``non-txn`` ops."""
+    schema_version: int = 2
+
+    def to_json(self) -> dict[str, Any]:
+        """Return Elle's result map (see ``run.result_json``)."""
+        from replicalab.checkers.txn.run import result_json
+
+        return result_json(self)
