@@ -135,6 +135,9 @@ def version_graphs(txns: list[Txn], xr: list[dict[str, Any]], xw: list[dict[str,
     sources the options allow, and a ``cyclic-versions`` anomaly per cycle a source would
     have made (that source then left out)."""
     sources: list[tuple[str, Any]] = [("initial-state", _initial)]
+    if opts.transaction_order is not None:
+        rank = dict(opts.transaction_order)
+        sources.append(("transaction-order-keys", lambda *a: _ranked(*a, rank)))
     if opts.wfr_keys:
         sources.append(("wfr-keys", _wfr))
     if opts.sequential_keys:
@@ -185,6 +188,24 @@ def _wfr(txns: list[Txn], xr: list[dict[str, Any]], xw: list[dict[str, Any]]
             v2 = xw[t].get(k)
             if v is not None and k in xw[t] and v2 != v:
                 out.setdefault(k, {}).setdefault(v, set()).add(v2)
+    return out
+
+
+def _ranked(txns: list[Txn], xr: list[dict[str, Any]], xw: list[dict[str, Any]],
+            rank: dict[int, int]) -> dict[str, VersionGraph]:
+    """Versions in the order of a known commit order: per key, the external writes of
+    ok and info transactions sorted by their transaction's rank (unranked first), each
+    before the next."""
+    writes: dict[str, list[tuple[bool, int, Any]]] = {}
+    for t in range(len(txns)):
+        r = rank.get(t)
+        for k, v in xw[t].items():
+            writes.setdefault(k, []).append((r is not None, r or 0, v))
+    out: dict[str, VersionGraph] = {}
+    for k, ws in writes.items():
+        vs = [v for _, _, v in sorted(ws, key=lambda w: (w[0], w[1]))]
+        for v1, v2 in zip(vs, vs[1:], strict=False):
+            out.setdefault(k, {}).setdefault(v1, set()).add(v2)
     return out
 
 

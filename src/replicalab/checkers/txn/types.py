@@ -47,13 +47,15 @@ class Options:
     ``anomalies`` further anomalies to report, ``wfr_keys`` (rw-register) whether a
     transaction's write of a key follows its read of it in the key's version order,
     ``sequential_keys`` / ``linearizable_keys`` (rw-register) whether each key's versions
-    follow process / real-time order."""
+    follow process / real-time order, ``transaction_order`` (rw-register) a known commit
+    order: (position in the transaction list, rank) pairs, versions following ranks."""
 
     consistency_models: tuple[str, ...] | None = ("strict-serializable",)
     anomalies: tuple[str, ...] = ()
     wfr_keys: bool = False
     sequential_keys: bool = False
     linearizable_keys: bool = False
+    transaction_order: tuple[tuple[int, int], ...] | None = None
 
 
 DEFAULT_OPTIONS = Options()
