@@ -101,10 +101,36 @@ def check_txns(txns: list[Txn], model: str, opts: Options = DEFAULT_OPTIONS,
         anomalies.append(Anomaly(name, vs[:8], detail={"size": len(vs)}))
     unfinished = [Unfinished(size, sample, classes, limit)
                   for size, sample, classes, limit in found.unfinished]
+    if model == "list-append":
+        _unread_orders(txns, edges, anomalies, unfinished, budget)
     involved = set(found.on_cycle).union(*(an.txns for an in anomalies))
     return check_result(txns, model, opts, anomalies, unfinished,
                         time.monotonic() - started, "python", empty=not edges,
                         anomalous=len(involved))
+
+
+def _unread_orders(txns: list[Txn], edges: list[graph.Edge], anomalies: list[Anomaly],
+                   unfinished: list[Unfinished], budget: cycles.Budget) -> None:
+    """Where two or more committed appends to a key are read by no one, their order is
+    not known and the graph holds no ww edge between them; a cycle snapshot isolation
+    forbids may exist whichever order they took. If snapshot isolation is not ruled out
+    already, try the orders (``cycles.si_completion``): when none is free of such a
+    cycle, add Elle's ``PL-SI-cycle-exists`` naming those keys."""
+    if "PL-SI" in models.impossible_models({a.type for a in anomalies}):
+        return
+    unread = listappend.unread_appenders(txns)
+    if not unread:
+        return
+    rank = [(x.complete if x.complete >= 0 else 2**62, x.invoke, t)
+            for t, x in enumerate(txns)]
+    verdict = cycles.si_completion(len(txns), edges, unread, rank, budget)
+    involved = sorted({t for ts in unread.values() for t in ts})
+    if verdict == "impossible":
+        anomalies.append(Anomaly("PL-SI-cycle-exists", involved[:8], detail={
+            "size": len(involved), "keys": sorted(unread)}))
+    elif verdict == "unknown":
+        unfinished.append(Unfinished(len(involved), involved[:8], ["PL-SI-cycle-exists"],
+                                     budget.hit or "steps"))
 
 
 def check_result(txns: list[Txn] | Any, model: str, opts: Options,

@@ -617,3 +617,55 @@ def _impossible_from_exists(c: Component) -> set[str]:
     spec_models = {m for m, _, _ in EXISTS_SPECS}
     possible = spec_models - impossible
     return set(CYCLE_TYPES) & models.prohibited_by(possible) if possible else set()
+
+
+# -- snapshot isolation when some appends' order is not known -------------------------------
+
+def si_cycle(n: int, edges: list[Edge]) -> bool:
+    """Return whether the ww/wr/rw edges hold a cycle snapshot isolation forbids: a closed
+    walk with no two rw edges in a row (G0, G1c, G-single, G-nonadjacent)."""
+    hout: list[list[int]] = [[] for _ in range(2 * n)]
+    for s, d, k, *_ in edges:
+        if k in (WW, WR):
+            hout[2 * s].append(2 * d)
+            hout[2 * s + 1].append(2 * d)
+        elif k == RW:
+            hout[2 * s].append(2 * d + 1)
+    hcomp = tarjan(2 * n, hout)
+    return any(hcomp[v] == hcomp[w] for v in range(2 * n) for w in hout[v])
+
+
+def si_completion(n: int, edges: list[Edge], unread: dict[str, list[int]],
+                  rank: list[tuple[int, int, int]], budget: Budget) -> str:
+    """Decide snapshot isolation where the order of some appends is not known: ``unread``
+    per key the committed transactions whose appends to it no read shows (they come
+    after every element read, in some order). Snapshot isolation is possible iff some
+    order of each key's unread appenders (a ww chain) leaves no cycle it forbids; adding
+    edges only adds cycles, so a key's orders are tried one at a time, pruning as soon
+    as a cycle appears, the likely order (``rank``: completion, invoke) first. Return
+    "possible", "impossible" or "unknown" (the budget ran out)."""
+    from itertools import permutations
+
+    base = [e for e in edges if e[2] in (WW, WR, RW)]
+    keys = sorted(unread, key=lambda k: -len(unread[k]))
+
+    def chain(ts: tuple[int, ...], k: str) -> list[Edge]:
+        return [(a, b, WW, k, None, None) for a, b in zip(ts, ts[1:], strict=False)]
+
+    def go(i: int, added: list[Edge]) -> bool:
+        if i == len(keys):
+            return True
+        k = keys[i]
+        first = tuple(sorted(unread[k], key=lambda t: rank[t]))
+        for order in (first, *(p for p in permutations(first) if p != first)):
+            more = added + chain(order, k)
+            if not budget.spend(len(base) + len(more) + 2 * n):
+                raise OutOfBudget
+            if not si_cycle(n, base + more) and go(i + 1, more):
+                return True
+        return False
+
+    try:
+        return "possible" if go(0, []) else "impossible"
+    except OutOfBudget:
+        return "unknown"

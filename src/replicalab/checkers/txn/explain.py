@@ -86,6 +86,11 @@ def anomaly_text(an: Anomaly, name: dict[int, str], model: str) -> list[str]:
                 "the history is not what was meant"]
     if an.type == "cycle-search-timeout":
         return [f"the search for {', '.join(d['classes'])} stopped before it finished"]
+    if an.type == "PL-SI-cycle-exists" and "keys" in d:
+        return [f"{', '.join(ts)} appended to key(s) {', '.join(d['keys'])} and no read "
+                "shows in which order: in every order a cycle snapshot isolation forbids "
+                "exists (two of them wrote the same key while one missed the other's "
+                "effects)"]
     if an.type.endswith("-cycle-exists"):
         model_name = an.type.removesuffix("-cycle-exists")
         return [f"a cycle {model_name} forbids exists among {d['size']} transactions "

@@ -161,6 +161,25 @@ def analyse(txns: list[Txn]) -> tuple[list[Edge], list[Anomaly]]:
     return edges, anomalies
 
 
+def unread_appenders(txns: list[Txn]) -> dict[str, list[int]]:
+    """Return, per key, the committed transactions whose appends to it no read shows
+    (ok ones, and info ones some read shows did commit), when there are two or more:
+    the order among them is not known."""
+    orders, _ = version_orders(txns, (OK, INFO))
+    seen = {(k, v) for k, o in orders.items() for v in o}
+    committed = {t for t, x in enumerate(txns) if x.outcome == OK} | {
+        t for t, x in enumerate(txns) if x.outcome == INFO
+        and any(f == "append" and (k, v) in seen for f, k, v in x.mops)}
+    out: dict[str, list[int]] = {}
+    for t in sorted(committed):
+        for f, k, v in txns[t].mops:
+            if f == "append" and (k, v) not in seen:
+                ts = out.setdefault(k, [])
+                if t not in ts:
+                    ts.append(t)
+    return {k: ts for k, ts in out.items() if len(ts) > 1}
+
+
 def _incompatible(sorted_reads: list[tuple[str, list[tuple[Any, int]]]],
                   anomalies: list[Anomaly]) -> None:
     for k, vals in sorted_reads:
