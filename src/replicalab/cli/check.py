@@ -263,6 +263,18 @@ def check(
     fail_fast: Annotated[bool, typer.Option(
         "--fail-fast", help="Stop at the first key that is not linearizable; the other keys "
                             "are left unchecked (listed as skipped).")] = False,
+    consistency_models: Annotated[str | None, typer.Option(
+        "--consistency-models", help="list-append / rw-register: the models the history "
+                                     "should satisfy, comma-separated, as Elle's "
+                                     ":consistency-models (default strict-serializable; "
+                                     "'none' for none).", show_default=False)] = None,
+    anomalies: Annotated[str | None, typer.Option(
+        "--anomalies", help="list-append / rw-register: further anomalies to report, "
+                            "comma-separated, as Elle's :anomalies (G0,G1c,...).",
+        show_default=False)] = None,
+    wfr_keys: Annotated[bool, typer.Option(
+        "--wfr-keys", help="rw-register: a transaction's write of a key follows its read "
+                           "of it in the key's version order (Elle's :wfr-keys?).")] = False,
 ) -> None:
     """Check histories for linearizability (Jepsen semantics: ok happened inside its
     interval, fail never happened, info may have happened at any time after its invoke).
@@ -287,7 +299,8 @@ def check(
             txn_timeout_s = parse_duration_s(timeout, "--timeout")
         except ValueError as err:
             fail(str(err))
-        raise typer.Exit(run_txn(paths, model, txn_timeout_s, as_json))
+        raise typer.Exit(run_txn(paths, model, txn_timeout_s, as_json, consistency_models,
+                                 anomalies, wfr_keys))
     try:
         m = get_model(model)  # resolved once: the object goes everywhere from here
     except ValueError:

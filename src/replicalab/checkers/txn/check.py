@@ -160,7 +160,7 @@ def check_result(txns: list[Txn] | Any, model: str, opts: Options,
     bad = reportable & bad_types
     valid: bool | str = True if not reportable else False if bad else "unknown"
     not_, also_not = models.boundary(found)
-    possible = models.possible(found)
+    possible = [m for m in models.possible(found) if checked(m, opts)]
 
     names: dict[int, str] = {}
     procs: dict[int, int] = {}
@@ -193,6 +193,16 @@ def check_result(txns: list[Txn] | Any, model: str, opts: Options,
     return TxnCheckResult(model, valid, n, sorted(reportable), kept, not_, also_not, possible,
                           unfinished, check_s, engine, names, counts, anomalous, opts,
                           dict(skipped or {}))
+
+
+def checked(model: str, opts: Options) -> bool:
+    """Whether the search ``opts`` ask for looks at every cycle class ``model`` forbids:
+    its process classes need process edges, its real-time ones real-time edges."""
+    kind = order_kind(opts)
+    forbidden = models.prohibited_by([model]) & set(cycles.CYCLE_TYPES)
+    if kind != PROCESS and any(t.endswith("-process") for t in forbidden):
+        return False
+    return kind == REALTIME or not any(t.endswith("-realtime") for t in forbidden)
 
 
 def _without_redundant_exists(types: set[str]) -> set[str]:

@@ -84,6 +84,73 @@ def check_file(path: Path, model: str, opts: Options = DEFAULT_OPTIONS,
     return r
 
 
+def options(consistency_models: str | None = None, anomalies: str | None = None,
+            wfr_keys: bool = False) -> Options:
+    """Return the options of comma-separated names as the command line takes them:
+    ``consistency_models`` (None: Elle's default, strict serializability; "" or
+    "none": none), ``anomalies``; raises ValueError naming an unknown one."""
+    from replicalab.checkers.txn import models
+
+    cm: tuple[str, ...] | None = DEFAULT_OPTIONS.consistency_models
+    if consistency_models is not None:
+        names = [m.strip().lstrip(":") for m in consistency_models.split(",") if m.strip()]
+        cm = None if names in ([], ["none"]) else tuple(models.validate(names))
+    an = tuple(a.strip().lstrip(":") for a in (anomalies or "").split(",") if a.strip())
+    known = set(models.depths())
+    bad = [a for a in an if a not in known]
+    if bad:
+        raise ValueError(f"unknown anomaly {bad[0]!r}; known: "
+                         f"{', '.join(models.ordered(known))}")
+    return Options(cm, an, wfr_keys=wfr_keys)
+
+
+def check_path(path: Path, model: str, opts: Options = DEFAULT_OPTIONS,
+               deadline_s: float | None = None, engine: str = "auto"
+               ) -> tuple[TxnCheckResult, str]:
+    """Return the check of a run directory (its ``history.parquet``) or a Jepsen/Elle
+    history file, and how its transactions are named (``"row"``: T<n> is row n of the
+    run's history; ``"line"``: the op on line n of the file). Raises ValueError (one
+    line: a path that is neither, a malformed file) or TxnInputError."""
+    from replicalab.history.read import HistoryFileError
+
+    if path.is_dir():
+        if not (path / "history.parquet").exists():
+            raise ValueError(f"{path} holds no history.parquet: pass a run directory "
+                             "(runs/<UTC time>-<workload>-<store>) or a Jepsen/Elle EDN "
+                             "history")
+        return check_run(path, model, opts, deadline_s, engine), "row"
+    if not path.exists():
+        raise ValueError(f"{path} does not exist; pass a run directory or a Jepsen/Elle "
+                         "EDN history")
+    try:
+        return check_file(path, model, opts, deadline_s, engine), "line"
+    except HistoryFileError as err:
+        raise ValueError(str(err)) from None
+
+
+def check_run(path: Path, model: str, opts: Options = DEFAULT_OPTIONS,
+              deadline_s: float | None = None, engine: str = "auto") -> TxnCheckResult:
+    """Return the check of a run directory's ``txn`` rows (native: decoded from the
+    Arrow buffers; raises TxnInputError naming the row)."""
+    nat = _engine(engine)
+    if nat is not None and _native_takes(opts) and hasattr(nat, "txn_check2_rows"):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from replicalab.checkers.txn.native import check_table
+
+        cols = ["f", "type", "process", "invoke_ns", "complete_ns", "keys", "values"]
+        try:
+            table = pq.read_table(path / "history.parquet", columns=cols)
+        except (OSError, pa.ArrowInvalid) as err:
+            raise ValueError(f"{path / 'history.parquet'} is malformed: {err}") from None
+        return check_table(table, model, opts, deadline_s)
+    from replicalab.history import load_history
+
+    h, _ = load_history(path)
+    return check_history(h, model, opts, deadline_s, engine)
+
+
 def result_json(result: TxnCheckResult) -> dict[str, Any]:
     """Return Elle's result map: ``valid`` (true, false or "unknown"),
     ``anomaly_types``, ``not``, ``also_not``, ``anomalies`` (per type: transactions,

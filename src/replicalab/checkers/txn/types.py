@@ -108,7 +108,9 @@ class TxnCheckResult:
     stopped, or the graph was empty, and nothing forbidden was found); ``anomaly_types``
     the anomalies found that the options ask about (Elle's ``:anomaly-types``);
     ``not_``/``also_not`` the models every anomaly found rules out (the weakest ones,
-    then the rest); ``possible`` the transactional models still possible;
+    then the rest); ``possible`` the transactional models still possible (among those
+    whose cycle classes the search looked at: process ones need process edges,
+    real-time ones real-time edges, which the options decide);
     ``anomalies`` a few of each type found (``counts`` has how many); ``check_s`` seconds
     spent checking."""
 
