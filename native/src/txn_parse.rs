@@ -5,13 +5,16 @@
 //!
 //! An invoke is paired with the next completion of the same process (as Jepsen does);
 //! a `:ok` takes its completion's micro-ops (the reads filled in), a `:fail` or `:info`
-//! its invoke's; an invoke never completed is `info`. A history without `:time` is
-//! ordered by its lines. Events of a process that is not an integer (`:nemesis`) are
-//! left out. Malformed input is an error naming the line.
+//! its invoke's; an invoke never completed is `info`; a completion with no invoke (a
+//! history of completions only) is a transaction whose invoke is not known. Instants are
+//! positions in the history (its lines, or the events' order when a line holds several),
+//! as Elle orders them (`history.read` + `checkers.txn.prepare` in Python). Events of a
+//! process that is not an integer (`:nemesis`) and ops other than `:txn` are left out
+//! and counted. Malformed input is an error naming the line.
 
 use std::collections::HashMap;
 
-use crate::txn::{FxBuild, Txns, NIL};
+use crate::txn::{FxBuild, Txns, NEVER, NIL};
 
 pub struct ParseError {
     pub line: usize,
@@ -257,6 +260,15 @@ impl<'a> Reader<'a> {
         let key = self.key()?;
         self.ws();
         let mut m = Mop { f: code, key, val: NIL, rlen: -1, lstart: self.lists.len() as u32 };
+        if matches!(self.peek(), Some(b']' | b')')) {
+            // [:r k]: a read without its value, nil
+            if code != 1 {
+                return err(self.line, format!(":{} takes an integer, not nil",
+                                              String::from_utf8_lossy(&f)));
+            }
+            self.i += 1;
+            return Ok(m);
+        }
         match self.peek() {
             Some(b'[') | Some(b'(') if code == 1 => {
                 self.i += 1;
@@ -310,11 +322,16 @@ impl<'a> Reader<'a> {
 struct Event {
     typ: u8, // 0 invoke 1 ok 2 fail 3 info
     process: Option<i64>,
+    /// its :process is not an integer (the nemesis)
+    other_process: bool,
     time: Option<i64>,
-    f_txn: bool,
+    /// its :f: None when absent, else whether it is :txn
+    f_txn: Option<bool>,
     has_value: bool,
     /// its :value was a vector (the micro-ops are in the reader's buffers)
     some_value: bool,
+    /// a :value that is not micro-ops (an error only for a client :txn op)
+    value_err: Option<ParseError>,
 }
 
 fn event(r: &mut Reader) -> Result<Event, ParseError> {
@@ -322,8 +339,8 @@ fn event(r: &mut Reader) -> Result<Event, ParseError> {
     r.i += 1;
     r.mops.clear();
     r.lists.clear();
-    let mut ev = Event { typ: 255, process: None, time: None, f_txn: true, has_value: false,
-                         some_value: false };
+    let mut ev = Event { typ: 255, process: None, other_process: false, time: None,
+                         f_txn: None, has_value: false, some_value: false, value_err: None };
     let line = r.line;
     loop {
         r.ws();
@@ -351,18 +368,18 @@ fn event(r: &mut Reader) -> Result<Event, ParseError> {
                 }
             }
             b":f" => {
-                let v = r.atom();
-                if v != b":txn" {
-                    let shown = if v.is_empty() { "that is not a keyword".to_string() }
-                                else { String::from_utf8_lossy(v).into_owned() };
-                    return err(r.line, format!(":f {shown}; a transaction history has :f :txn"));
+                if r.peek() == Some(b':') {
+                    ev.f_txn = Some(r.atom() == b":txn");
+                } else {
+                    r.skip()?;
+                    ev.f_txn = Some(false);
                 }
             }
             b":process" => {
-                if r.peek() == Some(b':') {
-                    r.atom();
+                if matches!(r.peek(), Some(b':' | b'"')) {
+                    r.skip()?;
                     ev.process = None; // :nemesis and other non-client processes
-                    ev.f_txn = false;
+                    ev.other_process = true;
                 } else {
                     ev.process = r.int()?;
                 }
@@ -372,7 +389,23 @@ fn event(r: &mut Reader) -> Result<Event, ParseError> {
                 ev.has_value = true;
                 r.mops.clear();
                 r.lists.clear();
-                ev.some_value = r.txn_value()?;
+                if ev.f_txn == Some(false) || ev.other_process {
+                    r.skip()?;
+                } else {
+                    let (i, line) = (r.i, r.line);
+                    match r.txn_value() {
+                        Ok(x) => ev.some_value = x,
+                        Err(e) => {
+                            // not micro-ops: an error only if this is a client :txn op
+                            r.i = i;
+                            r.line = line;
+                            r.mops.clear();
+                            r.lists.clear();
+                            r.skip()?;
+                            ev.value_err = Some(e);
+                        }
+                    }
+                }
             }
             _ => r.skip()?,
         }
@@ -407,14 +440,27 @@ fn store(t: &mut Txns, slot: usize, mops: &[Mop], lists: &[i64], committed: bool
     }
 }
 
-/// Parse `text` into transactions (in invoke order; `index` the line of the invoke).
-pub fn parse(text: &[u8]) -> Result<Txns, ParseError> {
+/// What the parse left out: events of non-client processes, client ops not `:txn`.
+#[derive(Default)]
+pub struct Skipped {
+    pub non_client: usize,
+    pub non_txn: usize,
+}
+
+/// Parse `text` into transactions (in invoke order; `index` the position of the invoke,
+/// or of a completion with no invoke).
+pub fn parse(text: &[u8]) -> Result<(Txns, Skipped), ParseError> {
     let mut r = Reader { s: text, i: 0, line: 1, keys: HashMap::default(),
                          key_names: Vec::new(), mops: Vec::new(), lists: Vec::new() };
     let mut open: HashMap<i64, Open, FxBuild> = HashMap::default();
     let mut pool: Vec<Vec<Mop>> = Vec::new();
     let mut t = Txns::default();
+    let mut skipped = Skipped::default();
+    let mut other_open: std::collections::HashSet<i64> = Default::default();
     let mut timed: Option<bool> = None;
+    // every event's line, by position (1-based): instants are lines when no two events
+    // share one, else positions
+    let mut lines: Vec<i64> = vec![0];
     r.ws();
     let mut outer = false;
     if r.peek() == Some(b'[') {
@@ -443,12 +489,33 @@ pub fn parse(text: &[u8]) -> Result<Txns, ParseError> {
         }
         let line = r.line;
         let ev = event(&mut r)?;
-        if !ev.f_txn {
+        lines.push(line as i64);
+        let pos = (lines.len() - 1) as i64;
+        if ev.other_process {
+            skipped.non_client += 1;
             continue;
         }
         let Some(process) = ev.process else {
             return err(line, "an op map without an integer :process");
         };
+        match ev.f_txn {
+            None => return err(line, "no :f; expected the op's name (:txn)"),
+            Some(false) => {
+                // a client op other than a transaction: left out (its invoke and its
+                // completion are one op)
+                if ev.typ == 0 {
+                    skipped.non_txn += 1;
+                    other_open.insert(process);
+                } else if !other_open.remove(&process) {
+                    skipped.non_txn += 1;
+                }
+                continue;
+            }
+            Some(true) => {}
+        }
+        if let Some(e) = ev.value_err {
+            return Err(e);
+        }
         let has_time = ev.time.is_some();
         match timed {
             None => timed = Some(has_time),
@@ -458,8 +525,7 @@ pub fn parse(text: &[u8]) -> Result<Txns, ParseError> {
             }
             _ => {}
         }
-        // a history without :time is ordered by its lines
-        let at = ev.time.unwrap_or(line as i64);
+        let at = ev.time.unwrap_or(pos);
         if ev.typ == 0 {
             if let Some(o) = open.get(&process) {
                 return err(line, format!("process {process} invokes again before its op on \
@@ -474,19 +540,32 @@ pub fn parse(text: &[u8]) -> Result<Txns, ParseError> {
             mops.extend(r.mops.iter().map(|m| Mop { rlen: if m.f == 1 { -1 } else { m.rlen },
                                                     ..*m }));
             let slot = t.index.len();
-            t.index.push(line as i64);
+            t.index.push(pos);
             t.process.push(process);
             t.outcome.push(3);
-            t.invoke.push(at);
-            t.complete.push(-1);
+            t.invoke.push(pos);
+            t.complete.push(NEVER);
             t.mop_start.push(0);
             t.mop_len.push(0);
             open.insert(process, Open { slot, line, time: at, mops });
             continue;
         }
         let Some(o) = open.remove(&process) else {
-            return err(line, format!("a completion of process {process} with no :invoke \
-                                      before it"));
+            // a completion on its own (a history of completions only)
+            if !ev.some_value {
+                return err(line, "a :txn without a :value; expected [[:append 5 3] [:r 5 nil]]");
+            }
+            let slot = t.index.len();
+            t.index.push(pos);
+            t.process.push(process);
+            t.outcome.push(ev.typ);
+            t.invoke.push(NEVER);
+            t.complete.push(pos);
+            t.mop_start.push(0);
+            t.mop_len.push(0);
+            let (mops, lists) = (r.mops.clone(), r.lists.clone());
+            store(&mut t, slot, &mops, &lists, true);
+            continue;
         };
         if at < o.time {
             return err(line, format!("completes at {at}, before its invoke on line {}", o.line));
@@ -503,7 +582,7 @@ pub fn parse(text: &[u8]) -> Result<Txns, ParseError> {
             store(&mut t, o.slot, &o.mops, &[], false);
         }
         t.outcome[o.slot] = ev.typ;
-        t.complete[o.slot] = if ev.typ == 3 { -1 } else { at };
+        t.complete[o.slot] = pos;
         pool.push(o.mops);
     }
     let left: Vec<Open> = open.into_values().collect();
@@ -511,6 +590,14 @@ pub fn parse(text: &[u8]) -> Result<Txns, ParseError> {
         // never completed: may have happened, or not
         store(&mut t, o.slot, &o.mops, &[], false);
     }
+    // positions -> lines when every event has a line of its own
+    if lines.windows(2).skip(1).all(|w| w[0] < w[1]) {
+        for x in t.index.iter_mut().chain(t.invoke.iter_mut()).chain(t.complete.iter_mut()) {
+            if *x != NEVER {
+                *x = lines[*x as usize];
+            }
+        }
+    }
     t.keys = r.key_names;
-    Ok(t)
+    Ok((t, skipped))
 }

@@ -136,14 +136,15 @@ def _unread_orders(txns: list[Txn], edges: list[graph.Edge], anomalies: list[Ano
 def check_result(txns: list[Txn] | Any, model: str, opts: Options,
                  anomalies: list[Anomaly], unfinished: list[Unfinished], check_s: float,
                  engine: str, empty: bool = False, n_txns: int | None = None,
-                 anomalous: int = 0, skipped: dict[str, int] | None = None
-                 ) -> TxnCheckResult:
+                 anomalous: int = 0, skipped: dict[str, int] | None = None,
+                 counts: dict[str, int] | None = None) -> TxnCheckResult:
     """Return the result (Elle's ``result-map``): the anomalies the options ask about
     (``anomaly_types``), ``valid`` false if one of them is forbidden, "unknown" if only
     an empty graph or an undecided search is, the models the anomalies rule out, a few
     anomalies per type (shortest cycles first), explained. ``txns`` is the transaction
     list, or a mapping position -> (index, process) for the ones anomalies name;
-    ``empty`` whether the dependency graph has no edge at all."""
+    ``empty`` whether the dependency graph has no edge at all; ``counts`` how many of
+    each type were found when ``anomalies`` holds a few of each only."""
     bad_types = prohibited(opts)
     if empty:
         anomalies = [*anomalies, Anomaly("empty-transaction-graph", [])]
@@ -189,7 +190,7 @@ def check_result(txns: list[Txn] | Any, model: str, opts: Options,
             else:
                 an.explanation = anomaly_text(an, names, model)
     n = len(txns) if n_txns is None else n_txns
-    counts = {typ: len(ans) for typ, ans in by_type.items()}
+    counts = {typ: len(ans) for typ, ans in by_type.items()} | (counts or {})
     return TxnCheckResult(model, valid, n, sorted(reportable), kept, not_, also_not, possible,
                           unfinished, check_s, engine, names, counts, anomalous, opts,
                           dict(skipped or {}))
@@ -197,12 +198,18 @@ def check_result(txns: list[Txn] | Any, model: str, opts: Options,
 
 def checked(model: str, opts: Options) -> bool:
     """Whether the search ``opts`` ask for looks at every cycle class ``model`` forbids:
-    its process classes need process edges, its real-time ones real-time edges."""
+    its real-time classes need real-time edges; its process classes process edges, or
+    real-time ones when the model forbids the real-time class too (a process runs one
+    transaction at a time, so a process cycle is a real-time cycle)."""
     kind = order_kind(opts)
     forbidden = models.prohibited_by([model]) & set(cycles.CYCLE_TYPES)
-    if kind != PROCESS and any(t.endswith("-process") for t in forbidden):
-        return False
-    return kind == REALTIME or not any(t.endswith("-realtime") for t in forbidden)
+    process = {t for t in forbidden if t.endswith("-process")}
+    realtime = {t for t in forbidden if t.endswith("-realtime")}
+    if kind == REALTIME:
+        return all(t.removesuffix("-process") + "-realtime" in forbidden for t in process)
+    if kind == PROCESS:
+        return not realtime
+    return not process and not realtime
 
 
 def _without_redundant_exists(types: set[str]) -> set[str]:

@@ -79,9 +79,10 @@ def index_writes(txns: list[Txn]) -> Writes:
 def version_orders(txns: list[Txn], outcomes: tuple[str, ...]
                    ) -> tuple[dict[str, tuple[int, ...]], list[tuple[str, list[tuple[Any, int]]]]]:
     """Return each key's version order as the transactions of ``outcomes`` show it (the
-    longest non-empty read, first seen on a tie, each element once; a key they append
-    once and never read: that element), and per key its distinct non-empty reads sorted
-    by length (first seen first on a tie) with the transaction that first read each."""
+    longest non-empty read, the last seen of equal ones, each element once; a key they
+    append once and never read: that element), and per key its distinct non-empty reads
+    sorted by length (first seen first on a tie) with the transaction that first read
+    each."""
     reads: dict[str, dict[tuple[int, ...], int]] = {}
     appends: dict[str, Any] = {}
     for t, txn in enumerate(txns):

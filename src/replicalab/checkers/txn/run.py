@@ -49,9 +49,9 @@ def check(txns: list[Txn], model: str, opts: Options = DEFAULT_OPTIONS,
 
 
 def _native_takes(opts: Options) -> bool:
-    """Whether the native core implements the options (rw-register's order-based version
-    inference is the reference's only)."""
-    return not (opts.sequential_keys or opts.linearizable_keys)
+    """Whether the native core implements the options (rw-register's version inference
+    from process, real-time or a given transaction order is the reference's only)."""
+    return not (opts.sequential_keys or opts.linearizable_keys or opts.transaction_order)
 
 
 def check_history(h: Any, model: str, opts: Options = DEFAULT_OPTIONS,
