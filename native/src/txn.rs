@@ -190,6 +190,7 @@ fn la_writes(t: &Txns) -> Result<Writes, InputError> {
     let mut w = Writes { writer: Map::default(), intermediate: Map::default(),
                          last: Map::default() };
     w.writer.reserve(t.f.len() / 2);
+    w.last.reserve(t.f.len() / 2);
     for tx in 0..t.len() {
         for m in t.mops(tx) {
             match t.f[m] {
@@ -310,6 +311,7 @@ pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
         }
     }
     let mut position: Map<(u32, i64), u32> = Map::default();
+    position.reserve(orders.order.values().map(|o| o.len()).sum());
     for (k, o) in &orders.order {
         for (i, &v) in o.iter().enumerate() {
             position.insert((*k, v), i as u32);
@@ -319,6 +321,7 @@ pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
         w.writer.get(kv).copied().filter(|&x| t.outcome[x as usize] != FAIL)
     };
     let mut readers: Map<(u32, i64), Vec<u32>> = Map::default();
+    readers.reserve(t.f.len() / 2);
     for tx in 0..t.len() {
         let o = t.outcome[tx];
         if o != OK && o != INFO {
@@ -382,12 +385,13 @@ pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
 }
 
 fn la_reads(t: &Txns, w: &Writes, an: &mut Vec<Anomaly>) {
+    let mut scratch: Vec<i64> = Vec::new();
     for tx in 0..t.len() {
         let o = t.outcome[tx];
         if o == INFO {
             for m in t.mops(tx) {
                 if t.f[m] == READ {
-                    duplicates(t, tx, m, an);
+                    duplicates(t, tx, m, an, &mut scratch);
                 }
             }
         }
@@ -403,7 +407,7 @@ fn la_reads(t: &Txns, w: &Writes, an: &mut Vec<Anomaly>) {
                 continue;
             }
             let k = t.key[m];
-            duplicates(t, tx, m, an);
+            duplicates(t, tx, m, an, &mut scratch);
             if let Some(&g) = l.iter().find(|&&e| !w.writer.contains_key(&(k, e))) {
                 an.push(Anomaly::plain("garbage-read", vec![tx as u32], k, format!(
                     "{{\"element\":{},\"read\":{}}}", g, jlist(l))));
@@ -425,81 +429,105 @@ fn la_reads(t: &Txns, w: &Writes, an: &mut Vec<Anomaly>) {
                 }
             }
         }
-        la_internal(t, tx, an);
+        la_internal(t, tx, an, &mut scratch);
         future_read(t, tx, an);
     }
 }
 
-fn duplicates(t: &Txns, tx: usize, m: usize, an: &mut Vec<Anomaly>) {
+fn duplicates(t: &Txns, tx: usize, m: usize, an: &mut Vec<Anomaly>, scratch: &mut Vec<i64>) {
     let l = t.list(m);
     if l.len() < 2 {
         return;
     }
+    scratch.clear();
+    scratch.extend_from_slice(l);
+    scratch.sort_unstable();
+    if scratch.windows(2).all(|w| w[0] != w[1]) {
+        return;
+    }
     let mut counts: Vec<(i64, usize)> = Vec::new();
-    let mut idx: Map<i64, usize> = Map::default();
     for &e in l {
-        match idx.get(&e) {
-            Some(&i) => counts[i].1 += 1,
-            None => {
-                idx.insert(e, counts.len());
-                counts.push((e, 1));
-            }
+        match counts.iter_mut().find(|c| c.0 == e) {
+            Some(c) => c.1 += 1,
+            None => counts.push((e, 1)),
         }
     }
     let dups: Vec<String> = counts.iter().filter(|c| c.1 > 1)
         .map(|c| format!("\"{}\":{}", c.0, c.1)).collect();
-    if !dups.is_empty() {
-        an.push(Anomaly::plain("duplicate-elements", vec![tx as u32], t.key[m], format!(
-            "{{\"read\":{},\"duplicates\":{{{}}}}}", jlist(l), dups.join(","))));
-    }
+    an.push(Anomaly::plain("duplicate-elements", vec![tx as u32], t.key[m], format!(
+        "{{\"read\":{},\"duplicates\":{{{}}}}}", jlist(l), dups.join(","))));
 }
 
-fn la_internal(t: &Txns, tx: usize, an: &mut Vec<Anomaly>) {
-    // key -> (known?, nil?, elements)
-    let mut state: Map<u32, (bool, bool, Vec<i64>)> = Map::default();
-    for m in t.mops(tx) {
-        let k = t.key[m];
-        if t.f[m] == APPEND {
-            let e = state.entry(k).or_insert((false, false, Vec::new()));
-            e.1 = false;
-            e.2.push(t.val[m]);
+/// The transaction's first read that disagrees with what it read or appended before
+/// (its previous read of the key plus its appends since, or, with no read before, an
+/// unknown prefix followed by its appends): no allocation, transactions are short.
+fn la_internal(t: &Txns, tx: usize, an: &mut Vec<Anomaly>, appended: &mut Vec<i64>) {
+    let r = t.mops(tx);
+    for j in r.clone() {
+        if t.f[j] != READ {
             continue;
         }
-        if let Some((known, nil, els)) = state.get(&k) {
-            let read = t.list(m);
-            let bad = if *known {
-                *nil != t.nil(m) || els.as_slice() != read
+        let k = t.key[j];
+        appended.clear();
+        let mut prev: Option<usize> = None;
+        for i in (r.start..j).rev() {
+            if t.key[i] != k {
+                continue;
+            }
+            if t.f[i] == APPEND {
+                appended.push(t.val[i]);
             } else {
-                read.len() < els.len() || &read[read.len() - els.len()..] != els.as_slice()
-            };
-            if bad {
-                let expected = if *known {
-                    if *nil { "null".to_string() } else { jlist(els) }
-                } else {
-                    let rest: Vec<String> = els.iter().map(|x| x.to_string()).collect();
-                    format!("[\"...\"{}{}]", if rest.is_empty() { "" } else { "," },
-                            rest.join(","))
-                };
-                an.push(Anomaly::plain("internal", vec![tx as u32], k, format!(
-                    "{{\"expected\":{},\"read\":{}}}", expected, jread(t, m))));
-                return;
+                prev = Some(i);
+                break;
             }
         }
-        state.insert(k, (true, t.nil(m), t.list(m).to_vec()));
+        appended.reverse();
+        let read = t.list(j);
+        let bad = match prev {
+            Some(p) => {
+                let base = t.list(p);
+                let nil = t.nil(p) && appended.is_empty();
+                nil != t.nil(j) || read.len() != base.len() + appended.len()
+                    || &read[..base.len()] != base || &read[base.len()..] != appended.as_slice()
+            }
+            None if appended.is_empty() => false,
+            None => read.len() < appended.len()
+                || &read[read.len() - appended.len()..] != appended.as_slice(),
+        };
+        if bad {
+            let expected = match prev {
+                Some(p) => {
+                    if t.nil(p) && appended.is_empty() {
+                        "null".to_string()
+                    } else {
+                        let mut all = t.list(p).to_vec();
+                        all.extend_from_slice(appended);
+                        jlist(&all)
+                    }
+                }
+                None => {
+                    let rest: Vec<String> = appended.iter().map(|x| x.to_string()).collect();
+                    format!("[\"...\",{}]", rest.join(","))
+                }
+            };
+            an.push(Anomaly::plain("internal", vec![tx as u32], k, format!(
+                "{{\"expected\":{},\"read\":{}}}", expected, jread(t, j))));
+            return;
+        }
     }
 }
 
 fn future_read(t: &Txns, tx: usize, an: &mut Vec<Anomaly>) {
-    let mut seen: Map<(u32, i64), usize> = Map::default();
-    for m in t.mops(tx) {
-        let k = t.key[m];
-        if t.f[m] == READ {
-            for &e in t.list(m) {
-                seen.entry((k, e)).or_insert(m);
-            }
-        } else if let Some(&r) = seen.get(&(k, t.val[m])) {
+    let r = t.mops(tx);
+    for j in r.clone() {
+        if t.f[j] != APPEND {
+            continue;
+        }
+        let (k, v) = (t.key[j], t.val[j]);
+        if let Some(i) = (r.start..j).find(|&i| t.f[i] == READ && t.key[i] == k
+                                             && t.list(i).contains(&v)) {
             an.push(Anomaly::plain("future-read", vec![tx as u32], k, format!(
-                "{{\"element\":{},\"read\":{}}}", t.val[m], jlist(t.list(r)))));
+                "{{\"element\":{},\"read\":{}}}", v, jlist(t.list(i)))));
             return;
         }
     }
@@ -511,17 +539,21 @@ fn lost_updates(t: &Txns, write: u8, lists: bool, an: &mut Vec<Anomaly>) {
     // (key, value read) -> txns; the value as (nil?, hash, start, len) or a register's
     let mut groups: Map<(u32, bool, u64, i64), (Vec<u32>, usize)> = Map::default();
     let mut order: Vec<(u32, bool, u64, i64)> = Vec::new();
+    // per transaction: (key, its first read, recorded?) in a reused buffer
+    let mut seen: Vec<(u32, usize, bool)> = Vec::new();
     for tx in 0..t.len() {
         if t.outcome[tx] != OK {
             continue;
         }
-        let mut read: Map<u32, usize> = Map::default();
-        let mut wrote: Vec<u32> = Vec::new();
+        seen.clear();
         for m in t.mops(tx) {
             let k = t.key[m];
+            let at = seen.iter().position(|e| e.0 == k);
             if t.f[m] == write {
-                if !wrote.contains(&k) {
-                    if let Some(&r) = read.get(&k) {
+                if let Some(i) = at {
+                    if !seen[i].2 {
+                        let r = seen[i].1;
+                        seen[i].2 = true;
                         let id = if lists {
                             let mut h = Fx::default();
                             for &x in t.list(r) {
@@ -536,11 +568,10 @@ fn lost_updates(t: &Txns, write: u8, lists: bool, an: &mut Vec<Anomaly>) {
                             (Vec::new(), r)
                         });
                         g.0.push(tx as u32);
-                        wrote.push(k);
                     }
                 }
-            } else if t.f[m] == READ {
-                read.entry(k).or_insert(m);
+            } else if t.f[m] == READ && at.is_none() {
+                seen.push((k, m, false));
             }
         }
     }
@@ -1814,7 +1845,9 @@ fn smallest_cycle_sets(g: &mut Graph, mask: u8, ext: bool, cid: &Map<u32, usize>
 // ---------------------------------------------------------------------------------------
 // snapshot isolation over unknown append orders
 
-fn si_cycle(n: usize, e: &Edges, extra: &[(u32, u32)]) -> bool {
+/// The state-graph components of the ww/wr/rw edges plus `extra` ww edges, and the
+/// state graph's adjacency (`off`, `adj`).
+fn si_hcomp(n: usize, e: &Edges, extra: &[(u32, u32)]) -> (Vec<u32>, Vec<u32>, Vec<(u32, u8)>) {
     let mut off = vec![0u32; n + 1];
     let mut pairs: Vec<(u32, u32, u8)> = Vec::with_capacity(e.len() + extra.len());
     for i in 0..e.len() {
@@ -1837,7 +1870,7 @@ fn si_cycle(n: usize, e: &Edges, extra: &[(u32, u32)]) -> bool {
         adj[fill[p.0 as usize] as usize] = (p.1, p.2);
         fill[p.0 as usize] += 1;
     }
-    let nb = |v: usize, out: &mut Vec<u32>| {
+    let hcomp = tarjan(2 * n, |v, out| {
         let (x, st) = (v / 2, v % 2);
         for &(d, k) in &adj[off[x] as usize..off[x + 1] as usize] {
             if k != RW {
@@ -1846,17 +1879,16 @@ fn si_cycle(n: usize, e: &Edges, extra: &[(u32, u32)]) -> bool {
                 out.push(2 * d + 1);
             }
         }
-    };
-    let hcomp = tarjan(2 * n, nb);
-    let mut buf = Vec::new();
-    for v in 0..2 * n {
-        buf.clear();
-        nb(v, &mut buf);
-        if buf.iter().any(|&w| hcomp[w as usize] == hcomp[v]) {
-            return true;
-        }
-    }
-    false
+    });
+    (hcomp, off, adj)
+}
+
+fn si_cycle(n: usize, e: &Edges, extra: &[(u32, u32)]) -> bool {
+    let (hcomp, off, adj) = si_hcomp(n, e, extra);
+    (0..n).any(|x| adj[off[x] as usize..off[x + 1] as usize].iter().any(|&(d, k)| {
+        let w = 2 * d as usize + if k == RW { 1 } else { 0 };
+        hcomp[w] == hcomp[2 * x] || (k != RW && hcomp[w] == hcomp[2 * x + 1])
+    }))
 }
 
 fn permutations(items: &[u32]) -> Vec<Vec<u32>> {
@@ -1875,29 +1907,149 @@ fn permutations(items: &[u32]) -> Vec<Vec<u32>> {
     out
 }
 
+/// Each transaction's place in a topological order of the ww and wr edges (acyclic where
+/// snapshot isolation is still possible), earlier completions first among those free:
+/// the likely commit order.
+fn topo_ranks(t: &Txns, e: &Edges) -> Vec<u32> {
+    let n = t.len();
+    let mut indeg = vec![0u32; n];
+    let mut off = vec![0u32; n + 1];
+    for i in 0..e.len() {
+        if e.kind[i] == WW || e.kind[i] == WR {
+            off[e.src[i] as usize + 1] += 1;
+            indeg[e.dst[i] as usize] += 1;
+        }
+    }
+    for i in 0..n {
+        off[i + 1] += off[i];
+    }
+    let mut fill = off.clone();
+    let mut adj = vec![0u32; off[n] as usize];
+    for i in 0..e.len() {
+        if e.kind[i] == WW || e.kind[i] == WR {
+            adj[fill[e.src[i] as usize] as usize] = e.dst[i];
+            fill[e.src[i] as usize] += 1;
+        }
+    }
+    // the components of all dependencies, in their order; earlier completions first
+    // among those free (a commit precedes its completion)
+    let mut doff = vec![0u32; n + 1];
+    for i in 0..e.len() {
+        if e.kind[i] <= RW {
+            doff[e.src[i] as usize + 1] += 1;
+        }
+    }
+    for i in 0..n {
+        doff[i + 1] += doff[i];
+    }
+    let mut dfill = doff.clone();
+    let mut dadj = vec![0u32; doff[n] as usize];
+    for i in 0..e.len() {
+        if e.kind[i] <= RW {
+            dadj[dfill[e.src[i] as usize] as usize] = e.dst[i];
+            dfill[e.src[i] as usize] += 1;
+        }
+    }
+    let comp = tarjan(n, |v, out| out.extend_from_slice(&dadj[doff[v] as usize..doff[v + 1] as usize]));
+    let key = |x: usize| {
+        let c = t.complete[x];
+        std::cmp::Reverse((u32::MAX - comp[x], if c == NEVER { i64::MAX } else { c }, x))
+    };
+    let mut heap: std::collections::BinaryHeap<std::cmp::Reverse<(u32, i64, usize)>> =
+        (0..n).filter(|&x| indeg[x] == 0).map(key).collect();
+    let mut rank = vec![u32::MAX; n];
+    let mut next = 0u32;
+    while let Some(std::cmp::Reverse((_, _, x))) = heap.pop() {
+        rank[x] = next;
+        next += 1;
+        for &y in &adj[off[x] as usize..off[x + 1] as usize] {
+            indeg[y as usize] -= 1;
+            if indeg[y as usize] == 0 {
+                heap.push(key(y as usize));
+            }
+        }
+    }
+    rank
+}
+
 /// "possible", "impossible" or "unknown": whether some order of each key's unread
-/// appenders leaves no cycle snapshot isolation forbids.
+/// appenders leaves no cycle snapshot isolation forbids (see `cycles.si_completion`).
 pub fn si_completion(t: &Txns, e: &Edges, unread: &[(u32, Vec<u32>)], budget: &mut Budget)
                      -> &'static str {
+    const MAX_ORDERED: usize = 7;
     let n = t.len();
-    let rank = |x: u32| {
-        let c = t.complete[x as usize];
-        (if c == NEVER { i64::MAX } else { c }, t.invoke[x as usize], x)
-    };
+    let pos = topo_ranks(t, e);
     let mut keys: Vec<&(u32, Vec<u32>)> = unread.iter().collect();
     keys.sort_by_key(|k| std::cmp::Reverse(k.1.len()));
-    fn go(i: usize, keys: &[&(u32, Vec<u32>)], added: &mut Vec<(u32, u32)>, n: usize, e: &Edges,
-          rank: &dyn Fn(u32) -> (i64, i64, u32), budget: &mut Budget) -> Result<bool, OutOfBudget> {
+    let likely = |k: &(u32, Vec<u32>)| -> Vec<u32> {
+        let mut v = k.1.clone();
+        v.sort_by_key(|&x| (pos[x as usize], x));
+        v
+    };
+    let orders = |k: &(u32, Vec<u32>)| -> Vec<Vec<u32>> {
+        let first = likely(k);
+        let mut out = vec![first.clone()];
+        if first.len() <= MAX_ORDERED {
+            out.extend(permutations(&first).into_iter().filter(|p| *p != first));
+        }
+        out
+    };
+    let chain = |o: &[u32], out: &mut Vec<(u32, u32)>| {
+        for w in o.windows(2) {
+            out.push((w[0], w[1]));
+        }
+    };
+    let cost = (e.len() + 2 * n) as i64;
+    // the likely order of every key at once; then, for the keys whose order closes a
+    // forbidden cycle, their other orders one key at a time; then every combination
+    let mut current: Vec<Vec<u32>> = keys.iter().map(|k| likely(k)).collect();
+    for _ in 0..=keys.len() {
+        if !budget.spend(cost) {
+            return "unknown";
+        }
+        let mut added = Vec::new();
+        let mut owner = Vec::new();
+        for (i, o) in current.iter().enumerate() {
+            let before = added.len();
+            chain(o, &mut added);
+            owner.extend(std::iter::repeat_n(i, added.len() - before));
+        }
+        let (hcomp, _, _) = si_hcomp(n, e, &added);
+        let bad = added.iter().zip(&owner).filter(|((a, b), _)| {
+            let (a, b) = (*a as usize, *b as usize);
+            hcomp[2 * a] == hcomp[2 * b] || hcomp[2 * a + 1] == hcomp[2 * b]
+        }).map(|(_, &i)| i).min();
+        let Some(k) = bad else { return "possible" };
+        let mut others = Vec::new();
+        for (i, o) in current.iter().enumerate() {
+            if i != k {
+                chain(o, &mut others);
+            }
+        }
+        let mut repaired = false;
+        for order in orders(keys[k]).into_iter().skip(1) {
+            if !budget.spend(cost) {
+                return "unknown";
+            }
+            let mut trial = others.clone();
+            chain(&order, &mut trial);
+            if !si_cycle(n, e, &trial) {
+                current[k] = order;
+                repaired = true;
+                break;
+            }
+        }
+        if !repaired {
+            break;
+        }
+    }
+    fn go(i: usize, keys: &[&(u32, Vec<u32>)], orders: &dyn Fn(&(u32, Vec<u32>)) -> Vec<Vec<u32>>,
+          added: &mut Vec<(u32, u32)>, n: usize, e: &Edges, budget: &mut Budget)
+          -> Result<bool, OutOfBudget> {
         if i == keys.len() {
             return Ok(true);
         }
-        let mut first = keys[i].1.clone();
-        first.sort_by_key(|&x| rank(x));
-        let mut orders = vec![first.clone()];
-        if first.len() <= 7 {
-            orders.extend(permutations(&first).into_iter().filter(|p| *p != first));
-        }
-        for order in orders {
+        for order in orders(keys[i]) {
             let before = added.len();
             for w in order.windows(2) {
                 added.push((w[0], w[1]));
@@ -1905,18 +2057,18 @@ pub fn si_completion(t: &Txns, e: &Edges, unread: &[(u32, Vec<u32>)], budget: &m
             if !budget.spend((e.len() + added.len() + 2 * n) as i64) {
                 return Err(OutOfBudget);
             }
-            if !si_cycle(n, e, added) && go(i + 1, keys, added, n, e, rank, budget)? {
+            if !si_cycle(n, e, added) && go(i + 1, keys, orders, added, n, e, budget)? {
                 return Ok(true);
             }
             added.truncate(before);
         }
-        if first.len() > 7 {
+        if keys[i].1.len() > MAX_ORDERED {
             return Err(OutOfBudget); // too many orders to try
         }
         Ok(false)
     }
     let mut added = Vec::new();
-    match go(0, &keys, &mut added, n, e, &rank, budget) {
+    match go(0, &keys, &orders, &mut added, n, e, budget) {
         Ok(true) => "possible",
         Ok(false) => "impossible",
         Err(_) => "unknown",

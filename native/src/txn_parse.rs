@@ -178,6 +178,10 @@ impl<'a> Reader<'a> {
         if a == b"nil" {
             return Ok(None);
         }
+        // the usual case, decimal digits: no UTF-8 check, no allocation
+        if !a.is_empty() && a.len() <= 18 && a.iter().all(u8::is_ascii_digit) {
+            return Ok(Some(a.iter().fold(0i64, |v, &c| v * 10 + (c - b'0') as i64)));
+        }
         let t = a.strip_suffix(b"N").unwrap_or(a);
         match std::str::from_utf8(t).ok().and_then(|x| x.parse::<i64>().ok()) {
             Some(v) => Ok(Some(v)),

@@ -121,8 +121,7 @@ def _unread_orders(txns: list[Txn], edges: list[graph.Edge], anomalies: list[Ano
     unread = listappend.unread_appenders(txns)
     if not unread:
         return
-    rank = [(x.complete if x.complete >= 0 else 2**62, x.invoke, t)
-            for t, x in enumerate(txns)]
+    rank = cycles.topo_ranks(txns, edges)
     verdict = cycles.si_completion(len(txns), edges, unread, rank, budget)
     involved = sorted({t for ts in unread.values() for t in ts})
     if verdict == "impossible":

@@ -63,6 +63,8 @@ EXISTS_SPECS = (
 )
 DFS_STEPS = 2_000_000
 """Most steps one depth-first search may take (of the budget left)."""
+MAX_ORDERED = 7
+"""Most unread appenders of one key whose every order is tried (7! = 5,040 orders)."""
 
 
 def split(typ: str) -> tuple[str, str]:
@@ -621,9 +623,7 @@ def _impossible_from_exists(c: Component) -> set[str]:
 
 # -- snapshot isolation when some appends' order is not known -------------------------------
 
-def si_cycle(n: int, edges: list[Edge]) -> bool:
-    """Return whether the ww/wr/rw edges hold a cycle snapshot isolation forbids: a closed
-    walk with no two rw edges in a row (G0, G1c, G-single, G-nonadjacent)."""
+def _hcomp(n: int, edges: list[Edge]) -> tuple[list[list[int]], list[int]]:
     hout: list[list[int]] = [[] for _ in range(2 * n)]
     for s, d, k, *_ in edges:
         if k in (WW, WR):
@@ -631,8 +631,61 @@ def si_cycle(n: int, edges: list[Edge]) -> bool:
             hout[2 * s + 1].append(2 * d)
         elif k == RW:
             hout[2 * s].append(2 * d + 1)
-    hcomp = tarjan(2 * n, hout)
+    return hout, tarjan(2 * n, hout)
+
+
+def si_cycle(n: int, edges: list[Edge]) -> bool:
+    """Return whether the ww/wr/rw edges hold a cycle snapshot isolation forbids: a closed
+    walk with no two rw edges in a row (G0, G1c, G-single, G-nonadjacent)."""
+    hout, hcomp = _hcomp(n, edges)
     return any(hcomp[v] == hcomp[w] for v in range(2 * n) for w in hout[v])
+
+
+def _on_si_cycle(n: int, edges: list[Edge], added: list[Edge]) -> set[str]:
+    """Return the keys of the ``added`` ww edges that lie on a cycle snapshot isolation
+    forbids in ``edges`` + ``added``."""
+    _, hcomp = _hcomp(n, edges + added)
+    return {e[3] for e in added if hcomp[2 * e[0]] == hcomp[2 * e[1]]
+            or hcomp[2 * e[0] + 1] == hcomp[2 * e[1]]}
+
+
+def topo_ranks(txns: Any, edges: list[Edge]) -> list[tuple[int, int, int]]:
+    """Return each transaction's place in a topological order of the ww and wr edges
+    (acyclic where snapshot isolation is still possible) that follows the order of the
+    strongly connected components of all dependencies (ww, wr, rw) and, among those
+    free, earlier completions first: the likely commit order (a serializable history's
+    serial order; under snapshot isolation a commit precedes its completion)."""
+    import heapq
+
+    n = len(txns)
+    indeg = [0] * n
+    out: list[list[int]] = [[] for _ in range(n)]
+    dep: list[list[int]] = [[] for _ in range(n)]
+    for s, d, k, *_ in edges:
+        if k in (WW, WR):
+            out[s].append(d)
+            indeg[d] += 1
+        if k in (WW, WR, RW):
+            dep[s].append(d)
+    comp = tarjan(n, dep)  # a component's successors have smaller ids
+
+    def key(x: int) -> tuple[int, int, int]:
+        done = txns[x].complete
+        return (-comp[x], done if done >= 0 else 2**62, x)
+
+    heap = [key(x) for x in range(n) if indeg[x] == 0]
+    heapq.heapify(heap)
+    rank = [(2**62, 0, x) for x in range(n)]
+    nxt = 0
+    while heap:
+        *_, x = heapq.heappop(heap)
+        rank[x] = (nxt, 0, x)
+        nxt += 1
+        for y in out[x]:
+            indeg[y] -= 1
+            if indeg[y] == 0:
+                heapq.heappush(heap, key(y))
+    return rank
 
 
 def si_completion(n: int, edges: list[Edge], unread: dict[str, list[int]],
@@ -642,7 +695,7 @@ def si_completion(n: int, edges: list[Edge], unread: dict[str, list[int]],
     after every element read, in some order). Snapshot isolation is possible iff some
     order of each key's unread appenders (a ww chain) leaves no cycle it forbids; adding
     edges only adds cycles, so a key's orders are tried one at a time, pruning as soon
-    as a cycle appears, the likely order (``rank``: completion, invoke) first. Return
+    as a cycle appears, the likely order (``rank``: see ``topo_ranks``) first. Return
     "possible", "impossible" or "unknown" (the budget ran out)."""
     from itertools import permutations
 
@@ -652,20 +705,51 @@ def si_completion(n: int, edges: list[Edge], unread: dict[str, list[int]],
     def chain(ts: tuple[int, ...], k: str) -> list[Edge]:
         return [(a, b, WW, k, None, None) for a, b in zip(ts, ts[1:], strict=False)]
 
+    def likely(k: str) -> tuple[int, ...]:
+        return tuple(sorted(unread[k], key=lambda t: rank[t]))
+
+    def orders(k: str) -> list[tuple[int, ...]]:
+        first = likely(k)
+        if len(first) > MAX_ORDERED:
+            return [first]
+        return [first, *(p for p in permutations(first) if p != first)]
+
+    def spend() -> None:
+        if not budget.spend(len(base) + 2 * n):
+            raise OutOfBudget
+
     def go(i: int, added: list[Edge]) -> bool:
         if i == len(keys):
             return True
         k = keys[i]
-        first = tuple(sorted(unread[k], key=lambda t: rank[t]))
-        for order in (first, *(p for p in permutations(first) if p != first)):
+        for order in orders(k):
             more = added + chain(order, k)
-            if not budget.spend(len(base) + len(more) + 2 * n):
-                raise OutOfBudget
+            spend()
             if not si_cycle(n, base + more) and go(i + 1, more):
                 return True
+        if len(unread[k]) > MAX_ORDERED:
+            raise OutOfBudget  # too many orders to try
         return False
 
     try:
+        # the likely order of every key at once; then, for the keys whose order closes a
+        # forbidden cycle, their other orders one key at a time; then every combination
+        current = {k: likely(k) for k in keys}
+        for _ in range(len(keys) + 1):
+            spend()
+            added = [e for k in keys for e in chain(current[k], k)]
+            bad = _on_si_cycle(n, base, added)
+            if not bad:
+                return "possible"
+            k = min(bad, key=keys.index)
+            others = [e for j in keys if j != k for e in chain(current[j], j)]
+            for order in orders(k)[1:]:
+                spend()
+                if not si_cycle(n, base + others + chain(order, k)):
+                    current[k] = order
+                    break
+            else:
+                break
         return "possible" if go(0, []) else "impossible"
     except OutOfBudget:
         return "unknown"
