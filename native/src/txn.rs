@@ -297,9 +297,14 @@ fn version_orders(t: &Txns, outcomes: &[u8], reads_only: bool) -> Orders {
 
 pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
                            -> Result<(), InputError> {
+    let prof = std::env::var_os("REPLICALAB_TXN_PROFILE").is_some();
+    let t0 = Instant::now();
+    let lap = |what: &str| if prof { eprintln!("  {what}: {:?}", t0.elapsed()) };
     let w = la_writes(t)?;
+    lap("writes");
     let possible = [OK, INFO];
     let orders = version_orders(t, &possible, false);
+    lap("orders");
     for (k, vals) in &orders.sorted {
         for p in vals.windows(2) {
             let (a, b) = (&t.reads[p[0].0..p[0].0 + p[0].1], &t.reads[p[1].0..p[1].0 + p[1].1]);
@@ -320,8 +325,8 @@ pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
     let live = |kv: &(u32, i64)| -> Option<u32> {
         w.writer.get(kv).copied().filter(|&x| t.outcome[x as usize] != FAIL)
     };
-    let mut readers: Map<(u32, i64), Vec<u32>> = Map::default();
-    readers.reserve(t.f.len() / 2);
+    // who read the list ending at each element: (key, last element, reader) sorted
+    let mut reads: Vec<(u32, i64, u32)> = Vec::with_capacity(t.f.len() / 2);
     for tx in 0..t.len() {
         let o = t.outcome[tx];
         if o != OK && o != INFO {
@@ -333,10 +338,7 @@ pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
             }
             let l = t.list(m);
             let last = l.last().copied().unwrap_or(NIL);
-            let r = readers.entry((t.key[m], last)).or_default();
-            if r.last() != Some(&(tx as u32)) {
-                r.push(tx as u32);
-            }
+            reads.push((t.key[m], last, tx as u32));
             if last != NIL {
                 if let Some(src) = live(&(t.key[m], last)) {
                     if src != tx as u32 {
@@ -346,6 +348,13 @@ pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
             }
         }
     }
+    reads.sort_unstable();
+    reads.dedup();
+    let readers = |k: u32, v: i64| -> &[(u32, i64, u32)] {
+        let lo = reads.partition_point(|r| (r.0, r.1) < (k, v));
+        let hi = lo + reads[lo..].partition_point(|r| (r.0, r.1) == (k, v));
+        &reads[lo..hi]
+    };
     for tx in 0..t.len() {
         let o = t.outcome[tx];
         if o != OK && o != INFO {
@@ -369,18 +378,19 @@ pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
                     }
                 }
             }
-            if let Some(rs) = readers.get(&(k, prev)) {
-                for &r in rs {
-                    if r != tx as u32 {
-                        edges.push(r, tx as u32, RW, k, prev, v);
-                    }
+            for &(_, _, r) in readers(k, prev) {
+                if r != tx as u32 {
+                    edges.push(r, tx as u32, RW, k, prev, v);
                 }
             }
         }
     }
+    lap("edges");
     la_reads(t, &w, an);
+    lap("reads");
     lost_updates(t, APPEND, true, an);
     dirty_updates(t, &w, &orders, an);
+    lap("lost and dirty");
     Ok(())
 }
 

@@ -191,27 +191,30 @@ impl<'a> Reader<'a> {
 
     fn key(&mut self) -> Result<u32, ParseError> {
         self.ws();
-        let bytes: Vec<u8> = match self.peek() {
-            Some(b'"') => self.string()?,
+        let owned: Vec<u8>;
+        let bytes: &[u8] = match self.peek() {
+            Some(b'"') => {
+                owned = self.string()?;
+                &owned
+            }
             Some(b'[' | b'{' | b'(' | b'#') => {
                 return err(self.line, "a micro-op's key is an integer, a string or a keyword")
             }
             _ => {
                 let a = self.atom();
                 let a = a.strip_prefix(b":").unwrap_or(a);
-                let a = a.strip_suffix(b"N").unwrap_or(a);
-                a.to_vec()
+                a.strip_suffix(b"N").unwrap_or(a)
             }
         };
         if bytes.is_empty() {
             return err(self.line, "a micro-op without its key");
         }
-        if let Some(&id) = self.keys.get(&bytes) {
+        if let Some(&id) = self.keys.get(bytes) {
             return Ok(id);
         }
         let id = self.key_names.len() as u32;
-        self.key_names.push(String::from_utf8_lossy(&bytes).into_owned());
-        self.keys.insert(bytes, id);
+        self.key_names.push(String::from_utf8_lossy(bytes).into_owned());
+        self.keys.insert(bytes.to_vec(), id);
         Ok(id)
     }
 
@@ -252,15 +255,22 @@ impl<'a> Reader<'a> {
 
     fn mop(&mut self) -> Result<Mop, ParseError> {
         self.ws();
-        let f = if self.peek() == Some(b'"') { self.string()? } else { self.atom().to_vec() };
-        let f = f.strip_prefix(b":").unwrap_or(&f).to_vec();
-        let code = match f.as_slice() {
+        let owned: Vec<u8>;
+        let raw: &[u8] = if self.peek() == Some(b'"') {
+            owned = self.string()?;
+            &owned
+        } else {
+            self.atom()
+        };
+        let f: &[u8] = raw.strip_prefix(b":").unwrap_or(raw);
+        let code = match f {
             b"append" => 0u8,
             b"r" => 1,
             b"w" => 2,
             _ => return err(self.line, format!("micro-op :{}; expected :append, :w or :r",
-                                               String::from_utf8_lossy(&f))),
+                                               String::from_utf8_lossy(f))),
         };
+        let fname = ["append", "r", "w"][code as usize];
         let key = self.key()?;
         self.ws();
         let mut m = Mop { f: code, key, val: NIL, rlen: -1, lstart: self.lists.len() as u32 };
@@ -268,7 +278,7 @@ impl<'a> Reader<'a> {
             // [:r k]: a read without its value, nil
             if code != 1 {
                 return err(self.line, format!(":{} takes an integer, not nil",
-                                              String::from_utf8_lossy(&f)));
+                                              fname));
             }
             self.i += 1;
             return Ok(m);
@@ -307,7 +317,7 @@ impl<'a> Reader<'a> {
                     match v {
                         Some(v) => m.val = v,
                         None => return err(self.line, format!(
-                            ":{} takes an integer, not nil", String::from_utf8_lossy(&f))),
+                            ":{} takes an integer, not nil", fname)),
                     }
                 }
             }

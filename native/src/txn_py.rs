@@ -44,6 +44,9 @@ fn run(py: Python<'_>, t: Txns, model: &str, order_kind: u8, wfr: bool, tables: 
     let tb = Tables { names, implied, specs, spec_implying, spec_prohibits };
     let deadline = crate::instant_of(py, deadline_s)?;
     let res = py.detach(|| -> Result<_, txn::InputError> {
+        let prof = std::env::var_os("REPLICALAB_TXN_PROFILE").is_some();
+        let t0 = std::time::Instant::now();
+        let lap = |what: &str| if prof { eprintln!("{what}: {:?}", t0.elapsed()) };
         let mut edges = Edges::default();
         let mut an: Vec<Anomaly> = Vec::new();
         if register {
@@ -51,10 +54,13 @@ fn run(py: Python<'_>, t: Txns, model: &str, order_kind: u8, wfr: bool, tables: 
         } else {
             txn::analyse_list_append(&t, &mut edges, &mut an)?;
         }
+        lap("analysis");
         txn::order_edges(&t, order_kind, &mut edges);
+        lap("order edges");
         let empty = edges.is_empty();
         let mut budget = Budget { steps: max_steps, deadline, hit: "" };
         let f = txn::search(t.len(), &edges, &tb, &mut budget);
+        lap("search");
         for (name, ids) in f.cycles {
             let txns = ids.iter().map(|&i| edges.src[i]).collect();
             an.push(Anomaly { kind: name, txns, cycle: Some(ids), key: None,
@@ -103,6 +109,7 @@ fn run(py: Python<'_>, t: Txns, model: &str, order_kind: u8, wfr: bool, tables: 
             }
         }
         let anomalous = on.iter().filter(|&&x| x).count();
+        lap("snapshot isolation orders");
         Ok((an, edges, unfinished, anomalous, empty))
     });
     let (an, edges, unfinished, anomalous, empty) = match res {
@@ -156,7 +163,11 @@ pub fn txn_check2_edn(py: Python<'_>, path: &str, model: &str, order_kind: u8, w
                       -> PyResult<Out> {
     let bytes = std::fs::read(path)
         .map_err(|e| PyValueError::new_err(format!("txn-input:0:cannot read it ({e})")))?;
+    let t0 = std::time::Instant::now();
     let parsed = py.detach(|| crate::txn_parse::parse(&bytes));
+    if std::env::var_os("REPLICALAB_TXN_PROFILE").is_some() {
+        eprintln!("parse: {:?}", t0.elapsed());
+    }
     let (t, sk) = parsed
         .map_err(|e| PyValueError::new_err(format!("txn-input:{}:{}", e.line, e.msg)))?;
     drop(bytes);
