@@ -513,7 +513,7 @@ pub fn parse(text: &[u8]) -> Result<(Txns, Skipped), ParseError> {
             return err(line, "an op map without an integer :process");
         };
         match ev.f_txn {
-            None => return err(line, "no :f; expected the op's name (:txn)"),
+            None | Some(true) => {} // no :f: a transaction, as Elle's README writes them
             Some(false) => {
                 // a client op other than a transaction: left out (its invoke and its
                 // completion are one op)
@@ -525,7 +525,6 @@ pub fn parse(text: &[u8]) -> Result<(Txns, Skipped), ParseError> {
                 }
                 continue;
             }
-            Some(true) => {}
         }
         if let Some(e) = ev.value_err {
             return Err(e);

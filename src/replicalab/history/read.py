@@ -464,11 +464,13 @@ def _value(v: Any) -> Any:
     return v
 
 
-def read_ops(path: Path, tuples: bool = False, lone_completions: bool = False
-             ) -> FileHistory:
+def read_ops(path: Path, tuples: bool = False, lone_completions: bool = False,
+             default_f: str | None = None) -> FileHistory:
     """Return the ops of the EDN, JSONL or Jepsen log file ``path`` in invoke order (see
-    the module docstring; ``lone_completions``: accept completions without an invoke);
-    raises HistoryFileError naming the file and line of the first problem."""
+    the module docstring; ``lone_completions``: accept completions without an invoke;
+    ``default_f``: the ``:f`` of an event that has none, as Elle's README histories of
+    transactions); raises HistoryFileError naming the file and line of the first
+    problem."""
     try:
         text = path.read_bytes().decode("utf-8")
         if text.startswith("\ufeff"):
@@ -493,7 +495,7 @@ def read_ops(path: Path, tuples: bool = False, lone_completions: bool = False
         events = _from_maps([(x, n) for n, x in enumerate(whole, start=1)])
         if not events:
             raise HistoryFileError(f"{path}:1: no events; expected op maps like {EXAMPLE}")
-        return _pair(path, events, tuples, lone_completions)
+        return _pair(path, events, tuples, lone_completions, default_f)
     kind = _kind(path, text)
     if kind == "log":
         events = _log_events(path, text)
@@ -501,7 +503,7 @@ def read_ops(path: Path, tuples: bool = False, lone_completions: bool = False
         events = _from_maps((_jsonl_events if kind == "jsonl" else _edn_events)(path, text))
     if not events:
         raise HistoryFileError(f"{path}:1: no events; expected op maps like {EXAMPLE}")
-    return _pair(path, events, tuples, lone_completions)
+    return _pair(path, events, tuples, lone_completions, default_f)
 
 
 def _json_array(text: str) -> list[Any] | None:
@@ -633,8 +635,8 @@ def porcupine_ops(path: Path, items: list[dict[str, Any]], tuples: bool) -> File
     return FileHistory(done, False)
 
 
-def _pair(path: Path, events: list[Event], tuples: bool, lone_completions: bool = False
-          ) -> FileHistory:
+def _pair(path: Path, events: list[Event], tuples: bool, lone_completions: bool = False,
+          default_f: str | None = None) -> FileHistory:
     """Return the ops of ``events``: each invoke paired with its process's next completion
     (a completion without one is an op of its own if ``lone_completions``)."""
     timed = any(ev[6] is not None for ev in events)
@@ -652,6 +654,8 @@ def _pair(path: Path, events: list[Event], tuples: bool, lone_completions: bool 
             said = "no :type" if typ is None else f":type {_show(typ)}"
             raise HistoryFileError(f"{path}:{line}: {said}; expected :invoke, :ok, :fail or "
                                    ":info")
+        if f is None and default_f is not None:
+            f = default_f
         if not isinstance(f, str) or not f:
             said = "no :f" if f is None else f":f {_show(f)}"
             raise HistoryFileError(f"{path}:{line}: {said}; expected the op's name "

@@ -160,7 +160,9 @@ def check_result(txns: list[Txn] | Any, model: str, opts: Options,
     bad = reportable & bad_types
     valid: bool | str = True if not reportable else False if bad else "unknown"
     not_, also_not = models.boundary(found)
-    possible = [m for m in models.possible(found) if checked(m, opts)]
+    undecided = {c for u in unfinished for c in u.classes}
+    possible = [m for m in models.possible(found) if checked(m, opts)
+                and not models.prohibited_by([m]) & undecided]
 
     names: dict[int, str] = {}
     procs: dict[int, int] = {}

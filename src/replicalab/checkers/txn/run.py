@@ -66,7 +66,7 @@ def check_file(path: Path, model: str, opts: Options = DEFAULT_OPTIONS,
                deadline_s: float | None = None, engine: str = "auto") -> TxnCheckResult:
     """Return the check of the Jepsen/Elle history file ``path`` (EDN, JSON lines):
     nemesis events and non-``:txn`` ops left out (counted in ``skipped``), histories of
-    completions only accepted. Raises ``history.read.HistoryFileError`` or
+    completions only and ops without ``:f`` (Elle's README) accepted. Raises ``history.read.HistoryFileError`` or
     TxnInputError naming the line."""
     nat = _engine(engine)
     if nat is not None and _native_takes(opts) and hasattr(nat, "txn_check2_edn"):
@@ -77,7 +77,7 @@ def check_file(path: Path, model: str, opts: Options = DEFAULT_OPTIONS,
     from replicalab.checkers.txn.prepare import from_file_ops
     from replicalab.history.read import read_ops
 
-    fh = read_ops(path, lone_completions=True)
+    fh = read_ops(path, lone_completions=True, default_f="txn")
     txns, other = from_file_ops(fh.ops)
     r = check(txns, model, opts, deadline_s, engine)
     r.skipped = {"non-client": fh.skipped, "non-txn": other}

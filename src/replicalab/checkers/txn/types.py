@@ -110,7 +110,8 @@ class TxnCheckResult:
     ``not_``/``also_not`` the models every anomaly found rules out (the weakest ones,
     then the rest); ``possible`` the transactional models still possible (among those
     whose cycle classes the search looked at: process ones need process edges,
-    real-time ones real-time edges, which the options decide);
+    real-time ones real-time edges, which the options decide; a model forbidding a class
+    a search left undecided is not listed);
     ``anomalies`` a few of each type found (``counts`` has how many); ``check_s`` seconds
     spent checking."""
 
