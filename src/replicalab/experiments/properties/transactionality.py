@@ -257,7 +257,8 @@ def details(v: dict[str, Any], workload: dict[str, Any]) -> list[str]:
                      f"{strongest}")
     for u in c["unfinished"]:
         lines.append(f"cycle search stopped on a component of {u['size']} transactions "
-                     f"({u['variant']}): it might still hold {', '.join(u['might_hold'])}")
+                     f"({u.get('limit', '')}): it might still hold "
+                     f"{', '.join(u.get('classes', u.get('might_hold', [])))}")
     lines.append(f"checked in {c['check_s']:.2f} s ({c['engine']} engine)")
     return lines
 
