@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.test_txn_oracle import MODELS, agree  # noqa: E402
+from tests.test_txn_oracle import MODELS, agree
 
 
 def main() -> None:
@@ -50,7 +50,8 @@ def main() -> None:
                         unsound += 1
                     if o[k] != c[k]:
                         disagree += 1
-            name = f"{model} ({'known versions' if exact and model == 'rw-register' else 'all'}, {how})"
+            which = "known versions" if exact and model == "rw-register" else "all"
+            name = f"{model} ({which}, {how})"
             ys = "/".join(str(yes[k]) for k in MODELS)
             print(f"{engine:8} {name:32} {args.n:9,} {disagree:9,} {unsound:8,} {ys:>24} "
                   f"{time.monotonic() - t0:6.1f}", flush=True)

@@ -137,7 +137,7 @@ def write_history(path: Path, ops: list[dict[str, Any]]) -> Path:
 
 def options(case: dict[str, Any]) -> Options:
     o = case.get("opts", {})
-    cm = o["consistency-models"] if "consistency-models" in o else ["strict-serializable"]
+    cm = o.get("consistency-models", ["strict-serializable"])
     order = o.get("transaction-order")
     return Options(tuple(cm) if cm is not None else None, tuple(o.get("anomalies") or ()),
                    wfr_keys=bool(o.get("wfr-keys?")),

@@ -20,10 +20,10 @@ import gzip
 from pathlib import Path
 
 import pytest
+from tests.txn_oracle import T, serializable, snapshot_isolation
 
 from replicalab.checkers.txn import Options, Txn, check, check_file
 from replicalab.checkers.txn.run import native_core
-from tests.txn_oracle import T, serializable, snapshot_isolation
 
 ENGINES = ["python"] + (["native"] if native_core() is not None else [])
 DATA = Path(__file__).parent / "data" / "elle"
@@ -184,8 +184,8 @@ def test_lost_updates_grouped_by_the_value_read(engine):
             txn(3, [("r", "x", (5,)), ("append", "x", 8)])]
     r = check(txns, "list-append", engine=engine)
     assert "lost-update" not in r.counts and "incompatible-order" in r.counts
-    same = txns[:2] + [txn(2, [("r", "x", (1,)), ("append", "x", 7)]),
-                       txn(3, [("r", "x", (1,)), ("append", "x", 8)])]
+    same = [*txns[:2], txn(2, [("r", "x", (1,)), ("append", "x", 7)]),
+            txn(3, [("r", "x", (1,)), ("append", "x", 8)])]
     assert check(same, "list-append", engine=engine).counts["lost-update"] == 1
 
 

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.txn_oracle import T, random_history, serializable, snapshot_isolation
 
 from replicalab.checkers.txn import Options, Txn, check
 from replicalab.checkers.txn.run import native_core
 from replicalab.checkers.txn.types import NEVER
-from tests.txn_oracle import T, random_history, serializable, snapshot_isolation
 
 ENGINES = ["python"] + (["native"] if native_core() is not None else [])
 MODELS = {"serializable": "serializable", "strict": "strong-serializable",

@@ -34,6 +34,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from replicalab.checkers.txn import models
@@ -703,7 +704,7 @@ def si_completion(n: int, edges: list[Edge], unread: dict[str, list[int]],
     keys = sorted(unread, key=lambda k: -len(unread[k]))
 
     def chain(ts: tuple[int, ...], k: str) -> list[Edge]:
-        return [(a, b, WW, k, None, None) for a, b in zip(ts, ts[1:], strict=False)]
+        return [(a, b, WW, k, None, None) for a, b in pairwise(ts)]
 
     def likely(k: str) -> tuple[int, ...]:
         return tuple(sorted(unread[k], key=lambda t: rank[t]))

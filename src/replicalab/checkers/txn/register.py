@@ -24,6 +24,7 @@ it).
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from replicalab.checkers.txn.listappend import _lost_updates
@@ -204,7 +205,7 @@ def _ranked(txns: list[Txn], xr: list[dict[str, Any]], xw: list[dict[str, Any]],
     out: dict[str, VersionGraph] = {}
     for k, ws in writes.items():
         vs = [v for _, _, v in sorted(ws, key=lambda w: (w[0], w[1]))]
-        for v1, v2 in zip(vs, vs[1:], strict=False):
+        for v1, v2 in pairwise(vs):
             out.setdefault(k, {}).setdefault(v1, set()).add(v2)
     return out
 

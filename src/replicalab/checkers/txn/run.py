@@ -51,7 +51,8 @@ def check(txns: list[Txn], model: str, opts: Options = DEFAULT_OPTIONS,
 def _native_takes(opts: Options) -> bool:
     """Whether the native core implements the options (rw-register's version inference
     from process, real-time or a given transaction order is the reference's only)."""
-    return not (opts.sequential_keys or opts.linearizable_keys or opts.transaction_order)
+    return not (opts.sequential_keys or opts.linearizable_keys
+                or opts.transaction_order is not None)
 
 
 def check_history(h: Any, model: str, opts: Options = DEFAULT_OPTIONS,
@@ -66,8 +67,8 @@ def check_file(path: Path, model: str, opts: Options = DEFAULT_OPTIONS,
                deadline_s: float | None = None, engine: str = "auto") -> TxnCheckResult:
     """Return the check of the Jepsen/Elle history file ``path`` (EDN, JSON lines):
     nemesis events and non-``:txn`` ops left out (counted in ``skipped``), histories of
-    completions only and ops without ``:f`` (Elle's README) accepted. Raises ``history.read.HistoryFileError`` or
-    TxnInputError naming the line."""
+    completions only and ops without ``:f`` (Elle's README) accepted. Raises
+    ``history.read.HistoryFileError`` or TxnInputError naming the line."""
     nat = _engine(engine)
     if nat is not None and _native_takes(opts) and hasattr(nat, "txn_check2_edn"):
         from replicalab.checkers.txn.native import check_edn
@@ -152,48 +153,5 @@ def check_run(path: Path, model: str, opts: Options = DEFAULT_OPTIONS,
 
 
 def result_json(result: TxnCheckResult) -> dict[str, Any]:
-    """Return Elle's result map: ``valid`` (true, false or "unknown"),
-    ``anomaly_types``, ``not``, ``also_not``, ``anomalies`` (per type: transactions,
-    cycle steps with their explanation), plus what we add (``possible``, ``counts``,
-    ``unfinished``, ``txns``, ``check_s``, ``options``, ``skipped``)."""
-    name = result.names
-
-    def step(s: Any) -> dict[str, Any]:
-        out = {"from": name[s.src], "to": name[s.dst], "type": s.kind}
-        if s.key is not None:
-            out.update(key=s.key, a=_plain(s.a), b=_plain(s.b))
-        return out
-
-    anomalies = {
-        typ: [{"txns": [name[t] for t in an.txns],
-               **({"key": an.key} if an.key is not None else {}),
-               **({"cycle": [step(s) for s in an.cycle]} if an.cycle is not None else {}),
-               **({"detail": {k: _plain(v) for k, v in an.detail.items()}}
-                  if an.detail else {}),
-               "explanation": an.explanation}
-              for an in ans]
-        for typ, ans in result.anomalies.items()}
-    o = result.options
-    return {
-        "schema_version": result.schema_version, "model": result.model,
-        "valid": result.valid, "txns": result.txns,
-        "anomaly_types": result.anomaly_types, "counts": result.counts,
-        "anomalous_txns": result.anomalous_txns,
-        "not": result.not_, "also_not": result.also_not, "possible": result.possible,
-        "anomalies": anomalies,
-        "unfinished": [{"size": u.size, "sample": [name.get(t, f"#{t}") for t in u.sample],
-                        "classes": u.classes, "limit": u.limit} for u in result.unfinished],
-        "options": {"consistency_models": (list(o.consistency_models)
-                                           if o.consistency_models is not None else None),
-                    "anomalies": list(o.anomalies), "wfr_keys": o.wfr_keys},
-        "skipped": result.skipped,
-        "check_s": round(result.check_s, 3), "engine": result.engine,
-    }
-
-
-def _plain(v: Any) -> Any:
-    if isinstance(v, tuple | list):
-        return [_plain(x) for x in v]
-    if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
-    return v
+    """Return Elle's result map (see ``TxnCheckResult.to_json``)."""
+    return result.to_json()

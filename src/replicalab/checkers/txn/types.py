@@ -138,7 +138,51 @@ class TxnCheckResult:
     schema_version: int = 2
 
     def to_json(self) -> dict[str, Any]:
-        """Return Elle's result map (see ``run.result_json``)."""
-        from replicalab.checkers.txn.run import result_json
+        """Return Elle's result map: ``valid`` (true, false or "unknown"),
+        ``anomaly_types``, ``not``, ``also_not``, ``anomalies`` (per type: transactions,
+        cycle steps with their explanation), plus what we add (``possible``, ``counts``,
+        ``unfinished``, ``txns``, ``check_s``, ``options``, ``skipped``)."""
+        name = self.names
 
-        return result_json(self)
+        def step(s: Any) -> dict[str, Any]:
+            out = {"from": name[s.src], "to": name[s.dst], "type": s.kind}
+            if s.key is not None:
+                out.update(key=s.key, a=_plain(s.a), b=_plain(s.b))
+            return out
+
+        anomalies = {
+            typ: [{"txns": [name[t] for t in an.txns],
+                   **({"key": an.key} if an.key is not None else {}),
+                   **({"cycle": [step(s) for s in an.cycle]} if an.cycle is not None
+                      else {}),
+                   **({"detail": {k: _plain(v) for k, v in an.detail.items()}}
+                      if an.detail else {}),
+                   "explanation": an.explanation}
+                  for an in ans]
+            for typ, ans in self.anomalies.items()}
+        o = self.options
+        return {
+            "schema_version": self.schema_version, "model": self.model,
+            "valid": self.valid, "txns": self.txns,
+            "anomaly_types": self.anomaly_types, "counts": self.counts,
+            "anomalous_txns": self.anomalous_txns,
+            "not": self.not_, "also_not": self.also_not, "possible": self.possible,
+            "anomalies": anomalies,
+            "unfinished": [{"size": u.size,
+                            "sample": [name.get(t, f"#{t}") for t in u.sample],
+                            "classes": u.classes, "limit": u.limit}
+                           for u in self.unfinished],
+            "options": {"consistency_models": (list(o.consistency_models)
+                                               if o.consistency_models is not None else None),
+                        "anomalies": list(o.anomalies), "wfr_keys": o.wfr_keys},
+            "skipped": self.skipped,
+            "check_s": round(self.check_s, 3), "engine": self.engine,
+        }
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, tuple | list):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    return v
