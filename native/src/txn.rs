@@ -223,28 +223,77 @@ fn la_writes(t: &Txns) -> Result<Writes, InputError> {
     Ok(w)
 }
 
-/// Per key: its version order (the last seen of its longest reads, each element once; a
-/// key appended once and never read: that element, unless `reads_only`) and its
-/// distinct non-empty reads sorted by length (first seen first on a tie) with the
+/// Per key (dense key ids): its version order (the last seen of its longest reads, each
+/// element once; a key appended once and never read: that element, unless
+/// `reads_only`; none: empty) and, for a key whose reads are not all prefixes of one,
+/// its distinct non-empty reads sorted by length (first seen first on a tie) with the
 /// transaction that first read each (as (start, len) into `t.reads`); reads of the
 /// transactions whose outcome is in `outcomes`.
 struct Orders {
-    order: Map<u32, Vec<i64>>,
+    order: Vec<Vec<i64>>,
     sorted: Vec<(u32, Vec<(usize, usize, u32)>)>,
 }
 
+type Distinct = Map<(u64, usize), Vec<(usize, usize, u32, u32)>>;
+
 fn version_orders(t: &Txns, outcomes: &[u8], reads_only: bool) -> Orders {
-    // distinct reads per key: hash of the contents -> (start, len, first txn)
-    let mut seen: Map<u32, Map<(u64, usize), Vec<(usize, usize, u32, u32)>>> = Map::default();
-    let mut seq = 0u32;
-    let mut appends: Map<u32, (i64, bool)> = Map::default();
-    let mut key_order: Vec<u32> = Vec::new();
+    let nk = t.keys.len();
+    // the usual case first: every read of a key is a prefix of its longest one, which
+    // then is the order (no hashing of read contents)
+    let mut best: Vec<(usize, usize)> = vec![(0, usize::MAX); nk]; // (len, mop)
+    let mut appends: Vec<(i64, u8)> = vec![(0, 0); nk]; // (value, count capped at 2)
     for tx in 0..t.len() {
         if !outcomes.contains(&t.outcome[tx]) {
             continue;
         }
         for m in t.mops(tx) {
+            let k = t.key[m] as usize;
             if t.f[m] == READ {
+                let n = t.list(m).len();
+                if n > 0 && (best[k].1 == usize::MAX || n >= best[k].0) {
+                    best[k] = (n, m);
+                }
+            } else if !reads_only {
+                appends[k] = (t.val[m], (appends[k].1 + 1).min(2));
+            }
+        }
+    }
+    let mut exact = vec![false; nk];
+    for tx in 0..t.len() {
+        if !outcomes.contains(&t.outcome[tx]) {
+            continue;
+        }
+        for m in t.mops(tx) {
+            let k = t.key[m] as usize;
+            if t.f[m] == READ && !exact[k] && best[k].1 != usize::MAX {
+                let l = t.list(m);
+                let longest = t.list(best[k].1);
+                if l.len() > longest.len() || longest[..l.len()] != *l {
+                    exact[k] = true;
+                }
+            }
+        }
+    }
+    let mut order: Vec<Vec<i64>> = vec![Vec::new(); nk];
+    for k in 0..nk {
+        if best[k].1 != usize::MAX && !exact[k] {
+            order[k] = dedup(t.list(best[k].1));
+        }
+    }
+    // keys whose reads disagree: distinct reads, sorted, as Elle does
+    let mut seen: Map<u32, Distinct> = Map::default();
+    let mut key_order: Vec<u32> = Vec::new();
+    let mut seq = 0u32;
+    if exact.iter().any(|&x| x) {
+        for tx in 0..t.len() {
+            if !outcomes.contains(&t.outcome[tx]) {
+                continue;
+            }
+            for m in t.mops(tx) {
+                let k = t.key[m];
+                if t.f[m] != READ || !exact[k as usize] {
+                    continue;
+                }
                 let l = t.list(m);
                 if l.is_empty() {
                     continue;
@@ -253,22 +302,18 @@ fn version_orders(t: &Txns, outcomes: &[u8], reads_only: bool) -> Orders {
                 for &x in l {
                     h.write_i64(x);
                 }
-                let start = t.val[m] as usize;
-                let per = seen.entry(t.key[m]).or_insert_with(|| {
-                    key_order.push(t.key[m]);
+                let per = seen.entry(k).or_insert_with(|| {
+                    key_order.push(k);
                     Map::default()
                 });
                 let bucket = per.entry((h.finish(), l.len())).or_default();
                 if !bucket.iter().any(|&(s, n, _, _)| &t.reads[s..s + n] == l) {
-                    bucket.push((start, l.len(), tx as u32, seq));
+                    bucket.push((t.val[m] as usize, l.len(), tx as u32, seq));
                     seq += 1;
                 }
-            } else if !reads_only {
-                appends.entry(t.key[m]).and_modify(|e| e.1 = true).or_insert((t.val[m], false));
             }
         }
     }
-    let mut order: Map<u32, Vec<i64>> = Map::default();
     let mut sorted = Vec::new();
     for k in key_order {
         let mut all: Vec<(usize, usize, u32, u32)> =
@@ -277,22 +322,34 @@ fn version_orders(t: &Txns, outcomes: &[u8], reads_only: bool) -> Orders {
         all.sort_by_key(|&(_, n, _, q)| (n, q));
         let vals: Vec<(usize, usize, u32)> = all.iter().map(|&(s, n, tx, _)| (s, n, tx)).collect();
         let (s, n, _) = *vals.last().unwrap();
-        let mut o: Vec<i64> = Vec::with_capacity(n);
-        let mut dup: Map<i64, ()> = Map::default();
-        for &x in &t.reads[s..s + n] {
-            if dup.insert(x, ()).is_none() {
-                o.push(x);
-            }
-        }
-        order.insert(k, o);
+        order[k as usize] = dedup(&t.reads[s..s + n]);
         sorted.push((k, vals));
     }
-    for (k, (v, many)) in appends {
-        if !many && !order.contains_key(&k) {
-            order.insert(k, vec![v]);
+    for k in 0..nk {
+        if appends[k].1 == 1 && order[k].is_empty() {
+            order[k] = vec![appends[k].0];
         }
     }
     Orders { order, sorted }
+}
+
+fn dedup(l: &[i64]) -> Vec<i64> {
+    let mut o: Vec<i64> = Vec::with_capacity(l.len());
+    if l.len() <= 64 {
+        for &x in l {
+            if !o.contains(&x) {
+                o.push(x);
+            }
+        }
+    } else {
+        let mut seen: Map<i64, ()> = Map::default();
+        for &x in l {
+            if seen.insert(x, ()).is_none() {
+                o.push(x);
+            }
+        }
+    }
+    o
 }
 
 pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
@@ -315,18 +372,46 @@ pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
             }
         }
     }
+    // per key, per place in its order: the element's writer (not failed); the position
+    // of an element in a short order is found by a scan, in a long one by a map
+    let nk = t.keys.len();
+    let mut wstart = vec![0usize; nk + 1];
+    for k in 0..nk {
+        wstart[k + 1] = wstart[k] + orders.order[k].len();
+    }
+    let mut owriter = vec![u32::MAX; wstart[nk]];
     let mut position: Map<(u32, i64), u32> = Map::default();
-    position.reserve(orders.order.values().map(|o| o.len()).sum());
-    for (k, o) in &orders.order {
+    for (k, o) in orders.order.iter().enumerate() {
         for (i, &v) in o.iter().enumerate() {
-            position.insert((*k, v), i as u32);
+            if let Some(&x) = w.writer.get(&(k as u32, v)) {
+                if t.outcome[x as usize] != FAIL {
+                    owriter[wstart[k] + i] = x;
+                }
+            }
+            if o.len() > 32 {
+                position.insert((k as u32, v), i as u32);
+            }
         }
     }
+    let pos_of = |k: u32, v: i64| -> Option<usize> {
+        let o = &orders.order[k as usize];
+        if o.len() > 32 {
+            position.get(&(k, v)).map(|&i| i as usize)
+        } else {
+            o.iter().position(|&x| x == v)
+        }
+    };
     let live = |kv: &(u32, i64)| -> Option<u32> {
         w.writer.get(kv).copied().filter(|&x| t.outcome[x as usize] != FAIL)
     };
-    // who read the list ending at each element: (key, last element, reader) sorted
-    let mut reads: Vec<(u32, i64, u32)> = Vec::with_capacity(t.f.len() / 2);
+    // who read the list ending at each place of its key's order (0: the empty list;
+    // i + 1: up to element i), as a flat index (a read ending at an element not in the
+    // order is no append's predecessor: it gives no rw edge)
+    let mut bstart = vec![0usize; nk + 1];
+    for k in 0..nk {
+        bstart[k + 1] = bstart[k] + orders.order[k].len() + 1;
+    }
+    let mut slots: Vec<(u32, u32)> = Vec::with_capacity(t.f.len() / 2); // (bucket, reader)
     for tx in 0..t.len() {
         let o = t.outcome[tx];
         if o != OK && o != INFO {
@@ -336,25 +421,44 @@ pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
             if t.f[m] != READ || (t.nil(m) && o == INFO) {
                 continue;
             }
+            let k = t.key[m];
             let l = t.list(m);
-            let last = l.last().copied().unwrap_or(NIL);
-            reads.push((t.key[m], last, tx as u32));
-            if last != NIL {
-                if let Some(src) = live(&(t.key[m], last)) {
+            let ord = &orders.order[k as usize];
+            let at = if l.is_empty() {
+                Some(0)
+            } else if l.len() <= ord.len() && ord[l.len() - 1] == l[l.len() - 1] {
+                Some(l.len()) // the usual case: the read is the order up to there
+            } else {
+                pos_of(k, l[l.len() - 1]).map(|i| i + 1)
+            };
+            if let Some(b) = at {
+                slots.push(((bstart[k as usize] + b) as u32, tx as u32));
+            }
+            if let Some(&last) = l.last() {
+                let src = match at {
+                    Some(b) if b > 0 => {
+                        let x = owriter[wstart[k as usize] + b - 1];
+                        (x != u32::MAX).then_some(x)
+                    }
+                    _ => live(&(k, last)),
+                };
+                if let Some(src) = src {
                     if src != tx as u32 {
-                        edges.push(src, tx as u32, WR, t.key[m], last, last);
+                        edges.push(src, tx as u32, WR, k, last, last);
                     }
                 }
             }
         }
     }
-    reads.sort_unstable();
-    reads.dedup();
-    let readers = |k: u32, v: i64| -> &[(u32, i64, u32)] {
-        let lo = reads.partition_point(|r| (r.0, r.1) < (k, v));
-        let hi = lo + reads[lo..].partition_point(|r| (r.0, r.1) == (k, v));
-        &reads[lo..hi]
-    };
+    slots.sort_unstable();
+    slots.dedup();
+    let mut roff = vec![0u32; bstart[nk] + 1];
+    for &(b, _) in &slots {
+        roff[b as usize + 1] += 1;
+    }
+    for i in 0..bstart[nk] {
+        roff[i + 1] += roff[i];
+    }
     for tx in 0..t.len() {
         let o = t.outcome[tx];
         if o != OK && o != INFO {
@@ -365,20 +469,19 @@ pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
                 continue;
             }
             let (k, v) = (t.key[m], t.val[m]);
-            let order = orders.order.get(&k);
-            let prev = match position.get(&(k, v)) {
-                Some(&i) if i > 0 => order.unwrap()[i as usize - 1],
-                Some(_) => NIL,
-                None => order.and_then(|o| o.last().copied()).unwrap_or(NIL),
-            };
-            if prev != NIL {
-                if let Some(src) = live(&(k, prev)) {
-                    if src != tx as u32 {
-                        edges.push(src, tx as u32, WW, k, prev, v);
-                    }
+            let ku = k as usize;
+            let order = &orders.order[ku];
+            // the place before this append: its predecessor in the order, or the end
+            let b = pos_of(k, v).unwrap_or(order.len());
+            let prev = if b > 0 { order[b - 1] } else { NIL };
+            if b > 0 {
+                let src = owriter[wstart[ku] + b - 1];
+                if src != u32::MAX && src != tx as u32 {
+                    edges.push(src, tx as u32, WW, k, prev, v);
                 }
             }
-            for &(_, _, r) in readers(k, prev) {
+            let bucket = bstart[ku] + b;
+            for &(_, r) in &slots[roff[bucket] as usize..roff[bucket + 1] as usize] {
                 if r != tx as u32 {
                     edges.push(r, tx as u32, RW, k, prev, v);
                 }
@@ -386,7 +489,7 @@ pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
         }
     }
     lap("edges");
-    la_reads(t, &w, an);
+    la_reads(t, &w, &orders, an);
     lap("reads");
     lost_updates(t, APPEND, true, an);
     dirty_updates(t, &w, &orders, an);
@@ -394,8 +497,21 @@ pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
     Ok(())
 }
 
-fn la_reads(t: &Txns, w: &Writes, an: &mut Vec<Anomaly>) {
+fn la_reads(t: &Txns, w: &Writes, orders: &Orders, an: &mut Vec<Anomaly>) {
     let mut scratch: Vec<i64> = Vec::new();
+    // per key, how many elements of its order up to each point an aborted transaction or
+    // nobody appended: a read that is a prefix of the order with none needs no look-up
+    let bad: Vec<Vec<u32>> = orders.order.iter().enumerate().map(|(k, o)| {
+        let mut acc = vec![0u32; o.len() + 1];
+        for (i, &v) in o.iter().enumerate() {
+            let b = match w.writer.get(&(k as u32, v)) {
+                Some(&x) => t.outcome[x as usize] == FAIL,
+                None => true,
+            };
+            acc[i + 1] = acc[i] + b as u32;
+        }
+        acc
+    }).collect();
     for tx in 0..t.len() {
         let o = t.outcome[tx];
         if o == INFO {
@@ -417,6 +533,20 @@ fn la_reads(t: &Txns, w: &Writes, an: &mut Vec<Anomaly>) {
                 continue;
             }
             let k = t.key[m];
+            let o = &orders.order[k as usize];
+            let clean = l.len() <= o.len() && o[..l.len()] == *l && bad[k as usize][l.len()] == 0;
+            if clean {
+                // a prefix of the order, every element from a transaction not failed
+                let e = *l.last().unwrap();
+                if let Some(&src) = w.intermediate.get(&(k, e)) {
+                    if src != tx as u32 {
+                        an.push(Anomaly::plain("G1b", vec![src, tx as u32], k, format!(
+                            "{{\"value\":{},\"final\":{},\"read\":{}}}", e,
+                            w.last[&(src, k)], jlist(l))));
+                    }
+                }
+                continue;
+            }
             duplicates(t, tx, m, an, &mut scratch);
             if let Some(&g) = l.iter().find(|&&e| !w.writer.contains_key(&(k, e))) {
                 an.push(Anomaly::plain("garbage-read", vec![tx as u32], k, format!(
@@ -605,12 +735,11 @@ fn dirty_updates(t: &Txns, w: &Writes, possible: &Orders, an: &mut Vec<Anomaly>)
     } else {
         possible
     };
-    let mut keys: Vec<&u32> = orders.order.keys().collect();
-    keys.sort_unstable();
-    for &k in keys {
+    for (k, order) in orders.order.iter().enumerate() {
+        let k = k as u32;
         let mut t1: Option<u32> = None;
         let mut vs: Vec<i64> = Vec::new();
-        for &v in &orders.order[&k] {
+        for &v in order {
             vs.push(v);
             let t2 = w.writer.get(&(k, v)).copied();
             let o1 = t1.map_or(OK, |x| t.outcome[x as usize]);
@@ -635,9 +764,9 @@ fn dirty_updates(t: &Txns, w: &Writes, possible: &Orders, an: &mut Vec<Anomaly>)
 pub fn unread_appenders(t: &Txns) -> Vec<(u32, Vec<u32>)> {
     let orders = version_orders(t, &[OK, INFO], false);
     let mut seen: Map<(u32, i64), ()> = Map::default();
-    for (k, o) in &orders.order {
+    for (k, o) in orders.order.iter().enumerate() {
         for &v in o {
-            seen.insert((*k, v), ());
+            seen.insert((k as u32, v), ());
         }
     }
     let committed = |tx: usize| -> bool {
@@ -1920,7 +2049,7 @@ fn permutations(items: &[u32]) -> Vec<Vec<u32>> {
 /// Each transaction's place in a topological order of the ww and wr edges (acyclic where
 /// snapshot isolation is still possible), earlier completions first among those free:
 /// the likely commit order.
-fn topo_ranks(t: &Txns, e: &Edges) -> Vec<u32> {
+fn topo_ranks(t: &Txns, e: &Edges) -> (Vec<u32>, bool) {
     let n = t.len();
     let mut indeg = vec![0u32; n];
     let mut off = vec![0u32; n + 1];
@@ -1967,6 +2096,13 @@ fn topo_ranks(t: &Txns, e: &Edges) -> Vec<u32> {
     };
     let mut heap: std::collections::BinaryHeap<std::cmp::Reverse<(u32, i64, usize)>> =
         (0..n).filter(|&x| indeg[x] == 0).map(key).collect();
+    let acyclic = {
+        let mut size = vec![0u32; n];
+        comp.iter().all(|&c| {
+            size[c as usize] += 1;
+            size[c as usize] == 1
+        })
+    };
     let mut rank = vec![u32::MAX; n];
     let mut next = 0u32;
     while let Some(std::cmp::Reverse((_, _, x))) = heap.pop() {
@@ -1979,7 +2115,7 @@ fn topo_ranks(t: &Txns, e: &Edges) -> Vec<u32> {
             }
         }
     }
-    rank
+    (rank, acyclic)
 }
 
 /// "possible", "impossible" or "unknown": whether some order of each key's unread
@@ -1988,7 +2124,11 @@ pub fn si_completion(t: &Txns, e: &Edges, unread: &[(u32, Vec<u32>)], budget: &m
                      -> &'static str {
     const MAX_ORDERED: usize = 7;
     let n = t.len();
-    let pos = topo_ranks(t, e);
+    let (pos, acyclic) = topo_ranks(t, e);
+    if acyclic {
+        // no dependency cycle at all: chains in a topological order add none
+        return "possible";
+    }
     let mut keys: Vec<&(u32, Vec<u32>)> = unread.iter().collect();
     keys.sort_by_key(|k| std::cmp::Reverse(k.1.len()));
     let likely = |k: &(u32, Vec<u32>)| -> Vec<u32> {

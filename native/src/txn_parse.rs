@@ -46,6 +46,18 @@ struct Open {
     mops: Vec<Mop>,
 }
 
+/// The bytes that end an atom.
+static DELIM: [bool; 256] = {
+    let mut t = [false; 256];
+    let d = b" \t\r\n,[]{}()\";";
+    let mut i = 0;
+    while i < d.len() {
+        t[d[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
 struct Reader<'a> {
     s: &'a [u8],
     i: usize,
@@ -60,6 +72,10 @@ struct Reader<'a> {
 impl<'a> Reader<'a> {
     fn ws(&mut self) {
         while self.i < self.s.len() {
+            let c = self.s[self.i];
+            if c > b',' && c != b';' {
+                break; // no blank nor comma sorts above the comma
+            }
             match self.s[self.i] {
                 b'\n' => {
                     self.line += 1;
@@ -83,14 +99,13 @@ impl<'a> Reader<'a> {
     /// An atom's bytes (up to a delimiter).
     fn atom(&mut self) -> &'a [u8] {
         let start = self.i;
-        while self.i < self.s.len() {
-            match self.s[self.i] {
-                b' ' | b'\t' | b'\r' | b'\n' | b',' | b'[' | b']' | b'{' | b'}' | b'(' | b')'
-                | b'"' | b';' => break,
-                _ => self.i += 1,
-            }
+        let s = self.s;
+        let mut i = self.i;
+        while i < s.len() && !DELIM[s[i] as usize] {
+            i += 1;
         }
-        &self.s[start..self.i]
+        self.i = i;
+        &s[start..i]
     }
 
     fn string(&mut self) -> Result<Vec<u8>, ParseError> {

@@ -701,6 +701,12 @@ def si_completion(n: int, edges: list[Edge], unread: dict[str, list[int]],
     from itertools import permutations
 
     base = [e for e in edges if e[2] in (WW, WR, RW)]
+    dep: list[list[int]] = [[] for _ in range(n)]
+    for e in base:
+        dep[e[0]].append(e[1])
+    comp = tarjan(n, dep)
+    if len(set(comp)) == n:
+        return "possible"  # no dependency cycle at all: chains in a topological order add none
     keys = sorted(unread, key=lambda k: -len(unread[k]))
 
     def chain(ts: tuple[int, ...], k: str) -> list[Edge]:
