@@ -178,3 +178,16 @@ def test_native_core_equals_the_reference(seed, kind, model, cm, wfr):
     opts = Options(cm, wfr_keys=wfr)
     _same(check(txns, model, opts, engine="native"), check(txns, model, opts,
                                                            engine="python"))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_vector_keys_are_named_alike_by_both_readers(engine, tmp_path):
+    from replicalab.checkers.txn import check_file
+
+    p = tmp_path / "h.edn"
+    p.write_text("{:type :ok, :process 0, :f :txn, :value [[:append [:anti 3] 1] [:r :y [1]]]}\n"
+                 "{:type :ok, :process 1, :f :txn, :value [[:append [:anti 3] 2] [:append :y 1]]}\n"
+                 "{:type :ok, :process 2, :f :txn, :value [[:r [:anti 3] [1 2]]]}\n")
+    r = check_file(p, "list-append", Options(("serializable",)), engine=engine)
+    assert r.anomaly_types == ["G1c"]
+    assert any("key [anti 3]" in line for line in r.anomalies["G1c"][0].explanation)

@@ -212,7 +212,36 @@ impl<'a> Reader<'a> {
                 owned = self.string()?;
                 &owned
             }
-            Some(b'[' | b'{' | b'(' | b'#') => {
+            Some(b'[') => {
+                // a vector key ([:anti 3]): its atoms, as the Python reader names it
+                self.i += 1;
+                let mut parts: Vec<u8> = vec![b'['];
+                loop {
+                    self.ws();
+                    match self.peek() {
+                        Some(b']') => {
+                            self.i += 1;
+                            break;
+                        }
+                        Some(b'[' | b'{' | b'(' | b'#' | b'"') | None => {
+                            return err(self.line, "a micro-op's key is an integer, a string, a \
+                                                   keyword or a vector of those atoms")
+                        }
+                        _ => {
+                            let a = self.atom();
+                            let a = a.strip_prefix(b":").unwrap_or(a);
+                            if parts.len() > 1 {
+                                parts.push(b' ');
+                            }
+                            parts.extend_from_slice(a.strip_suffix(b"N").unwrap_or(a));
+                        }
+                    }
+                }
+                parts.push(b']');
+                owned = parts;
+                &owned
+            }
+            Some(b'{' | b'(' | b'#') => {
                 return err(self.line, "a micro-op's key is an integer, a string or a keyword")
             }
             _ => {
