@@ -53,17 +53,21 @@ def serial(rng: random.Random, n: int, keys: int, max_len: int, model: str = "li
         r = rng.random()
         outcome = "fail" if r < fail_p else "info" if r < fail_p + info_p else "ok"
         applied = outcome == "ok" or (outcome == "info" and rng.random() < 0.5)
-        local = dict(state)
+        local: dict[str, Any] = {}  # this transaction's writes over the state
+
+        def get(k: str) -> Any:
+            return local[k] if k in local else state.get(k)
+
         for _ in range(rng.randint(1, max_len)):
             slot = rng.randrange(keys)
             k = f"{key_prefix}{active[slot]}"
             if rng.random() < 0.5:
-                cur = local.get(k)
+                cur = get(k)
                 mops.append(("r", k, (tuple(cur) if cur else ()) if model == "list-append"
                              else cur))
             else:
                 if model == "list-append":
-                    local[k] = [*(local.get(k) or []), value]
+                    local[k] = [*(get(k) or []), value]
                     mops.append(("append", k, value))
                 else:
                     local[k] = value
@@ -74,7 +78,7 @@ def serial(rng: random.Random, n: int, keys: int, max_len: int, model: str = "li
                     active[slot], writes[slot] = next_key, 0
                     next_key += 1
         if applied:
-            state = local
+            state.update(local)
         if outcome != "ok":  # what a failed or unknown transaction read is not known
             mops = [(f, k, None if f == "r" else v) for f, k, v in mops]
         commit = start + 10 * (i + 1)
