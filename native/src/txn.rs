@@ -489,16 +489,6 @@ pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
         }
     }
     lap("edges");
-    la_reads(t, &w, &orders, an);
-    lap("reads");
-    lost_updates(t, APPEND, true, an);
-    dirty_updates(t, &w, &orders, an);
-    lap("lost and dirty");
-    Ok(())
-}
-
-fn la_reads(t: &Txns, w: &Writes, orders: &Orders, an: &mut Vec<Anomaly>) {
-    let mut scratch: Vec<i64> = Vec::new();
     // per key, how many elements of its order up to each point an aborted transaction or
     // nobody appended: a read that is a prefix of the order with none needs no look-up
     let bad: Vec<Vec<u32>> = orders.order.iter().enumerate().map(|(k, o)| {
@@ -512,6 +502,17 @@ fn la_reads(t: &Txns, w: &Writes, orders: &Orders, an: &mut Vec<Anomaly>) {
         }
         acc
     }).collect();
+    la_reads(t, &w, &orders, &bad, an);
+    lap("reads");
+    lost_updates(t, APPEND, true, an);
+    let bad_any: Vec<bool> = bad.iter().map(|b| b.last().is_some_and(|&c| c > 0)).collect();
+    dirty_updates(t, &w, &orders, &bad_any, an);
+    lap("lost and dirty");
+    Ok(())
+}
+
+fn la_reads(t: &Txns, w: &Writes, orders: &Orders, bad: &[Vec<u32>], an: &mut Vec<Anomaly>) {
+    let mut scratch: Vec<i64> = Vec::new();
     for tx in 0..t.len() {
         let o = t.outcome[tx];
         if o == INFO {
@@ -676,9 +677,8 @@ fn future_read(t: &Txns, tx: usize, an: &mut Vec<Anomaly>) {
 /// Committed transactions that read the same value of a key (their first read of it,
 /// before writing it) and then wrote it, when two or more did.
 fn lost_updates(t: &Txns, write: u8, lists: bool, an: &mut Vec<Anomaly>) {
-    // (key, value read) -> txns; the value as (nil?, hash, start, len) or a register's
-    let mut groups: Map<(u32, bool, u64, i64), (Vec<u32>, usize)> = Map::default();
-    let mut order: Vec<(u32, bool, u64, i64)> = Vec::new();
+    // (key, value read as (nil?, hash, length or register value), txn, the read) sorted
+    let mut found: Vec<(u32, bool, u64, i64, u32, usize)> = Vec::new();
     // per transaction: (key, its first read, recorded?) in a reused buffer
     let mut seen: Vec<(u32, usize, bool)> = Vec::new();
     for tx in 0..t.len() {
@@ -694,20 +694,16 @@ fn lost_updates(t: &Txns, write: u8, lists: bool, an: &mut Vec<Anomaly>) {
                     if !seen[i].2 {
                         let r = seen[i].1;
                         seen[i].2 = true;
-                        let id = if lists {
+                        let (h, v) = if lists {
                             let mut h = Fx::default();
                             for &x in t.list(r) {
                                 h.write_i64(x);
                             }
-                            (k, t.nil(r), h.finish(), t.list(r).len() as i64)
+                            (h.finish(), t.list(r).len() as i64)
                         } else {
-                            (k, t.nil(r), 0, t.reg(r))
+                            (0, t.reg(r))
                         };
-                        let g = groups.entry(id).or_insert_with(|| {
-                            order.push(id);
-                            (Vec::new(), r)
-                        });
-                        g.0.push(tx as u32);
+                        found.push((k, t.nil(r), h, v, tx as u32, r));
                     }
                 }
             } else if t.f[m] == READ && at.is_none() {
@@ -715,17 +711,28 @@ fn lost_updates(t: &Txns, write: u8, lists: bool, an: &mut Vec<Anomaly>) {
             }
         }
     }
-    for id in order {
-        let (ts, r) = &groups[&id];
-        if ts.len() > 1 {
-            let v = if lists { jread(t, *r) } else { jv(t.reg(*r)) };
-            an.push(Anomaly::plain("lost-update", ts.clone(), id.0,
-                                   format!("{{\"value\":{v}}}")));
+    found.sort_unstable();
+    let mut i = 0;
+    while i < found.len() {
+        let id = (found[i].0, found[i].1, found[i].2, found[i].3);
+        let mut j = i + 1;
+        while j < found.len() && (found[j].0, found[j].1, found[j].2, found[j].3) == id {
+            j += 1;
         }
+        if j - i > 1 {
+            let r = found[i].5;
+            let v = if lists { jread(t, r) } else { jv(t.reg(r)) };
+            an.push(Anomaly::plain("lost-update", found[i..j].iter().map(|f| f.4).collect(),
+                                   id.0, format!("{{\"value\":{v}}}")));
+        }
+        i = j;
     }
 }
 
-fn dirty_updates(t: &Txns, w: &Writes, possible: &Orders, an: &mut Vec<Anomaly>) {
+/// `bad_any[k]`: whether some element of key k's (possible) order has a failed or no
+/// writer (a dirty update needs a failed one).
+fn dirty_updates(t: &Txns, w: &Writes, possible: &Orders, bad_any: &[bool],
+                 an: &mut Vec<Anomaly>) {
     let failed_reads = (0..t.len()).any(|tx| t.outcome[tx] == FAIL
         && t.mops(tx).any(|m| t.f[m] == READ && !t.list(m).is_empty()));
     let all;
@@ -737,23 +744,26 @@ fn dirty_updates(t: &Txns, w: &Writes, possible: &Orders, an: &mut Vec<Anomaly>)
     };
     for (k, order) in orders.order.iter().enumerate() {
         let k = k as u32;
+        if !failed_reads && !bad_any[k as usize] {
+            continue; // no element of this order from a failed or unknown writer
+        }
         let mut t1: Option<u32> = None;
-        let mut vs: Vec<i64> = Vec::new();
-        for &v in order {
-            vs.push(v);
+        let mut from = 0usize; // the stretch since t1's element
+        for (i, &v) in order.iter().enumerate() {
             let t2 = w.writer.get(&(k, v)).copied();
             let o1 = t1.map_or(OK, |x| t.outcome[x as usize]);
             let o2 = t2.map_or(INFO, |x| t.outcome[x as usize]);
             if o2 == OK {
                 if o1 == FAIL {
                     an.push(Anomaly::plain("dirty-update", vec![t1.unwrap(), t2.unwrap()], k,
-                                           format!("{{\"values\":{}}}", jlist(&vs))));
+                                           format!("{{\"values\":{}}}",
+                                                   jlist(&order[from..=i]))));
                 }
                 t1 = t2;
-                vs = vec![v];
+                from = i;
             } else if o2 == FAIL && o1 != FAIL {
                 t1 = t2;
-                vs = vec![v];
+                from = i;
             }
         }
     }
@@ -1081,18 +1091,21 @@ pub fn order_edges(t: &Txns, kind: u8, edges: &mut Edges) {
         ev.sort_unstable();
         let mut frontier: Vec<u32> = Vec::new();
         let mut in_frontier = vec![false; n];
-        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+        // each transaction's predecessors, as (start, len) in one arena
+        let mut span: Vec<(u32, u32)> = vec![(0, 0); n];
+        let mut arena: Vec<u32> = Vec::new();
         for (_, k, x) in ev {
             if k == 0 {
                 frontier.retain(|&s| in_frontier[s as usize]);
-                let mut p: Vec<u32> = frontier.clone();
-                p.sort_unstable();
-                for &s in &p {
+                frontier.sort_unstable();
+                span[x as usize] = (arena.len() as u32, frontier.len() as u32);
+                for &s in &frontier {
                     edges.push(s, x, REALTIME, u32::MAX, NIL, NIL);
+                    arena.push(s);
                 }
-                preds[x as usize] = p;
             } else {
-                for &s in &preds[x as usize] {
+                let (a, l) = span[x as usize];
+                for &s in &arena[a as usize..(a + l) as usize] {
                     in_frontier[s as usize] = false;
                 }
                 frontier.retain(|&s| in_frontier[s as usize]);
@@ -1410,6 +1423,11 @@ pub fn search(n: usize, e: &Edges, tb: &Tables, budget: &mut Budget) -> Findings
         }
     }
     let mut s = Search { g: Graph::new(n, e), tb, class_of, spec };
+    if s.g.src.is_empty() {
+        // no strongly connected component: no cycle anywhere
+        return Findings { cycles: Vec::new(), exists: Vec::new(), unfinished: Vec::new(),
+                          on_cycle: Vec::new() };
+    }
     let mut groups: Map<u32, Vec<u32>> = Map::default();
     let mut order: Vec<u32> = Vec::new();
     for i in 0..s.g.src.len() {

@@ -72,7 +72,9 @@ fn run(py: Python<'_>, t: Txns, model: &str, order_kind: u8, wfr: bool, tables: 
                               detail: format!("{{\"size\":{}}}", vs.len()) });
         }
         let mut unfinished = f.unfinished;
-        if !register && !an.iter().any(|a| si_killers.contains(&a.kind)) {
+        // without a dependency cycle the order of unread appends changes nothing
+        let cyclic = !f.on_cycle.is_empty();
+        if !register && cyclic && !an.iter().any(|a| si_killers.contains(&a.kind)) {
             let unread = txn::unread_appenders(&t);
             if !unread.is_empty() {
                 let verdict = txn::si_completion(&t, &edges, &unread, &mut budget);
