@@ -9,8 +9,9 @@ histories where the search has work to do, and on Elle's huge-scc history:
   (snapshot at start, first committer wins, keys retired after 64 appends): strongly
   connected components of write skew everywhere, so every class must be decided in
   them; the answer must be exactly G2-item and its real-time variant, complete;
-* ``si-skew``: the same with 0.1 % of the reads from a later state (read skew): G-single
-  must be found among the write skews;
+* ``si-skew``: the same with 0.1 % of the committed transactions reading one key from a
+  later state: the answer must be complete, G2-item and only what such reads can make
+  (G-single, G-nonadjacent, internal; at 200,000 one makes a G-single, at 10^4 none);
 * ``huge-scc``: Elle's histories/huge-scc.edn, a real Jepsen run (tests/data/elle).
 
 Reports transactions per second (wall and CPU), the command's peak memory (``/usr/bin/time
@@ -40,7 +41,7 @@ import time
 from pathlib import Path
 
 from replicalab.checkers.txn.models import implied_anomalies
-from replicalab.checkers.txn.synth import EXPECTED, GADGETS, gadget, serial, si_execution
+from replicalab.checkers.txn.synth import GADGETS, gadget, serial, si_execution
 from replicalab.checkers.txn.types import Txn
 
 EXE = str(Path(sys.executable).parent / "replicalab")
@@ -106,14 +107,20 @@ def right(kind: str, code: int, doc: dict) -> bool:
     if kind == "si":
         return code == 1 and found == {"G2-item", "G2-item-realtime"} and complete
     if kind == "si-skew":
-        return code == 1 and "G-single-item" in found and complete
+        # a skewed read makes a cycle only when another key it read was written between
+        # its snapshot and the read value's commit (or it read the key twice: internal);
+        # at 10^4 none of the 5 skewed reads does, so G-single is not required
+        return (code == 1 and complete and "G2-item" in found
+                and found <= {"G2-item", "G2-item-realtime", "G-single-item",
+                              "G-single-item-realtime", "G-nonadjacent-item",
+                              "G-nonadjacent-item-realtime", "internal"})
     if kind == "huge-scc":
         return (code == 1 and doc.get("not") == ["strong-snapshot-isolation"]
                 and "G2-item-realtime" in implied_anomalies(found) and complete)
     # injected: every gadget's class found, or one that implies it (a process gadget is
     # found in real-time order, Elle's default)
     implied = implied_anomalies(found) | {t.replace("-realtime", "-process") for t in found}
-    wanted = set().union(*(EXPECTED[g] for g in GADGETS))
+    wanted = set(GADGETS)  # (a lone gadget's empty-transaction-graph is not)
     return code == 1 and wanted <= implied
 
 

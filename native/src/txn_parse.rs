@@ -189,6 +189,24 @@ impl<'a> Reader<'a> {
     }
 
     fn int(&mut self) -> Result<Option<i64>, ParseError> {
+        // the usual case in one pass: up to 18 decimal digits, maybe after a minus, then
+        // a delimiter (or the end)
+        let s = self.s;
+        let mut i = self.i;
+        let neg = s.get(i) == Some(&b'-');
+        if neg {
+            i += 1;
+        }
+        let first = i;
+        let mut v: i64 = 0;
+        while i < s.len() && s[i].is_ascii_digit() {
+            v = v.wrapping_mul(10).wrapping_add((s[i] - b'0') as i64);
+            i += 1;
+        }
+        if i > first && i - first <= 18 && (i == s.len() || DELIM[s[i] as usize]) {
+            self.i = i;
+            return Ok(Some(if neg { -v } else { v }));
+        }
         let a = self.atom();
         if a == b"nil" {
             return Ok(None);
