@@ -231,8 +231,11 @@ fn la_writes(t: &Txns) -> Result<Writes, InputError> {
 /// transactions whose outcome is in `outcomes`.
 struct Orders {
     order: Vec<Vec<i64>>,
-    sorted: Vec<(u32, Vec<(usize, usize, u32)>)>,
+    sorted: Vec<(u32, Vec<Span>)>,
 }
+
+/// A read as (start, len) into `t.reads`, and the transaction that made it.
+type Span = (usize, usize, u32);
 
 type Distinct = Map<(u64, usize), Vec<(usize, usize, u32, u32)>>;
 
@@ -2211,7 +2214,8 @@ pub fn si_completion(t: &Txns, e: &Edges, unread: &[(u32, Vec<u32>)], budget: &m
             break;
         }
     }
-    fn go(i: usize, keys: &[&(u32, Vec<u32>)], orders: &dyn Fn(&(u32, Vec<u32>)) -> Vec<Vec<u32>>,
+    type Unread = (u32, Vec<u32>);
+    fn go(i: usize, keys: &[&Unread], orders: &dyn Fn(&Unread) -> Vec<Vec<u32>>,
           added: &mut Vec<(u32, u32)>, n: usize, e: &Edges, budget: &mut Budget)
           -> Result<bool, OutOfBudget> {
         if i == keys.len() {

@@ -54,20 +54,16 @@ def serial(rng: random.Random, n: int, keys: int, max_len: int, model: str = "li
         outcome = "fail" if r < fail_p else "info" if r < fail_p + info_p else "ok"
         applied = outcome == "ok" or (outcome == "info" and rng.random() < 0.5)
         local: dict[str, Any] = {}  # this transaction's writes over the state
-
-        def get(k: str) -> Any:
-            return local[k] if k in local else state.get(k)
-
         for _ in range(rng.randint(1, max_len)):
             slot = rng.randrange(keys)
             k = f"{key_prefix}{active[slot]}"
             if rng.random() < 0.5:
-                cur = get(k)
+                cur = local[k] if k in local else state.get(k)
                 mops.append(("r", k, (tuple(cur) if cur else ()) if model == "list-append"
                              else cur))
             else:
                 if model == "list-append":
-                    local[k] = [*(get(k) or []), value]
+                    local[k] = [*((local[k] if k in local else state.get(k)) or []), value]
                     mops.append(("append", k, value))
                 else:
                     local[k] = value
