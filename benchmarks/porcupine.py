@@ -22,9 +22,11 @@ ANY = -1
 """A cas whose expected value was not recorded (the driver takes it as legal anywhere)."""
 
 
-def build(tmp: Path) -> tuple[Path, Path]:
+def build(tmp: Path, own_cache: bool = True) -> tuple[Path, Path]:
     """Return (the driver binary, Porcupine's module directory) built and fetched in
-    ``tmp`` (Porcupine's sources and test data from the Go module proxy)."""
+    ``tmp`` (Porcupine's sources and test data, and the EDN reader, from the Go module
+    proxy); ``own_cache`` False uses Go's own module cache (kept between runs) instead of
+    one in ``tmp``."""
     go = shutil.which("go")
     if go is None:
         raise SystemExit("Go is not installed; install it (make servers does) to build "
@@ -33,13 +35,28 @@ def build(tmp: Path) -> tuple[Path, Path]:
     src.mkdir()
     for name in ("main.go", "go.mod", "go.sum"):
         shutil.copy(DRIVER / name, src / name)
-    env = {**os.environ, "GOMODCACHE": str(tmp / "mod"), "GOFLAGS": "-modcacherw -mod=mod"}
+    env = {**os.environ, "GOFLAGS": "-modcacherw -mod=mod"}
+    if own_cache:
+        env["GOMODCACHE"] = str(tmp / "mod")
     binary = tmp / "porcupine_driver"
     p = subprocess.run([go, "build", "-o", str(binary), "."], cwd=src, env=env,
                        capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         raise SystemExit(f"building Porcupine failed: {p.stderr.strip().splitlines()[-1:]}")
-    return binary, tmp / "mod" / "github.com" / "anishathalye" / f"porcupine@{VERSION}"
+    cache = Path(env.get("GOMODCACHE") or subprocess.run(
+        [go, "env", "GOMODCACHE"], capture_output=True, text=True, env=env).stdout.strip())
+    return binary, cache / "github.com" / "anishathalye" / f"porcupine@{VERSION}"
+
+
+def check_edn(binary: Path, paths: Sequence[Path], timeout_s: float = 600.0
+              ) -> dict[Path, dict[str, Any]]:
+    """Return Porcupine's record ({"valid": "true"/"false"/"unknown", "ops", "check_ns"}) of
+    each Jepsen EDN history file in ``paths``, read by the driver itself (``-edn``)."""
+    p = subprocess.run([str(binary), "-edn", *map(str, paths)], capture_output=True,
+                       text=True, timeout=timeout_s)
+    if p.returncode != 0:
+        raise SystemExit(f"the Porcupine driver failed: {p.stderr.strip()}")
+    return {Path(r["name"]): r for r in map(json.loads, p.stdout.splitlines())}
 
 
 def _live(ops: Sequence[LinOp], reads: tuple[str, ...] = ("read",)) -> list[LinOp]:

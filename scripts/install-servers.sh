@@ -1,11 +1,45 @@
 #!/usr/bin/env bash
 # Install what the real-store integration tests need, if missing: Debian's redis-server,
-# postgresql, etcd-server, zookeeper and prometheus, Toxiproxy built from the Go module proxy into
+# postgresql, etcd-server, zookeeper, prometheus, openssh-server and nftables, Toxiproxy, MinIO and mc built from the Go module proxy into
 # .replicalab/bin, and Apache Cassandra's jars copied from Maven Central by Debian's Maven
 # into .replicalab/cassandra/VERSION/lib. Safe to rerun. Services the packages may start are not used: replicalab
 # starts its own server processes on 127.0.0.1 ports of its choosing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# MinIO (AGPL-3.0, run only as a separate server process) and its client mc, for the s3://
+# adapter's tests and `cluster up minio`: built from the Go module proxy at the commits pinned
+# here (MinIO tags releases with no Go version; mc's is the one MinIO's go.mod requires).
+# MinIO took 6 min 40 s of CPU (28 min beside other builds on this 2-core machine), mc 1 min
+# more; `scripts/install-servers.sh minio` builds only these
+# (make test starts it in the background while the other tests run, see tests/minio_build.py;
+# REPLICALAB_MINIO_LATER=1 leaves it out of the main install and orders its tests last).
+MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+MC_VERSION=v0.0.0-20250313080218-cf909e1063a9
+# A build is kept per user by version (~/.cache/replicalab/go-bin), so a fresh clone on the
+# same machine (CI's) copies it instead of building again.
+GO_BIN_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/replicalab/go-bin"
+build_minio() {
+  mkdir -p .replicalab/bin
+  for tool in minio mc; do
+    if [ ! -x ".replicalab/bin/$tool" ]; then
+      version=$MINIO_VERSION; [ "$tool" = mc ] && version=$MC_VERSION
+      cached="$GO_BIN_CACHE/$tool-$version"
+      if [ ! -x "$cached" ]; then
+        command -v go >/dev/null 2>&1 || { echo "error: Go is needed to build MinIO" >&2; exit 2; }
+        echo "building $tool $version from the Go module proxy..."
+        mkdir -p "$GO_BIN_CACHE"
+        part=$(mktemp -d "$GO_BIN_CACHE/.$tool.XXXXXX")
+        CGO_ENABLED=0 GOBIN="$part" \
+          go install -p "${REPLICALAB_GO_JOBS:-$(nproc)}" "github.com/minio/$tool@$version"
+        mv "$part/$tool" "$cached" && rm -rf "$part"
+      fi
+      cp "$cached" ".replicalab/bin/.$tool.part" && mv ".replicalab/bin/.$tool.part" ".replicalab/bin/$tool"
+    fi
+  done
+}
+if [ "${1:-}" = minio ]; then build_minio; exit 0; fi
+
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
@@ -22,6 +56,12 @@ command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 # a real Prometheus server for the watch --metrics-port integration test (it scrapes /metrics)
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+# emulated hosts (hosts/, issue 37): an OpenSSH server per network namespace, and the
+# nftables rules of partitions on hosts
+[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+command -v nft >/dev/null 2>&1 || missing+=(nftables)
+# a slow link on emulated hosts: the host sets its Toxiproxy's latency with curl
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} (Debian packages)..."
   $SUDO apt-get update -qq
@@ -50,3 +90,6 @@ if [ ! -e "$CASSANDRA_LIB/cassandra-all-$CASSANDRA_VERSION.jar" ]; then
     -DincludeScope=runtime -DoutputDirectory="$PWD/$CASSANDRA_LIB.part" >/dev/null
   mv "$CASSANDRA_LIB.part" "$CASSANDRA_LIB"
 fi
+
+# MinIO last (the longest build); make test builds it in the background instead
+if [ "${REPLICALAB_MINIO_LATER:-}" != 1 ]; then build_minio; fi

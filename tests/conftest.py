@@ -45,7 +45,8 @@ def probe(tmp_path: Path):
 # -- real clusters, one per kind per test worker -----------------------------------------------
 
 CLUSTER_FIXTURES = {"redis_dc3": "redis", "postgres_dc3": "postgres", "etcd_dc3": "etcd",
-                    "zookeeper_dc3": "zookeeper", "cassandra_dc3": "cassandra"}
+                    "zookeeper_dc3": "zookeeper", "cassandra_dc3": "cassandra",
+                    "minio_dc3": "minio"}
 
 
 @pytest.fixture(scope="session")
@@ -84,6 +85,17 @@ def cassandra_dc3():
 
 
 @pytest.fixture(scope="session")
+def minio_dc3():
+    """(Cluster, root) of three MinIO sites on dc3 links joined by site replication, once
+    the background build of minio and mc (tests/minio_build.py) has made them."""
+    from minio_build import wait_for_minio
+
+    wait_for_minio()
+    with running_cluster("minio") as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
 def ray_local():
     """The ray module, initialised once as a local instance of 2 CPUs that every Ray test
     shares (a start costs 10-15 s here); pools find it running and leave it running."""
@@ -109,6 +121,10 @@ def pytest_collection_modifyitems(config, items):
         if not kinds and "ray_local" in names:
             group = "ray"
         item.add_marker(pytest.mark.xdist_group(group))
+    # MinIO's tests last when make test builds MinIO in the background meanwhile (decided by
+    # the environment, the same in every worker: xdist needs one collection order)
+    if os.environ.get("REPLICALAB_MINIO_LATER") == "1":
+        items[:] = sorted(items, key=lambda i: "minio_dc3" in getattr(i, "fixturenames", ()))
 
 
 # -- tests that run alone ------------------------------------------------------------------------

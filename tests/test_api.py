@@ -170,6 +170,6 @@ def test_compare_model_and_check(tmp_path: Path) -> None:
     reg = replicalab.probe("sim://primary", workload="register", duration="5s",
                            out=tmp_path / "reg", progress=False)
     verdict = replicalab.check(reg, model="kv")
-    assert verdict.verdict.name in ("LINEARIZABLE", "NOT_LINEARIZABLE")
+    assert verdict.valid in (True, False) and verdict.model == "kv"
     assert verdict.ops > 0
-    assert replicalab.check(reg.path, model="kv").verdict == verdict.verdict
+    assert replicalab.check(reg.path).valid == verdict.valid  # kv: the run's own model

@@ -91,6 +91,10 @@ def test_report_rerenders_from_saved_history(tmp_path: Path):
     (["--placement", "same-item", "--workload", "inter-element", "--write-mode", "three"],
      ["--write-mode 'three'"]),
     (["--bogus"], ["No such option"]),
+    # issue 40: Click suggested --duration, --spacing; the level goes in the URL
+    (["--isolation", "serializable"], ["--isolation is not an option",
+                                       "a parameter of the store URL",
+                                       "?isolation=serializable'"]),
 ])
 def test_bad_input_one_line_exit_2(tmp_path: Path, args, needles):
     _one_line_error(run("probe", "--duration", "1m", "--out", str(tmp_path), *args,
@@ -159,7 +163,11 @@ def test_ctrl_c_ends_a_simulation_within_a_second_with_its_history_saved(tmp_pat
     table = pq.read_table(run_dir / "history.parquet")
     assert table.num_rows > 1000 and f"({table.num_rows:,} operations)" in lines[-1]
     assert "invoke" not in set(table["type"].to_pylist())  # in-flight ops closed as info
-    assert json.loads((run_dir / "config.json").read_text())["interrupted"] is True
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["interrupted"] is True
+    # the simulated time it ran, not the 24 h asked (issue 40); the history's own clock
+    last_s = max(table["complete_ns"].to_pylist()) / 1e9
+    assert 0 < config["ran_s"] < 0.99 * 24 * 3600 and abs(config["ran_s"] - last_s) < 60
     # the report command checks the saved history: a partial report, the cut said
     rep = run("report", str(run_dir), cwd=tmp_path)
     assert rep.returncode == 0, rep.stderr

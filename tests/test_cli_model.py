@@ -81,3 +81,21 @@ def test_model_bad_parameters(tmp_path: Path):
     bad.write_text("[params\n")
     _one_line_error(run("model", "pigpaxos", "--params", str(bad), cwd=tmp_path), 2,
                     "not valid TOML")
+
+
+def test_against_is_offered_only_where_it_works(tmp_path: Path):
+    """``--against`` is in the help of the models with a real counterpart only; the others
+    refuse it (and --duration) at parse time, in one line naming the models that take it,
+    before any model runs and without a run directory."""
+    helped = run("model", "pigpaxos", "--help", cwd=tmp_path)
+    assert helped.returncode == 0 and "--against" not in helped.stdout
+    for model, opt, value in (("epaxos", "--against", "etcd"), ("pigpaxos", "--against", "etcd"),
+                              ("paxos-lan", "--duration", "5s")):
+        p = run("model", model, opt, value, "--points", "1",  # --points 1 would fail later
+                cwd=tmp_path)
+        _one_line_error(p, 2, model, "paxos-wan (against etcd)", "pbs (against cassandra)")
+    assert not (tmp_path / "runs").exists()
+    wan = run("model", "paxos-wan", "--help", cwd=tmp_path)
+    assert "--against" in wan.stdout and "etcd" in wan.stdout
+    top = run("model", "--help", cwd=tmp_path)
+    assert "paxos-wan (etcd)" in top.stdout and "pbs (cassandra)" in top.stdout

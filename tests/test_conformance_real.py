@@ -1,6 +1,7 @@
 """The conformance suite (replicalab.testing) passes on every shipped adapter of a real
 store, each on the shared test cluster of its kind (dc3: replicas across regions, so an
-eventual read really can be stale), the timeout check through a relay it freezes."""
+eventual read really can be stale, and a client placed in a region pays the WAN to the
+others), the timeout check through a relay it freezes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ pytestmark = pytest.mark.integration
 
 EVERY_CHECK = {"describes-itself", "absent-reads-none", "consistent-read", "eventual-read",
                "multi-read", "conditional-write", "atomic-multi-write", "delete",
-               "timeout-is-unknown", "txn-own-writes", "txn-atomic"}
+               "timeout-is-unknown", "txn-own-writes", "txn-atomic", "client-region"}
 
 
 def conforms(url: str, skipped: frozenset[str] = frozenset()) -> None:

@@ -29,7 +29,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
@@ -41,7 +40,7 @@ from replicalab.cluster import kinds as store_kinds
 from replicalab.cluster import process
 from replicalab.cluster.kinds import Promise, StoreKind
 from replicalab.cluster.ports import wait_listening
-from replicalab.cluster.state import Cluster, Node
+from replicalab.cluster.state import Cluster, Node, store_url
 from replicalab.experiments import cells, measure
 from replicalab.experiments import properties as scorecard_properties
 from replicalab.experiments.property import Context, Property
@@ -65,6 +64,7 @@ from replicalab.stores import (
 )
 from replicalab.stores import registry as store_registry
 from replicalab.stores.base import ALL_FEATURES  # every feature but transactions
+from replicalab.stores.url import Endpoint, parse_store_url
 from replicalab.workloads import registry as workload_registry
 from replicalab.workloads.base import Flag, ProbeOptions, Workload, envelope
 from replicalab.workloads.recorder import Recorder
@@ -371,17 +371,18 @@ def serve_toykv(port: int) -> None:
 
 
 class ToyKVClient:
-    """One connection to the toy server; a call unanswered within the store's timeout
-    raises Unavailable and the next call reconnects."""
+    """One connection to the toy server (through the client link of the client's region);
+    a call unanswered within the store's timeout raises Unavailable and the next call
+    reconnects."""
 
-    def __init__(self, store: ToyKV) -> None:
-        self.store = store
+    def __init__(self, store: ToyKV, at: Endpoint) -> None:
+        self.store, self.at = store, at
         self.conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
 
     async def _call(self, req: dict[str, Any]) -> dict[str, Any]:
         async def roundtrip() -> dict[str, Any]:
             if self.conn is None:
-                self.conn = await asyncio.open_connection(self.store.host, self.store.port)
+                self.conn = await asyncio.open_connection(self.at.host, self.at.port)
             reader, writer = self.conn
             writer.write((json.dumps(req) + "\n").encode())
             await writer.drain()
@@ -419,22 +420,21 @@ class ToyKVClient:
 
 
 class ToyKV:
-    """``toykv://127.0.0.1:PORT``: the adapter of the toy server (one copy of the data:
-    every read is current; a write of several keys is one request, so atomic)."""
+    """``toykv://127.0.0.1:PORT?standby=...&regions=SET&node_regions=...``: the adapter of
+    the toy server (one copy of the data on n0: every read is current; a write of several
+    keys is one request, so atomic). A client placed in a region reaches n0 through that
+    region's client link (stores/url.py), paying the WAN."""
 
     def __init__(self, url: str, seed: int) -> None:
-        u = urlsplit(url)
-        if u.port is None:
-            raise ValueError(f"{url!r}: give toykv://127.0.0.1:PORT")
-        self.host, self.port, self.timeout_s = u.hostname or "127.0.0.1", u.port, 2.0
-        regions = parse_qs(u.query).get("regions", ["local"])[0].split(",")
+        self.url = parse_store_url(url, "standby")
+        self.timeout_s = self.url.timeout_s
         self.runtime = RealRuntime()
         self.info = StoreInfo(url=url, kind="toykv", features=ALL_FEATURES,
-                              regions=tuple(dict.fromkeys(regions)),
+                              regions=self.url.region_names(),
                               eventual_read_served_by="the one server, n0")
 
     async def connect(self, region: str | None = None) -> ToyKVClient:
-        return ToyKVClient(self)
+        return ToyKVClient(self, self.url.via(self.url.nodes[0], self.url.placed(region)))
 
     async def close(self) -> None:
         return None
@@ -465,8 +465,7 @@ class ToyKVDriver:
             self.start_node(c, node, root)
 
     def url(self, c: Cluster) -> str:
-        regions = ",".join(n.region for n in c.nodes)  # clients in any of them reach n0
-        return f"toykv://127.0.0.1:{c.nodes[0].client_port}?regions={regions}"
+        return store_url(c, "toykv", "standby")  # clients in any region reach n0
 
     def status(self, c: Cluster) -> list[dict[str, str]]:
         return [{"node": f"n{n.index}", "region": n.region, "role": n.role} for n in c.nodes]

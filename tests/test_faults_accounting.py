@@ -71,7 +71,27 @@ def test_availability_and_fault_periods():
     # by time: each write stands for the second until the next; two of five seconds failed
     assert a["overall"] == pytest.approx(3 / 5)
     assert a["overall_ops"] == pytest.approx(4 / 6)
-    assert fault_periods(h) == [{"start_ms": 2000.0, "end_ms": 4000.0, "label": "crash n1"}]
+    # from when the crash had happened (its op completed, 1 ns after it began) to the heal
+    assert fault_periods(h) == [{"start_ms": 2000.000001, "end_ms": 4000.0,
+                                 "label": "crash n1"}]
+
+
+def test_a_fault_is_on_from_when_its_action_completed():
+    """A partition installed over SSH on hosts takes a second of its window to be in place:
+    the period starts then (a failed action: when it was tried)."""
+    h = History()
+    i = h.invoke(0, "write", ("d/i/a",), (encode_value(0, 1, 0),), "none", 0)
+    h.ok(i, 5)
+    p = h.invoke(NEMESIS, "partition", ("region EU",), ("partition region EU",), "none", S)
+    h.ok(p, S + S // 2)
+    x = h.invoke(NEMESIS, "pause", ("n1",), ("pause n1",), "none", 2 * S)
+    h.fail(x, 2 * S + S // 2, "HostError: unreachable")
+    for label in ("partition region EU", "pause n1"):
+        e = h.invoke(NEMESIS, "heal", (label,), (label,), "none", 4 * S)
+        h.ok(e, 4 * S + 1)
+    assert fault_periods(h) == [
+        {"start_ms": 1500.0, "end_ms": 4000.0, "label": "partition region EU"},
+        {"start_ms": 2000.0, "end_ms": 4000.0, "label": "pause n1"}]
 
 
 def test_lost_acknowledged_writes():

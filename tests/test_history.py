@@ -68,17 +68,20 @@ def test_jsonl_has_invoke_and_completion_in_time_order(tmp_path: Path):
     assert [e["time"] for e in events] == sorted(e["time"] for e in events)
     assert [(e["type"], e["process"]) for e in events[:2]] == [("invoke", 0), ("invoke", 1)]
     cas_fail = next(e for e in events if e["type"] == "fail")
-    assert cas_fail["value"] == {"d/i/a": "2.0@50", "d/i/b": "2.0@50"}
+    # an op on several keys is a map; values are numbered per key, the recorded ones kept
+    assert cas_fail["value"] == {"d/i/a": 2, "d/i/b": 1}
+    assert cas_fail["replicalab/value"] == {"d/i/a": "2.0@50", "d/i/b": "2.0@50"}
 
 
-def test_edn_uses_keywords(tmp_path: Path):
+def test_edn_uses_keywords_and_independent_tuples(tmp_path: Path):
     h = _sample()
     to_edn(h, tmp_path / "h.edn")
     first = (tmp_path / "h.edn").read_text().splitlines()[0]
     assert first.startswith("{:index 0, :process 0,")
-    for part in (":type :invoke", ":f :write", ":consistency :none", ':value "1.0@5"',
-                 ':key "d/i/a"', ":time 10"):
+    for part in (":type :invoke", ":f :write", ':value ["d/i/a" 1]', ":time 10",
+                 ':replicalab/value "1.0@5"'):
         assert part in first
+    assert ":key" not in first and ":consistency" not in first  # "none" is left out
 
 
 @given(st.integers(0, 10**6), st.integers(0, 10**9), st.integers(0, 2**62))
@@ -118,10 +121,13 @@ def test_a_cas_keeps_what_it_expected_on_disk_and_in_jepsen_events(tmp_path: Pat
     back, _ = load_history(tmp_path)
     assert [op.expects for op in back] == [("1.0@5",), (None,)]
     done = [e for e in _events(h) if e["type"] != "invoke"]
-    assert [e["value"] for e in done] == [["1.0@5", "2.3@9"], [None, "3.3@30"]]
+    # Jepsen's [k [from to]], numbered per key; the recorded values beside
+    assert [e["value"] for e in done] == [["r/k/v", [1, 2]], ["r/k/v", [None, 3]]]
+    assert [e["replicalab/value"] for e in done] == [["1.0@5", "2.3@9"], [None, "3.3@30"]]
     to_edn(h, tmp_path / "h.edn")
     assert ':f :cas' in (tmp_path / "h.edn").read_text()
-    assert '[nil "3.3@30"]' in (tmp_path / "h.edn").read_text()
+    assert ':value ["r/k/v" [nil 3]]' in (tmp_path / "h.edn").read_text()
+    assert ':replicalab/value [nil "3.3@30"]' in (tmp_path / "h.edn").read_text()
     # a history saved before cas rows kept expectations loads with none
     table = pq.read_table(tmp_path / "history.parquet").drop_columns(["expects"])
     pq.write_table(table, tmp_path / "history.parquet")

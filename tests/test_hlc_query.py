@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from replicalab.cli.hlc_query import add_commands
+from replicalab.cli.hlc import add_commands
 from replicalab.hlc.clock import Timestamp
 from replicalab.hlc.cuts import consistent_cuts
 from replicalab.hlc.query import QueryError, parse_expr, parse_query

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 
 from faultcheck import crash_reader_node
@@ -38,6 +39,7 @@ from replicalab.cluster.state import Cluster
 from replicalab.experiments.compare import latency_row
 from replicalab.history import load_history
 from replicalab.regions import region_set
+from replicalab.runtime.noise import NoiseFloor
 from replicalab.stores import ABSENT, ConditionFailed, open_store
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.latency import LatencyConfig
@@ -233,36 +235,43 @@ def test_linearizable_read_pays_one_quorum_round_trip(etcd_dc3, tmp_path):
 
 
 def test_sweep_runs_in_real_time_on_etcd(etcd_dc3, tmp_path):
+    """The sweep on real etcd: a consistent read pays a quorum round trip each, four clients
+    overlap theirs, and an eventual read at the leader's own member is served locally. The
+    last once failed (24 eventual reads took 1.74 s, 72 ms each, in a run of the whole suite)
+    and was retried; measured since (docs/stores/etcd.md): a slow local read is one the
+    machine stalled, its noise floor showing a stall or echo excess as long as most of the
+    read while it ran. So a read is judged by what is left of it after what the machine
+    measurably added meanwhile, once: a read that crosses the WAN keeps its 81.5 ms."""
     c, root = etcd_dc3
     cfg = SweepConfig(clients=(1, 4), total=24, items=(1, 100),
                       variants=("eventual read", "consistent read"), writers=2)
-    # Up to three sweeps: once 24 eventual reads at the leader's own member took 1.74 s
-    # (72 ms each, against 2.63 s for consistent reads) in a quiet-machine run of the whole
-    # suite, under a third in every other fresh-clone run; a read that crosses the WAN misses all
-    # three.
-    missed = []
-    for _ in range(3):
-        _move_leader(c, root, 0)
-        run = run_probe(ProbeSpec(store=c.url, workload="sweep", config=cfg),
-                        tmp_path / "runs")
-        assert not run.error, run.error
-        pts = {(p["variant"], p["items"], p["clients"]): p for p in run.results["points"]}
-        assert len(pts) == 8 and all(p["ok"] == 24 for p in pts.values())
-        assert all(p["background_writes"] > 0 for p in pts.values())
-        slow = []
-        for items in (1, 100):
-            one = pts[("consistent read", items, 1)]["total_s"]
-            assert one >= 24 * 0.8 * 0.0815, one                 # a quorum round trip each
-            # clients overlap: 4 take ~1/4 of one's time; under half a busy CI machine
-            # failed once (1.12 s vs 2.20 s), so the bound is 2/3, far from no overlap
-            four = pts[("consistent read", items, 4)]["total_s"]
-            local = pts[("eventual read", items, 1)]["total_s"]
-            if not (four < one * 2 / 3 and local < one / 3):    # overlapped, served locally
-                slow.append((items, one, four, local))
-        if not slow:
-            break
-        missed.append(slow)
-    assert len(missed) < 3, missed
+    _move_leader(c, root, 0)
+    run = run_probe(ProbeSpec(store=c.url, workload="sweep", config=cfg, cluster=c.name,
+                              cluster_root=str(root)), tmp_path / "runs")
+    assert not run.error, run.error
+    pts = {(p["variant"], p["items"], p["clients"]): p for p in run.results["points"]}
+    assert len(pts) == 8 and all(p["ok"] == 24 for p in pts.values())
+    assert all(p["background_writes"] > 0 for p in pts.values())
+    rtt_s = 0.0815
+    for items in (1, 100):
+        one = pts[("consistent read", items, 1)]["total_s"]
+        assert one >= 24 * 0.8 * rtt_s, one                 # a quorum round trip each
+        # clients overlap: 4 take ~1/4 of one's time; under half a busy CI machine
+        # failed once (1.12 s vs 2.20 s), so the bound is 2/3, far from no overlap
+        assert pts[("consistent read", items, 4)]["total_s"] < one * 2 / 3
+    floor = NoiseFloor.from_json(run.results["noise"])
+    h, _ = load_history(run.run_dir)
+    inv, comp = h.column("invoke_ns"), h.column("complete_ns")
+    types, proc, cons = h.types(), h.column("process"), h.column("consistency")
+    eventual = [i for i in range(len(h)) if types[i] == 1 and 0 <= proc[i] < 100_000
+                and cons[i] == h.consistency_code("eventual")]
+    assert len(eventual) >= 4 * 24
+    left_ms = [(comp[i] - inv[i]) / 1e6 - floor.added_between_ms(int(inv[i]), int(comp[i]))
+               for i in eventual]
+    print(f"etcd eventual reads at the leader's member: p50 "
+          f"{np.median([(comp[i] - inv[i]) / 1e6 for i in eventual]):.1f} ms, "
+          f"{np.median(left_ms):.1f} ms of it not the machine's; {floor.line()}")
+    assert np.median(left_ms) < 1000 * rtt_s / 3, (sorted(left_ms), floor.line())
 
 
 def test_conditional_multi_key_and_delete(etcd_dc3):

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import wan
 from faultcheck import crash_reader_node
 from replicalab.checkers.extract import element_ops
 from replicalab.checkers.freshness import judge, since_ack
@@ -22,6 +23,7 @@ from replicalab.history import load_history
 from replicalab.history.rundir import Run
 from replicalab.stores import ABSENT, ConditionFailed, Feature, open_store
 from replicalab.workloads.base import ProbeOptions
+from replicalab.workloads.latency import LatencyConfig
 from replicalab.workloads.runner import ProbeSpec, run_probe
 from replicalab.workloads.staleness import KEY, StalenessConfig
 
@@ -153,6 +155,35 @@ def test_operations_map_onto_one_table(pg_dc3):
             await store.close()
 
     asyncio.run(scenario())
+
+
+def test_a_client_pays_one_round_trip_to_a_remote_primary_and_reads_where_it_stands(
+        pg_dc3, tmp_path):
+    """`probe --workload latency --client-region R` on dc3 (primary in US-E): from US-W a
+    put pays the US-W <-> US-E round trip of the client links' configured toxics, once, and
+    an eventual read stays at the US-W standby; from US-E, the primary's region, an eventual
+    read is served by the primary (local), not by a standby a WAN round trip away."""
+    c, root = pg_dc3
+
+    def latency(region: str) -> dict:
+        run = run_probe(ProbeSpec(store=c.url, workload="latency", cluster=c.name,
+                                  cluster_root=str(root), config=LatencyConfig(ops=30,
+                                                                               region=region),
+                                  options=ProbeOptions(duration_s=60)), tmp_path / "runs")
+        assert not run.error, run.error
+        return run.results
+
+    west = latency("US-W")
+    noise = west["noise"]
+    assert noise is not None and noise["echo_via"].startswith("toxiproxy"), noise
+    rtt = wan.client_round_trip_ms(c, "US-W", "US-E")
+    for variant in ("put", "consistent read"):
+        p50 = west["variants"][variant]["p50_ms"]
+        print(f"US-W {variant}: p50 {p50} ms in {rtt}: {wan.judge_round_trip(p50, rtt, noise)}")
+    assert west["variants"]["eventual read"]["p50_ms"] < 10, west["variants"]
+    east = latency("US-E")["variants"]
+    for variant in ("put", "consistent read", "eventual read"):
+        assert east[variant]["p50_ms"] < 10, (variant, east)
 
 
 def test_crashed_standby_restarts_from_its_data(pg_dc3):

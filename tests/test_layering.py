@@ -16,21 +16,25 @@ ROOT = Path(replicalab.__file__).parent
 # -> base (the probe runner drives the nemesis of faults/ on a cluster of cluster/; the
 # nemesis acts on clusters; a cluster knows nothing of faults); models are a sibling on the
 # base layers and sim, used by experiments (model against store), report and cli.
-BASE = {"history", "runtime", "regions"}
-MIDDLE = {"workloads", "faults", "cluster"}
+# plugins: the entry-point groups every registry reads (no import of the package)
+BASE = {"history", "runtime", "regions", "plugins"}
+MIDDLE = {"workloads", "faults", "cluster", "hosts"}
 BELOW = {"checkers", "stores", "sim", *BASE}
 SIBLINGS = {"models", "clt", "hlc", "counters", "watch", "queues", "placement"}
 ALLOWED = {
     # the Python API sits beside cli at the top: cli builds its probes with it
     "api": {"report", "experiments", *SIBLINGS, *MIDDLE, *BELOW},
-    "cli": {"api", "report", "experiments", *SIBLINGS, *MIDDLE, *BELOW},
+    # the command line parses, calls the API and prints: nothing below the API (issue 39)
+    "cli": {"api"},
     "report": {"experiments", *SIBLINGS, *MIDDLE, *BELOW},
     # compositions of workloads, faults and clusters: the scorecard, compare, model against
     # store
     "experiments": {"models", *MIDDLE, *BELOW},
     "workloads": {"faults", "cluster", *BELOW},
-    "faults": {"cluster", *BELOW},
-    "cluster": BELOW,
+    "faults": {"cluster", "hosts", *BELOW},
+    # clusters on machines reached over SSH (DESIGN.md "Hosts"): hosts know no store
+    "cluster": {"hosts", *BELOW},
+    "hosts": BELOW,
     "checkers": {"stores", "sim", *BASE},
     "stores": {"sim", *BASE},
     "sim": BASE,
@@ -43,12 +47,14 @@ ALLOWED = {
     # the queue workload's central store is any Store; its checker is pure (checkers/)
     "queues": {"cluster", "stores", "sim", "checkers", "faults", *BASE},
     "placement": {"cluster", "stores", "sim", *BASE},
-    # the conformance suite for store adapters: runs any Store through the registry
-    "testing": {"stores", *BASE},
+    # the conformance suite for store adapters: runs any Store through the registry; the
+    # isolation a store's transactions promise is its kind's record (cluster/kinds.py)
+    "testing": {"cluster", "stores", *BASE},
     "history": set(),
     "data": set(),  # package data (region matrices), no code
     "runtime": set(),
     "regions": set(),
+    "plugins": set(),
 }
 
 
@@ -131,6 +137,21 @@ def test_the_layering_check_reads_strings_and_can_fail(tmp_path: Path):
     (pkg / "faults" / "f.py").write_text('ARGS = ["-m", "replicalab.cluster.powerfs"]\n')
     assert violations(pkg) == ["cluster/c.py imports replicalab.faults",
                                "workloads/w.py imports replicalab.report"]
+
+
+def test_the_command_line_imports_nothing_below_the_api(tmp_path: Path):
+    """cli/ parses, calls ``replicalab.api`` and prints: a verb module that imports a
+    workload, a store or the checkers (at any depth, or names one in a string) is found;
+    one that imports the API is not."""
+    cli = tmp_path / "replicalab" / "cli"
+    cli.mkdir(parents=True)
+    (cli / "ok.py").write_text("from replicalab.api import checking\nimport replicalab.cli.x\n")
+    (cli / "bad.py").write_text("def f():\n    from replicalab.stores import open_store\n"
+                                'RUN = "replicalab.workloads.runner:run_probe"\n')
+    (cli / "worse.py").write_text("from replicalab.checkers.txn import check\n")
+    assert violations(tmp_path / "replicalab") == [
+        "cli/bad.py imports replicalab.stores", "cli/bad.py imports replicalab.workloads",
+        "cli/worse.py imports replicalab.checkers"]
 
 
 def test_cli_reaches_drivers_and_adapters_only_through_their_registries():

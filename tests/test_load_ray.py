@@ -42,3 +42,16 @@ def test_two_ray_workers_merge_to_the_sum_of_their_parts(ray_local):
     for p in parts:  # each worker recorded its machine's clocks
         assert p.clock.hostname and p.clock.wall_end_ns >= p.clock.wall_start_ns > 0
         assert p.clock.mono_end_ns >= p.clock.mono_start_ns > 0
+
+
+def test_paced_groups_are_dealt_out_to_ray_actors(ray_local):
+    # three groups on two actors: two on the first, one on the second, whole
+    spec = LoadSpec.paced("sim://simpledb", groups=3, clients_per_group=4,
+                          client_rate_per_s=5.0, duration_s=2.0, read_ratio=1.0)
+    with Pool(workers=2, ray_address="local") as pool:
+        parts = pool.run_step(spec)
+    assert [p.error for p in parts] == ["", ""]
+    clients = [len({op.process for op in p.history if op.process >= 0}) for p in parts]
+    assert clients == [8, 4]
+    # each client's 10 slots in 2 s, all offered
+    assert [p.counts.offered for p in parts] == [80, 40]

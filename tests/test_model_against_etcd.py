@@ -1,30 +1,29 @@
 """``model paxos-wan --against etcd``: the leader transfer, the model's store delays and their
-fit, model/twin/real side by side, and a 3-region run on a real etcd (integration).
+fit, model/twin/real side by side, the recorded evidence judged again, and a 3-region run on a
+real etcd (integration).
 
-The integration test runs the real measurement on the shared 3-member etcd on dc3 (one member
-per region): the calibration with the links' delays removed, then 6 s of writes at 30
-writes/s with the leader in each region. It asserts every client region's median latency is
-within 20 % of the fitted model (the full aws5 run is held to 15 %; this one has ~60 writes
-per region on a machine shared by the whole test suite) and that the measured best leader is
-the model's (on dc3 the leaders are 13 % and 25 % apart).
+Whether the fitted model holds within 15 % of every client region's median, with the best
+leader the model's, is judged from a recording (``docs/data/paxos-wan-etcd-*.json``, written
+by ``benchmarks/paxos_wan_etcd.py``: ~200 writes per leader and client region), from the file
+alone. The integration test measures once, briefly, on the shared etcd: the plumbing, a hop
+too many or too few, and a verdict that is "agrees" or "inconclusive" with its cause.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import socket
 import time
 from pathlib import Path
 
 import pytest
 
-from replicalab.cli.model_against import run_against
 from replicalab.cluster import toxiproxy
 from replicalab.cluster.etcd import leader_index, leader_view, transfer_leadership
 from replicalab.cluster.state import Cluster, Node
 from replicalab.models import paxos_wan_fit as F
 from replicalab.models.paxos_wan import WanParams, latency_by_region_ms
-from replicalab.models.registry import MODELS
 from replicalab.models.twins.wan import simulate_paxos_wan
 from replicalab.report.against import against_results, render_against_report, verdicts
 from replicalab.workloads.consensus_latency import run_writes
@@ -160,21 +159,36 @@ def test_a_region_without_answered_writes_is_never_within_tolerance():
 
 
 def _against(tmp_path: Path, capsys, *args: str, **kw) -> tuple[int, str, str]:
-    """Run ``model <args[0]> --against ...`` through its command function; return (exit
-    code, stdout, stderr)."""
+    """Run ``model <args[0]> --against ...`` as the command line does (``cli/main.py``'s
+    error policy included); return (exit code, stdout, stderr)."""
+    import sys
+
+    from replicalab.cli.main import main
+
     model, *rest = args
     opts = {"against": "etcd", "duration": None, "params": None, "sets": [],
             "compare": None, "loads": None, "rounds": 20_000, "seed": 1,
-            "out": tmp_path / "runs", "as_json": False, **kw}
+            "out": tmp_path / "runs", **kw}
     assert not rest
-    with pytest.raises(SystemExit) as ended:
-        run_against(MODELS[model], **opts)
+    argv = ["model", model]
+    for name, value in opts.items():
+        flag = "--set" if name == "sets" else "--" + name.replace("_", "-")
+        for v in value if isinstance(value, list) else [value]:
+            if v is not None:
+                argv += [flag, str(v)]
+    saved = sys.argv
+    sys.argv = ["replicalab", *argv]
+    try:
+        with pytest.raises(SystemExit) as ended:
+            main()
+    finally:
+        sys.argv = saved
     out = capsys.readouterr()
-    return int(ended.value.code), out.out, out.err
+    return int(ended.value.code or 0), out.out, out.err
 
 
 @pytest.mark.parametrize(("model", "kw", "needle"), [
-    ("epaxos", {}, "available for the paxos-wan model"),
+    ("epaxos", {}, "the epaxos model has no real store to be measured against"),
     ("paxos-wan", {"against": "zookeeper"}, "use one of etcd"),
     ("paxos-wan", {"against": None, "duration": "5s"}, "--duration applies to --against only"),
     ("paxos-wan", {"duration": "soon"}, "--duration 'soon'"),
@@ -208,9 +222,68 @@ def test_a_custom_region_table_is_refused(tmp_path, capsys, monkeypatch):
     assert code == 2 and "named region set" in err, err
 
 
+# ----------------------------------------------------------------------------- recorded evidence
+
+DATA = Path(__file__).resolve().parent.parent / "docs" / "data"
+RECORDINGS = sorted(p.name for p in DATA.glob("paxos-wan-etcd-*.json"))
+
+
+def _judged(doc: dict, extra_forward_ms: float = 0.0) -> tuple[dict[str, str], list]:
+    """Fit the store delays from a recording's calibration and judge the model against each
+    leader's medians (TOLERANCE): per leader "agrees", "disagrees", or "inconclusive" when a
+    region misses while the machine added more than that point's tightest tolerance at p99
+    (its own noise floor). Return (verdict per leader, rankings)."""
+    from replicalab.experiments.against import TOLERANCE, wan_noise_tolerance_ms
+    from replicalab.runtime.noise import NoiseFloor
+
+    p = WanParams(regions=doc["regions"])
+    cal = doc["calibration"]
+    fit = F.fit(p, cal["leader"], cal["latencies_ms"])
+    pf = F.fitted(p, fit)
+    pf = dataclasses.replace(pf, forward_ms=pf.forward_ms + extra_forward_ms)
+    rows = F.side_by_side(pf, [F.MeasuredPoint(x["leader"], x["offered_rps"],
+                                               x["latencies_ms"]) for x in doc["points"]],
+                          with_twin=False)
+    rows = [dataclasses.replace(r, real_ms=r.real_p50_ms) for r in rows]  # medians
+    out = {}
+    for x in doc["points"]:
+        mine = [r for r in rows if r.leader == x["leader"]]
+        within = all(r.deviation is not None and abs(r.deviation) <= TOLERANCE for r in mine)
+        floor = NoiseFloor.from_json(x["noise"])
+        out[x["leader"]] = ("agrees" if within else "inconclusive"
+                            if floor.added_p99_ms > wan_noise_tolerance_ms(mine) else
+                            "disagrees")
+    return out, F.rankings(pf, rows)
+
+
+def test_a_recording_of_etcd_is_there():
+    assert RECORDINGS, "python benchmarks/paxos_wan_etcd.py writes docs/data/paxos-wan-etcd-*"
+    doc = json.loads((DATA / RECORDINGS[-1]).read_text())
+    assert doc["command"].startswith("python benchmarks/paxos_wan_etcd.py")
+    assert {x["leader"] for x in doc["points"]} == {"US-E", "US-W", "EU"}
+    assert all(len(v) >= 100 for x in doc["points"] for v in x["latencies_ms"].values())
+    assert all(x["noise"] and x["leader_held"] for x in doc["points"])
+
+
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_the_model_agrees_with_the_recorded_medians_and_best_leader(name):
+    """The fitted model against every client region's recorded median within TOLERANCE, per
+    leader, from the file alone: each leader agrees, or is inconclusive with the noise its
+    point measured; at least two agree, and the measured best leader is the model's. A model
+    that makes a client outside the leader's region pay one more one-way hop (its forward
+    40 ms longer) agrees nowhere, and disagrees where the machine was quiet enough to tell."""
+    doc = json.loads((DATA / name).read_text())
+    per_leader, ranks = _judged(doc)
+    assert "disagrees" not in per_leader.values(), per_leader
+    assert sum(v == "agrees" for v in per_leader.values()) >= 2, per_leader
+    assert all(k.agree for k in ranks)
+    wrong, _ = _judged(doc, extra_forward_ms=40.0)
+    assert all(wrong[x] != "agrees" for x, v in per_leader.items() if v == "agrees"), wrong
+    assert "disagrees" in wrong.values(), wrong
+
+
 # ----------------------------------------------------------------------------- real etcd
 
-TEST_TOLERANCE = 0.20
 
 
 @pytest.mark.integration
@@ -227,63 +300,51 @@ def test_transfer_leadership_moves_the_leader_to_each_member(etcd_dc3):
 
 
 @pytest.mark.integration
-@pytest.mark.alone
-def test_three_regions_measured_within_tolerance_of_the_fitted_model(etcd_dc3, tmp_path):
+def test_three_regions_measured_the_plumbing_and_a_hop_too_many_or_few(etcd_dc3, tmp_path):
+    """The measurement on the shared 3-member etcd, once, short (2 s of calibration and 3 s
+    per leader): the links' delays and the leader are put back, the leader held through each
+    point, every point has its noise floor (through the cluster's Toxiproxy), and every client
+    region's median is within 35 ms of the fitted model (a hop too many or too few is a 40 ms
+    one-way delay or more) unless the machine added more than that at p99; the verdict is
+    "agrees" or "inconclusive" with its measured cause. Whether the model holds within 15 %
+    is judged from the recording above, not re-measured here."""
+    from replicalab.experiments.against import _judge_with_noise
+    from replicalab.runtime.noise import worst
+
     c, _ = etcd_dc3
     leaders = [n.region for n in c.nodes]  # US-E, US-W, EU
     before_leader = leader_index(c)
     tp = toxiproxy.Toxiproxy(c.toxiproxy_port)
-    before_toxics = {k: sorted(t["name"] for t in v["toxics"])
-                     for k, v in tp.proxies().items()}
-    # 6 s per leader (about 60 writes per client region): one stalled write of a 3 s run moved a
-    # mean by a third on a busy CI machine. Up to three measurements, each calibrated anew: beside
-    # a CPU hog one measurement's writes took 270 ms more than the model, another's writes were
-    # dropped or failed, a third's local writes cost 68 ms; a machine too busy to let the store
-    # run at its own speed, not a model error. A wrong model misses all three.
-    missed: list[list[str]] = []
-    for _ in range(3):
-        run = run_writes(c, leaders, [30.0], duration_s=6.0, seed=5, calibration_s=3.0)
-        # the links' delays and the leader are as they were
-        assert {k: sorted(t["name"] for t in v["toxics"])
-                for k, v in tp.proxies().items()} == before_toxics
-        assert leader_index(c) == before_leader
-        assert len(run.points) == 3 and all(x.leader_held for x in run.points)
-        assert 0 < run.fsync_ms < 1000
-        troubled = [f"leader {x.leader}: {x.dropped} dropped, errors {x.errors}"
-                    for x in run.points if x.dropped or any(x.errors.values())]
-        if troubled:  # writes that timed out or were refused: no latency to compare
-            missed.append(troubled)
-            continue
-
-        p = WanParams(regions=c.regions)
-        fit = F.fit(p, run.calibration.leader, run.calibration.latencies_ms)
-        if not 0 < fit.persist_ms < 60:  # the store's fixed cost: ms, not a WAN RTT (68 ms
-            missed.append([f"{fit}"])     # once beside a CPU hog: measured again)
-            continue
-        pf = F.fitted(p, fit)
-        rows = F.side_by_side(pf, [F.MeasuredPoint(x.leader, x.offered_rps, x.latencies_ms)
-                                   for x in run.points], with_twin=False)
-        assert len(rows) == 9 and all(r.samples >= 10 for r in rows)
-        # Judged on the median: at 30 writes/s the model has no queueing spread, so its
-        # mean is its median too, while a measured mean of 60 writes moves with each stall
-        # of a shared machine. A hop too many or too few moves the median by tens of ms.
-        rows = [dataclasses.replace(r, real_ms=r.real_p50_ms) for r in rows]
-        bad = [f"leader {r.leader} clients {r.region}: measured p50 {r.real_ms:.1f} ms, "
-               f"model {r.model_ms:.1f} ms" for r in rows
-               if r.deviation is None or abs(r.deviation) > TEST_TOLERANCE]
-        if not bad:
-            break
-        missed.append(bad)
-    tp.close()
-    assert len(missed) < 3, missed
-    (rank,) = F.rankings(pf, rows)
-    assert rank.agree, (rank.model_ms, rank.real_ms)
-
+    try:
+        before = {k: sorted(t["name"] for t in v["toxics"]) for k, v in tp.proxies().items()}
+        run = run_writes(c, leaders, [30.0], duration_s=3.0, seed=5, calibration_s=2.0)
+        after = {k: sorted(t["name"] for t in v["toxics"]) for k, v in tp.proxies().items()}
+    finally:
+        tp.close()
+    assert after == before  # the links' delays are as they were (the echo proxies gone)
+    assert leader_index(c) == before_leader
+    assert len(run.points) == 3 and all(x.leader_held for x in run.points)
+    assert all(x.noise is not None and x.noise.echo_via.startswith("toxiproxy")
+               for x in [run.calibration, *run.points])
+    assert 0 < run.fsync_ms < 1000
+    p = WanParams(regions=c.regions)
+    fit = F.fit(p, run.calibration.leader, run.calibration.latencies_ms)
+    pf = F.fitted(p, fit)
+    rows = F.side_by_side(pf, [F.MeasuredPoint(x.leader, x.offered_rps, x.latencies_ms)
+                               for x in run.points], with_twin=False)
+    rows = [dataclasses.replace(r, real_ms=r.real_p50_ms) for r in rows]
+    floor = worst([x.noise for x in run.points if x.noise is not None])
+    assert floor is not None
+    far = [(r.leader, r.region, r.model_ms, r.real_ms) for r in rows
+           if r.real_ms is None or r.model_ms is None or abs(r.real_ms - r.model_ms) >= 35]
+    assert not far or floor.added_p99_ms > 35, (far, floor.line())
     results = against_results("etcd", c.regions, {"regions": c.regions}, fit, run.fsync_ms,
-                              rows, [rank], {"leaders": leaders})
+                              rows, F.rankings(pf, rows), {"leaders": leaders})
+    _judge_with_noise(results, rows, floor)
+    print(results["verdict_line"])
+    assert results["verdict"] in ("agrees", "inconclusive"), results["verdict_line"]
     report = render_against_report(results, rows, tmp_path)
-    html = report.read_text()
-    assert "Leader US-W: mean write latency per client region" in html
+    assert "Leader US-W: mean write latency per client region" in report.read_text()
     assert (tmp_path / "figures" / "against.png").exists()
 
 
@@ -297,5 +358,5 @@ def test_the_model_command_takes_against_and_duration(tmp_path, monkeypatch):
     r = CliRunner().invoke(app, ["model", "paxos-wan", "--duration", "5s"])
     assert r.exit_code == 2 and "--duration applies to --against only" in r.stderr, r.stderr
     r = CliRunner().invoke(app, ["model", "epaxos", "--against", "etcd"])
-    assert r.exit_code == 2 and "available for the paxos-wan model" in r.stderr, r.stderr
+    assert r.exit_code == 2 and "the epaxos model has no real store" in r.stderr, r.stderr
     assert not (tmp_path / ".replicalab").exists()

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from replicalab.cli.cluster import start_phase
+from replicalab.api.clustering import start_phase
+from replicalab.api.durations import parse_duration
 from replicalab.cli.main import app
-from replicalab.cli.timeparse import parse_duration_s
 from replicalab.cluster.ports import allocate
 from replicalab.faults.schedule import parse_fault
 from replicalab.history.read import Keyword, Tagged, edn_text, read_ops
@@ -202,9 +202,9 @@ def test_compound_durations_are_read_everywhere(tmp_path: Path):
     assert parse_seconds("2m 500ms") == 120.5 and parse_seconds("1d2h") == 93600.0
     for bad in ("30s1m", "1m1m", "1m30", "m", ""):
         assert parse_seconds(bad) is None, bad
-    assert parse_duration_s("1m30s", "--duration") == 90.0
+    assert parse_duration("1m30s", "--duration") == 90.0
     with pytest.raises(ValueError, match="1m30s"):
-        parse_duration_s("30s1m", "--duration")
+        parse_duration("30s1m", "--duration")
     f = parse_fault("at=1m30s partition region=US-W for=1m5s")
     assert (f.at_s, f.for_s) == (90.0, 65.0)
     p = _cli("probe", "--store", "sim://simpledb", "--duration", "1m30s", "--json", "--out",

@@ -1,94 +1,115 @@
-"""PBS against a measured curve: the whole t-visibility curve is sampled and judged, so a
-prediction that is only right at the ends fails (the comparison has power)."""
+"""PBS against a measured curve (``checkers/visibility.py``): each write is one draw of when it
+became visible, bracketed by its reads; the prediction must lie in the binomial band of the
+writes visible by t at every sampled t. On curves generated from known arrival times the
+truth passes, and a prediction shifted by 5 ms, a step at the one-way delay and a constant
+1.0 fail; the band itself is checked against published Clopper-Pearson values."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
 
+from replicalab.checkers import visibility as V
 from replicalab.models import pbs
-from replicalab.workloads import pbs_real
-from replicalab.workloads.pbs_real import CurveComparison, Measured, compare_curve
 
 ONE_WAY_MS, JITTER_MS = 40.0, 20.0
-TOLERANCE = 0.15
 
 
-def _measured(tau_ms: np.ndarray, seed: int = 2, reads_per_write: int = 400,
-              span_ms: float = 100.0) -> Measured:
-    """Return the curve a reader sees when write k becomes visible ``tau_ms[k]`` after its
-    ack: reads at uniform times in [0, span) after each ack, fresh from tau on, kept in
-    BUCKET_MS buckets as ``pbs_real.measure`` keeps them."""
+def _reads_of(tau_ms: np.ndarray, seed: int = 2, every_ms: float = 1.25,
+              span_ms: float = 98.0) -> V.Visibility:
+    """Return the visibility a reader measures when write k becomes visible ``tau_ms[k]``
+    after its ack: reads every ``every_ms`` from a random phase, fresh from tau on."""
     rng = np.random.default_rng(seed)
-    t = rng.uniform(0.0, span_ms, (len(tau_ms), reads_per_write))
-    fresh = t >= tau_ms[:, None]
-    b = (t.ravel() // pbs_real.BUCKET_MS).astype(np.int64)
-    total = np.bincount(b)
-    good = np.bincount(b, weights=fresh.ravel().astype(float), minlength=len(total))
-    t_sum = np.bincount(b, weights=t.ravel(), minlength=len(total))
-    keep = np.flatnonzero(total)
-    return Measured(1, 1, tuple(t_sum[keep] / total[keep]), tuple(good[keep] / total[keep]),
-                    tuple(int(x) for x in total[keep]), "", int(total.sum()), len(tau_ms))
+    w, t, f = [], [], []
+    for k, tau in enumerate(tau_ms):
+        ts = rng.uniform(0.0, every_ms) + np.arange(0.0, span_ms, every_ms)
+        w.append(np.full(len(ts), k))
+        t.append(ts)
+        f.append(ts >= tau)
+    return V.visibility(np.concatenate(w), np.concatenate(t), np.concatenate(f))
 
 
 def _jittered_link(rng: np.random.Generator, n: int) -> np.ndarray:
     """One-way delays of a Toxiproxy latency toxic: integers uniform in [d - J, d + J)."""
-    return ONE_WAY_MS + rng.integers(-JITTER_MS, JITTER_MS, n)
+    return ONE_WAY_MS + rng.integers(-JITTER_MS, JITTER_MS, n).astype(float)
 
 
-def _legs_from_round_trips(rng: np.random.Generator, samples: int = 200) -> pbs.Wars:
-    """WARS legs calibrated as ``pbs_real.calibrate`` does: from round trips alone, the
-    writer's coordinator at replica 0 and the reader's at replica 1 (its own replica ~0,
-    the other the sum of two jittered one-way delays)."""
-    local = np.abs(rng.normal(0.0, 0.05, samples))
-    remote = _jittered_link(rng, samples) + _jittered_link(rng, samples)
-    return pbs.wars_from_round_trips([local, remote], [remote, local])
+def _truth(t_ms) -> np.ndarray:
+    """P(tau <= t) of the jittered link: the CDF of integers uniform in [20, 60)."""
+    t = np.asarray(t_ms, dtype=float)
+    return np.clip(np.floor(t - (ONE_WAY_MS - JITTER_MS)) + 1, 0, 2 * JITTER_MS) / (2 * JITTER_MS)
 
 
 @pytest.fixture(scope="module")
-def measured() -> Measured:
-    rng = np.random.default_rng(1)
-    return _measured(_jittered_link(rng, 300).astype(float))
+def measured() -> V.Visibility:
+    return _reads_of(_jittered_link(np.random.default_rng(1), 1000))
 
 
-def test_prediction_from_round_trips_follows_the_whole_curve(measured):
-    wars = _legs_from_round_trips(np.random.default_rng(5))
-    got = compare_curve(lambda ts: pbs.t_visibility(wars, 1, 1, ts, 40_000, 1), measured,
-                        TOLERANCE)
-    assert got.has_power and got.transition_points >= pbs_real.MIN_TRANSITION_POINTS
-    assert got.within_tolerance, (got.largest_gap, got.largest_gap_t_ms)
-    inside = [x for x in got.points if x["measured"] is not None
-              and pbs_real.LOW < float(x["measured"]) < pbs_real.HIGH]
-    assert len(inside) >= 10
-    # both ends are sampled too
-    ts = [float(x["t_ms"]) for x in got.points]
-    assert min(ts) == 0.0 and max(ts) >= 90.0
+def test_the_truth_is_inside_the_band_everywhere_with_power(measured):
+    got = V.judge(_truth, measured)
+    assert got.within and got.has_power, got.line()
+    assert got.transition_points >= V.MIN_TRANSITION_POINTS
+    ts = [p.t_ms for p in got.judged]
+    assert min(ts) == 0.0 and max(ts) == V.END_MS and len(ts) == len(V.sample_times())
 
 
-def test_a_step_at_the_one_way_delay_fails_the_comparison(measured):
-    def step(ts):
-        return (np.asarray(ts, dtype=float) >= ONE_WAY_MS).astype(float)
-
-    got = compare_curve(step, measured, TOLERANCE)
-    assert got.has_power
-    assert not got.within_tolerance
-    assert got.largest_gap is not None and got.largest_gap > 0.3
-    assert abs(got.largest_gap_t_ms - ONE_WAY_MS) <= JITTER_MS
+@pytest.mark.parametrize(("name", "wrong"), [
+    ("5 ms late", lambda t: _truth(np.asarray(t) - 5.0)),
+    ("5 ms early", lambda t: _truth(np.asarray(t) + 5.0)),
+    ("a step at the one-way delay", lambda t: (np.asarray(t) >= ONE_WAY_MS).astype(float)),
+    ("a constant 1.0", lambda t: np.ones(len(t))),
+])
+def test_wrong_predictions_fall_outside_the_band(measured, name, wrong):
+    got = V.judge(wrong, measured)
+    assert got.has_power and not got.within, (name, got.line())
 
 
 def test_a_step_shaped_curve_has_no_power():
-    rng = np.random.default_rng(3)
-    steep = ONE_WAY_MS + rng.uniform(-0.5, 0.5, 300)  # dc3's own 2 ms spread, or less
-    got = compare_curve(lambda ts: (np.asarray(ts) >= ONE_WAY_MS).astype(float),
-                        _measured(steep), TOLERANCE)
-    assert got.transition_points < pbs_real.MIN_TRANSITION_POINTS
-    assert not got.has_power
+    steep = ONE_WAY_MS + np.random.default_rng(3).uniform(-0.5, 0.5, 1000)  # dc3's own
+    got = V.judge(lambda t: (np.asarray(t) >= ONE_WAY_MS).astype(float), _reads_of(steep))
+    assert got.transition_points < V.MIN_TRANSITION_POINTS and not got.has_power
+
+
+def test_clopper_pearson_matches_published_values():
+    # exact 95 % intervals, the reference values of scipy.stats.binomtest(k, n).proportion_ci
+    # (method="exact"), i.e. beta quantiles: 0 of 10 -> [0, 0.3085]; 5 of 10 ->
+    # [0.1871, 0.8129]; 1 of 20 -> [0.00127, 0.2487]; 30 of 100 -> [0.2124, 0.3998]
+    lo = V.clopper_pearson([0, 5, 1, 30], 10, 0.05, upper=False)
+    hi = V.clopper_pearson([0, 5, 1, 30], 10, 0.05, upper=True)
+    assert lo[0] == 0.0 and hi[0] == pytest.approx(0.3085, abs=1e-4)
+    assert (lo[1], hi[1]) == (pytest.approx(0.1871, abs=1e-4), pytest.approx(0.8129, abs=1e-4))
+    got = V.clopper_pearson([1], 20, 0.05, upper=False)[0], V.clopper_pearson(
+        [1], 20, 0.05, upper=True)[0]
+    assert got == (pytest.approx(0.00127, abs=1e-5), pytest.approx(0.2487, abs=1e-4))
+    got = V.clopper_pearson([30], 100, 0.05, upper=False)[0], V.clopper_pearson(
+        [30], 100, 0.05, upper=True)[0]
+    assert got == (pytest.approx(0.2124, abs=1e-4), pytest.approx(0.3998, abs=1e-4))
+
+
+def test_each_write_is_bracketed_by_its_reads():
+    # write 0: stale at 1, 2, fresh at 3, 4; write 1: fresh at once; write 2: never fresh;
+    # write 3: fresh at 1, stale at 2 (another replica answered), fresh at 5
+    w = np.array([0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 3])
+    t = np.array([1, 2, 3, 4, 1, 2, 1, 2, 1, 2, 5], dtype=float)
+    f = np.array([0, 0, 1, 1, 1, 1, 0, 0, 1, 0, 1], dtype=bool)
+    v = V.visibility(w, t, f)
+    assert v.last_stale_ms == (2.0, -math.inf, 2.0, 2.0)
+    assert v.first_fresh_ms == (3.0, 1.0, math.inf, 5.0)
+    assert (v.reads, v.out_of_order, v.writes) == (11, 1, 4)
+    assert V.Visibility.from_json(v.to_json()) == v
+    # at t = 2.5: write 1 visible; 0 and 3 undecided, and 2 (never read after 2 ms)
+    p = V.judge(lambda ts: np.full(len(ts), 0.5), v, [2.5]).points[0]
+    assert (p.visible, p.undecided, p.writes) == (1, 3, 4)
 
 
 def test_half_round_trips_would_make_the_curve_too_steep():
     """The legs keep a one-way leg's variance (deviation / sqrt 2), not half of it."""
     rng = np.random.default_rng(7)
-    wars = _legs_from_round_trips(rng, 2000)
+    local = np.abs(rng.normal(0.0, 0.05, 2000))
+    remote = _jittered_link(rng, 2000) + _jittered_link(rng, 2000)
+    wars = pbs.wars_from_round_trips([local, remote], [remote, local])
     w = wars.w[1][0].sample(np.random.default_rng(1), (50_000,))
     one_way = _jittered_link(np.random.default_rng(2), 50_000)
     assert abs(w.std() - one_way.std()) < 0.08 * one_way.std()
@@ -96,7 +117,9 @@ def test_half_round_trips_would_make_the_curve_too_steep():
 
 
 def test_the_clients_hops_shift_the_prediction_earlier():
-    wars = _legs_from_round_trips(np.random.default_rng(5))
+    rng = np.random.default_rng(5)
+    local, remote = np.abs(rng.normal(0, 0.05, 200)), 80.0 + rng.normal(0, 10, 200)
+    wars = pbs.wars_from_round_trips([local, remote], [remote, local])
     ts = np.array([30.0, 40.0, 50.0])
     plain = pbs.t_visibility(wars, 1, 1, ts, 20_000, 1)
     later = pbs.t_visibility_after_ack(wars, 1, 1, ts, 3.0, 20_000, 1)
@@ -104,15 +127,12 @@ def test_the_clients_hops_shift_the_prediction_earlier():
     assert (later >= plain).all() and (later > plain).any()
 
 
-def test_comparison_as_json_carries_every_sampled_t(measured):
-    wars = _legs_from_round_trips(np.random.default_rng(5))
-    got = compare_curve(lambda ts: pbs.t_visibility(wars, 1, 1, ts, 20_000, 1), measured,
-                        TOLERANCE)
-    doc = got.to_json()
-    assert isinstance(got, CurveComparison)
-    assert len(doc["points"]) == len(got.points) >= 20
-    assert {"t_ms", "predicted", "measured", "difference", "reads"} <= set(doc["points"][0])
-    assert doc["largest_gap"] == got.largest_gap and doc["has_power"] is True
+def test_judgement_as_json_carries_every_sampled_t(measured):
+    doc = V.judge(_truth, measured).to_json()
+    assert len(doc["points"]) == len(V.sample_times())
+    assert {"t_ms", "writes", "visible", "undecided", "band_lo", "band_hi", "predicted",
+            "inside"} <= set(doc["points"][0])
+    assert doc["within"] is True and doc["has_power"] is True
 
 
 def test_model_pbs_refuses_a_jitter_it_cannot_use_in_one_line(tmp_path):

@@ -43,6 +43,22 @@ def test_a_caption_wider_than_its_table_stays_on_one_line():
     assert text.splitlines()[0] == t.caption
 
 
+def test_prose_in_a_summary_goes_under_the_table_not_into_its_width():
+    """Issue 40: a register summary piped padded every row to 400 columns for the
+    counterexample explained in one of them; the prose now follows the table, whole."""
+    why = ("process 5 read 9.8 at 3,635.4 ms although the write of 11.6 by process 6 "
+           "completed at 3,634.2 ms and no write of 9.8 can come after it " * 3).strip()
+    t = TableData("register on sim://simpledb (eventual)", ["measure", "value"], right=(1,))
+    t.add("linearizable (kv model)", "NO")
+    t.add("why register/0-k0/v", why)
+    t.add("operations checked", "319")
+    text = render(t, None)
+    assert broken(t, text) == [], text
+    table = [line for line in text.splitlines() if line[:1] in "┏┃┡│└"]
+    assert table and max(len(line) for line in table) < 80, text
+    assert f"why register/0-k0/v: {why}" in text.splitlines()
+
+
 @pytest.fixture
 def tables(monkeypatch: pytest.MonkeyPatch) -> list[tuple[TableData, str]]:
     seen: list[tuple[TableData, str]] = []

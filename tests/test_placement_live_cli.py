@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from replicalab.cli.placement_live import attach
+from replicalab.cli.placement import attach
 
 
 def _app() -> typer.Typer:
@@ -50,7 +50,7 @@ def test_sim_run_prints_json_and_saves_history_and_results(tmp_path: Path):
     assert "no acknowledged write was lost" in html
     assert f"{managed['mean_latency_ms']:.1f}" in html and 'id="fig-latency"' in html
     # `report` re-checks it as a placement-live run, not as a probe's
-    from replicalab.cli.rundir import PLACEMENT_LIVE, kind
+    from replicalab.api.runkind import PLACEMENT_LIVE, kind
 
     assert kind(run_dir, "report") == PLACEMENT_LIVE
 

@@ -240,3 +240,84 @@ def test_cut_short_processing_is_named_by_its_cause_and_deliveries_match_the_cha
     # the table's figure is the chart's: the most times one message was delivered
     assert s["max_deliveries_of_one_message"] == 3 == max(map(int, out["histograms"]
                                                               ["deliveries"]))
+
+
+def _two_messages(read_b: str = "ok", uncertain_b: bool = False, commit_b: bool = True
+                  ) -> QueueLog:
+    """Message a committed once and read back; message b committed (or not), its effects
+    read back, unreadable, or never read (``read_b``)."""
+    log = QueueLog()
+    for tag, mid in (("a", "ma"), ("b", "mb")):
+        log.record("send", PRODUCER, 0, 1, tag=tag, msg_id=mid)
+        log.record("deliver", 0, 10, 20, tag=tag, msg_id=mid, receipt=f"{mid}.0", count=1,
+                   lease_ns=LEASE)
+        log.record("process", 0, 20, 30, tag=tag, msg_id=mid, receipt=f"{mid}.0")
+    log.record("commit", 0, 30, 40, tag="a", receipt="ma.0")
+    log.record("effect", OBSERVER, 50, 60, tag="a", count=1, note="c0.0.ma.0")
+    if commit_b:
+        log.record("commit", 0, 30, 40, tag="b", receipt="mb.0")
+    if uncertain_b:
+        log.record("commit", 1, 30, 40, "info", tag="b", receipt="mb.1")
+    if read_b == "ok":
+        log.record("effect", OBSERVER, 50, 60, tag="b", count=int(commit_b),
+                   note="c0.0.mb.0" if commit_b else "")
+    elif read_b == "unreadable":
+        log.record("effect", OBSERVER, 50, 60, "info", tag="b", note="unreadable: timeout")
+    return log
+
+
+def test_a_message_that_ended_uncommitted_makes_exactly_once_false_even_cut_short():
+    # b dead-lettered without a commit: false, whether the run was cut short or not
+    for cut in (False, True):
+        s = check_deliveries(_two_messages(commit_b=False).columns(), ["mb"],
+                             cut_short=cut)["summary"]
+        assert s["dead_lettered_without_commit"] == 1 and s["exactly_once"] is False, cut
+    # b not reached in a run cut short: not decided
+    s = check_deliveries(_two_messages(commit_b=False).columns(), cut_short=True)["summary"]
+    assert s["not_reached"] == 1 and s["exactly_once"] is None
+    # ... and lost when the run was not cut short
+    s = check_deliveries(_two_messages(commit_b=False).columns())["summary"]
+    assert s["lost"] == 1 and s["exactly_once"] is False
+
+
+def test_results_the_read_back_could_not_read_are_labelled_as_the_record_s():
+    s = check_deliveries(_two_messages().columns())["summary"]
+    assert s["results_from"] == "effect store" and s["results_from_record"] == 0
+    assert s["exactly_once"] is True
+    out = check_deliveries(_two_messages(read_b="unreadable").columns())
+    s = out["summary"]
+    assert s["results_from"] == ("effect store, and the consumer record for 1 message(s) "
+                                 "whose effects could not be read back"), s["results_from"]
+    assert s["results_from_record"] == 1 and out["results_from_record"] == ["b"]
+    assert s["committed_once"] == 2 and s["effects_unreadable"] == 1
+    # b's record holds a commit of unknown outcome besides the one that landed: from the
+    # record alone, exactly once cannot be yes
+    s = check_deliveries(_two_messages(read_b="unreadable", uncertain_b=True).columns()
+                         )["summary"]
+    assert s["results_from_record"] == 1 and s["exactly_once"] is not True
+    # read back, the store decides: one effect
+    s = check_deliveries(_two_messages(uncertain_b=True).columns())["summary"]
+    assert s["exactly_once"] is True
+
+
+def test_an_effect_older_than_its_message_s_last_token_is_a_stale_commit():
+    def run(effect_token: int, granted: tuple[int, ...]) -> dict:
+        log = QueueLog()
+        log.record("send", PRODUCER, 0, 1, tag="a", msg_id="m")
+        for j, token in enumerate(granted):
+            log.record("deliver", j, 10 + j, 20 + j, tag="a", msg_id="m", receipt=f"r{j}",
+                       count=j + 1, lease_ns=LEASE)
+            log.record("claim" if token == 1 else "claim_takeover", j, 20 + j, 21 + j,
+                       tag="a", note=f"token {token}")
+        log.record("commit", 0, 30, 40, tag="a", receipt="r0")
+        log.record("effect", OBSERVER, 50, 60, tag="a", count=1,
+                   note=f"c0.0.r0#t{effect_token}")
+        return check_deliveries(log.columns())["summary"]
+
+    assert run(2, (1, 2))["fencing_held"] is True
+    stale = run(1, (1, 2))
+    assert stale["fencing_held"] is False and stale["stale_commits_landed"] == 1
+    assert run(1, (1,))["fencing_held"] is True
+    # strategies without tokens: nothing to judge
+    assert _two_messages().columns() and check_deliveries(
+        _two_messages().columns())["summary"]["fencing_held"] is None

@@ -55,6 +55,8 @@ def test_every_cell_is_measured_or_says_why(sim_scorecard: Scorecard):
     for c in got.values():
         assert c.grade in cells.GRADES
         assert c.value and c.promise and c.source
+        # the chart's cell: at most 12 words naming what decides its grade (issue 40)
+        assert c.headline and len(c.headline.split()) <= cells.HEADLINE_WORDS, c.headline
         if c.grade == "grey":
             assert c.reason and c.reason in c.value  # n/a only with its reason in the cell
         else:

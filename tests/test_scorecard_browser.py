@@ -144,3 +144,50 @@ def test_chart_labels_are_whole_and_values_clear_of_the_bars(report: Path, tmp_p
     # every store with a fault has an availability chart: 3 bars per fault, values beside
     assert got["charts"] >= 1 and got["labels"] >= 3 and got["values"] == got["labels"]
     assert {"cut": got["cut"], "overlaps": got["overlaps"]} == {"cut": [], "overlaps": []}
+
+
+# Run inside the rendered report: every cell shows its headline whole (its text is the
+# cell's headline, nothing overflows its box or the window), and a click opens that cell's
+# evidence with its value sentence in it.
+_HEADLINE_CHECK = r"""<script>
+(function () {
+  const DATA = JSON.parse(document.getElementById('scorecard-data').textContent);
+  const out = {cells: 0, headlines: 0, whole: 0, evidence: 0, bad: []};
+  const page = document.documentElement.clientWidth;
+  for (const b of document.querySelectorAll('button.cell')) {
+    out.cells++;
+    const c = DATA.cells.find(x => x.store === b.dataset.store && x.prop === b.dataset.prop);
+    if (c && c.headline && b.textContent === c.headline) out.headlines++;
+    else out.bad.push('not its headline: ' + b.textContent);
+    const r = b.getBoundingClientRect();
+    if (b.scrollWidth <= b.clientWidth + 1 && b.scrollHeight <= b.clientHeight + 1
+        && r.right <= page + 0.5 && r.width > 0) out.whole++;
+    else out.bad.push('cut: ' + b.textContent);
+    b.click();
+    const box = document.getElementById('evidence');
+    const value = box.querySelector('p.value');
+    if (!box.hidden && c && value && value.textContent === c.value
+        && box.textContent.includes('grade ' + c.grade)) out.evidence++;
+    else out.bad.push('no evidence for ' + b.dataset.store + '/' + b.dataset.prop);
+  }
+  document.body.dataset.headlines = JSON.stringify(out);
+})();
+</script>"""
+
+
+@pytest.mark.parametrize("width", [800, 1400])
+def test_cells_show_their_headlines_and_open_their_evidence(report: Path, tmp_path: Path,
+                                                            width: int):
+    page = tmp_path / "headlines.html"
+    page.write_text(report.read_text().replace("</body>", _HEADLINE_CHECK + "</body>"))
+    proc = run_chromium(tmp_path, f"--window-size={width},900", "--dump-dom", page.as_uri())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    body = re.search(r'<body[^>]*data-headlines="([^"]*)"', proc.stdout)
+    assert body, proc.stdout[:500]
+    got = json.loads(html.unescape(body[1]))
+    n = len(STORES) * len(names())
+    assert got == {"cells": n, "headlines": n, "whole": n, "evidence": n, "bad": []}, got
+    saved = json.loads(report.with_name("scorecard.json").read_text()) \
+        if report.with_name("scorecard.json").exists() else None
+    if saved is not None:
+        assert all(len(c["headline"].split()) <= 12 for c in saved["cells"])

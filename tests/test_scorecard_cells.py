@@ -238,3 +238,57 @@ def test_a_simulated_scheme_promises_what_its_rules_say(params, regions, local, 
                                                         leaderless):
     rules = sim_rules(params, regions)
     assert (rules.local_reads, rules.leader_role, rules.leaderless) == (local, role, leaderless)
+
+
+# --- headlines: what the chart's cell shows ---------------------------------------------------
+
+@pytest.mark.parametrize(("prop", "rule", "make", "grade"), CASES,
+                         ids=[f"{c[0]}-{c[3]}-{i}" for i, c in enumerate(CASES)])
+def test_every_cell_has_a_headline_of_at_most_twelve_words(prop: str, rule: str,
+                                                            make: Callable[[], cells.Cell],
+                                                            grade: str):
+    cell = make()
+    assert cell.headline and len(cell.headline.split()) <= cells.HEADLINE_WORDS, cell.headline
+    assert cell.headline != cell.value  # the sentences are the evidence's
+
+
+def _two_misses() -> dict[str, Any]:
+    # issue 40's Redis row: EU's consistent read is the slowest read (95 ms, a miss that
+    # alone would be yellow); the red comes from the eventual reads in US-E (85 ms)
+    m = latency()
+    m["regions"]["EU"]["consistent read"] = _lat(95)
+    m["regions"]["US-E"]["eventual read"] = _lat(85)
+    return m
+
+
+@pytest.mark.parametrize(("make", "grade", "headline"), [
+    (lambda: cells.latency_cell("s", _two_misses(), P), "red",
+     "eventual reads from US-E: p99 85 ms, goal 50 ms"),
+    (lambda: cells.latency_cell("s", latency(cons=120), P), "yellow",
+     "consistent reads from US-W: p99 120 ms, goal 50 ms"),
+    (lambda: cells.latency_cell("s", latency(cput=600), P), "red",
+     "conditional puts from US-W: p99 600 ms, goal 500 ms"),
+    (lambda: cells.durability_cell("s", durability((0, 0), (0, 3)), P), "red",
+     "appendfsync always: power loss lost 3 of 1,000 writes"),
+    (lambda: cells.durability_cell("s", durability((0, 0), (None, 0)), P), "red",
+     "appendfsync always: no restart after kill -9"),
+    (lambda: cells.durability_cell("s", durability((1000, 20), (0, 0)), P), "yellow",
+     "appendonly no: kill -9 lost 1,000 of 1,000 writes, as documented"),
+    (lambda: cells.availability_cell("s", availability(_fault(CUT, 0.3, 0, 0)), P, True),
+     "red", "eventual reads in US-W served 30.0% while US-W cut off"),
+    (lambda: cells.availability_cell("s", availability(_fault(CUT, 1, 0.6, 0.8),
+                                                       _fault(CRASH, 1, 1, 0.4)), P, True),
+     "yellow", "writes from US-W served 40.0% while leader n0 down"),
+    (lambda: cells.consistency_cell("s", consistency(lin_cons=False), P, True), "red",
+     "consistent reads NOT linearizable, though promised"),
+    (lambda: cells.consistency_cell("s", consistency(ev_stale=0.095, lin_ev=False), P, True),
+     "yellow", "eventual reads in US-W: 9.5% stale, up to 30 ms"),
+    (lambda: cells.geography_cell("s", geography(False), ("US-E", "US-W", "EU"), NEAR, P),
+     "yellow", "eventual reads served locally in 2 of 3 regions"),
+], ids=["latency-red", "latency-yellow", "latency-write", "durability-red",
+        "durability-no-restart", "durability-yellow", "availability-red",
+        "availability-yellow", "consistency-red", "consistency-yellow", "geography"])
+def test_the_headline_names_the_figure_that_decides_the_grade(
+        make: Callable[[], cells.Cell], grade: str, headline: str):
+    cell = make()
+    assert (cell.grade, cell.headline) == (grade, headline)

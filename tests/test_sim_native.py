@@ -49,6 +49,9 @@ CASES = {
     "simpledb inter-element": ("sim://simpledb", "inter-element", 6, None, ()),
     "simpledb register": ("sim://simpledb", "register", 10,
                           _cfg("register", clients=4, ops=150), ()),
+    # admission control refuses some calls (ServiceUnavailable); two client machines
+    "simpledb overloaded": ("sim://simpledb?capacity_per_s=40&burst_ms=20&clients_per_machine=2",
+                            "register", 10, _cfg("register", clients=4, ops=150), ()),
     "quorum": ("sim://quorum?n=3&r=1&w=1", "staleness", 30, None, ()),
     "quorum aws5": ("sim://quorum?n=5&r=2&w=2&regions=aws5&anti_entropy_ms=200", "staleness",
                     30, _cfg("staleness", placement="separate-clients", readers=2,

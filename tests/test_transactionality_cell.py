@@ -14,10 +14,10 @@ import pytest
 
 from replicalab.checkers.txn import MODELS, verdict
 from replicalab.cluster import kinds
+from replicalab.cluster.kinds import isolation_promise
 from replicalab.experiments.plan import QUICK
 from replicalab.experiments.properties import transactionality as tx
 from replicalab.experiments.run import Scorecard, run
-from replicalab.stores.isolation import isolation_promise
 
 WORKLOAD = {"name": "list-append", "clients": 6, "keys": 6, "length": [1, 4],
             "duration_s": 5.0, "region": "US-E"}
@@ -196,3 +196,21 @@ def test_sim_store_runs_micro_operations_one_by_one_and_shows_anomalies(tmp_path
         c.counterexample
     assert (tmp_path / c.runs[0] / "history.parquet").exists()
     assert c.source == "docs/transactions.md#simulated-stores"
+
+
+@pytest.mark.parametrize(("ways", "headline"), [
+    ([way("SERIALIZABLE", "serializable", ok=2314)],
+     "serializable as promised: no anomaly in 2,314 transactions"),
+    ([way("REPEATABLE READ", "snapshot-isolation", {"G-single": 1, "G2-item": 5})],
+     "NOT snapshot isolation: G-single 1 time"),
+    ([way("SERIALIZABLE", "serializable", ok=1500),
+      way("REPEATABLE READ", "snapshot-isolation", {"G2-item": 4}, ok=1800)],
+     "REPEATABLE READ: G2-item 4 times, as snapshot isolation allows"),
+    ([way("micro-operations one by one", "none", {"G1c": 2, "G0": 7})],
+     "G0 7 times; no isolation, as documented"),
+    ([way("SERIALIZABLE", "serializable", ok=0, fail=40)], "no transaction committed"),
+])
+def test_the_headline_names_what_decides_the_grade(ways: list[dict[str, Any]], headline: str):
+    c = cell(*ways)
+    assert c.headline == headline
+    assert len(c.headline.split()) <= 12 and c.headline != c.value

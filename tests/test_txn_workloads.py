@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from replicalab.cluster.kinds import isolation_promise
 from replicalab.history import load_history
 from replicalab.history.txn import decode_txn
-from replicalab.stores.isolation import isolation_promise
 from replicalab.stores.prefix import PrefixedStore
 from replicalab.stores.registry import open_store
 from replicalab.stores.txnops import appended_text, decode_stored, play

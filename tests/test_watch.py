@@ -134,7 +134,8 @@ def test_sigterm_stops_after_committing(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    # SIGTERM acts as Ctrl-C, as for every command (issue 40: it exited 0)
+    assert proc.returncode == 130, proc.stderr.read() if proc.stderr else ""
     rows = _rows(db)
     per_round: dict[object, int] = {}
     for r in rows:
@@ -372,3 +373,34 @@ def test_watch_and_dashboard_help_have_examples() -> None:
         proc = subprocess.run([*CLI, cmd, "--help"], capture_output=True, text=True,
                               timeout=60, check=False, env={**os.environ, "COLUMNS": "200"})
         assert proc.returncode == 0 and f"Example: replicalab {cmd}" in proc.stdout
+
+
+def test_a_piped_round_says_why_a_backend_failed() -> None:
+    """Issue 40: piped, a dead backend's round read "read error, write error"."""
+    from replicalab.watch.stats import Sample, round_line
+
+    why = "cannot reach Redis at 127.0.0.1:1 (connection refused)"
+    dead = [Sample("dead", 1, 0.0, "read", None, why), Sample("dead", 1, 0.0, "write", None, why)]
+    assert round_line(dead) == f"dead round 1: unavailable: {why}"
+    mixed = [Sample("m", 2, 0.0, "read", 3.25), Sample("m", 2, 0.0, "write", None, "timeout")]
+    assert round_line(mixed) == "m round 2: read 3.2 ms, write error (timeout)"
+
+
+def test_piped_loading_lines_end_with_what_became_of_the_loading(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 40: a backend whose loading failed left its last line at "0% done"."""
+    from replicalab.cli.watch import LoadingLines
+    from replicalab.watch.watcher import BackendState
+
+    lines = LoadingLines(every_s=3600)
+    a, b = BackendState("a", "redis://127.0.0.1:1"), BackendState("b", "sim://simpledb")
+    a.status = b.status = "loading"
+    lines.update([a, b])
+    a.status, a.last_error = "unavailable", "cannot reach Redis at 127.0.0.1:1"
+    b.status = "ok"
+    lines.update([a, b])
+    lines.update([a, b])  # said once
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 4, err
+    assert err[2] == "watch: a: loading stopped: cannot reach Redis at 127.0.0.1:1"
+    assert err[3].startswith("watch: b: loaded in ") and err[3].endswith("; rounds begin")

@@ -1,8 +1,21 @@
 // Command porcupine_driver checks register histories with Porcupine, for
-// replicalab's benchmark (benchmarks/bench_linearizability.py), which builds
-// it in a temporary directory.
+// replicalab's benchmarks (benchmarks/bench_linearizability.py,
+// bench_check_command.py) and its agreement test (tests/test_api_porcupine.py),
+// which build it in a temporary directory.
 //
-// Input (a JSON file named by the first argument):
+// Two inputs. With -edn, each further argument is a Jepsen history file as
+// `replicalab export --format edn` writes it (and Jepsen does): one op map per
+// line, read with an EDN library; :process an integer (others, :nemesis, are
+// left out); :type :invoke, :ok, :fail or :info; :f :read, :write or :cas;
+// :value a jepsen.independent [key value] tuple, value an integer or nil (a
+// cas: [key [from to]]); :time in ns. An invoke is paired with the next
+// completion of its process, as Jepsen does: fail never happened and is left
+// out, info (or no completion) may have happened at any time after its invoke
+// (Return is the largest int64), reads that did not complete ok are left out.
+// Each key is one register starting at nil, checked as an independent part.
+// Output: one JSON line per file, {"name", "ops", "valid", "check_ns"}.
+//
+// Otherwise the input is a JSON file named by the first argument:
 //
 //	{"repeats": 3, "timeout_s": 60, "histories": [
 //	  {"name": "...", "ops": [[process, f, key, a, b, outcome, call, ret], ...]},
@@ -30,14 +43,18 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
 	"os"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"olympos.io/encoding/edn"
 )
 
 type input struct {
@@ -224,7 +241,192 @@ func verdictOf(res porcupine.CheckResult) string {
 		porcupine.Ok: "true", porcupine.Illegal: "false", porcupine.Unknown: "unknown"}[res]
 }
 
+// ednInput is one op of an EDN history: f (read, write, cas), the key of its
+// independent tuple, the value written or the cas's expected (a) and new (b)
+// value (0 is nil).
+type ednInput struct {
+	f    int
+	key  string
+	a, b int64
+}
+
+// independentModel is a register per key (the partition), its state the
+// integer last written (0: nil), as Jepsen's independent cas-register.
+var independentModel = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		byKey := map[string][]porcupine.Operation{}
+		var keys []string
+		for _, op := range history {
+			k := op.Input.(ednInput).key
+			if _, seen := byKey[k]; !seen {
+				keys = append(keys, k)
+			}
+			byKey[k] = append(byKey[k], op)
+		}
+		parts := make([][]porcupine.Operation, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, byKey[k])
+		}
+		return parts
+	},
+	Init: func() interface{} { return int64(0) },
+	Step: func(state, in, out interface{}) (bool, interface{}) {
+		s := state.(int64)
+		i := in.(ednInput)
+		o := out.(output)
+		switch i.f {
+		case opRead:
+			return s == o.value, s
+		case opWrite:
+			return true, i.a
+		default:
+			if s == i.a {
+				return true, i.b
+			}
+			return o.unknown, s // a cas whose outcome is unknown may have failed
+		}
+	},
+	Equal: func(a, b interface{}) bool { return a.(int64) == b.(int64) },
+	Hash:  func(s interface{}) uint64 { return uint64(s.(int64)) },
+}
+
+var ednF = map[edn.Keyword]int{"read": opRead, "write": opWrite, "cas": opCas}
+
+// ednValue returns an EDN register value as an int64 (nil is 0).
+func ednValue(v interface{}) (int64, error) {
+	switch x := v.(type) {
+	case nil:
+		return 0, nil
+	case int64:
+		if x <= 0 {
+			return 0, fmt.Errorf("value %d: expected a positive integer or nil", x)
+		}
+		return x, nil
+	}
+	return 0, fmt.Errorf("value %v: expected an integer or nil", v)
+}
+
+// ednEvent returns the process, type, time and input of one op map (ok false
+// for an event of another process than a client's).
+func ednEvent(ev map[interface{}]interface{}) (int64, edn.Keyword, int64, ednInput, interface{}, bool, error) {
+	var in ednInput
+	proc, ok := ev[edn.Keyword("process")].(int64)
+	if !ok {
+		return 0, "", 0, in, nil, false, nil
+	}
+	typ, _ := ev[edn.Keyword("type")].(edn.Keyword)
+	f, known := ednF[ev[edn.Keyword("f")].(edn.Keyword)]
+	t, timed := ev[edn.Keyword("time")].(int64)
+	tuple, isTuple := ev[edn.Keyword("value")].([]interface{})
+	if !known || !timed || !isTuple || len(tuple) != 2 {
+		return 0, "", 0, in, nil, false, fmt.Errorf("op %v: expected :f :read, :write or :cas, a :time and a [key value] :value", ev)
+	}
+	in.f, in.key = f, fmt.Sprint(tuple[0])
+	return proc, typ, t, in, tuple[1], true, nil
+}
+
+// ednOperations returns the operations of a Jepsen EDN history file.
+func ednOperations(path string) ([]porcupine.Operation, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	type pending struct {
+		in   ednInput
+		call int64
+	}
+	open := map[int64]pending{}
+	var ops []porcupine.Operation
+	dec := edn.NewDecoder(bufio.NewReader(file))
+	for {
+		var ev map[interface{}]interface{}
+		if err := dec.Decode(&ev); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		proc, typ, t, in, value, client, err := ednEvent(ev)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if !client {
+			continue
+		}
+		if typ == "invoke" {
+			if in.f == opCas {
+				pair, ok := value.([]interface{})
+				if !ok || len(pair) != 2 {
+					return nil, fmt.Errorf("%s: cas %v: expected [key [from to]]", path, value)
+				}
+				if in.a, err = ednValue(pair[0]); err == nil {
+					in.b, err = ednValue(pair[1])
+				}
+			} else if in.f == opWrite {
+				in.a, err = ednValue(value)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			open[proc] = pending{in, t}
+			continue
+		}
+		p, ok := open[proc]
+		if !ok {
+			return nil, fmt.Errorf("%s: a :%s of process %d with no :invoke", path, typ, proc)
+		}
+		delete(open, proc)
+		switch {
+		case typ == "ok":
+			out := output{}
+			if p.in.f == opRead {
+				if out.value, err = ednValue(value); err != nil {
+					return nil, fmt.Errorf("%s: %w", path, err)
+				}
+			}
+			ops = append(ops, porcupine.Operation{ClientId: int(proc), Input: p.in,
+				Call: p.call, Output: out, Return: t})
+		case typ == "info" && p.in.f != opRead:
+			ops = append(ops, porcupine.Operation{ClientId: int(proc), Input: p.in,
+				Call: p.call, Output: output{unknown: true}, Return: math.MaxInt64})
+		}
+	}
+	for proc, p := range open { // never completed: may have happened, or not
+		if p.in.f != opRead {
+			ops = append(ops, porcupine.Operation{ClientId: int(proc), Input: p.in,
+				Call: p.call, Output: output{unknown: true}, Return: math.MaxInt64})
+		}
+	}
+	return ops, nil
+}
+
+// checkEDN checks each EDN history file and prints one JSON line per file.
+func checkEDN(paths []string, timeout time.Duration) error {
+	enc := json.NewEncoder(os.Stdout)
+	for _, path := range paths {
+		ops, err := ednOperations(path)
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		res := porcupine.CheckOperationsTimeout(independentModel, ops, timeout)
+		elapsed := time.Since(t0)
+		if err := enc.Encode(map[string]interface{}{"name": path, "ops": len(ops),
+			"valid": verdictOf(res), "check_ns": elapsed.Nanoseconds()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func main() {
+	if len(os.Args) >= 2 && os.Args[1] == "-edn" {
+		if err := checkEDN(os.Args[2:], 60*time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, "bad input:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	if len(os.Args) != 2 {
 		fmt.Fprintln(os.Stderr, "usage: porcupine_driver HISTORIES.json")
 		os.Exit(2)

@@ -3,10 +3,15 @@
 Run from the repository root:  .venv/bin/python docs/models/pigpaxos_figures.py
 Writes docs/models/img/pigpaxos-lan.png and pigpaxos-scaling.png and prints the Markdown
 tables quoted in the page (model seed 0, twin seed 1, 10 000 rounds per load; about a minute).
+
+``--failure`` makes only the failed-relay-group figure, docs/models/img/pigpaxos-failure.png,
+and prints its table (twin seed 1; about two minutes): the seed's "one relay group
+experiencing a failure on every operation for 10 seconds".
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,7 +19,7 @@ from matplotlib.figure import Figure
 
 from replicalab.models import pigpaxos as pp
 from replicalab.models.base import Curve
-from replicalab.models.twins.pigpaxos import simulate
+from replicalab.models.twins.pigpaxos import Timeline, simulate, timeline
 from replicalab.report.model_plots import curves_figure
 
 IMG = Path(__file__).parent / "img"
@@ -116,7 +121,76 @@ def tables() -> None:
               f"(p99 {m.p99_ms:.3f} ms)")
 
 
+# The seed's failure experiment: 30 s at a fixed load, a relay group down from 10 to 20 s.
+RUN_S, FAIL_FROM_S, FAIL_TO_S, BIN_S = 30.0, 10.0, 20.0, 0.5
+FAILURE_LOAD_RPS = 5000.0  # 30 % of the healthy capacity (16,667 req/s)
+FAILURES = [
+    ("3 relay groups of 8, one whole group down (the seed's)",
+     pp.PigPaxosParams(n=25, failed_group=0)),
+    ("1 relay group of 24, 1 node down, relays wait for all 23 members",
+     pp.PigPaxosParams(n=25, relay_groups=1, failed_group=0, failed_nodes=1)),
+    ("1 relay group of 24, 1 node down, relays wait for half their members",
+     pp.PigPaxosParams(n=25, relay_groups=1, relay_wait_fraction=0.5, failed_group=0,
+                       failed_nodes=1)),
+]
+
+
+def _healthy(p: pp.PigPaxosParams) -> pp.PigPaxosParams:
+    return replace(p, failed_group=None, failed_nodes=None)
+
+
+def failure_figure() -> None:
+    """Twin timelines of the failures (solid) with the model's means healthy and failed
+    (dashed), latency above and commits per second below; prints the table of the page."""
+    fig = Figure(figsize=(8.5, 6.2), layout="constrained", facecolor="white")
+    lat_ax, tput_ax = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
+    rows = []
+    for label, p in FAILURES:
+        tl: Timeline = timeline(p, FAILURE_LOAD_RPS, RUN_S, FAIL_FROM_S, FAIL_TO_S, SEED, BIN_S)
+        ok = pp.curve(_healthy(p), [FAILURE_LOAD_RPS]).points[0]
+        bad = pp.curve(p, [FAILURE_LOAD_RPS]).points[0]
+        (line,) = lat_ax.plot(tl.t_s, tl.mean_ms, linewidth=1.3, label=label)
+        lat_ax.plot([0, FAIL_FROM_S, FAIL_FROM_S, FAIL_TO_S, FAIL_TO_S, RUN_S],
+                    [ok.latency_ms, ok.latency_ms, bad.latency_ms, bad.latency_ms,
+                     ok.latency_ms, ok.latency_ms], linestyle="--", linewidth=0.9,
+                    color=line.get_color())
+        tput_ax.plot(tl.t_s, [c / 1000 for c in tl.commits_rps], linewidth=1.1,
+                     color=line.get_color())
+        rows.append((label, ok, bad, tl))
+    for ax in (lat_ax, tput_ax):
+        ax.axvspan(FAIL_FROM_S, FAIL_TO_S, color="#d62728", alpha=0.07)
+        ax.grid(True, color="#e5e5e5", linewidth=0.8)
+        ax.set_axisbelow(True)
+        ax.spines[["top", "right"]].set_visible(False)
+    lat_ax.set_ylim(0, None)
+    lat_ax.set_ylabel("mean latency (ms)")
+    lat_ax.set_title(f"PigPaxos n=25 at {FAILURE_LOAD_RPS:,.0f} req/s, failure from "
+                     f"{FAIL_FROM_S:g} to {FAIL_TO_S:g} s: twin (solid), model (dashed)",
+                     fontsize=10)
+    lat_ax.legend(fontsize=7, frameon=False)
+    tput_ax.set_ylabel("commits (1000/s)\n(the same arrivals in all three)")
+    tput_ax.set_xlabel("time (s)")
+    tput_ax.set_ylim(0, 2 * FAILURE_LOAD_RPS / 1000)
+    _save(fig, "pigpaxos-failure.png")
+    print(f"\n### A failed relay group at {FAILURE_LOAD_RPS:,.0f} req/s (twin seed {SEED}, "
+          f"{RUN_S:g} s, bins of {BIN_S:g} s, {BIN_S:g} s left out at each edge)\n")
+    print("| failure | model healthy (ms) | twin healthy (ms) | model failed (ms) | "
+          "twin failed (ms) | gap failed | model capacity failed (req/s) | re-routes |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, ok, bad, tl in rows:
+        inside, outside = tl.phase_mean_ms(True, BIN_S), tl.phase_mean_ms(False, BIN_S)
+        gap = (bad.latency_ms - inside) / inside
+        p = dict(FAILURES)[label]
+        print(f"| {label} | {ok.latency_ms:.3f} | {outside:.3f} | {bad.latency_ms:.3f} | "
+              f"{inside:.3f} | {100 * gap:+.1f}% | {pp.max_throughput_rps(p):,.0f} | "
+              f"{tl.reroutes:,} |")
+
+
 if __name__ == "__main__":
-    lan_figure()
-    scaling_figure()
-    tables()
+    if "--failure" in sys.argv[1:]:
+        failure_figure()
+    else:
+        lan_figure()
+        scaling_figure()
+        tables()
+        failure_figure()

@@ -7,8 +7,9 @@
 //! `simrt`), so a call that meets no other event returns its result directly; otherwise
 //! the chain continues from the runtime's heap and settles a future. The Python object
 //! (`SimpleDB`) keeps the parameters, makes the domains' nodes and describes the store;
-//! this core keeps what changes per call: the client machine's CPU, the commit batches,
-//! the buffered secondaries and the suppression of repeated writes.
+//! this core keeps what changes per call: the client machines' CPUs, the domains'
+//! admission control, the commit batches, the buffered secondaries and the suppression of
+//! repeated writes.
 
 use std::collections::HashMap;
 
@@ -22,6 +23,8 @@ use crate::simrt::{Clock, Delay, Next, Parked, SimNode, Stream, Window};
 struct Group {
     nodes: Vec<usize>,
     last: Option<Py<PyAny>>,
+    /// admission: when the work admitted so far is theoretically done (ns)
+    tat: i64,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -66,7 +69,10 @@ struct Inner {
     cons_extra_ns: i64,
     item_commit_ns: i64,
     cpu_ns: i64,
-    cpu_free_ns: i64,
+    cpu_free_ns: HashMap<i64, i64>,
+    read_cost_ns: i64,
+    write_cost_ns: i64,
+    tolerance_ns: i64,
     read_hiccup_p: f64,
     read_hiccup_ms: f64,
     write_hiccup_p: f64,
@@ -137,6 +143,9 @@ impl SimpleDbCore {
             item_commit_ns: get(scheme, "item_commit_ns")?,
             cpu_ns: get(scheme, "cpu_ns")?,
             cpu_free_ns: get(scheme, "cpu_free_ns")?,
+            read_cost_ns: get(scheme, "read_cost_ns")?,
+            write_cost_ns: get(scheme, "write_cost_ns")?,
+            tolerance_ns: get(scheme, "tolerance_ns")?,
             read_hiccup_p: get(&p, "read_hiccup_p")?,
             read_hiccup_ms: get(&p, "read_hiccup_ms")?,
             write_hiccup_p: get(&p, "write_hiccup_p")?,
@@ -156,10 +165,11 @@ impl SimpleDbCore {
         Ok(SimpleDbCore { inner: Some(inner) })
     }
 
-    /// One GetAttributes call from a client in ``region``: (values, serving node name)
-    /// if it completed at once, else a future of them.
+    /// One GetAttributes call from a client in ``region`` on client machine ``machine``:
+    /// (values, serving node name) if it completed at once, else a future of them.
+    #[pyo3(signature = (region, keys, consistent, machine=0))]
     fn read(slf: &Bound<'_, Self>, region: &Bound<'_, PyAny>, keys: &Bound<'_, PyAny>,
-            consistent: bool) -> PyResult<Py<PyAny>> {
+            consistent: bool, machine: i64) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         let _ = region; // one region: every client is local to the domain's replicas
         let mut this = slf.borrow_mut();
@@ -174,14 +184,16 @@ impl SimpleDbCore {
         };
         me.start(py, slf, Op { stage: Stage::Arrive, read: true, node, group,
                                keys: keys.clone().unbind(), consistent, expect: None,
-                               absent: None, t0: 0, fut: None })
+                               absent: None, t0: 0, fut: None }, machine)
     }
 
-    /// One PutAttributes/BatchPutAttributes call: the primary's name if it completed at
-    /// once, else a future of it (ConditionNotMet when ``expect`` does not hold).
-    #[pyo3(signature = (region, values, expect=None, absent=None))]
+    /// One PutAttributes/BatchPutAttributes call from client machine ``machine``: the
+    /// primary's name if it completed at once, else a future of it (ConditionNotMet when
+    /// ``expect`` does not hold).
+    #[pyo3(signature = (region, values, expect=None, absent=None, machine=0))]
     fn write(slf: &Bound<'_, Self>, region: &Bound<'_, PyAny>, values: &Bound<'_, PyAny>,
-             expect: Option<Py<PyAny>>, absent: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+             expect: Option<Py<PyAny>>, absent: Option<Py<PyAny>>, machine: i64)
+             -> PyResult<Py<PyAny>> {
         let py = slf.py();
         let _ = region;
         let mut this = slf.borrow_mut();
@@ -190,7 +202,7 @@ impl SimpleDbCore {
         let node = me.groups[group].nodes[0];
         me.start(py, slf, Op { stage: Stage::Arrive, read: false, node, group,
                                keys: values.clone().unbind(), consistent: false, expect,
-                               absent, t0: 0, fut: None })
+                               absent, t0: 0, fut: None }, machine)
     }
 
     /// Continue call ``op`` at its step's time (a heap event).
@@ -332,7 +344,7 @@ impl Inner {
             nodes.push(id);
         }
         let id = self.groups.len();
-        self.groups.push(Group { nodes, last: None });
+        self.groups.push(Group { nodes, last: None, tat: 0 });
         self.group_ids.insert(ptr, id);
         // the Python group object lives in scheme.groups for the store's life: its
         // address names it
@@ -340,10 +352,10 @@ impl Inner {
     }
 
     /// Start a call at the present: the client machine's CPU, the trip to its node.
-    fn start(&mut self, py: Python<'_>, slf: &Bound<'_, SimpleDbCore>, mut op: Op)
-             -> PyResult<Py<PyAny>> {
+    fn start(&mut self, py: Python<'_>, slf: &Bound<'_, SimpleDbCore>, mut op: Op,
+             machine: i64) -> PyResult<Py<PyAny>> {
         let mut w = self.clock.open(py)?;
-        let depart = self.client_cpu_ns(w.now);
+        let depart = self.client_cpu_ns(w.now, machine);
         let mut trip = self.client_link.draw(py, &mut self.stream.bind(py).borrow_mut())?;
         if self.slow.bind(py).len() > 0 {
             let n = self.nodes[op.node].bind(py).borrow();
@@ -419,9 +431,15 @@ impl Inner {
         Ok(if wait != 0 { Next::At(w.now + wait) } else { Next::Now })
     }
 
-    /// The read waits for the commit in progress of its items at the node, if any.
+    /// The read is admitted or refused (`SimpleDB._serve_read`), then waits for the
+    /// commit in progress of its items at the node, if any.
     fn read_serve(&mut self, py: Python<'_>, w: &mut Window, op: &mut Op) -> PyResult<Next> {
         op.stage = Stage::ReadAnswer;
+        if self.read_cost_ns != 0 {
+            if let Some(refused) = self.refuse(py, w.now, op, self.read_cost_ns)? {
+                return Ok(refused);
+            }
+        }
         if self.batches.is_empty() {
             return Ok(Next::Now);
         }
@@ -467,6 +485,11 @@ impl Inner {
     /// ack waits for the item's commit batch.
     fn write_serve(&mut self, py: Python<'_>, slf: &Bound<'_, SimpleDbCore>, w: &mut Window,
                    op: &Op) -> PyResult<Next> {
+        if self.write_cost_ns != 0 {
+            if let Some(refused) = self.refuse(py, w.now, op, self.write_cost_ns)? {
+                return Ok(refused);
+            }
+        }
         let primary = self.nodes[op.node].clone_ref(py);
         let pb = primary.bind(py).borrow();
         let values = op.keys.bind(py);
@@ -619,14 +642,33 @@ impl Inner {
         Ok(id)
     }
 
-    /// `SimpleDB._client_cpu_ns`: reserve one call's CPU on the client machine's core.
-    fn client_cpu_ns(&mut self, now: i64) -> i64 {
+    /// `SimpleDB._client_cpu_ns`: reserve one call's CPU on client machine `machine`'s
+    /// core.
+    fn client_cpu_ns(&mut self, now: i64, machine: i64) -> i64 {
         if self.cpu_ns == 0 {
             return 0;
         }
-        let start = if now > self.cpu_free_ns { now } else { self.cpu_free_ns };
-        self.cpu_free_ns = start + self.cpu_ns;
-        self.cpu_free_ns - now
+        let free = self.cpu_free_ns.entry(machine).or_insert(0);
+        let done = (if now > *free { now } else { *free }) + self.cpu_ns;
+        *free = done;
+        done - now
+    }
+
+    /// `SimpleDB._admitted`: None if `op`'s domain admits `cost_ns` of its capacity now
+    /// (a generic cell rate algorithm), else the refusal: ServiceUnavailable after the
+    /// reply's trip.
+    fn refuse(&mut self, py: Python<'_>, now: i64, op: &Op, cost_ns: i64)
+              -> PyResult<Option<Next>> {
+        let g = &mut self.groups[op.group];
+        let tat = if g.tat > now { g.tat } else { now };
+        if tat - now <= self.tolerance_ns {
+            g.tat = tat + cost_ns;
+            return Ok(None);
+        }
+        let node = self.nodes[op.node].clone_ref(py);
+        let err = self.scheme.bind(py).call_method1(intern!(py, "_overloaded"), (node,))?;
+        let reply = self.client_link.draw(py, &mut self.stream.bind(py).borrow_mut())?;
+        Ok(Some(Next::Fail(PyErr::from_value(err), now + reply)))
     }
 }
 

@@ -1,7 +1,8 @@
 """replicalab: measure, model and enforce consistency of replicated data stores.
 
-From Python: ``replicalab.probe(...)``, ``replicalab.open_run(...)``, ``check``, ``compare``,
-``scorecard``, ``model`` (``replicalab.api``, docs/python-api.md), loaded on first use.
+From Python: ``replicalab.probe(...)``, ``replicalab.open_run(...)``, ``check``, ``export``,
+``read_history``, ``compare``, ``scorecard``, ``model`` (``replicalab.api``, every verb
+there; docs/python-api.md), loaded on first use.
 """
 
 from __future__ import annotations
@@ -36,4 +37,5 @@ def lazy_exports(package: str, where: dict[str, str]
 # the API loads numpy, pyarrow and the stores: only when asked for, so the command line
 # (which imports this package first) starts as fast as before
 __getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(
-    ("probe", "open_run", "check", "compare", "scorecard", "model", "Run"), "api"))
+    ("probe", "open_run", "check", "compare", "scorecard", "model", "tradeoff", "Run",
+     "export", "read_history"), "api"))

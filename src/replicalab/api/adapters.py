@@ -1,7 +1,7 @@
 """What runs several probes, a model or a checker, from Python: :func:`compare` (the same probe on
 several stores, side by side), :func:`scorecard` (seed 001's chart measured), :func:`model`
-(a protocol's latency against offered load) and :func:`check` (linearizability of a
-history). Each is one thin adapter over the entry point the command line uses."""
+(a protocol's latency against offered load). Each is one thin adapter over the entry point
+the command line uses."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from replicalab.api.durations import seconds
 from replicalab.api.runs import Run, probe
 
 
@@ -90,27 +89,17 @@ class ScorecardRun:
 
 def scorecard(kinds: Sequence[str], regions: str = "dc3", quick: bool = True,
               only: Sequence[str] | None = None, out: str | Path = "runs",
-              seed: int = 1) -> ScorecardRun:
+              seed: int = 1, progress: Any = None, hosts: str | Path | None = None
+              ) -> ScorecardRun:
     """Measure seed 001's chart for each store of ``kinds`` (cluster kinds, started and
     stopped here, or ``sim://`` URLs) and return the :class:`ScorecardRun`; ``only`` names
     properties (latency, durability, availability, consistency, transactionality,
-    geography). The same run as ``replicalab scorecard``: ``experiments.run.run``."""
-    from replicalab.experiments.plan import FULL, QUICK, parse_kinds
-    from replicalab.experiments.properties import parse_only
-    from replicalab.experiments.run import Scorecard, run
-    from replicalab.history.rundir import make_run_dir
-    from replicalab.report.scorecard import render_scorecard
+    geography); ``hosts`` an inventory whose hosts the clusters run on. The same run as
+    ``replicalab scorecard`` (:func:`~replicalab.api.comparing.scorecard_run`)."""
+    from replicalab.api.comparing import scorecard_run
 
-    stores = parse_kinds(",".join(kinds))
-    props = parse_only(None if only is None else ",".join(only))
-    run_dir = make_run_dir(Path(out), "scorecard", "-".join(
-        "sim" if s.kind is None else s.label for s in stores))
-    (run_dir / "runs").mkdir(exist_ok=True)
-    sc = Scorecard(run_dir, stores, props, regions, QUICK if quick else FULL, seed)
-    run(sc, lambda _what: None)
-    doc = sc.to_json()
-    render_scorecard(doc, run_dir)
-    return ScorecardRun(run_dir, doc)
+    done = scorecard_run(kinds, regions, quick, only, out, seed, progress, hosts)
+    return ScorecardRun(done.run_dir, done.results)
 
 
 def model(name: str, loads: Sequence[float] | None = None, points: int = 20,
@@ -137,35 +126,3 @@ def model(name: str, loads: Sequence[float] | None = None, points: int = 20,
                              "finite maximum throughput")
         loads = [float(x) for x in np.linspace(0.05, 0.98, points) * max_rps]
     return spec.curve(p, list(loads))
-
-
-def check(history_or_path: Any, model: str = "kv", timeout: str | float = "60s") -> Any:
-    """Return the linearizability verdict on a history under ``model`` (kv, cas-register,
-    register, ...): a ``CheckResult`` with ``verdict``, per-key ``parts`` (a minimal
-    counterexample for a key that is not linearizable) and ``check_s`` (seconds). The
-    history is a :class:`Run`, a run directory, a Jepsen EDN / JSON lines file, or a
-    ``History``; after ``timeout`` the verdict is unknown."""
-    import time
-
-    from replicalab.checkers.linearizability import check as check_ops
-    from replicalab.checkers.linearizability.from_history import check_history
-    from replicalab.checkers.linearizability.registry import get_model
-    from replicalab.history import History, load_history
-
-    m = get_model(model)
-    deadline_s = time.monotonic() + seconds(timeout, "timeout")
-    source = history_or_path.path if isinstance(history_or_path, Run) else history_or_path
-    if isinstance(source, History):
-        return check_history(source, m, deadline_s=deadline_s)
-    path = Path(source)
-    if path.is_dir():
-        h, _ = load_history(path)
-        return check_history(h, m, deadline_s=deadline_s)
-    if not path.is_file():
-        raise ValueError(f"{path} does not exist; pass a run directory, a Jepsen EDN history "
-                         "or a JSON lines export")
-    from replicalab.checkers.linearizability.from_file import ops_from_file
-    from replicalab.history.read import read_ops
-
-    fh = read_ops(path, tuples=m.tuples)
-    return check_ops(ops_from_file(path, fh.ops, m), m, deadline_s=deadline_s)

@@ -10,33 +10,35 @@ from __future__ import annotations
 import re
 import warnings
 
+from replicalab.api.errors import ParameterDeprecation, ParameterError
 from replicalab.runtime.durations import UNIT_S, parse_seconds
 
 
 def parse_duration(text: str, flag: str, bare_unit: str = "s") -> float:
     """Return ``text`` as seconds (> 0): a number with a unit (ms, s, m, h, d), a compound
     such as ``1m30s`` (:func:`replicalab.runtime.durations.parse_seconds`), or a bare number
-    in ``bare_unit`` with a FutureWarning; ValueError names ``flag`` and the accepted
-    forms."""
+    in ``bare_unit`` with a FutureWarning (:class:`ParameterDeprecation`);
+    :class:`ParameterError` names ``flag`` and the accepted forms."""
     bare = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*", text)
     value = (float(bare.group(1)) * UNIT_S[bare_unit] if bare else parse_seconds(text)) or 0.0
     if value <= 0:
-        raise ValueError(f"{flag} {text!r} must be a positive duration like 500ms, 30s, 5m, "
-                         "1h or 1m30s")
+        raise ParameterError(flag, f"{text!r} must be a positive duration like 500ms, 30s, "
+                                   "5m, 1h or 1m30s")
     if bare:
-        warnings.warn(f"{flag} {text.strip()}: a number without a unit is read as "
-                      f"{text.strip()}{bare_unit}; write the unit (bare numbers are "
-                      "deprecated)", FutureWarning, stacklevel=2)
+        warnings.warn(ParameterDeprecation(
+            flag, f"{text.strip()}: a number without a unit is read as {text.strip()}"
+                  f"{bare_unit}; write the unit (bare numbers are deprecated)"), stacklevel=2)
     return value
 
 
 def seconds(value: str | float, name: str) -> float:
     """Return ``value`` in seconds (> 0): a number is seconds, text is parsed as
-    :func:`parse_duration` does (``"1h"``); ValueError names ``name``."""
+    :func:`parse_duration` does (``"1h"``); :class:`ParameterError` names ``name``."""
     if isinstance(value, bool):
-        raise ValueError(f"{name} {value!r} must be a duration like 30s or a number of seconds")
+        raise ParameterError(name, f"{value!r} must be a duration like 30s or a number of "
+                                   "seconds")
     if isinstance(value, int | float):
         if not value > 0:
-            raise ValueError(f"{name} {value!r} must be positive (seconds)")
+            raise ParameterError(name, f"{value!r} must be positive (seconds)")
         return float(value)
     return parse_duration(str(value), name)

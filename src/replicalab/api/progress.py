@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -107,3 +107,59 @@ def progress(label: str, enabled: bool | None = None) -> Iterator[Callable[..., 
             rich_bar.update(task, completed=min(1.0, fraction),
                             description=f"{label}: {what}" if what else label)
         yield tick
+
+
+Progress = Any
+"""How a run started through the API shows its progress: None (a bar in a notebook or on a
+terminal, when there is one), True or False (a bar, or none), a callable told ``(fraction
+done, what now)``, or an object whose ``bar(label)`` makes a context manager yielding such
+a callable (the command line's own bars, labelled by the API)."""
+
+
+@contextmanager
+def ticking(label: str, how: Progress) -> Iterator[Callable[..., None] | None]:
+    """Yield the progress callback of a run described by ``label``: ``how.bar(label)``'s,
+    ``how`` itself when it is a callable, else the bar :func:`progress` gives (or None)."""
+    if hasattr(how, "bar"):
+        with how.bar(label) as tick:
+            yield tick
+        return
+    if callable(how):
+        yield how
+        return
+    with progress(label, how) as bar:
+        yield bar
+
+
+def cut_short(tick: Any, why: str) -> None:
+    """Tell a progress bar that its run stopped before its end (its last state says
+    ``why``, never "done")."""
+    for name in ("cut_short", "interrupted"):
+        if hasattr(tick, name):
+            getattr(tick, name)(why)
+            return
+
+
+class Phases:
+    """A run made of named phases of known relative weight (e.g. seconds expected): each
+    phase's own 0..1 progress moves the whole bar by its share, and names what is done."""
+
+    def __init__(self, tick: Callable[..., None], plan: Sequence[tuple[str, float]]) -> None:
+        self.tick = tick
+        self.names = [name for name, _ in plan]
+        total = sum(max(w, 0.0) for _, w in plan) or 1.0
+        self._start: dict[str, float] = {}
+        self._share: dict[str, float] = {}
+        acc = 0.0
+        for name, w in plan:
+            self._start[name], self._share[name] = acc / total, max(w, 0.0) / total
+            acc += max(w, 0.0)
+
+    def start(self, name: str) -> Callable[[float], None]:
+        """Say phase ``name`` began; return its callback taking the phase's own fraction."""
+        lo, share = self._start[name], self._share[name]
+        self.tick(lo, name)
+
+        def within(fraction: float, what: str | None = None) -> None:
+            self.tick(lo + share * min(1.0, max(0.0, fraction)))
+        return within

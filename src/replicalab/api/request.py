@@ -26,9 +26,10 @@ COMMON_DEFAULTS: dict[str, Any] = {"consistency": "eventual", "duration": "5m",
 
 
 def flags_by_name() -> dict[str, list[tuple[str, Flag]]]:
-    """Return every workload flag by name, with the workloads that declare it."""
+    """Return every workload flag by name, with the workloads that declare it (installed
+    packages' workloads included)."""
     out: dict[str, list[tuple[str, Flag]]] = {}
-    for name in registry.names():
+    for name in registry.names(installed=True):
         for flag in registry.get(name).flags:
             out.setdefault(flag.name, []).append((name, flag))
     return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from replicalab.workloads import registry
+from replicalab.workloads.base import duration_text
 
 
 def _pct(x: float | None, digits: int = 1) -> str:
@@ -53,20 +54,27 @@ def fault_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def summary_title(results: dict[str, Any]) -> str:
-    """Return the caption of a run's summary: workload, store, consistency, cut short."""
-    return (f"{results['workload']} on {results['store']} ({results['consistency']})"
+    """Return the caption of a run's summary: workload, store, the reads' consistency (a
+    transactional run: the isolation asked for, else promised), cut short."""
+    iso = results.get("isolation")
+    how = (results["consistency"] if not isinstance(iso, dict) else
+           f"isolation {iso.get('requested') or iso.get('promised', 'none')}")
+    return (f"{results['workload']} on {results['store']} ({how})"
             + (" - PARTIAL: the run was cut short" if results.get("partial") else ""))
 
 
 def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
-    """Return the headline figures of one probe's results as (measure, value) rows: reads
-    and writes, the rows its workload declares, latency per operation (ms), then faults."""
+    """Return the headline figures of one probe's results as (measure, value) rows: how long
+    it ran, reads and writes (a transactional run counts transactions instead, in its own
+    rows), the rows its workload declares, latency per operation (ms), then faults."""
     ops = results["ops"]
-    rows = [("reads / writes", f"{ops['reads']:,} / {ops['writes']:,}")]
+    rows = [("duration", duration_text(results))]
+    if "transactions" not in results:
+        rows.append(("reads / writes", f"{ops['reads']:,} / {ops['writes']:,}"))
     wl = registry.get(results["workload"])
     rows += list(wl.summary_rows(results))
     if wl.per_op_latency_rows:
         for name, lat in results["latency"].items():
-            rows.append((f"latency {name} p50/p99/p99.9",
+            rows.append((f"latency {name.removesuffix('/none')} p50/p99/p99.9",
                          f"{lat['p50_ms']:.1f} / {lat['p99_ms']:.1f} / {lat['p999_ms']:.1f} ms"))
     return rows + fault_rows(results)

@@ -14,7 +14,9 @@ producer writes it at the start of the body, so it survives any backend's ids).
   effect names a delivery whose consumer recorded a commit). A record without ``effect``
   rows (a run cut short before the read-back, an older run) is counted from the ``commit``
   rows that landed, and the summary says so (``results_from``); a message whose only
-  commits are of unknown outcome then has no result;
+  commits are of unknown outcome then has no result. A message whose effects the read-back
+  could not read is counted from the record too, and labelled: ``results_from`` names how
+  many, ``results_from_record`` lists them;
 * the accounting closes: every acknowledged message is exactly one of *committed once*,
   *committed more than once*, *dead-lettered without a commit*, *lost* (not dead-lettered,
   no commit) or *not reached* (the same, in a run cut short: it stopped before it got to
@@ -25,6 +27,10 @@ producer writes it at the start of the body, so it survives any backend's ids).
   Duplicate *results* are duplicate effects (what a user of the results sees twice);
   duplicate *processing* is work done twice, of which at most one result may have counted;
 * fenced commits: commits refused because their fencing token was superseded (``fail``);
+  the fence itself: an effect whose token (``#t<token>``) is lower than a token the
+  message's claim was granted (``claim`` / ``claim_takeover`` rows, ``token N``) landed
+  after a takeover, a stale commit the fence should have refused (``stale_commits_landed``;
+  ``fencing_held`` False, None where no commit carries a token);
   uncertain results: commits whose outcome stayed unknown to their consumer (``info``): the
   effect store says whether they landed (from the record alone, exactly once is then
   never yes);
@@ -33,8 +39,9 @@ producer writes it at the start of the body, so it survives any backend's ids).
   of the deliveries histogram) beside the queue's highest receive count, which a race of
   two servers handing out one message with the same count leaves lower;
 * exactly once: every acknowledged message was committed exactly once (a message
-  dead-lettered without a commit, lost or committed twice makes it false; a run cut short
-  with none of these is not decided, None);
+  dead-lettered without a commit, lost or committed twice makes it false, in a run cut
+  short too; a run cut short with none of these is not decided, None; a message counted
+  from the record with a commit of unknown outcome keeps it from being true);
 * overlapping leases: two deliveries of one message whose leases certainly overlap in time.
   The server starts a lease somewhere between the receive's invoke and its reply, so the
   part certainly held runs from the reply to the invoke plus the visibility timeout asked
@@ -55,6 +62,7 @@ producer writes it at the start of the body, so it survives any backend's ids).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -90,16 +98,27 @@ def _overlaps(leases: Sequence[tuple[int, int]]) -> int:
     return pairs
 
 
-def _exactly_once(all_done: bool, duplicated: bool, lost: bool, cut_short: bool
-                  ) -> bool | None:
+def _exactly_once(all_done: bool, duplicated: bool, ended_uncommitted: bool,
+                  cut_short: bool) -> bool | None:
     """Return whether every message has exactly one committed result: False on a duplicate
-    (or unexpected) result or a loss; for a run cut short with neither, None (not decided:
-    it stopped first); else ``all_done`` (every acknowledged message committed once)."""
-    if duplicated or lost:
+    (or unexpected) result or a message that ended without one (lost, or dead-lettered
+    without a commit: no consumer will process it again), cut short or not; for a run cut
+    short with none of these, None (not decided: it stopped first); else ``all_done``
+    (every acknowledged message committed once)."""
+    if duplicated or ended_uncommitted:
         return False
     if cut_short:
         return None
     return all_done
+
+
+_TOKEN = re.compile(r"token (\d+)")
+
+
+def _token_of(entry: str) -> int | None:
+    """Return the fencing token an effect entry carries (``#t<token>``), None without."""
+    _, mark, token = entry.partition("#t")
+    return int(token) if mark and token.isdigit() else None
 
 
 def _receipt_of(entry: str) -> str:
@@ -128,6 +147,8 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
     commit_receipts: dict[str, set[str]] = defaultdict(set)  # tag -> receipts that committed
     stored: dict[str, list[str]] = {}  # tag -> effect entries read back from the store
     unreadable = 0
+    unread: set[str] = set()  # tags whose effects the read-back could not read
+    granted: Counter[str] = Counter()  # tag -> highest fencing token a claim was granted
     cut_by: Counter[str] = Counter()
     fenced = 0
     commit_times: list[tuple[int, str]] = []  # (time, tag) of every commit that happened
@@ -187,11 +208,16 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
             else:
                 uncertain[tag[i]] += 1
                 commit_receipts[tag[i]].add(receipt[i])
+        elif k in ("claim", "claim_takeover") and o == "ok":
+            m = _TOKEN.search(cols["note"][i] or "")
+            if m:
+                granted[tag[i]] = max(granted[tag[i]], int(m.group(1)))
         elif k == "effect":
             if o == "ok":
                 stored[tag[i]] = [e for e in (cols["note"][i] or "").split(";") if e]
             else:
                 unreadable += 1
+                unread.add(tag[i])
         elif k in FAULT_KINDS:
             faults.append({"kind": k, "process": cols["process"][i], "start_ns": inv[i],
                            "end_ns": comp[i], "note": cols["note"][i]})
@@ -229,10 +255,26 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
     for t, found in stored.items():
         committed[t] = len(found)
     committed = +committed  # drop the zeros
+    # messages counted from the consumers' record: every one when nothing was read back,
+    # else those whose effects could not be read (labelled, never passed off as the store's)
+    from_record = sorted(acked - set(stored)) if stored else sorted(acked)
+    if stored and not from_record:
+        results_from = "effect store"
+    elif stored:
+        results_from = (f"effect store, and the consumer record for {len(from_record)} "
+                        "message(s) whose effects could not be read back")
+    else:
+        results_from = "consumer record"
     disagree = sorted(
         t for t in set(stored) | set(logged) | set(uncertain) if t in stored and (
             not logged[t] <= len(stored[t]) <= logged[t] + uncertain[t]
             or any(_receipt_of(e) not in commit_receipts[t] for e in stored[t])))
+    # a commit fenced by a token lands only with the claim's current token: an effect whose
+    # token is lower than one granted for its message landed after a takeover (a stale
+    # commit the fence should have refused)
+    stale_landed = sorted(t for t, found in stored.items() if granted[t] and any(
+        _token_of(e) is not None and _token_of(e) < granted[t] for e in found))
+    fenced_tokens = any(_token_of(e) is not None for found in stored.values() for e in found)
     once = sorted(t for t in acked if committed[t] == 1)
     more = sorted(t for t in acked if committed[t] > 1)
     dead_uncommitted = sorted(t for t in acked if not committed[t] and t in dead_tags)
@@ -258,7 +300,8 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "committed_once": len(once),
         "committed_more_than_once": len(more),
         "dead_lettered_without_commit": len(dead_uncommitted),
-        "results_from": "effect store" if stored else "consumer record",
+        "results_from": results_from,
+        "results_from_record": len(from_record),
         "effects_read_back": len(stored),
         "effects_unreadable": unreadable,
         "effects_agree_with_log": not disagree if stored else None,
@@ -275,6 +318,8 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "duplicate_results": _dups(committed.values()),
         "messages_committed_twice_or_more": sum(1 for k in committed.values() if k > 1),
         "fenced_commits": fenced,
+        "stale_commits_landed": len(stale_landed),
+        "fencing_held": (not stale_landed) if fenced_tokens else None,
         "uncertain_results": sum(uncertain.values()),
         "filtered_results": committed_distinct,
         "filtered_results_exact": committed_distinct == expected_results
@@ -302,9 +347,10 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "span_s": span_s,
         "throughput_per_s": distinct / span_s if span_s else 0.0,
         "exactly_once": _exactly_once(
-            len(once) == messages and (bool(stored) or not uncertain),
+            len(once) == messages and not any(n for t, n in uncertain.items()
+                                              if t not in stored),
             bool(_dups(committed.values())) or not set(committed) <= maybe_sent,
-            bool(lost), cut_short),
+            bool(lost or dead_uncommitted), cut_short),
     }
     return {
         "schema_version": SCHEMA_VERSION,
@@ -317,6 +363,8 @@ def check_deliveries(cols: Mapping[str, Sequence[Any]], dead_letters: Iterable[s
         "duplicated": sorted(t for t, k in processed.items() if k > 1)[:100],
         "duplicated_results": sorted(t for t, k in committed.items() if k > 1)[:100],
         "dead_lettered_without_commit": dead_uncommitted[:100],
+        "results_from_record": from_record[:100] if stored else [],
+        "stale_commits_landed": stale_landed[:100],
         "effects_log_disagreements": disagree[:100],
         "faults": _windows(faults, origin),
         "timeline": _timeline(commit_times, fenced_times, origin),

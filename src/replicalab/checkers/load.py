@@ -210,24 +210,27 @@ def merge_histories(parts: Sequence[tuple[History, Sequence[int], int, int]]
 
 
 def summarize(hist: HdrHistogram) -> dict[str, float | int]:
-    """Return count, mean and p50/p90/p99/p99.9/max in ms of a µs histogram."""
+    """Return count, mean and p50/p90/p95/p99/p99.9/max in ms of a µs histogram."""
     n = int(hist.get_total_count())
     if n == 0:
         return {"count": 0}
     return {"count": n, "mean_ms": round(hist.get_mean_value() / 1000, 4),
             **{f"{label}_ms": round(hist.get_value_at_percentile(p) / 1000, 4)
-               for label, p in (("p50", 50), ("p90", 90), ("p99", 99), ("p999", 99.9))},
+               for label, p in (("p50", 50), ("p90", 90), ("p95", 95), ("p99", 99),
+                                ("p999", 99.9))},
             "max_ms": round(hist.get_max_value() / 1000, 4)}
 
 
 def step_summary(rate_per_s: float, duration_s: float, counts: Counts,
                  hists: Mapping[str, HdrHistogram], elapsed_s: float) -> dict[str, Any]:
     """Return one step's figures: offered and achieved rate (per s), throughput as % of the
-    offered rate, error rate (fraction of offered requests) by kind, and response/service
-    latency (ms)."""
+    offered rate, error rate (fraction of offered requests) by kind, failure rate (the
+    requests sent that failed: errors but unsent over sent, seed 003 §4's Figure 12), and
+    response/service latency (ms)."""
     offered = max(counts.offered, 1)
     errors = counts.errors or {}
     failed = sum(errors.values())
+    answered_badly = failed - errors.get("unsent", 0)
     return {
         "rate_per_s": rate_per_s,
         "duration_s": duration_s,
@@ -238,6 +241,7 @@ def step_summary(rate_per_s: float, duration_s: float, counts: Counts,
         "throughput_pct": round(100.0 * counts.ok / offered * duration_s
                                 / max(elapsed_s, duration_s), 3),
         "error_rate": round(failed / offered, 6),
+        "failure_rate": round(answered_badly / counts.sent, 6) if counts.sent else None,
         "error_rate_by_kind": {k: round(v / offered, 6) for k, v in errors.items()},
         "latency": {name: summarize(h) for name, h in sorted(hists.items())},
     }

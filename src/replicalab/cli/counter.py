@@ -1,34 +1,24 @@
-"""``replicalab counter ...``: Bounded Counters on per-DC stores, and the seed-004 bench."""
+"""``replicalab counter ...``: Bounded Counters on per-DC stores, and the seed-004 bench; the
+work is ``replicalab.api.counting``'s, printed here."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-import sys
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import parse_qs, urlsplit
 
 import typer
 
-from replicalab.cli.errors import fail, note
-from replicalab.cli.output import TableData, say, show
-from replicalab.cli.progress import progress_bar
-from replicalab.cli.timeparse import duration_ms, parse_duration_s
-from replicalab.counters.bench import CONFIGS, EXPERIMENTS
-from replicalab.counters.bench_run import BenchSpec, run_bench
-from replicalab.counters.crdt import CounterError
-from replicalab.history.rundir import make_run_dir, save_results
-from replicalab.stores import Store, StoreError, open_store
+from replicalab.api import catalog, counting
+from replicalab.cli.errors import fail, note, said
+from replicalab.cli.output import emit, say
+from replicalab.cli.progress import Bars
+from replicalab.cli.timeparse import duration_ms, warnings_as_notes
 
 counter_app = typer.Typer(
     help="Bounded Counters: numeric invariants (value >= bound) over eventually consistent "
          "stores across data centres (seed 004).", no_args_is_help=True)
-
-OP_CONFIGS = ("client-based", "weak", "strong")
+CONFIGS, EXPERIMENTS = catalog.counter_configs()
+_FLAGS = {"stores": "--store", "allow_global": "--global", "kind": "--kind"}
 
 
 def register(app: typer.Typer) -> None:
@@ -36,138 +26,21 @@ def register(app: typer.Typer) -> None:
     app.add_typer(counter_app, name="counter")
 
 
-# --------------------------------------------------------------------------- one operation
-
-
-@dataclass
-class UrlTopology:
-    """Data centres given as one store URL each (the CLI's ``--store DC=URL``)."""
-
-    dcs: tuple[str, ...]
-    urls: dict[str, str]
-
-    def store(self, dc: str, from_dc: str | None = None) -> Store:
-        """Return ``dc``'s store (reached directly: the CLI runs next to every store)."""
-        return open_store(self.urls[dc])
-
-
-def parse_stores(stores: list[str] | None, serving: bool = False) -> UrlTopology:
-    """Return the data centres of ``--store DC=URL`` options (ValueError naming the fix).
-
-    A ``sim://`` store lives inside one process: a one-shot command (``serving`` False)
-    refuses it, since the counter would vanish with the command; ``counter serve`` takes one
-    in real time (``?clock=real``), alive as long as the server."""
-    if not stores:
-        raise ValueError("give each data centre's store: --store US-E=redis://127.0.0.1:6379 "
-                         "--store US-W=... (the DC names are the counter's replicas)")
-    urls: dict[str, str] = {}
-    for item in stores:
-        dc, sep, url = item.partition("=")
-        if not sep or not dc or "://" not in url:
-            raise ValueError(f"--store {item!r}: use DC=URL, e.g. US-E=redis://127.0.0.1:6379")
-        if dc in urls:
-            raise ValueError(f"--store names data centre {dc!r} twice; give one URL per DC")
-        if url.startswith("sim://") and not serving:
-            raise ValueError(f"--store {item!r}: a sim:// store lives only inside one process, "
-                             "so a counter on it would be gone when this command ends; use "
-                             "redis:// or postgresql:// stores, or serve the simulated DCs "
-                             "with `replicalab counter serve --store DC=sim://primary?clock="
-                             "real ...` and pass --server HOST:PORT")
-        if url.startswith("sim://") and "real" not in parse_qs(urlsplit(url).query).get(
-                "clock", []):
-            raise ValueError(f"--store {item!r}: a counter server runs in real time; add "
-                             "?clock=real to the sim:// URL (e.g. sim://primary?clock=real)")
-        urls[dc] = url
-    return UrlTopology(tuple(urls), urls)
-
-
-def parse_server(text: str) -> tuple[str, int]:
-    """Return (host, port) of ``--server HOST:PORT`` (ValueError naming the fix)."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"--server {text!r}: use HOST:PORT of a `replicalab counter serve`, "
-                         "e.g. 127.0.0.1:7400")
-    return host, int(port)
-
-
 def cli_message(err: Exception) -> str:
-    """Return the error's message with the library's hints in the CLI's words."""
-    from replicalab.counters.middleware import HINT_GLOBAL
+    """Return the error's message in the command line's words (options for parameters,
+    ``--global`` for the library's hint)."""
+    return said(err, _FLAGS).replace(counting.HINT_GLOBAL, "retry with --global")
 
-    return str(err).replace(HINT_GLOBAL, "retry with --global")
 
-
-async def _with_service(topo: UrlTopology, dc: str, config: str,
-                        fn: Callable[[Any], Awaitable[Any]], key: str) -> Any:
-    """Return ``fn(service)`` for a one-shot session of ``config`` in ``dc``; the change is
-    pushed to the other DCs before returning."""
-    if dc not in topo.dcs:
-        raise ValueError(f"--dc {dc!r} is not one of the data centres given with --store "
-                         f"({', '.join(topo.dcs)})")
-    if config == "client-based":
-        from replicalab.counters.client_mw import ClientMiddleware
-        from replicalab.counters.middleware import Options
-        from replicalab.counters.service import Placement
-
-        urls = topo.urls
-        mw = ClientMiddleware(Placement.from_urls(dc, topo.dcs, urls), Options(pool=1))
-        try:
-            out = await fn(mw)
-            await mw.syncer.sync_key(key)
-            return out
-        finally:
-            await mw.close()
-    from replicalab.counters.baselines import StrongDeployment, WeakDeployment
-
-    dep: Any = (await WeakDeployment(topo).open() if config == "weak"
-                else await StrongDeployment(topo, home=topo.dcs[0]).open())
+def _op(action: str, key: str, as_json: bool, **kw: Any) -> None:
+    """Do one counter operation and print its answer (one line, or --json)."""
     try:
-        svc = await dep.service(dc)
-        try:
-            return await fn(svc)
-        finally:
-            await svc.close()
-    finally:
-        await dep.close()
-
-
-async def _with_server(server: str, fn: Callable[[Any], Awaitable[Any]]) -> Any:
-    """Return ``fn(service)`` on the counter server at ``server`` (HOST:PORT)."""
-    from replicalab.counters.server import RemoteCounterService
-
-    host, port = parse_server(server)
-    svc = await RemoteCounterService.connect(host, port, timeout_s=10.0)
-    try:
-        return await fn(svc)
-    finally:
-        await svc.close()
-
-
-def _run_op(stores: list[str] | None, dc: str | None, config: str, key: str,
-            fn: Callable[[Any], Awaitable[Any]], server: str | None = None) -> Any:
-    try:
-        if config not in OP_CONFIGS:
-            raise ValueError(f"--config {config!r}: use one of {', '.join(OP_CONFIGS)}")
-        if server is not None:
-            for flag, given in (("--store", bool(stores)), ("--dc", dc is not None),
-                                ("--config", config != "client-based")):
-                if given:
-                    raise ValueError(f"{flag} has no effect with --server: the counter server "
-                                     "serves its own data centre with its stores; drop it")
-            return asyncio.run(_with_server(server, fn))
-        topo = parse_stores(stores)
-        return asyncio.run(_with_service(topo, dc or topo.dcs[0], config, fn, key))
-    except StoreError as err:
+        outcome = counting.counter(action, key, **kw)
+    except counting.StoreError as err:
         fail(f"data centre unreachable: {cli_message(err)}")
-    except (CounterError, ValueError) as err:
+    except (counting.CounterError, ValueError) as err:
         fail(cli_message(err))
-
-
-def _print(as_json: bool, doc: dict[str, Any], line: str) -> None:
-    if as_json:
-        sys.stdout.write(json.dumps(doc, sort_keys=True) + "\n")
-    else:
-        say(line)
+    emit(outcome, as_json)
 
 
 StoreOpt = Annotated[list[str] | None, typer.Option(
@@ -202,50 +75,33 @@ def create(
 
     Example: replicalab counter create stock --initial 100 --server 127.0.0.1:7400
     """
-    _run_op(store, dc, config, key, lambda s: s.create(key, initial, lower, upper), server)
-    bounds = f"{lower} <= value" + (f" <= {upper}" if upper is not None else "")
-    _print(as_json, {"key": key, "initial": initial, "lower": lower, "upper": upper,
-                     "created": True}, f"created {key} = {initial} (invariant: {bounds})")
+    _op("create", key, as_json, initial=initial, lower=lower, upper=upper, stores=store or (),
+        dc=dc, config=config, server=server)
 
 
-@counter_app.command("inc")
-def inc(
-    key: Annotated[str, typer.Argument(help="Counter name.")],
-    by: Annotated[int, typer.Option(help="Amount to add.")] = 1,
-    allow_global: GlobalOpt = False,
-    store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
-    server: ServerOpt = None, as_json: JsonOpt = False,
-) -> None:
-    """Add to a counter in one data centre without breaking its upper bound, if it has one;
-    prints the value that DC sees.
+def _change(action: str, amount: str, doc: str) -> None:
+    """Add command ``action`` (inc or dec): by an amount, asking other DCs with --global."""
 
-    Example: replicalab counter inc stock --by 5 --dc US-W --store US-E=... --store US-W=...
+    def command(
+        key: Annotated[str, typer.Argument(help="Counter name.")],
+        by: int = typer.Option(1, help=f"Amount to {amount}."),  # ``amount``: not Annotated
+        allow_global: GlobalOpt = False,
+        store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
+        server: ServerOpt = None, as_json: JsonOpt = False,
+    ) -> None:
+        _op(action, key, as_json, by=by, allow_global=allow_global, stores=store or (),
+            dc=dc, config=config, server=server)
 
-    Example: replicalab counter inc stock --by 5 --server 127.0.0.1:7400
-    """
-    v = _run_op(store, dc, config, key, lambda s: s.inc(key, by, allow_global=allow_global),
-                server)
-    _print(as_json, {"key": key, "value": v}, f"{key} = {v}")
+    command.__doc__ = (f"{doc}\n\n    Example: replicalab counter {action} stock --by 2 "
+                       f"--global --store US-E=... --store US-W=...\n\n    Example: "
+                       f"replicalab counter {action} stock --by 2 --server 127.0.0.1:7400")
+    counter_app.command(action)(command)
 
 
-# dec repeats inc's option list: Typer declares a command's options in its own signature
-@counter_app.command("dec")
-def dec(
-    key: Annotated[str, typer.Argument(help="Counter name.")],
-    by: Annotated[int, typer.Option(help="Amount to subtract.")] = 1,
-    allow_global: GlobalOpt = False,
-    store: StoreOpt = None, dc: DcOpt = None, config: ConfigOpt = "client-based",
-    server: ServerOpt = None, as_json: JsonOpt = False,
-) -> None:
-    """Subtract from a counter in one data centre without breaking its bound.
-
-    Example: replicalab counter dec stock --by 2 --global --store US-E=... --store US-W=...
-
-    Example: replicalab counter dec stock --by 2 --server 127.0.0.1:7400
-    """
-    v = _run_op(store, dc, config, key, lambda s: s.dec(key, by, allow_global=allow_global),
-                server)
-    _print(as_json, {"key": key, "value": v}, f"{key} = {v}")
+_change("inc", "add", "Add to a counter in one data centre without breaking its upper bound, "
+        "if it has one;\n    prints the value that DC sees.")
+_change("dec", "subtract", "Subtract from a counter in one data centre without breaking its "
+        "bound.")
 
 
 @counter_app.command("value")
@@ -260,45 +116,7 @@ def value(
 
     Example: replicalab counter value stock --server 127.0.0.1:7400
     """
-    v = _run_op(store, dc, config, key, lambda s: s.value(key), server)
-    _print(as_json, {"key": key, "value": v}, f"{key} = {v}")
-
-
-# --------------------------------------------------------------------------- bench
-
-
-def _ints(text: str, option: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise ValueError(f"{option} {text!r}: give comma-separated integers, e.g. 3,15,30"
-                         ) from None
-    if not values:
-        raise ValueError(f"{option} is empty: give e.g. 3,15,30")
-    return values
-
-
-def _names(text: str, option: str) -> tuple[str, ...]:
-    values = tuple(x.strip() for x in text.split(",") if x.strip())
-    if not values:
-        raise ValueError(f"{option} is empty")
-    return values
-
-
-def summary_table(results: dict[str, Any]) -> TableData:
-    """Return one row per measured point; configurations named as ``--configs`` names them."""
-    dcs = results["dcs"]
-    t = TableData(results["title"], ["experiment", "config", "clients", "counters", "ok ops/s",
-                                     "failed", "p50 ms", "p99 ms", "p50 ms " + "/".join(dcs),
-                                     "excess"], wrap=(), right=tuple(range(2, 10)))
-    for p in results["points"]:
-        s, lat = p["spec"], p["latency_ms"]["all"]
-        reg = p["latency_by_region_ms"]
-        t.add(s["experiment"], s["config"], s["clients"], s["counters"],
-              f"{p['throughput_ops_s']:,.1f}", f"{p['failed']:,}", f"{lat['p50'] or 0:.1f}",
-              f"{lat['p99'] or 0:.1f}", "/".join(f"{(reg[d]['p50'] or 0):.1f}" for d in dcs),
-              p["violations"]["final_excess"])
-    return t
+    _op("value", key, as_json, stores=store or (), dc=dc, config=config, server=server)
 
 
 @counter_app.command("bench")
@@ -333,6 +151,16 @@ def bench(
                            ] = "2m",
     violation_initial: Annotated[int, typer.Option(help="Initial value of the violations "
                                                         "experiment.")] = 100,
+    fault_dc: Annotated[str | None, typer.Option(
+        help="Data centre cut off (partition) or lost (dc-loss); default the last (EU).",
+        show_default=False)] = None,
+    fault_at: Annotated[str, typer.Option(help="When the fault starts in its point: 1s.")
+                        ] = "1s",
+    fault_for: Annotated[str, typer.Option(
+        help="How long the DC stays cut off, or lost before its rights are recovered: 5s.")
+                         ] = "5s",
+    fault_initial: Annotated[int, typer.Option(help="Initial value of the fault runs.")
+                             ] = 600,
     sync: Annotated[str | None, typer.Option(
         help="Inter-DC synchronisation period: 200ms (the default), 1s.",
         show_default=False)] = None,
@@ -346,60 +174,48 @@ def bench(
     """Run seed 004's experiments on three data centres (dc3) and write an HTML report.
 
     Example: replicalab counter bench --kind redis --clients 3,15,30 --duration 20s
+
+    Faults (seed §IV-E): replicalab counter bench --kind redis --experiments
+    partition,dc-loss --configs server-based+batch --fault-dc EU --fault-for 5s
     """
     if store is not None:
         note(f"--store {store} is deprecated here; use --kind {store}")
-    store = kind or store or "redis"
+    kind = kind or store or "redis"
     try:
-        think_ms = duration_ms(think, "--think", think_ms, "--think-ms", "100ms")
-        sync_ms = duration_ms(sync, "--sync", sync_ms, "--sync-ms", "200ms")
-        spec = BenchSpec(store=store, configs=_names(configs, "--configs"),
-                         experiments=_names(experiments, "--experiments"),
-                         clients=_ints(clients, "--clients"),
-                         counters=_ints(counters, "--counters"),
-                         duration_s=parse_duration_s(duration, "--duration"),
-                         think_ms=think_ms, inc_fraction=inc_fraction,
-                         low_load_clients=low_load_clients, exhaust_initial=exhaust_initial,
-                         exhaust_clients=exhaust_clients,
-                         exhaust_max_s=parse_duration_s(exhaust_max, "--exhaust-max"),
-                         violation_initial=violation_initial, sync_ms=sync_ms, seed=seed)
-        spec.check()
-        run_dir = make_run_dir(out, "counter-bench", store)
+        with warnings_as_notes():
+            outcome = counting.counter_bench(
+                kind, configs, experiments, clients, counters, duration,
+                duration_ms(think, "--think", think_ms, "--think-ms", "100ms"), inc_fraction,
+                low_load_clients, exhaust_initial, exhaust_clients, exhaust_max,
+                violation_initial, duration_ms(sync, "--sync", sync_ms, "--sync-ms", "200ms"),
+                seed, out, Bars(not as_json), fault_dc, fault_at, fault_for, fault_initial)
     except ValueError as err:
-        fail(str(err))
+        fail(cli_message(err))
+    emit(outcome, as_json)
+
+
+@counter_app.command("recover")
+def recover(
+    keys: Annotated[list[str], typer.Argument(help="The counters to recover.",
+                                              show_default=False, metavar="KEY")],
+    lost: Annotated[str, typer.Option(help="The data centre lost for good (it must never "
+                                           "serve again under its name).")],
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Move every right a lost data centre held to the survivors (seed 004 §IV-E), from its
+    final state: its store, restarted from its disk; written off if that is gone.
+
+    Example: replicalab counter recover stock --lost EU --store US-E=redis://127.0.0.1:7001
+    --store US-W=redis://127.0.0.1:7002 --store EU=redis://127.0.0.1:7003
+    """
     try:
-        with progress_bar(f"counter bench on {store}", enabled=not as_json) as tick:
-            run = run_bench(spec, lambda r: save_results(r, run_dir), tick, root=None)
-    except ValueError as err:
-        with contextlib.suppress(OSError):
-            run_dir.rmdir()  # nothing was measured: leave no empty run directory
-        fail(f"{err}; the data centres could not be started (try --kind sim)")
-    _emit_bench(run, run_dir, as_json)
-
-
-def _emit_bench(run: Any, run_dir: Path, as_json: bool) -> None:
-    """Render a bench's report, print its table (or one JSON object), and exit 130 or 2 if
-    it was interrupted or stopped early."""
-    from replicalab.report.counters import render_counter_report
-
-    report = render_counter_report(run.results, run_dir)
-    table = summary_table(run.results)
-    if as_json:
-        sys.stdout.write(json.dumps({**run.results, "run_dir": str(run_dir),
-                                     "report": str(report), "tables": [table.to_json()]},
-                                    sort_keys=True) + "\n")
-    else:
-        show(table)
-        for n in run.results["notes"]:
-            say(f"note: {n}")
-        say(f"report: {report}")
-    if run.interrupted:
-        fail("interrupted; the points measured so far are saved in " + str(run_dir), 130)
-    if run.error:
-        fail(f"the bench stopped early ({run.error}); what it measured is saved in {run_dir}")
-
-
-__all__ = ["counter_app", "register"]
+        outcome = counting.counter_recover(keys, lost, store or ())
+    except counting.StoreError as err:
+        fail(f"data centre unreachable: {cli_message(err)}")
+    except (counting.CounterError, ValueError) as err:
+        fail(cli_message(err))
+    emit(outcome, as_json)
 
 
 @counter_app.command("serve")
@@ -430,22 +246,11 @@ def serve(
     Example: replicalab counter serve --dc US-E --store US-E=redis://127.0.0.1:6379
     --store US-W=redis://127.0.0.1:6380 --store EU=redis://127.0.0.1:6381 --port 7400
     """
-    from replicalab.counters import server
-
     try:
-        sync_ms = duration_ms(sync, "--sync", sync_ms, "--sync-ms", "200ms")
-        topo = parse_stores(stores, serving=True)
-        if dc not in topo.dcs:
-            raise ValueError(f"--dc {dc!r} is not one of the data centres given with --store "
-                             f"({', '.join(topo.dcs)})")
-        peers = {d: u for d, u in topo.urls.items() if d != dc}
-        say(f"counter middleware for {dc} on {host}:{port} (peers: "
-            f"{', '.join(peers) or 'none'}); Ctrl-C stops it; reach it with "
-            f"replicalab counter value KEY --server {host}:{port}")
-        server.serve(dc, topo.urls[dc], peers, port, host=host, dcs=topo.dcs,
-                     batch_ms=batch_ms, batch_max=batch_max, sync_ms=sync_ms,
-                     threshold=threshold, seed=seed)
-    except StoreError as err:
+        counting.counter_serve(dc, stores or (), port, host, batch_ms, batch_max,
+                               duration_ms(sync, "--sync", sync_ms, "--sync-ms", "200ms"),
+                               threshold, seed, announce=say)
+    except counting.StoreError as err:
         fail(f"data centre unreachable: {err}")
-    except (CounterError, ValueError, OSError) as err:
-        fail(str(err))
+    except (counting.CounterError, ValueError, OSError) as err:
+        fail(cli_message(err))

@@ -1,6 +1,6 @@
 """One-line errors with exit code 2 for bad input; tracebacks only with --debug.
 
-The stderr console (``err_console``) is made on first use: importing Rich costs tens of
+The stderr console (:func:`stderr_console`) is made on first use: importing Rich costs tens of
 ms, which a command that prints no error (``replicalab --help``) should not pay.
 """
 
@@ -33,6 +33,20 @@ class UserError(Exception):
     """Bad input: the message names the problem and the fix; exit code 2."""
 
 
+def said(err: BaseException, flags: dict[str, str] | None = None) -> str:
+    """Return an API error or deprecation in the command line's words: one that names a
+    parameter (``api/errors.py``) names its option instead, ``--model`` for ``model``
+    (``flags`` maps the parameters whose option is spelt otherwise)."""
+    parameter = getattr(err, "parameter", None)
+    if parameter is None or not hasattr(err, "said_as") or parameter.startswith("-"):
+        return str(err)
+
+    def option(name: str) -> str:
+        return (flags or {}).get(name) or "--" + name.replace("_", "-")
+
+    return str(err.said_as(option(parameter), option))
+
+
 def stderr_console() -> Any:
     """Return the Rich console on stderr (markup, highlighting and emoji off: text is
     printed as given), made on first use."""
@@ -42,13 +56,6 @@ def stderr_console() -> Any:
         _CONSOLE.append(Console(stderr=True, highlight=False, soft_wrap=True, markup=False,
                                 emoji=False))
     return _CONSOLE[0]
-
-
-def __getattr__(name: str) -> Any:
-    # ``from replicalab.cli.errors import err_console`` keeps working, made lazily
-    if name == "err_console":
-        return stderr_console()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

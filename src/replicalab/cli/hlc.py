@@ -1,68 +1,25 @@
-"""``replicalab hlc ...``: hybrid logical clocks, trace alignment and its benchmark."""
+"""``replicalab hlc ...``: hybrid logical clocks, trace alignment and its benchmark, and
+RQL-style queries over consistent cuts of trace logs (batch or following growing logs) with
+their sonification as MIDI; the work is ``replicalab.api.clocks``'s, printed here."""
 
 from __future__ import annotations
 
 import json
 import shlex
 import sys
-from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from replicalab.cli import hlc_query
-from replicalab.cli.errors import fail
-from replicalab.cli.output import TableData, say, show
-from replicalab.cli.progress import progress_bar
-from replicalab.history.rundir import make_run_dir, save_results
-from replicalab.hlc.align import AlignError, Alignment, align, alignment_errors
-from replicalab.hlc.bench import BenchConfig, run_bench
-from replicalab.hlc.synth import SynthConfig, generate, spread_skews
-from replicalab.hlc.trace import Event, LogError, read_log, write_log
+from replicalab.api import clocks
+from replicalab.cli.errors import fail, said
+from replicalab.cli.output import emit, outcome_of, say
+from replicalab.cli.progress import Bars
+from replicalab.cli.timeparse import warnings_as_notes
 
 hlc_app = typer.Typer(help="Hybrid logical clocks: align multi-node traces, reproduce seed 002.",
                       no_args_is_help=True)
-
-
-def _read_logs(paths: list[Path]) -> dict[str, list[Event]]:
-    logs: dict[str, list[Event]] = {}
-    for path in paths:
-        try:
-            events = read_log(path)
-        except LogError as e:
-            fail(f"{e}; fix or remove that line")
-        if not events:
-            fail(f"{path}: no events; pass only non-empty trace logs")
-        node = events[0].node
-        if node in logs:
-            fail(f"{path}: node {node!r} already came from another log; pass one log per node")
-        logs[node] = events
-    return logs
-
-
-def _read_truth(path: Path) -> dict[str, int]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        fail(f"{path}: cannot read ({e.strerror}); pass the truth.json written by hlc synth")
-    except json.JSONDecodeError as e:
-        fail(f"{path}:{e.lineno}: not valid JSON ({e.msg}); pass the truth.json written by "
-             "hlc synth")
-    skews = data.get("skews_us") if isinstance(data, dict) else None
-    if not isinstance(skews, dict) or not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in skews.values()):
-        fail(f"{path}: expected an object with \"skews_us\": {{node: integer µs}}")
-    return skews  # type: ignore[return-value]
-
-
-def _alignment_json(result: Alignment, truth: dict[str, int] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {**asdict(result), "inconsistent": result.inconsistent()}
-    if truth is not None:
-        offsets = {n: truth[result.driver] - truth[n] for n in result.nodes}
-        out["true_offsets_us"] = offsets
-        out["errors"] = alignment_errors(result, offsets)
-    return out
 
 
 @hlc_app.command("align")
@@ -81,55 +38,7 @@ def align_cmd(
     Example: replicalab hlc align traces/n1.jsonl traces/n2.jsonl traces/n3.jsonl
     --truth traces/truth.json
     """
-    by_node = _read_logs(logs)
-    skews = _read_truth(truth) if truth is not None else None
-    if skews is not None and (missing := sorted(set(by_node) - set(skews))):
-        fail(f"{truth}: no skew for node(s) {', '.join(missing)}; pass the matching truth file")
-    if driver is not None and driver not in by_node:
-        fail(f"--driver {driver!r} is not one of the logs' nodes ({', '.join(sorted(by_node))})")
-    try:
-        result = align(by_node, driver)
-    except AlignError as e:
-        fail(f"{e}; the logs are not HLC-consistent")
-    data = _alignment_json(result, skews)
-    cols = ["node", "offset_us", "low_us", "high_us", "evidence", "events"]
-    if skews is not None:
-        cols += ["true_us", "error"]
-    table = TableData(f"offsets against HLC driver {result.driver} (µs to add to each pt)",
-                      cols, wrap=(), right=tuple(range(1, len(cols))))
-    for node in sorted(result.nodes):
-        n = result.nodes[node]
-        row = [node, str(n.offset_us), "-" if n.low_us is None else str(n.low_us),
-               "-" if n.high_us is None else str(n.high_us), str(n.evidence), str(n.events)]
-        if skews is not None:
-            err = data["errors"].get(node)
-            row += [str(data["true_offsets_us"][node]),
-                    "-" if err is None else f"{err * 100:.1f}%"]
-        table.add(*row)
-    if as_json:
-        sys.stdout.write(json.dumps({**data, "tables": [table.to_json()]}, sort_keys=True)
-                         + "\n")
-        return
-    show(table)
-    say(f"messages {result.messages} (unmatched sends {result.unmatched_sends}, receives "
-        f"{result.unmatched_recvs}); receives before their send: {result.violations_pt} by pt, "
-        f"{result.violations_aligned} after alignment")
-    if len(result.driver_candidates) > 1:
-        say(f"note: {', '.join(result.driver_candidates)} could each drive HLC; offsets are "
-            "ambiguous until their logs show a causal link")
-    if bad := result.inconsistent():
-        say(f"warning: bounds cross for {', '.join(bad)}")
-
-
-def _parse_range(text: str) -> tuple[int, int]:
-    lo, sep, hi = text.partition("..")
-    try:
-        pair = (int(lo), int(hi if sep else lo))
-    except ValueError:
-        fail(f"--latency {text!r}: expected MIN..MAX in ticks, e.g. 3..10")
-    if not 0 <= pair[0] <= pair[1]:
-        fail(f"--latency {text!r}: need 0 <= MIN <= MAX")
-    return pair
+    outcome_of(lambda: clocks.hlc_align(logs, truth, driver), as_json)
 
 
 @hlc_app.command("synth")
@@ -152,27 +61,8 @@ def synth_cmd(
 
     Example: replicalab hlc synth --out traces --nodes 5 --skew 50 --latency 3..10
     """
-    if nodes < 2:
-        fail("--nodes must be at least 2")
-    if skew < 0 or length < 1:
-        fail("--skew must be >= 0 and --length >= 1")
-    try:
-        cfg = SynthConfig(spread_skews(nodes, skew, seed), _parse_range(latency), p_event,
-                          p_message, length, seed)
-    except ValueError as e:
-        fail(f"{e}; fix the option")
-    trace = generate(cfg)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        for node, events in trace.logs.items():
-            write_log(out / f"{node}.jsonl", events)
-        (out / "truth.json").write_text(json.dumps(
-            {"skews_us": trace.skews_us, "config": asdict(cfg)}, indent=1) + "\n")
-    except OSError as e:
-        fail(f"cannot write to {out}: {e.strerror}; pass --out with a writable directory")
-    total = sum(len(v) for v in trace.logs.values())
-    say(f"wrote {len(trace.logs)} logs ({total} events, {trace.messages_sent} messages sent, "
-        f"{trace.messages_received} received) and truth.json to {out}")
+    outcome_of(lambda: clocks.hlc_synth(out, nodes, skew, latency, p_event, p_message, length,
+                                        seed), False)
 
 
 @hlc_app.command("bench")
@@ -190,47 +80,107 @@ def bench_cmd(
 
     Example: replicalab hlc bench --reps 100 --out runs
     """
-    try:
-        cfg = BenchConfig(nodes=nodes, reps=reps, seed=seed)
-        if quick:
-            cfg = BenchConfig(nodes=nodes, reps=reps, seed=seed,
-                              lengths_ticks=(25, 100, 400, 1600),
-                              latencies_ticks=(1, 3, 10, 20, 50, 60))
-        run_dir = make_run_dir(out, "hlc-bench", "synthetic")
-    except ValueError as e:
-        fail(f"{e}; fix the option")
-    with progress_bar(f"hlc bench: {cfg.runs()} traces", enabled=not as_json) as tick:
-        results = run_bench(cfg, tick)
-    results["command"] = shlex.join(["replicalab", "hlc", "bench", *sys.argv[3:]])
-    save_results(results, run_dir)
-    from replicalab.report.hlc import render_hlc_bench_report
+    outcome_of(lambda: clocks.hlc_bench(reps, nodes, seed, quick, out, Bars(not as_json),
+                                 shlex.join(["replicalab", "hlc", "bench", *sys.argv[3:]])),
+        as_json)
 
-    report = render_hlc_bench_report(results, run_dir)
-    if results["interrupted"]:
-        fail(f"interrupted; the finished points are saved in {run_dir}", 130)
-    tables = []
-    for title, rows, cols in (
-            ("error vs log length (median over seeds)", results["error_vs_length"],
-             ("p_message", "length_ticks")),
-            ("error vs latency (median over seeds)", results["error_vs_latency"],
-             ("skew_ticks", "latency_ticks"))):
-        table = TableData(title, [*cols, "median", "p25", "p75"], wrap=(),
-                          right=(0, 1, 2, 3, 4))
-        for r in rows:
-            table.add(r[cols[0]], r[cols[1]], *("n/a" if r[k] is None else f"{r[k] * 100:.1f}%"
-                                                for k in ("median", "p25", "p75")))
-        tables.append(table)
-    if as_json:
-        sys.stdout.write(json.dumps({**results, "run_dir": str(run_dir), "report": str(report),
-                                     "tables": [t.to_json() for t in tables]},
-                                    sort_keys=True) + "\n")
-        return
-    show(tables)
-    say(f"run directory: {run_dir}")
-    say(f"report: {report}")
+
+QueryText = Annotated[str, typer.Argument(
+    help="The query, e.g. 'SELECT x FROM log WHEN EXISTS v IN x : v >= 5'.")]
+Logs = Annotated[list[Path], typer.Argument(help="One JSONL trace log per node.")]
+Follow = Annotated[bool, typer.Option(
+    "--follow", help="Stream: tail the logs as they grow and emit each cut once it is final.")]
+MaxSeconds = Annotated[str, typer.Option(
+    help="With --follow: stop after this long: 60s, 5m (a plain number is seconds).")]
+IdleSeconds = Annotated[str, typer.Option(
+    help="With --follow: once no log grew for this long (2s, 500ms), take the logs as "
+         "complete and stop.")]
+MaxMatches = Annotated[int | None, typer.Option(help="Stop after this many matches.")]
+
+
+
+def query(
+    text: QueryText,
+    logs: Logs,
+    follow_logs: Follow = False,
+    max_seconds: MaxSeconds = "60s",
+    idle_seconds: IdleSeconds = "2s",
+    max_matches: MaxMatches = None,
+    show: Annotated[int, typer.Option(help="Rows of the match table (--json prints all).")
+                    ] = 20,
+    severity: Annotated[str | None, typer.Option(
+        help="Also evaluate this numeric expression on every match, e.g. 'MAX(x)'.")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print JSON (batch: one object; --follow: one line per match, then a "
+        "summary line).")] = False,
+) -> None:
+    """Find the consistent cuts of HLC trace logs that satisfy an RQL-style query.
+
+    Example: replicalab hlc query 'COMPUTE GLOBAL sum := SUM(x) WHEN sum > 5' n1.jsonl n2.jsonl
+    """
+    def said_match(m: object) -> None:
+        say(json.dumps(m.to_json(), default=str) if as_json else clocks.match_line(m))
+
+    try:
+        with warnings_as_notes():
+            outcome = clocks.hlc_query(text, logs, follow_logs, max_seconds, idle_seconds,
+                                       max_matches, show, severity, said_match)
+    except ValueError as err:
+        fail(said(err))
+    if follow_logs and not as_json and "summary" in outcome.results:
+        s = outcome.results["summary"]
+        say(f"{s['matched']} matches, {s['cuts']} cuts, {s['events']} events in "
+            f"{s['elapsed_s']} s (stopped: {s['stopped']})", err=True)
+    emit(outcome, as_json, sort_keys=False)
+
+
+def sonify(
+    text: QueryText,
+    logs: Logs,
+    severity: Annotated[str, typer.Option(
+        help="Numeric expression giving each match's severity; pitch grows with it.")],
+    midi: Annotated[Path, typer.Option(help="MIDI file to write.")] = Path("sonify.mid"),
+    speed: Annotated[float, typer.Option(
+        help="Seconds of HLC time per second of sound (1 = real time).")] = 1.0,
+    pitch_low: Annotated[int, typer.Option(help="MIDI pitch of the lowest severity.")] = 48,
+    pitch_high: Annotated[int, typer.Option(help="MIDI pitch of the highest severity.")] = 84,
+    note_ms: Annotated[float, typer.Option(help="Longest note (ms of sound).")] = 120.0,
+    severity_range: Annotated[str | None, typer.Option(
+        help="LO:HI severities mapped onto the pitch range (default: observed min:max).")
+                              ] = None,
+    program: Annotated[int, typer.Option(help="General MIDI instrument (0-127).")] = 0,
+    voice: Annotated[list[str] | None, typer.Option(
+        help="Another query played as its own voice: 'QUERY | SEVERITY' (repeatable); each "
+        "gets its own channel and instrument.")] = None,
+    follow_logs: Follow = False,
+    max_seconds: MaxSeconds = "60s",
+    idle_seconds: IdleSeconds = "2s",
+    max_matches: MaxMatches = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Write a MIDI file in which every matching cut plays a note, higher for more severe.
+
+    Example: replicalab hlc sonify 'SELECT lag WHEN MAX(lag) >= 2' n*.jsonl --severity 'MAX(lag)'
+    --voice 'SELECT lag WHEN MAX(lag) >= 5 | MAX(lag)'
+    """
+    try:
+        with warnings_as_notes():
+            outcome = clocks.hlc_sonify(text, logs, severity, midi, speed, pitch_low,
+                                        pitch_high, note_ms, severity_range, program,
+                                        voice or [], follow_logs, max_seconds, idle_seconds,
+                                        max_matches)
+    except ValueError as err:
+        fail(said(err, {"voices": "--voice"}))
+    emit(outcome, as_json, sort_keys=False)
+
+
+def add_commands(hlc_app: typer.Typer) -> None:
+    """Add ``query`` and ``sonify`` to the ``replicalab hlc`` sub-app."""
+    hlc_app.command("query")(query)
+    hlc_app.command("sonify")(sonify)
 
 
 def register(app: typer.Typer) -> None:
     """Add ``replicalab hlc ...`` to the root app."""
-    hlc_query.add_commands(hlc_app)
+    add_commands(hlc_app)
     app.add_typer(hlc_app, name="hlc")

@@ -1,30 +1,23 @@
-"""``replicalab load run|ramp|sla``: open-loop load, a rising ramp, and an SLA search."""
+"""``replicalab load run|ramp|sla|tradeoff``: open-loop load, a rising ramp, an SLA search
+(``replicalab.api.loading.load_run``) and seed 003 §4's eventual against consistent reads
+under paced load (``replicalab.api.tradeoff``), printed here."""
 
 from __future__ import annotations
 
-import json
-import sys
-import threading
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from replicalab.checkers.load import SIMPLEDB_2011, PriceTable, p99_ms, parse_prices
-from replicalab.cli.errors import UserError, fail
-from replicalab.cli.output import TableData, out_console, say, show
-from replicalab.cli.progress import Tick, progress_bar
-from replicalab.cli.timeparse import duration_ms, parse_duration_s
-from replicalab.history.rundir import Run
-from replicalab.stores.base import redact_url
-from replicalab.workloads.distributed import RayMissing
-from replicalab.workloads.load import LoadSpec, default_loop
-from replicalab.workloads.load_runner import RampPlan, parse_ramp, run_load
+from replicalab.api import loading
+from replicalab.cli.errors import UserError, fail, said
+from replicalab.cli.output import emit
+from replicalab.cli.progress import Bars
+from replicalab.cli.timeparse import duration_ms, warnings_as_notes
 
 load_app = typer.Typer(help="Open-loop load: offered rate, ramp until failure, SLA search.",
                        no_args_is_help=True)
-__all__ = ["load_app", "out_console", "register", "summary_table"]
+__all__ = ["load_app", "register", "tradeoff_cmd"]
 
 Store = Annotated[str, typer.Option(help="Store URL, e.g. sim://simpledb or "
                                     "redis://127.0.0.1:6379.")]
@@ -60,169 +53,20 @@ MaxErrorRate = Annotated[float, typer.Option(help="A step fails above this error
 FailP99 = Annotated[float, typer.Option(help="A step fails above this response p99 (ms).")]
 
 
-def _prices(text: str | None) -> PriceTable | None:
-    if text is None:
-        return None
-    if text == "simpledb-2011":
-        return SIMPLEDB_2011
-    path = Path(text)
+
+def _go(mode: str, timeout: str, timeout_ms: float | None, as_json: bool, **kw: Any) -> None:
+    """Run the load ``mode`` and print it (bad input: one line, exit 2)."""
     try:
-        body = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ValueError(f"--prices {text}: cannot read it ({err.strerror}); give a TOML file "
-                         "or simpledb-2011") from None
-    return parse_prices(body, str(path))
-
-
-def _spec(store: str, rate: float, duration: str, arrivals: str, read_ratio: float,
-          keyspace: int, max_in_flight: int, consistency: str, timeout: str, drain: str,
-          client: str, seed: int, loop: str | None = None,
-          timeout_ms_old: float | None = None) -> LoadSpec:
-    drain_s = 0.0 if drain.strip() in ("0", "0s") else parse_duration_s(drain, "--drain")
-    if timeout_ms_old is not None and not timeout_ms_old > 0:
-        raise ValueError(f"--timeout-ms {timeout_ms_old:g} must be positive; or give --timeout "
-                         "as a duration, e.g. 2s")
-    timeout_ms = (timeout_ms_old if timeout_ms_old is not None
-                  else 1000 * parse_duration_s(timeout, "--timeout"))
-    spec = LoadSpec(store=store, rate_per_s=rate, duration_s=parse_duration_s(
-        duration, "--duration"), arrivals=arrivals, read_ratio=read_ratio, keyspace=keyspace,
-        max_in_flight=max_in_flight, consistency=consistency, timeout_ms=timeout_ms,
-        drain_s=drain_s, client=client, seed=seed, loop=loop or default_loop())
-    spec.check()
-    return spec
-
-
-def _f(x: float | None, digits: int = 2) -> str:
-    return "n/a" if x is None or x != x or x == float("inf") else f"{x:,.{digits}f}"
-
-
-def summary_table(results: dict[str, Any]) -> TableData:
-    """Return one row per step of a load run."""
-    t = TableData(f"load {results['mode']} on {results['store']}",
-                  ["offered/s", "done/s", "% offered", "errors", "resp p50 ms", "resp p99 ms",
-                   "serv p99 ms", "failure"], wrap=(7,), right=tuple(range(7)))
-    for s in results["steps"]:
-        lat = s["latency"]
-        t.add(_f(s["rate_per_s"], 1), _f(s["throughput_rps"], 1), _f(s["throughput_pct"], 1),
-              f"{100 * s['error_rate']:.2f}%", _f(lat["response/all"].get("p50_ms")),
-              _f(p99_ms(s)), _f(p99_ms(s, "service/all")), s.get("failure", ""))
-    return t
-
-
-def _finish(run: Run, as_json: bool) -> None:
-    from replicalab.report.load import render_load_report
-
-    report = render_load_report(run.results, run.run_dir)
-    r = run.results
-    table = summary_table(r)
-    if as_json:
-        sys.stdout.write(json.dumps({**r, "run_dir": str(run.run_dir), "report": str(report),
-                                     "tables": [table.to_json()]}, sort_keys=True) + "\n")
-    else:
-        show(table)
-        if r.get("stopped"):
-            say(r["stopped"])
-        if c := r.get("cost"):
-            per = "n/a" if c["per_operation"] is None else f"{c['per_operation']:.3e}"
-            say(f"cost: {c['total']:.6f} {c['currency']} total, {per} per operation "
-                f"({c['prices']})")
-        if (sla := r.get("sla")) and sla["best_rate_per_s"] is not None:
-            say(f"SLA p99 < {sla['sla_p99_ms']:g} ms: highest rate {sla['best_rate_per_s']:g}/s "
-                f"(first missed at {_f(sla['first_miss_rate_per_s'], 1)}/s)")
-        say(f"report: {report}")
-    if run.interrupted:
-        fail(f"interrupted; the steps so far and a partial report are in {run.run_dir}", 130)
-    if run.error:
-        fail(f"the run stopped early ({run.error}); what was recorded is in {run.run_dir}")
-    sla = r.get("sla")
-    if sla is not None and sla["best_rate_per_s"] is None:
-        lowest = min(s["rate_per_s"] for s in r["steps"])
-        fail(f"no offered rate meets p99 < {sla['sla_p99_ms']:g} ms (not even {lowest:g}/s); "
-             f"lower the ramp's start or raise --sla-p99; results are in {run.run_dir}")
-
-
-def reachable(url: str) -> None:
-    """Raise ValueError naming the fix if the real store at ``url`` does not answer (a
-    simulated store always does): checked before a run directory is made."""
-    if url.startswith("sim://"):
-        return
-    from replicalab.stores import StoreError, open_store
-
-    store = open_store(url, 1)
-
-    async def hello() -> None:
-        try:
-            client = await store.connect()
-            await client.close()
-        finally:
-            await store.close()
-
-    try:
-        store.runtime.run(hello())
-    except (StoreError, OSError) as err:
-        raise ValueError(f"cannot reach {redact_url(url)}: {err}; start a server there "
-                         "(replicalab cluster up redis --nodes 1 --regions lan prints a URL)"
-                         ) from None
-
-
-class StepPacer:
-    """Moves a load run's bar inside each step by the time the step has run (a step offers
-    load for a known duration), and names the step; run_load reports finished steps."""
-
-    def __init__(self, tick: Tick, steps: int, step_s: float, rates: list[float]) -> None:
-        self.tick, self.steps, self.step_s, self.rates = tick, max(steps, 1), step_s, rates
-        self.done = 0
-        self.t_step = time.monotonic()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def what(self) -> str:
-        rate = (f"offering {self.rates[self.done]:g}/s, " if self.done < len(self.rates)
-                else "refining, ")
-        return f"{rate}step {self.done + 1} of {'up to ' if self.steps > 1 else ''}{self.steps}"
-
-    def __call__(self, fraction: float, what: str | None = None) -> None:
-        """run_load's callback: ``fraction`` of the steps are done; ``what``, when given,
-        names the step starting now (the rate it really offers)."""
-        self.done = round(fraction * self.steps)
-        self.t_step = time.monotonic()
-        if what is not None:
-            self.tick(fraction, what)
-        elif fraction >= 1:
-            self.tick(fraction, "saving the history")
-        else:
-            self.tick(fraction)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.5):
-            within = min(0.95, (time.monotonic() - self.t_step) / self.step_s)
-            self.tick((self.done + within) / self.steps)
-
-    def __enter__(self) -> StepPacer:
-        self.tick(0.0, self.what())
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
-def _go(spec: LoadSpec, mode: str, plan: RampPlan | None, workers: int, ray: str | None,
-        prices: str | None, out: Path, as_json: bool) -> None:
-    try:
-        table = _prices(prices)
-        reachable(spec.store)
-        rates = [spec.rate_per_s] if plan is None else plan.rates()
-        steps = len(rates) + (plan.refine if plan is not None and mode == "sla" else 0)
-        with progress_bar(f"load {mode} on {redact_url(spec.store)}", not as_json) as tick, \
-                StepPacer(tick, steps, spec.duration_s, rates) as pacer:
-            run = run_load(spec, out, mode, plan, workers, ray, table, pacer)
-            if run.interrupted:
-                tick.interrupted()
-    except (ValueError, UserError, RayMissing) as err:
-        fail(str(err))
-    _finish(run, as_json)
+        with warnings_as_notes():
+            if timeout_ms is not None and not timeout_ms > 0:
+                raise ValueError(f"--timeout-ms {timeout_ms:g} must be positive; or give "
+                                 "--timeout as a duration, e.g. 2s")
+            kw["timeout_ms"] = (timeout_ms if timeout_ms is not None
+                                else duration_ms(timeout, "--timeout", None, "", "2s"))
+            outcome = loading.load_run(mode=mode, progress=Bars(not kw.pop("quiet")), **kw)
+    except (ValueError, UserError) as err:
+        fail(said(err, {"sla_p99_ms": "--sla-p99", "step_duration": "--step-duration"}))
+    emit(outcome, as_json)
 
 
 @load_app.command("run")
@@ -236,29 +80,28 @@ def run_cmd(
     client: Client = "store",
     loop: Loop = None, workers: Workers = 1, ray: Ray = None, prices: Prices = None, seed: Seed = 1,
     out: Out = Path("runs"), as_json: AsJson = False,
+    groups: Annotated[int, typer.Option(
+        help="Paced closed loop instead of --rate: client groups (machines; dealt out to "
+             "--workers), each of --clients clients sending --client-rate requests/s and "
+             "waiting for each reply (seed 003 §4).")] = 0,
+    clients: Annotated[int, typer.Option(help="Paced: clients per group.")] = 100,
+    client_rate: Annotated[float, typer.Option(help="Paced: requests/s per client.")] = 1.0,
 ) -> None:
     """Offer load at a fixed rate and report throughput, errors and latency.
 
     Example: replicalab load run --store sim://simpledb --rate 200 --duration 30s
 
+    Example: replicalab load run --store sim://simpledb?clients_per_machine=100 --groups 5
+    --clients 100 --client-rate 1 --duration 1m
+
     Example: replicalab load run --store redis://127.0.0.1:6379 --client fast --loop uvloop
     --rate 20000 --max-in-flight 50 --duration 10s
     """
-    try:
-        spec = _spec(store, rate, duration, arrivals, read_ratio, keyspace, max_in_flight,
-                     consistency, timeout, drain, client, seed, loop, timeout_ms)
-    except ValueError as err:
-        fail(str(err))
-    _go(spec, "run", None, workers, ray, prices, out, as_json)
-
-
-def _plan(ramp: str, step_duration: str, max_error_rate: float, fail_p99_ms: float,
-          sla_p99_ms: float | None = None, refine: int = 0) -> RampPlan:
-    start, stop, step = parse_ramp(ramp)
-    plan = RampPlan(start, stop, step, parse_duration_s(step_duration, "--step-duration"),
-                    max_error_rate, fail_p99_ms, sla_p99_ms, refine)
-    plan.check()
-    return plan
+    _go("run", timeout, timeout_ms, as_json, quiet=as_json, store=store, rate=rate,
+        duration=duration, arrivals=arrivals, read_ratio=read_ratio, keyspace=keyspace,
+        max_in_flight=max_in_flight, consistency=consistency, drain=drain, client=client,
+        loop=loop, workers=workers, ray=ray, prices=prices, seed=seed, out=out,
+        groups=groups, clients=clients, client_rate=client_rate)
 
 
 @load_app.command("ramp")
@@ -276,14 +119,11 @@ def ramp_cmd(
 
     Example: replicalab load ramp --store sim://simpledb --ramp 100:1000:100 --step-duration 10s
     """
-    try:
-        plan = _plan(ramp, step_duration, max_error_rate, fail_p99_ms)
-        spec = _spec(store, plan.start_per_s, step_duration, arrivals, read_ratio, keyspace,
-                     max_in_flight, consistency, timeout, drain, client, seed, loop,
-                     timeout_ms)
-    except ValueError as err:
-        fail(str(err))
-    _go(spec, "ramp", plan, workers, ray, prices, out, as_json)
+    _go("ramp", timeout, timeout_ms, as_json, quiet=as_json, store=store, ramp=ramp,
+        step_duration=step_duration, max_error_rate=max_error_rate, fail_p99_ms=fail_p99_ms,
+        arrivals=arrivals, read_ratio=read_ratio, keyspace=keyspace,
+        max_in_flight=max_in_flight, consistency=consistency, drain=drain, client=client,
+        loop=loop, workers=workers, ray=ray, prices=prices, seed=seed, out=out)
 
 
 # sla repeats ramp's option list: Typer declares a command's options in its own signature
@@ -311,19 +151,77 @@ def sla_cmd(
 
     Example: replicalab load sla --store sim://simpledb --ramp 100:2000:100 --sla-p99 100ms
     """
+    if sla_p99 is None and sla_p99_ms is None:
+        fail("load sla needs --sla-p99, the p99 target, e.g. --sla-p99 200ms")
     try:
-        if sla_p99 is None and sla_p99_ms is None:
-            raise ValueError("load sla needs --sla-p99, the p99 target, e.g. --sla-p99 200ms")
-        sla_p99_ms = duration_ms(sla_p99, "--sla-p99", sla_p99_ms, "--sla-p99-ms", "0")
-        plan = _plan(ramp, step_duration, max_error_rate, fail_p99_ms, sla_p99_ms, refine)
-        spec = _spec(store, plan.start_per_s, step_duration, arrivals, read_ratio, keyspace,
-                     max_in_flight, consistency, timeout, drain, client, seed, loop,
-                     timeout_ms)
+        target_ms = duration_ms(sla_p99, "--sla-p99", sla_p99_ms, "--sla-p99-ms", "0")
     except ValueError as err:
         fail(str(err))
-    _go(spec, "sla", plan, workers, ray, prices, out, as_json)
+    _go("sla", timeout, timeout_ms, as_json, quiet=as_json, store=store, ramp=ramp,
+        sla_p99_ms=target_ms, refine=refine, step_duration=step_duration,
+        max_error_rate=max_error_rate, fail_p99_ms=fail_p99_ms, arrivals=arrivals,
+        read_ratio=read_ratio, keyspace=keyspace, max_in_flight=max_in_flight,
+        consistency=consistency, drain=drain, client=client, loop=loop, workers=workers,
+        ray=ray, prices=prices, seed=seed, out=out)
+
+
+@load_app.command("tradeoff")
+def tradeoff_cmd(
+    store: Annotated[str, typer.Option(help="Store URL, e.g. sim://simpledb or "
+                                       "redis://127.0.0.1:6379.")] = "sim://simpledb",
+    groups: Annotated[str, typer.Option(help="Client groups (machines) per load, comma "
+                                        "separated.")] = "1,5,10,15,20,25",
+    clients: Annotated[int, typer.Option(help="Clients per group.")] = 100,
+    client_rate: Annotated[float, typer.Option(help="Requests per second per client, each "
+                                               "waiting for its reply.")] = 1.0,
+    read_ratios: Annotated[str, typer.Option(help="Read ratios, comma separated.")
+                           ] = "0.99,0.75,0.5",
+    consistency: Annotated[str, typer.Option(help="eventual, consistent, or both "
+                                             "(comma separated).")] = "eventual,consistent",
+    repeats: Annotated[int, typer.Option(help="Runs of each load (whiskers: min and max "
+                                         "over them).")] = 3,
+    step_duration: Annotated[str, typer.Option(help="How long each load runs.")] = "30s",
+    keyspace: Annotated[int, typer.Option(help="Keys (the paper used one attribute of one "
+                                          "item).")] = 1,
+    timeout: Annotated[str, typer.Option(help="Per-request timeout.")] = "10s",
+    seed: Annotated[int, typer.Option(help="Seed of phases, operations and the simulator.")
+                    ] = 1,
+    workers: Annotated[int, typer.Option(help="Local processes running steps (sim://) or "
+                                         "client groups (real stores).")] = 1,
+    ray: Annotated[str | None, typer.Option(help="Ray cluster address, or 'local'; needs "
+                                            "replicalab[ray].")] = None,
+    out: Annotated[Path, typer.Option(help="Directory that receives the run directory.")
+                   ] = Path("runs"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Seed 003 §4: eventual against consistent reads as paced load grows (Figures 7-12).
+
+    Example: replicalab load tradeoff --store sim://simpledb --workers 2
+
+    Example: replicalab load tradeoff --store redis://127.0.0.1:6379 --groups 1,2,4
+    --clients 20 --client-rate 5 --repeats 2 --step-duration 10s
+    """
+    from replicalab.api import catalog
+    from replicalab.api.durations import seconds
+    from replicalab.api.tradeoff import tradeoff
+    from replicalab.cli.progress import progress_bar
+
+    try:
+        with warnings_as_notes():
+            run = tradeoff(
+                store, groups, clients, client_rate, read_ratios,
+                [c.strip() for c in consistency.split(",") if c.strip()], repeats,
+                seconds(step_duration, "step_duration"), keyspace,
+                1000 * seconds(timeout, "timeout"), seed, out, workers, ray,
+                lambda: progress_bar(f"load tradeoff on {catalog.redact_url(store)}",
+                                     not as_json))
+    except ValueError as err:
+        fail(said(err, {"consistencies": "--consistency"}))
+    emit(run.outcome(), as_json)
+
+
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``replicalab load run|ramp|sla`` to the root app."""
+    """Add ``replicalab load run|ramp|sla|tradeoff`` to the root app."""
     app.add_typer(load_app, name="load")

@@ -6,7 +6,9 @@ that has no placeholder of its own one from its meaning: a store or queue URL is
 string whose default is a duration (``30s``) is ``DURATION``, a whole number ``N``, another
 number ``NUMBER``, a path ``PATH`` (``DIR`` for ``--out``), any other text its own name in
 capitals (``--regions REGIONS``, ``--policy POLICY``). An argument shows its name in
-capitals (``RUN_DIR``, not ``{run_dir}``).
+capitals, as click shows one: ``report [OPTIONS] RUN_DIR``, ``check [OPTIONS] PATH...``, and
+``RUN_DIR`` alone in the arguments list (Typer 0.2x writes ``{RUN_DIR}`` in the usage line
+and ``RUN_DIR <path>``, ``PATH <list[Path]>`` in the list).
 """
 
 from __future__ import annotations
@@ -46,14 +48,35 @@ def _word(param: Any) -> str | None:
     return shown.upper() or None
 
 
+_PLAIN: dict[type, type] = {}
+
+
+def _usage(param: Any, ctx: Any) -> list[str]:
+    name = param.metavar or (param.name or "arg").upper()
+    name = name if param.required else f"[{name}]"
+    return [name + ("..." if param.nargs != 1 else "")]
+
+
+def _plain(argument: Any) -> None:
+    """Make ``argument`` show as click shows one: its name in the usage line (``KIND``,
+    ``[KIND]``, ``PATH...``) and no ``<type>`` beside it in the arguments list."""
+    cls = type(argument)
+    if cls not in _PLAIN:
+        _PLAIN[cls] = type(f"Plain{cls.__name__}", (cls,), {
+            "display_type_rich": lambda self, ctx=None: None,
+            "get_usage_pieces": _usage})
+    argument.__class__ = _PLAIN[cls]
+
+
 def word_metavars(command: Any) -> Any:
     """Give the options and arguments of ``command`` (and of its sub-commands) word
     placeholders where they have none; return ``command``."""
     for param in getattr(command, "params", []):
-        if param.metavar is not None:
-            continue
         if getattr(param, "param_type_name", "") == "argument":
-            param.metavar = (param.name or "arg").upper()
+            param.metavar = param.metavar or (param.name or "arg").upper()
+            _plain(param)
+            continue
+        if param.metavar is not None:
             continue
         word = _word(param)
         if word is not None:

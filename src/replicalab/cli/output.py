@@ -22,11 +22,9 @@ import io
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from rich.table import Table
+from replicalab.api.outcome import DONE, FAILED, INCONCLUSIVE, INTERRUPTED, Outcome, Table
 
 # Rich is imported on first use (a table, a width): a command that only prints lines,
 # such as a short ``replicalab check``, does not pay for it at start-up.
@@ -42,13 +40,6 @@ def stdout_console() -> Any:
     return _OUT[0]
 
 
-def __getattr__(name: str) -> Any:
-    # ``from replicalab.cli.output import out_console`` keeps working, made lazily
-    if name == "out_console":
-        return stdout_console()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def Text(text: str) -> Any:  # stands in for rich.text.Text, imported late
     """Return ``rich.text.Text(text)``."""
     from rich.text import Text as RichText
@@ -58,38 +49,8 @@ def Text(text: str) -> Any:  # stands in for rich.text.Text, imported late
 _PADDING = 2  # Rich's default cell padding: one space each side
 
 
-@dataclass
-class TableData:
-    """A table as data: ``caption``, ``header`` and ``rows`` of strings.
-
-    ``wrap`` lists the columns whose cells are labels that may wrap at spaces on a narrow
-    terminal (default: the first); every other cell is a value and is never broken.
-    ``right`` lists right-justified columns (default: none).
-    """
-
-    caption: str
-    header: list[str]
-    rows: list[list[str]] = field(default_factory=list)
-    wrap: tuple[int, ...] = (0,)
-    right: tuple[int, ...] = ()
-
-    def add(self, *cells: Any) -> None:
-        """Append a row (cells converted with ``str``)."""
-        if len(cells) != len(self.header):
-            raise ValueError(f"row of {len(cells)} cells for {len(self.header)} columns")
-        self.rows.append([str(c) for c in cells])
-
-    def to_json(self) -> dict[str, Any]:
-        """Return {"caption", "header", "rows"}: what ``--json`` carries for this table."""
-        return {"caption": self.caption, "header": list(self.header),
-                "rows": [list(r) for r in self.rows]}
-
-    @classmethod
-    def from_json(cls, doc: dict[str, Any], wrap: tuple[int, ...] = (0,),
-                  right: tuple[int, ...] = ()) -> TableData:
-        """Return the table of a ``{"caption", "header", "rows"}`` document."""
-        return cls(str(doc.get("caption", "")), [str(h) for h in doc["header"]],
-                   [[str(c) for c in r] for r in doc["rows"]], wrap, right)
+TableData = Table
+"""The tables a command prints are the API's (``api/outcome.py``)."""
 
 
 def say(text: str = "", *, err: bool = False) -> None:
@@ -155,7 +116,7 @@ def fit_widths(t: TableData, width: int) -> list[int] | None:
     return widths
 
 
-def _rich_table(t: TableData, widths: Sequence[int] | None, title: bool = True) -> Table:
+def _rich_table(t: TableData, widths: Sequence[int] | None, title: bool = True) -> Any:
     from rich.table import Table
 
     table = Table(title=Text(t.caption) if t.caption and title else None,
@@ -196,7 +157,11 @@ def render_records(t: TableData, width: int | None = None) -> str:
 
 def render(t: TableData, width: int | None) -> str:
     """Return ``t`` as text for a terminal of ``width`` cells (None: not a terminal, so at
-    its natural width, however wide)."""
+    its natural width, its prose values under it)."""
+    if width is None:
+        t, below = t.prose_apart()
+        if below:
+            return "\n".join([render(t, None), *below])
     widths = fit_widths(t, width) if width is not None else None
     if width is not None and widths is None:
         return render_records(t, width)
@@ -229,3 +194,44 @@ def show(tables: TableData | Iterable[TableData]) -> None:
         else:
             stdout_console().print(_rich_table(t, widths))
     sys.stdout.flush()
+
+
+def emit(outcome: Outcome, as_json: bool, sort_keys: bool = True) -> None:
+    """Print a verb's outcome: one JSON object (``--json``), or its tables, its remarks and
+    where its run directory and report are; then exit as it ended (130 interrupted, 1 its
+    own verdict failed, 3 inconclusive, 2 stopped early), with its one line."""
+    import json
+
+    if as_json:
+        sys.stdout.write(json.dumps(outcome.to_json(), sort_keys=sort_keys, default=str)
+                         + "\n")
+        sys.stdout.flush()
+    else:
+        show(outcome.tables)
+        for line in outcome.remarks:
+            say(line)
+        if outcome.report is not None:
+            say(f"report: {outcome.report}")
+    if outcome.status != DONE:
+        from replicalab.cli.errors import fail
+
+        code = {INTERRUPTED: 130, FAILED: 1, INCONCLUSIVE: 3}.get(outcome.status, 2)
+        if not outcome.why:  # the verdict printed says it all
+            sys.exit(code)
+        fail(outcome.why, code)
+
+
+def outcome_of(make: Any, as_json: bool, flags: dict[str, str] | None = None,
+               sort_keys: bool = True) -> None:
+    """Print the outcome ``make()`` returns (:func:`emit`); bad input (a ValueError, the
+    API's ParameterError with its options for ``flags``) is one line and exit 2, and a
+    deprecated value a note."""
+    from replicalab.cli.errors import UserError, fail, said
+    from replicalab.cli.timeparse import warnings_as_notes
+
+    try:
+        with warnings_as_notes():
+            outcome = make()
+    except (ValueError, UserError) as err:
+        fail(said(err, flags))
+    emit(outcome, as_json, sort_keys)

@@ -1,71 +1,38 @@
-"""``replicalab placement ...``: seed 002's data-migration policies in the simulator.
-
-``placement_app`` is the ``placement`` group. Other modules add commands to it from their own
-``register(app)`` (e.g. ``cli/placement_live.py``: ``placement_app.command("live")(live)``);
-the order of registration does not matter, Typer builds the group when the CLI runs.
-"""
+"""``replicalab placement simulate|live``: seed 002's data-migration policies in the
+simulator, and one policy moving objects on a running store beside its static twins
+(``replicalab.api.placing``), printed here. :func:`attach` adds ``live`` to a group."""
 
 from __future__ import annotations
 
-import json
-import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
+from replicalab.api import catalog, placing
 from replicalab.cli.errors import fail
-from replicalab.cli.output import TableData, say, show
-from replicalab.cli.progress import progress_bar
-from replicalab.cli.timeparse import note_once, parse_duration_s
-from replicalab.history.rundir import make_run_dir, save_results
-from replicalab.placement import simulate as sim
-from replicalab.placement.policies import described
-from replicalab.placement.workloads import WORKLOADS
+from replicalab.cli.output import outcome_of
+from replicalab.cli.progress import Bars
+from replicalab.cli.timeparse import duration_ms, note_once
 
 placement_app = typer.Typer(
     help="Data placement (seed 002): where each object should live as the regions using it "
          "change.", no_args_is_help=True)
-
-
-def _table(results: dict[str, Any]) -> TableData:
-    cfg = results["config"]
-    cols = ["policy", "mean_ms", "p99_ms", "steady_ms", "migrations_per_1k", "pingpong_per_1k",
-            "max_share"]
-    sharers = any("on_sharers" in e for e in results["policies"])
-    if sharers:
-        cols.append("on_sharers")
-    t = TableData(f"placement {cfg['workload']}: {cfg['objects']} objects, "
-                  f"{len(cfg['region_names'])} regions ({cfg['regions']}), "
-                  f"{cfg['requests']} accesses over {cfg['duration_s']:g} s, seed {cfg['seed']}",
-                  cols, right=tuple(range(1, len(cols))))
-
-    def f(x: Any, d: int = 1) -> str:
-        return "n/a" if x is None else f"{x:.{d}f}"
-
-    for e in results["policies"]:
-        row = [e["policy"], f(e["mean_latency_ms"]), f(e["p99_latency_ms"]),
-               f(e["steady_latency_ms"]), f(e["migrations_per_1k"], 2),
-               f(e["pingpong_per_1k"], 2), f"{e['max_share'] * 100:.1f}%"]
-        if sharers:
-            v = e.get("on_sharers")
-            row.append("-" if v is None else f"{v * 100:.1f}%")
-        t.add(*row)
-    return t
+_DEFAULTS = catalog.placement_defaults()
 
 
 @placement_app.command("simulate")
 def simulate_cmd(
     workload: Annotated[str, typer.Option(
-        help=f"Access pattern: {', '.join(WORKLOADS)}.")] = "locality",
+        help=f"Access pattern: {', '.join(catalog.placement_workloads())}.")] = "locality",
     policy: Annotated[str | None, typer.Option(
         help="Comma-separated policies with optional parameters, e.g. "
              "static,consecutive:n=3,majority:window_ms=30000,ema:alpha=0.1,cog,"
              "cog:mode=continuous:alpha=0.1,cog:balance=0.25,oracle. Policies (parameters; "
-             f"balance= for every one): {described()} "
-             f"[default: {sim.DEFAULT_POLICIES}; skew: {sim.SKEW_POLICIES}].",
+             f"balance= for every one): {catalog.placement_policies()} "
+             f"[default: {_DEFAULTS[0]}; skew: {_DEFAULTS[1]}].",
         show_default=False)] = None,
     policies: Annotated[str | None, typer.Option(hidden=True, help="Deprecated: --policy."
                                                  )] = None,
@@ -99,58 +66,78 @@ def simulate_cmd(
     Example: replicalab placement simulate --workload shared --policy
     static,consecutive,majority,ema,cog --regions aws15 --objects 3000
     """
-    try:
-        if policies is not None:
-            if policy is not None:
-                raise ValueError("--policies is the old name of --policy; give only --policy")
-            note_once("--policies is deprecated; use --policy (one or several, "
-                      "comma-separated)")
-        duration_s = None if duration is None else parse_duration_s(duration, "--duration")
-        exp = sim.experiment(workload, policies=policy or policies, regions=regions,
-                             objects=objects,
-                             requests=requests, duration_s=duration_s, seed=seed,
-                             balance=balance,
-                             pingpong_ms=parse_duration_s(pingpong, "--pingpong") * 1000.0)
-        sim.check(exp)
-        writable(out)
-    except ValueError as e:
-        fail(str(e))
-    label = f"placement {exp.workload}: {len(exp.policies)} policies"
-    with progress_bar(label, enabled=not as_json) as tick:
-        results = sim.run_experiment(
-            exp, progress=lambda k, n, what: tick(k / n, what or "metrics"))
-    try:  # made once there is something to save: a Ctrl-C above leaves no empty directory
-        run_dir = make_run_dir(out, f"placement-{exp.workload}", exp.regions.split(":")[0])
-    except ValueError as e:
-        fail(str(e))
-    results["command"] = shlex.join(["replicalab", "placement", "simulate", *sys.argv[3:]])
-    save_results(results, run_dir)
-    from replicalab.report.placement import render_placement_report
-
-    report = render_placement_report(results, run_dir)
-    table = _table(results)
-    if as_json:
-        sys.stdout.write(json.dumps({**results, "run_dir": str(run_dir), "report": str(report),
-                                     "tables": [table.to_json()]}, sort_keys=True) + "\n")
-        return
-    show(table)
-    say(f"run directory: {run_dir}")
-    say(f"report: {report}")
+    if policies is not None:
+        if policy is not None:
+            fail("--policies is the old name of --policy; give only --policy")
+        note_once("--policies is deprecated; use --policy (one or several, comma-separated)")
+    outcome_of(lambda: placing.placement_simulate(
+        workload, policy or policies, regions, objects, requests, duration, balance, seed,
+        pingpong, out, Bars(not as_json),
+        shlex.join(["replicalab", "placement", "simulate", *sys.argv[3:]])), as_json)
 
 
-def writable(out: Path) -> None:
-    """Raise ValueError naming --out if run directories cannot be made under ``out`` (made
-    if missing; no run directory is made here)."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ValueError(f"cannot write to output directory {out}: {err.strerror}; pass "
-                         "--out with a writable directory") from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise ValueError(f"cannot write to output directory {out}: permission denied; pass "
-                         "--out with a writable directory")
+def live(
+    kind: Annotated[str | None, typer.Option(
+        help="sim (simulated regions in virtual time; the default), redis or postgresql (one "
+             "server per region, started here, joined by Toxiproxy WAN links).",
+        show_default=False)] = None,
+    store: Annotated[str | None, typer.Option(
+        help="Your own stores instead: one redis:// or postgresql:// URL per region, "
+             "comma-separated, in the order of --regions.", show_default=False)] = None,
+    policy: Annotated[str, typer.Option(
+        help="Migration policy with optional parameters, e.g. cog, cog:window_ms=5000, "
+             "cog:mode=continuous:alpha=0.1, consecutive:n=3; balance=0.5 adds the "
+             f"load-balancing filter. Policies (parameters): {catalog.placement_policies()}; those "
+             "that "
+             "need the future request stream run only in simulate.")] = "cog",
+    regions: Annotated[str, typer.Option(
+        help="Region matrix or a subset of one: dc3, aws5, aws15:us-east-1,eu-west-1,"
+             "ap-northeast-1.")] = "dc3",
+    duration: Annotated[str, typer.Option(
+        help="Length of the workload: 30s, 2m (virtual time for sim).")] = "30s",
+    objects: Annotated[int, typer.Option(
+        help="Object ids; each exists managed by the policy and as a static twin.")] = 30,
+    clients: Annotated[int, typer.Option(help="Clients per region.")] = 2,
+    think: Annotated[str | None, typer.Option(
+        help="Pause between a client's accesses: 20ms, 0.1s (default 20ms).",
+        show_default=False)] = None,
+    think_ms: Annotated[float | None, typer.Option(hidden=True, help="Deprecated: --think."
+                                                  )] = None,
+    write_share: Annotated[float, typer.Option(help="Share of accesses that are writes.")
+                           ] = 0.5,
+    stuck: Annotated[str | None, typer.Option(
+        help="How long an object may stay frozen by a migration before a client finishes or "
+             "undoes it: 2s, 500ms (default 2s).", show_default=False)] = None,
+    stuck_ms: Annotated[float | None, typer.Option(hidden=True, help="Deprecated: --stuck."
+                                                  )] = None,
+    seed: Annotated[int, typer.Option(help="Seed of homes and traffic.")] = 1,
+    out: Annotated[Path, typer.Option(help="Directory that receives the run directory.")
+                   ] = Path("runs"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Run a migration policy on a live multi-region store and compare it with static
+    placement in the same run: latency over time, migrations, lost writes (must be 0).
+
+    Example: replicalab placement live --kind redis --policy cog --regions dc3 --duration 30s
+    """
+    if store is not None and "://" not in store and store in placing.KINDS:
+        note_once(f"--store {store} is deprecated here; use --kind {store} (--store takes "
+                  "URLs)")
+        kind, store = kind or store, None
+    outcome_of(lambda: placing.placement_live(
+        kind, store, policy, regions, duration, objects, clients,
+        duration_ms(think, "--think", think_ms, "--think-ms", "20ms"), write_share,
+        duration_ms(stuck, "--stuck", stuck_ms, "--stuck-ms", "2s"), seed, out,
+        Bars(not as_json), shlex.join(["replicalab", "placement", "live", *sys.argv[3:]])),
+        as_json, {"stores": "--store"})
+
+
+def attach(placement_app: typer.Typer) -> None:
+    """Add ``live`` to the ``placement`` command group."""
+    placement_app.command("live")(live)
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``replicalab placement ...`` to the root app."""
+    """Add ``replicalab placement simulate|live`` to the root app."""
+    attach(placement_app)
     app.add_typer(placement_app, name="placement")

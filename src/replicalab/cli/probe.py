@@ -1,4 +1,6 @@
-"""``replicalab probe`` and ``replicalab report``."""
+"""``replicalab probe``, ``replicalab report`` and ``replicalab demo``: options parsed,
+``replicalab.api`` runs them (``probe``, ``probe_batch``, ``report``, ``demo``), the
+outcome printed."""
 
 from __future__ import annotations
 
@@ -12,82 +14,44 @@ from typing import Annotated, Any
 
 import typer
 
-from replicalab.api.request import ProbeRequest, flags_by_name
-from replicalab.api.summary import summary_rows, summary_title
-from replicalab.cli import rundir
-from replicalab.cli.errors import UserError, fail
-from replicalab.cli.output import TableData, out_console, say, show
-from replicalab.cli.progress import fmt_s, progress_bar
-from replicalab.cli.timeparse import noted
-from replicalab.cli.words import plural
-from replicalab.cluster.process import stop_all
-from replicalab.history.rundir import Run, load_results
-from replicalab.stores.base import redact_url
-from replicalab.stores.registry import schemes
-from replicalab.workloads import registry
-from replicalab.workloads.base import Flag
-from replicalab.workloads.runner import recheck, run_probe
+from replicalab.api import batches, catalog, lifecycle, reporting, runs
+from replicalab.api.words import fmt_s, plural
+from replicalab.cli.errors import UserError, fail, said
+from replicalab.cli.output import emit, say, show
+from replicalab.cli.progress import Bars
+from replicalab.cli.timeparse import warnings_as_notes
 
-__all__ = ["finish", "out_console", "probe", "report", "summary_table", "unchecked_exit"]
+__all__ = ["demo", "finish", "probe", "report", "unchecked_exit"]
 
 
-def summary_table(results: dict[str, Any], title: str) -> TableData:
-    """Return the headline figures of one probe's results as a two-column table: the
-    rows its workload declares, latency per operation, then the faults (the rows are the
-    Python API's, ``api/summary.py``, so a notebook shows the same)."""
-    t = TableData(title, ["measure", "value"], right=(1,))
-    for measure, value in summary_rows(results):
-        t.add(measure, value)
-    return t
-
-
-def finish(run: Run, as_json: bool) -> None:
-    """Render the report, print the outcome, and exit 130/2 if the run was cut short (a
-    simulation interrupted before its checks: one line naming its history and the command
-    that checks it)."""
-    if not run.results.get("checked", True):
+def finish(run: runs.Run, as_json: bool) -> None:
+    """Print the run (its report written) and exit as it ended; a run interrupted before
+    its checks says how to check it (:func:`unchecked_exit`)."""
+    if not run.checked:
         unchecked_exit(run, as_json)
-    from replicalab.report import render_report
-
-    report = render_report(run.results, run.run_dir)
-    table = summary_table(run.results, summary_title(run.results))
-    keys = run.keys.to_json() if run.keys is not None else None
-    if as_json:
-        sys.stdout.write(json.dumps({**run.results, "run_dir": str(run.run_dir),
-                                     "report": str(report), "tables": [table.to_json()],
-                                     "keys": keys}, sort_keys=True) + "\n")
-    else:
-        show(table)
-        if run.keys is not None:
-            say(run.keys.line())
-        say(f"report: {report}")
-    if run.interrupted:
-        fail(f"interrupted; the history so far and a partial report are in {run.run_dir}", 130)
-    if run.error:
-        fail(f"the run stopped early ({run.error}); what was recorded is in {run.run_dir}")
+    emit(run.outcome(), as_json)
 
 
-def unchecked_exit(run: Run, as_json: bool) -> None:
-    """Exit 130 with one line for a simulation interrupted before its checks: how far it
-    got, where its history is, and the command that checks it (``run_probe`` with
-    ``check_interrupted=False``)."""
-    r = run.results
+def unchecked_exit(run: runs.Run, as_json: bool) -> None:
+    """Exit 130 with one line for a run interrupted before its checks: how far it got
+    (simulated seconds for a simulation), where its history is, and the command that
+    checks it."""
+    r = run.raw
     # the simulation's objects are many and about to go: no cyclic GC walking them again
     # while the interpreter exits (a quarter second of the one Ctrl-C allows)
     gc.freeze()
     if as_json:
-        sys.stdout.write(json.dumps({**r, "run_dir": str(run.run_dir)}, sort_keys=True)
-                         + "\n")
+        sys.stdout.write(json.dumps({**r, "run_dir": str(run.path)}, sort_keys=True) + "\n")
     try:
-        fail(f"interrupted after {fmt_s(r['ran_s'])} of {fmt_s(r['duration_s'])} simulated; "
+        fail(f"interrupted after {fmt_s(r['ran_s'])} of {fmt_s(r['duration_s'])}"
+             f"{' simulated' if r.get('virtual', True) else ''}; "
              f"its history ({plural(r['operations'], 'operation')}) is saved in "
-             f"{run.run_dir}; `replicalab report {run.run_dir}` checks it and draws the report",
-             130)
+             f"{run.path}; `replicalab report {run.path}` checks it and draws the report", 130)
     finally:
         # everything is saved and a simulation starts no process: exit now rather than
         # free millions of simulated objects one by one (0.2-0.4 s of the second Ctrl-C
         # allows, for 2 M operations)
-        stop_all()
+        lifecycle.stop_all()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(130)
@@ -96,10 +60,10 @@ def unchecked_exit(run: Run, as_json: bool) -> None:
 def probe(
     store: Annotated[str, typer.Option(help="Store URL, e.g. sim://simpledb, "
                                       "sim://quorum?n=3&r=1&w=1&regions=aws5; schemes: "
-                                      + ", ".join(f"{s}://" for s in schemes(False))
+                                      + ", ".join(f"{s}://" for s in catalog.store_schemes())
                                       + " and those of installed adapters (docs/your-store.md)."
                                       )] = "sim://simpledb",
-    workload: Annotated[str, typer.Option(help=" | ".join(registry.names()) + ".")
+    workload: Annotated[str, typer.Option(help=" | ".join(catalog.workloads()) + ".")
                         ] = "staleness",
     consistency: Annotated[str, typer.Option(help="eventual | consistent reads.")] = "eventual",
     duration: Annotated[str, typer.Option(help="How long to probe: 300s, 5m, 1h.")] = "5m",
@@ -154,66 +118,42 @@ def probe(
 
     Example: replicalab probe --store sim://quorum --sweep r=1,2 --sweep w=1,2 --repeats 5
     """
-    args = ProbeRequest(store, workload, seed,
-                        {"consistency": consistency, "duration": duration,
-                         "write_interval": write_interval, "read_rate": read_rate,
-                         "period": period},
-                        dict(workload_flags), prefix, keep, list(fault or []), faults, cluster)
-    if repeats != 1 or sweep or workers != 1 or ray is not None:
-        _batch(args, repeats, sweep or [], workers, ray, out, as_json)
-        return
+    options = dict(consistency=consistency, seed=seed, write_interval=write_interval,
+                   read_rate=read_rate, period=period, faults=list(fault or []),
+                   faults_file=faults, cluster=cluster, prefix=prefix, keep=keep,
+                   **workload_flags)
     try:
-        spec = noted(args.spec)
-        with progress_bar(f"{workload} on {redact_url(store)}", not as_json) as tick:
-            run = run_probe(spec, out, tick, announce=lambda line: say(line, err=True),
-                            check_interrupted=False)
-            if run.interrupted or run.error:
-                tick.interrupted("interrupted" if run.interrupted else "stopped early")
+        with warnings_as_notes():
+            if repeats != 1 or sweep or workers != 1 or ray is not None:
+                request = runs.probe_request(store, workload, duration, **options)
+                outcome = batches.probe_batch(request, repeats, sweep or [], workers, ray,
+                                              out, Bars(not as_json))
+            else:
+                run = runs.probe(store, workload, duration, out=out, progress=Bars(not as_json),
+                                 announce=lambda line: say(line, err=True),
+                                 check_interrupted=False, **options)
+                outcome = None
     except (ValueError, UserError) as err:
-        fail(str(err))
+        fail(said(err, {"faults_file": "--faults", "faults": "--fault"}))
+    if outcome is not None:
+        emit(outcome, as_json)
+        return
     finish(run, as_json)
 
 
-def _batch(args: ProbeRequest, repeats: int, sweep: list[str], workers: int, ray: str | None,
-           out: Path, as_json: bool) -> None:
-    """Run ``--repeats``/``--sweep`` as a batch of runs (exit 2 for --workers/--ray where
-    they do not apply)."""
-    if repeats == 1 and not sweep:
-        fail("--workers and --ray spread a batch of runs over processes; add --repeats N "
-             "or --sweep KEY=V1,V2")
-    if (workers != 1 or ray is not None) and not args.store.startswith("sim://"):
-        fail("--workers and --ray run independent simulations; runs against one real "
-             "store would share it: drop them (the batch then runs one run at a time)")
-    from replicalab.cli.batch import run_probe_batch
-
-    run_probe_batch(lambda point: noted(args.spec, point), sweep, repeats, args.seed,
-                    workers, ray, out, as_json)
-
-
-def _flag_option(uses: list[tuple[str, Flag]]) -> Any:
-    """Return the Typer option of one workload flag: its help names the workloads that
-    take it, each with its default."""
-    parts = []
-    for name, flag in uses:
-        shown = registry.get(name).default_text(flag)
-        parts.append(f"{name}: {flag.help}" + ("" if shown is None else f" (default {shown})"))
-    return typer.Option(uses[0][1].option, help="; ".join(parts) + ".", show_default=False)
-
-
 def _with_workload_flags(fn: Any) -> Any:
-    """Give ``fn`` (whose ``**workload_flags`` take them) one option per workload flag of
-    the registry, so that a workload's flags are declared by the workload alone."""
+    """Give ``fn`` (whose ``**workload_flags`` take them) one option per workload option of
+    the catalog, so that a workload's options are declared by the workload alone."""
     sig = inspect.signature(fn, eval_str=True)
     fixed = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     extra = []
-    for name, uses in flags_by_name().items():
-        if name in sig.parameters:
-            raise RuntimeError(f"workload flag {name!r} ({', '.join(w for w, _ in uses)}) "
-                               "clashes with a common probe option; rename it")
-        types = {str if f.duration else f.type for _, f in uses}
-        kind = types.pop() if len(types) == 1 else str  # converted per workload later
-        extra.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
-                                       annotation=Annotated[kind | None, _flag_option(uses)]))
+    for opt in catalog.workload_options():
+        if opt.name in sig.parameters:
+            raise RuntimeError(f"workload option {opt.name!r} clashes with a common probe "
+                               "option; rename it")
+        extra.append(inspect.Parameter(opt.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                       annotation=Annotated[opt.type | None, typer.Option(
+                                           opt.option, help=opt.help, show_default=False)]))
     fn.__signature__ = sig.replace(parameters=[*fixed, *extra])
     return fn
 
@@ -232,30 +172,37 @@ def report(
     Example: replicalab report runs/20261122T010203Z-staleness-sim-simpledb
     """
     try:
-        what = rundir.kind(run_dir, "report")
-        if what in (rundir.QUEUE, rundir.PLACEMENT_LIVE):
-            from replicalab.cli.recheck import report_placement_live, report_queue
-
-            page, line = (report_queue if what == rundir.QUEUE else report_placement_live)(
-                run_dir)
-            say(f"report: {page}")
-            say(line)
-            return
-        if what == rundir.LOAD:
-            from replicalab.report.load import render_load_report
-
-            say(f"report: {render_load_report(load_results(run_dir), run_dir)}")
-            say("re-check: none for load runs (their figures come from the workers' "
-                "histograms); the report was re-rendered from results.json")
-            return
-        try:
-            saved: dict[str, Any] | None = load_results(run_dir)
-        except ValueError:
-            saved = None
-        results = recheck(run_dir)
+        outcome = reporting.report(run_dir)
     except (OSError, ValueError) as err:
         fail(str(err))
-    from replicalab.report import render_report
+    say(f"report: {outcome.report}")
+    for line in outcome.remarks:
+        say(line)
 
-    say(f"report: {render_report(results, run_dir)}")
-    say(rundir.compare_results(saved, results))
+
+def demo(
+    out: Annotated[Path, typer.Option(help="Directory that receives the run directories.")
+                   ] = Path("runs"),
+    duration: Annotated[str, typer.Option(help="Simulated time per probe: 2h, 30m.")] = "2h",
+    seed: Annotated[int, typer.Option(help="Seed of the simulation.")] = 1,
+) -> None:
+    """Reproduce seed 003 §2.1.1 on the simulated SimpleDB and show where the reports are.
+
+    Example: replicalab demo --duration 2h
+    """
+    try:
+        with warnings_as_notes():
+            done = runs.demo(duration, seed, out, Bars(), check_interrupted=False)
+    except ValueError as err:
+        fail(said(err))
+    reports = []
+    for run, consistency in zip(done, runs.DEMO_READS, strict=False):
+        if not run.checked:
+            unchecked_exit(run, False)  # Ctrl-C: the history saved at once, one line
+        report = run.report()
+        show(run.table(f"{runs.DEMO_STORE}: {consistency} reads, {duration} simulated"))
+        reports.append((consistency, report))
+        if run.interrupted:
+            fail(f"interrupted; partial report in {report}", 130)
+    for consistency, r in reports:
+        say(f"report, {consistency} reads: {r}")

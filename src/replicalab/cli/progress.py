@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Column
-from rich.text import Text
-
-from replicalab.cli.errors import err_console, flush_notes
-from replicalab.runtime import interrupts
+from replicalab.api import lifecycle
+from replicalab.api.words import fmt_s
+from replicalab.cli.errors import flush_notes, stderr_console
 
 HEARTBEAT_S = 60.0
 """Piped output: a line at least this often during one long phase."""
@@ -32,25 +30,8 @@ QUIET_S = 1.0
 """Piped output: a run that ends within this many seconds prints no progress lines."""
 
 
-def fmt_s(seconds: float) -> str:
-    """Return a duration as ``45s``, ``3m05s`` or ``1h02m``."""
-    s = max(0, round(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
-
-
 SPEED_WINDOW_S = 20.0
 """The ETA's speed is measured over this many recent seconds of the run."""
-
-
-def eta_s(done: float, elapsed_s: float) -> float | None:
-    """Return the seconds left if the rest goes at the pace so far (None before any work)."""
-    if done <= 0 or elapsed_s <= 0:
-        return None
-    return elapsed_s * (1 - min(done, 1.0)) / done
 
 
 def measured_eta_s(samples: Sequence[tuple[float, float]], now_s: float,
@@ -72,7 +53,7 @@ def measured_eta_s(samples: Sequence[tuple[float, float]], now_s: float,
 class Tick:
     """The progress callback: ``tick(fraction)`` or ``tick(fraction, "what now")``."""
 
-    def __init__(self, label: str, bar: Progress | None, clock: object = time.monotonic
+    def __init__(self, label: str, bar: Any, clock: object = time.monotonic
                  ) -> None:
         self.label = label
         self.what = ""
@@ -86,7 +67,7 @@ class Tick:
         self._last_line = self._t0
         self._said = False  # piped: a run refused before it starts prints only its error
         self._cut = ""  # why the run stopped before its end ("" = it did not)
-        self._interrupts = interrupts.count()  # more at the end: the run was interrupted
+        self._interrupts = lifecycle.interrupts()  # more at the end: the run was interrupted
         self._samples: deque[tuple[float, float]] = deque([(self._t0, 0.0)])
 
     estimates = True
@@ -115,7 +96,9 @@ class Tick:
         eta = self.eta()
         left = ("" if eta is None or self.done >= 1 or self._cut
                 else f", about {fmt_s(eta)} left")
-        err_console.print(Text(f"{self.label}: {what} ({100 * self.done:.0f}% done, "
+        from rich.text import Text  # Rich loads with the first bar: a short command skips it
+
+        stderr_console().print(Text(f"{self.label}: {what} ({100 * self.done:.0f}% done, "
                                f"{fmt_s(elapsed)} elapsed{left})"))
         self._last_line = self._now()
 
@@ -148,7 +131,7 @@ class Tick:
         """Say that the run ended (piped output only; a terminal bar simply goes): finished
         at 100%, or, after :meth:`interrupted` or an interrupt this process received
         meanwhile, cut short at the share it reached."""
-        if not self._cut and interrupts.count() > self._interrupts:
+        if not self._cut and lifecycle.interrupts() > self._interrupts:
             self._cut = "interrupted"
         if self._cut:
             if self._bar is None and self._said:
@@ -157,31 +140,6 @@ class Tick:
         self.done = 1.0  # the block ended without an error: the work is done
         if self._bar is None and self._said:
             self._line("finished")
-
-
-class Phases:
-    """A run made of named phases of known relative weight (e.g. seconds expected): each
-    phase's own 0..1 progress moves the whole bar by its share, and names what is done."""
-
-    def __init__(self, tick: Tick, plan: Sequence[tuple[str, float]]) -> None:
-        self.tick = tick
-        self.names = [name for name, _ in plan]
-        total = sum(max(w, 0.0) for _, w in plan) or 1.0
-        self._start: dict[str, float] = {}
-        self._share: dict[str, float] = {}
-        acc = 0.0
-        for name, w in plan:
-            self._start[name], self._share[name] = acc / total, max(w, 0.0) / total
-            acc += max(w, 0.0)
-
-    def start(self, name: str) -> Callable[[float], None]:
-        """Say phase ``name`` began; return its callback taking the phase's own fraction."""
-        lo, share = self._start[name], self._share[name]
-        self.tick(lo, name)
-
-        def within(fraction: float, what: str | None = None) -> None:
-            self.tick(lo + share * min(1.0, max(0.0, fraction)))
-        return within
 
 
 class _Silent(Tick):
@@ -203,19 +161,34 @@ def progress_bar(label: str, enabled: bool = True, estimates: bool = True) -> It
     if not enabled:
         yield _Silent()
         return
-    if not err_console.is_terminal:
+    if not stderr_console().is_terminal:
         tick = Tick(label, None)
         tick.estimates = estimates
         yield tick
         tick.finish()  # not after an error: the error line says it all
         return
     # the description wraps rather than ending in "…" on a narrow terminal
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Column
+
     with Progress(TextColumn("{task.description}", table_column=Column(overflow="fold")),
                   BarColumn(),
                   TextColumn("{task.percentage:>5.1f}%"), TimeElapsedColumn(),
-                  TextColumn("{task.fields[eta]}"), console=err_console,
+                  TextColumn("{task.fields[eta]}"), console=stderr_console(),
                   transient=True) as bar:
         tick = Tick(label, bar)
         tick.estimates = estimates
         yield tick
 
+
+
+class Bars:
+    """Progress bars for runs the API starts and labels (``api/progress.py``): ``bar(label)``
+    is :func:`progress_bar` with this command's settings (off under ``--json``)."""
+
+    def __init__(self, enabled: bool = True, estimates: bool = True) -> None:
+        self.enabled, self.estimates = enabled, estimates
+
+    def bar(self, label: str) -> Any:
+        """Return the progress bar context of a run described by ``label``."""
+        return progress_bar(label, self.enabled, self.estimates)

@@ -1,16 +1,15 @@
-"""Durations on the command line: ``300s``, ``500ms``, ``5m``, ``1h``, ``1m30s`` (and,
-deprecated, a bare ``300`` read as seconds); the old ``--x-ms`` options that took bare
-milliseconds."""
+"""Durations on the command line: the API's deprecation of a bare number (``300`` read as
+seconds) said as a note, and the old ``--x-ms`` options that took bare milliseconds."""
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from replicalab.api import durations
 from replicalab.cli.errors import note as note_once
+from replicalab.cli.errors import said
 
 
 @contextmanager
@@ -24,26 +23,7 @@ def warnings_as_notes() -> Iterator[None]:
         finally:
             for w in caught:
                 if issubclass(w.category, FutureWarning):
-                    note_once(str(w.message))
-
-
-def noted(fn: Callable[..., Any], *args: Any) -> Any:
-    """Return ``fn(*args)`` with its FutureWarnings turned into notes."""
-    with warnings_as_notes():
-        return fn(*args)
-
-
-def parse_duration(text: str, flag: str, bare_unit: str = "s") -> float:
-    """Return ``text`` as seconds (> 0): a number with a unit (ms, s, m, h, d), a compound
-    such as ``1m30s`` (:func:`replicalab.runtime.durations.parse_seconds`), or a bare
-    number in ``bare_unit`` with a deprecation note; ValueError names the flag and the
-    accepted forms (the parser is the Python API's: ``api/durations.py``)."""
-    return float(noted(durations.parse_duration, text, flag, bare_unit))
-
-
-def parse_duration_s(text: str, flag: str) -> float:
-    """Return ``text`` as seconds (> 0); a bare number is seconds (deprecated, noted)."""
-    return parse_duration(text, flag, "s")
+                    note_once(said(w.message))
 
 
 def duration_ms(text: str | None, flag: str, old_ms: float | None, old_flag: str,
@@ -61,4 +41,5 @@ def duration_ms(text: str | None, flag: str, old_ms: float | None, old_flag: str
     chosen = default if text is None else text
     if chosen.strip() in ("0", "0ms", "0s"):
         return 0.0
-    return parse_duration(chosen, flag) * 1000.0
+    with warnings_as_notes():
+        return durations.parse_duration(chosen, flag) * 1000.0

@@ -1,16 +1,14 @@
 """``replicalab watch`` (the seed-001 suite every interval, samples to SQLite, live view) and
-``replicalab dashboard`` (the samples as a page on 127.0.0.1)."""
+``replicalab dashboard`` (the samples as a page on 127.0.0.1); the runs are
+``replicalab.api.watching``'s, the live view is drawn here."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import signal
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Group
@@ -19,25 +17,24 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from replicalab.cli.errors import UserError, fail
-from replicalab.cli.output import out_console, say
-from replicalab.cli.progress import fmt_s
-from replicalab.cli.timeparse import parse_duration_s
-from replicalab.watch.config import load_backends
-from replicalab.watch.db import SampleDB
-from replicalab.watch.stats import Sample
-from replicalab.watch.vehicle import Vehicle, direction, gauge
-from replicalab.watch.watcher import BackendState, SuiteOptions, Watcher
+from replicalab.api import watching
+from replicalab.api.watching import LoadingLines
+from replicalab.api.watching import ms_text as _ms
+from replicalab.cli.errors import UserError, fail, said
+from replicalab.cli.output import say, stdout_console
+from replicalab.cli.timeparse import warnings_as_notes
 
-__all__ = ["dashboard", "live_view", "out_console", "register", "watch"]
+__all__ = ["dashboard", "live_view", "register", "watch"]
 
 
-def _ms(x: float | None) -> str:
-    return "–" if x is None else f"{x:.1f}"
+def _fraction(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
 
 
-def live_view(states: list[BackendState], vehicle: Vehicle, db: Path) -> Group:
-    """Return the terminal view: per-backend last p50/p99 and the vehicle's gauge."""
+def live_view(states: list[Any], vehicle: Any, db: Path, fresh: list[Any] | None = None
+              ) -> Group:
+    """Return the terminal view: per-backend last p50/p99, the last staleness window of
+    each region watched, and the vehicle's gauge."""
     t = Table(title=Text(f"replicalab watch → {db}"), title_justify="left")
     t.add_column("backend", no_wrap=True)
     t.add_column("status", no_wrap=True)
@@ -55,9 +52,15 @@ def live_view(states: list[BackendState], vehicle: Vehicle, db: Path) -> Group:
         if st.status == "unavailable" and st.last_error:
             problems.append(Text(f"{st.name}: {st.last_error}", style="red",
                                  overflow="ellipsis", no_wrap=True))
+    for r in fresh or ():
+        colour = "green" if r.fresh_fraction == 1.0 else "yellow"
+        problems.append(Text(f"{r.backend} {r.region}: {_fraction(r.fresh_fraction)} of "
+                             f"{r.reads} reads fresh, time to fresh {_ms(r.ttf_p50_ms)} ms "
+                             f"(max {_ms(r.ttf_max_ms)})", style=colour, no_wrap=True,
+                             overflow="ellipsis"))
     steer = vehicle.steer()
     reads = sum(1 for op in vehicle.seen if op == "read")
-    car = Panel(f"{gauge(steer, 31)}  {direction(steer)}\n"
+    car = Panel(f"{watching.gauge(steer, 31)}  {watching.direction(steer)}\n"
                 f"steering {steer:+.2f}, heading {vehicle.heading_deg:+.0f}°; "
                 f"{reads} reads / {len(vehicle.seen) - reads} writes in the last "
                 f"{len(vehicle.seen)} ops", title="store-driven vehicle (seed 002)",
@@ -65,61 +68,14 @@ def live_view(states: list[BackendState], vehicle: Vehicle, db: Path) -> Group:
     return Group(t, *problems, car)
 
 
-class LoadingLines:
-    """Piped output: what a backend does before its first round (loading its records can
-    take a minute), on stderr: a line when loading starts, then every ``every_s``."""
-
-    def __init__(self, every_s: float = 10.0) -> None:
-        self.every_s = every_s
-        self.t0 = time.monotonic()
-        self.said: dict[str, float] = {}
-
-    def update(self, states: list[BackendState]) -> None:
-        """Print a line for each backend that is loading and due one."""
-        now = time.monotonic()
-        for st in states:
-            if st.status != "loading":
-                continue
-            last = self.said.get(st.name)
-            if last is None or now - last >= self.every_s:
-                self.said[st.name] = now
-                say(f"watch: {st.name}: loading its records before the first round "
-                    f"({100 * st.load_fraction:.0f}% done, {fmt_s(now - self.t0)} elapsed)",
-                    err=True)
-
-
-async def _watch(watcher: Watcher, live: Live | None, vehicle: Vehicle, db: Path,
-                 lines: LoadingLines | None = None) -> str:
-    """Run the watcher until done or a signal; return the signal's name ("" if none)."""
-    stop = asyncio.Event()
-    got: list[str] = []
-    loop = asyncio.get_running_loop()
-
-    def on_signal(name: str) -> None:
-        got.append(name)
-        stop.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal, sig.name)
-    task = asyncio.create_task(watcher.run(stop))
-    try:
-        while not task.done():
-            await asyncio.wait({task}, timeout=0.5)
-            if live is not None:
-                live.update(live_view(watcher.states, vehicle, db))
-            if lines is not None:
-                lines.update(watcher.states)
-        task.result()
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-    return got[0] if got else ""
-
-
 def watch(
-    config: Annotated[Path, typer.Option(help="TOML file of [backends.NAME] tables "
-                                         "(url, durability, availability, transactional, "
-                                         "geo, records, read).")],
+    config: Annotated[Path | None, typer.Option(help="TOML file of [backends.NAME] tables "
+                                                "(url, durability, availability, "
+                                                "transactional, geo, records, read).")] = None,
+    store: Annotated[list[str] | None, typer.Option(
+        help="A store URL to watch, e.g. s3://KEY:SECRET@HOST:PORT/BUCKET (repeat for "
+             "several; with or without --config). An object store pays one PUT per record "
+             "to load: mind --records.", show_default=False)] = None,
     db: Annotated[Path, typer.Option(help="SQLite file the samples are appended to.")] = Path(
         "samples.sqlite"),
     interval: Annotated[str, typer.Option(help="Time between rounds: 10s, 500ms, 1m.")] = "10s",
@@ -142,6 +98,11 @@ def watch(
     metrics_host: Annotated[str, typer.Option(
         help="Address /metrics listens on (0.0.0.0: every interface, for a Prometheus on "
              "another machine).", metavar="ADDRESS")] = "127.0.0.1",
+    staleness_write_interval: Annotated[str, typer.Option(
+        help="Backends with staleness = true: time between the writer's versions.")] = "1s",
+    staleness_read_rate: Annotated[float, typer.Option(
+        help="Backends with staleness = true: reads per second of each region's reader."
+    )] = 10.0,
 ) -> None:
     """Run the seed-001 microbenchmark suite every interval against each backend.
 
@@ -150,63 +111,60 @@ def watch(
     Example: replicalab watch --config docs/examples/backends.toml --db samples.sqlite
 
     Example: replicalab watch --config docs/examples/backends.toml --metrics-port 9464
+
+    Example: replicalab watch --store s3://127.0.0.1:9000/bucket --records 1000
     """
+    use_live = not as_json and stdout_console().is_terminal
+
+    def on_round(state: Any, samples: list[dict[str, Any]], steering: float) -> None:
+        if as_json:
+            sys.stdout.write(json.dumps({"backend": state.name, "status": state.status,
+                                         "samples": samples, "steering": steering}) + "\n")
+            sys.stdout.flush()
+        elif not use_live:
+            say(watching.round_text(samples))
+
+    lines = None if as_json or use_live else LoadingLines(
+        announce=lambda line: say(line, err=True))
+    live: list[Any] = []
+
+    def on_freshness(rows: list[Any]) -> None:
+        if as_json:
+            sys.stdout.write(json.dumps({"backend": rows[0].backend, "freshness": [
+                {**asdict(r), "fresh_fraction": r.fresh_fraction} for r in rows]}) + "\n")
+            sys.stdout.flush()
+        elif not use_live:
+            say(f"{rows[0].backend} freshness: " + ", ".join(
+                f"{r.region} {_fraction(r.fresh_fraction)} fresh, time to fresh "
+                f"{_ms(r.ttf_p50_ms)} ms" for r in rows))
+
+    def every(states: list[Any], vehicle: Any, fresh: list[Any]) -> None:
+        if live:
+            live[0].update(live_view(states, vehicle, db, fresh))
+        elif use_live:
+            live.append(Live(live_view(states, vehicle, db, fresh), console=stdout_console(),
+                             refresh_per_second=4))
+            live[0].start()
+        if lines is not None:
+            lines.update(states)
+
     try:
-        if max_rounds is not None and duration is not None:
-            raise UserError("give --max-rounds or --duration, not both")
-        opts = SuiteOptions(
-            interval_s=parse_duration_s(interval, "--interval"), records=records,
-            record_bytes=record_bytes, reads=reads, writes=writes,
-            timeout_s=parse_duration_s(timeout, "--timeout"), seed=seed,
-            max_rounds=max_rounds,
-            duration_s=None if duration is None else parse_duration_s(duration, "--duration"))
-        specs = load_backends(config)
-        metrics, server = None, None
-        if metrics_port is not None:  # before the database: a bad port leaves nothing behind
-            from replicalab.watch.metrics import WatchMetrics, serve
-
-            metrics = WatchMetrics([b.name for b in specs])
-            server = serve(metrics, metrics_port, metrics_host)
-            host, bound = server.server_address[:2]
-            say(f"metrics: http://{host}:{bound}/metrics", err=True)
-        store = SampleDB(db)
-        vehicle = Vehicle()
-
-        def on_round(state: BackendState, samples: list[Sample]) -> None:
-            if metrics is not None:
-                metrics.observe(samples)
-            vehicle.observe(s.op for s in samples if s.ok)
-            if as_json:
-                sys.stdout.write(json.dumps({"backend": state.name, "status": state.status,
-                                             "samples": [asdict(s) for s in samples],
-                                             "steering": vehicle.steer()}) + "\n")
-                sys.stdout.flush()
-            elif not out_console.is_terminal:
-                lat = ", ".join(f"{s.op} {_ms(s.latency_ms)} ms" if s.ok else
-                                f"{s.op} error" for s in samples)
-                say(f"{state.name} round {samples[0].round}: {lat}")
-
-        watcher = Watcher(specs, store, opts, on_round)
+        with warnings_as_notes():
+            outcome = watching.watch(config, db, interval, max_rounds, duration, records,
+                                     record_bytes, reads, writes, timeout, seed, metrics_port,
+                                     metrics_host, on_round, every,
+                                     lambda line: say(line, err=True), store or [],
+                                     staleness_write_interval, staleness_read_rate,
+                                     on_freshness)
     except (ValueError, UserError) as err:
-        fail(str(err))
-    use_live = not as_json and out_console.is_terminal
-    try:
-        if use_live:
-            with Live(live_view(watcher.states, vehicle, db), console=out_console,
-                      refresh_per_second=4) as live:
-                stopped_by = asyncio.run(_watch(watcher, live, vehicle, db))
-        else:
-            stopped_by = asyncio.run(_watch(watcher, None, vehicle, db,
-                                            None if as_json else LoadingLines()))
-        total = store.count()
+        fail(said(err))
     finally:
-        store.close()
-        if server is not None:
-            server.shutdown()
-            server.server_close()
+        if live:
+            live[0].stop()
     if not as_json:
-        say(f"{total:,} samples in {db}" + (f" (stopped by {stopped_by})" if stopped_by else ""))
-    if stopped_by == "SIGINT":
+        for line in outcome.remarks:
+            say(line)
+    if outcome.status != "done":  # SIGINT, or SIGTERM acting as Ctrl-C
         raise typer.Exit(130)
 
 
@@ -219,21 +177,10 @@ def dashboard(
 
     Example: replicalab dashboard --db samples.sqlite --port 8765
     """
-    from replicalab.report.dashboard import make_server
-
     try:
-        server = make_server(db, port)
+        watching.dashboard(db, port, lambda line: (say(line), sys.stdout.flush()))
     except ValueError as err:
         fail(str(err))
-    host, bound = server.server_address[:2]
-    say(f"dashboard: http://{host}:{bound}/  (Ctrl-C to stop)")
-    sys.stdout.flush()  # the URL must reach a log file now, not when the server stops
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
 
 
 def register(app: typer.Typer) -> None:

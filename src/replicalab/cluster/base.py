@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Protocol
 
 from replicalab.cluster import kinds as store_kinds
-from replicalab.cluster import powerloss, process, toxiproxy
+from replicalab.cluster import placement, powerloss, process, toxiproxy
 from replicalab.cluster.ports import allocate
 from replicalab.cluster.state import Cluster, Link, Node, load, names, state_root
+from replicalab.hosts import emulated, inventory
 from replicalab.regions import region_set
 
 
@@ -61,10 +62,11 @@ def restart_nodes(drv: Driver, c: Cluster, nodes: list[Node], root: Path) -> Non
 class LinkMaker:
     """Creates Toxiproxy proxies carrying the region matrix's one-way delays."""
 
-    def __init__(self, c: Cluster, tp: toxiproxy.Toxiproxy) -> None:
+    def __init__(self, c: Cluster, tp: toxiproxy.Toxiproxy, root: Path | None = None) -> None:
         self.c = c
         self.tp = tp
         self.rs = region_set(c.regions)
+        self.root = root or state_root()
 
     def delays(self, src_region: str, dst_region: str) -> tuple[float, float, float]:
         """Return (src->dst ms, dst->src ms, jitter ms) for a connection from src to dst.
@@ -91,6 +93,17 @@ class LinkMaker:
         self.c.links.append(Link(name, listen, upstream, src, f"n{dst.index}", src_region,
                                  dst.region, back, there, jitter, kind))
         return listen
+
+    def peer(self, name: str, src: Node, dst: Node, dst_port: int | None = None
+             ) -> tuple[str, int]:
+        """Return (address, port) that ``src``'s server dials to reach ``dst_port`` (default
+        its port) of ``dst`` through a link carrying the region delays: a proxy here on
+        loopback, on src's host on emulated hosts (``cluster/placement.py``)."""
+        port = dst_port or dst.port
+        if placement.on_hosts(self.c):
+            return placement.peer_link(self.c, self.root, name, src, dst, port,
+                                       self.delays(src.region, dst.region))
+        return "127.0.0.1", self.link(name, f"n{src.index}", src.region, dst, dst_port=port)
 
     def client_links(self) -> str:
         """Create one client link per region of the region set and node outside it (a
@@ -146,35 +159,81 @@ def find_leader(name: str, root: Path | None = None) -> Leader:
         else Leader(i, c.nodes[i].region, True)
 
 
+class ClusterExists(ValueError):
+    """A cluster of the name asked for is saved already; the message says whether its
+    processes still run and how to remove it (``rename``: the caller's other way out, e.g.
+    "pick another --name"; empty for a command that takes no name)."""
+
+    def __init__(self, name: str, gone: bool, rename: str = "") -> None:
+        self.name, self.gone = name, gone
+        state = ("its processes are gone: a record left by a run that was killed" if gone
+                 else "it is running")
+        super().__init__(f"a cluster named {name!r} exists ({state}); `replicalab cluster "
+                         f"down {name}` removes it" + (f", or {rename}" if rename else ""))
+
+
 def up(kind: str, nodes: int, regions: str, name: str | None = None,
        base_port: int | None = None, client_region: str | None = None,
        root: Path | None = None, settings: dict[str, str] | None = None,
-       power_loss_fs: bool = False) -> Cluster:
-    """Start a cluster and return its saved description (ValueError on bad input).
+       power_loss_fs: bool = False, hosts: Path | str | None = None,
+       replace_stale: bool = False, rename: str = "pick another --name") -> Cluster:
+    """Start a cluster and return its saved description (ValueError on bad input;
+    :class:`ClusterExists` when ``name`` is taken, naming ``rename`` as the other way out).
 
     ``settings`` are server settings over the lab's defaults (see ``state.settings``);
     ``power_loss_fs`` puts every node's data directory on its own power-loss file system
     (cluster/powerfs.py), so that a ``power-loss`` fault can drop what a server never synced.
+    ``hosts`` names an inventory (or a set of emulated hosts): one node per host (``nodes``
+    is then the host count), each in its host's region, started over SSH
+    (``cluster/placement.py``).
+    ``replace_stale``: a saved cluster of that name whose processes are all gone (a command
+    that owns the name was killed before it could remove it) is removed first, not refused.
     """
     kind = store_kinds.resolve(kind).name  # one spelling in cluster.json
     root = root or state_root()
     drv = driver(kind)
     rs = region_set(regions)
+    inv = inventory.load(emulated.resolve(hosts, root)) if hosts is not None else None
+    if inv is not None:
+        if power_loss_fs:
+            raise ValueError("--power-loss-fs mounts a FUSE file system here, not on hosts; "
+                             "leave it out with --hosts")
+        nodes = len(inv.hosts)
+        for h in inv.hosts:
+            if h.region and h.region not in rs.regions:
+                raise ValueError(f"host {h.name}'s region {h.region!r} is not one of "
+                                 f"{regions}'s ({', '.join(rs.regions)}); pass the --regions "
+                                 "the inventory uses")
     if nodes < 1 or nodes > 15:
         raise ValueError(f"--nodes {nodes} must be between 1 and 15")
     if client_region is not None:
         rs.index(client_region)
     name = name or f"{kind}-{regions}"
     if name in names(root):
-        raise ValueError(f"a cluster named {name!r} exists; `replicalab cluster down {name}` "
-                         "first or pick another --name")
-    drv.check_installed()
+        try:
+            dead = gone(load(name, root))
+        except (ValueError, OSError):  # a record half written: nothing of it runs
+            dead = True
+        if not (dead and replace_stale):
+            raise ClusterExists(name, dead, rename)
+        remove(name, root)
+    if inv is None:
+        drv.check_installed()
+    else:
+        binaries = getattr(drv, "host_binaries", None)
+        if binaries is None:
+            able = [k for k in kinds() if getattr(driver(k), "host_binaries", None)]
+            raise ValueError(f"{kind} clusters cannot run on hosts yet; use one of "
+                             f"{', '.join(able)}")
+        placement.check_hosts(inv, binaries + (("nft",) if inv.wan == "emulated" else ()))
     if power_loss_fs:
         powerloss.check_available()
     ports = allocate(nodes * drv.ports_per_node + 1, base_port)
     c = Cluster(kind, name, regions, [], toxiproxy_port=ports[-1],
                 client_region=client_region,
                 extra={"settings": dict(settings)} if settings else {})
+    if inv is not None:
+        c.extra["hosts"] = str(inv.path)
     base = c.directory(root)
     k = drv.ports_per_node
     for i in range(nodes):
@@ -183,6 +242,11 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
         c.nodes.append(Node(i, rs.regions[i % len(rs.regions)], "", mine[0] if k else 0,
                             str(base / f"n{i}"), peer_port=mine[1] if k > 1 else 0,
                             client_port=mine[0] if k else 0, extra={"ports": mine}))
+        if inv is not None:  # one node per host, in the host's region, its files there
+            h, node = inv.hosts[i], c.nodes[-1]
+            node.region = h.region or node.region
+            node.data_dir = placement.node_dir(c, h, i)
+            node.extra.update(host=h.name, address=h.address)
     before = set(process.owned())
     try:
         c.save(root)
@@ -192,7 +256,7 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
         c.save(root)
         tp = toxiproxy.Toxiproxy(c.toxiproxy_port)
         try:
-            links = LinkMaker(c, tp)
+            links = LinkMaker(c, tp, root)
             drv.start(c, links, root)
             client_links = links.client_links()
         finally:
@@ -221,12 +285,29 @@ def down(name: str, root: Path | None = None) -> list[int]:
     return down_many([name], root)
 
 
+def remove(name: str, root: Path | None = None) -> None:
+    """Remove cluster ``name`` whatever state its record is in (a record half written by a
+    command killed while it started the cluster has no processes to stop)."""
+    root = root or state_root()
+    try:
+        down(name, root)
+    except (ValueError, OSError):
+        shutil.rmtree(root / "clusters" / name, ignore_errors=True)
+
+
 def down_many(cluster_names: list[str], root: Path | None = None, also: list[int] | None = None
               ) -> list[int]:
     """Stop every process of the named clusters (and the pids ``also``) at once, delete the
     clusters' directories and return the pids stopped. A name with no saved cluster is
-    skipped when others are given (ValueError from :func:`load` when it is the only one)."""
-    root = root or state_root()
+    skipped when others are given (ValueError from :func:`load` when it is the only one).
+    A Ctrl-C or SIGTERM meanwhile acts once the clusters are gone, records included: cut
+    half way, it left a record whose processes were stopped, which the next command that
+    wanted the name refused."""
+    with process.signals_deferred():
+        return _down_many(cluster_names, root or state_root(), also)
+
+
+def _down_many(cluster_names: list[str], root: Path, also: list[int] | None) -> list[int]:
     pids, dirs, mounts = list(also or []), [], []
     for name in cluster_names:
         try:
@@ -235,6 +316,8 @@ def down_many(cluster_names: list[str], root: Path | None = None, also: list[int
             if len(cluster_names) == 1:
                 raise
             continue
+        if placement.on_hosts(c):
+            placement.down(c)  # its servers, Toxiproxies and files on the hosts
         pids += [n.pid for n in c.nodes if n.pid] + ([c.toxiproxy_pid] if c.toxiproxy_pid
                                                      else [])
         dirs.append(c.directory(root))
@@ -287,6 +370,5 @@ def status(name: str, root: Path | None = None) -> tuple[Cluster, list[dict[str,
                    for n in c.nodes]
     rows = driver(c.kind).status(c)
     for node, row in zip(c.nodes, rows, strict=True):
-        row.setdefault("alive", "yes" if process.alive(node.pid)
-                       and not process.reused(node.pid) else "no")
+        row.setdefault("alive", "yes" if placement.running(c, node) else "no")
     return c, rows

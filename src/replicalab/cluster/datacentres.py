@@ -11,6 +11,11 @@ stays in d as with one server per DC; the native-counter baseline shares keyspac
 ``bc_native``. A middleware in data centre A reaches B's
 store (or B's middleware server) only through such a link, so a cross-DC call pays the WAN
 round trip and a local one does not.
+
+Faults between data centres (``cut``, ``stop_store``/``start_store``) act on these links and
+servers as ``faults/`` acts on a cluster's: a cut link swallows everything in both directions
+(a Toxiproxy timeout toxic; a simulated link holds a call for ``LINK_TIMEOUT_S`` and fails
+it), a stopped store's server is killed with SIGKILL and restarted from its data directory.
 """
 
 from __future__ import annotations
@@ -24,16 +29,20 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from replicalab.cluster import base as cluster
-from replicalab.cluster import toxiproxy
+from replicalab.cluster import process, toxiproxy
 from replicalab.cluster.ports import allocate
+from replicalab.cluster.state import load as load_cluster
 from replicalab.regions import region_set
-from replicalab.stores import Store, open_store
+from replicalab.stores import Store, Unavailable, open_store
 from replicalab.stores.base import Client, ReadResult, StoreInfo, WriteResult
 
 KINDS = ("redis", "postgresql", "cassandra", "sim")
 _LOCAL_LEVELS = ("eventual_cl=LOCAL_QUORUM&consistent_cl=LOCAL_QUORUM&write_cl=LOCAL_QUORUM"
                  "&serial_cl=LOCAL_SERIAL")
 NATIVE_KEYSPACE = "bc_native"
+LINK_TIMEOUT_S = 2.0
+"""How long a call over a cut simulated link waits before it fails (s): the real adapters'
+default ``timeout_ms`` (2000), which is what a call over a cut Toxiproxy link waits."""
 
 
 def dc_keyspace(dc: str) -> str:
@@ -63,6 +72,8 @@ class DataCentres:
     toxiproxy_pid: int = 0
     toxiproxy_port: int = 0
     links: dict[tuple[str, str, int, str], int] = field(default_factory=dict)
+    cuts: set[frozenset[str]] = field(default_factory=set)
+    stopped: set[str] = field(default_factory=set)
     _sim: dict[str, Store] = field(default_factory=dict)
 
     def one_way_ms(self, src_dc: str, dst_dc: str) -> float:
@@ -94,14 +105,77 @@ class DataCentres:
             back = rs.one_way_ms(dst_dc, src_dc)[0] if src_dc != dst_dc else 0.0
             tp = toxiproxy.Toxiproxy(self.toxiproxy_port)
             try:
-                link = f"{src_dc}-{dst_dc}-{upstream_host}-{upstream_port}"
+                link = _link_name(key)
                 tp.create(link, listen, upstream_port, upstream_host)
                 # upstream = client->server (src->dst), downstream = the reply
                 tp.set_latency(link, downstream_ms=back, upstream_ms=there, jitter_ms=sd)
+                if frozenset((src_dc, dst_dc)) in self.cuts:  # made while cut: cut
+                    tp.add_timeout(link)
             finally:
                 tp.close()
             self.links[key] = listen
         return self.links[key]
+
+    def _no_faults_on_cassandra(self, what: str) -> None:
+        if self.kind == "cassandra":
+            raise ValueError(f"{what} of data centres on one Cassandra cluster is not "
+                             "supported here (its DCs talk over the cluster's own links); use "
+                             "redis, postgresql or sim data centres")
+
+    def cut(self, a: str, b: str, on: bool = True) -> None:
+        """Partition data centres ``a`` and ``b`` (``on``) or heal them: every link between
+        them, either way, swallows all data without closing (a call waits for its own
+        timeout); a link made while they are cut is made cut."""
+        self._check(a, b)
+        self._no_faults_on_cassandra("a partition")
+        if a == b:
+            raise ValueError(f"cannot cut {a} from itself; name two data centres")
+        pair = frozenset((a, b))
+        (self.cuts.add if on else self.cuts.discard)(pair)
+        if self.kind == "sim" or not self.toxiproxy_port:
+            return  # simulated links look at ``cuts`` on every call; no real link exists yet
+        tp = toxiproxy.Toxiproxy(self.toxiproxy_port)
+        try:
+            for key in self.links:
+                if frozenset(key[:2]) == pair:
+                    if on:
+                        tp.add_timeout(_link_name(key))
+                    else:
+                        tp.remove_timeout(_link_name(key))
+        finally:
+            tp.close()
+
+    def is_cut(self, a: str, b: str) -> bool:
+        """Return True while the WAN between ``a`` and ``b`` is cut."""
+        return frozenset((a, b)) in self.cuts
+
+    def _cluster_of(self, dc: str) -> Any:
+        return load_cluster(self.clusters[self.dcs.index(dc)], self.root)
+
+    def stop_store(self, dc: str) -> None:
+        """Kill ``dc``'s store server with SIGKILL (its data directory stays: what it wrote
+        survives as far as the server made it durable). A simulated store stops answering."""
+        self._check(dc)
+        self._no_faults_on_cassandra("stopping the store")
+        self.stopped.add(dc)
+        if self.kind == "sim":
+            return
+        for node in self._cluster_of(dc).nodes:
+            process.kill9(node.pid)
+
+    def start_store(self, dc: str) -> None:
+        """Restart ``dc``'s store server from its data directory (after :meth:`stop_store`)
+        and return once it listens; a store that was not stopped is left as it is (a second
+        server on its port would fail, and its pid would replace the running one's)."""
+        self._check(dc)
+        self._no_faults_on_cassandra("restarting the store")
+        if dc not in self.stopped:
+            return
+        if self.kind != "sim":
+            c = self._cluster_of(dc)
+            cluster.restart_nodes(cluster.driver(c.kind), c, list(c.nodes), self.root)
+            c.save(self.root)
+        self.stopped.discard(dc)
 
     def url(self, dc: str, from_dc: str | None = None) -> str:
         """Return the URL of ``dc``'s store as reached from ``from_dc`` (direct when None or
@@ -128,7 +202,7 @@ class DataCentres:
         if from_dc is None or from_dc == dc:
             return self._sim[dc]
         return LinkedStore(self._sim[dc], self.one_way_ms(from_dc, dc),
-                           self.one_way_ms(dc, from_dc))
+                           self.one_way_ms(dc, from_dc), self, from_dc, dc)
 
     def native_store(self, dc: str) -> Store:
         """Return a store of the shared native-counter keyspace pinned to ``dc``'s node
@@ -157,9 +231,18 @@ class DataCentres:
         self.down()
 
 
-def start(kind: str, root: Path, name: str, regions: str = "dc3") -> DataCentres:
+def _link_name(key: tuple[str, str, int, str]) -> str:
+    """Return the Toxiproxy name of the link ``(src_dc, dst_dc, upstream_port, host)``."""
+    src_dc, dst_dc, upstream_port, upstream_host = key
+    return f"{src_dc}-{dst_dc}-{upstream_host}-{upstream_port}"
+
+
+def start(kind: str, root: Path, name: str, regions: str = "dc3",
+          settings: dict[str, str] | None = None) -> DataCentres:
     """Start one store per data centre of ``regions`` and return the topology (ValueError
-    naming the problem on bad input; everything started is stopped on failure)."""
+    naming the problem on bad input; everything started is stopped on failure).
+    ``settings`` are server settings of every DC's store (``cluster up --set``), e.g.
+    Redis ``appendonly yes`` so that a killed server restarts with what it acknowledged."""
     if kind not in KINDS:
         raise ValueError(f"store kind {kind!r}: use one of {', '.join(KINDS)}")
     dcs = tuple(region_set(regions).regions)
@@ -172,7 +255,8 @@ def start(kind: str, root: Path, name: str, regions: str = "dc3") -> DataCentres
             return t
         for dc in dcs:
             cname = f"{name}-{dc}".lower()
-            c = cluster.up(kind, 1, "lan", name=cname, root=t.root)  # "postgresql": a kind's alias
+            c = cluster.up(kind, 1, "lan", name=cname, root=t.root,  # "postgresql": an alias
+                           settings=settings)
             t.clusters.append(cname)
             t.urls[dc] = c.url
     except BaseException:
@@ -224,13 +308,29 @@ def _use_cassandra(t: DataCentres, c: Any) -> None:
 
 
 class LinkedStore:
-    """A store reached over a WAN link: every call waits the one-way delay each way."""
+    """A store reached over a WAN link: every call waits the one-way delay each way. With
+    its topology (``topo``, ``src``, ``dst``) a call over a cut link waits
+    ``LINK_TIMEOUT_S`` and fails, one to a stopped store fails on arrival."""
 
-    def __init__(self, inner: Store, there_ms: float, back_ms: float) -> None:
+    def __init__(self, inner: Store, there_ms: float, back_ms: float,
+                 topo: DataCentres | None = None, src: str = "", dst: str = "") -> None:
         self.inner = inner
         self.runtime = inner.runtime
         self.there_ms = there_ms
         self.back_ms = back_ms
+        self.topo = topo
+        self.src = src
+        self.dst = dst
+
+    def check(self, sent_s: float) -> None:
+        """Raise Unavailable when the destination store is stopped; when the link is cut,
+        wait out the timeout first (from ``sent_s``, the loop time the call was sent)."""
+        if self.topo is None:
+            return
+        if self.topo.is_cut(self.src, self.dst):
+            raise _CutLink(sent_s + LINK_TIMEOUT_S)
+        if self.dst in self.topo.stopped:
+            raise Unavailable(f"{self.dst}'s store is down (connection refused)")
 
     @property
     def info(self) -> StoreInfo:
@@ -253,11 +353,20 @@ class _LinkedClient:
     async def _call(self, fn: Callable[..., Awaitable[Any]], *args: Any, **kw: Any) -> Any:
         # the call is created only once the request has crossed the link, so a caller that
         # gives up during the delay leaves no un-awaited coroutine behind
-        await asyncio.sleep(self.link.there_ms / 1000)
+        loop = asyncio.get_running_loop()
+        sent_s = loop.time()
         try:
-            return await fn(*args, **kw)
-        finally:
-            await asyncio.sleep(self.link.back_ms / 1000)
+            await asyncio.sleep(self.link.there_ms / 1000)
+            self.link.check(sent_s)
+            try:
+                return await fn(*args, **kw)
+            finally:
+                await asyncio.sleep(self.link.back_ms / 1000)
+                self.link.check(sent_s)  # the reply is swallowed by a cut made meanwhile
+        except _CutLink as cut:
+            await asyncio.sleep(max(0.0, cut.deadline_s - loop.time()))
+            raise Unavailable(f"{self.link.dst}: no reply within {LINK_TIMEOUT_S * 1000:g} ms "
+                              "(the link is cut)") from None
 
     async def read(self, keys: Sequence[str], *, consistent: bool) -> ReadResult:
         return await self._call(self.inner.read, keys, consistent=consistent)
@@ -271,3 +380,11 @@ class _LinkedClient:
 
     async def close(self) -> None:
         await self.inner.close()
+
+
+class _CutLink(Exception):
+    """A call met a cut link; it fails once ``deadline_s`` (loop time) has passed."""
+
+    def __init__(self, deadline_s: float) -> None:
+        super().__init__("cut")
+        self.deadline_s = deadline_s

@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from replicalab.cluster import process
+from replicalab.cluster import placement, process
+from replicalab.cluster.placement import address
 from replicalab.cluster.relay import pipe
 from replicalab.cluster.state import Cluster, Node, settings, store_url
 from replicalab.regions import region_set
@@ -65,13 +66,14 @@ def election_timeout_ms(c: Cluster) -> int:
 
 
 def _peer_url(node: Node) -> str:
-    """Return the peer URL member ``node`` advertises (its demultiplexer)."""
-    return f"http://127.0.0.1:{node.extra['ports'][2]}"
+    """Return the peer URL member ``node`` advertises (its demultiplexer on loopback, its
+    own listener on a host)."""
+    return f"http://{address(node)}:{node.extra['ports'][2]}"
 
 
-def _status(port: int, timeout_s: float = 1.0) -> dict[str, Any]:
-    """Return the JSON of ``/v3/maintenance/status`` from the member at ``port``."""
-    r = httpx.post(f"http://127.0.0.1:{port}/v3/maintenance/status", json={},
+def _status(node: Node, timeout_s: float = 1.0) -> dict[str, Any]:
+    """Return the JSON of ``/v3/maintenance/status`` from member ``node``."""
+    r = httpx.post(f"http://{address(node)}:{node.port}/v3/maintenance/status", json={},
                    timeout=timeout_s, **_PLAIN)
     r.raise_for_status()
     data: dict[str, Any] = r.json()
@@ -101,7 +103,7 @@ def _view(c: Cluster) -> tuple[int | None, list[int | None]]:
     found: list[dict[str, Any] | None] = []
     for node in c.nodes:
         try:
-            found.append(_status(node.port))
+            found.append(_status(node))
         except (httpx.HTTPError, ValueError, KeyError):
             found.append(None)
     return leader_view(found)
@@ -147,7 +149,8 @@ def transfer_leadership(c: Cluster, target: int, timeout_s: float = 10.0) -> flo
         if members[target] is not None and leader is not None and leader != asked:
             asked = leader
             try:
-                r = httpx.post(f"http://127.0.0.1:{c.nodes[members.index(leader)].port}"
+                at = c.nodes[members.index(leader)]
+                r = httpx.post(f"http://{address(at)}:{at.port}"
                                "/v3/maintenance/transfer-leadership",
                                json={"targetID": str(members[target])}, timeout=left_s,
                                **_PLAIN)
@@ -164,9 +167,10 @@ def transfer_leadership(c: Cluster, target: int, timeout_s: float = 10.0) -> flo
                      "shows the members")
 
 
-def _healthy(port: int, timeout_s: float = 2.0) -> bool:
+def _healthy(node: Node, timeout_s: float = 2.0) -> bool:
     try:
-        r = httpx.get(f"http://127.0.0.1:{port}/health", timeout=timeout_s, **_PLAIN)
+        r = httpx.get(f"http://{address(node)}:{node.port}/health", timeout=timeout_s,
+                      **_PLAIN)
         return r.status_code == 200 and r.json().get("health") == "true"
     except (httpx.HTTPError, ValueError):
         return False
@@ -177,6 +181,7 @@ class EtcdDriver:
 
     kind = "etcd"
     ports_per_node = 3  # client, peer listener, advertised peer (demultiplexer)
+    host_binaries = ("etcd",)  # on hosts: Debian's etcd-server package
 
     def check_installed(self) -> None:
         """Raise ValueError if the etcd binary is missing."""
@@ -187,12 +192,17 @@ class EtcdDriver:
     # -- starting ---------------------------------------------------------------------------
 
     def _etcd_argv(self, c: Cluster, node: Node, state: str) -> list[str]:
-        client = f"http://127.0.0.1:{node.port}"
+        client = f"http://{address(node)}:{node.port}"
         initial = ",".join(f"n{n.index}={_peer_url(n)}" for n in c.nodes)
+        listen = f"http://{address(node)}:{node.peer_port}"
+        if placement.on_hosts(c):
+            # on a host: peers dial the advertised URL (redirected to the sender's own
+            # Toxiproxy on emulated hosts), whose proxies dial the peer listener
+            listen = f"{_peer_url(node)},{listen}"
         return ["etcd", "--name", f"n{node.index}",
                 "--data-dir", str(Path(node.data_dir) / "data"),
                 "--listen-client-urls", client, "--advertise-client-urls", client,
-                "--listen-peer-urls", f"http://127.0.0.1:{node.peer_port}",
+                "--listen-peer-urls", listen,
                 "--initial-advertise-peer-urls", _peer_url(node),
                 "--initial-cluster", initial, "--initial-cluster-state", state,
                 "--initial-cluster-token", f"replicalab-{c.name}",
@@ -202,6 +212,8 @@ class EtcdDriver:
                 *(f"--{k}={v}" for k, v in settings(c).items())]
 
     def _argv(self, c: Cluster, node: Node, state: str) -> list[str]:
+        if placement.on_hosts(c):  # no demultiplexer: each host's redirects pick the link
+            return self._etcd_argv(c, node, state)
         argv = [sys.executable, "-m", "replicalab.cluster.etcd",
                 "--listen", str(node.extra["ports"][2]), "--direct", str(node.peer_port)]
         for src_url, port in sorted(node.extra.get("routes", {}).items()):
@@ -209,16 +221,15 @@ class EtcdDriver:
         return [*argv, "--", *self._etcd_argv(c, node, state)]
 
     def _launch(self, c: Cluster, node: Node, state: str) -> None:
-        Path(node.data_dir).mkdir(parents=True, exist_ok=True)
         log = Path(node.data_dir) / "server.log"
-        node.pid = process.start(self._argv(c, node, state), log)
+        placement.start(c, node, self._argv(c, node, state))
         deadline = time.monotonic() + 20
         pending = [node.port, node.extra["ports"][2]]
         while pending and time.monotonic() < deadline:
-            if not process.alive(node.pid):
+            if not placement.on_hosts(c) and not process.alive(node.pid):
                 break
             try:
-                with socket.create_connection(("127.0.0.1", pending[0]), timeout=0.5):
+                with socket.create_connection((address(node), pending[0]), timeout=0.5):
                     pending.pop(0)
             except OSError:
                 time.sleep(0.05)
@@ -234,14 +245,22 @@ class EtcdDriver:
     def start(self, c: Cluster, links: LinkMaker, root: Path) -> None:
         """Create the peer links, start every member, return once there is a leader and
         every member is healthy."""
+        redirects: dict[int, list[tuple[str, int, int]]] = {n.index: [] for n in c.nodes}
         for dst in c.nodes:
             dst.extra["routes"] = {}
             for src in c.nodes:
                 if src is not dst:
-                    port = links.link(f"peer-{src.index}-{dst.index}", f"n{src.index}",
-                                      src.region, dst, dst_port=dst.peer_port)
+                    host, port = links.peer(f"peer-{src.index}-{dst.index}", src, dst,
+                                            dst_port=dst.peer_port)
                     dst.extra["routes"][_peer_url(src)] = port
+                    if host == "127.0.0.1" and placement.on_hosts(c):
+                        # src's connections to dst's advertised URL go to src's proxy
+                        redirects[src.index].append((address(dst), dst.extra["ports"][2],
+                                                     port))
         c.save(root)
+        if placement.on_hosts(c):
+            for node in c.nodes:
+                placement.redirect(c, node, redirects[node.index])
         for node in c.nodes:
             self._launch(c, node, "new")
             c.save(root)
@@ -253,11 +272,11 @@ class EtcdDriver:
         problem = "no answer yet"
         while time.monotonic() < deadline:
             for node in c.nodes:
-                if not process.alive(node.pid):
+                if not placement.running(c, node):
                     raise ValueError(f"etcd member n{node.index} exited while starting; see "
                                      f"{node.data_dir}/server.log")
             try:
-                st = [_status(n.port) for n in c.nodes]
+                st = [_status(n) for n in c.nodes]
             except (httpx.HTTPError, ValueError) as err:
                 problem = f"status: {type(err).__name__}"
                 time.sleep(0.2)
@@ -267,7 +286,7 @@ class EtcdDriver:
                 problem = f"members see leaders {sorted(leaders)}"
                 time.sleep(0.2)
                 continue
-            sick = [f"n{n.index}" for n in c.nodes if not _healthy(n.port)]
+            sick = [f"n{n.index}" for n in c.nodes if not _healthy(n)]
             if sick:
                 problem = f"{', '.join(sick)} not healthy"
                 time.sleep(0.2)
@@ -286,7 +305,7 @@ class EtcdDriver:
 
     def url(self, c: Cluster) -> str:
         """Return ``etcd://n0?endpoints=n1,...&regions=...&node_regions=...``."""
-        return store_url(c, "etcd", "endpoints")
+        return store_url(c, "etcd", "endpoints", host=address)
 
     def status(self, c: Cluster) -> list[dict[str, str]]:
         """Return per member: member id, leader or follower, raft term and committed/applied
@@ -295,7 +314,7 @@ class EtcdDriver:
         found: list[dict[str, Any] | None] = []
         for node in c.nodes:
             try:
-                found.append(_status(node.port))
+                found.append(_status(node))
             except (httpx.HTTPError, ValueError):
                 found.append(None)
         leader_applied = None
@@ -303,8 +322,8 @@ class EtcdDriver:
             if s is not None and s["header"]["member_id"] == s.get("leader"):
                 leader_applied = int(s.get("raftAppliedIndex", s.get("raftIndex", 0)))
         for node, s in zip(c.nodes, found, strict=True):
-            row = {"node": f"n{node.index}", "region": node.region, "pid": str(node.pid),
-                   "port": str(node.port)}
+            row = {"node": f"n{node.index}", "region": node.region,
+                   "pid": str(placement.pid(node)), "port": str(node.port)}
             if s is None:
                 row.update(role="unreachable", state="no answer from /v3/maintenance/status")
                 rows.append(row)

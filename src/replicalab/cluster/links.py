@@ -21,3 +21,9 @@ class LinkMaker(Protocol):
         """Create a proxy for ``src`` connecting to ``dst``; return the 127.0.0.1 port to
         connect to."""
         ...
+
+    def peer(self, name: str, src: Node, dst: Node, dst_port: int | None = None
+             ) -> tuple[str, int]:
+        """Return (address, port) ``src``'s server dials to reach ``dst`` through a link
+        (here on loopback, on src's host on hosts)."""
+        ...

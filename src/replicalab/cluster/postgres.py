@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
-from replicalab.cluster import process
+from replicalab.cluster import placement, postgres_hosts, process
+from replicalab.cluster.placement import address
 from replicalab.cluster.state import Cluster, Node, settings, store_url
 
 if TYPE_CHECKING:
@@ -115,6 +116,7 @@ class PostgresDriver:
 
     kind = "postgres"
     ports_per_node = 1
+    host_binaries = ("setpriv",)  # on hosts: the server from /usr/lib/postgresql (postgresql)
 
     # --- who runs the servers -------------------------------------------------------------
 
@@ -211,6 +213,14 @@ class PostgresDriver:
             raise ValueError(f"{what} failed (exit {done.returncode}): {_last_line(log)}")
 
     def _init_primary(self, c: Cluster, node: Node) -> None:
+        if placement.on_hosts(c):
+            pgdata_ = postgres_hosts.prepare_dir(c, node)
+            postgres_hosts.run_as_user(
+                c, node, [self._bin_of(c, node, "initdb"), "-D", pgdata_, "-U", DB_USER,
+                          "--auth=trust", "--no-locale", "-E", "UTF8", "--no-sync"],
+                "initdb.log", f"initdb of n{node.index}")
+            postgres_hosts.configure_primary(c, node, _lab_conf(len(c.nodes) - 1))
+            return
         pgdata = self._prepare_dir(node)
         log = self._dir(node) / "initdb.log"
         self._run([self._bin("initdb"), "-D", str(pgdata), "-U", DB_USER, "--auth=trust",
@@ -218,6 +228,21 @@ class PostgresDriver:
         with (pgdata / "postgresql.conf").open("a") as conf:
             conf.write(_lab_conf(len(c.nodes) - 1))
         (pgdata / "pg_hba.conf").write_text(_HBA)
+
+    def _bin_of(self, c: Cluster, node: Node, name: str) -> str:
+        """Return binary ``name``'s path where ``node`` runs (here or on its host)."""
+        if placement.on_hosts(c):
+            return f"{postgres_hosts.bin_dir(c, node)}/{name}"
+        return self._bin(name)
+
+    def _clone_standby_on_host(self, c: Cluster, node: Node, link: tuple[str, int]) -> None:
+        pgdata = postgres_hosts.prepare_dir(c, node)
+        conninfo = (f"host={link[0]} port={link[1]} user={DB_USER} "
+                    f"application_name=n{node.index}")
+        postgres_hosts.run_as_user(
+            c, node, [self._bin_of(c, node, "pg_basebackup"), "-d", conninfo, "-D", pgdata,
+                      "-R", "-X", "stream", "-c", "fast", "--no-sync"],
+            "basebackup.log", f"pg_basebackup of n{node.index}")
 
     def _clone_standby(self, node: Node, link_port: int) -> None:
         pgdata = self._prepare_dir(node)
@@ -231,8 +256,9 @@ class PostgresDriver:
     # --- processes ---------------------------------------------------------------------------
 
     def _argv(self, c: Cluster, node: Node) -> list[str]:
-        server = [self._bin("postgres"), "-D", str(self._pgdata(node)), "-p", str(node.port),
-                  "-c", "listen_addresses=127.0.0.1", "-c", f"cluster_name=n{node.index}"]
+        server = [self._bin_of(c, node, "postgres"), "-D", str(self._pgdata(node)),
+                  "-p", str(node.port), "-c", f"listen_addresses={address(node)}",
+                  "-c", f"cluster_name=n{node.index}"]
         for key, value in settings(c).items():  # e.g. fsync=on over the lab's fsync=off
             server += ["-c", f"{key}={value}"]
         return ["sh", "-c", _SUPERVISOR, f"postgres-n{node.index}", *server]
@@ -240,6 +266,14 @@ class PostgresDriver:
     def start_node(self, c: Cluster, node: Node, root: Path) -> None:
         """Start (or restart, after a crash: recovery runs first) one server from its data
         directory and wait until it accepts queries."""
+        if placement.on_hosts(c):
+            host = placement.host_of(c, node)
+            placement.start(c, node, postgres_hosts.as_user(host, self._argv(c, node)))
+            if not self._wait_ready(c, node, 60.0):
+                raise ValueError(f"postgres n{node.index} did not accept connections on "
+                                 f"{address(node)}:{node.port}; see {node.data_dir}/"
+                                 f"server.log on host {host.spec.name}")
+            return
         log = self._dir(node) / "server.log"
         deadline = time.monotonic() + 30.0
         while True:
@@ -247,7 +281,7 @@ class PostgresDriver:
             offset = log.stat().st_size if log.exists() else 0
             node.pid = process.start(self._as_user(self._argv(c, node)), log,
                                      cwd=self._dir(node), env=self._env())
-            if self._wait_ready(node, 60.0):
+            if self._wait_ready(c, node, 60.0):
                 return
             if process.alive(node.pid) or time.monotonic() > deadline:
                 break
@@ -278,18 +312,19 @@ class PostgresDriver:
             time.sleep(0.05)
 
     @staticmethod
-    def _connect(port: int, timeout_s: int = 2) -> psycopg.Connection:
-        return psycopg.connect(host="127.0.0.1", port=port, user=DB_USER, dbname="postgres",
+    def _connect(node: Node, timeout_s: int = 2) -> psycopg.Connection:
+        return psycopg.connect(host=address(node), port=node.port, user=DB_USER,
+                               dbname="postgres",
                                connect_timeout=timeout_s, autocommit=True,
                                application_name="replicalab-cluster")
 
-    def _wait_ready(self, node: Node, timeout_s: float) -> bool:
+    def _wait_ready(self, c: Cluster, node: Node, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if not process.alive(node.pid):
+            if not placement.running(c, node):
                 return False
             try:
-                with self._connect(node.port) as conn:
+                with self._connect(node) as conn:
                     conn.execute("SELECT 1")
                 return True
             except psycopg.Error:
@@ -306,9 +341,12 @@ class PostgresDriver:
         c.save(root)
         for node in c.nodes[1:]:
             node.role = "standby"
-            port = links.link(f"repl-{node.index}", f"n{node.index}", node.region, primary)
+            host, port = links.peer(f"repl-{node.index}", node, primary)
             node.extra["primary_link_port"] = port
-            self._clone_standby(node, port)
+            if placement.on_hosts(c):
+                self._clone_standby_on_host(c, node, (host, port))
+            else:
+                self._clone_standby(node, port)
             self.start_node(c, node, root)
             c.save(root)
         self._wait_streaming(c)
@@ -321,7 +359,7 @@ class PostgresDriver:
         streaming: set[str] = set()
         while time.monotonic() < deadline:
             try:
-                with self._connect(c.nodes[0].port) as conn:
+                with self._connect(c.nodes[0]) as conn:
                     rows = conn.execute("SELECT application_name FROM pg_stat_replication "
                                         "WHERE state = 'streaming'").fetchall()
                 streaming = {r[0] for r in rows}
@@ -332,12 +370,14 @@ class PostgresDriver:
             time.sleep(0.1)
         late = sorted(want - streaming)[0]
         log = self._dir(c.nodes[int(late[1:])]) / "server.log"
+        said = f"see {log} on its host" if placement.on_hosts(c) else _last_line(log)
         raise ValueError(f"standby {late} did not stream from the primary within "
-                         f"{timeout_s:.0f} s: {_last_line(log)}")
+                         f"{timeout_s:.0f} s: {said}")
 
     def url(self, c: Cluster) -> str:
         """Return ``postgresql://postgres@primary/postgres?standbys=...&regions=...``."""
-        return store_url(c, "postgresql", "standbys", prefix=f"{DB_USER}@", path="/postgres")
+        return store_url(c, "postgresql", "standbys", host=address, prefix=f"{DB_USER}@",
+                         path="/postgres")
 
     def status(self, c: Cluster) -> list[dict[str, str]]:
         """Return role and replication state per node: on the primary each standby's state
@@ -346,11 +386,11 @@ class PostgresDriver:
         rows = []
         primary_lsn = None
         for node in c.nodes:
-            row = {"node": f"n{node.index}", "region": node.region, "pid": str(node.pid),
-                   "port": str(node.port), "role": node.role}
+            row = {"node": f"n{node.index}", "region": node.region,
+                   "pid": str(placement.pid(node)), "port": str(node.port), "role": node.role}
             rows.append(row)
             try:
-                with self._connect(node.port) as conn:
+                with self._connect(node) as conn:
                     standby = conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]
                     if not standby:
                         primary_lsn = conn.execute("SELECT pg_current_wal_lsn()").fetchone()[0]

@@ -20,11 +20,13 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 from replicalab.runtime import interrupts
 
@@ -143,6 +145,23 @@ def stop_all(grace_s: float = STOP_GRACE_S) -> list[int]:
 
 
 atexit.register(stop_all)
+
+
+def exit_now(code: int) -> NoReturn:
+    """End this process with ``code`` at once: stop every process still owned, run the exit
+    hooks (``atexit``: temporary directories, log handlers), flush stdout and stderr, and
+    leave without tearing the interpreter down. Freeing the modules of a command that
+    loaded numpy, pyarrow and the simulator took 0.25-0.7 s on a busy 2-core machine, of
+    the one second a Ctrl-C'd command has to end in; everything it saved is on disk by
+    then."""
+    with signals_held():
+        stop_all()
+        with contextlib.suppress(Exception):
+            atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def install_signal_handlers() -> None:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import redis
 
-from replicalab.cluster import process
-from replicalab.cluster.ports import wait_listening
+from replicalab.cluster import placement
+from replicalab.cluster.placement import address
 from replicalab.cluster.state import Cluster, Node, settings, store_url
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ class RedisDriver:
 
     kind = "redis"
     ports_per_node = 1
+    host_binaries = ("redis-server",)  # on hosts: Debian's redis-server package
 
     def check_installed(self) -> None:
         """Raise ValueError if redis-server is missing."""
@@ -32,21 +33,22 @@ class RedisDriver:
                              "(apt-get install redis-server)")
 
     def _argv(self, c: Cluster, node: Node) -> list[str]:
-        argv = ["redis-server", "--port", str(node.port), "--bind", "127.0.0.1",
+        argv = ["redis-server", "--port", str(node.port), "--bind", address(node),
                 "--dir", node.data_dir, "--save", "", "--appendonly", "no",
                 "--protected-mode", "no", "--repl-diskless-sync", "yes",
                 "--repl-diskless-sync-delay", "0", "--daemonize", "no"]
         if node.extra.get("replicaof"):
-            argv += ["--replicaof", "127.0.0.1", str(node.extra["replicaof"])]
+            argv += ["--replicaof", str(node.extra.get("replicaof_host", "127.0.0.1")),
+                     str(node.extra["replicaof"])]
         for key, value in settings(c).items():  # e.g. appendonly yes, appendfsync always
             argv += [f"--{key}", value]
         return argv
 
     def start_node(self, c: Cluster, node: Node, root: Path) -> None:
-        """Start (or restart) one redis-server and wait until it listens."""
-        Path(node.data_dir).mkdir(parents=True, exist_ok=True)
-        node.pid = process.start(self._argv(c, node), Path(node.data_dir) / "server.log")
-        if not wait_listening(node.port, 20):
+        """Start (or restart) one redis-server (here or on its host) and wait until it
+        listens."""
+        placement.start(c, node, self._argv(c, node))
+        if not placement.wait_listening(node, node.port, 20):
             raise ValueError(f"redis-server n{node.index} did not listen on port {node.port}; "
                              f"see {node.data_dir}/server.log")
 
@@ -58,8 +60,8 @@ class RedisDriver:
         self.start_node(c, primary, root)
         for node in c.nodes[1:]:
             node.role = "replica"
-            node.extra["replicaof"] = links.link(f"repl-{node.index}", f"n{node.index}",
-                                                 node.region, primary)
+            host, port = links.peer(f"repl-{node.index}", node, primary)
+            node.extra.update(replicaof=port, replicaof_host=host)
             self.start_node(c, node, root)
             c.save(root)
         self._wait_synced(c)
@@ -70,7 +72,8 @@ class RedisDriver:
         while pending and time.monotonic() < deadline:
             node = pending[0]
             try:
-                info = redis.Redis(port=node.port, socket_timeout=1).info("replication")
+                info = redis.Redis(address(node), node.port, socket_timeout=1
+                                   ).info("replication")
                 if info.get("master_link_status") == "up":
                     pending.pop(0)
                     continue
@@ -83,17 +86,18 @@ class RedisDriver:
 
     def url(self, c: Cluster) -> str:
         """Return ``redis://primary?replicas=...&regions=...&node_regions=...``."""
-        return store_url(c, "redis", "replicas")
+        return store_url(c, "redis", "replicas", host=address)
 
     def status(self, c: Cluster) -> list[dict[str, str]]:
         """Return role, link state and replication lag (bytes behind the primary) per node."""
         rows = []
         primary_offset = None
         for node in c.nodes:
-            row = {"node": f"n{node.index}", "region": node.region, "pid": str(node.pid),
-                   "port": str(node.port), "role": node.role}
+            row = {"node": f"n{node.index}", "region": node.region,
+                   "pid": str(placement.pid(node)), "port": str(node.port), "role": node.role}
             try:
-                info = redis.Redis(port=node.port, socket_timeout=1).info("replication")
+                info = redis.Redis(address(node), node.port, socket_timeout=1
+                                   ).info("replication")
             except redis.RedisError as err:
                 row["state"] = f"unreachable ({type(err).__name__})"
                 rows.append(row)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -141,6 +142,15 @@ def load(name: str, root: Path | None = None) -> Cluster:
     for pid, ticks in c.born.items():
         process.remember_born(int(pid), ticks)
     return c
+
+
+def check_name(name: str) -> str:
+    """Return ``name`` if it can name a cluster (its directory), else raise ValueError
+    naming the characters allowed."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", name):
+        raise ValueError(f"cluster name {name!r}: use up to 64 letters, digits, '.', '_' "
+                         "and '-', starting with a letter or digit")
+    return name
 
 
 def names(root: Path | None = None) -> list[str]:

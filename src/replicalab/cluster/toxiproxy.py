@@ -49,10 +49,11 @@ def start_server(root: Path, api_port: int, log: Path) -> int:
 class Toxiproxy:
     """A client of one Toxiproxy server's HTTP API."""
 
-    def __init__(self, api_port: int) -> None:
-        # plain HTTP on loopback: no TLS context (loading the CA bundle took 0.8 s on a
-        # busy machine, which delayed every fault action) and no proxy from the environment
-        self.http = httpx.Client(base_url=f"http://127.0.0.1:{api_port}", timeout=5.0,
+    def __init__(self, api_port: int, host: str = "127.0.0.1") -> None:
+        # plain HTTP on loopback (or to a host's Toxiproxy): no TLS context (loading the CA
+        # bundle took 0.8 s on a busy machine, which delayed every fault action) and no
+        # proxy from the environment
+        self.http = httpx.Client(base_url=f"http://{host}:{api_port}", timeout=5.0,
                                  verify=False, trust_env=False)
 
     def close(self) -> None:
@@ -66,13 +67,18 @@ class Toxiproxy:
         return r.json() if r.content else None
 
     def create(self, name: str, listen_port: int, upstream_port: int,
-               upstream_host: str = "127.0.0.1") -> None:
-        """Create proxy ``name`` from 127.0.0.1:listen_port to upstream_host:upstream_port
-        (a server on a loopback address of its own, such as a Cassandra node, gives its
-        host)."""
+               upstream_host: str = "127.0.0.1", listen_host: str = "127.0.0.1") -> None:
+        """Create proxy ``name`` from listen_host:listen_port (127.0.0.1 unless the link
+        needs an address of its own, as MinIO's site links do) to
+        upstream_host:upstream_port (a server on a loopback address of its own, such as a
+        Cassandra node, gives its host)."""
         self._ok(self.http.post("/proxies", json={
-            "name": name, "listen": f"127.0.0.1:{listen_port}",
+            "name": name, "listen": f"{listen_host}:{listen_port}",
             "upstream": f"{upstream_host}:{upstream_port}", "enabled": True}))
+
+    def delete(self, name: str) -> None:
+        """Remove proxy ``name`` (and its connections)."""
+        self._ok(self.http.delete(f"/proxies/{name}"))
 
     def set_latency(self, name: str, downstream_ms: float, upstream_ms: float,
                     jitter_ms: float) -> None:

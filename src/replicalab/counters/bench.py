@@ -13,7 +13,11 @@ Experiments (each a list of bounded *points*, one configuration and one client c
 * ``exhaust`` — decrements only from 6000 until every right is used: latency over time, with
   spikes at transfers and then fast local failures (seed Figure 9, middle);
 * ``violations`` — decrements only from a small value: decrements in excess of the bound vs
-  clients (seed Figure 9, right).
+  clients (seed Figure 9, right);
+* ``partition`` and ``dc-loss`` — decrements only until every right is used while one data
+  centre is cut off from the others for a while, or lost and its rights recovered (seed
+  §IV-E; :mod:`faults`): the invariant, the rights accounted for (granted, used, held, held by
+  the lost DC, recovered, written off) and what crossed the partition.
 
 Accounting is pure (:func:`summarise`): throughput counts successful operations per second;
 latency percentiles cover all operations (the seed averages failed ones too) and, separately,
@@ -34,15 +38,18 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from replicalab.counters.crdt import CounterError, InsufficientRights
+from replicalab.counters import faults
+from replicalab.counters.crdt import BoundedCounter, CounterError, InsufficientRights
+from replicalab.counters.middleware import Stopped
 from replicalab.counters.service import Contended, CounterService, UnknownCounter
 from replicalab.stores import ConditionFailed, StoreError, Unavailable
 
 CONFIGS = ("weak", "strong", "client-based", "server-based", "server-based+batch")
 MIDDLEWARES = ("client-based", "server-based", "server-based+batch")
-EXPERIMENTS = ("throughput", "regions", "exhaust", "violations")
-OUTCOMES = ("ok", "insufficient", "contended", "unavailable", "unknown", "error")
-OK, INSUFFICIENT, CONTENDED, UNAVAILABLE, UNKNOWN, ERROR = range(len(OUTCOMES))
+EXPERIMENTS = ("throughput", "regions", "exhaust", "violations", *faults.FAULTS)
+OUTCOMES = ("ok", "insufficient", "contended", "unavailable", "unknown", "error", "down")
+OK, INSUFFICIENT, CONTENDED, UNAVAILABLE, UNKNOWN, ERROR, DOWN = range(len(OUTCOMES))
+"""``down``: refused by a stopped (lost) data centre's middleware; it did not happen."""
 SCHEMA_VERSION = 1
 SERIES_MAX_POINTS = 20_000
 """Latency-over-time series longer than this are thinned by a fixed stride (in results)."""
@@ -80,11 +87,23 @@ class PointSpec:
     allow_global: bool = True
     op_timeout_s: float = 10.0
     seed: int = 1
+    fault: str = ""  # "", or one of faults.FAULTS
+    fault_dc: str = ""  # the data centre cut off or lost
+    fault_at_s: float = 1.0  # since the point's start
+    fault_for_s: float = 5.0  # cut off for this long; lost for this long before recovery
 
     def check(self) -> None:
         """Raise ValueError naming the first invalid field."""
         if self.config not in CONFIGS:
             raise ValueError(f"configuration {self.config!r}: use one of {', '.join(CONFIGS)}")
+        if self.fault and self.fault not in faults.FAULTS:
+            raise ValueError(f"fault {self.fault!r}: use one of {', '.join(faults.FAULTS)}")
+        if self.fault and self.config not in MIDDLEWARES:
+            raise ValueError(f"fault {self.fault!r}: the Bounded Counter's middlewares are "
+                             f"faulted, not {self.config}; use one of {', '.join(MIDDLEWARES)}")
+        if self.fault and not (self.fault_at_s >= 0 and self.fault_for_s > 0):
+            raise ValueError(f"fault at {self.fault_at_s} s for {self.fault_for_s} s: the start "
+                             "must not be negative and the length must be positive")
         if self.clients < 1 or self.counters < 1:
             raise ValueError(f"clients ({self.clients}) and counters ({self.counters}) must "
                              "be at least 1")
@@ -99,6 +118,62 @@ class PointSpec:
     def label(self) -> str:
         """Return a short unique name of this point (usable in a counter name)."""
         return f"{self.experiment}-{self.config}-c{self.clients}-k{self.counters}"
+
+
+def rights_accounting(states: Sequence[BoundedCounter | None], log: OpLog, spec: PointSpec,
+                      fault: faults.FaultRun | None = None) -> dict[str, Any]:
+    """Return where every right to decrement went, over the point's counters (``states``:
+    each counter's final merged state, None if unread), in counter units:
+
+    ``granted`` — rights ever created (the initial slack, one per increment); ``used`` —
+    rights consumed by decrements the stores recorded; ``held`` — rights each DC holds at the
+    end; ``acked_decrements``/``acked_increments`` — from the clients' acknowledgements,
+    ``maybe_decrements`` — decrements whose outcome is unknown (unavailable, no answer, an
+    unexpected store error: they may have happened);
+    ``used_matches_acks`` — acked <= used <= acked + maybe (no acknowledged decrement lost,
+    none invented); ``granted_matches_acks`` — granted == slack + acked increments (none
+    lost: an increment's outcome is never unknown in these runs unless counted as maybe);
+    for a lost DC: ``held_by_lost_at_loss``, ``recovered``, ``written_off`` and
+    ``held_by_lost_at_end``.
+    """
+    key = np.asarray(log.key, dtype=np.int64)
+    outcome = np.asarray(log.outcome, dtype=np.int64)
+    dec = np.asarray(log.is_dec, dtype=bool)
+    ok = outcome == OK
+    # an unexpected store error (a COMMIT that got no answer from a killed server) may have
+    # happened too: only refusals and "down" certainly did not
+    maybe = (outcome == UNAVAILABLE) | (outcome == UNKNOWN) | (outcome == ERROR)
+    read = [k for k, st in enumerate(states) if st is not None and st.down is not None]
+    sel = np.isin(key, read)
+    acked_dec = int(np.sum(ok & dec & sel))
+    acked_inc = int(np.sum(ok & ~dec & sel))
+    maybe_dec = int(np.sum(maybe & dec & sel))
+    maybe_inc = int(np.sum(maybe & ~dec & sel))
+    granted = used = 0
+    held: dict[str, int] = {}
+    for k in read:
+        st = states[k]
+        assert st is not None and st.down is not None
+        granted += sum(st.down.r[i][i] for i in range(len(st.replicas)))
+        used += sum(st.down.u)
+        for dc in st.replicas:
+            held[dc] = held.get(dc, 0) + (st.local_rights(dc) or 0)
+    slack = (spec.initial - spec.lower) * len(read)
+    out: dict[str, Any] = {
+        "counters_read": len(read), "granted": granted, "used": used, "held": held,
+        "acked_decrements": acked_dec, "acked_increments": acked_inc,
+        "maybe_decrements": maybe_dec, "maybe_increments": maybe_inc,
+        "used_matches_acks": acked_dec <= used <= acked_dec + maybe_dec,
+        "granted_matches_acks": slack + acked_inc <= granted <= slack + acked_inc + maybe_inc,
+    }
+    if fault is not None and fault.kind == "dc-loss":
+        recs = fault.recoveries
+        out["held_by_lost_at_loss"] = sum(r.held.get("dec", 0) for r in recs)
+        out["recovered"] = sum(r.recovered_total("dec") for r in recs)
+        out["written_off"] = sum(r.written_off.get("dec", 0) for r in recs)
+        out["recovery_source"] = sorted({r.source for r in recs})
+        out["held_by_lost_at_end"] = held.get(fault.dc, 0)
+    return out
 
 
 @dataclass
@@ -233,6 +308,8 @@ def classify(err: BaseException) -> int:
         return INSUFFICIENT
     if isinstance(err, Contended | ConditionFailed):
         return CONTENDED
+    if isinstance(err, Stopped):
+        return DOWN
     if isinstance(err, Unavailable):
         return UNAVAILABLE
     if isinstance(err, TimeoutError):
@@ -248,6 +325,7 @@ class _Clock:
     last_ok_ns: int
     last_insufficient_ns: int = 0
     stop: asyncio.Event = field(default_factory=asyncio.Event)
+    faulting: bool = False  # a fault is under way: running out of rights now is no end
 
 
 async def _client(svc: CounterService, dc_i: int, spec: PointSpec, keys: Sequence[str],
@@ -284,7 +362,8 @@ async def _watch_exhaustion(clock: _Clock, quiet_ns: int) -> None:
     while not clock.stop.is_set():
         await asyncio.sleep(0.1)
         now = time.monotonic_ns()
-        if now - clock.last_ok_ns >= quiet_ns and clock.last_insufficient_ns > clock.last_ok_ns:
+        if (not clock.faulting and now - clock.last_ok_ns >= quiet_ns
+                and clock.last_insufficient_ns > clock.last_ok_ns):
             clock.stop.set()
 
 
@@ -331,6 +410,7 @@ class PointResult:
     series: dict[str, list[Any]] | None = None
     converged: bool = True
     interrupted: bool = False
+    fault: faults.FaultRun | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
@@ -338,15 +418,57 @@ class PointResult:
                "interrupted": self.interrupted}
         if self.series is not None:
             out["series"] = self.series
+        if self.fault is not None:
+            out["fault"] = self.fault.to_json()
         return out
+
+
+def _fault_figures(fault: faults.FaultRun, dep: Any, log: OpLog, dcs: Sequence[str],
+                   t0_ns: int) -> dict[str, Any]:
+    """Return what a fault did to the clients and the transfers: successful and refused
+    (no rights) operations per DC inside the fault's window and after it, transfers across
+    the cut asked and done inside it, and the synchronisations that failed (none without a
+    fault: each is an exchange that met the cut or the lost DC)."""
+    start, end = fault.start_s, fault.end_s
+    if start is None:
+        return {}
+    start_ns = t0_ns + int(start * 1e9)
+    end_ns = t0_ns + int((end if end is not None else 1e9) * 1e9)
+    t = np.asarray(log.start_ns, dtype=np.int64)
+    ok = np.asarray(log.outcome, dtype=np.int64) == OK
+    dc = np.asarray(log.dc, dtype=np.int64)
+    refused = np.asarray(log.outcome, dtype=np.int64) == INSUFFICIENT
+    inside = (t >= start_ns) & (t < end_ns)
+    after = t >= end_ns
+    crossed = failures = 0
+    for name, mw in getattr(dep, "mws", {}).items():
+        far = fault.others if name == fault.dc else (fault.dc,)
+        crossed += faults.crossed(mw.transfer_log, name, far, start_ns, end_ns)
+        failures += mw.syncer.stats.errors
+
+    def per_dc(mask: np.ndarray) -> dict[str, int]:
+        return {name: int(np.sum(mask & (dc == i))) for i, name in enumerate(dcs)}
+
+    return {"ok_during_by_dc": per_dc(ok & inside),
+            "refused_during_by_dc": per_dc(refused & inside),
+            "ok_after_by_dc": per_dc(ok & after),
+            "transfers_across_during": crossed, "sync_failures": failures}
 
 
 async def run_point(dep: Deployment, dcs: Sequence[str], spec: PointSpec, prefix: str,
                     converge_s: float = 5.0,
-                    tick: Callable[[float], None] | None = None) -> PointResult:
+                    tick: Callable[[float], None] | None = None,
+                    topo: faults.Topology | None = None) -> PointResult:
     """Run one point on an opened deployment and return its result (creates fresh counters
-    named ``<prefix>-<label>-<i>``; ``tick`` gets the elapsed fraction of the point)."""
+    named ``<prefix>-<label>-<i>``; ``tick`` gets the elapsed fraction of the point; a point
+    with a fault acts on the data centres ``topo``, and heals them before it returns)."""
     spec.check()
+    if spec.fault and (topo is None or not hasattr(dep, "lose")):
+        raise ValueError(f"a {spec.fault} point needs the data centres and a middleware "
+                         "deployment")
+    fault_dc = spec.fault_dc or dcs[-1]
+    if spec.fault and fault_dc not in dcs:
+        raise ValueError(f"--fault-dc {fault_dc!r}: use one of {', '.join(dcs)}")
     keys = [f"{prefix}-{spec.label()}-{i}" for i in range(spec.counters)]
     views = {dc: await dep.service(dc) for dc in dcs}
     clients: list[CounterService] = []
@@ -367,6 +489,17 @@ async def run_point(dep: Deployment, dcs: Sequence[str], spec: PointSpec, prefix
                                              random.Random(rng.getrandbits(64)), log, clock))
                  for i, c in enumerate(clients)]
         helpers = []
+        fault_task = None
+        if spec.fault:
+            clock.faulting = True
+
+            def fault_over() -> None:
+                clock.faulting = False
+                clock.last_ok_ns = time.monotonic_ns()  # quiet from now on counts, not before
+
+            fault_task = asyncio.create_task(faults.run_fault(
+                spec.fault, fault_dc, spec.fault_at_s, spec.fault_for_s, topo,  # type: ignore[arg-type]
+                dep, keys, t0, fault_over))  # type: ignore[arg-type]
         if spec.until_exhausted:
             helpers.append(asyncio.create_task(_watch_exhaustion(clock, 1_000_000_000)))
         if tick is not None:
@@ -389,15 +522,33 @@ async def run_point(dep: Deployment, dcs: Sequence[str], spec: PointSpec, prefix
                 with contextlib.suppress(asyncio.CancelledError):
                     await t
         elapsed_s = (time.monotonic_ns() - t0) / 1e9
+        fault = None
+        if fault_task is not None:
+            if not fault_task.done():  # the clients stopped first (cap or Ctrl-C)
+                fault_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                fault = await fault_task
+        live = {dc: v for dc, v in views.items()
+                if not (spec.fault == "dc-loss" and dc == fault_dc)}
         if interrupted:
             final, converged = [None] * len(keys), False
         else:
-            final, converged = await final_values(views, keys, converge_s)
+            final, converged = await final_values(live, keys, converge_s)
         summary = summarise(log, spec, dcs, elapsed_s, final, converged)
         summary["t0_mono_ns"] = t0  # the point's start on the machine's monotonic clock
-        ser = series(log, t0, dcs) if spec.experiment == "exhaust" else None
-        return PointResult(spec, summary, ser, converged, interrupted)
+        if spec.fault:
+            survivor = next(iter(live))
+            states = ([await dep.durable(survivor, k) for k in keys]  # type: ignore[attr-defined]
+                      if not interrupted else [None] * len(keys))
+            summary["rights"] = rights_accounting(states, log, spec, fault)
+            if fault is not None:
+                summary["fault_effects"] = _fault_figures(fault, dep, log, dcs, t0)
+        ser = (series(log, t0, dcs) if spec.experiment == "exhaust" or spec.fault
+               else None)
+        return PointResult(spec, summary, ser, converged, interrupted, fault)
     finally:
         for c in [*clients, *views.values()]:
             with contextlib.suppress(Exception):
                 await c.close()
+        if spec.fault and topo is not None:
+            await asyncio.to_thread(faults.heal, topo, None, spec.fault, fault_dc)

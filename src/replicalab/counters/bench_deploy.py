@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from replicalab.counters.baselines import StrongDeployment, Topology, WeakDeployment
 from replicalab.counters.bench import CONFIGS, Deployment
 from replicalab.counters.client_mw import ClientMiddleware
+from replicalab.counters.crdt import BoundedCounter
 from replicalab.counters.middleware import Middleware, Options
 from replicalab.counters.native import NativeWeakDeployment
 from replicalab.counters.server_mw import ServerMiddleware
@@ -85,6 +86,19 @@ class MiddlewareDeployment:
         if dc not in self.mws:
             raise ValueError(f"unknown data centre {dc!r}; use one of {', '.join(self.mws)}")
         return _Session(self.mws[dc])
+
+    async def lose(self, dc: str) -> None:
+        """Stop ``dc``'s middleware as a lost data centre's: its sessions are refused from
+        now on (Unavailable), operations in flight fail with an unknown outcome."""
+        await self.mws[dc].close()
+
+    async def absorb(self, dc: str, key: str, state: BoundedCounter) -> None:
+        """Merge ``state`` into ``dc``'s counter ``key`` through its middleware."""
+        await self.mws[dc].absorb(key, state)
+
+    async def durable(self, dc: str, key: str) -> BoundedCounter | None:
+        """Return counter ``key`` as ``dc`` durably holds it (None if absent)."""
+        return await self.mws[dc].durable(key)
 
     async def close(self) -> None:
         """Stop every middleware."""

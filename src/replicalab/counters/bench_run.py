@@ -30,6 +30,7 @@ from replicalab.counters.bench import (
     run_point,
 )
 from replicalab.counters.bench_deploy import open_deployment
+from replicalab.counters.faults import FAULTS, quiet_drivers
 from replicalab.regions import region_set
 
 CONVERGE_S = 5.0
@@ -57,6 +58,10 @@ class BenchSpec:
     sync_ms: float = 200.0
     regions: str = "dc3"
     seed: int = 1
+    fault_dc: str = ""  # the DC cut off or lost (default: the last one)
+    fault_at_s: float = 1.0
+    fault_for_s: float = 5.0
+    fault_initial: int = 600
 
     def check(self) -> None:
         """Raise ValueError naming the first invalid option and its fix."""
@@ -85,9 +90,38 @@ class BenchSpec:
                              "in [0, 1]")
         if min(self.low_load_clients, self.exhaust_clients) < 1:
             raise ValueError("--low-load-clients and --exhaust-clients must be at least 1")
-        if min(self.initial, self.exhaust_initial, self.violation_initial) < 1:
+        if min(self.initial, self.exhaust_initial, self.violation_initial,
+               self.fault_initial) < 1:
             raise ValueError("initial values must be at least 1")
-        region_set(self.regions)
+        dcs = region_set(self.regions).regions
+        faulted = [e for e in self.experiments if e in FAULTS]
+        if faulted:
+            if self.store == "cassandra":
+                raise ValueError(f"--experiments {','.join(faulted)}: faults between data "
+                                 "centres need one store per DC; use --kind redis, postgresql "
+                                 "or sim")
+            if not any(c in MIDDLEWARES for c in self.configs):
+                raise ValueError(f"--experiments {','.join(faulted)} fault the Bounded "
+                                 "Counter's middlewares: add one of "
+                                 f"{', '.join(MIDDLEWARES)} to --configs")
+            if self.fault_dc and self.fault_dc not in dcs:
+                raise ValueError(f"--fault-dc {self.fault_dc!r}: use one of {', '.join(dcs)}")
+            if not (self.fault_at_s >= 0 and self.fault_for_s > 0):
+                raise ValueError("--fault-at must not be negative and --fault-for must be "
+                                 "positive")
+            if self.fault_at_s + self.fault_for_s >= self.exhaust_max_s:
+                raise ValueError(f"--fault-at + --fault-for ({self.fault_at_s + self.fault_for_s:g}"
+                                 f" s) must end before --exhaust-max ({self.exhaust_max_s:g} s), "
+                                 "which caps a fault point")
+
+    def server_settings(self) -> dict[str, str] | None:
+        """Return the store settings the data centres need: with a ``dc-loss`` experiment a
+        Redis DC writes an append-only file, so that its killed server restarts with every
+        write it acknowledged (the seed's DC "never loses its state"; PostgreSQL keeps its
+        WAL anyway)."""
+        if "dc-loss" in self.experiments and self.store == "redis":
+            return {"appendonly": "yes", "appendfsync": "no"}
+        return None
 
 
 def exhaust_config(spec: BenchSpec) -> str | None:
@@ -119,6 +153,12 @@ def plan(spec: BenchSpec) -> list[PointSpec]:
             points.append(replace(b, experiment="exhaust", clients=spec.exhaust_clients,
                                   inc_fraction=0.0, initial=spec.exhaust_initial,
                                   duration_s=spec.exhaust_max_s, until_exhausted=True))
+        if config in MIDDLEWARES:
+            points += [replace(b, experiment=f, clients=spec.exhaust_clients, inc_fraction=0.0,
+                               initial=spec.fault_initial, duration_s=spec.exhaust_max_s,
+                               until_exhausted=True, fault=f, fault_dc=spec.fault_dc,
+                               fault_at_s=spec.fault_at_s, fault_for_s=spec.fault_for_s)
+                       for f in FAULTS if f in spec.experiments]
     return [replace(p, seed=spec.seed * 10_007 + i) for i, p in enumerate(points)]
 
 
@@ -183,11 +223,13 @@ async def _run_all(spec: BenchSpec, topo: Any, points: list[PointSpec],
                 progress(min(1.0, done_s / (t_point - wall0 + w + rest)), what)
 
         tick(0.0)
-        try:
-            r = await run_point(dep, topo.dcs, p, prefix,
-                                converge_s=CONVERGE_S + 10 * spec.sync_ms / 1000, tick=tick)
-        finally:
-            await dep.close()
+        with quiet_drivers(p.fault):
+            try:
+                r = await run_point(dep, topo.dcs, p, prefix,
+                                    converge_s=CONVERGE_S + 10 * spec.sync_ms / 1000,
+                                    tick=tick, topo=topo)
+            finally:
+                await dep.close()
         results["points"].append(r.to_json())
         save()
         if r.interrupted:  # saved: now stop as asked
@@ -217,7 +259,7 @@ def run_bench(spec: BenchSpec, save: Callable[[dict[str, Any]], None],
         save(results)
 
     try:
-        topo = topology.start(spec.store, tmp, name, spec.regions)
+        topo = topology.start(spec.store, tmp, name, spec.regions, spec.server_settings())
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -28,12 +28,17 @@ from replicalab.counters.service import (
     write_state,
 )
 from replicalab.counters.sync import Syncer
-from replicalab.stores import ConditionFailed, StoreError
+from replicalab.stores import ConditionFailed, StoreError, Unavailable
 
 log = logging.getLogger(__name__)
 
 HINT_GLOBAL = "retry with allow_global=True"
 HINT_EXHAUSTED = "counter exhausted"
+
+
+class Stopped(Unavailable):
+    """This data centre's middleware is stopped (the DC is lost): the operation did not
+    happen."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class Options:
     global_rounds: int = 3  # rounds of asking donors for one global decrement
     pool: int = 16  # client sessions to this DC's own store (each used by one op at a time)
     link_pool: int = 8  # sessions to each peer's store over the WAN (sync and transfers)
+    down_ms: float = 5000.0  # a donor that did not answer is not asked again for this long
     seed: int = 0
 
 
@@ -70,6 +76,12 @@ class Middleware:
                              self.opt.full_every, seed=self.opt.seed)
         self.throttle = rights.Throttle(int(self.opt.throttle_ms * 1e6))
         self.transfers: list[tuple[str, str, int, bool]] = []  # (key, donor, given, on demand)
+        # (asked at, done at (monotonic ns), key, donor, given): when each transfer crossed
+        self.transfer_log: list[tuple[int, int, str, str, int]] = []
+        self.closed = False
+        # donor -> until when (ns) it is not asked: it did not answer (cut off, or lost); a
+        # request to it would wait for its timeout while the client waits
+        self.down_until_ns: dict[str, int] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._obtaining: dict[tuple[str, str], asyncio.Future[int]] = {}
 
@@ -81,7 +93,9 @@ class Middleware:
                            asyncio.get_running_loop().create_task(self._policy_loop())]
 
     async def close(self) -> None:
-        """Stop background work and close every session."""
+        """Stop background work and close every session; operations after it fail with
+        Unavailable (a stopped DC serves nobody; nothing restarts it behind the caller)."""
+        self.closed = True
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
@@ -119,11 +133,17 @@ class Middleware:
         raise NotImplementedError
 
     # -- CounterService -----------------------------------------------------------------
+    def _serving(self) -> None:
+        if self.closed:
+            raise Stopped(f"{self.dc}: its middleware is stopped; the operation did not "
+                          "happen")
+
     async def create(self, key: str, initial: int, lower: int | None = 0,
                      upper: int | None = None) -> None:
         """Create ``key`` with invariant ``lower <= value <= upper`` (either bound may be
         None) in this DC's store (CounterExists if there), its slack to each bound split
         evenly over the DCs, then push it to the peers (best effort; sync catches up)."""
+        self._serving()
         state = BoundedCounter.create(self.placement.dcs, initial=initial, lower=lower,
                                       upper=upper)
         try:
@@ -151,6 +171,7 @@ class Middleware:
         return await self._spend(key, "dec", n, allow_global)
 
     async def _spend(self, key: str, op: str, n: int, allow_global: bool) -> int:
+        self._serving()
         self.syncer.known.add(key)
         try:
             return await self._apply(key, op, n)
@@ -168,6 +189,7 @@ class Middleware:
 
     async def value(self, key: str) -> int:
         """Return the value as this DC knows it."""
+        self._serving()
         state = await self.durable(key)
         if state is None:
             raise self.unknown(key)
@@ -180,11 +202,25 @@ class Middleware:
         return UnknownCounter(f"no counter {key!r} in {self.dc}'s store; create it first "
                               "(or wait for the next sync if it was created elsewhere)")
 
+    def reachable(self, dc: str) -> bool:
+        """Return False while ``dc`` is taken as unreachable (it failed to answer lately)."""
+        return self.down_until_ns.get(dc, 0) <= self.now_ns()
+
+    def _unreachable(self, dc: str, err: Exception) -> None:
+        if isinstance(err, Unavailable):
+            self.down_until_ns[dc] = self.now_ns() + int(self.opt.down_ms * 1e6)
+
     async def _hinted(self, key: str, direction: str, err: InsufficientRights,
                       global_tried: bool = False) -> InsufficientRights:
         state = await self.durable(key)
         slack = 0 if state is None else _slack(state, direction)
         hint = HINT_EXHAUSTED if global_tried or slack < err.needed else HINT_GLOBAL
+        away = [] if state is None or not global_tried else [
+            d for d, _ in rights.donors_by_wealth(state, self.dc, direction)
+            if not self.reachable(d)]
+        if away:
+            hint = (f"the rights {', '.join(away)} hold are unavailable ("
+                    f"{'it does' if len(away) == 1 else 'they do'} not answer); retry later")
         what = "after asking the other DCs" if global_tried else "locally"
         return InsufficientRights(
             f"{self.dc} holds {err.available} rights to {direction} {key!r} and needs "
@@ -199,9 +235,12 @@ class Middleware:
     async def request(self, req: rights.TransferRequest, on_demand: bool) -> int:
         """Execute ``req`` at the donor's store, merge the donor's new state here at once
         and push it on; return the rights given (0 when nothing was due)."""
+        asked_ns = self.now_ns()
         async with self.links.session(req.donor) as client:
             donor_state, given = await rights.execute(client, req, retries=self.opt.retries,
                                                       rng=self.rng, where=req.donor)
+        if given:
+            self.transfer_log.append((asked_ns, self.now_ns(), req.key, req.donor, given))
         await self.absorb(req.key, donor_state)
         if given:
             self.note_transfer(req.key, req.donor, given, on_demand)
@@ -231,12 +270,13 @@ class Middleware:
             if rights.rights_of(state, self.dc, direction) >= needed:
                 break
             req = rights.request_to(state, key, self.dc, donor, direction)
-            if req is None:
+            if req is None or not self.reachable(donor):
                 continue
             try:
                 got += await self.request(req, on_demand=True)
             except (StoreError, CounterError) as err:
                 log.debug("on-demand transfer from %s failed: %s", donor, err)
+                self._unreachable(donor, err)
                 continue
             state = await self.durable(key) or state
         return got
@@ -258,10 +298,14 @@ class Middleware:
             for direction in rights.directions(state):
                 req = rights.plan_background(state, key, self.dc, self.opt.threshold,
                                              direction)
-                if req is None or not self.throttle.allow(key, req.donor, self.now_ns(),
-                                                          direction):
+                if req is None or not self.reachable(req.donor) or not self.throttle.allow(
+                        key, req.donor, self.now_ns(), direction):
                     continue
-                got += await self.request(req, on_demand=False)
+                try:
+                    got += await self.request(req, on_demand=False)
+                except (StoreError, CounterError) as err:
+                    self._unreachable(req.donor, err)
+                    raise
         except (StoreError, CounterError) as err:
             log.debug("background transfer for %s failed: %s", key, err)
         return got

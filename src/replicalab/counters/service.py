@@ -164,7 +164,9 @@ class Stores:
     _stores: dict[str, Store] = field(default_factory=dict)
     _all: dict[str, list[Client]] = field(default_factory=dict)
     _idle: dict[str, asyncio.Queue[Client]] = field(default_factory=dict)
-    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # one per DC: opening a session to an unreachable DC waits for its timeout, and must not
+    # hold up the sessions of the others
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
 
     @contextlib.asynccontextmanager
     async def session(self, dc: str) -> AsyncIterator[Client]:
@@ -172,7 +174,7 @@ class Stores:
         idle = self._idle.setdefault(dc, asyncio.Queue())
         opened = self._all.setdefault(dc, [])
         if idle.empty() and len(opened) < self.pool:
-            async with self._lock:
+            async with self._locks.setdefault(dc, asyncio.Lock()):
                 if idle.empty() and len(opened) < self.pool:
                     opened.append(await self._connect(dc))
                     idle.put_nowait(opened[-1])

@@ -11,6 +11,10 @@ reordered exchanges are harmless.
 
 Only *durable* local state is ever pushed: a peer must never learn of a transfer that a
 crash could still undo here.
+
+Each peer has its own loop and its own set of changed counters: an unreachable or
+partitioned peer (whose calls wait for their timeout) does not hold up the exchanges with the
+others.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ class LocalReplica(Protocol):
 class SyncStats:
     """Counts of the synchroniser's work since start."""
 
-    rounds: int = 0
+    rounds: int = 0  # rounds with one peer
     pulled: int = 0
     pushed: int = 0
     errors: int = 0
@@ -64,32 +68,50 @@ class Syncer:
     retries: int = 4
     seed: int = 0
     known: set[str] = field(default_factory=set)
-    dirty: set[str] = field(default_factory=set)
+    pending: dict[str, set[str]] = field(default_factory=dict)  # per peer: changed counters
     stats: SyncStats = field(default_factory=SyncStats)
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
+        self._rounds = dict.fromkeys(self.placement.peers, 0)
+        for p in self.placement.peers:
+            self.pending.setdefault(p, set())
+
+    @property
+    def dirty(self) -> set[str]:
+        """Return the counters some peer has yet to be sent (a copy)."""
+        return set().union(*self.pending.values())
 
     def touch(self, key: str) -> None:
-        """Note that ``key`` changed here: it is pushed at the next round."""
+        """Note that ``key`` changed here: it is pushed to every peer at its next round."""
         self.known.add(key)
-        self.dirty.add(key)
+        for keys in self.pending.values():
+            keys.add(key)
 
     async def run(self) -> None:
-        """Exchange changed counters every ``sync_ms`` until cancelled."""
+        """Exchange changed counters with each peer every ``sync_ms`` until cancelled."""
+        await asyncio.gather(*(self._peer_loop(p) for p in self.placement.peers))
+
+    async def _peer_loop(self, peer: str) -> None:
         while True:
             await asyncio.sleep(self.sync_ms / 1000)
-            await self.round()
+            await self.round_with(peer)
 
     async def round(self) -> None:
-        """Exchange this round's counters with every peer (errors counted, not raised)."""
+        """Run one round with every peer at once (errors counted, not raised)."""
+        await asyncio.gather(*(self.round_with(p) for p in self.placement.peers))
+
+    async def round_with(self, peer: str) -> None:
+        """Exchange this round's counters with ``peer``: the changed ones, every known one
+        each ``full_every`` rounds (errors counted, not raised)."""
+        self._rounds[peer] += 1
         self.stats.rounds += 1
-        full = self.full_every > 0 and self.stats.rounds % self.full_every == 0
-        keys = sorted(self.known if full else self.dirty)
-        self.dirty.difference_update(keys)
-        failed = await asyncio.gather(*(self.sync_key(k) for k in keys))
-        # a key whose exchange failed with some peer is tried again next round
-        self.dirty.update(k for k, ok in zip(keys, failed, strict=True) if not ok)
+        full = self.full_every > 0 and self._rounds[peer] % self.full_every == 0
+        keys = sorted(self.known if full else self.pending[peer])
+        self.pending[peer].difference_update(keys)
+        oks = await asyncio.gather(*(self.exchange(k, peer) for k in keys))
+        # a key whose exchange failed is tried again next round
+        self.pending[peer].update(k for k, ok in zip(keys, oks, strict=True) if not ok)
 
     async def sync_key(self, key: str) -> bool:
         """Exchange ``key`` with every peer; return True when every exchange succeeded."""
@@ -109,7 +131,9 @@ class Syncer:
                     self.stats.pulled += 1
                     # what this DC just learnt goes on to the other peers next round, so
                     # news spreads epidemically instead of waiting for a full round
-                    self.dirty.add(key)
+                    for other, keys in self.pending.items():
+                        if other != peer:
+                            keys.add(key)
                     local = await self.replica.durable(key)
                 if local is None or (remote.state is not None and local.leq(remote.state)):
                     return True

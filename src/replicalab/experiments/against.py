@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from replicalab.checkers import visibility
 from replicalab.models import paxos_wan_fit as fitting
 from replicalab.models import pbs as pbs_model
 from replicalab.models.base import describe
@@ -24,6 +25,8 @@ from replicalab.models.paxos_wan import WanParams, best_leader
 from replicalab.models.paxos_wan_fit import Ranking, Row, StoreFit
 from replicalab.models.registry import ModelSpec
 from replicalab.regions import REGION_SETS, region_set
+from replicalab.runtime import noise
+from replicalab.runtime.noise import NoiseFloor
 from replicalab.workloads import pbs_real
 from replicalab.workloads.consensus_latency import real_cluster, run_writes
 
@@ -257,6 +260,12 @@ class AgainstRun:
         return bool(self.results["within_tolerance"]
                     and self.results.get("ranking_agrees", True))
 
+    @property
+    def exit_status(self) -> int:
+        """Return the command's exit status: 0 agrees, 1 disagrees (or no power), 3
+        inconclusive (the machine added more noise than the verdict can bear)."""
+        return int(self.results.get("exit_status", 0 if self.agrees else 1))
+
 
 def paxos_wan_against(p: WanParams, against: str, leaders: list[str], rates: list[float],
                       duration_s: float, rounds: int, seed: int, tick: Tick = _no_tick
@@ -293,10 +302,14 @@ def paxos_wan_against(p: WanParams, against: str, leaders: list[str], rates: lis
             "points": [{"leader": x.leader, "offered_rps": x.offered_rps,
                         "errors": x.errors, "dropped": x.dropped,
                         "leader_held": x.leader_held,
-                        "cpu_ms_per_write": x.cpu_ms_per_write} for x in run.points]}
+                        "cpu_ms_per_write": x.cpu_ms_per_write,
+                        "noise": None if x.noise is None else x.noise.to_json()}
+                       for x in run.points]}
     results = against_results(against, p.rs.name, describe(pf), fit,
                               run.fsync_ms, rows, ranks, info, TOLERANCE)
     results["tables"].append(cpu_table(run.points))
+    floors = [x.noise for x in [run.calibration, *run.points] if x.noise is not None]
+    _judge_with_noise(results, rows, noise.worst(floors))
     raw = {"calibration": run.calibration.latencies_ms,
            "points": [{"leader": x.leader, "offered_rps": x.offered_rps,
                        "latencies_ms": x.latencies_ms} for x in run.points]}
@@ -309,6 +322,28 @@ def paxos_wan_against(p: WanParams, against: str, leaders: list[str], rates: lis
     return AgainstRun(results, rows, raw, remarks=remarks)
 
 
+def wan_noise_tolerance_ms(rows: Sequence[Row], tolerance: float = TOLERANCE) -> float:
+    """Return the noise a paxos-wan verdict can bear (ms): the tolerance of its tightest
+    row (``tolerance`` times the smallest modelled latency)."""
+    models = [r.model_ms for r in rows if r.model_ms]
+    return round(tolerance * min(models), 3) if models else 0.0
+
+
+def _judge_with_noise(results: dict[str, Any], rows: Sequence[Row],
+                      floor: NoiseFloor | None) -> None:
+    """Add the verdict (agrees / disagrees / inconclusive), its exit status and the noise
+    floor it was reached under to a paxos-wan results document."""
+    agrees = bool(results["within_tolerance"] and results.get("ranking_agrees", True))
+    bearable = wan_noise_tolerance_ms(rows)
+    verdict = ("agrees" if agrees else "inconclusive"
+               if floor is not None and floor.added_p99_ms > bearable else "disagrees")
+    results.update({"verdict": verdict, "exit_status": EXIT_STATUS[verdict],
+                    "noise": None if floor is None else floor.to_json(),
+                    "noise_tolerance_ms": bearable,
+                    "verdict_line": verdict_line(verdict, floor, bearable)})
+    results["notes"].append(results["verdict_line"])
+
+
 def save_raw(run: AgainstRun, run_dir: Path) -> None:
     """Write the run's raw latencies beside its results (``latencies.json``), if any."""
     if run.raw:
@@ -317,12 +352,14 @@ def save_raw(run: AgainstRun, run_dir: Path) -> None:
 
 # -- PBS against Cassandra ----------------------------------------------------------------
 
-PBS_TOLERANCE = 0.15
-"""Largest |predicted - measured| P(consistent) over the whole sampled curve that counts as
-a match (15 points): each write is one draw of when it becomes visible, so the default 30 s
-run (300 writes at R = 1) measures the curve to about +-8 points (the DKW band the output
-prints; +-11 in 15 s), each sampled window adds its reads' own binomial noise, and the
-model cannot see a coordinator that stalls before it acknowledges."""
+PBS_NOISE_TOLERANCE_MS = 5.0
+"""What the machine may add at p99 (ms, the run's noise floor) before a miss of the sampling
+band says nothing about the model: the recorded evidence must tell a prediction shifted by
+5 ms from the truth (``tests/test_pbs_evidence.py``), so a run whose client stalls or
+emulated hops move its reads by more cannot call the model wrong."""
+
+EXIT_STATUS = {"agrees": 0, "disagrees": 1, "no power": 1, "inconclusive": 3}
+"""Exit status of ``model ... --against`` per verdict (2 is bad input)."""
 
 
 def parse_pairs(text: str | None, r: int, w: int, n: int) -> list[tuple[int, int]]:
@@ -365,23 +402,53 @@ def pbs_placement(n: int, pairs: list[tuple[int, int]], regions: str, writer: st
     return writer, reader
 
 
+def pbs_verdict(judged: list[visibility.Judgement], floor: NoiseFloor | None,
+                tolerance_ms: float = PBS_NOISE_TOLERANCE_MS) -> str:
+    """Return "agrees", "disagrees", "inconclusive" or "no power" for the pairs judged:
+    agreement needs a pair with power and every pair inside its sampling band; a miss is
+    "inconclusive" when the machine added more than ``tolerance_ms`` at p99 while it ran."""
+    if not any(j.has_power for j in judged):
+        return "no power"
+    if all(j.within for j in judged if j.judged):
+        return "agrees"
+    if floor is not None and floor.added_p99_ms > tolerance_ms:
+        return "inconclusive"
+    return "disagrees"
+
+
+def verdict_line(verdict: str, floor: NoiseFloor | None, tolerance_ms: float) -> str:
+    """Return one sentence for a verdict, with the noise that made it inconclusive."""
+    if verdict == "inconclusive" and floor is not None:
+        return (f"inconclusive: the machine added {floor.added_p99_ms:.1f} ms at p99, over "
+                f"the {tolerance_ms:g} ms a verdict can bear ({floor.line()})")
+    added = ("no noise floor was measured" if floor is None else
+             f"the machine added {floor.added_p99_ms:.1f} ms at p99, "
+             + ("within" if floor.added_p99_ms <= tolerance_ms else "over")
+             + f" the {tolerance_ms:g} ms the verdict can bear")
+    return {"agrees": f"the model agrees with the measurement within its tolerance ({added})",
+            "disagrees": f"the model is off by more than its tolerance ({added})",
+            "no power": "no measured curve has a transition to test the model on"}[verdict]
+
+
 def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
                 reader: str, duration_s: float, t_max_ms: float, trials: int, seed: int,
                 run_dir: Path, tick: Tick = _no_tick,
                 jitter_ms: float = pbs_real.DEFAULT_JITTER_MS) -> AgainstRun:
     """Start an N-node Cassandra cluster (a node per region, every replication link
     jittering +-``jitter_ms``; 0: the region set's own), measure its legs and its
-    t-visibility per (R, W), and return prediction and measurement compared over the whole
-    sampled curve (``curves``: per pair the predicted curve, the measured buckets and the
-    judged points, for the page)."""
+    t-visibility per (R, W), and return prediction and measurement judged at every sampled
+    t against the measurement's sampling band (``checkers/visibility.py``), with the noise
+    floor of every probe (``curves``: per pair the predicted curve, the measured buckets and
+    the judged points, for the page)."""
     label = f"PBS N={n} against cassandra on {regions}"
     used = region_set(regions).regions[:n]
-    compared: list[pbs_real.CurveComparison] = []
+    judged: list[tuple[int, int, visibility.Judgement, int]] = []
+    floors: list[NoiseFloor] = []
     curves: list[dict[str, Any]] = []
     tick(0.0, f"starting {n} Cassandra nodes")
     with pbs_real.cassandra_cluster(n, regions, jitter_ms=jitter_ms or None) as c:
         tick(0.1, "measuring the legs (round trips to every replica)")
-        cal = pbs_real.calibrate(c, writer, reader)
+        cal = pbs_real.calibrate(c, writer, reader, pbs_real.CALIBRATION_SAMPLES)
         wars = pbs_model.wars_from_round_trips(cal.write_rt_ms, cal.read_rt_ms)
         for k, (r, w) in enumerate(pairs):
             lo, share = 0.2 + 0.8 * k / len(pairs), 0.8 / len(pairs)
@@ -393,84 +460,81 @@ def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
                 return pbs_model.t_visibility_after_ack(wars, r, w, ts, cal.hop_ms, trials,
                                                         seed)
 
-            cmp = pbs_real.compare_curve(predict, m, PBS_TOLERANCE)
-            compared.append(cmp)
+            vis = pbs_real.visibility_of_run(Path(m.run_dir))
+            j = visibility.judge(predict, vis)
+            judged.append((r, w, j, vis.out_of_order))
+            floor = pbs_real.noise_of_run(Path(m.run_dir))
+            if floor is not None:
+                floors.append(floor)
             t = np.linspace(0.0, t_max_ms, 401)
             tm, p, tot = m.curve(1.0)
             keep = (tot >= 5) & (tm <= t_max_ms)
-            judged = [x for x in cmp.points if x["difference"] is not None]
+            points = j.judged
             curves.append({"id": f"fig-r{r}-w{w}", "caption": (
                 f"R={r}, W={w}: predicted from the measured legs (line) and measured on the "
                 f"cluster (dots: 1 ms buckets with at least 5 reads; {m.reads:,} reads, "
-                f"{m.writes} writes; rings: the {len(judged)} sampled t judged). Largest gap "
-                f"{_points(cmp.largest_gap)} at {_ms(cmp.largest_gap_t_ms)} ms."),
+                f"{vis.writes} writes; rings: the {len(points)} sampled t judged, each "
+                f"against its binomial band). {j.line()}."),
                 "t_ms": t, "predicted": {f"PBS R={r} W={w}": predict(t)},
                 "measured": (tm[keep], p[keep]),
-                "sampled": ([float(x["t_mean_ms"] or 0) for x in judged],
-                            [float(x["measured"] or 0) for x in judged])})
+                "sampled": ([x.t_ms for x in points], [x.measured for x in points])})
+    floor = noise.worst(floors)
+    verdict = pbs_verdict([j for _, _, j, _ in judged], floor)
     results = pbs_against_results(n, regions, writer, reader, duration_s, trials, seed,
-                                  jitter_ms, used, cal, compared, label, PBS_TOLERANCE)
-    remarks = []
-    for g in compared:
-        judged_n = sum(1 for x in g.points if x["difference"] is not None)
-        remarks.append(f"R={g.r} W={g.w}: largest gap over the {judged_n} sampled t: "
-                       f"{_points(g.largest_gap)} points at {_ms(g.largest_gap_t_ms)} ms "
-                       f"(tolerance {100 * PBS_TOLERANCE:.0f}; {g.transition_points} t inside "
-                       f"the transition, {pbs_real.MIN_TRANSITION_POINTS} needed; sampling "
-                       f"band +-{100 * g.sampling_band:.1f})")
-    if not results["has_power"]:
-        remarks.append("no measured curve moves from 2 % to 98 % over enough sampled t to "
-                       "test the model: raise --jitter (e.g. 20ms)")
+                                  jitter_ms, used, cal, judged, label, floor, verdict)
+    remarks = [f"R={r} W={w}: {j.line()} ({j.transition_points} sampled t inside the "
+               f"transition, {visibility.MIN_TRANSITION_POINTS} needed)"
+               for r, w, j, _ in judged]
+    remarks.append(verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS))
+    if verdict == "no power":
+        remarks.append("raise --jitter (e.g. 20ms) so that the measured curve has a "
+                       "transition to judge")
     return AgainstRun(results, curves=curves, remarks=remarks)
-
-
-def _points(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}"
 
 
 def pbs_against_results(n: int, regions: str, writer: str, reader: str, duration_s: float,
                         trials: int, seed: int, jitter_ms: float, used: Any,
-                        cal: pbs_real.Calibration, curves: list[pbs_real.CurveComparison],
-                        label: str, tolerance: float) -> dict[str, Any]:
-    """Return the results.json of ``model pbs --against``: every sampled t per pair, the
-    largest gap over all curves and where, the verdict judged on the whole curves."""
-    rows_out = [{"r": g.r, "w": g.w, **x} for g in curves for x in g.points]
-    judged = [g for g in curves if g.largest_gap is not None]
-    worst = max(judged, key=lambda g: g.largest_gap or 0.0, default=None)
-    has_power = any(g.has_power for g in curves)
+                        cal: pbs_real.Calibration,
+                        judged: list[tuple[int, int, visibility.Judgement, int]],
+                        label: str, floor: NoiseFloor | None, verdict: str
+                        ) -> dict[str, Any]:
+    """Return the results.json of ``model pbs --against``: every sampled t per pair with its
+    counts and band, the verdict, and the noise floor it was reached under."""
+    rows_out = [{"r": r, "w": w, **x.to_json()} for r, w, j, _ in judged for x in j.points]
     legs = {f"n{i} ({c_region})": {"write_rt_median_ms": round(float(np.median(wr)), 3),
                                    "read_rt_median_ms": round(float(np.median(rr)), 3)}
             for i, (c_region, wr, rr) in enumerate(zip(used, cal.write_rt_ms, cal.read_rt_ms,
                                                        strict=True))}
     return {
-        "schema_version": 2, "model": "pbs", "title": label,
+        "schema_version": 3, "model": "pbs", "title": label,
         "params": {"n": n, "regions": regions, "writer_region": writer,
                    "reader_region": reader, "duration_s_per_pair": duration_s,
                    "trials": trials, "seed": seed, "jitter_ms": jitter_ms,
                    "write_overhead_ms": cal.write_overhead_ms,
                    "read_overhead_ms": cal.read_overhead_ms, "hop_ms": round(cal.hop_ms, 4)},
-        "legs": legs, "points": rows_out, "curves": [g.to_json() for g in curves],
+        "legs": legs, "points": rows_out,
+        "pairs": [{"r": r, "w": w, "out_of_order_writes": odd, **j.to_json()}
+                  for r, w, j, odd in judged],
         "round_trips_ms": {"write": [list(x) for x in cal.write_rt_ms],
                            "read": [list(x) for x in cal.read_rt_ms]},
-        "tolerance": tolerance,
-        "largest_gap": None if worst is None else worst.largest_gap,
-        "largest_gap_at": None if worst is None else {"r": worst.r, "w": worst.w,
-                                                      "t_ms": worst.largest_gap_t_ms},
-        "max_abs_difference": None if worst is None else worst.largest_gap,
-        "has_power": has_power,
-        "within_tolerance": (has_power and bool(judged)
-                             and all(g.within_tolerance for g in judged)),
+        "verdict": verdict, "exit_status": EXIT_STATUS[verdict],
+        "verdict_line": verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS),
+        "noise": None if floor is None else floor.to_json(),
+        "noise_tolerance_ms": PBS_NOISE_TOLERANCE_MS,
+        "has_power": any(j.has_power for _, _, j, _ in judged),
+        "within_tolerance": verdict == "agrees",
         "tables": [{"caption": "P(consistent read) t ms after the write was acknowledged, at "
                                "every sampled t: predicted from the measured legs, measured "
-                               "on the cluster (reads started in [t, t + window))",
-                    "header": ["R", "W", "t (ms)", "window (ms)", "reads' mean t (ms)",
-                               "predicted", "measured", "reads", "difference"],
-                    "rows": [[x["r"], x["w"], f"{x['t_ms']:g}", f"{x['width_ms']:g}",
-                              f"{x['t_mean_ms']:.2f}",
-                              f"{100 * x['predicted']:.1f}%",
-                              "n/a" if x["measured"] is None else f"{100 * x['measured']:.1f}%",
-                              x["reads"], "not judged" if x["difference"] is None
-                              else f"{100 * x['difference']:.1f}"] for x in rows_out]},
+                               "on the cluster (writes visible by t, undecided counted half) "
+                               "with its binomial band (Clopper-Pearson, Bonferroni over the "
+                               "sampled t)",
+                    "header": ["R", "W", "t (ms)", "writes", "predicted", "measured",
+                               "band", "inside"],
+                    "rows": [[x["r"], x["w"], f"{x['t_ms']:g}", x["writes"],
+                              f"{100 * x['predicted']:.1f}%", f"{100 * x['measured']:.1f}%",
+                              f"{100 * x['band_lo']:.1f}-{100 * x['band_hi']:.1f}%",
+                              ("yes" if x["inside"] else "NO") if x["judged"]
+                              else "not judged"] for x in rows_out]},
                    {"caption": "Round trips to each replica measured on the cluster (median, "
                                "ms, the client's own share subtracted)",
                     "header": ["replica", "from the writer's coordinator",
@@ -480,5 +544,6 @@ def pbs_against_results(n: int, regions: str, writer: str, reader: str, duration
         "notes": [f"writer at {writer}, reader at {reader}; legs measured from {n} "
                   "calibration keyspaces with one replica each; replication links jitter "
                   f"+-{jitter_ms:g} ms; the model is read {cal.hop_ms:.2f} ms later than t "
-                  "(the clients' own hops, half their measured shares)"],
+                  "(the clients' own hops, half their measured shares)",
+                  verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS)],
     }

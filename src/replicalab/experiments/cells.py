@@ -1,13 +1,19 @@
 """Cells of the chart from measurements (pure: no I/O): the value shown, its colour against
 the goal or the documented promise, the evidence behind it and the runs that produced it.
 
-Colours: ``green`` meets the goal/promise, ``yellow`` meets it with a caveat (a documented
+Grades: ``green`` meets the goal/promise, ``yellow`` meets it with a caveat (a documented
 weakness seen, or the lab's limit), ``red`` misses it, ``grey`` not measured (the reason is
 in the cell).
+
+Each cell has a ``headline`` of at most :data:`HEADLINE_WORDS` words naming the figure that
+decides its grade ("eventual reads from US-E: p99 85 ms, goal 50 ms"), what the chart shows
+in the cell; the ``value`` (one sentence per part, every figure with its denominator) and
+the evidence lines are what the cell opens on.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -15,11 +21,13 @@ from replicalab.cluster.kinds import Promise
 from replicalab.experiments.plan import READ_GOAL_P99_MS, WRITE_GOAL_P99_MS
 
 GRADES = ("green", "yellow", "red", "grey")
+HEADLINE_WORDS = 12
+"""The most words a cell's headline has."""
 
 
 @dataclass
 class Cell:
-    """One cell: store row, property column, value, colour and its evidence."""
+    """One cell: store row, property column, value, grade, its headline and evidence."""
 
     store: str
     prop: str
@@ -36,16 +44,32 @@ class Cell:
     # a bar chart of fractions the report draws under the evidence: {"title": str,
     # "bars": [[label, fraction or None], ...]} (any property may give one)
     chart: dict[str, Any] = field(default_factory=dict)
+    # grey because its run failed (a server that would not start, a store that stopped
+    # answering), not because the property does not apply to this store: the scorecard
+    # then exits non-zero
+    failed: bool = False
+    # at most HEADLINE_WORDS words naming the figure that decides the grade (the chart's
+    # cell); "" only in cells saved before headlines
+    headline: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """Return the cell as saved in scorecard.json."""
         return asdict(self)
 
 
-def not_measured(store: str, prop: str, p: Promise, reason: str) -> Cell:
-    """Return a grey cell that says why it holds no measurement."""
+def not_measured(store: str, prop: str, p: Promise, reason: str, failed: bool = False
+                 ) -> Cell:
+    """Return a grey cell that says why it holds no measurement (``failed``: its run
+    failed, rather than the property not applying to this store)."""
     return Cell(store, prop, f"not measured: {reason}", "grey", p.text, p.source,
-                reason=reason)
+                reason=reason, failed=failed,
+                headline="not measured: the run failed" if failed else
+                f"not measured: {_first_clause(reason)}")
+
+
+def _first_clause(reason: str) -> str:
+    # "the simulated store keeps no disk: neither ..." -> "the simulated store keeps no disk"
+    return re.split(r":\s|;|\(| - ", reason, maxsplit=1)[0].strip()
 
 
 def pct(x: float | None) -> str:
@@ -119,6 +143,7 @@ def latency_cell(store: str, m: dict[str, Any], p: Promise) -> Cell:
     if n < 1000:
         caveat = (caveat + "; " if caveat else "") + (
             f"a p99.9 of {_n(n, 'operation')} per variant is the largest few samples")
+    headline = _latency_headline(m, misses, grade)
     regions = list(m["regions"])
     where = (f"from {_n(len(regions), 'region')} ({', '.join(regions)})"
              if len(regions) > 1 else f"from {_place(regions[0])}" if regions else "")
@@ -126,7 +151,26 @@ def latency_cell(store: str, m: dict[str, Any], p: Promise) -> Cell:
              f"{_ms(worst_read)} (goal under {READ_GOAL_P99_MS:g} ms), writes "
              f"{_ms(worst_write)} (goal under {WRITE_GOAL_P99_MS:g} ms)")
     return Cell(store, "latency", value, grade, p.text, p.source, caveat, details, m["runs"],
-                figures={"regions": m["regions"]})
+                figures={"regions": m["regions"]}, headline=headline)
+
+
+def _goal(variant: str) -> float:
+    return READ_GOAL_P99_MS if variant in _READS else WRITE_GOAL_P99_MS
+
+
+def _latency_headline(m: dict[str, Any], misses: list[tuple[str, str]], grade: str) -> str:
+    """Name the p99 that decides the grade: the worst miss against its goal (red: of an
+    eventual read or a write; yellow: of a consistent read), else the closest to its goal."""
+    deciding = [(r, v) for r, v in misses if grade == "yellow" or v != "consistent read"]
+    pool = deciding or [(r, v) for r, vs in m["regions"].items() for v in vs]
+    if not pool:
+        return "no latency measured"
+    region, v = max(pool, key=lambda rv: m["regions"][rv[0]][rv[1]]["p99_ms"] / _goal(rv[1]))
+    p99 = _ms(m["regions"][region][v]["p99_ms"])
+    where = "locally" if region == "local" else f"from {region}"
+    if misses:
+        return f"{v}s {where}: p99 {p99}, goal {_goal(v):g} ms"
+    return f"all under goal; closest: {v}s {where}, p99 {p99}"
 
 
 # --- durability ---------------------------------------------------------------------------
@@ -185,7 +229,30 @@ def durability_cell(store: str, m: dict[str, Any], p: Promise) -> Cell:
     else:
         grade, caveat = "green", ""
     return Cell(store, "durability", value, grade, p.text, p.source, caveat, details,
-                m["runs"], figures={"variants": m["variants"]})
+                m["runs"], figures={"variants": m["variants"]},
+                headline=_durability_headline(m, grade))
+
+
+def _durability_headline(m: dict[str, Any], grade: str) -> str:
+    """Name the loss that decides the grade: the most a setting lost that its documentation
+    says it keeps (red), or that it may lose (yellow); a setting that did not come back."""
+    worst: tuple[float, str] | None = None
+    for v in m["variants"]:
+        name = v["label"].split(" (")[0]
+        for key, what, keeps in (("kill", "kill -9", v["keeps_on_kill"]),
+                                 ("power_loss", "power loss", v["keeps_on_power_loss"])):
+            r = v[key]
+            if (grade == "red") != keeps:
+                continue  # red: only promised settings decide; yellow: the lossy ones
+            if not r["checked"]:
+                worst = max(worst or (-1.0, ""), (2.0, f"{name}: no restart after {what}"))
+            elif r["lost"]:
+                share = r["lost"] / max(r["acknowledged"], 1)
+                worst = max(worst or (-1.0, ""), (share, f"{name}: {what} lost {r['lost']:,} "
+                                                         f"of {r['acknowledged']:,} writes"))
+    if grade == "green" or worst is None:
+        return "no acknowledged write lost to kill -9 or power loss"
+    return worst[1] + (", as documented" if grade == "yellow" else "")
 
 
 # --- availability -------------------------------------------------------------------------
@@ -268,8 +335,41 @@ def availability_cell(store: str, m: dict[str, Any], p: Promise,
                             ("writes", f["eventual"]["writes"]))]
     return Cell(store, "availability", "; ".join(values), grade, p.text, p.source, caveat,
                 details, m["runs"], figures={"faults": m["faults"]},
+                headline=_availability_headline(m, grade, local_reads_promised),
                 chart={"title": "Share of the time served while each fault lasted",
                        "bars": bars})
+
+
+def _short_fault(f: dict[str, Any]) -> str:
+    # "US-W cut off", "primary n0 down"
+    if f.get("cut_region") is not None:
+        return f"{f['cut_region']} cut off"
+    if f.get("crashed_node") is not None:
+        return f"{f.get('crashed_role', 'node')} n{f['crashed_node']} down"
+    return str(f["fault"])
+
+
+def _availability_headline(m: dict[str, Any], grade: str, local_reads_promised: bool
+                           ) -> str:
+    """Name the share that decides the grade: the lowest eventual-read share in a cut-off
+    region (red), the lowest share under 95 % (yellow), else the lowest of all."""
+    shares = []
+    for f in m["faults"]:
+        e, c = f["eventual"], f["consistent"]
+        region = _place(f["region"])
+        writer = _place(e.get("writer_region", f["region"]))
+        for what, x, red in ((f"eventual reads in {region}", e["reads"],
+                              _is_cut(f) and local_reads_promised),
+                             (f"consistent reads in {region}", c["reads"], False),
+                             (f"writes from {writer}", e["writes"], False)):
+            if x is not None and (grade != "red" or red):
+                shares.append((x, what, _short_fault(f)))
+    if not shares:
+        return "no fault could be injected"
+    x, what, fault = min(shares, key=lambda s: s[0])
+    if grade == "green":
+        return f"every fault: reads and writes served at least {_share(x)}"
+    return f"{what} served {_share(x)} while {fault}"
 
 
 # --- consistency --------------------------------------------------------------------------
@@ -346,6 +446,7 @@ def consistency_cell(store: str, m: dict[str, Any], p: Promise,
         caveat = "; ".join(seen) + ": documented for eventual reads"
     else:
         grade, caveat = "green", ""
+    headline = _consistency_headline(m, grade, strong_promised)
     if (c["stale_fraction"] or 0) > 0:
         # the staleness checker counts a read that missed a write still in flight; the
         # register test (linearizability) is the judge of consistent reads
@@ -355,7 +456,32 @@ def consistency_cell(store: str, m: dict[str, Any], p: Promise,
     return Cell(store, "consistency", value, grade, p.text, p.source, caveat, details,
                 m["runs"], counterexample=counter or "", figures={
                     k: m[k] for k in ("eventual", "consistent", "session", "register_eventual",
-                                      "register_consistent")})
+                                      "register_consistent")}, headline=headline)
+
+
+def _consistency_headline(m: dict[str, Any], grade: str, strong_promised: bool) -> str:
+    """Name what decides the grade, in the order the rules look: consistent reads'
+    register verdict, then eventual reads' staleness, linearizability, sessions."""
+    e, s = m["eventual"], m["session"]
+    re_, rc = m["register_eventual"], m["register_consistent"]
+    if grade == "green":
+        return "every read fresh; both register tests linearizable"
+    if rc["valid"] is not True:
+        verdict = ("NOT linearizable" if rc["valid"] is False
+                   else "linearizability not decided in time")
+        return (f"consistent reads {verdict}" + (", though promised" if grade == "red" else
+                                                 "; none promised" if not strong_promised
+                                                 else ""))
+    if (e["stale_fraction"] or 0) > 0:
+        where = _place(s["region"])
+        return (f"eventual reads in {where}: {pct(e['stale_fraction'])} stale"
+                + (f", up to {_ms(e['stale_window_ms'])}" if e.get("stale_window_ms")
+                   is not None else ""))
+    if re_["valid"] is not True:
+        return f"eventual reads {_verdict(re_['valid'])}"
+    if s["ryw_violations"]:
+        return f"read-your-writes broken in {s['ryw_violations']:,} of {s['ryw_reads']:,} reads"
+    return (f"monotonic reads broken in {s['mr_violations']:,} of {s['mr_pairs']:,} pairs")
 
 
 # --- geography ----------------------------------------------------------------------------
@@ -393,5 +519,8 @@ def geography_cell(store: str, latency: dict[str, Any], node_regions: tuple[str,
              + " round trips to the nearest other region" if trips else where)
     grade = "green" if local and all(local) else "yellow"
     caveat = "" if grade == "green" else "eventual reads are not local in every region"
+    headline = (f"eventual reads served locally in {sum(local)} of "
+                f"{_n(len(local), 'region')}" if local else "no region measured")
     return Cell(store, "geography", value, grade, p.text, p.source, caveat, details,
-                latency["runs"], figures={"nearest_rtt_ms": nearest_rtt_ms})
+                latency["runs"], figures={"nearest_rtt_ms": nearest_rtt_ms},
+                headline=headline)

@@ -22,6 +22,7 @@ from replicalab.experiments import figures
 from replicalab.faults.schedule import Fault, check_within
 from replicalab.history.rundir import Run
 from replicalab.regions import region_set
+from replicalab.stores.base import redact_url
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.latency import LatencyConfig
 from replicalab.workloads.register import RegisterConfig
@@ -69,10 +70,14 @@ def check_faults(faults: tuple[Fault, ...], regions: tuple[str, ...], duration_s
 
 
 @contextlib.contextmanager
-def cluster(kind: StoreKind, regions: str, name: str) -> Iterator[tuple[Cluster, str | None]]:
-    """Start a 3-node ``kind`` cluster on ``regions``; yield it and its leader's region
-    (None without a leader); stop it however the block ends."""
-    c = base.up(kind.name, 3, regions, name=name)
+def cluster(kind: StoreKind, regions: str, name: str, hosts: str | None = None
+            ) -> Iterator[tuple[Cluster, str | None]]:
+    """Start a 3-node ``kind`` cluster on ``regions`` (one node per host of inventory
+    ``hosts`` when given); yield it and its leader's region (None without a leader); stop
+    it however the block ends. A saved cluster of that name whose processes are gone (a
+    comparison killed outright) is replaced; a running one is refused, naming how to
+    remove it."""
+    c = base.up(kind.name, 3, regions, name=name, hosts=hosts, replace_stale=True, rename="")
     try:
         lead = base.find_leader(c.name)
         yield c, lead.region if lead.is_leader else None
@@ -83,9 +88,10 @@ def cluster(kind: StoreKind, regions: str, name: str) -> Iterator[tuple[Cluster,
 def probe(spec: ProbeSpec, out: Path, progress: Callable[[float], None] | None = None,
           what: str = "") -> Run:
     """Return the probe's run; Ctrl-C or SIGTERM during it stops the whole comparison (the
-    probe has saved its history; the cluster is brought down on the way out). With
-    ``what``, a probe that stopped early is a ValueError naming it."""
-    run = run_probe(spec, out, progress)
+    probe has saved its history, unchecked: the command must end within a second; the
+    cluster is brought down on the way out). With ``what``, a probe that stopped early is a
+    ValueError naming it."""
+    run = run_probe(spec, out, progress, check_interrupted=False)
     if run.interrupted:
         raise KeyboardInterrupt
     if what and run.error:
@@ -143,14 +149,14 @@ def staleness_row(results: dict[str, Any], consistency: str) -> dict[str, Any]:
 
 
 def _staleness_one(kind: StoreKind, regions: str, duration_s: float, ops: int, out: Path,
-                   faults: tuple[Fault, ...], phase: Phase
+                   faults: tuple[Fault, ...], phase: Phase, hosts: str | None = None
                    ) -> tuple[dict[str, Any], tuple[list[float], list[float]]]:
     rs = region_set(regions)
     writer, reader = rs.regions[0], rs.regions[1 % len(rs.regions)]
     k = kind.name
     phase(f"{k}: starting a 3-node cluster")
-    with cluster(kind, regions, f"compare-{k}") as (c, leader):
-        row: dict[str, Any] = {"store": k, "url": c.url, "leader_region": leader}
+    with cluster(kind, regions, f"compare-{k}", hosts) as (c, leader):
+        row: dict[str, Any] = {"store": k, "url": redact_url(c.url), "leader_region": leader}
         curve: tuple[list[float], list[float]] = ([], [])
         for consistency in CONSISTENCIES:
             spec = ProbeSpec(store=c.url, workload="staleness", options=ProbeOptions(
@@ -159,13 +165,14 @@ def _staleness_one(kind: StoreKind, regions: str, duration_s: float, ops: int, o
                 config=StalenessConfig(placement="separate-clients", writer_region=writer,
                                        reader_region=reader),
                 cluster=c.name if faults else None, faults=faults)
-            r = probe(spec, out, phase(f"{k}: staleness probe, {consistency} reads")).results
+            r = probe(spec, out, phase(f"{k}: staleness probe, {consistency} reads"),
+                      what=f"{k}: the staleness probe with {consistency} reads").results
             row.update(staleness_row(r, consistency))
             if consistency == "eventual":
                 curve = smooth(r["freshness"])
         lat = probe(ProbeSpec(store=c.url, workload="latency", config=LatencyConfig(ops=ops),
                               options=ProbeOptions(duration_s=60)), out,
-                    phase(f"{k}: latency probe")).results
+                    phase(f"{k}: latency probe"), what=f"{k}: the latency probe").results
         for v, x in figures.latency(lat).items():
             row[f"{v} p50_ms"], row[f"{v} p99_ms"] = x["p50_ms"], x["p99_ms"]
         return row, curve
@@ -207,15 +214,15 @@ def _staleness_table(rows: list[dict[str, Any]], regions: str, faults: tuple[Fau
 
 
 def compare_staleness(kinds: Sequence[StoreKind], regions: str, duration_s: float, ops: int,
-                      faults: tuple[Fault, ...], run_dir: Path, phase: Phase = _no_phase
-                      ) -> Comparison:
+                      faults: tuple[Fault, ...], run_dir: Path, phase: Phase = _no_phase,
+                      hosts: str | None = None) -> Comparison:
     """Probe each kind's cluster in turn (staleness with eventual and consistent reads,
     writer in the first region, reader in the second, under ``faults``; then a short
     latency probe) and return the comparison (sub-runs under ``run_dir/runs``)."""
     rows, curves = [], {}
     for kind in kinds:
         row, curves[kind.name] = _staleness_one(kind, regions, duration_s, ops,
-                                                run_dir / "runs", faults, phase)
+                                                run_dir / "runs", faults, phase, hosts)
         rows.append(row)
     names = [k.name for k in kinds]
     results = {"schema_version": 1, "model": "compare", "title": f"stores on {regions}",
@@ -274,13 +281,14 @@ def latency_phases(names: Sequence[str], ops: int) -> list[tuple[str, float]]:
 
 
 def compare_latency(kinds: Sequence[StoreKind], regions: str, ops: int, seed: int,
-                    run_dir: Path, phase: Phase = _no_phase) -> Comparison:
+                    run_dir: Path, phase: Phase = _no_phase, hosts: str | None = None
+                    ) -> Comparison:
     """Run the latency workload from one client at each kind's first node and return the
     comparison of consistent and eventual reads (sub-runs under ``run_dir/runs``)."""
     rows = []
     for kind in kinds:
         phase(f"{kind.name}: starting a 3-node cluster")
-        with cluster(kind, regions, f"compare-latency-{kind.name}") as (c, leader):
+        with cluster(kind, regions, f"compare-latency-{kind.name}", hosts) as (c, leader):
             run = probe(ProbeSpec(store=c.url, workload="latency",
                                   config=LatencyConfig(ops=ops),
                                   options=ProbeOptions(duration_s=60, seed=seed)),
@@ -359,8 +367,8 @@ def register_phases(names: Sequence[str], duration_s: float) -> list[tuple[str, 
 
 def compare_register(kinds: Sequence[StoreKind], regions: str, duration_s: float,
                      faults: tuple[Fault, ...], seed: int, run_dir: Path,
-                     phase: Phase = _no_phase, clients: int = 10, keys: int = 5
-                     ) -> Comparison:
+                     phase: Phase = _no_phase, clients: int = 10, keys: int = 5,
+                     hosts: str | None = None) -> Comparison:
     """Run Jepsen's register test on each kind's cluster with eventual then consistent
     reads (writes in the first region, reads in the second, the same ``faults``) and return
     the comparison of their linearizability verdicts."""
@@ -369,7 +377,7 @@ def compare_register(kinds: Sequence[StoreKind], regions: str, duration_s: float
     rows = []
     for kind in kinds:
         phase(f"{kind.name}: cluster and register tests")
-        with cluster(kind, regions, f"compare-register-{kind.name}") as (c, leader):
+        with cluster(kind, regions, f"compare-register-{kind.name}", hosts) as (c, leader):
             runs, dirs = {}, {}
             for consistency in CONSISTENCIES:
                 spec = ProbeSpec(store=c.url, workload="register",

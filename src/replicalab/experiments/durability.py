@@ -11,6 +11,7 @@ store recovers) and ``lost_writes`` counts the acknowledged writes newer than wh
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,7 @@ from replicalab.cluster import base
 from replicalab.cluster.kinds import DurabilityVariant, StoreKind
 from replicalab.cluster.state import ROOT, load
 from replicalab.experiments.measure import Progress, probe
-from replicalab.experiments.plan import Plan
+from replicalab.experiments.plan import RENAME, Plan
 from replicalab.faults.schedule import Fault
 from replicalab.stores import StoreError, open_store
 from replicalab.stores.base import redact_url
@@ -114,28 +115,31 @@ def server_complaints(name: str, root: Path, limit: int = 3) -> list[str]:
 
 
 def durability(kind: StoreKind, regions: str, plan: Plan, seed: int, out: Path, base_dir: Path,
-               progress: Callable[[str], Progress], root: Path = ROOT) -> dict[str, Any]:
+               progress: Callable[[str], Progress], root: Path = ROOT,
+               name: str = "scorecard") -> dict[str, Any]:
     """Return, per setting, the acknowledged writes lost under a kill -9 of the leader and
-    under a power loss of every node (each with its sub-run)."""
+    under a power loss of every node (each with its sub-run), on clusters named
+    ``<name>-<kind>-durability-<n>``."""
     res: dict[str, Any] = {"variants": [], "runs": []}
     clusters: dict[tuple[tuple[str, str], ...], str] = {}
     todo = variants(kind, plan)
     try:
         for n, v in enumerate(todo):
-            name = clusters.get(v.settings)
-            if name is None:
+            if v.settings not in clusters:
                 progress(f"durability: starting {kind.name} on power-loss file systems "
                          f"({v.label})")
                 c = base.up(kind.name, 3, regions,
-                            name=f"scorecard-{kind.name}-durability-{n}", root=root,
-                            settings=dict(v.settings), power_loss_fs=True)
-                name = clusters[v.settings] = c.name
-            c = load(name, root)
+                            name=f"{name}-{kind.name}-durability-{n}", root=root,
+                            settings=dict(v.settings), power_loss_fs=True,
+                            replace_stale=True, rename=RENAME)
+                clusters[v.settings] = c.name
+            cname = clusters[v.settings]
+            c = load(cname, root)
             url = c.url + (f"&{v.url_params}" if v.url_params else "")
             entry: dict[str, Any] = {"label": v.label, "promise": v.promise,
                                      "source": v.source, "keeps_on_kill": v.keeps_on_kill,
                                      "keeps_on_power_loss": v.keeps_on_power_loss}
-            lead = base.find_leader(name, root)
+            lead = base.find_leader(cname, root)
             leader_i = lead.index
             res["killed"] = f"the {kind.leader_word}" if lead.is_leader \
                 else f"the writer's coordinator n{leader_i} (there is no leader)"
@@ -147,16 +151,19 @@ def durability(kind: StoreKind, regions: str, plan: Plan, seed: int, out: Path, 
                 # the client in no region reaches every node directly: placed in a region,
                 # its reads of the nearest replica (another region) would pace its writes
                 # by a WAN round trip; what survives is what is counted
-                entry[key] = _run(url, name, fault, plan, None, seed, out,
+                entry[key] = _run(url, cname, fault, plan, None, seed, out,
                                   base_dir, root, progress(f"durability, {v.label}: {what}"))
                 entry[key]["fault"] = f"{fault.label} at {fault.at_s:g}s"
                 res["runs"].append(entry[key]["run"])
             res["variants"].append(entry)
             if all(later.settings != v.settings for later in todo[n + 1:]):
                 # no later setting needs this cluster: one on power-loss file systems at a
-                # time (three Cassandra JVMs each on a 2-core machine)
-                base.down(clusters.pop(v.settings), root)
+                # time (three Cassandra JVMs each on a 2-core machine); forgotten once it
+                # is down, so that a Ctrl-C meanwhile still has it removed on the way out
+                base.down(cname, root)
+                del clusters[v.settings]
     finally:
         if clusters:
-            base.down_many(list(clusters.values()), root)
+            with contextlib.suppress(ValueError):  # down already (a Ctrl-C came just after)
+                base.down_many(list(clusters.values()), root)
     return res

@@ -12,6 +12,8 @@ from replicalab.cluster.kinds import StoreKind
 READ_GOAL_P99_MS = 50.0
 WRITE_GOAL_P99_MS = 500.0
 """Seed 001's goals: reads under 50 ms and writes under 500 ms at the 99th percentile."""
+RENAME = "give the scorecard another --name"
+"""What a scorecard can do when a running cluster has the name of one it starts."""
 
 
 @dataclass(frozen=True)

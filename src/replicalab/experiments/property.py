@@ -28,8 +28,9 @@ class NotMeasured(ValueError):
 class Context:
     """What a property's measurement gets: the store (resolved once), the plan, where runs
     go, the started cluster (``target``: None for a property that runs its own clusters),
-    the store's declared features, the region set its nodes sit on, and ``shared``, runs
-    one property leaves for another (geography reads latency's)."""
+    the store's declared features, the region set its nodes sit on, ``shared``, runs
+    one property leaves for another (geography reads latency's), and ``name``, the prefix of
+    the clusters the scorecard starts (``<name>-<kind>``)."""
 
     subject: Subject
     plan: Plan
@@ -43,6 +44,8 @@ class Context:
     features: frozenset[str] = frozenset()
     rs_name: str | None = None
     shared: dict[str, Any] = field(default_factory=dict)
+    hosts: str | None = None  # the inventory the clusters run on (None: this machine)
+    name: str = "scorecard"
 
     def progress(self, what: str) -> Progress:
         """Report the start of a phase named ``what`` (prefixed with the store)."""

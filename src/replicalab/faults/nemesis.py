@@ -19,9 +19,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from replicalab.cluster import base, loopback, powerloss, process
+from replicalab.cluster import base, loopback, placement, powerloss, process
 from replicalab.cluster.state import Cluster, Link, load
 from replicalab.cluster.toxiproxy import Toxiproxy
+from replicalab.faults.hosts import HostNemesis
 from replicalab.faults.schedule import Fault, check_cluster_faults
 from replicalab.history import NEMESIS, History
 from replicalab.runtime import Runtime
@@ -36,6 +37,15 @@ class Nemesis:
     held: dict[int, int] = field(default_factory=dict)
     """Per fault (its id), the fd of the shared lock on the cluster's loopback block held
     while its servers are down (see :meth:`_hold_block`)."""
+    on_hosts: HostNemesis | None = None
+    """The nemesis of a cluster on hosts (faults/hosts.py), made on first use."""
+
+    def _hosts(self, c: Cluster) -> HostNemesis | None:
+        if not placement.on_hosts(c):
+            return None
+        if self.on_hosts is None:
+            self.on_hosts = HostNemesis(self.root)
+        return self.on_hosts
 
     def cluster(self) -> Cluster:
         """Return the cluster as saved now (pids change on restart)."""
@@ -53,6 +63,10 @@ class Nemesis:
             if f.region is not None and f.region not in regions:
                 raise ValueError(f"fault {f.label!r}: cluster {c.name} has regions "
                                  f"{', '.join(sorted(regions))}")
+            on_hosts = self._hosts(c)
+            if on_hosts is not None:
+                on_hosts.check(c, f)
+                continue
             if f.action == "power-loss" and not base.power_loss_mounts(c):
                 raise ValueError(f"fault {f.label!r}: cluster {c.name}'s data is not on the "
                                  "power-loss file system; start it with `replicalab cluster "
@@ -118,6 +132,10 @@ class Nemesis:
     def start(self, f: Fault) -> None:
         """Begin fault ``f`` (blocking; call from a thread)."""
         c = self.cluster()
+        on_hosts = self._hosts(c)
+        if on_hosts is not None:
+            on_hosts.start(c, f)
+            return
         if f.action in ("power-loss", "crash"):
             self._hold_block(c, f)
         if f.action == "power-loss":
@@ -134,6 +152,10 @@ class Nemesis:
     def end(self, f: Fault) -> None:
         """End fault ``f``: restart, resume, heal or restore (blocking; call from a thread)."""
         c = self.cluster()
+        on_hosts = self._hosts(c)
+        if on_hosts is not None:
+            on_hosts.end(c, f)
+            return
         if f.action in ("crash", "power-loss"):
             nodes = [c.nodes[i] for i in self._nodes(c, f)]
             try:

@@ -366,11 +366,16 @@ def _log_events(path: Path, text: str) -> list[Event]:
 
 
 def _from_maps(maps: list[tuple[dict[str, Any], int]]) -> list[Event]:
-    """Return EDN or JSON op maps as events."""
+    """Return EDN or JSON op maps as events; an independent ``[k v]`` tuple whose values
+    were numbered on export (``history/export.py``) takes its recorded value back from
+    ``:replicalab/value``."""
     out: list[Event] = []
     for ev, line in maps:
         has_key = "key" in ev
         raw = ev.get("value", _MISSING)
+        original = ev.get("replicalab/value", _MISSING)
+        if original is not _MISSING and isinstance(raw, list | tuple) and len(raw) == 2:
+            raw = [raw[0], original]
         out.append((ev.get("process"), _word(ev.get("type")), _word(ev.get("f")),
                     raw if raw is _MISSING else _value(raw), has_key,
                     _value(ev["key"]) if has_key else None, ev.get("time"), line))
@@ -427,6 +432,18 @@ def _jsonl_events(path: Path, text: str) -> list[tuple[dict[str, Any], int]]:
                                    f"{_show(ev)}")
         out.append((ev, line_no))
     return out
+
+
+def read_events(path: Path) -> list[tuple[dict[str, Any], int]]:
+    """Return the op maps of an EDN or JSON lines history file, each with its line: keys
+    as plain names, values as read (EDN vectors as lists, keywords as :class:`Keyword`);
+    raises HistoryFileError naming the file and line of malformed input."""
+    try:
+        text = path.read_text(encoding="utf-8").lstrip("\ufeff")
+    except (OSError, UnicodeDecodeError) as err:
+        raise HistoryFileError(f"{path}: cannot read it ({err}); expected Jepsen EDN or "
+                               "JSON lines") from None
+    return (_jsonl_events if _kind(path, text) == "jsonl" else _edn_events)(path, text)
 
 
 def _kind(path: Path, text: str) -> str:

@@ -57,6 +57,16 @@ class PigPaxosParams:
     mu_ms, mu_md), ``mu_l_ms``/``sigma_l_ms`` the LAN (and intra-region) RTT, ``pipelines``
     the workers per node (n_p), ``sigma_r_factor`` the inter-arrival sd in units of the mean
     (seed: sigma_r = 2 mu_r). Clients sit next to the leader (one LAN round trip).
+
+    A failure (seed 002: "one relay group experiencing a failure on every operation"):
+    ``failed_nodes`` (default: all) of relay group ``failed_group``'s followers are down and
+    answer nothing. A down relay loses its group's round: the leader waits
+    ``relay_timeout_ms`` from its broadcast and, if the round has not committed and the
+    group has not answered, sends the group's message again through another relay drawn at
+    random among the group's nodes not tried yet (re-routing), once per time-out, until one
+    answers or every node was tried. A live relay whose members are down waits
+    ``member_timeout_ms`` from its forward for the replies it waits for, then answers with the
+    votes it has. Failures are modelled with one relay per group (``relays_per_group=1``).
     """
 
     n: int = 25
@@ -74,6 +84,10 @@ class PigPaxosParams:
     sigma_md_ms: float = DEFAULT_SIGMA_MD_MS
     pipelines: int = 1
     sigma_r_factor: float = 2.0
+    failed_group: int | None = None
+    failed_nodes: int | None = None
+    relay_timeout_ms: float = 10.0
+    member_timeout_ms: float = 5.0
 
     def __post_init__(self) -> None:
         if isinstance(self.regions, str):
@@ -153,6 +167,45 @@ def _check(p: PigPaxosParams) -> None:
     require(votes >= majority(p.n),
             f"relay waits too short: aggregates carry at most {votes} of the {majority(p.n)} "
             f"votes a majority of n={p.n} needs; raise relay_wait or relay_wait_fraction")
+    _check_failure(p)
+
+
+def _check_failure(p: PigPaxosParams) -> None:
+    for name in ("relay_timeout_ms", "member_timeout_ms"):
+        v = getattr(p, name)
+        require(isinstance(v, int | float) and math.isfinite(v) and v > 0,
+                f"{name}={v!r}: must be a positive number of ms; use e.g. 10")
+    if p.failed_group is None:
+        require(p.failed_nodes is None,
+                f"failed_nodes={p.failed_nodes!r} needs failed_group (which relay group "
+                "fails); set failed_group=0 or drop failed_nodes")
+        return
+    groups = _group_sizes(p)
+    require(_is_int(p.failed_group) and 0 <= p.failed_group < len(groups),
+            f"failed_group={p.failed_group!r}: use a relay group 0..{len(groups) - 1}")
+    require(p.relays_per_group == 1,
+            f"relays_per_group={p.relays_per_group}: failures are modelled with one relay "
+            "per group; use relays_per_group=1 with failed_group")
+    g = groups[p.failed_group][1]
+    d = g if p.failed_nodes is None else p.failed_nodes
+    require(_is_int(d) and 1 <= d <= g,
+            f"failed_nodes={p.failed_nodes!r}: relay group {p.failed_group} has {g} "
+            f"followers; use 1..{g} (default all)")
+    best = 1 + sum(1 + u.wait for u in layout(p).units if u.group != p.failed_group)
+    if d < g:  # a live relay answers with its own vote and the live members' it waits for
+        best += 1 + min(_wait_for(p, g - 1), g - 1 - d)
+    require(best >= majority(p.n),
+            f"failed_nodes={d} of relay group {p.failed_group}: at most {best} of the "
+            f"{majority(p.n)} votes a majority of n={p.n} needs can still be gathered; fail "
+            "fewer nodes")
+
+
+def failure(p: PigPaxosParams) -> tuple[int, int, int] | None:
+    """Return (failed relay group, its followers, how many are down), or None."""
+    if p.failed_group is None:
+        return None
+    g = _group_sizes(p)[p.failed_group][1]
+    return p.failed_group, g, g if p.failed_nodes is None else p.failed_nodes
 
 
 def majority(n: int) -> int:
@@ -230,9 +283,14 @@ def _leader_lumps(p: PigPaxosParams) -> list[tuple[float, float, float]]:
     """Return the leader's work per round as (count, mean ms, variance ms^2) lumps: the
     client request (deserialize, serialize the broadcast) and the relay aggregates
     (deserialize each, serialize the client reply)."""
-    units = len(layout(p).units)
+    units = float(len(layout(p).units))
     d, s, vd, vs = p.mu_md_ms, p.mu_ms_ms, p.sigma_md_ms ** 2, p.sigma_ms_ms ** 2
-    return [(1.0, d + s, vd + vs), (1.0, units * d + s, units * vd + vs)]
+    delivered, resent = failure_counts(p)
+    units += delivered - 1  # a failed group delivers fewer (or more, re-routed) aggregates
+    lumps = [(1.0, d + s, vd + vs), (1.0, units * d + s, units * vd + vs)]
+    if resent > 0:  # each re-send: one more serialization of the leader's message
+        lumps.append((resent, s, vs))
+    return lumps
 
 
 def _follower_lumps(p: PigPaxosParams) -> list[list[tuple[float, float, float]]]:
@@ -243,8 +301,13 @@ def _follower_lumps(p: PigPaxosParams) -> list[list[tuple[float, float, float]]]
     otherwise it deserializes one forward and serializes its vote."""
     lay = layout(p)
     d, s, vd, vs = p.mu_md_ms, p.mu_ms_ms, p.sigma_md_ms ** 2, p.sigma_ms_ms ** 2
-    out = []
+    fail = failure(p)
+    out: list[list[tuple[float, float, float]]] = []
     for gi, (_, g) in enumerate(lay.groups):
+        if fail is not None and fail[0] == gi and fail[2] == g:
+            out.append([])  # the whole group is down: it does nothing
+            continue
+        # a partly failed group: its live nodes taken as working as in a healthy one
         units = [u for u in lay.units if u.group == gi]
         lumps = [(1 - len(units) / g, d + s, vd + vs)] if len(units) < g else []
         for u in units:
@@ -397,9 +460,74 @@ def _queues(p: PigPaxosParams, rate_per_ms: float) -> _Queues:
     """Return the leader's and each group's follower queue at ``rate_per_ms`` rounds/ms."""
     ca2 = p.sigma_r_factor ** 2
     lead = _queue(rate_per_ms, _leader_lumps(p), p.pipelines, ca2)
-    groups = tuple(_queue(rate_per_ms, lumps, p.pipelines, FOLLOWER_CA2)
-                   for lumps in _follower_lumps(p))
+    groups = tuple(_queue(rate_per_ms, lumps, p.pipelines, FOLLOWER_CA2) if lumps
+                   else _Queue(0.0, 0.0) for lumps in _follower_lumps(p))
     return _Queues(lead, groups)
+
+
+NEVER_MS = 1e9
+"""When an aggregate that never comes (its relay is down) "arrives": after any round."""
+
+
+def _unit_path(p: PigPaxosParams, rng: np.random.Generator, gq: _Queue, u: Unit, lr: str,
+               samples: int, down_members: int = 0) -> tuple[np.ndarray, np.ndarray | int]:
+    """Return, for relay unit ``u`` whose relay is up and ``down_members`` of whose members
+    are down: ms from the leader's send to the aggregate reaching the leader, and the votes
+    it carries. A relay waiting for more replies than its live members can give answers
+    ``member_timeout_ms`` after its forward with those processed by then."""
+    shp = (samples,)
+
+    def ser() -> np.ndarray:
+        return _normal_floor(rng, p.mu_ms_ms, p.sigma_ms_ms, shp)
+
+    def deser(k: int) -> np.ndarray:
+        return _normal_floor(rng, p.mu_md_ms, p.sigma_md_ms, (samples, k))
+
+    t = _oneway(p, rng, lr, u.region, shp) + gq.draw(rng, shp) + deser(1)[:, 0]
+    if u.members:
+        t = t + ser()
+    alive = u.members - down_members
+    votes: np.ndarray | int = u.wait + 1
+    if u.wait == 0:
+        sent = t + ser()
+    else:
+        m = max(alive, 0)
+        back = (t[:, None] + _oneway(p, rng, u.region, u.region, (samples, m))
+                + gq.draw(rng, (samples, m)) + deser(m)
+                + _normal_floor(rng, p.mu_ms_ms, p.sigma_ms_ms, (samples, m))
+                + _oneway(p, rng, u.region, u.region, (samples, m)))
+        back.sort(axis=1)
+        if u.wait <= alive:
+            free = back[:, 0] + gq.draw(rng, shp)
+            done = _fifo(back[:, :u.wait], deser(u.wait), free, gq.rho)
+            sent = done[:, u.wait - 1] + ser()
+        else:  # the member time-out: it answers with the replies processed by then
+            deadline = t + p.member_timeout_ms
+            if m:
+                free = back[:, 0] + gq.draw(rng, shp)
+                done = _fifo(back, deser(m), free, gq.rho)
+                votes = 1 + np.sum(done <= deadline[:, None], axis=1)
+            else:
+                votes = np.ones(samples, dtype=np.int64)
+            sent = deadline + ser()
+    return sent + _oneway(p, rng, u.region, lr, shp), votes
+
+
+def _commit_ms(arrs: list[np.ndarray], votes: list[np.ndarray | int], quorum: int,
+               lead_wait: np.ndarray, lead_deser: np.ndarray, rho: float) -> np.ndarray:
+    """Return when the leader has processed (FIFO, in arrival order) aggregates carrying
+    ``quorum - 1`` votes, ms after its broadcast (``NEVER_MS`` or later if never)."""
+    samples = lead_wait.shape[0]
+    a = np.column_stack(arrs)
+    v = np.column_stack([np.broadcast_to(x, (samples,)) for x in votes])
+    order = np.argsort(a, axis=1)
+    arr = np.take_along_axis(a, order, axis=1)
+    cum = np.cumsum(np.take_along_axis(v, order, axis=1), axis=1)
+    k = np.argmax(cum >= quorum - 1, axis=1)  # index of the aggregate completing it
+    free = arr[:, 0] + lead_wait
+    done = _fifo(arr, lead_deser[:, :a.shape[1]], free, rho)
+    commit = done[np.arange(samples), k]
+    return np.where(cum[:, -1] >= quorum - 1, commit, np.maximum(commit, NEVER_MS))
 
 
 def round_latency_samples(p: PigPaxosParams, load_rps: float, rng: np.random.Generator,
@@ -411,13 +539,23 @@ def round_latency_samples(p: PigPaxosParams, load_rps: float, rng: np.random.Gen
     leader -> relay, the relay's job, the members' jobs and their replies queued FIFO at the
     relay, the aggregate back; the leader processes aggregates FIFO until they cover a
     majority, serializes the client reply; leader -> client. Waits behind other rounds are
-    drawn per queue visit from each node's Marchal wait.
+    drawn per queue visit from each node's Marchal wait. With a failed relay group, its
+    relay is down with the probability its draw hits a down node; each ``relay_timeout_ms``
+    after the broadcast that finds the round uncommitted and the group silent, the leader
+    re-sends (a queued m_s job) through a relay not tried yet.
     """
-    lay = layout(p)
-    rate = load_rps / 1000.0
-    qs = _queues(p, rate)
+    qs = _queues(p, load_rps / 1000.0)
     if qs.utilisation >= 1:
         return None
+    return _rounds(p, qs, rng, samples)[0]
+
+
+def _rounds(p: PigPaxosParams, qs: _Queues, rng: np.random.Generator, samples: int
+            ) -> tuple[np.ndarray, float, float]:
+    """Return ``samples`` round latencies (ms) with the nodes' queues ``qs``, and per round
+    the mean number of aggregates the failed group delivered and of the leader's re-sends
+    (0, 0 without a failure)."""
+    lay = layout(p)
     shp = (samples,)
 
     def deser(k: int) -> np.ndarray:
@@ -427,35 +565,63 @@ def round_latency_samples(p: PigPaxosParams, load_rps: float, rng: np.random.Gen
         return _normal_floor(rng, p.mu_ms_ms, p.sigma_ms_ms, shp)
 
     lr = lay.leader_region
+    fail = failure(p)
+    delivered = resent = 0.0
     # Time 0 = the leader's broadcast is serialized and leaves.
-    to_leader = np.empty((samples, len(lay.units)))
-    for j, u in enumerate(lay.units):
-        gq = qs.groups[u.group]
-        t = _oneway(p, rng, lr, u.region, shp) + gq.draw(rng, shp) + deser(1)[:, 0]
-        if u.members:
-            t = t + ser()
-        if u.wait == 0:
-            sent = t + ser()
-        else:
-            back = (t[:, None] + _oneway(p, rng, u.region, u.region, (samples, u.members))
-                    + gq.draw(rng, (samples, u.members)) + deser(u.members)
-                    + _normal_floor(rng, p.mu_ms_ms, p.sigma_ms_ms, (samples, u.members))
-                    + _oneway(p, rng, u.region, u.region, (samples, u.members)))
-            back.sort(axis=1)
-            free = back[:, 0] + gq.draw(rng, shp)
-            done = _fifo(back[:, :u.wait], deser(u.wait), free, gq.rho)
-            sent = done[:, u.wait - 1] + ser()
-        to_leader[:, j] = sent + _oneway(p, rng, u.region, lr, shp)
-    order = np.argsort(to_leader, axis=1)
-    arr = np.take_along_axis(to_leader, order, axis=1)
-    votes = np.cumsum(np.array([u.wait + 1 for u in lay.units])[order], axis=1)
-    k = np.argmax(votes >= lay.quorum - 1, axis=1)  # index of the aggregate completing it
-    free = arr[:, 0] + qs.leader.draw(rng, shp)
-    done = _fifo(arr, deser(len(lay.units)), free, qs.leader.rho)
-    commit = done[np.arange(samples), k] + ser()
+    arrs: list[np.ndarray] = []
+    votes: list[np.ndarray | int] = []
+    for u in lay.units:
+        if fail is None or u.group != fail[0]:
+            a, v = _unit_path(p, rng, qs.groups[u.group], u, lr, samples)
+            arrs.append(a)
+            votes.append(v)
+    lead_wait = qs.leader.draw(rng, shp)
+    lead_deser = deser(len(lay.units) + (fail[1] if fail else 0))
+    if fail is not None:
+        gi, g, d = fail
+        (u,) = [x for x in lay.units if x.group == gi]
+        heard = np.full(samples, NEVER_MS)  # when the group's first aggregate arrives
+        tried_down = np.zeros(samples)
+        for attempt in range(g):  # every node of the group, at most once each
+            at = attempt * p.relay_timeout_ms
+            active = np.ones(samples, dtype=bool)
+            if attempt:
+                commit = _commit_ms(arrs, votes, lay.quorum, lead_wait, lead_deser, qs.leader.rho)
+                active = (heard > at) & (commit > at)
+                if not active.any():
+                    break
+                at = at + qs.leader.draw(rng, shp) + ser()  # the leader's re-send job
+                resent += float(active.mean())
+            down = rng.random(samples) < (d - tried_down) / (g - attempt)
+            tried_down += down & active
+            a, v = _unit_path(p, rng, qs.groups[gi], u, lr, samples, down_members=d)
+            ok = active & ~down
+            delivered += float(ok.mean())
+            arrs.append(np.where(ok, at + a, NEVER_MS))
+            votes.append(np.where(ok, v, 0))
+            heard = np.minimum(heard, arrs[-1])
+    commit = _commit_ms(arrs, votes, lay.quorum, lead_wait, lead_deser, qs.leader.rho) + ser()
     client = (_oneway(p, rng, lr, lr, shp) + _oneway(p, rng, lr, lr, shp))
     request = qs.leader.draw(rng, shp) + deser(1)[:, 0] + ser()
-    return client + request + commit
+    return client + request + commit, delivered, resent
+
+
+FAILURE_SAMPLES = 4000
+"""Monte Carlo rounds (no queueing, a fixed seed) that count a failed group's aggregates
+and the leader's re-sends per round for the nodes' work."""
+
+
+def failure_counts(p: PigPaxosParams) -> tuple[float, float]:
+    """Return, per round, the mean number of aggregates the failed relay group delivers to
+    the leader and of the leader's re-sends ((1, 0) without a failure): counted on rounds
+    without queueing, where they depend on the time-outs and the layout, not on the load."""
+    if failure(p) is None:
+        return 1.0, 0.0
+    idle = _Queue(0.0, 0.0)
+    groups = len(layout(p).groups)
+    _, delivered, resent = _rounds(p, _Queues(idle, (idle,) * groups),
+                                   np.random.default_rng(0), FAILURE_SAMPLES)
+    return delivered, resent
 
 
 def curve(p: PigPaxosParams, loads_rps: Sequence[float], seed: int = 0,
@@ -487,10 +653,12 @@ def curve(p: PigPaxosParams, loads_rps: Sequence[float], seed: int = 0,
 
 def describe(p: PigPaxosParams) -> str:
     """Return a short label such as ``PigPaxos n=25 r=3`` or ``PigPaxos n=15 aws5``."""
+    fail = failure(p)
+    down = "" if fail is None else f" group {fail[0]}: {fail[2]}/{fail[1]} down"
     if p.regions is None:
-        return f"PigPaxos n={p.n} r={len(layout(p).groups)}"
+        return f"PigPaxos n={p.n} r={len(layout(p).groups)}{down}"
     assert isinstance(p.regions, RegionSet)
-    return f"PigPaxos n={p.n} {p.regions.name}"
+    return f"PigPaxos n={p.n} {p.regions.name}{down}"
 
 
 def _params_json(p: PigPaxosParams) -> dict[str, Any]:
@@ -569,10 +737,11 @@ def scaling_table(sizes: Sequence[int] = (5, 9, 15, 25, 35, 49, 75, 99),
 
 def validation_grid() -> list[tuple[str, PigPaxosParams, list[float]]]:
     """Return (label, params, loads in requests/s) cases for ``replicalab model validate``:
-    LAN n = 9, 25, 49 with 3 relay groups and WAN aws5 with one relay group per region."""
+    LAN n = 9, 25, 49 with 3 relay groups, WAN aws5 with one relay group per region, and the
+    seed's failure (n = 25, one of the 3 relay groups down)."""
     cases = []
     for p in (PigPaxosParams(n=9), PigPaxosParams(n=25), PigPaxosParams(n=49),
-              PigPaxosParams(n=15, regions="aws5")):
+              PigPaxosParams(n=15, regions="aws5"), PigPaxosParams(n=25, failed_group=0)):
         cap = max_throughput_rps(p)
         loads = [round(cap * f) for f in (0.1, 0.2, 0.35, 0.5, 0.6, 0.7, 0.78, 0.9)]
         cases.append((describe(p), p, loads))

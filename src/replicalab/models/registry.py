@@ -1,4 +1,9 @@
-"""The models the CLI offers: parameters, analytic curve, twin, validation grid, tables."""
+"""The models the CLI offers: parameters, analytic curve, twin, validation grid, tables.
+
+A model is one :class:`ModelSpec`, a line of :data:`MODELS` here (and of pyproject.toml's
+``replicalab.models`` entry-point group, where another package declares its own:
+``mm1 = "mypkg.mm1:SPEC"``, found when a name that is not here is asked for, or when
+``replicalab model`` lists every model)."""
 
 from __future__ import annotations
 
@@ -6,7 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from replicalab import plugins
+from replicalab.models import epaxos, paxos_lan, paxos_wan, pigpaxos, wpaxos
 from replicalab.models.base import Curve
+from replicalab.models.twins import paxos_lan as lan_twin
+from replicalab.models.twins import pigpaxos as pig_twin
+from replicalab.models.twins import wan as wan_twin
 
 
 def _no_tables(_params: Any) -> list[dict[str, Any]]:
@@ -83,39 +93,39 @@ def _lan_tables(p: Any) -> list[dict[str, Any]]:
                         "max throughput (rounds/s)"], "rows": rows}]
 
 
-def _models() -> dict[str, ModelSpec]:
-    from replicalab.models import epaxos, paxos_lan, paxos_wan, pigpaxos, wpaxos
-    from replicalab.models.twins import paxos_lan as lan_twin
-    from replicalab.models.twins import pigpaxos as pig_twin
-    from replicalab.models.twins import wan as wan_twin
+PAXOS_LAN = ModelSpec(
+    "paxos-lan", "Multi-Paxos on a LAN with processing queues (and FPaxos)",
+    "replicalab model paxos-lan --compare n=3,5,7,9 "
+    "(FPaxos: --set n=9 --set q2=3 --compare talk_to=all,quorum)",
+    paxos_lan.PaxosLanParams, paxos_lan.refined_curve, lan_twin.simulate,
+    paxos_lan.validation_grid, _lan_tables)
+PAXOS_WAN = ModelSpec(
+    "paxos-wan", "Multi-Paxos over WAN regions (one node per region)",
+    "replicalab model paxos-wan --compare leader=VA,CA,JP",
+    paxos_wan.WanParams, paxos_wan.curve, wan_twin.simulate_paxos_wan,
+    paxos_wan.validation_grid, _wan_tables, against=("etcd",))
+EPAXOS = ModelSpec(
+    "epaxos", "EPaxos over WAN regions",
+    "replicalab model epaxos --compare conflict=0.02,0.5,1.0",
+    epaxos.EPaxosParams, epaxos.curve, wan_twin.simulate_epaxos,
+    epaxos.validation_grid, _epaxos_tables)
+WPAXOS = ModelSpec(
+    "wpaxos", "WPaxos: per-zone leaders, grid quorums, object stealing",
+    "replicalab model wpaxos --compare locality=0.5,0.7,0.9",
+    wpaxos.WPaxosParams, wpaxos.curve, wan_twin.simulate_wpaxos,
+    wpaxos.validation_grid)
+PIGPAXOS = ModelSpec(
+    "pigpaxos", "PigPaxos: relay groups between the leader and followers",
+    "replicalab model pigpaxos --compare n=9,25,99",
+    pigpaxos.PigPaxosParams, pigpaxos.curve, pig_twin.simulate,
+    pigpaxos.validation_grid, _pig_tables)
 
-    specs = [
-        ModelSpec("paxos-lan", "Multi-Paxos on a LAN with processing queues (and FPaxos)",
-                  "replicalab model paxos-lan --compare n=3,5,7,9 "
-                  "(FPaxos: --set n=9 --set q2=3 --compare talk_to=all,quorum)",
-                  paxos_lan.PaxosLanParams, paxos_lan.refined_curve, lan_twin.simulate,
-                  paxos_lan.validation_grid, _lan_tables),
-        ModelSpec("paxos-wan", "Multi-Paxos over WAN regions (one node per region)",
-                  "replicalab model paxos-wan --compare leader=VA,CA,JP",
-                  paxos_wan.WanParams, paxos_wan.curve, wan_twin.simulate_paxos_wan,
-                  paxos_wan.validation_grid, _wan_tables, against=("etcd",)),
-        ModelSpec("epaxos", "EPaxos over WAN regions",
-                  "replicalab model epaxos --compare conflict=0.02,0.5,1.0",
-                  epaxos.EPaxosParams, epaxos.curve, wan_twin.simulate_epaxos,
-                  epaxos.validation_grid, _epaxos_tables),
-        ModelSpec("wpaxos", "WPaxos: per-zone leaders, grid quorums, object stealing",
-                  "replicalab model wpaxos --compare locality=0.5,0.7,0.9",
-                  wpaxos.WPaxosParams, wpaxos.curve, wan_twin.simulate_wpaxos,
-                  wpaxos.validation_grid),
-        ModelSpec("pigpaxos", "PigPaxos: relay groups between the leader and followers",
-                  "replicalab model pigpaxos --compare n=9,25,99",
-                  pigpaxos.PigPaxosParams, pigpaxos.curve, pig_twin.simulate,
-                  pigpaxos.validation_grid, _pig_tables),
-    ]
-    return {s.name: s for s in specs}
-
-
-MODELS: dict[str, ModelSpec] = _models()
+MODELS: plugins.Registry[ModelSpec] = plugins.Registry(
+    plugins.MODELS, "protocol model",
+    {s.name: s for s in (PAXOS_LAN, PAXOS_WAN, EPAXOS, WPAXOS, PIGPAXOS)},
+    accept=lambda o: isinstance(o, ModelSpec), expected="a ModelSpec")
+"""Every model by name, the shipped ones in the order ``replicalab model`` lists them;
+``MODELS.installed()`` adds those of installed packages."""
 
 
 def register(spec: ModelSpec) -> ModelSpec:

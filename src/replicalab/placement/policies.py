@@ -66,6 +66,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from replicalab import plugins
 from replicalab.placement import kernel
 from replicalab.placement.matrix import RegionMatrix, nearest_order
 
@@ -543,9 +544,18 @@ def _convert(name: str, key: str, value: Any, kind: type) -> Any:
     return v
 
 
-POLICIES: dict[str, type[PolicyBase]] = {
-    cls.name: cls for cls in (Static, Consecutive, Majority, Ema, Cog, Oracle)}
-"""Every policy by name, in the order help and defaults list them: one line per policy."""
+def _is_policy(obj: Any) -> bool:
+    return isinstance(obj, type) and issubclass(obj, PolicyBase) and bool(obj.name)
+
+
+POLICIES: plugins.Registry[type[PolicyBase]] = plugins.Registry(
+    plugins.PLACEMENT, "placement policy",
+    {cls.name: cls for cls in (Static, Consecutive, Majority, Ema, Cog, Oracle)},
+    accept=_is_policy, expected="a PolicyBase subclass with a name")
+"""Every policy by name, in the order help and defaults list them: one line per policy
+(and one in pyproject.toml's ``replicalab.placement`` entry-point group, where another
+package declares its own: ``mine = "mypkg.policy:Mine"``, found when its name is asked
+for)."""
 
 
 def register(cls: type[PolicyBase]) -> None:
@@ -563,8 +573,8 @@ def policy_class(name: str) -> type[PolicyBase]:
     try:
         return POLICIES[name]
     except KeyError:
-        raise ValueError(f"unknown policy {name!r}; use one of {', '.join(POLICIES)}"
-                         ) from None
+        raise ValueError(f"unknown policy {name!r}; use one of {', '.join(POLICIES)} "
+                         f"{plugins.outside_hint(plugins.PLACEMENT, name)}") from None
 
 
 def described() -> str:

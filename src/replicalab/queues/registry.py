@@ -1,7 +1,9 @@
 """URL scheme -> queue backend, opened lazily so a backend's client library is imported only
 when its URL is used: ``sim://sqs``, ``redis://``, ``postgresql://``, and the schemes other
 packages declare in the ``replicalab.queues`` entry-point group (``name = "module:opener"``
-with ``opener(url, seed) -> Queue``; a shipped scheme cannot be taken over)."""
+with ``opener(url, seed) -> Queue``; a shipped scheme cannot be taken over). The shipped
+backends are declared in that group too (pyproject.toml) and listed here, so that opening
+one reads no package metadata."""
 
 from __future__ import annotations
 
@@ -9,14 +11,16 @@ import importlib
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from replicalab import plugins
 from replicalab.queues.base import Queue
 from replicalab.runtime import VirtualRuntime
 from replicalab.stores.base import redact_url
-from replicalab.stores.registry import declared, load_entry_point
 
-QUEUE_GROUP = "replicalab.queues"
-"""The entry-point group outside queue backends declare their URL schemes in."""
+QUEUE_GROUP = plugins.QUEUES
+"""The entry-point group queue backends declare their URL schemes in."""
 
+SIM_BACKEND = "replicalab.queues.sqs_sim:open_sqs_sim"
+"""``sim://``: opened with the virtual runtime it may share with a simulated store."""
 _BACKENDS = {
     "redis": "replicalab.queues.redis:open_redis_queue",
     "postgresql": "replicalab.queues.postgres:open_postgres_queue",
@@ -33,8 +37,9 @@ def register(scheme: str, opener: Opener) -> None:
 
 
 def schemes() -> list[str]:
-    """Return the URL schemes a queue can be opened from."""
-    return sorted({"sim", *_BACKENDS, *_REGISTERED, *declared(QUEUE_GROUP)})
+    """Return the URL schemes a queue can be opened from (reads the installed packages'
+    metadata)."""
+    return sorted({"sim", *_BACKENDS, *_REGISTERED, *plugins.declared(QUEUE_GROUP)})
 
 
 def open_queue(url: str, seed: int = 1, runtime: VirtualRuntime | None = None) -> Queue:
@@ -47,15 +52,14 @@ def open_queue(url: str, seed: int = 1, runtime: VirtualRuntime | None = None) -
     if not scheme or "://" not in url:
         raise ValueError(f"queue URL {url!r} has no scheme; use e.g. sim://sqs")
     if scheme == "sim":
-        from replicalab.queues.sqs_sim import open_sqs_sim
-
-        return open_sqs_sim(url, seed, runtime)
+        return plugins.import_target(SIM_BACKEND)(url, seed, runtime)  # type: ignore[no-any-return]
     if scheme in _REGISTERED:
         return _REGISTERED[scheme](url, seed)
     target = _BACKENDS.get(scheme)
     if target is None:
-        ep = declared(QUEUE_GROUP).get(scheme)
-        if ep is None:
+        outside = plugins.find(QUEUE_GROUP, scheme, "queue backend", callable,
+                               "a function opener(url, seed)")
+        if outside is None:
             raise ValueError(f"unknown queue URL scheme {scheme!r} in {redact_url(url)!r}; "
                              f"use one of: {', '.join(s + '://' for s in schemes())} (or "
                              f"install a package that adds {scheme}:// in the "
@@ -64,7 +68,7 @@ def open_queue(url: str, seed: int = 1, runtime: VirtualRuntime | None = None) -
             raise ValueError(f"{scheme}:// queues run in real time; a simulated (sim://) "
                              "central store cannot share their clock: use a real central "
                              "store")
-        return load_entry_point(ep, "queue backend")(url, seed)  # type: ignore[return-value]
+        return outside(url, seed)  # type: ignore[no-any-return]
     if runtime is not None:
         raise ValueError(f"{scheme}:// queues run in real time; a simulated (sim://) central "
                          "store cannot share their clock: use a real central store")

@@ -3,7 +3,8 @@
 Figures (each also saved as a PNG): throughput vs mean latency as clients grow, one panel per
 number of counters (seed Figures 6 and 10); median latency by client region at low load
 (Figure 9, left); latency over time while the rights run out (Figure 9, middle); decrements
-in excess of the bound vs clients (Figure 9, right).
+in excess of the bound vs clients (Figure 9, right); decrements per data centre over time
+through a partition or the loss of a data centre (§IV-E), with the rights accounted for.
 """
 
 from __future__ import annotations
@@ -134,10 +135,65 @@ def violations_figure(points: Sequence[Mapping[str, Any]]) -> Figure:
     return fig
 
 
+DC_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b")
+
+
+def fault_figure(p: Mapping[str, Any], dcs: Sequence[str], bin_s: float = 0.25) -> Figure:
+    """Return successful decrements per second in each data centre (bins of ``bin_s``)
+    over the point, refusals (no rights) dotted, the fault's window shaded."""
+    fig, ax = _new()
+    ser, fault = p["series"], p.get("fault") or {}
+    stride = ser["stride"][0]
+    t = np.asarray(ser["t_s"], dtype=float)
+    outcome = np.asarray(ser["outcome"])
+    dc = np.asarray(ser["dc"])
+    end = float(t.max()) if len(t) else 1.0
+    edges = np.arange(0.0, end + bin_s, bin_s)
+    mid = (edges[:-1] + edges[1:]) / 2
+    for i, name in enumerate(dcs):
+        color = DC_COLORS[i % len(DC_COLORS)]
+        for what, style, label in (("ok", "-", "done"), ("insufficient", ":", "refused")):
+            m = (dc == name) & (outcome == what)
+            if m.any():
+                rate = np.histogram(t[m], edges)[0] * stride / bin_s
+                ax.plot(mid, rate, style, color=color, linewidth=1.2,
+                        label=plain(f"{name} {label}"))
+    if fault.get("start_s") is not None:
+        stop = fault.get("end_s") or end
+        what = ("cut off" if fault["kind"] == "partition"
+                else "lost; rights recovered at the end")
+        ax.axvspan(fault["start_s"], stop, color="#d62728", alpha=0.08,
+                   label=plain(f"{fault['dc']} {what}"))
+    ax.set_xlabel("time since start (s)")
+    ax.set_ylabel("decrements per second")
+    ax.legend(fontsize=7, ncol=2)
+    return fig
+
+
+def _fault_rows(points: Sequence[Mapping[str, Any]], dcs: Sequence[str]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for p in points:
+        s, f, r = p["spec"], p.get("fault") or {}, p.get("rights") or {}
+        eff = p.get("fault_effects") or {}
+        lost = s["fault"] == "dc-loss"
+        rows.append([s["fault"], LABELS.get(s["config"], s["config"]), f.get("dc", ""),
+                     f"{num(f.get('start_s'), 1)}–{num(f.get('end_s'), 1)}",
+                     " / ".join(str(eff.get("ok_during_by_dc", {}).get(d, 0)) for d in dcs),
+                     " / ".join(str(eff.get("refused_during_by_dc", {}).get(d, 0))
+                                for d in dcs),
+                     eff.get("transfers_across_during", ""), eff.get("sync_failures", ""),
+                     r.get("granted", ""), r.get("used", ""), r.get("acked_decrements", ""),
+                     r.get("held_by_lost_at_loss", "") if lost else "",
+                     r.get("recovered", "") if lost else "",
+                     r.get("written_off", "") if lost else "",
+                     p["violations"]["final_excess"], p["violations"]["acked_excess"]])
+    return rows
+
+
 def _failed(p: Mapping[str, Any]) -> str:
     o = p["outcomes"]
     parts = [f"{o[k]:,} {k}" for k in ("insufficient", "contended", "unavailable", "unknown",
-                                       "error") if o.get(k)]
+                                       "error", "down") if o.get(k)]
     return ", ".join(parts) or "0"
 
 
@@ -203,6 +259,30 @@ def render_counter_report(results: Mapping[str, Any], run_dir: Path) -> Path:
                     f"Decrements in excess of the bound (from the final merged value) when "
                     f"clients only decrement a counter starting at {vi[0]['spec']['initial']:,} "
                     "(cf. seed Figure 9).", violations_figure(vi))
+    faulted = [p for p in results.get("points", []) if p["spec"].get("fault")]
+    if faulted:
+        page.heading("Faults between data centres")
+        page.para("Seed 004 §IV-E: during a partition both sides go on using the rights they "
+                  "hold, and none can be transferred across it; the rights of a lost data "
+                  "centre are unavailable until it is retired and they are recovered from its "
+                  "final state (counters/recovery.py). Clients only decrement a counter "
+                  "until every right is used.")
+        for p in faulted:
+            if p.get("series") is None:
+                continue
+            s = p["spec"]
+            fid = f"fig-{s['fault']}-{s['config']}".replace("+", "-")
+            page.figure(fid, f"{s['fault']}, {LABELS.get(s['config'], s['config'])}, "
+                        f"{s['clients']} clients from {s['initial']:,}: successful decrements "
+                        "per second in each data centre (solid) and refusals for want of rights "
+                        "(dotted); the fault's window shaded.", fault_figure(p, dcs))
+        page.table(["Fault", "Config", "DC", "Window (s)", "Done inside " + "/".join(dcs),
+                    "Refused inside", "Transfers across", "Failed syncs", "Granted", "Used",
+                    "Acked decrements", "Lost DC held", "Recovered", "Written off",
+                    "Excess (final)", "Excess (acks)"], _fault_rows(faulted, dcs),
+                   caption="Rights in counter units: granted = initial slack + increments; "
+                   "used = decrements the stores recorded (equal to the acknowledged ones "
+                   "when none was lost or invented)", numeric_from=4)
     rows = [_row(p, dcs) for p in results.get("points", [])]
     if rows:
         page.table(["Experiment", "Config", "Clients", "Counters", "Ops", "Failed",

@@ -1,7 +1,8 @@
 """``replicalab dashboard``: the watch samples as a live page served on 127.0.0.1.
 
 ``dashboard_data`` turns the samples database into the JSON the page draws (per-backend
-p50/p99/p99.9 over a window, time series, histograms, the seed-001 comparison table); ``serve``
+p50/p99/p99.9 over a window, time series, histograms, the seed-001 comparison table, and the
+freshness series of backends watching staleness); ``serve``
 answers ``/`` (the page), ``/static/*`` (its script and style, shipped in the package) and
 ``/api/stats?window=5m|1h|1d|7d|all`` with the standard library's ThreadingHTTPServer.
 """
@@ -18,6 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from replicalab.history.rundir import finite_or_null
 from replicalab.watch.db import SampleDB
+from replicalab.watch.staleness import FreshnessRow
 from replicalab.watch.stats import (
     histogram,
     histogram_edges_ms,
@@ -43,11 +45,36 @@ def _status(last: dict[str, Any] | None) -> str:
     return "unavailable" if last["errors"] >= last["ops"] else "available"
 
 
+def freshness_data(rows: list[FreshnessRow]) -> list[dict[str, Any]]:
+    """Return per (backend, region), in name order, the window's totals (reads, fresh,
+    fresh fraction, writes judged, never fresh, the largest time to fresh in ms) and its
+    series: one point per staleness window (end time, fresh fraction, reads, time to fresh
+    p50 and max in ms, writes never fresh)."""
+    by: dict[tuple[str, str], list[FreshnessRow]] = {}
+    for r in rows:
+        by.setdefault((r.backend, r.region), []).append(r)
+    out = []
+    for (backend, region), mine in sorted(by.items()):
+        reads = sum(r.reads for r in mine)
+        fresh = sum(r.fresh for r in mine)
+        worst = [r.ttf_max_ms for r in mine if r.ttf_max_ms is not None]
+        out.append({
+            "backend": backend, "region": region, "reads": reads, "fresh": fresh,
+            "fresh_fraction": fresh / reads if reads else None,
+            "writes": sum(r.writes for r in mine), "never": sum(r.never for r in mine),
+            "ttf_max_ms": max(worst) if worst else None,
+            "series": [{"t_s": r.t_s, "fresh_fraction": r.fresh_fraction, "reads": r.reads,
+                        "ttf_p50_ms": r.ttf_p50_ms, "ttf_max_ms": r.ttf_max_ms,
+                        "never": r.never} for r in mine]})
+    return out
+
+
 def dashboard_data(db: SampleDB, window: str = "1h", now_s: float | None = None
                    ) -> dict[str, Any]:
     """Return the page's data for one window: per backend its declared properties, status
     (from its last round), and per operation count, errors, ok fraction, mean/p50/p99/p99.9
-    /max in ms, a time series of p50/p99 per slice, and histogram counts over ``edges_ms``."""
+    /max in ms, a time series of p50/p99 per slice, and histogram counts over ``edges_ms``;
+    and ``freshness`` (:func:`freshness_data`) of the backends watching staleness."""
     if window not in WINDOWS:
         raise ValueError(f"window {window!r} is not one of {', '.join(WINDOWS)}")
     now_s = time.time() if now_s is None else now_s
@@ -79,9 +106,12 @@ def dashboard_data(db: SampleDB, window: str = "1h", now_s: float | None = None
             "transactional": d.get("transactional", ""), "geo": d.get("geo", ""),
             "records": d.get("records"), "record_bytes": d.get("record_bytes"),
             "status": _status(info), "last_round": info, "ops": ops})
+    fresh = [r for r in db.freshness(None if window_s is None else now_s - window_s)
+             if r.t_s <= now_s]
     return {"schema": SCHEMA_VERSION, "generated_s": now_s, "window": window,
             "window_s": window_s, "from_s": lo_s, "edges_ms": histogram_edges_ms(),
-            "windows": list(WINDOWS), "samples": len(samples), "backends": out}
+            "windows": list(WINDOWS), "samples": len(samples), "backends": out,
+            "freshness": freshness_data(fresh)}
 
 
 def static_file(name: str) -> bytes:

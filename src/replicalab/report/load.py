@@ -62,7 +62,9 @@ def render_load_report(results: Mapping[str, Any], run_dir: Path) -> Path:
         page.add('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
     cfg = results["config"]
     page.table(["Setting", "Value"], [
-        ["arrivals", cfg["arrivals"]], ["read ratio", cfg["read_ratio"]],
+        ["arrivals", f"paced: {cfg['groups']} groups x {cfg['clients_per_group']} clients "
+                     f"at {cfg['client_rate_per_s']:g}/s each" if cfg.get("groups")
+         else cfg["arrivals"]], ["read ratio", cfg["read_ratio"]],
         ["keyspace", cfg["keyspace"]], ["max in flight (per worker)", cfg["max_in_flight"]],
         ["consistency", cfg["consistency"]], ["client", cfg["client"]],
         ["workers", cfg["workers"].get("workers")], ["seed", cfg["seed"]]],

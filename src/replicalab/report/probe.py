@@ -11,8 +11,10 @@ from replicalab.report import plots, sections
 from replicalab.report.page import Page, esc, num, pct, write_page
 from replicalab.stores.base import redact_url
 from replicalab.workloads import registry
+from replicalab.workloads.base import duration_text
+from replicalab.workloads.txn import isolation_words
 
-_WIDE = ("Store", "Operations")
+_WIDE = ("Store", "Operations", "Transactions", "Isolation")
 _WIDE_CARD = ' class="wide"'
 _OPS = {"reads": "reads", "writes": "writes", "failed": "failed", "info": "indeterminate"}
 
@@ -32,15 +34,23 @@ def workload_section(workload: str) -> Section | None:
 
 def _summary(page: Page, r: Mapping[str, Any]) -> None:
     ops = r["ops"]
-    items = {
-        "Workload": r["workload"],
-        "Store": r["store"],
-        "Consistency": r["consistency"],
-        "Seed": r["seed"],
-        "Duration": f"{num(r['duration_s'])} s",
-        "Operations": f"{sum(ops[k] for k in _OPS):,}: "
-        + ", ".join(f"{ops[k]:,} {name}" for k, name in _OPS.items()),
-    }
+    items = {"Workload": r["workload"], "Store": r["store"]}
+    if "transactions" in r:  # a transactional run: its operations are transactions
+        t = r["transactions"]
+        items["Isolation"] = (isolation_words(r["isolation"]) if "isolation" in r
+                              else "not recorded")
+        items["Seed"] = r["seed"]
+        items["Duration"] = duration_text(dict(r))
+        items["Transactions"] = (f"{t['ok'] + t['fail'] + t['info']:,}: {t['ok']:,} "
+                                 f"committed, {t['fail']:,} failed, {t['info']:,} unknown")
+    else:
+        items.update({
+            "Consistency": r["consistency"],
+            "Seed": r["seed"],
+            "Duration": duration_text(dict(r)),
+            "Operations": f"{sum(ops[k] for k in _OPS):,}: "
+            + ", ".join(f"{ops[k]:,} {name}" for k, name in _OPS.items()),
+        })
     cards = "".join(
         f"<div{_WIDE_CARD if k in _WIDE else ''}><dt>{esc(k)}</dt><dd>{esc(v)}</dd></div>"
         for k, v in items.items()

@@ -14,14 +14,17 @@ from replicalab.experiments.run import order
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}
+@media (max-width:900px){body{margin:12px}table.chart{border-spacing:3px}
+ button.cell{padding:5px 6px}}
 h1{font-size:20px;margin:0 0 4px} .sub{color:#666;font-weight:normal}
 table.chart{border-collapse:separate;border-spacing:4px;margin:16px 0;width:100%}
-.chart th{font-weight:600;text-align:left;padding:6px;color:#333;font-size:13px}
-.chart td.store{font-weight:600;padding:6px;min-width:9em;max-width:14em;overflow-wrap:break-word}
+.chart th{font-weight:600;text-align:left;padding:6px 4px;color:#333;font-size:12px}
+.chart td.store{font-weight:600;padding:6px 4px;min-width:6em;max-width:14em;
+ overflow-wrap:break-word}
 .chart td{vertical-align:top}
 button.cell{display:block;width:100%;min-height:64px;text-align:left;border:1px solid
  rgba(0,0,0,.15);border-radius:6px;padding:6px 8px;font:12px/1.35 system-ui,sans-serif;
- cursor:pointer;color:#111}
+ cursor:pointer;color:#111;overflow-wrap:break-word}
 button.cell:hover,button.cell:focus{outline:2px solid #333}
 .green{background:#b7e4b0}.yellow{background:#f7e08a}.red{background:#f4a3a3}
 .grey{background:#e4e4e4;color:#555}.pending{background:#fff;border-style:dashed}
@@ -84,8 +87,9 @@ function openCell(store, prop) {
     box.appendChild(el('p', {class: 'muted'}, 'not measured: the run stopped before this cell'));
   } else {
     box.appendChild(el('h2', {}, c.store + ' · ' + c.prop));
-    box.appendChild(el('p', {class: 'grade ' + c.grade}, c.grade + ': ' + GRADE_WORDS[c.grade]));
-    box.appendChild(el('p', {}, c.value));
+    box.appendChild(el('p', {class: 'grade ' + c.grade},
+                       'grade ' + c.grade + ': ' + GRADE_WORDS[c.grade]));
+    box.appendChild(el('p', {class: 'value'}, c.value));
     const pr = el('p');
     pr.appendChild(el('b', {}, 'Promise: ')); pr.appendChild(document.createTextNode(c.promise));
     pr.appendChild(el('span', {class: 'muted'}, ' — source: ' + c.source));
@@ -150,8 +154,10 @@ document.body.dataset.rendered = '1';
 
 
 def _cell_button(store: str, prop: str, c: dict[str, Any] | None) -> str:
+    # the cell shows its headline (the figure that decides its grade); the sentences and
+    # the evidence open on a click (a scorecard saved before headlines shows its value)
     grade = c["grade"] if c else "pending"
-    text = c["value"] if c else "not measured (run stopped)"
+    text = (c.get("headline") or c["value"]) if c else "not measured (run stopped)"
     title = f"{store} {prop}: {grade}" + (f" — {c['caveat']}" if c and c["caveat"] else "")
     return (f'<button class="cell {grade}" data-store="{escape(store)}" '
             f'data-prop="{escape(prop)}" title="{escape(title)}">{escape(text)}</button>')
@@ -206,9 +212,10 @@ def render_scorecard(sc: dict[str, Any], run_dir: Path) -> Path:
 <body>
 <h1>replicalab scorecard <span class="sub">· {escape(placement(sc))} ·
 {'quick' if plan['quick'] else 'full'} · {sc['wall_s']:.0f} s</span></h1>
-<p class="legend"><span class="green">green: meets the goal or promise</span><span
+<p class="legend">Grade: <span class="green">green: meets the goal or promise</span><span
 class="yellow">yellow: with a caveat</span><span class="red">red: misses it</span><span
-class="grey">grey: not measured (reason given)</span> Click a cell for its evidence.</p>
+class="grey">grey: not measured (reason given)</span> Each cell names the figure that
+decides its grade; click it for the evidence.</p>
 {''.join(f'<p class="notes">{escape(n)}</p>' for n in notes)}
 <table class="chart"><thead><tr><th>store</th>{head}</tr></thead>
 <tbody>{''.join(rows)}</tbody></table>

@@ -11,3 +11,8 @@ class ConditionNotMet(Exception):
 
 class NotExpressible(Exception):
     """The scheme cannot do this in one call (e.g. a multi-element read across domains)."""
+
+
+class ServiceUnavailable(Exception):
+    """The service refused the call at once, over its capacity (SimpleDB's 503
+    ServiceUnavailable, seed 000): it certainly did not happen."""

@@ -20,6 +20,15 @@ for the batch in progress), so one hot item makes every call slower while an idl
 nothing; and the client machine (the seed's EC2 m1.small) spends ``client_cpu_ms`` of its
 single core on each call (before the request leaves), which caps the throughput of many threads
 at the same level for one item or many, so the two converge.
+
+Seed 000 could jam SimpleDB: past some load it answered 503 ServiceUnavailable. Each domain
+admits calls up to ``capacity_per_s`` units of work per second (a read is one unit, a write
+``write_cost`` units, the seed's ratio of their charges) with ``burst_ms`` of capacity as
+tolerance for calls arriving together (a generic cell rate algorithm, in integer ns); a call
+beyond it is refused at once, before any work, and the client hears ServiceUnavailable after
+the reply's trip. ``clients_per_machine`` puts every that many consecutive connections on a
+client machine of their own (each its own core), as seed 003 §4 ran 100 clients per VM; 0
+keeps every client on one machine. docs/simulator.md has the calibration.
 """
 
 from __future__ import annotations
@@ -32,11 +41,18 @@ from replicalab.regions import RegionSet
 from replicalab.runtime import Runtime
 from replicalab.runtime.base import NS_PER_MS
 from replicalab.sim import native
-from replicalab.sim.errors import ConditionNotMet, NotExpressible
+from replicalab.sim.errors import ConditionNotMet, NotExpressible, ServiceUnavailable
 from replicalab.sim.network import Delay, Network, Node
 from replicalab.sim.params import require
 from replicalab.sim.random import Stream
 from replicalab.sim.scheme import domain_of, expectation_holds
+
+WRITE_COST = 2.36
+"""Units of work of a write, a read being one: seed 003 §4.2's charges, $3.387 per 10^6
+writes against $1.436 per 10^6 reads, billed by SimpleDB machine hours used."""
+CAPACITY_PER_S = 2000.0
+"""Units of work a domain admits per second (see docs/simulator.md, calibrated to seed
+000's jam by benchmarks/calibrate_simpledb_capacity.py)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +78,11 @@ class SimpleDBParams:
     read_hiccup_ms: float = 100.0  # ... and the mean of its extra (exponential) delay
     write_hiccup_p: float = 0.01
     write_hiccup_ms: float = 1000.0
+    # admission control per domain (docs/simulator.md: calibrated to seed 000's jam)
+    capacity_per_s: float = CAPACITY_PER_S  # units of work a second; 0 admits everything
+    write_cost: float = WRITE_COST  # units of work of a write (a read is one)
+    burst_ms: float = 100.0  # tolerance: this much of the capacity may arrive at once
+    clients_per_machine: int = 0  # connections per client machine (0: all on one)
 
     def check(self, what: str) -> None:
         """Raise ValueError naming the first invalid parameter."""
@@ -70,20 +91,24 @@ class SimpleDBParams:
             require(getattr(self, name) > 0, what, f"{name} must be positive")
         for name in ("client_sd_ms", "commit_sd_ms", "conditional_extra_ms",
                      "consistent_extra_ms", "client_cpu_ms",
-                     "read_hiccup_ms", "write_hiccup_ms"):
+                     "read_hiccup_ms", "write_hiccup_ms", "capacity_per_s", "write_cost",
+                     "burst_ms"):
             require(getattr(self, name) >= 0, what, f"{name} must not be negative")
         for name in ("read_hiccup_p", "write_hiccup_p", "item_hold_share"):
             require(0 <= getattr(self, name) <= 1, what, f"{name} must be in [0, 1]")
+        require(self.clients_per_machine >= 0, what,
+                f"clients_per_machine={self.clients_per_machine} must not be negative")
 
 
 class _Group:
-    __slots__ = ("last", "nodes", "primary", "secondaries")
+    __slots__ = ("last", "nodes", "primary", "secondaries", "tat_ns")
 
     def __init__(self, nodes: list[Node]) -> None:
         self.nodes = nodes
         self.primary = nodes[0]
         self.secondaries = nodes[1:]
         self.last: frozenset[tuple[str, str | None]] | None = None
+        self.tat_ns = 0  # admission: when the work admitted so far is theoretically done
 
 
 class SimpleDB:
@@ -114,7 +139,12 @@ class SimpleDB:
         self.buffered: dict[str, tuple[Mapping[str, str | None], Any]] = {}
         self.item_commit_ns = int(p.item_hold_share * p.commit_ms * NS_PER_MS)
         self.cpu_ns = int(p.client_cpu_ms * NS_PER_MS)
-        self.cpu_free_ns = 0  # when the client machine's one core is next free
+        self.cpu_free_ns: dict[int, int] = {}  # per client machine: when its core is free
+        # admission (GCRA): ns of capacity a read and a write take, the tolerance; 0: off
+        self.read_cost_ns = round(1e9 / p.capacity_per_s) if p.capacity_per_s else 0
+        self.write_cost_ns = (round(p.write_cost * 1e9 / p.capacity_per_s)
+                              if p.capacity_per_s else 0)
+        self.tolerance_ns = int(p.burst_ms * NS_PER_MS)
         self.read_hiccup_p = p.read_hiccup_p  # read once per call: no dataclass lookup
         self._items: dict[str, str] = {}  # element -> its item, memoised
         # (node name, item) -> [start_ns, end_ns] of the item's latest commit batch there
@@ -122,10 +152,16 @@ class SimpleDB:
         if native.runs_natively(rt, stream):
             # calls run in the native core (same steps, same draws); these methods stay
             # the reference and run in real time or when the core is not built
-            self.net.node_class = native.SimNode
-            core = native.simpledb_core(self)
-            self.read = core.read  # type: ignore[method-assign]
-            self.write = core.write  # type: ignore[method-assign]
+            try:
+                core = native.simpledb_core(self)
+            except TypeError:
+                # a core built before admission control and client machines cannot hold
+                # this scheme: the reference runs (the same draws) until `make native`
+                core = None
+            if core is not None:
+                self.net.node_class = native.SimNode
+                self.read = core.read  # type: ignore[method-assign]
+                self.write = core.write  # type: ignore[method-assign]
 
     def describe(self) -> dict[str, Any]:
         """Return the effective parameters."""
@@ -155,19 +191,44 @@ class SimpleDB:
             g = self.groups[domain] = _Group(nodes)
         return g
 
-    def read(self, region: str, keys: Sequence[str], consistent: bool) -> Any:
+    def read(self, region: str, keys: Sequence[str], consistent: bool,
+             machine: int = 0) -> Any:
         """Return a future of (values, serving node name): ``keys`` read from the primary
-        (consistent) or a replica chosen at random (eventual)."""
+        (consistent) or a replica chosen at random (eventual), by a client on client
+        machine ``machine``."""
         fut = self.rt.future()
         g = self._group(keys)
         node = g.primary if consistent else g.nodes[self.s.index(len(g.nodes))]
-        self.net.request(fut, region, node, self._client_cpu_ns(), self._serve_read, fut,
-                         region, node, keys, consistent)
+        self.net.request(fut, region, node, self._client_cpu_ns(machine), self._serve_read,
+                         fut, region, node, keys, consistent, g)
         return fut
 
+    def _admitted(self, fut: Any, region: str, node: Node, g: _Group, cost_ns: int) -> bool:
+        """Return True if ``g``'s domain admits a call costing ``cost_ns`` of its capacity
+        now (a generic cell rate algorithm); else refuse it: the client hears
+        ServiceUnavailable after the reply's trip."""
+        now = self.rt.now_ns()
+        tat = g.tat_ns if g.tat_ns > now else now
+        if tat - now <= self.tolerance_ns:
+            g.tat_ns = tat + cost_ns
+            return True
+        self.rt.reject_later(self._reply_ns(node, region, 0), fut, self._overloaded(node))
+        return False
+
+    def _overloaded(self, node: Node) -> ServiceUnavailable:
+        """Return the error of a call ``node``'s domain refused (also raised by the native
+        core)."""
+        return ServiceUnavailable(
+            f"ServiceUnavailable (503): domain {node.name.rsplit('/', 1)[0]!r} is over its "
+            f"capacity of {self.p.capacity_per_s:g} units/s; try again later or lower the "
+            "load")
+
     def _serve_read(self, fut: Any, region: str, node: Node, keys: Sequence[str],
-                    consistent: bool) -> None:
-        """The read at ``node``: wait for the commit in progress of its items, if any."""
+                    consistent: bool, g: _Group) -> None:
+        """The read at ``node``: admitted or refused, then it waits for the commit in
+        progress of its items, if any."""
+        if self.read_cost_ns and not self._admitted(fut, region, node, g, self.read_cost_ns):
+            return
         if self.batches:
             if len(keys) == 1:  # _busy_ns inlined for the hot path: one element
                 b = self.batches.get((node.name, self._item(keys[0])))
@@ -192,20 +253,25 @@ class SimpleDB:
                               (values, node.name))
 
     def write(self, region: str, values: Mapping[str, str | None],
-              expect: Mapping[str, Any] | None, absent: Any = None) -> Any:
+              expect: Mapping[str, Any] | None, absent: Any = None, machine: int = 0) -> Any:
         """Return a future of the primary's name: one PutAttributes/BatchPutAttributes
-        call (ConditionNotMet if ``expect`` does not hold at the primary)."""
+        call from client machine ``machine`` (ConditionNotMet if ``expect`` does not hold
+        at the primary)."""
         fut = self.rt.future()
         g = self._group(values)
-        self.net.request(fut, region, g.primary, self._client_cpu_ns(), self._serve_write,
-                         fut, region, g, values, expect, absent)
+        self.net.request(fut, region, g.primary, self._client_cpu_ns(machine),
+                         self._serve_write, fut, region, g, values, expect, absent)
         return fut
 
     def _serve_write(self, fut: Any, region: str, g: _Group,
                      values: Mapping[str, str | None], expect: Mapping[str, Any] | None,
                      absent: Any) -> None:
-        """The write at the primary: decide, apply, forward; ack after its commit batch."""
+        """The write at the primary: admitted or refused, then decide, apply, forward; ack
+        after its commit batch."""
         primary = g.primary
+        if self.write_cost_ns and not self._admitted(fut, region, primary, g,
+                                                     self.write_cost_ns):
+            return
         wait = self.commit.draw(self.s) + self._hiccup_ns(self.p.write_hiccup_p,
                                                           self.p.write_hiccup_ms)
         if expect:
@@ -240,16 +306,18 @@ class SimpleDB:
             sec.state.update(pending[0])
             self._commit_ns(sec, pending[0])
 
-    def _client_cpu_ns(self) -> int:
-        """Reserve one call's CPU on the client machine's single core, FIFO over all clients,
-        and return the ns until it is done, when the request leaves (a reservation made now
-        keeps the queue in call order; the caller folds the wait into the trip)."""
+    def _client_cpu_ns(self, machine: int = 0) -> int:
+        """Reserve one call's CPU on client machine ``machine``'s single core, FIFO over
+        its clients, and return the ns until it is done, when the request leaves (a
+        reservation made now keeps the queue in call order; the caller folds the wait into
+        the trip)."""
         if not self.cpu_ns:
             return 0
         now = self.rt.now_ns()
-        start = now if now > self.cpu_free_ns else self.cpu_free_ns
-        self.cpu_free_ns = start + self.cpu_ns
-        return self.cpu_free_ns - now
+        free = self.cpu_free_ns.get(machine, 0)
+        done = (now if now > free else free) + self.cpu_ns
+        self.cpu_free_ns[machine] = done
+        return done - now
 
     def _reply_ns(self, node: Node, region: str, server_ns: int) -> int:
         """Return ns until the client has the reply: ``server_ns`` more at ``node`` and

@@ -62,6 +62,11 @@ class Unavailable(StoreError):
     """No answer in time or the node is down: the outcome is unknown."""
 
 
+class Overloaded(StoreError):
+    """The store refused the call at once because it is over its capacity (an HTTP 503
+    ServiceUnavailable, SimpleDB's answer when jammed): it certainly did not happen."""
+
+
 class TxnAborted(StoreError):
     """The transaction certainly did not commit (serialization failure, failed guard,
     WATCH conflict): recorded as ``fail``. Any other error during ``transact`` is ``info``."""
@@ -113,6 +118,17 @@ def redact_url(url: str) -> str:
     userinfo, _, hostport = parts.netloc.rpartition("@")
     user = userinfo.partition(":")[0]
     return urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}"))
+
+
+def short_url(url: str) -> str:
+    """Return ``url`` as a progress line names the store: a ``sim://`` URL whole (short,
+    and its parameters say which simulation), else its scheme, host and port only (no
+    user, password, database or parameters: the run's summary names them once)."""
+    parts = urlsplit(url)
+    if parts.scheme == "sim" or not parts.hostname:
+        return redact_url(url)
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
 
 
 def parse_element(key: str) -> Element:

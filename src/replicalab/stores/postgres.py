@@ -4,7 +4,7 @@ URL: ``postgresql://postgres@127.0.0.1:P/postgres?standbys=127.0.0.1:P1,127.0.0.
 &node_regions=US-E,US-W,EU&regions=dc3&read=nearest|random
 &synchronous_commit=local|off|on|remote_write|remote_apply&timeout_ms=2000
 &isolation=read-committed|repeatable-read|serializable&txn_reads=primary|standby
-&lock_timeout_ms=0`` (what
+&lock_timeout_ms=20`` (what
 ``replicalab cluster up postgres`` prints, plus the transaction parameters). User,
 password and database come from the URL or libpq's ``PG*`` environment (``PGUSER``,
 ``PGPASSWORD``, ``PGDATABASE``, ``PGPASSFILE``); the password is never logged or saved.
@@ -14,7 +14,9 @@ TLS: libpq's own parameters ``sslmode`` (``disable`` ... ``verify-full``), ``ssl
 Data model: one table ``replicalab_kv(domain, item, attr, value)`` keyed by the element's
 three parts, created on the primary at the first connect. A consistent read asks the
 primary; an eventual read asks one hot standby: ``nearest`` = a standby in the client's
-region (else the first), ``random`` = chosen at random per client. A multi-element read is
+region, else the primary when it is in the client's region (a local copy, not a WAN round
+trip to a remote standby), else the nearest standby; ``random`` = chosen at random per
+client. A multi-element read is
 one SELECT (one snapshot of one server); a write is one upsert statement (atomic for any
 number of elements); a conditional write is one transaction at the primary that locks and
 checks every expectation (``UPDATE ... WHERE value = expected``; ``INSERT ... ON CONFLICT
@@ -25,10 +27,12 @@ micro-operation: a read is a SELECT, an append one upsert that extends the store
 in place (``value = left(value, -1) || ',x]'``: the row is locked and updated, never read
 then written by the client), a write one upsert. A serialization failure or a deadlock
 (SQLSTATE 40001, 40P01) rolls it back and raises TxnAborted; any other error leaves the
-outcome unknown. ``lock_timeout_ms`` > 0 sets ``lock_timeout`` in every transaction: a
-micro-operation that waits longer for a row lock rolls the transaction back (55P03,
-TxnAborted) instead of waiting for the deadlock detector (``deadlock_timeout``, 1 s by
-default) or the call's timeout; the hot-key runs use it. ``txn_reads=standby`` sends the
+outcome unknown. ``lock_timeout_ms`` (default 20) sets ``lock_timeout`` in every
+transaction: a micro-operation that waits longer for a row lock rolls the transaction back
+(55P03, TxnAborted, a ``fail``) instead of waiting for the deadlock detector
+(``deadlock_timeout``, 1 s by default) or the call's timeout, which on hot keys turned many
+transactions into 1 s waits and ``info`` outcomes; ``lock_timeout_ms=0`` waits, as
+PostgreSQL does by default. ``txn_reads=standby`` sends the
 transaction's reads to the client's hot standby instead (each its own statement there: what
 reading from replicas inside a transaction isolates, which is nothing).
 ``synchronous_commit`` is set for every session (default ``local``: commits do not wait for
@@ -123,7 +127,7 @@ class PostgresStore:
         self.synchronous_commit = u.choice("synchronous_commit", _SYNC, "local")
         self.isolation = u.choice("isolation", tuple(ISOLATIONS), "read-committed")
         self.txn_reads = u.choice("txn_reads", _TXN_READS, "primary")
-        self.lock_timeout_ms = int(u.number("lock_timeout_ms", 0))
+        self.lock_timeout_ms = int(u.number("lock_timeout_ms", 20))
         if self.lock_timeout_ms < 0:
             raise ValueError("postgresql:// lock_timeout_ms must be 0 (wait) or positive")
         # credentials and TLS: from the URL, else libpq reads its PG* environment itself
@@ -144,7 +148,8 @@ class PostgresStore:
                     "timeout_ms": round(self.timeout_s * 1000), "table": TABLE,
                     "nodes": {n.name: f"{n.host}:{n.port} ({n.region})" for n in self.nodes}},
             eventual_read_served_by=f"one hot standby per client ({self.read_policy}: "
-                                    + ("the standby in the client's region, else the first"
+                                    + ("the standby in the client's region, else the "
+                                       "primary when it is there, else the nearest standby"
                                        if self.read_policy == "nearest" else "at random")
                                     + "); the primary when there is no standby")
         self._conns: list[_Conn] = []
@@ -157,8 +162,15 @@ class PostgresStore:
         return c
 
     def _standby_for(self, region: str | None) -> Endpoint:
-        standbys = self.nodes[1:]
-        return self.url.pick(standbys, region, self.rng) if standbys else self.nodes[0]
+        """Return the node that serves a client's eventual reads (``region``: where the
+        client stands, None: unplaced): see the module doc."""
+        primary, standbys = self.nodes[0], self.nodes[1:]
+        if not standbys:
+            return primary
+        if (self.read_policy == "nearest" and region == primary.region
+                and all(s.region != region for s in standbys)):
+            return primary  # the local copy: no WAN round trip to a remote standby
+        return self.url.pick(standbys, region or primary.region, self.rng)
 
     async def _ensure_table(self, primary: _Conn, standby: _Conn) -> None:
         """Create the table on the primary if missing; wait (bounded) for the standby."""
@@ -193,7 +205,7 @@ class PostgresStore:
         """Return a client; ``region`` picks the nearest standby for eventual reads."""
         region = self.url.placed(region)
         primary_node = self.nodes[0]
-        standby_node = self._standby_for(region or primary_node.region)
+        standby_node = self._standby_for(region)
         primary = self._conn(self.url.via(primary_node, region))  # client links: the WAN
         standby = (primary if standby_node is primary_node
                    else self._conn(self.url.via(standby_node, region)))

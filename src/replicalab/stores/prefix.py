@@ -80,6 +80,16 @@ class PrefixedClient:
         got = await (inner(mine, gap_ns=gap_ns) if gap_ns else inner(mine))
         return [(f, k, r[2]) for (f, k, _), r in zip(ops, got, strict=True)]
 
+    async def list(self, prefix: str, *, consistent: bool = True) -> list[str]:
+        """Return the keys under ``prefix`` (under the store's prefix), named as the caller
+        names them; Unsupported when the inner store cannot list."""
+        inner = getattr(self._inner, "list", None)
+        if inner is None:
+            raise Unsupported(f"{self._store.info.url} cannot list keys")
+        p = self._p
+        return [k[len(p):] for k in await inner(p + prefix, consistent=consistent)
+                if k.startswith(p)]
+
     async def delete(self, keys: Sequence[str]) -> WriteResult:
         """Delete ``keys`` under the prefix."""
         return await self._inner.delete(self._keys(keys))

@@ -9,10 +9,12 @@ connection, replicas included; ``rediss://`` (or ``tls=1``) connects over TLS, v
 the server against the system CAs or ``tls_ca=PATH`` (``tls_cert``/``tls_key``: a client
 certificate). Each element ``domain/item/attribute`` is one Redis
 string key of that name. A consistent read asks the primary; an eventual read asks one
-replica: ``nearest`` = a replica in the client's region (else the first), ``random`` =
-chosen at random per client. Multi-element reads are one ``MGET`` (one node, one instant);
-multi-element writes one ``MSET`` (atomic); conditional writes one Lua script at the primary
-that compares and sets atomically. ``wait=n`` adds ``WAIT n wait_ms`` after every write.
+replica: ``nearest`` = a replica in the client's region, else the primary when it is in the
+client's region (a local copy, not a WAN round trip to a remote replica), else the nearest
+replica; ``random`` = chosen at random per client. Multi-element reads are one ``MGET``
+(one node, one instant); multi-element writes one ``MSET`` (atomic); conditional writes one
+Lua script at the primary that compares and sets atomically. ``wait=n`` adds ``WAIT n
+wait_ms`` after every write.
 
 Transactions (``transact``), all on the primary: ``WATCH`` every key the transaction
 touches, ``MGET`` them (one instant), play the micro-operations out on those values, then
@@ -98,8 +100,11 @@ class RedisStore:
                     "database": int(u.credentials.database or 0),
                     "tls": self.tls_context is not None,
                     "nodes": {n.name: f"{n.host}:{n.port} ({n.region})" for n in self.nodes}},
-            eventual_read_served_by=f"one replica per client ({self.read_policy}); the "
-                                    "primary when there is no replica")
+            eventual_read_served_by=f"one node per client ({self.read_policy}"
+                                    + (": the replica in the client's region, else the "
+                                       "primary when it is there, else the nearest replica"
+                                       if self.read_policy == "nearest" else ": a replica at "
+                                       "random") + "); the primary when there is no replica")
         self._conns: list[RespConnection] = []
 
     def _conn(self, node: Endpoint) -> RespConnection:
@@ -109,14 +114,21 @@ class RedisStore:
         return c
 
     def _replica_for(self, region: str | None) -> Endpoint:
-        replicas = self.nodes[1:]
-        return self.url.pick(replicas, region, self.rng) if replicas else self.nodes[0]
+        """Return the node that serves a client's eventual reads (``region``: where the
+        client stands, None: unplaced): see the module doc."""
+        primary, replicas = self.nodes[0], self.nodes[1:]
+        if not replicas:
+            return primary
+        if (self.read_policy == "nearest" and region == primary.region
+                and all(r.region != region for r in replicas)):
+            return primary  # the local copy: no WAN round trip to a remote replica
+        return self.url.pick(replicas, region or primary.region, self.rng)
 
     async def connect(self, region: str | None = None) -> RedisClient:
         """Return a client; ``region`` picks the nearest replica for eventual reads."""
         region = self.url.placed(region)
         primary = self.nodes[0]
-        replica = self._replica_for(region or primary.region)
+        replica = self._replica_for(region)
         # a client in a region reaches the nodes of other regions over its client links
         primary, replica = self.url.via(primary, region), self.url.via(replica, region)
         client = RedisClient(self, self._conn(primary), primary.name, self._conn(replica),

@@ -19,7 +19,7 @@ import numpy as np
 from replicalab.regions import region_set
 from replicalab.runtime import RealRuntime, VirtualRuntime
 from replicalab.sim import native
-from replicalab.sim.errors import ConditionNotMet, Lost, NotExpressible
+from replicalab.sim.errors import ConditionNotMet, Lost, NotExpressible, ServiceUnavailable
 from replicalab.sim.params import parse_params
 from replicalab.sim.primary import Primary, PrimaryParams
 from replicalab.sim.quorum import Quorum, QuorumParams
@@ -29,6 +29,7 @@ from replicalab.stores.base import (
     ConditionFailed,
     Feature,
     MicroOp,
+    Overloaded,
     ReadResult,
     StoreInfo,
     Unavailable,
@@ -65,19 +66,24 @@ def _read_result(values: tuple[str | None, ...], node: str) -> ReadResult:
 
 @dataclass
 class SimClient:
-    """A client placed in one region of the simulated store."""
+    """A client placed in one region of the simulated store, on client machine
+    ``machine`` (schemes that model the client's CPU give each machine its own core)."""
 
     store: SimStore
     region: str
+    machine: int = 0
 
     async def read(self, keys: Sequence[str], *, consistent: bool) -> ReadResult:
         """Return the values of ``keys`` read in one call."""
         try:
             # a simulated call that met no other event has finished already (a tuple)
-            got = self.store.scheme.read(self.region, keys, consistent)
+            got = (self.store.scheme.read(self.region, keys, consistent, self.machine)
+                   if self.machine else self.store.scheme.read(self.region, keys, consistent))
             values, node = got if type(got) is tuple else await got
         except Lost as err:
             raise Unavailable(str(err)) from None
+        except ServiceUnavailable as err:
+            raise Overloaded(str(err)) from None
         except NotExpressible as err:
             raise Unsupported(str(err)) from None
         return _read_result(values, node)
@@ -88,10 +94,14 @@ class SimClient:
         if expect and Feature.CONDITIONAL_WRITE not in self.store.info.features:
             raise Unsupported(f"{self.store.info.url} has no conditional writes")
         try:
-            got = self.store.scheme.write(self.region, values, expect, ABSENT)
+            got = (self.store.scheme.write(self.region, values, expect, ABSENT, self.machine)
+                   if self.machine else
+                   self.store.scheme.write(self.region, values, expect, ABSENT))
             node = got if type(got) is str else await got
         except Lost as err:
             raise Unavailable(str(err)) from None
+        except ServiceUnavailable as err:
+            raise Overloaded(str(err)) from None
         except ConditionNotMet as err:
             raise ConditionFailed(str(err)) from None
         except NotExpressible as err:
@@ -149,6 +159,9 @@ class SimStore:
         self.runtime = VirtualRuntime() if clock == "virtual" else RealRuntime()
         stream = native.stream_for(np.random.default_rng(seed), clock == "virtual")
         self.scheme = scheme_cls(self.runtime, stream, regions, params)
+        # every this many consecutive connections share a client machine (0: all one)
+        self.clients_per_machine = getattr(params, "clients_per_machine", 0)
+        self.connections = 0
         self.info = StoreInfo(
             url=url, kind=f"sim/{kind}",
             # transactions: the micro-operations one by one, isolating nothing
@@ -165,7 +178,9 @@ class SimStore:
         elif region not in regions:
             raise ValueError(f"region {region!r} is not in this store's regions "
                              f"({', '.join(regions)}); pick one of them")
-        return SimClient(self, region)
+        n, self.connections = self.connections, self.connections + 1
+        return SimClient(self, region, n // self.clients_per_machine
+                         if self.clients_per_machine else 0)
 
     async def close(self) -> None:
         """Nothing to release."""

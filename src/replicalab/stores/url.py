@@ -38,6 +38,33 @@ TLS_PARAMS = ("tls", "tls_ca", "tls_cert", "tls_key")
 """The URL parameters of a TLS connection: on/off, CA file, client certificate and key."""
 
 
+URL_PARAMETERS = {
+    "isolation": "postgresql://USER@HOST:5432/DB?isolation=serializable",
+    "lock_timeout_ms": "postgresql://USER@HOST:5432/DB?isolation=serializable"
+                       "&lock_timeout_ms=20",
+    "txn_reads": "postgresql://USER@HOST:5432/DB?isolation=serializable&txn_reads=standby",
+    "synchronous_commit": "postgresql://USER@HOST:5432/DB?synchronous_commit=on",
+    "txn": "cassandra://HOST:9042?txn=lwt",
+    "write_cl": "cassandra://HOST:9042?write_cl=QUORUM",
+    "eventual_cl": "cassandra://HOST:9042?eventual_cl=ONE",
+    "consistent_cl": "cassandra://HOST:9042?consistent_cl=QUORUM",
+    "timeout_ms": "redis://HOST:6379?timeout_ms=2000",
+}
+"""Store settings that are parameters of the store URL, not options of a command, each
+with an example URL (what ``probe --isolation serializable`` is told to write instead)."""
+
+
+def url_parameter_hint(option: str) -> str:
+    """Return, for an option a command does not have that is a store URL parameter
+    (``--isolation``), the one line saying where it goes instead; "" for any other."""
+    name = option.lstrip("-").replace("-", "_")
+    example = URL_PARAMETERS.get(name)
+    if example is None:
+        return ""
+    return (f"{option} is not an option: {name} is a parameter of the store URL, e.g. "
+            f"--store '{example}'")
+
+
 @dataclass(frozen=True)
 class Credentials:
     """Who a client logs in as: user, password (never shown) and database/namespace, each

@@ -25,18 +25,25 @@ txn-own-writes         (transactions) a transaction's reads see its own earlier 
 txn-atomic             (transactions promising snapshot isolation or stronger) a concurrent
                        reading transaction never sees half of a two-key append; a refused
                        one raises TxnAborted and leaves nothing behind
+client-region          (stores in several regions) a client is placed in the region it is
+                       connected in: a region the store does not have is refused, and a
+                       call served by a node of another region pays at least half their
+                       round trip (the WAN the client's links carry)
 =====================  ===================================================================
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
+from replicalab.cluster.kinds import isolation_promise
+from replicalab.regions import RegionSet, region_set
 from replicalab.runtime.base import NS_PER_S
 from replicalab.stores.base import (
     ABSENT,
@@ -49,7 +56,6 @@ from replicalab.stores.base import (
     Unsupported,
     redact_url,
 )
-from replicalab.stores.isolation import isolation_promise
 from replicalab.stores.prefix import PrefixedStore
 from replicalab.stores.registry import open_store
 from replicalab.testing.stall import Staller, staller_for
@@ -605,6 +611,94 @@ async def txn_atomic(ctx: Ctx) -> str:
             "saw half of one, both keys hold exactly the committed ones")
 
 
+REGION_CALLS = 3
+"""Calls of each kind (write, consistent read, eventual read) a client placed in each region
+makes in client-region; the median of each kind and serving node is judged."""
+
+
+def _node_regions(ctx: Ctx) -> tuple[dict[str, str], RegionSet] | None:
+    """Return {node name: region} and the region set of the store's nodes, from its info's
+    ``params`` (``nodes``: name -> region, ``regions``: the set, as the simulator gives
+    them) or from its URL (``node_regions=R0,R1,...`` for nodes n0, n1, ... and
+    ``regions=SET``, as ``cluster up`` prints it); None when neither says."""
+    params = ctx.store.info.params
+    query = {k: v[-1] for k, v in parse_qs(urlsplit(ctx.url).query).items()}
+    try:
+        rs = region_set(str(params.get("regions") or query.get("regions", "")))
+    except ValueError:
+        return None
+    nodes = params.get("nodes")
+    if isinstance(nodes, dict) and nodes and all(r in rs.regions for r in nodes.values()):
+        return {str(n): str(r) for n, r in nodes.items()}, rs
+    listed = [r for r in query.get("node_regions", "").split(",") if r]
+    if listed and all(r in rs.regions for r in listed):
+        return {f"n{i}": r for i, r in enumerate(listed)}, rs
+    return None
+
+
+async def client_region(ctx: Ctx) -> str:
+    regions = tuple(dict.fromkeys(ctx.store.info.regions))
+    if len(regions) < 2:
+        raise Skipped("the store has one region: nowhere else to place a client")
+    placement = _node_regions(ctx)
+    if placement is None:
+        raise Skipped("the store names no region per node (params['nodes'] or the URL's "
+                      "node_regions and regions)")
+    where, rs = placement
+    try:
+        stray = await ctx.store.connect(region="no-such-region")
+    except ValueError:
+        pass
+    else:
+        await stray.close()
+        raise Failed("connect(region='no-such-region') returned a client; a region the "
+                     f"store does not have ({', '.join(regions)}) must raise ValueError: "
+                     "an adapter that ignores the client's region places every client "
+                     "nowhere")
+    kinds = [("write", None), *((what, consistent) for what, consistent, f in (
+        ("consistent read", True, Feature.CONSISTENT_READ),
+        ("eventual read", False, Feature.EVENTUAL_READ)) if f in ctx.features)]
+
+    async def placed(region: str) -> dict[tuple[str, str], list[int]]:
+        client = await ctx.store.connect(region=region)
+        took: dict[tuple[str, str], list[int]] = {}
+        for _ in range(REGION_CALLS):
+            key = ctx.key("region")
+            for what, consistent in kinds:
+                t0 = ctx.rt.now_ns()
+                if consistent is None:
+                    node = (await client.write({key: ctx.value()})).node
+                else:
+                    node = (await client.read([key], consistent=consistent)).node
+                took.setdefault((what, node), []).append(ctx.rt.now_ns() - t0)
+        await client.close()
+        return took
+
+    seen = await ctx.rt.gather(*(placed(r) for r in regions))
+    crossed = []
+    for region, took in zip(regions, seen, strict=True):
+        for (what, node), ns in took.items():
+            there = where.get(node)
+            if there is None or there == region:
+                continue  # an unnamed node, or one in the client's own region
+            rtt_ms = rs.one_way_ms(region, there)[0] + rs.one_way_ms(there, region)[0]
+            median_ms = statistics.median(ns) / 1e6
+            if median_ms < rtt_ms / 2:
+                raise Failed(f"a client placed in {region} had its {what}s served by {node} "
+                             f"(in {there}) in {median_ms:.1f} ms (median of {len(ns)}), "
+                             f"under half the {rtt_ms:.0f} ms round trip between the two "
+                             "regions: a client placed in a region must reach the nodes of "
+                             "other regions through its region's links (the URL's "
+                             "client_links), paying the WAN")
+            crossed.append(f"{what}s {region}->{there} {median_ms:.0f} ms")
+    if not crossed:
+        return (f"clients placed in {len(regions)} regions were served inside their own "
+                "region; an unknown region was refused")
+    return (f"clients placed in {len(regions)} regions paid the round trip to nodes "
+            f"elsewhere ({'; '.join(crossed[:4])}{'; ...' if len(crossed) > 4 else ''}); "
+            "an unknown region was refused")
+
+
 CHECKS: dict[str, Check] = {
     "describes-itself": describes_itself,
     "absent-reads-none": absent_reads_none,
@@ -617,6 +711,7 @@ CHECKS: dict[str, Check] = {
     "timeout-is-unknown": timeout_is_unknown,
     "txn-own-writes": txn_own_writes,
     "txn-atomic": txn_atomic,
+    "client-region": client_region,
 }
 """Every check, by name, in the order they run."""
 

@@ -9,6 +9,7 @@ transactional = "good"
 geo = "none"
 records = 100000          # optional, default --records
 read = "consistent"       # optional: consistent | eventual
+staleness = true          # optional: also watch freshness, a writer and readers per region
 ```
 
 ``sim://`` backends run in real time (``clock=real`` is added when the URL has no clock).
@@ -22,10 +23,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from replicalab.stores.base import redact_url
 from replicalab.stores.registry import schemes
 
 DECLARED = ("durability", "availability", "transactional", "geo")
-_KEYS = {"url", "records", "read", *DECLARED}
+_KEYS = {"url", "records", "read", "staleness", *DECLARED}
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class BackendSpec:
     geo: str = ""
     records: int | None = None
     read: str = "consistent"
+    staleness: bool = False  # watch freshness too (watch/staleness.py)
 
 
 def real_time_url(url: str) -> str:
@@ -78,6 +81,9 @@ def _backend(name: str, table: Any, where: str) -> BackendSpec:
     read = table.get("read", "consistent")
     if read not in ("consistent", "eventual"):
         raise ValueError(f"{where}: [backends.{name}] read must be consistent or eventual")
+    staleness = table.get("staleness", False)
+    if not isinstance(staleness, bool):
+        raise ValueError(f"{where}: [backends.{name}] staleness must be true or false")
     declared = {}
     for key in DECLARED:
         value = table.get(key, "")
@@ -85,7 +91,7 @@ def _backend(name: str, table: Any, where: str) -> BackendSpec:
             raise ValueError(f"{where}: [backends.{name}] {key} must be a string")
         declared[key] = value
     return BackendSpec(name=name, url=real_time_url(url), records=records, read=read,
-                       **declared)
+                       staleness=staleness, **declared)
 
 
 def parse_backends(data: dict[str, Any], where: str = "backends file") -> list[BackendSpec]:
@@ -95,6 +101,26 @@ def parse_backends(data: dict[str, Any], where: str = "backends file") -> list[B
         raise ValueError(f"{where} lists no backends; add a table like "
                          "[backends.sim] url = \"sim://simpledb\"")
     return [_backend(name, table, where) for name, table in tables.items()]
+
+
+def backends_from_urls(urls: list[str]) -> list[BackendSpec]:
+    """Return one backend per store URL of ``watch --store``, named by the URL without its
+    credentials and parameters (``s3://127.0.0.1:9000/bucket``; a repeat gets ``#2``), no
+    declared properties (ValueError naming an unknown scheme)."""
+    out: list[BackendSpec] = []
+    seen: dict[str, int] = {}
+    for url in urls:
+        parts = urlsplit(url)
+        if "://" not in url or parts.scheme not in schemes():
+            raise ValueError(f"--store {redact_url(url)!r}: unknown or missing URL scheme; use "
+                             f"one of: {', '.join(s + '://' for s in schemes())}")
+        host = parts.netloc.rpartition("@")[2]
+        name = f"{parts.scheme}://{host}{parts.path}".rstrip("/")
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            name += f"#{seen[name]}"
+        out.append(BackendSpec(name=name, url=real_time_url(url)))
+    return out
 
 
 def load_backends(path: Path) -> list[BackendSpec]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from replicalab.stores.base import redact_url
 from replicalab.watch.config import BackendSpec
+from replicalab.watch.staleness import FreshnessRow
 from replicalab.watch.stats import Sample
 
 SCHEMA_VERSION = 1
@@ -33,6 +34,12 @@ CREATE TABLE IF NOT EXISTS samples(
   id INTEGER PRIMARY KEY, backend TEXT NOT NULL, round INTEGER NOT NULL,
   t_s REAL NOT NULL, op TEXT NOT NULL, latency_ms REAL, error TEXT);
 CREATE INDEX IF NOT EXISTS samples_t ON samples(t_s);
+CREATE TABLE IF NOT EXISTS freshness(
+  id INTEGER PRIMARY KEY, backend TEXT NOT NULL, region TEXT NOT NULL, t_s REAL NOT NULL,
+  window_s REAL NOT NULL, reads INTEGER NOT NULL, fresh INTEGER NOT NULL,
+  errors INTEGER NOT NULL, writes INTEGER NOT NULL, never INTEGER NOT NULL,
+  ttf_p50_ms REAL, ttf_max_ms REAL);
+CREATE INDEX IF NOT EXISTS freshness_t ON freshness(t_s);
 CREATE INDEX IF NOT EXISTS samples_backend_round ON samples(backend, round);
 """
 
@@ -87,6 +94,30 @@ class SampleDB:
                 "INSERT INTO samples(backend, round, t_s, op, latency_ms, error) "
                 "VALUES (?,?,?,?,?,?)",
                 [(s.backend, s.round, s.t_s, s.op, s.latency_ms, s.error) for s in samples])
+
+    def append_freshness(self, rows: Sequence[FreshnessRow]) -> None:
+        """Append one window's freshness rows in one transaction."""
+        with self.conn:
+            self.conn.executemany(
+                "INSERT INTO freshness(backend, region, t_s, window_s, reads, fresh, errors, "
+                "writes, never, ttf_p50_ms, ttf_max_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                [(r.backend, r.region, r.t_s, r.window_s, r.reads, r.fresh, r.errors,
+                  r.writes, r.never, r.ttf_p50_ms, r.ttf_max_ms) for r in rows])
+
+    def freshness(self, since_s: float | None = None) -> list[FreshnessRow]:
+        """Return the freshness rows of windows ending at or after ``since_s`` (all if
+        None), oldest first (none from a database written before freshness existed)."""
+        sql = ("SELECT backend, region, t_s, window_s, reads, fresh, errors, writes, never, "
+               "ttf_p50_ms, ttf_max_ms FROM freshness")
+        args: tuple[Any, ...] = ()
+        if since_s is not None:
+            sql += " WHERE t_s >= ?"
+            args = (since_s,)
+        try:
+            rows = self.conn.execute(sql + " ORDER BY t_s, id", args).fetchall()
+        except sqlite3.OperationalError:  # an older database opened read-only: no table
+            return []
+        return [FreshnessRow(*row) for row in rows]
 
     def next_round(self, backend: str) -> int:
         """Return the round number after the last one stored for ``backend`` (1 if none)."""

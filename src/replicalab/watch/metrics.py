@@ -12,6 +12,17 @@ Per backend and operation (labels ``backend``, ``op`` = read | write):
 Every (backend, op) series exists from the start at 0, so Prometheus's ``rate()`` sees the
 first sample's increase too. Samples are observed in the order they are committed to the
 samples database, one round at a time.
+
+Per backend watching staleness and region (labels ``backend``, ``region``), one window
+(``--interval``) at a time (``watch/staleness.py``):
+
+* ``replicalab_watch_fresh_fraction`` — gauge: the last window's fresh reads over its reads;
+* ``replicalab_watch_stale_reads_total`` / ``replicalab_watch_judged_reads_total`` —
+  counters, so ``1 - rate(stale) / rate(judged)`` is the fresh fraction over any range;
+* ``replicalab_watch_time_to_fresh_seconds`` — gauge with ``stat`` = ``p50`` | ``max``: how
+  long after a write the region's reads became and stayed fresh, over the last window's
+  writes (absent when no write was judged);
+* ``replicalab_watch_never_fresh_writes_total`` — writes the region never saw before the next.
 """
 
 from __future__ import annotations
@@ -20,8 +31,9 @@ import errno
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from replicalab.watch.staleness import FreshnessRow
 from replicalab.watch.stats import Sample
 
 LATENCY_BUCKETS_S = (0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.125,
@@ -55,6 +67,19 @@ class WatchMetrics:
                 self.latency.labels(b, op)
                 self.errors.labels(b, op)
                 self.timeouts.labels(b, op)
+        where = ("backend", "region")
+        self.fresh = Gauge("replicalab_watch_fresh_fraction", "Fresh reads over reads in the "
+                           "last staleness window", where, registry=self.registry)
+        self.judged = Counter("replicalab_watch_judged_reads", "Staleness reads judged",
+                              where, registry=self.registry)
+        self.stale = Counter("replicalab_watch_stale_reads", "Staleness reads that were "
+                             "stale", where, registry=self.registry)
+        self.ttf = Gauge("replicalab_watch_time_to_fresh_seconds", "Time from a write until "
+                         "the region's reads were fresh and stayed so (last window)",
+                         (*where, "stat"), registry=self.registry)
+        self._ttf_set: set[tuple[str, str, str]] = set()
+        self.never = Counter("replicalab_watch_never_fresh_writes", "Writes a region never "
+                             "read before the next write", where, registry=self.registry)
 
     def observe(self, samples: Iterable[Sample]) -> None:
         """Count ``samples``: a latency for each success, an error (and a timeout) else."""
@@ -65,6 +90,26 @@ class WatchMetrics:
                 self.errors.labels(s.backend, s.op).inc()
                 if s.error == TIMEOUT:
                     self.timeouts.labels(s.backend, s.op).inc()
+
+
+    def observe_freshness(self, rows: Iterable[FreshnessRow]) -> None:
+        """Set and count one staleness window per region (a region's series appear with
+        its first window)."""
+        for r in rows:
+            key = (r.backend, r.region)
+            if r.fresh_fraction is not None:
+                self.fresh.labels(*key).set(r.fresh_fraction)
+            self.judged.labels(*key).inc(r.reads)
+            self.stale.labels(*key).inc(r.reads - r.fresh)
+            self.never.labels(*key).inc(r.never)
+            for stat, ms in (("p50", r.ttf_p50_ms), ("max", r.ttf_max_ms)):
+                series = (*key, stat)
+                if ms is not None:
+                    self.ttf.labels(*series).set(ms / 1000.0)
+                    self._ttf_set.add(series)
+                elif series in self._ttf_set:  # no write judged: no figure, not an old one
+                    self.ttf.remove(*series)
+                    self._ttf_set.discard(series)
 
 
 def check_port(port: int) -> None:

@@ -34,6 +34,18 @@ class Sample:
         return self.error is None
 
 
+def round_line(samples: Sequence[Sample]) -> str:
+    """Return one backend round as a log line: each operation's latency (ms) or error,
+    the reason said once when every operation failed alike ("dead round 1: unavailable:
+    connection refused (redis://127.0.0.1:1)")."""
+    head = f"{samples[0].backend} round {samples[0].round}: "
+    errors = {s.error for s in samples if not s.ok}
+    if len(errors) == 1 and not any(s.ok for s in samples):
+        return head + f"unavailable: {errors.pop()}"
+    return head + ", ".join(f"{s.op} {s.latency_ms:.1f} ms" if s.ok and s.latency_ms is not None
+                            else f"{s.op} error ({s.error})" for s in samples)
+
+
 def percentile(sorted_ms: Sequence[float], q: float) -> float | None:
     """Return the nearest-rank ``q``-th percentile (0 < q <= 100) of ascending ``sorted_ms``
     in the same unit, or None when there are no values."""

@@ -8,6 +8,10 @@ or unreachable one does not delay the others; an unreachable one yields error sa
 The keyspace is loaded once per backend and remembered in the database; on restart the last
 record is read back, and the keyspace is loaded again only if it is missing (a simulated
 store lives in the watcher's memory, so it is reloaded on every start).
+
+A backend with ``staleness = true`` also runs a staleness probe beside its rounds (a writer
+and readers per region, ``watch/staleness.py``): one freshness row per region every
+``--interval``, committed to the database like the rounds.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from replicalab.stores import Client, Feature, Store, open_store
 from replicalab.stores.base import redact_url
 from replicalab.watch.config import BackendSpec
 from replicalab.watch.db import SampleDB
+from replicalab.watch.staleness import FreshnessRow, StalenessOptions, StalenessProbe
 from replicalab.watch.stats import Sample, percentile
 
 ITEM_RECORDS = 100  # records per item: one atomic multi-element write loads an item
@@ -49,6 +54,7 @@ class SuiteOptions:
     load_concurrency: int = 16
     max_rounds: int | None = None
     duration_s: float | None = None
+    staleness: StalenessOptions = field(default_factory=StalenessOptions)
 
     def check(self) -> None:
         """Raise ValueError naming the first option out of range."""
@@ -62,6 +68,7 @@ class SuiteOptions:
             raise ValueError("--timeout must be positive, e.g. 5s")
         if self.max_rounds is not None and self.max_rounds < 1:
             raise ValueError("--max-rounds must be at least 1")
+        self.staleness.check()
 
 
 @dataclass
@@ -119,13 +126,28 @@ class Watcher:
     """Runs the suite against every backend until stopped; samples go to ``db``."""
 
     def __init__(self, specs: Sequence[BackendSpec], db: SampleDB, opts: SuiteOptions,
-                 on_round: Callable[[BackendState, list[Sample]], None] | None = None) -> None:
+                 on_round: Callable[[BackendState, list[Sample]], None] | None = None,
+                 on_freshness: Callable[[list[FreshnessRow]], None] | None = None) -> None:
         opts.check()
         self.opts = opts
         self.db = db
         self.on_round = on_round or (lambda _state, _samples: None)
+        self.on_freshness = on_freshness or (lambda _rows: None)
         self.backends = [_Backend(s, opts, db) for s in specs]
+        # the probe shares its backend's store: a simulated one lives in that object
+        self.probes = [StalenessProbe(b.spec.name, b.store, opts.staleness, opts.interval_s,
+                                      self._freshness) for b in self.backends if b.spec.staleness]
         db.declare(specs, opts.record_bytes, opts.records)
+
+    def _freshness(self, rows: list[FreshnessRow]) -> None:
+        self.db.append_freshness(rows)
+        self.on_freshness(rows)
+
+    @property
+    def freshness(self) -> list[FreshnessRow]:
+        """Return the last freshness row of every region of every backend watching
+        staleness (none before its first window)."""
+        return [row for p in self.probes for row in p.state.last.values()]
 
     @property
     def states(self) -> list[BackendState]:
@@ -141,7 +163,15 @@ class Watcher:
             # Load every keyspace before the first round, so no round is timed while another
             # backend's load (simulated ones share this process) competes for the CPU.
             await asyncio.gather(*(self._prepare(b, stop) for b in self.backends))
-            await asyncio.gather(*(self._loop(b, stop, deadline) for b in self.backends))
+            probes_stop = asyncio.Event()  # the probes end with the rounds
+            probes = [asyncio.create_task(p.run(probes_stop)) for p in self.probes]
+            try:
+                await asyncio.gather(*(self._loop(b, stop, deadline) for b in self.backends))
+            finally:
+                probes_stop.set()
+                for t in probes:
+                    with contextlib.suppress(Exception):
+                        await t
         finally:
             for b in self.backends:
                 await self._disconnect(b)

@@ -70,6 +70,24 @@ def envelope(workload: str, store: str, opts: ProbeOptions, h: History) -> dict[
     }
 
 
+def _s(seconds: float) -> str:
+    return f"{seconds:,.0f} s" if seconds >= 100 else f"{seconds:.3g} s"
+
+
+def duration_text(results: dict[str, Any]) -> str:
+    """Return how long the run ran, beside the time it was given when it ended sooner (cut
+    short, or done by count: ``--txns``): "7.1 s of the 300 s allowed"; simulated seconds
+    said so; the time given alone for a run saved before runs recorded it."""
+    asked, ran = float(results["duration_s"]), results.get("ran_s")
+    sim = " simulated" if results.get("runtime") == "virtual" else ""
+    if ran is None:
+        return f"{_s(asked)}{sim} allowed"
+    if ran < 0.99 * asked:
+        cut = " (cut short)" if results.get("partial") else ""
+        return f"{_s(ran)}{sim} of the {_s(asked)} allowed{cut}"
+    return f"{_s(ran)}{sim}"
+
+
 @dataclass(frozen=True)
 class Flag:
     """One ``replicalab probe`` option a workload reads.

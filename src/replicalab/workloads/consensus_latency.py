@@ -37,8 +37,10 @@ from replicalab.cluster import base, process, toxiproxy
 from replicalab.cluster.etcd import leader_index, transfer_leadership
 from replicalab.cluster.state import Cluster
 from replicalab.regions import region_set
+from replicalab.runtime.noise import NoiseFloor
 from replicalab.stores import open_store
 from replicalab.stores.base import StoreError
+from replicalab.workloads import noise
 
 __all__ = ["Point", "RealRun", "cpu_split_s", "measure_fsync_ms", "real_cluster", "run_writes",
            "store_kinds", "write_latencies", "zero_delays"]
@@ -70,6 +72,7 @@ class Point:
     dropped: int
     leader_held: bool  # the leader was still the placed one when the point ended
     cpu_ms_per_write: dict[str, float] = field(default_factory=dict)  # see cpu_split_s
+    noise: NoiseFloor | None = None  # what the machine added while the point ran
 
     def mean_ms(self, region: str) -> float | None:
         """Return the mean write latency (ms) of clients in ``region``; None without writes."""
@@ -257,14 +260,26 @@ def _point(c: Cluster, leader: str, total_rps: float, shares: Sequence[float],
            ) -> Point:
     regions = [n.region for n in c.nodes]
     cpu0 = cpu_split_s(c)
-    lat, errors, dropped = asyncio.run(write_latencies(
-        c.url, _rates(regions, shares, total_rps), duration_s, seed, on_progress))
+
+    async def measured() -> tuple[tuple[dict[str, list[float]], dict[str, int], int],
+                                  NoiseFloor]:
+        with noise.monitor(c) as mon:
+            mon.start()
+            try:
+                got = await write_latencies(c.url, _rates(regions, shares, total_rps),
+                                            duration_s, seed, on_progress)
+            finally:
+                floor = await mon.stop()
+        return got, floor
+
+    (lat, errors, dropped), floor = asyncio.run(measured())
     cpu1 = cpu_split_s(c)
     writes = max(sum(len(x) for x in lat.values()), 1)
     now = leader_index(c)
     return Point(leader, total_rps, duration_s, lat, errors, dropped,
                  leader_held=now is not None and c.nodes[now].region == leader,
-                 cpu_ms_per_write={k: 1000 * (cpu1[k] - cpu0[k]) / writes for k in cpu0})
+                 cpu_ms_per_write={k: 1000 * (cpu1[k] - cpu0[k]) / writes for k in cpu0},
+                 noise=floor)
 
 
 def run_writes(c: Cluster, leaders: Sequence[str], rates_rps: Sequence[float],

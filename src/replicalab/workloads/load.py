@@ -1,5 +1,10 @@
-"""Open-loop load (seed 003 §4): requests arrive on a schedule at an offered rate, whatever
+"""Load (seed 003 §4). Open loop: requests arrive on a schedule at an offered rate, whatever
 the store does, and each is timed from its intended start as well as from its actual send.
+Paced closed loop (``groups`` >= 1), as seed 003 §4 ran its clients: ``groups`` client
+machines of ``clients_per_group`` clients each, every client sending one request every
+``1 / client_rate_per_s`` seconds and waiting for its reply; a reply later than the next
+slot skips the slots it outlasted (the client sends less than its rate), never catching up
+in a burst. Skipped slots are counted as ``unsent``.
 
 Concurrency: ``max_in_flight`` connections, one request in flight on each. When all are
 busy, due requests wait in the generator, first come first served, and their wait counts in
@@ -44,9 +49,11 @@ from replicalab.runtime.base import NS_PER_S
 from replicalab.stores import Client, Feature, Store, open_store
 from replicalab.workloads.arrivals import arrival_offsets_ns, check_arrivals
 from replicalab.workloads.recorder import Recorder
+from replicalab.workloads.slots import Slots
 
 CLIENTS = ("store", "fast")
 LOOPS = ("uvloop", "asyncio")
+MAX_PACED_CLIENTS = 100_000  # a bound on one paced step's clients, not a target
 KEY_DOMAIN = "load"
 PROCESS_STRIDE = 100_000
 """Worker w's connections are processes w*PROCESS_STRIDE + c in a merged history."""
@@ -74,10 +81,42 @@ class LoadSpec:
     client: str = "store"
     seed: int = 1
     loop: str = field(default_factory=default_loop)  # real time only; sim:// is virtual
+    # paced closed loop when groups >= 1 (rate_per_s is then the groups' offered load)
+    groups: int = 0
+    clients_per_group: int = 100
+    client_rate_per_s: float = 1.0
+
+    @classmethod
+    def paced(cls, store: str, groups: int, clients_per_group: int = 100,
+              client_rate_per_s: float = 1.0, **kw: Any) -> LoadSpec:
+        """Return a paced closed-loop spec: ``groups`` x ``clients_per_group`` clients at
+        ``client_rate_per_s`` each (the offered rate is their product)."""
+        kw.pop("rate_per_s", None)  # the groups' product, whatever was given
+        return cls(store=store, rate_per_s=groups * clients_per_group * client_rate_per_s,
+                   groups=groups, clients_per_group=clients_per_group,
+                   client_rate_per_s=client_rate_per_s, **kw)
+
+    def with_groups(self, groups: int, clients_per_group: int, client_rate_per_s: float
+                    ) -> LoadSpec:
+        """Return this load as paced clients (``groups`` 0: unchanged, open loop)."""
+        if not groups:
+            return self
+        return LoadSpec.paced(**{**asdict(self), "groups": groups,
+                                 "clients_per_group": clients_per_group,
+                                 "client_rate_per_s": client_rate_per_s,
+                                 "rate_per_s": None})  # type: ignore[arg-type]
+
+    @property
+    def clients(self) -> int:
+        """Return the number of paced clients (0 for open loop)."""
+        return self.groups * self.clients_per_group
 
     def check(self) -> None:
         """Raise ValueError naming the first invalid option and its fix."""
-        check_arrivals(self.arrivals, self.rate_per_s, self.duration_s)
+        if self.groups:
+            self._check_paced()
+        else:
+            check_arrivals(self.arrivals, self.rate_per_s, self.duration_s)
         if not 0.0 <= self.read_ratio <= 1.0:
             raise ValueError(f"--read-ratio {self.read_ratio} must be between 0 and 1 "
                              "(e.g. 0.99, 0.75, 0.5)")
@@ -102,6 +141,27 @@ class LoadSpec:
             raise ValueError("--loop uvloop needs the uvloop package (pip install uvloop); "
                              "or use --loop asyncio")
 
+    def _check_paced(self) -> None:
+        if self.groups < 0 or self.clients_per_group < 1:
+            raise ValueError(f"--groups {self.groups} and --clients {self.clients_per_group} "
+                             "must be at least 1 (e.g. --groups 5 --clients 100)")
+        if not self.client_rate_per_s > 0:
+            raise ValueError(f"--client-rate {self.client_rate_per_s:g} must be positive "
+                             "(requests per second per client, e.g. 1)")
+        if self.clients > MAX_PACED_CLIENTS:
+            raise ValueError(f"--groups x --clients = {self.clients:,} clients is more than "
+                             f"{MAX_PACED_CLIENTS:,}; use fewer")
+        if not self.duration_s > 0:
+            raise ValueError(f"--duration {self.duration_s} s must be positive")
+        offered = self.clients * self.client_rate_per_s
+        if abs(self.rate_per_s - offered) > 1e-9 * offered:
+            raise ValueError(f"a paced load offers groups x clients x client rate = "
+                             f"{offered:g}/s, not {self.rate_per_s:g}/s; build it with "
+                             "LoadSpec.paced")
+        if self.client == "fast":
+            raise ValueError("--client fast drives an open-loop schedule; paced clients "
+                             "(--groups) use --client store")
+
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-ready dict (a password in the store URL is masked)."""
         from replicalab.stores.base import redact_url
@@ -113,6 +173,18 @@ class LoadSpec:
         d["rate_per_s"] = rate_per_s
         if seed is not None:
             d["seed"] = seed
+        return LoadSpec(**d)
+
+    def share(self, worker: int, workers: int) -> LoadSpec:
+        """Return worker ``worker``'s share of ``workers``: an open loop's rate split
+        evenly, a paced load's groups dealt out (the first ``groups % workers`` workers
+        get one more); each worker with its own seed."""
+        seed = self.seed * 1000 + worker
+        if not self.groups:
+            return self.with_rate(self.rate_per_s / workers, seed)
+        mine = self.groups // workers + (1 if worker < self.groups % workers else 0)
+        d = {**asdict(self), "groups": mine, "seed": seed,
+             "rate_per_s": mine * self.clients_per_group * self.client_rate_per_s}
         return LoadSpec(**d)
 
 
@@ -259,11 +331,83 @@ async def _drive_fast(store: Store, spec: LoadSpec, offsets_ns: np.ndarray, h: H
     return rec.t0_ns, rec.end_ns
 
 
+def paced_offered(spec: LoadSpec) -> int:
+    """Return how many requests a paced load's clients are meant to send: each client's
+    slots inside the duration, from its phase (the same phases :func:`_drive_paced`
+    draws)."""
+    period_ns = int(NS_PER_S / spec.client_rate_per_s)
+    phases = _phases_ns(spec, period_ns)
+    end_ns = int(spec.duration_s * NS_PER_S)
+    return int(np.maximum(0, -(-(end_ns - phases) // period_ns)).sum())
+
+
+def _phases_ns(spec: LoadSpec, period_ns: int) -> np.ndarray:
+    """Return each paced client's first slot (ns from the start), uniform over a period:
+    clients started together would otherwise send in lockstep."""
+    return np.random.default_rng([spec.seed, 11]).integers(0, period_ns, spec.clients)
+
+
+async def _drive_paced(store: Store, spec: LoadSpec, h: History, intended: array,
+                       process_base: int, on_start: Any) -> tuple[int, int]:
+    """``drive`` for a paced load: every client on its own connection (connected group by
+    group, so a store that places clients on machines by connection order puts each group
+    on one), one request per slot, waiting for its reply."""
+    rt = store.runtime
+    consistent = spec.consistency == "consistent"
+    timeout_ns = int(spec.timeout_ms * 1e6)
+    period_ns = int(NS_PER_S / spec.client_rate_per_s)
+    per_client = int(spec.duration_s * spec.client_rate_per_s) + 1
+    clients: list[Client] = []
+    try:
+        for _ in range(spec.clients):
+            clients.append(TimedClient(await store.connect(), rt, timeout_ns))
+        phases = _phases_ns(spec, period_ns).tolist()
+        is_read, key_idx = plan_ops(spec, spec.clients * per_client, spec.seed)
+        reads, keys = is_read.tolist(), key_idx.tolist()
+        names = [key_name(k) for k in range(min(spec.keyspace, 1_000_000))]
+        rec = Recorder(h, rt)
+        seq = itertools.count(1)
+        if on_start is not None:
+            on_start()
+        t0 = rt.now_ns()
+        end_ns = t0 + int(spec.duration_s * NS_PER_S)
+        stop_ns = end_ns + int(spec.drain_s * NS_PER_S)
+
+        async def client(c: int, conn: Client, proc: int) -> None:
+            slots = Slots(rt, period_ns, t0 + phases[c])
+            k = c * per_client
+            while slots.slot_ns < end_ns and rt.now_ns() < stop_ns:
+                await slots.wait()
+                key = names[keys[k]] if keys[k] < len(names) else key_name(keys[k])
+                if len(intended) < len(h):
+                    intended.extend([-1] * (len(h) - len(intended)))
+                intended.append(slots.slot_ns)  # the row the recorder opens next
+                if reads[k]:
+                    await rec.read(conn, proc, (key,), consistent)
+                else:
+                    await rec.write(conn, proc,
+                                    {key: encode_value(proc, next(seq), rt.now_ns())})
+                k += 1
+                slots.advance()
+
+        try:
+            await rt.timeout(rt.gather(*(client(c, conn, process_base + c)
+                                         for c, conn in enumerate(clients))),
+                             stop_ns - t0 + timeout_ns)
+        except TimeoutError:
+            h.close_in_flight(rt.now_ns(), "timeout: no reply by the drain limit")
+        return t0, rt.now_ns()
+    finally:
+        for conn in clients:
+            await conn.close()
+
+
 async def drive(store: Store, spec: LoadSpec, offsets_ns: np.ndarray, h: History,
                 intended: array, process_base: int = 0,
                 on_start: Any = None) -> tuple[int, int]:
-    """Run the schedule ``offsets_ns`` against ``store``, recording into ``h`` and
-    ``intended`` (aligned with h's rows); return (t0_ns, end_ns) in the runtime's clock."""
+    """Run the schedule ``offsets_ns`` (open loop) or the paced clients of ``spec``
+    against ``store``, recording into ``h`` and ``intended`` (aligned with h's rows);
+    return (t0_ns, end_ns) in the runtime's clock."""
     if spec.client == "fast":
         return await _drive_fast(store, spec, offsets_ns, h, intended, process_base, on_start)
     rt = store.runtime
@@ -271,6 +415,8 @@ async def drive(store: Store, spec: LoadSpec, offsets_ns: np.ndarray, h: History
     need = Feature.CONSISTENT_READ if consistent else Feature.EVENTUAL_READ
     if spec.client == "store" and need not in store.info.features:
         raise ValueError(f"{spec.store} cannot do {need.value}; pick another --consistency")
+    if spec.groups:
+        return await _drive_paced(store, spec, h, intended, process_base, on_start)
     timeout_ns = int(spec.timeout_ms * 1e6)
     clients: list[Client] = []
     try:
@@ -328,14 +474,19 @@ async def drive(store: Store, spec: LoadSpec, offsets_ns: np.ndarray, h: History
 
 def run_worker(spec: LoadSpec, worker: int = 0, workers: int = 1,
                start_at_wall_ns: int = 0) -> WorkerResult:
-    """Run worker ``worker``'s share (1/``workers`` of the rate, its own seed) of ``spec``
-    and return its WorkerResult; a real-time worker waits until wall time
-    ``start_at_wall_ns`` so that all workers start together. Never raises for store
-    failures: the error is in ``WorkerResult.error`` with what was recorded so far."""
-    rate = spec.rate_per_s / workers
-    seed = spec.seed * 1000 + worker
-    share = spec.with_rate(rate, seed)
-    offsets = arrival_offsets_ns(share.arrivals, rate, share.duration_s, seed)
+    """Run worker ``worker``'s share of ``spec`` (:meth:`LoadSpec.share`: 1/``workers`` of
+    an open loop's rate, or of a paced load's groups; its own seed) and return its
+    WorkerResult; a real-time worker waits until wall time ``start_at_wall_ns`` so that
+    all workers start together. Never raises for store failures: the error is in
+    ``WorkerResult.error`` with what was recorded so far."""
+    share = spec.share(worker, workers)
+    rate, seed = share.rate_per_s, share.seed
+    if share.groups:
+        offsets = np.zeros(0, np.int64)  # paced: no schedule; the clients keep their slots
+        offered = paced_offered(share)
+    else:
+        offsets = arrival_offsets_ns(share.arrivals, rate, share.duration_s, seed)
+        offered = len(offsets)
     store = open_store(share.store, seed)
     rt = store.runtime
     h = History()
@@ -353,6 +504,8 @@ def run_worker(spec: LoadSpec, worker: int = 0, workers: int = 1,
 
     async def main() -> None:
         try:
+            if spec.groups and not share.groups:
+                return  # more workers than groups: this one has none to run
             span[0], span[1] = await drive(store, share, offsets, h, intended,
                                            worker * PROCESS_STRIDE, sync_start)
         finally:
@@ -375,7 +528,7 @@ def run_worker(spec: LoadSpec, worker: int = 0, workers: int = 1,
     h.close_in_flight(rt.now_ns(), error or "interrupted")
     if len(intended) > len(h):
         del intended[len(h):]
-    counts = count_outcomes(h, len(offsets))
+    counts = count_outcomes(h, offered)
     hists = encode_histograms(load_histograms(h, intended))
     return WorkerResult(worker, rate, share.duration_s, rt.virtual, span[0], span[1], clock,
                         counts, hists, h, intended, error, loop)

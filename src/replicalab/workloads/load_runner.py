@@ -182,6 +182,12 @@ def _check_input(spec: LoadSpec, mode: str, plan: RampPlan | None, workers: int)
     open_store(spec.store, spec.seed)  # fail fast on a bad URL
     if workers < 1:
         raise ValueError(f"--workers {workers} must be at least 1")
+    if spec.groups and mode != "run":
+        raise ValueError(f"load {mode} offers rates; paced clients (--groups) run with "
+                         "load run, or load tradeoff for a grid of loads")
+    if spec.groups and workers > spec.groups:
+        raise ValueError(f"--workers {workers} is more than --groups {spec.groups}: a worker "
+                         "runs whole groups; use at most as many workers as groups")
 
 
 class _Stepper:

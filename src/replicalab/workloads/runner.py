@@ -14,6 +14,7 @@ prefix there.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import traceback
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from replicalab.checkers.accounting import (
     unreachable_since,
 )
 from replicalab.checkers.latency import latency_histograms, latency_summary
+from replicalab.cluster.kinds import no_transactions
 from replicalab.cluster.process import interrupts_deferred
 from replicalab.cluster.state import load, names, state_root
 from replicalab.faults.nemesis import Nemesis
@@ -39,10 +41,12 @@ from replicalab.faults.sim import SimNemesis
 from replicalab.history import History, load_history, save_history
 from replicalab.history.io import Spool
 from replicalab.history.rundir import Run, make_run_dir, named_run_dir, save_results
+from replicalab.runtime import interrupts
+from replicalab.runtime.noise import NoiseFloor
 from replicalab.stores import Feature, Store, StoreError, open_store
 from replicalab.stores.base import redact_url
-from replicalab.stores.isolation import no_transactions
 from replicalab.stores.prefix import PrefixedStore, check_prefix
+from replicalab.workloads import noise as noise_floor
 from replicalab.workloads import registry
 from replicalab.workloads.base import ProbeOptions, Workload, config_from_json
 from replicalab.workloads.recorder import Recorder
@@ -218,7 +222,12 @@ async def _run(spec: ProbeSpec, store: Store, h: History, rec: Recorder,
     rt = store.runtime
     t0 = rt.now_ns()
     wl = spec.definition
-    jobs = [wl.generate(store, h, spec.options, spec.config, rec)]
+    cfg = spec.config
+    if isinstance(getattr(cfg, "extra", None), dict):
+        # clients in processes of their own open the store again from its URL (extra is
+        # never saved: the URL may hold a password)
+        cfg = dataclasses.replace(cfg, extra={**cfg.extra, "store_url": spec.store})
+    jobs = [wl.generate(store, h, spec.options, cfg, rec)]
     if nemesis is not None:
         jobs.append(nemesis.run(list(spec.faults), h, rt, t0,
                                 t0 + int(spec.options.duration_s * 1e9)))
@@ -280,6 +289,10 @@ async def preflight(spec: ProbeSpec, store: Store) -> None:
     """Raise ValueError naming the fix if ``spec`` cannot run on ``store``: a region the store
     does not have, or a store that does not answer (a cluster that is down). Called before
     the run directory is made, so bad input leaves nothing behind."""
+    if getattr(spec.config, "placement", None) == "separate-processes" and (
+            store.runtime.virtual or store.info.kind.startswith("sim/")):
+        raise ValueError("--placement separate-processes needs a real store (a simulated one "
+                         "lives in one process); use separate-clients on sim://")
     for name in ("writer_region", "reader_region"):
         region = getattr(spec.config, name, None)
         if region is not None and region not in store.info.regions:
@@ -336,30 +349,40 @@ def _prefixed(spec: ProbeSpec, store: Store, run_dir: Path, keys: list[KeyCleanu
               else f"replicalab/{run_dir.name}/")
     prefixed = PrefixedStore(store, prefix)
     keys.append(KeyCleanup(prefix, kept=spec.keep_keys))
-    if announce is not None:
-        announce(f"keys: under {prefix} on {redact_url(spec.store)}; "
-                 + ("kept at the end (--keep)" if spec.keep_keys else
-                    "removed at the end (--keep keeps them)"))
+    if announce is not None:  # the store is named by the command's progress label
+        announce(f"keys: under {prefix}; " + ("kept at the end (--keep)" if spec.keep_keys
+                                              else "removed at the end (--keep keeps them)"))
     return prefixed
 
 
-def _save(spec: ProbeSpec, h: History, features: frozenset[Feature], run_dir: Path,
-          config: dict[str, Any], cut_short: str | None,
-          step: Callable[[float], None] | None = None) -> dict[str, Any]:
-    """Save the history, the checked results and the latency histograms of a run; return
-    the results (``cut_short``: why the run stopped early, None if it did not); ``step``
-    is told the fraction of this work done as it goes."""
-    save_history(h, run_dir, config)
+def _results(spec: ProbeSpec, h: History, features: frozenset[Feature],
+             config: dict[str, Any], cut_short: str | None,
+             step: Callable[[float], None] | None = None) -> dict[str, Any]:
+    """Return the checked results of a run (pure: no I/O; ``cut_short``: why the run
+    stopped early, None if it did not); ``step`` is told the fraction of the checks done."""
     results = check(spec, h, features, None if step is None else
                     lambda done: step(0.15 + 0.8 * done))
     results["store"] = redact_url(spec.store)
+    results["ran_s"], results["runtime"] = config.get("ran_s"), config.get("runtime")
+    _note_noise(results, config.get("noise"))
     results["partial"] = cut_short is not None
     if cut_short is not None:
         results["notes"].append(f"PARTIAL: run cut short ({cut_short}); every figure "
                                 "covers only what ran")
+    return results
+
+
+def _write_results(results: dict[str, Any], h: History, run_dir: Path) -> None:
     save_results(results, run_dir)
     write_histograms(h, run_dir)
-    return results
+
+
+def _note_noise(results: dict[str, Any], noise: dict[str, Any] | None) -> None:
+    """Put a real-time run's noise floor (``runtime/noise.py``) into its results and notes."""
+    results["noise"] = noise
+    if noise is not None:
+        results.setdefault("notes", []).append(
+            "noise floor: " + NoiseFloor.from_json(noise).line())
 
 
 def run_probe(spec: ProbeSpec, out: Path,
@@ -370,9 +393,13 @@ def run_probe(spec: ProbeSpec, out: Path,
     of a batch); returns even when interrupted (see Run). ``announce`` is told, before the
     first operation, where a real store's keys go.
 
-    A simulated run interrupted with ``check_interrupted`` False saves its history and
-    config only, at once (checking hours of simulated traffic takes seconds; ``replicalab
-    report RUN_DIR`` does it later): its Run's results are :func:`unchecked_results`."""
+    A run interrupted with ``check_interrupted`` False saves its history and config only,
+    at once (checking hours of simulated traffic, or thousands of transactions, takes
+    seconds, and Ctrl-C must end the command within one; ``replicalab report RUN_DIR`` does
+    it later): its Run's results are :func:`unchecked_results`. ``ran_s`` in config.json and
+    results.json is how long the run really ran (runtime seconds: simulated ones for a
+    simulation), which differs from the asked ``duration_s`` when it was cut short or ended
+    by count (``--txns``)."""
     spec.check()
     store, nemesis = _open_checked(spec)
     wl = spec.definition
@@ -380,6 +407,7 @@ def run_probe(spec: ProbeSpec, out: Path,
     made: list[Path] = []  # the run directory, made once the store has answered
     h = History()
     start = [0]
+    ended = [0]  # the run's clock when its workload (and final reads) ended, or it was cut
     started_unix_ns = [0]  # the wall clock when the run's clock read start[0]
     span = spec.options.duration_s * 1e9
 
@@ -407,6 +435,20 @@ def run_probe(spec: ProbeSpec, out: Path,
     wall0 = time.perf_counter()
 
     keys: list[KeyCleanup] = []
+    floors: list[NoiseFloor] = []
+
+    async def measured(target: Store) -> None:
+        """Run the workload; in real time beside the noise floor's instruments."""
+        if rt.virtual:
+            await _run(spec, target, h, rec, nemesis)
+            return
+        with noise_floor.monitor(noise_floor.cluster_for(spec.store, spec.cluster,
+                                                         spec.cluster_root)) as mon:
+            mon.start()
+            try:
+                await _run(spec, target, h, rec, nemesis)
+            finally:
+                floors.append(await mon.stop())
 
     async def main() -> None:
         prefixed: PrefixedStore | None = None
@@ -418,8 +460,10 @@ def run_probe(spec: ProbeSpec, out: Path,
             if uses_prefix(store):
                 target = prefixed = _prefixed(spec, store, made[0], keys, announce)
             start[0], started_unix_ns[0] = rt.now_ns(), time.time_ns()
-            await _run(spec, target, h, rec, nemesis)
+            await measured(target)
         finally:
+            if made:  # the run started; its end comes before the keys' clean-up
+                ended[0] = rt.now_ns()
             if prefixed is not None:
                 await _cleanup(prefixed, keys[0])
             await store.close()
@@ -437,6 +481,7 @@ def run_probe(spec: ProbeSpec, out: Path,
             raise
         error, trace = f"{type(err).__name__}: {err}", traceback.format_exc()
     run_dir = made[0]
+    ended[0] = ended[0] or rt.now_ns()  # interrupted before the finally could say
     h.close_in_flight(rt.now_ns(), error or "interrupted")
     if not error and not interrupted:
         error = _unreachable(spec, h)
@@ -446,17 +491,38 @@ def run_probe(spec: ProbeSpec, out: Path,
               "runtime": "virtual" if rt.virtual else "real",
               # anchors the history's clock (invoke_ns, complete_ns) to the wall clock
               "started_runtime_ns": start[0], "started_unix_ns": started_unix_ns[0],
-              "keys": keys[0].to_json() if keys else None}
-    if interrupted and rt.virtual and not check_interrupted:
+              "ran_s": ran_s(start[0], ended[0]),
+              "keys": keys[0].to_json() if keys else None,
+              "noise": floors[0].to_json() if floors else None}
+    if interrupted and not check_interrupted:
         with interrupts_deferred():  # a second Ctrl-C waits for the save to finish
             save_history(h, run_dir, config, quick=True, spool=spool)
-        return Run(run_dir, unchecked_results(spec, h, rt.now_ns() - start[0]), True, error,
-                   keys=keys[0] if keys else None)
-    with interrupts_deferred() as late:  # a Ctrl-C now waits for the save to finish
-        results = _save(spec, h, store.info.features, run_dir, config,
-                        error if interrupted or error else None,
-                        None if progress is None or interrupted or error else
-                        lambda done: progress(share + (1 - share) * done))
+        return Run(run_dir, unchecked_results(spec, h, ended[0] - start[0], rt.virtual), True,
+                   error, keys=keys[0] if keys else None)
+    step = (None if progress is None or interrupted or error else
+            lambda done: progress(share + (1 - share) * done))
+    cut = error if interrupted or error else None
+    if not check_interrupted:
+        # the history first, whole; then the checks, which a Ctrl-C abandons (seconds of
+        # them for thousands of transactions: the command must end within one); the run
+        # directory then holds what `replicalab report` checks later
+        with interrupts_deferred() as late:
+            save_history(h, run_dir, config)
+        try:
+            if late[0]:
+                raise KeyboardInterrupt
+            results = _results(spec, h, store.info.features, config, cut, step)
+        except KeyboardInterrupt:
+            interrupts.note()
+            return Run(run_dir, unchecked_results(spec, h, ended[0] - start[0], rt.virtual),
+                       True, error or "interrupted", keys=keys[0] if keys else None)
+        with interrupts_deferred() as late:
+            _write_results(results, h, run_dir)
+    else:
+        with interrupts_deferred() as late:  # a Ctrl-C now waits for the save to finish
+            save_history(h, run_dir, config)
+            results = _results(spec, h, store.info.features, config, cut, step)
+            _write_results(results, h, run_dir)
     if late[0] and not interrupted:
         interrupted, error = True, error or "interrupted"
     if progress is not None and not (interrupted or error):
@@ -465,12 +531,20 @@ def run_probe(spec: ProbeSpec, out: Path,
                keys=keys[0] if keys else None)
 
 
-def unchecked_results(spec: ProbeSpec, h: History, ran_ns: int) -> dict[str, Any]:
+def ran_s(start_ns: int, end_ns: int) -> float:
+    """Return the seconds from ``start_ns`` to ``end_ns`` (runtime clock), to the ms."""
+    return round(max(end_ns - start_ns, 0) / 1e9, 3)
+
+
+def unchecked_results(spec: ProbeSpec, h: History, ran_ns: int, virtual: bool = True
+                      ) -> dict[str, Any]:
     """Return what is known of a run saved without its checks: ``checked`` False, the
-    operations recorded, and the seconds (virtual for a simulation) it ran of those asked."""
+    operations recorded, and the seconds it ran of those asked (``virtual``: simulated
+    seconds)."""
     return {"checked": False, "partial": True, "workload": spec.workload,
             "store": redact_url(spec.store), "operations": len(h),
-            "ran_s": round(max(ran_ns, 0) / 1e9, 3), "duration_s": spec.options.duration_s}
+            "ran_s": round(max(ran_ns, 0) / 1e9, 3), "duration_s": spec.options.duration_s,
+            "virtual": virtual}
 
 
 def recheck(run_dir: Path) -> dict[str, Any]:
@@ -483,6 +557,9 @@ def recheck(run_dir: Path) -> dict[str, Any]:
         raise ValueError(f"{run_dir / 'config.json'} is malformed ({err}); "
                          "re-run the probe to get a complete run directory") from None
     results = check(spec, h, features)
+    # None: saved before runs recorded it
+    results["ran_s"], results["runtime"] = config.get("ran_s"), config.get("runtime")
+    _note_noise(results, config.get("noise"))
     results["partial"] = bool(config.get("error") or config.get("interrupted"))
     if results["partial"]:
         results["notes"].append(f"PARTIAL: run cut short ({config.get('error') or 'interrupted'}"

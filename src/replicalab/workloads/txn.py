@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
@@ -210,12 +211,37 @@ def verdict(h: History, model: str) -> dict[str, Any]:
     return {**result_json(r), "anomalous": {**per_class, "any": r.anomalous_txns}}
 
 
+def isolation(store_url: str) -> dict[str, Any]:
+    """Return the isolation of a transactional run: ``requested`` (the URL's ``isolation``
+    parameter, None without one), ``promised`` (the model the store's kind record promises
+    for this URL: ``serializable``, ``none``, ...) and its documentation ``source``."""
+    from replicalab.cluster.kinds import isolation_promise
+
+    asked = parse_qs(urlsplit(store_url).query).get("isolation", [None])[-1]
+    try:
+        model, source = isolation_promise(store_url)
+    except ValueError:
+        model, source = "none", ""
+    return {"requested": asked, "promised": model, "source": source}
+
+
+def isolation_words(iso: dict[str, Any]) -> str:
+    """Return a run's isolation in words: "serializable requested, serializable promised",
+    "none promised"."""
+    promised = f"{iso['promised'].replace('-', ' ')} promised"
+    return (f"{iso['requested']} requested, {promised}" if iso.get("requested")
+            else promised)
+
+
 def txn_results(name: str, model: str, h: History, store_url: str, opts: ProbeOptions,
                 cfg: TxnConfig) -> dict[str, Any]:
     """Return the results of a transactional run: counts by outcome (with the anomalous
-    ones by class) and the isolation checker's verdict as ``results["txn"]``."""
+    ones by class), the isolation asked for and promised (``isolation``) and the isolation
+    checker's verdict as ``results["txn"]`` (``counts``: anomalies found per class, the
+    numbers ``replicalab check --json`` gives)."""
     out = envelope(name, store_url, opts, h)
     out["config"] = {**asdict(opts), **asdict(cfg)}
+    out["isolation"] = isolation(store_url)
     out["txn"] = verdict(h, model)
     out["transactions"] = {**txn_counts(h), "anomalous": out["txn"]["anomalous"]}
     return out
@@ -229,24 +255,45 @@ def anomaly_rate_per_1000(results: dict[str, Any]) -> dict[str, float]:
     return {k: 1000.0 * v / ok for k, v in by_class.items()} if ok else {}
 
 
-def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
-    """Return the terminal summary rows: transactions by outcome, the verdict, anomalies."""
-    t = results["transactions"]
-    v = results["txn"]
-    rows = [("transactions ok / fail / info", f"{t['ok']:,} / {t['fail']:,} / {t['info']:,}"),
-            ("valid", str(v.get("valid")))]
-    rates = anomaly_rate_per_1000(results)
-    if rates.get("any"):
-        rows.append(("anomalous txns per 1,000 committed", f"{rates['any']:.1f}"))
-    counts = {k: n for k, n in t.get("anomalous", {}).items() if k != "any"}
+def anomaly_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return the rows that say what the checker found: anomalies per class as ``check
+    --json`` counts them (one per cycle or finding; a cycle class at most one cycle per
+    strongly connected component of the dependency graph), the committed transactions that
+    take part in some anomaly (exact), and the models ruled out or still possible."""
+    t, v = results["transactions"], results["txn"]
+    counts = {k: n for k, n in v.get("counts", {}).items() if n}
     if counts:
         top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-        text = ", ".join(f"{k} {n:,}" for k, n in top[:4])
-        rows.append(("anomalous txns by class", text + (f" (+{len(top) - 4} more classes)"
-                                                         if len(top) > 4 else "")))
+        text = ", ".join(f"{k} {n:,}" for k, n in top[:4]) + (
+            f" (+{len(top) - 4} more classes)" if len(top) > 4 else "")
+    else:
+        text = "none" if v.get("valid") is not None else "not checked"
+    rows = [("anomalies found, by class", text)]
+    ok, anomalous = t["ok"], t.get("anomalous", {}).get("any", 0)
+    if counts and ok:
+        rows.append(("committed transactions in an anomaly",
+                     f"{anomalous:,} of {ok:,} ({1000.0 * anomalous / ok:.1f} per 1,000)"))
+    if v.get("valid") == "unknown":
+        sizes = ", ".join(str(u["size"]) for u in v.get("unfinished", []))
+        rows.append(("cycle search", f"stopped on components of {sizes} transactions: "
+                                     "the verdict is unknown"))
     if v.get("not"):
         rows.append(("ruled out", ", ".join(v["not"])))
+    elif v.get("possible"):
+        rows.append(("consistent with", v["possible"][-1]))
     return rows
+
+
+def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return the terminal summary rows: the isolation asked for and promised, the
+    transactions by outcome, then what the checker found (:func:`anomaly_rows`)."""
+    t = results["transactions"]
+    rows = []
+    if "isolation" in results:
+        rows.append(("isolation", isolation_words(results["isolation"])))
+    rows.append(("transactions committed / failed / unknown",
+                 f"{t['ok']:,} / {t['fail']:,} / {t['info']:,}"))
+    return rows + anomaly_rows(results)
 
 
 def figures(results: dict[str, Any]) -> dict[str, Any]:

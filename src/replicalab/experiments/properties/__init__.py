@@ -1,9 +1,12 @@
 """The scorecard's properties, one module each, in the chart's column order. A property is
-one module exporting ``PROPERTY`` (an ``experiments.property.Property``) and one line here;
-one registered at run time (another package, a test) is one :func:`register` call."""
+one module exporting ``PROPERTY`` (an ``experiments.property.Property``) and one line here
+(and in pyproject.toml's ``replicalab.properties`` entry-point group, where another package
+declares its own: ``echo = "mypkg.echo:PROPERTY"``, a column after the shipped ones); one
+registered at run time (a test) is one :func:`register` call."""
 
 from __future__ import annotations
 
+from replicalab import plugins
 from replicalab.experiments.plan import Plan, Subject
 from replicalab.experiments.properties import (
     availability,
@@ -15,7 +18,9 @@ from replicalab.experiments.properties import (
 )
 from replicalab.experiments.property import Property
 
-_REGISTRY: dict[str, Property] = {}
+_REGISTRY: plugins.Registry[Property] = plugins.Registry(
+    plugins.PROPERTIES, "scorecard property", accept=lambda o: isinstance(o, Property),
+    expected="a replicalab.experiments.property.Property")
 
 
 def register(prop: Property) -> Property:
@@ -29,9 +34,11 @@ for _module in (latency, durability, availability, consistency, transactionality
     register(_module.PROPERTY)  # seed 001's columns in its order (consistency from seed 003)
 
 
-def names() -> tuple[str, ...]:
-    """Return the property names in the chart's column order."""
-    return tuple(_REGISTRY)
+def names(installed: bool = False) -> tuple[str, ...]:
+    """Return the property names in the chart's column order; with ``installed``, also
+    those of installed packages (reading their metadata; one that fails to load is left
+    out: naming it shows why)."""
+    return tuple(_REGISTRY.installed() if installed else _REGISTRY)
 
 
 def get(name: str) -> Property:
@@ -39,22 +46,24 @@ def get(name: str) -> Property:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ValueError(f"{name!r} is not a property; use some of {', '.join(names())}"
-                         ) from None
+        raise ValueError(f"{name!r} is not a property; use some of {', '.join(names())} "
+                         f"{plugins.outside_hint(plugins.PROPERTIES, name)}") from None
 
 
 def parse_only(text: str | None) -> tuple[str, ...]:
-    """Return the properties named in ``--only`` in column order (all when None; ValueError
-    naming an unknown one and the valid names)."""
+    """Return the properties named in ``--only`` in column order (all when None, installed
+    packages' included; ValueError naming an unknown one and the valid names, or the
+    package that fails to load it)."""
     if text is None:
-        return names()
+        return names(installed=True)
     asked = [p.strip() for p in text.split(",") if p.strip()]
     if not asked:
         raise ValueError(f"--only is empty; name some of {', '.join(names())}")
     for p in asked:
         if p not in _REGISTRY:
             raise ValueError(f"--only {p!r} is not a property; use some of "
-                             f"{', '.join(names())}")
+                             f"{', '.join(names())} "
+                             f"{plugins.outside_hint(plugins.PROPERTIES, p)}")
     return tuple(p for p in names() if p in asked)
 
 

@@ -10,12 +10,18 @@ from replicalab.cluster.kinds import Promise
 from replicalab.experiments import cells, measure
 from replicalab.experiments.plan import Plan, Subject
 from replicalab.experiments.promises import sim_rules
-from replicalab.experiments.property import Context, Property
+from replicalab.experiments.property import Context, NotMeasured, Property
+from replicalab.faults.sim import SimNemesis
 from replicalab.stores import open_store
 
 
 def _measure(ctx: Context) -> dict[str, Any]:
     assert ctx.target is not None
+    if ctx.subject.kind is None:
+        try:  # a simulated scheme whose nodes no fault can aim at: nothing to measure
+            SimNemesis.of(open_store(ctx.subject.label, 1))
+        except ValueError as why:
+            raise NotMeasured(str(why)) from None
     return measure.availability(ctx.target, ctx.plan, ctx.out, ctx.base, ctx.seed,
                                 ctx.progress)
 

@@ -19,8 +19,11 @@ def _measure(ctx: Context) -> dict[str, Any]:
                           "loss is modelled")
     if not kind.durability:
         raise NotMeasured(f"the {kind.name} kind records no durability settings to compare")
+    if ctx.hosts:
+        raise NotMeasured("a power loss is cut on the power-loss file system of this "
+                          "machine, which hosts reached over SSH do not have")
     return durability(kind, ctx.regions, ctx.plan, ctx.seed, ctx.out, ctx.base, ctx.progress,
-                      ctx.root)
+                      ctx.root, ctx.name)
 
 
 def _grade(ctx: Context, m: dict[str, Any], p: Promise) -> cells.Cell:

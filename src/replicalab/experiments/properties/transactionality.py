@@ -34,13 +34,12 @@ from urllib.parse import urlsplit
 
 from replicalab.checkers.txn import check_history, result_json, verdict
 from replicalab.checkers.txn.models import canonical
-from replicalab.cluster.kinds import Promise, StoreKind, TxnVariant
+from replicalab.cluster.kinds import Promise, StoreKind, TxnVariant, isolation_promise
 from replicalab.experiments import cells, measure
 from replicalab.experiments.plan import Plan, Subject
 from replicalab.experiments.promises import kind_promise
 from replicalab.experiments.property import Context, NotMeasured, Property
 from replicalab.history import load_history
-from replicalab.stores.isolation import isolation_promise
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec
 from replicalab.workloads.txn import TxnConfig
@@ -94,8 +93,8 @@ def with_params(url: str, params: str) -> str:
 
 def ways(kind: StoreKind | None, url: str) -> tuple[TxnVariant, ...]:
     """Return the ways to run transactions on this store and what each promises: the kind
-    record's, or for a sim:// store (or a kind that records none) the adapter's own
-    promise by URL (``stores.isolation``)."""
+    record's, or for a sim:// store (or a kind that records no ways) the isolation its
+    URL promises (``cluster.kinds.isolation_promise``)."""
     if kind is not None and kind.transactions:
         return kind.transactions
     try:
@@ -281,6 +280,37 @@ def counterexample(variants: list[dict[str, Any]]) -> str:
     return ""
 
 
+def headline(v: dict[str, Any]) -> str:
+    """Return one way's run in at most a few words naming what decides its grade (see
+    :func:`judge`): the anomaly class that breaks the promise and how often, Elle's name
+    (its words are in the evidence), or the committed transactions where none appeared."""
+    c, ok, model = v["check"], v["txns"]["ok"], v["model"]
+    promised = MODEL_WORDS.get(model, model)
+    counts = {k: n for k, n in c["counts"].items() if n}
+    if ok == 0:
+        return "no transaction committed"
+    ruled_out = set(c["not"]) | set(c["also_not"])
+    if model != "none" and model in ruled_out:
+        bad = sorted((k for k in counts if _breaks(k, model)), key=_severity) or sorted(
+            counts, key=_severity)
+        return f"NOT {promised}: {bad[0]} {_times(counts[bad[0]])}" if bad else \
+            f"NOT {promised}"
+    if counts:
+        top = sorted(counts, key=_severity)[0]
+        if model == "none":
+            return f"{top} {_times(counts[top])}; no isolation, as documented"
+        return f"{top} {_times(counts[top])}, as {promised} allows"
+    if c["valid"] == "unknown":
+        return "no anomaly found; the cycle search stopped early"
+    if model == "none":
+        return "no anomaly, though no isolation is promised"
+    return f"{promised} as promised: no anomaly in {ok:,} transactions"
+
+
+def _times(n: int) -> str:
+    return f"{n:,} time{'s' if n != 1 else ''}"
+
+
 def isolation_cell(store: str, m: dict[str, Any], p: Promise) -> cells.Cell:
     """Grade each way's run against its promise (see :func:`judge`) into one cell: the
     worst grade, one sentence per way (prefixed with its label when there are several)."""
@@ -293,10 +323,16 @@ def isolation_cell(store: str, m: dict[str, Any], p: Promise) -> cells.Cell:
     caveat = "; ".join((f"{v['label']}: {c}" if several else c) for v, g, _, c in judged
                        if c and g != "green")
     lines = [line for v in m["variants"] for line in details(v, m["workload"])]
+    # the worst way decides the grade: its headline, with its label when there are several
+    worst = max(judged, key=lambda j: _RANK[j[1]])[0] if judged else None
+    head = "no transactions run" if worst is None else headline(worst)
+    if several and worst is not None:
+        head = f"{worst['label']}: {head}"
     return cells.Cell(store, "transactionality", value, grade, p.text, p.source, caveat, lines,
                       m["runs"], counterexample=counterexample(m["variants"]),
                       reason=value if grade == "grey" else "",
-                      figures={"variants": m["variants"], "workload": m["workload"]})
+                      figures={"variants": m["variants"], "workload": m["workload"]},
+                      headline=head)
 
 
 def _grade(ctx: Context, m: dict[str, Any], p: Promise) -> cells.Cell:

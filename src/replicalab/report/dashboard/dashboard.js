@@ -152,6 +152,74 @@
     legend.replaceChildren(...items);
   }
 
+  function pctText(x) {
+    return x === null || x === undefined ? "–" : (100 * x).toFixed(1) + "%";
+  }
+
+  function renderFreshness(data) {
+    const W = 920, H = 240, L = 56, R = 12, T = 12, B = 32;
+    const rows = data.freshness || [];
+    const table = rows.map((f) => {
+      const tr = el("tr");
+      const last = f.series.length ? f.series[f.series.length - 1] : {};
+      td(tr, f.backend);
+      td(tr, f.region);
+      td(tr, f.reads, "num");
+      td(tr, pctText(f.fresh_fraction), "num");
+      td(tr, pctText(last.fresh_fraction), "num");
+      td(tr, fmt(last.ttf_p50_ms), "num");
+      td(tr, fmt(f.ttf_max_ms), "num");
+      td(tr, f.never, "num");
+      return tr;
+    });
+    fill(document.querySelector("#freshness tbody"), table);
+    const box = document.getElementById("fresh-series");
+    const legend = document.getElementById("fresh-legend");
+    if (!rows.length) {
+      box.replaceChildren(el("p", "No backend watches staleness in this window (add "
+        + "staleness = true to its table in the backends file).", "sub"));
+      legend.replaceChildren();
+      return;
+    }
+    const svg = sv("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img",
+      "aria-label": "fresh fraction over time" });
+    const x0 = data.from_s, x1 = Math.max(data.generated_s, x0 + 1);
+    const X = (t) => L + (W - L - R) * (t - x0) / (x1 - x0);
+    const Y = (v) => H - B - (H - T - B) * v;
+    for (const v of [0, 0.25, 0.5, 0.75, 1]) {
+      svg.appendChild(sv("line", { x1: L, x2: W - R, y1: Y(v), y2: Y(v), class: "grid" }));
+      svg.appendChild(sv("text", { x: L - 6, y: Y(v) + 4, "text-anchor": "end" },
+        (100 * v) + "%"));
+    }
+    for (let k = 0; k <= 6; k++) {
+      const t = x0 + (x1 - x0) * k / 6;
+      svg.appendChild(sv("text", { x: X(t), y: H - B + 16, "text-anchor": "middle" },
+        timeLabel(t, x1 - x0)));
+    }
+    svg.appendChild(sv("line", { x1: L, x2: L, y1: T, y2: H - B, class: "axis" }));
+    svg.appendChild(sv("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, class: "axis" }));
+    svg.appendChild(sv("text", { x: 12, y: T + (H - T - B) / 2, transform:
+      `rotate(-90 12 ${T + (H - T - B) / 2})`, "text-anchor": "middle" }, "fresh reads"));
+    const items = [];
+    rows.forEach((f, i) => {
+      const pts = f.series.filter((p) => p.fresh_fraction !== null)
+        .map((p) => [p.t_s, p.fresh_fraction]);
+      if (!pts.length) return;
+      const color = COLORS[i % COLORS.length];
+      const d = pts.map((p, j) => (j ? "L" : "M") + X(p[0]).toFixed(1) + " "
+        + Y(p[1]).toFixed(1)).join(" ");
+      svg.appendChild(sv("path", { d: d, fill: "none", stroke: color, "stroke-width": 1.6,
+        class: "series fresh" }));
+      const s = el("span");
+      const swatch = el("i");
+      swatch.style.background = color;
+      s.append(swatch, f.backend + " " + f.region);
+      items.push(s);
+    });
+    box.replaceChildren(svg);
+    legend.replaceChildren(...items);
+  }
+
   function renderHists(data) {
     const W = 440, H = 170, L = 40, R = 8, T = 10, B = 30;
     const edges = data.edges_ms;
@@ -204,6 +272,7 @@
     renderCompare(data);
     renderStats(data);
     renderSeries(data);
+    renderFreshness(data);
     renderHists(data);
     document.getElementById("updated").textContent = data.samples + " samples in window, "
       + "updated " + new Date(data.generated_s * 1000).toLocaleTimeString();

@@ -1,0 +1,43 @@
+"""What a client placed in a region must pay over the emulated WAN, from the links' configured
+delays, and the one judgement live latency tests make of it: within [the least round trip
+the links can give, the most they can give + a stated slack], the slack exceeded only by
+what the run's own noise floor measured the machine to add (then said, not hidden)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from replicalab.cluster.state import Cluster
+
+SLACK_MS = 10.0
+"""What the client, Toxiproxy and the server may add to a WAN round trip on a quiet machine
+(ms): a Redis or PostgreSQL operation at loopback takes under 2 ms here, a Cassandra write at
+ONE a few ms."""
+
+
+def client_round_trip_ms(c: Cluster, client_region: str, node_region: str
+                         ) -> tuple[float, float]:
+    """Return (least, most) round trip in ms over the client link from ``client_region`` to
+    the node of ``node_region``, as Toxiproxy applies its configured toxics: each direction
+    ``round(delay) + [-round(jitter), +round(jitter))`` (whole milliseconds)."""
+    link = next(x for x in c.links if x.kind == "client" and x.src_region == client_region
+                and x.dst_region == node_region)
+    j = round(link.jitter_ms)
+    there, back = round(link.upstream_ms), round(link.downstream_ms)
+    return float(there + back - 2 * j), float(there + back + 2 * j)
+
+
+def judge_round_trip(p50_ms: float, bounds: tuple[float, float], noise: dict[str, Any] | None,
+                     slack_ms: float = SLACK_MS) -> str:
+    """Return "within" or "inconclusive: the machine added X ms at p99" for a p50 that paid
+    one round trip over ``bounds``; AssertionError for a hop too few (under the least round
+    trip) or too many (over the most, plus the slack or what the machine added if more)."""
+    lo, hi = bounds
+    added = float(noise["added_p99_ms"]) if noise else 0.0
+    assert p50_ms >= lo, f"p50 {p50_ms} ms under the least round trip {lo} ms: a hop too few"
+    if p50_ms <= hi + slack_ms:
+        return "within"
+    assert p50_ms <= hi + max(slack_ms, added), (
+        f"p50 {p50_ms} ms over the most round trip {hi} ms + {max(slack_ms, added):g} ms "
+        f"(slack, or the {added:g} ms the machine added at p99): a hop too many")
+    return f"inconclusive: the machine added {added:g} ms at p99"
