@@ -184,7 +184,8 @@ def test_prometheus_p99_agrees_with_the_monitors_own(tmp_path: Path, prometheus)
         assert data["backends"], data
     finally:
         _stop(watch)
-    assert watch.returncode == 0, watch.stderr.read() if watch.stderr else ""
+    # stopped by SIGTERM, as a service manager stops it: 130, what it recorded kept
+    assert watch.returncode == 130, watch.stderr.read() if watch.stderr else ""
 
 
 def _watch_error(tmp_path: Path, port: str, *extra: str) -> subprocess.CompletedProcess[str]:

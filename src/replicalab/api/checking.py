@@ -396,11 +396,9 @@ def _open_queue(path: Path, model: str | None) -> HistoryToCheck:
         try:
             runkind.kind(path, "check")
         except ValueError as err:
-            why = (f"{err}; or check its sends and deliveries as a FIFO queue: model "
-                   "fifo-queue")
-            if model is None:
-                raise ValueError(why) from None
-            raise ParameterError("model", f"{model!r} does not fit: {why}") from None
+            why = f"{err}; or check its sends and deliveries as a FIFO queue: {{model}} fifo-queue"
+            given = "not given" if model is None else f"{model!r} does not fit"
+            raise ParameterError("model", f"{given}: {why}", {"model": "model"}) from None
     groups = int(spec.get("groups", 1)) if fifo else 1
     ops = queue_ops(load_log(path), groups)
     t0 = min((o.invoke_ns for o in ops), default=0)
