@@ -131,3 +131,37 @@ def test_the_command_refuses_in_one_line_with_exit_2(tmp_path: Path) -> None:
     p = _cli(str(tmp_path / "la"), "--json")  # its own model: list-append
     assert p.returncode == 1, p.stderr
     assert json.loads(p.stdout)["results"][0]["anomaly_types"] == ["G2-item"]
+
+
+def test_elles_options_reach_the_checker_from_python_and_from_both_parsers(tmp_path: Path):
+    """Elle's :consistency-models decide what the write skew (G2-item) means: forbidden
+    under its default, strict serializability; allowed under snapshot isolation (Elle's
+    consistency-model table), where the history is valid. An unknown name is refused naming
+    the parameter; the command says the same through its own parser and through Typer."""
+    from typer.testing import CliRunner
+
+    from replicalab.cli.check import fast
+    from replicalab.cli.main import app
+
+    path = tmp_path / "write-skew.edn"
+    path.write_text(WRITE_SKEW)
+    assert replicalab.check(path).valid is False
+    si = replicalab.check(path, consistency_models=["snapshot-isolation"])
+    assert si.valid is True and si.result.options.consistency_models == ("snapshot-isolation",)
+    assert si.result.anomaly_types == [] and "G2-item" in si.result.counts
+    assert replicalab.check(path, consistency_models="snapshot-isolation",
+                            anomalies="G2-item").valid is False
+    with pytest.raises(ParameterError) as err:
+        replicalab.check(path, anomalies="G-bogus")
+    assert err.value.parameter == "anomalies"
+    for args, code in (([str(path), "--consistency-models", "snapshot-isolation"], 0),
+                       ([str(path), "--consistency-models=snapshot-isolation", "--anomalies",
+                         "G2-item", "--json"], 1),
+                       ([str(path), "--anomalies", "G-bogus"], 2)):
+        assert fast(args) is not None, args
+        p = subprocess.run([sys.executable, "-m", "replicalab.cli.main", "check", *args],
+                           capture_output=True, text=True, timeout=60)
+        r = CliRunner().invoke(app, ["check", *args])
+        assert p.returncode == r.exit_code == code, (args, p.stderr, r.output)
+        if code == 2:
+            assert p.stderr.startswith("error: --anomalies") and p.stderr == r.stderr

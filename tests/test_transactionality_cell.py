@@ -142,7 +142,7 @@ def test_no_isolation_promised_and_none_seen_is_still_yellow():
 
 def test_a_stopped_cycle_search_is_not_green():
     c = cell(way("SERIALIZABLE", "serializable", valid="unknown", unfinished=[
-        {"variant": "base", "size": 4000, "sample": ["T1"], "might_hold": ["G2-item"]}]))
+        {"limit": "deadline", "size": 4000, "sample": ["T1"], "classes": ["G2-item"]}]))
     assert c.grade == "yellow" and "stopped early" in c.value
     assert any("might still hold G2-item" in d for d in c.details)
 

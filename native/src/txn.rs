@@ -1,10 +1,12 @@
 //! The native core of the transaction checker (`replicalab.checkers.txn`): the same
-//! analysis as the pure-Python reference (`listappend.py`, `register.py`, `graph.py`),
-//! on columns. List-append: each key's version order is its longest read, every read a
-//! prefix of it; rw-register: wr from unique writes, ww/rw where a transaction read a
-//! version and then overwrote it, rw from the readers of nil. Then process and real-time
-//! edges, Tarjan's components (iterative), and per anomaly class a breadth-first search
-//! for the shortest cycle through a few anchor edges, under a step budget and a deadline.
+//! analysis as the pure-Python reference, on columns. `analyse_list_append` /
+//! `analyse_register`: the dependency edges and the anomalies no cycle is needed for
+//! (`listappend.py`, `register.py`); `order_edges`: Elle's process and real-time orders
+//! (`graph.py`); `search`: per strongly connected component, Elle's cycle classes in
+//! Elle's order, each decided exactly or left undecided when the budget runs out
+//! (`cycles.py`); `si_completion`: snapshot isolation over the unknown orders of unread
+//! appends. What the lattice of models says (which class implies which) comes from
+//! Python as `Tables`.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -16,14 +18,19 @@ pub const WR: u8 = 1;
 pub const RW: u8 = 2;
 pub const PROCESS: u8 = 3;
 pub const REALTIME: u8 = 4;
-const OK: u8 = 1;
-const FAIL: u8 = 2;
+pub const OK: u8 = 1;
+pub const FAIL: u8 = 2;
+pub const INFO: u8 = 3;
 const APPEND: u8 = 0;
 const READ: u8 = 1;
 const WRITE: u8 = 2;
-pub const ANCHORS: usize = 4;
-const UNREAD_EDGE_BUDGET: usize = 1024;
-const NIL_EDGE_BUDGET: usize = 100_000;
+pub const NEVER: i64 = -1;
+const DFS_STEPS: i64 = 2_000_000;
+const B_WW: u8 = 1;
+const B_WR: u8 = 2;
+const B_RW: u8 = 4;
+const B_P: u8 = 8;
+const B_RT: u8 = 16;
 
 /// FxHash-style hasher (one multiply per word): keys here are small integers.
 #[derive(Default)]
@@ -58,6 +65,7 @@ type Map<K, V> = HashMap<K, V, FxBuild>;
 /// Transactions as columns. Micro-op `m` of transaction `t` is at `mop_start[t] + j`;
 /// `f` 0 append, 1 r, 2 w; `val` the value appended/written, a register read's value
 /// (`rlen` -2; nil: `rlen` -1) or a list read's start in `reads` (`rlen` its length).
+/// `invoke`/`complete`: instants (positions or ns), NEVER when not in the history.
 #[derive(Default)]
 pub struct Txns {
     pub index: Vec<i64>,
@@ -79,16 +87,27 @@ impl Txns {
     pub fn len(&self) -> usize {
         self.index.len()
     }
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
     fn mops(&self, t: usize) -> std::ops::Range<usize> {
         let s = self.mop_start[t] as usize;
         s..s + self.mop_len[t] as usize
     }
+    /// A list read's elements (nil and the empty list: none).
     fn list(&self, m: usize) -> &[i64] {
         if self.rlen[m] <= 0 {
-            return &[]; // nil (or an empty list)
+            return &[];
         }
         let s = self.val[m] as usize;
-        &self.reads[s..s + self.rlen[m].max(0) as usize]
+        &self.reads[s..s + self.rlen[m] as usize]
+    }
+    fn nil(&self, m: usize) -> bool {
+        self.rlen[m] == -1
+    }
+    /// A register read's value (NIL for nil).
+    fn reg(&self, m: usize) -> i64 {
+        if self.rlen[m] == -1 { NIL } else { self.val[m] }
     }
 }
 
@@ -98,7 +117,7 @@ pub struct InputError {
     pub msg: String,
 }
 
-/// A non-cycle anomaly or a cycle.
+/// A non-cycle anomaly, or a cycle (edge ids into the search's edges).
 pub struct Anomaly {
     pub kind: String,
     pub txns: Vec<u32>,
@@ -107,7 +126,13 @@ pub struct Anomaly {
     pub detail: String,
 }
 
-#[derive(Default)]
+impl Anomaly {
+    fn plain(kind: &str, txns: Vec<u32>, key: u32, detail: String) -> Anomaly {
+        Anomaly { kind: kind.to_string(), txns, cycle: None, key: Some(key), detail }
+    }
+}
+
+#[derive(Default, Clone)]
 pub struct Edges {
     pub src: Vec<u32>,
     pub dst: Vec<u32>,
@@ -118,7 +143,7 @@ pub struct Edges {
 }
 
 impl Edges {
-    fn push(&mut self, s: u32, d: u32, k: u8, key: u32, a: i64, b: i64) {
+    pub fn push(&mut self, s: u32, d: u32, k: u8, key: u32, a: i64, b: i64) {
         self.src.push(s);
         self.dst.push(d);
         self.kind.push(k);
@@ -128,6 +153,9 @@ impl Edges {
     }
     pub fn len(&self) -> usize {
         self.src.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.src.is_empty()
     }
 }
 
@@ -140,870 +168,2081 @@ fn jlist(v: &[i64]) -> String {
     format!("[{}]", inner.join(","))
 }
 
+/// A read as JSON: null for nil, else the list.
+fn jread(t: &Txns, m: usize) -> String {
+    if t.nil(m) { "null".to_string() } else { jlist(t.list(m)) }
+}
+
+fn err<T>(t: &Txns, tx: usize, msg: String) -> Result<T, InputError> {
+    Err(InputError { index: t.index[tx], msg })
+}
+
 // ---------------------------------------------------------------------------------------
 // list-append
 
-pub fn list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>) -> Result<(), InputError> {
-    let n = t.len();
-    let failed: Vec<bool> = t.outcome.iter().map(|&o| o == FAIL).collect();
-    // (key, value) -> (writer, position in the key's order or -1)
-    let mut writer: Map<(u32, i64), (u32, i32)> = Map::default();
-    writer.reserve(t.f.len() / 2);
-    for tx in 0..n {
+struct Writes {
+    writer: Map<(u32, i64), u32>,
+    intermediate: Map<(u32, i64), u32>,
+    last: Map<(u32, u32), i64>,
+}
+
+fn la_writes(t: &Txns) -> Result<Writes, InputError> {
+    let mut w = Writes { writer: Map::default(), intermediate: Map::default(),
+                         last: Map::default() };
+    w.writer.reserve(t.f.len() / 2);
+    w.last.reserve(t.f.len() / 2);
+    for tx in 0..t.len() {
         for m in t.mops(tx) {
             match t.f[m] {
                 APPEND => {
                     let kv = (t.key[m], t.val[m]);
-                    if let Some(&(o, _)) = writer.get(&kv) {
-                        return Err(InputError { index: t.index[tx], msg: format!(
+                    if let Some(&o) = w.writer.get(&kv) {
+                        return err(t, tx, format!(
                             "appends {} to key {}, which T{} appended too; list-append needs \
                              values unique per key", t.val[m], t.keys[kv.0 as usize],
-                            t.index[o as usize]) });
+                            t.index[o as usize]));
                     }
-                    writer.insert(kv, (tx as u32, -1));
+                    w.writer.insert(kv, tx as u32);
+                    if let Some(&prev) = w.last.get(&(tx as u32, t.key[m])) {
+                        w.intermediate.insert((t.key[m], prev), tx as u32);
+                    }
+                    w.last.insert((tx as u32, t.key[m]), t.val[m]);
                 }
                 READ => {
                     if t.rlen[m] == -2 {
-                        return Err(InputError { index: t.index[tx], msg: format!(
+                        return err(t, tx, format!(
                             "the read of key {} returned {}; list-append reads return a list \
-                             (or nil)", t.keys[t.key[m] as usize], t.val[m]) });
+                             (or nil)", t.keys[t.key[m] as usize], t.val[m]));
                     }
                 }
-                _ => return Err(InputError { index: t.index[tx], msg:
-                    ":w; list-append takes :append and :r (for :w use --model rw-register)"
-                        .to_string() }),
+                _ => return err(t, tx, ":w; list-append takes :append and :r (for :w use \
+                                        --model rw-register)".to_string()),
             }
         }
     }
-    // reads: per key (txn, start, len) for orders; external reads; lost-update groups
-    let mut key_reads: Vec<(u32, u32, u32, u32)> = Vec::new(); // (key, txn, start, len)
-    let mut external: Vec<(u32, u32, u32, u32)> = Vec::new(); // (txn, key, start, prefix len)
-    let mut groups: Vec<(u32, u32, u32)> = Vec::new(); // (key, len read, txn)
-    let mut own: Vec<(u32, Vec<i64>)> = Vec::new();
-    let mut seen: Vec<(u32, Vec<i64>)> = Vec::new();
-    let mut first: Vec<(u32, u32)> = Vec::new();
-    for tx in 0..n {
-        if t.outcome[tx] != OK {
-            continue;
-        }
-        own.clear();
-        seen.clear();
-        first.clear();
-        for m in t.mops(tx) {
-            let k = t.key[m];
-            if t.f[m] == APPEND {
-                let v = t.val[m];
-                if let Some(s) = seen.iter_mut().find(|s| s.0 == k) {
-                    s.1.push(v);
-                }
-                let has_own = own.iter().any(|o| o.0 == k);
-                if !has_own {
-                    if let Some(&(_, len)) = first.iter().find(|f| f.0 == k) {
-                        groups.push((k, len, tx as u32));
-                    }
-                }
-                match own.iter_mut().find(|o| o.0 == k) {
-                    Some(o) => o.1.push(v),
-                    None => own.push((k, vec![v])),
-                }
-                continue;
-            }
-            let r = t.list(m);
-            let start = if t.rlen[m] >= 0 { t.val[m] as u32 } else { 0 };
-            // duplicates (reads are short: a sort of a copy)
-            let mut sorted = r.to_vec();
-            sorted.sort_unstable();
-            if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
-                an.push(Anomaly { kind: "duplicate-elements".into(), txns: vec![tx as u32],
-                                  cycle: None, key: Some(k), detail: format!(
-                        "{{\"element\": {}, \"read\": {}}}", w[0], jlist(r)) });
-                continue;
-            }
-            if let Some(s) = seen.iter_mut().find(|s| s.0 == k) {
-                if s.1.as_slice() != r {
-                    an.push(Anomaly { kind: "internal".into(), txns: vec![tx as u32],
-                                      cycle: None, key: Some(k), detail: format!(
-                            "{{\"expected\": {}, \"read\": {}}}", jlist(&s.1), jlist(r)) });
-                }
-                s.1 = r.to_vec();
-                continue;
-            }
-            seen.push((k, r.to_vec()));
-            let mine: &[i64] = own.iter().find(|o| o.0 == k).map(|o| o.1.as_slice()).unwrap_or(&[]);
-            if !mine.is_empty() && (r.len() < mine.len() || &r[r.len() - mine.len()..] != mine) {
-                an.push(Anomaly { kind: "internal".into(), txns: vec![tx as u32], cycle: None,
-                                  key: Some(k), detail: format!(
-                        "{{\"expected_suffix\": {}, \"read\": {}}}", jlist(mine), jlist(r)) });
-                continue;
-            }
-            key_reads.push((k, tx as u32, start, r.len() as u32));
-            let plen = (r.len() - mine.len()) as u32;
-            external.push((tx as u32, k, start, plen));
-            if mine.is_empty() {
-                first.push((k, plen));
-            }
-        }
-    }
-    // orders: the longest read per key; every read of it a prefix
-    let nkeys = t.keys.len();
-    let mut order: Vec<Option<(u32, u32)>> = vec![None; nkeys]; // (start, len)
-    let mut longest: Vec<Option<(u32, u32, u32)>> = vec![None; nkeys]; // (txn, start, len)
-    for &(k, tx, s, l) in &key_reads {
-        let cur = &mut longest[k as usize];
-        if cur.is_none_or(|c| l > c.2) {
-            *cur = Some((tx, s, l));
-        }
-    }
-    let mut bad: Vec<bool> = vec![false; nkeys];
-    for &(k, tx, s, l) in &key_reads {
-        if bad[k as usize] {
-            continue;
-        }
-        let (lt, ls, ll) = longest[k as usize].unwrap();
-        let _ = ll;
-        let a = &t.reads[s as usize..(s + l) as usize];
-        let b = &t.reads[ls as usize..(ls + l) as usize];
-        if a != b {
-            bad[k as usize] = true;
-            an.push(Anomaly { kind: "incompatible-order".into(), txns: vec![tx, lt], cycle: None,
-                              key: Some(k), detail: format!("{{\"reads\": [{}, {}]}}", jlist(a),
-                              jlist(&t.reads[ls as usize..(ls + ll) as usize])) });
-        }
-    }
-    // keys in first-read order, as the reference walks its dict
-    let mut key_seq: Vec<u32> = Vec::new();
-    let mut listed = vec![false; nkeys];
-    for &(k, ..) in &key_reads {
-        if !listed[k as usize] {
-            listed[k as usize] = true;
-            key_seq.push(k);
-        }
-    }
-    for &k in &key_seq {
-        if bad[k as usize] {
-            continue;
-        }
-        let (_, s, l) = longest[k as usize].unwrap();
-        order[k as usize] = Some((s, l));
-        let o = &t.reads[s as usize..(s + l) as usize];
-        let mut prev: i64 = -1;
-        for (i, &v) in o.iter().enumerate() {
-            let mut w: i64 = -1;
-            if let Some(e) = writer.get_mut(&(k, v)) {
-                e.1 = i as i32;
-                w = e.0 as i64;
-            }
-            if w >= 0 && failed[w as usize] {
-                w = -1;
-            }
-            if w >= 0 && prev >= 0 && w != prev {
-                edges.push(prev as u32, w as u32, WW, k, o[i - 1], v);
-            }
-            prev = w;
-        }
-    }
-    // appends no read shows: after every version read
-    let mut unread: Vec<Vec<(u32, i64)>> = vec![Vec::new(); nkeys];
-    for tx in 0..n {
-        if failed[tx] {
+    Ok(w)
+}
+
+/// Per key (dense key ids): its version order (the last seen of its longest reads, each
+/// element once; a key appended once and never read: that element, unless
+/// `reads_only`; none: empty) and, for a key whose reads are not all prefixes of one,
+/// its distinct non-empty reads sorted by length (first seen first on a tie) with the
+/// transaction that first read each (as (start, len) into `t.reads`); reads of the
+/// transactions whose outcome is in `outcomes`.
+struct Orders {
+    order: Vec<Vec<i64>>,
+    sorted: Vec<(u32, Vec<Span>)>,
+}
+
+/// A read as (start, len) into `t.reads`, and the transaction that made it.
+type Span = (usize, usize, u32);
+
+type Distinct = Map<(u64, usize), Vec<(usize, usize, u32, u32)>>;
+
+fn version_orders(t: &Txns, outcomes: &[u8], reads_only: bool) -> Orders {
+    let nk = t.keys.len();
+    // the usual case first: every read of a key is a prefix of its longest one, which
+    // then is the order (no hashing of read contents)
+    let mut best: Vec<(usize, usize)> = vec![(0, usize::MAX); nk]; // (len, mop)
+    let mut appends: Vec<(i64, u8)> = vec![(0, 0); nk]; // (value, count capped at 2)
+    for tx in 0..t.len() {
+        if !outcomes.contains(&t.outcome[tx]) {
             continue;
         }
         for m in t.mops(tx) {
-            if t.f[m] == APPEND {
+            let k = t.key[m] as usize;
+            if t.f[m] == READ {
+                let n = t.list(m).len();
+                if n > 0 && (best[k].1 == usize::MAX || n >= best[k].0) {
+                    best[k] = (n, m);
+                }
+            } else if !reads_only {
+                appends[k] = (t.val[m], (appends[k].1 + 1).min(2));
+            }
+        }
+    }
+    let mut exact = vec![false; nk];
+    for tx in 0..t.len() {
+        if !outcomes.contains(&t.outcome[tx]) {
+            continue;
+        }
+        for m in t.mops(tx) {
+            let k = t.key[m] as usize;
+            if t.f[m] == READ && !exact[k] && best[k].1 != usize::MAX {
+                let l = t.list(m);
+                let longest = t.list(best[k].1);
+                if l.len() > longest.len() || longest[..l.len()] != *l {
+                    exact[k] = true;
+                }
+            }
+        }
+    }
+    let mut order: Vec<Vec<i64>> = vec![Vec::new(); nk];
+    for k in 0..nk {
+        if best[k].1 != usize::MAX && !exact[k] {
+            order[k] = dedup(t.list(best[k].1));
+        }
+    }
+    // keys whose reads disagree: distinct reads, sorted, as Elle does
+    let mut seen: Map<u32, Distinct> = Map::default();
+    let mut key_order: Vec<u32> = Vec::new();
+    let mut seq = 0u32;
+    if exact.iter().any(|&x| x) {
+        for tx in 0..t.len() {
+            if !outcomes.contains(&t.outcome[tx]) {
+                continue;
+            }
+            for m in t.mops(tx) {
                 let k = t.key[m];
-                if order[k as usize].is_some() && writer[&(k, t.val[m])].1 < 0 {
-                    unread[k as usize].push((tx as u32, t.val[m]));
+                if t.f[m] != READ || !exact[k as usize] {
+                    continue;
+                }
+                let l = t.list(m);
+                if l.is_empty() {
+                    continue;
+                }
+                let mut h = Fx::default();
+                for &x in l {
+                    h.write_i64(x);
+                }
+                let per = seen.entry(k).or_insert_with(|| {
+                    key_order.push(k);
+                    Map::default()
+                });
+                let bucket = per.entry((h.finish(), l.len())).or_default();
+                if !bucket.iter().any(|&(s, n, _, _)| &t.reads[s..s + n] == l) {
+                    bucket.push((t.val[m] as usize, l.len(), tx as u32, seq));
+                    seq += 1;
                 }
             }
         }
     }
-    for &k in &key_seq {
-        let ws = &unread[k as usize];
-        if ws.is_empty() {
-            continue;
+    let mut sorted = Vec::new();
+    for k in key_order {
+        let mut all: Vec<(usize, usize, u32, u32)> =
+            seen[&k].values().flatten().copied().collect();
+        // by length, first seen first among equal lengths; the order is the last longest
+        all.sort_by_key(|&(_, n, _, q)| (n, q));
+        let vals: Vec<(usize, usize, u32)> = all.iter().map(|&(s, n, tx, _)| (s, n, tx)).collect();
+        let (s, n, _) = *vals.last().unwrap();
+        order[k as usize] = dedup(&t.reads[s..s + n]);
+        sorted.push((k, vals));
+    }
+    for k in 0..nk {
+        if appends[k].1 == 1 && order[k].is_empty() {
+            order[k] = vec![appends[k].0];
         }
-        let (s, l) = order[k as usize].unwrap();
-        if l == 0 {
-            continue;
+    }
+    Orders { order, sorted }
+}
+
+fn dedup(l: &[i64]) -> Vec<i64> {
+    let mut o: Vec<i64> = Vec::with_capacity(l.len());
+    if l.len() <= 64 {
+        for &x in l {
+            if !o.contains(&x) {
+                o.push(x);
+            }
         }
-        let last = t.reads[(s + l - 1) as usize];
-        if let Some(&(lw, _)) = writer.get(&(k, last)) {
-            if !failed[lw as usize] {
-                for &(w, v) in ws.iter().take(UNREAD_EDGE_BUDGET) {
-                    if w != lw {
-                        edges.push(lw, w, WW, k, last, v);
-                    }
-                }
+    } else {
+        let mut seen: Map<i64, ()> = Map::default();
+        for &x in l {
+            if seen.insert(x, ()).is_none() {
+                o.push(x);
             }
         }
     }
-    let last_append = |w: usize, k: u32| -> i64 {
-        let mut out = NIL;
-        for m in t.mops(w) {
-            if t.f[m] == APPEND && t.key[m] == k {
-                out = t.val[m];
+    o
+}
+
+pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
+                           -> Result<(), InputError> {
+    let prof = std::env::var_os("REPLICALAB_TXN_PROFILE").is_some();
+    let t0 = Instant::now();
+    let lap = |what: &str| if prof { eprintln!("  {what}: {:?}", t0.elapsed()) };
+    let w = la_writes(t)?;
+    lap("writes");
+    let possible = [OK, INFO];
+    let orders = version_orders(t, &possible, false);
+    lap("orders");
+    for (k, vals) in &orders.sorted {
+        for p in vals.windows(2) {
+            let (a, b) = (&t.reads[p[0].0..p[0].0 + p[0].1], &t.reads[p[1].0..p[1].0 + p[1].1]);
+            if b.len() < a.len() || &b[..a.len()] != a {
+                an.push(Anomaly::plain("incompatible-order", vec![p[0].2, p[1].2], *k,
+                                       format!("{{\"values\":[{},{}]}}", jlist(a), jlist(b))));
+                break;
             }
         }
-        out
+    }
+    // per key, per place in its order: the element's writer (not failed); the position
+    // of an element in a short order is found by a scan, in a long one by a map
+    let nk = t.keys.len();
+    let mut wstart = vec![0usize; nk + 1];
+    for k in 0..nk {
+        wstart[k + 1] = wstart[k] + orders.order[k].len();
+    }
+    let mut owriter = vec![u32::MAX; wstart[nk]];
+    let mut position: Map<(u32, i64), u32> = Map::default();
+    for (k, o) in orders.order.iter().enumerate() {
+        for (i, &v) in o.iter().enumerate() {
+            if let Some(&x) = w.writer.get(&(k as u32, v)) {
+                if t.outcome[x as usize] != FAIL {
+                    owriter[wstart[k] + i] = x;
+                }
+            }
+            if o.len() > 32 {
+                position.insert((k as u32, v), i as u32);
+            }
+        }
+    }
+    let pos_of = |k: u32, v: i64| -> Option<usize> {
+        let o = &orders.order[k as usize];
+        if o.len() > 32 {
+            position.get(&(k, v)).map(|&i| i as usize)
+        } else {
+            o.iter().position(|&x| x == v)
+        }
     };
-    for &(tx, k, s, plen) in &external {
-        let prefix = &t.reads[s as usize..(s + plen) as usize];
-        for &v in prefix {
-            if let Some(&(w, _)) = writer.get(&(k, v)) {
-                if failed[w as usize] {
-                    an.push(Anomaly { kind: "G1a".into(), txns: vec![w, tx], cycle: None,
-                                      key: Some(k), detail: format!("{{\"value\": {v}}}") });
-                }
-            }
+    let live = |kv: &(u32, i64)| -> Option<u32> {
+        w.writer.get(kv).copied().filter(|&x| t.outcome[x as usize] != FAIL)
+    };
+    // who read the list ending at each place of its key's order (0: the empty list;
+    // i + 1: up to element i), as a flat index (a read ending at an element not in the
+    // order is no append's predecessor: it gives no rw edge)
+    let mut bstart = vec![0usize; nk + 1];
+    for k in 0..nk {
+        bstart[k + 1] = bstart[k] + orders.order[k].len() + 1;
+    }
+    let mut slots: Vec<(u32, u32)> = Vec::with_capacity(t.f.len() / 2); // (bucket, reader)
+    for tx in 0..t.len() {
+        let o = t.outcome[tx];
+        if o != OK && o != INFO {
+            continue;
         }
-        let mut from_w: i64 = -1;
-        if let Some(&v) = prefix.last() {
-            if let Some(&(w, _)) = writer.get(&(k, v)) {
-                from_w = w as i64;
-                if !failed[w as usize] && w != tx {
-                    edges.push(w, tx, WR, k, v, v);
-                    let fin = last_append(w as usize, k);
-                    if fin != v {
-                        an.push(Anomaly { kind: "G1b".into(), txns: vec![w, tx], cycle: None,
-                                          key: Some(k), detail: format!(
-                                "{{\"value\": {v}, \"final\": {fin}}}") });
-                    }
-                }
+        for m in t.mops(tx) {
+            if t.f[m] != READ || (t.nil(m) && o == INFO) {
+                continue;
             }
-        }
-        let a = prefix.last().copied().unwrap_or(NIL);
-        if let Some((os, ol)) = order[k as usize] {
-            if plen < ol {
-                let nxt = t.reads[(os + plen) as usize];
-                if let Some(&(w, _)) = writer.get(&(k, nxt)) {
-                    if !failed[w as usize] && w != tx && w as i64 != from_w {
-                        edges.push(tx, w, RW, k, a, nxt);
-                    }
-                }
+            let k = t.key[m];
+            let l = t.list(m);
+            let ord = &orders.order[k as usize];
+            let at = if l.is_empty() {
+                Some(0)
+            } else if l.len() <= ord.len() && ord[l.len() - 1] == l[l.len() - 1] {
+                Some(l.len()) // the usual case: the read is the order up to there
             } else {
-                for &(w, v) in unread[k as usize].iter().take(UNREAD_EDGE_BUDGET) {
-                    if w != tx && w as i64 != from_w {
-                        edges.push(tx, w, RW, k, a, v);
+                pos_of(k, l[l.len() - 1]).map(|i| i + 1)
+            };
+            if let Some(b) = at {
+                slots.push(((bstart[k as usize] + b) as u32, tx as u32));
+            }
+            if let Some(&last) = l.last() {
+                let src = match at {
+                    Some(b) if b > 0 => {
+                        let x = owriter[wstart[k as usize] + b - 1];
+                        (x != u32::MAX).then_some(x)
+                    }
+                    _ => live(&(k, last)),
+                };
+                if let Some(src) = src {
+                    if src != tx as u32 {
+                        edges.push(src, tx as u32, WR, k, last, last);
                     }
                 }
             }
         }
     }
-    lost_updates(groups, an, |len| format!("{{\"read_length\": {len}}}"));
+    slots.sort_unstable();
+    slots.dedup();
+    let mut roff = vec![0u32; bstart[nk] + 1];
+    for &(b, _) in &slots {
+        roff[b as usize + 1] += 1;
+    }
+    for i in 0..bstart[nk] {
+        roff[i + 1] += roff[i];
+    }
+    for tx in 0..t.len() {
+        let o = t.outcome[tx];
+        if o != OK && o != INFO {
+            continue;
+        }
+        for m in t.mops(tx) {
+            if t.f[m] != APPEND {
+                continue;
+            }
+            let (k, v) = (t.key[m], t.val[m]);
+            let ku = k as usize;
+            let order = &orders.order[ku];
+            // the place before this append: its predecessor in the order, or the end
+            let b = pos_of(k, v).unwrap_or(order.len());
+            let prev = if b > 0 { order[b - 1] } else { NIL };
+            if b > 0 {
+                let src = owriter[wstart[ku] + b - 1];
+                if src != u32::MAX && src != tx as u32 {
+                    edges.push(src, tx as u32, WW, k, prev, v);
+                }
+            }
+            let bucket = bstart[ku] + b;
+            for &(_, r) in &slots[roff[bucket] as usize..roff[bucket + 1] as usize] {
+                if r != tx as u32 {
+                    edges.push(r, tx as u32, RW, k, prev, v);
+                }
+            }
+        }
+    }
+    lap("edges");
+    // per key, how many elements of its order up to each point an aborted transaction or
+    // nobody appended: a read that is a prefix of the order with none needs no look-up
+    let bad: Vec<Vec<u32>> = orders.order.iter().enumerate().map(|(k, o)| {
+        let mut acc = vec![0u32; o.len() + 1];
+        for (i, &v) in o.iter().enumerate() {
+            let b = match w.writer.get(&(k as u32, v)) {
+                Some(&x) => t.outcome[x as usize] == FAIL,
+                None => true,
+            };
+            acc[i + 1] = acc[i] + b as u32;
+        }
+        acc
+    }).collect();
+    la_reads(t, &w, &orders, &bad, an);
+    lap("reads");
+    lost_updates(t, APPEND, true, an);
+    let bad_any: Vec<bool> = bad.iter().map(|b| b.last().is_some_and(|&c| c > 0)).collect();
+    dirty_updates(t, &w, &orders, &bad_any, an);
+    lap("lost and dirty");
     Ok(())
 }
 
-fn lost_updates(mut groups: Vec<(u32, u32, u32)>, an: &mut Vec<Anomaly>,
-                detail: impl Fn(i64) -> String) {
-    groups.sort_unstable();
+fn la_reads(t: &Txns, w: &Writes, orders: &Orders, bad: &[Vec<u32>], an: &mut Vec<Anomaly>) {
+    let mut scratch: Vec<i64> = Vec::new();
+    for tx in 0..t.len() {
+        let o = t.outcome[tx];
+        if o == INFO {
+            for m in t.mops(tx) {
+                if t.f[m] == READ {
+                    duplicates(t, tx, m, an, &mut scratch);
+                }
+            }
+        }
+        if o != OK {
+            continue;
+        }
+        for m in t.mops(tx) {
+            if t.f[m] != READ {
+                continue;
+            }
+            let l = t.list(m);
+            if l.is_empty() {
+                continue;
+            }
+            let k = t.key[m];
+            let o = &orders.order[k as usize];
+            let clean = l.len() <= o.len() && o[..l.len()] == *l && bad[k as usize][l.len()] == 0;
+            if clean {
+                // a prefix of the order, every element from a transaction not failed
+                let e = *l.last().unwrap();
+                if let Some(&src) = w.intermediate.get(&(k, e)) {
+                    if src != tx as u32 {
+                        an.push(Anomaly::plain("G1b", vec![src, tx as u32], k, format!(
+                            "{{\"value\":{},\"final\":{},\"read\":{}}}", e,
+                            w.last[&(src, k)], jlist(l))));
+                    }
+                }
+                continue;
+            }
+            duplicates(t, tx, m, an, &mut scratch);
+            if let Some(&g) = l.iter().find(|&&e| !w.writer.contains_key(&(k, e))) {
+                an.push(Anomaly::plain("garbage-read", vec![tx as u32], k, format!(
+                    "{{\"element\":{},\"read\":{}}}", g, jlist(l))));
+            }
+            for &e in l {
+                if let Some(&src) = w.writer.get(&(k, e)) {
+                    if t.outcome[src as usize] == FAIL {
+                        an.push(Anomaly::plain("G1a", vec![src, tx as u32], k, format!(
+                            "{{\"value\":{},\"read\":{}}}", e, jlist(l))));
+                    }
+                }
+            }
+            let e = *l.last().unwrap();
+            if let Some(&src) = w.intermediate.get(&(k, e)) {
+                if src != tx as u32 {
+                    an.push(Anomaly::plain("G1b", vec![src, tx as u32], k, format!(
+                        "{{\"value\":{},\"final\":{},\"read\":{}}}", e, w.last[&(src, k)],
+                        jlist(l))));
+                }
+            }
+        }
+        la_internal(t, tx, an, &mut scratch);
+        future_read(t, tx, an);
+    }
+}
+
+fn duplicates(t: &Txns, tx: usize, m: usize, an: &mut Vec<Anomaly>, scratch: &mut Vec<i64>) {
+    let l = t.list(m);
+    if l.len() < 2 {
+        return;
+    }
+    scratch.clear();
+    scratch.extend_from_slice(l);
+    scratch.sort_unstable();
+    if scratch.windows(2).all(|w| w[0] != w[1]) {
+        return;
+    }
+    let mut counts: Vec<(i64, usize)> = Vec::new();
+    for &e in l {
+        match counts.iter_mut().find(|c| c.0 == e) {
+            Some(c) => c.1 += 1,
+            None => counts.push((e, 1)),
+        }
+    }
+    let dups: Vec<String> = counts.iter().filter(|c| c.1 > 1)
+        .map(|c| format!("\"{}\":{}", c.0, c.1)).collect();
+    an.push(Anomaly::plain("duplicate-elements", vec![tx as u32], t.key[m], format!(
+        "{{\"read\":{},\"duplicates\":{{{}}}}}", jlist(l), dups.join(","))));
+}
+
+/// The transaction's first read that disagrees with what it read or appended before
+/// (its previous read of the key plus its appends since, or, with no read before, an
+/// unknown prefix followed by its appends): no allocation, transactions are short.
+fn la_internal(t: &Txns, tx: usize, an: &mut Vec<Anomaly>, appended: &mut Vec<i64>) {
+    let r = t.mops(tx);
+    for j in r.clone() {
+        if t.f[j] != READ {
+            continue;
+        }
+        let k = t.key[j];
+        appended.clear();
+        let mut prev: Option<usize> = None;
+        for i in (r.start..j).rev() {
+            if t.key[i] != k {
+                continue;
+            }
+            if t.f[i] == APPEND {
+                appended.push(t.val[i]);
+            } else {
+                prev = Some(i);
+                break;
+            }
+        }
+        appended.reverse();
+        let read = t.list(j);
+        let bad = match prev {
+            Some(p) => {
+                let base = t.list(p);
+                let nil = t.nil(p) && appended.is_empty();
+                nil != t.nil(j) || read.len() != base.len() + appended.len()
+                    || &read[..base.len()] != base || &read[base.len()..] != appended.as_slice()
+            }
+            None if appended.is_empty() => false,
+            None => read.len() < appended.len()
+                || &read[read.len() - appended.len()..] != appended.as_slice(),
+        };
+        if bad {
+            let expected = match prev {
+                Some(p) => {
+                    if t.nil(p) && appended.is_empty() {
+                        "null".to_string()
+                    } else {
+                        let mut all = t.list(p).to_vec();
+                        all.extend_from_slice(appended);
+                        jlist(&all)
+                    }
+                }
+                None => {
+                    let rest: Vec<String> = appended.iter().map(|x| x.to_string()).collect();
+                    format!("[\"...\",{}]", rest.join(","))
+                }
+            };
+            an.push(Anomaly::plain("internal", vec![tx as u32], k, format!(
+                "{{\"expected\":{},\"read\":{}}}", expected, jread(t, j))));
+            return;
+        }
+    }
+}
+
+fn future_read(t: &Txns, tx: usize, an: &mut Vec<Anomaly>) {
+    let r = t.mops(tx);
+    for j in r.clone() {
+        if t.f[j] != APPEND {
+            continue;
+        }
+        let (k, v) = (t.key[j], t.val[j]);
+        if let Some(i) = (r.start..j).find(|&i| t.f[i] == READ && t.key[i] == k
+                                             && t.list(i).contains(&v)) {
+            an.push(Anomaly::plain("future-read", vec![tx as u32], k, format!(
+                "{{\"element\":{},\"read\":{}}}", v, jlist(t.list(i)))));
+            return;
+        }
+    }
+}
+
+/// Committed transactions that read the same value of a key (their first read of it,
+/// before writing it) and then wrote it, when two or more did.
+fn lost_updates(t: &Txns, write: u8, lists: bool, an: &mut Vec<Anomaly>) {
+    // (key, value read as (nil?, hash, length or register value), txn, the read) sorted
+    let mut found: Vec<(u32, bool, u64, i64, u32, usize)> = Vec::new();
+    // per transaction: (key, its first read, recorded?) in a reused buffer
+    let mut seen: Vec<(u32, usize, bool)> = Vec::new();
+    for tx in 0..t.len() {
+        if t.outcome[tx] != OK {
+            continue;
+        }
+        seen.clear();
+        for m in t.mops(tx) {
+            let k = t.key[m];
+            let at = seen.iter().position(|e| e.0 == k);
+            if t.f[m] == write {
+                if let Some(i) = at {
+                    if !seen[i].2 {
+                        let r = seen[i].1;
+                        seen[i].2 = true;
+                        let (h, v) = if lists {
+                            let mut h = Fx::default();
+                            for &x in t.list(r) {
+                                h.write_i64(x);
+                            }
+                            (h.finish(), t.list(r).len() as i64)
+                        } else {
+                            (0, t.reg(r))
+                        };
+                        found.push((k, t.nil(r), h, v, tx as u32, r));
+                    }
+                }
+            } else if t.f[m] == READ && at.is_none() {
+                seen.push((k, m, false));
+            }
+        }
+    }
+    found.sort_unstable();
     let mut i = 0;
-    while i < groups.len() {
+    while i < found.len() {
+        let id = (found[i].0, found[i].1, found[i].2, found[i].3);
         let mut j = i + 1;
-        while j < groups.len() && groups[j].0 == groups[i].0 && groups[j].1 == groups[i].1 {
+        while j < found.len() && (found[j].0, found[j].1, found[j].2, found[j].3) == id {
             j += 1;
         }
         if j - i > 1 {
-            let mut ts: Vec<u32> = groups[i..j].iter().map(|g| g.2).collect();
-            ts.dedup();
-            if ts.len() > 1 {
-                an.push(Anomaly { kind: "lost-update".into(), txns: ts, cycle: None,
-                                  key: Some(groups[i].0), detail: detail(groups[i].1 as i64) });
-            }
+            let r = found[i].5;
+            let v = if lists { jread(t, r) } else { jv(t.reg(r)) };
+            an.push(Anomaly::plain("lost-update", found[i..j].iter().map(|f| f.4).collect(),
+                                   id.0, format!("{{\"value\":{v}}}")));
         }
         i = j;
     }
 }
 
+/// `bad_any[k]`: whether some element of key k's (possible) order has a failed or no
+/// writer (a dirty update needs a failed one).
+fn dirty_updates(t: &Txns, w: &Writes, possible: &Orders, bad_any: &[bool],
+                 an: &mut Vec<Anomaly>) {
+    let failed_reads = (0..t.len()).any(|tx| t.outcome[tx] == FAIL
+        && t.mops(tx).any(|m| t.f[m] == READ && !t.list(m).is_empty()));
+    let all;
+    let orders = if failed_reads {
+        all = version_orders(t, &[OK, INFO, FAIL], true);
+        &all
+    } else {
+        possible
+    };
+    for (k, order) in orders.order.iter().enumerate() {
+        let k = k as u32;
+        if !failed_reads && !bad_any[k as usize] {
+            continue; // no element of this order from a failed or unknown writer
+        }
+        let mut t1: Option<u32> = None;
+        let mut from = 0usize; // the stretch since t1's element
+        for (i, &v) in order.iter().enumerate() {
+            let t2 = w.writer.get(&(k, v)).copied();
+            let o1 = t1.map_or(OK, |x| t.outcome[x as usize]);
+            let o2 = t2.map_or(INFO, |x| t.outcome[x as usize]);
+            if o2 == OK {
+                if o1 == FAIL {
+                    an.push(Anomaly::plain("dirty-update", vec![t1.unwrap(), t2.unwrap()], k,
+                                           format!("{{\"values\":{}}}",
+                                                   jlist(&order[from..=i]))));
+                }
+                t1 = t2;
+                from = i;
+            } else if o2 == FAIL && o1 != FAIL {
+                t1 = t2;
+                from = i;
+            }
+        }
+    }
+}
+
+/// Per key (keys with two or more), the committed transactions whose appends to it no
+/// read shows: ok ones, and info ones a read shows did commit.
+pub fn unread_appenders(t: &Txns) -> Vec<(u32, Vec<u32>)> {
+    let orders = version_orders(t, &[OK, INFO], false);
+    let mut seen: Map<(u32, i64), ()> = Map::default();
+    for (k, o) in orders.order.iter().enumerate() {
+        for &v in o {
+            seen.insert((k as u32, v), ());
+        }
+    }
+    let committed = |tx: usize| -> bool {
+        t.outcome[tx] == OK || (t.outcome[tx] == INFO && t.mops(tx).any(
+            |m| t.f[m] == APPEND && seen.contains_key(&(t.key[m], t.val[m]))))
+    };
+    let mut out: Map<u32, Vec<u32>> = Map::default();
+    for tx in 0..t.len() {
+        if !committed(tx) {
+            continue;
+        }
+        for m in t.mops(tx) {
+            if t.f[m] == APPEND && !seen.contains_key(&(t.key[m], t.val[m])) {
+                let v = out.entry(t.key[m]).or_default();
+                if v.last() != Some(&(tx as u32)) {
+                    v.push(tx as u32);
+                }
+            }
+        }
+    }
+    let mut res: Vec<(u32, Vec<u32>)> = out.into_iter().filter(|(_, v)| v.len() > 1).collect();
+    res.sort_by(|a, b| t.keys[a.0 as usize].cmp(&t.keys[b.0 as usize]));
+    res
+}
+
 // ---------------------------------------------------------------------------------------
 // rw-register
 
-pub fn rw_register(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>) -> Result<(), InputError> {
-    let n = t.len();
-    let failed: Vec<bool> = t.outcome.iter().map(|&o| o == FAIL).collect();
-    let mut writer: Map<(u32, i64), u32> = Map::default();
-    let nkeys = t.keys.len();
-    let mut writers_of: Vec<Vec<u32>> = vec![Vec::new(); nkeys];
-    for tx in 0..n {
-        let mut wrote: Vec<u32> = Vec::new();
+pub fn analyse_register(t: &Txns, wfr: bool, edges: &mut Edges, an: &mut Vec<Anomaly>)
+                        -> Result<(), InputError> {
+    let mut seen: Map<(u32, i64), u32> = Map::default();
+    for tx in 0..t.len() {
         for m in t.mops(tx) {
             match t.f[m] {
                 WRITE => {
                     let kv = (t.key[m], t.val[m]);
-                    if let Some(&o) = writer.get(&kv) {
-                        return Err(InputError { index: t.index[tx], msg: format!(
-                            "writes {} to key {}, which T{} wrote too; rw-register needs values \
-                             unique per key", t.val[m], t.keys[kv.0 as usize],
-                            t.index[o as usize]) });
+                    if let Some(&o) = seen.get(&kv) {
+                        return err(t, tx, format!(
+                            "writes {} to key {}, which T{} wrote too; rw-register needs \
+                             values unique per key", t.val[m], t.keys[kv.0 as usize],
+                            t.index[o as usize]));
                     }
-                    writer.insert(kv, tx as u32);
-                    if !wrote.contains(&kv.0) {
-                        wrote.push(kv.0);
-                        if !failed[tx] {
-                            writers_of[kv.0 as usize].push(tx as u32);
-                        }
-                    }
+                    seen.insert(kv, tx as u32);
                 }
                 READ => {
                     if t.rlen[m] >= 0 {
-                        return Err(InputError { index: t.index[tx], msg: format!(
+                        return err(t, tx, format!(
                             "the read of key {} returned a list; rw-register reads return an \
-                             integer (or nil)", t.keys[t.key[m] as usize]) });
+                             integer (or nil)", t.keys[t.key[m] as usize]));
                     }
                 }
-                _ => return Err(InputError { index: t.index[tx], msg:
-                    ":append; rw-register takes :w and :r (for :append use --model list-append)"
-                        .to_string() }),
+                _ => return err(t, tx, ":append; rw-register takes :w and :r (for :append use \
+                                        --model list-append)".to_string()),
             }
         }
     }
-    let last_write = |w: usize, k: u32| -> i64 {
-        let mut out = NIL;
-        for m in t.mops(w) {
-            if t.f[m] == WRITE && t.key[m] == k {
-                out = t.val[m];
-            }
-        }
-        out
-    };
-    let first_write = |w: usize, k: u32| -> i64 {
-        t.mops(w).find(|&m| t.f[m] == WRITE && t.key[m] == k).map(|m| t.val[m]).unwrap_or(NIL)
-    };
+    // external reads (ok) and writes (ok, info)
+    let mut writers: Map<(u32, i64), Vec<u32>> = Map::default();
     let mut readers: Map<(u32, i64), Vec<u32>> = Map::default();
-    let mut overwrote: Vec<((u32, i64), u32)> = Vec::new();
-    let mut own: Vec<(u32, i64)> = Vec::new();
-    let mut read: Vec<(u32, i64)> = Vec::new();
-    for tx in 0..n {
-        if t.outcome[tx] != OK {
+    let mut reader_keys: Vec<(u32, i64)> = Vec::new();
+    let mut xr: Vec<Vec<(u32, i64)>> = vec![Vec::new(); t.len()];
+    let mut xw: Vec<Vec<(u32, i64)>> = vec![Vec::new(); t.len()];
+    for tx in 0..t.len() {
+        let o = t.outcome[tx];
+        if o != OK && o != INFO {
             continue;
         }
-        own.clear();
-        read.clear();
+        let mut touched: Vec<u32> = Vec::new();
+        let mut last: Vec<(u32, i64)> = Vec::new();
         for m in t.mops(tx) {
             let k = t.key[m];
+            if !touched.contains(&k) {
+                touched.push(k);
+                if t.f[m] == READ && o == OK {
+                    xr[tx].push((k, t.reg(m)));
+                }
+            }
             if t.f[m] == WRITE {
-                let has_own = own.iter().any(|o| o.0 == k);
-                if !has_own {
-                    if let Some(&(_, r)) = read.iter().find(|r| r.0 == k) {
-                        overwrote.push(((k, r), tx as u32));
-                    }
+                match last.iter_mut().find(|e| e.0 == k) {
+                    Some(e) => e.1 = t.val[m],
+                    None => last.push((k, t.val[m])),
                 }
-                match own.iter_mut().find(|o| o.0 == k) {
-                    Some(o) => o.1 = t.val[m],
-                    None => own.push((k, t.val[m])),
-                }
-                continue;
-            }
-            let v = if t.rlen[m] == -2 { t.val[m] } else { NIL };
-            let o = own.iter().find(|o| o.0 == k).map(|o| o.1);
-            let r0 = read.iter().find(|r| r.0 == k).map(|r| r.1);
-            if o.is_some() || r0.is_some() {
-                let expected = o.or(r0).unwrap();
-                if v != expected {
-                    an.push(Anomaly { kind: "internal".into(), txns: vec![tx as u32], cycle: None,
-                                      key: Some(k), detail: format!(
-                            "{{\"expected\": {}, \"read\": {}}}", jv(expected), jv(v)) });
-                }
-                if o.is_none() {
-                    if let Some(r) = read.iter_mut().find(|r| r.0 == k) {
-                        r.1 = v;
-                    }
-                }
-                continue;
-            }
-            read.push((k, v));
-            readers.entry((k, v)).or_default().push(tx as u32);
-            if v == NIL {
-                continue;
-            }
-            let Some(&w) = writer.get(&(k, v)) else { continue };
-            if w as usize == tx {
-                continue;
-            }
-            if failed[w as usize] {
-                an.push(Anomaly { kind: "G1a".into(), txns: vec![w, tx as u32], cycle: None,
-                                  key: Some(k), detail: format!("{{\"value\": {v}}}") });
-                continue;
-            }
-            edges.push(w, tx as u32, WR, k, v, v);
-            let fin = last_write(w as usize, k);
-            if fin != v {
-                an.push(Anomaly { kind: "G1b".into(), txns: vec![w, tx as u32], cycle: None,
-                                  key: Some(k), detail: format!(
-                        "{{\"value\": {v}, \"final\": {fin}}}") });
             }
         }
+        for &kv in &last {
+            writers.entry(kv).or_default().push(tx as u32);
+        }
+        for &kv in &xr[tx] {
+            let r = readers.entry(kv).or_insert_with(|| {
+                reader_keys.push(kv);
+                Vec::new()
+            });
+            r.push(tx as u32);
+        }
+        xw[tx] = last;
     }
-    // group overwrote by (key, value) in first-seen order, as the reference's dict
-    let mut order_of: Map<(u32, i64), usize> = Map::default();
-    let mut grouped: Vec<((u32, i64), Vec<u32>)> = Vec::new();
-    for &(kv, tx) in &overwrote {
-        let i = *order_of.entry(kv).or_insert_with(|| {
-            grouped.push((kv, Vec::new()));
-            grouped.len() - 1
-        });
-        grouped[i].1.push(tx);
-    }
-    for ((k, v), ts) in &grouped {
-        let w = if *v != NIL { writer.get(&(*k, *v)).copied() } else { None };
-        for &tx in ts {
-            let mine = first_write(tx as usize, *k);
-            if let Some(w) = w {
-                if w != tx && !failed[w as usize] {
-                    edges.push(w, tx, WW, *k, *v, mine);
-                }
-            }
-            if *v == NIL {
-                continue;
-            }
-            if let Some(rs) = readers.get(&(*k, *v)) {
-                for &r in rs {
-                    if r != tx {
-                        edges.push(r, tx, RW, *k, *v, mine);
+    for kv in &reader_keys {
+        if let Some(ws) = writers.get(kv) {
+            for &w in ws {
+                for &r in &readers[kv] {
+                    if r != w {
+                        edges.push(w, r, WR, kv.0, kv.1, kv.1);
                     }
                 }
             }
         }
-        if ts.len() > 1 {
-            let mut s = ts.clone();
-            s.sort_unstable();
-            an.push(Anomaly { kind: "lost-update".into(), txns: s, cycle: None, key: Some(*k),
-                              detail: format!("{{\"value\": {}}}", jv(*v)) });
-        }
     }
-    // keys in first-write order, as the reference's dict
-    let mut key_seq: Vec<u32> = Vec::new();
-    let mut listed = vec![false; nkeys];
-    for tx in 0..n {
-        for m in t.mops(tx) {
-            let k = t.key[m];
-            if t.f[m] == WRITE && !failed[tx] && !listed[k as usize] {
-                listed[k as usize] = true;
-                key_seq.push(k);
+    // version order: nil before every value; with wfr, a read value before the write
+    let mut versions: Vec<(u32, i64, i64)> = Vec::new();
+    let mut nil_next: Map<u32, Vec<i64>> = Map::default();
+    let mut seen_v: Map<(u32, i64), ()> = Map::default();
+    for tx in 0..t.len() {
+        for &(k, v) in xw[tx].iter().chain(xr[tx].iter()) {
+            if v != NIL && seen_v.insert((k, v), ()).is_none() {
+                nil_next.entry(k).or_default().push(v);
             }
         }
     }
-    for k in key_seq {
-        let ws = &writers_of[k as usize];
-        let Some(nil_readers) = readers.get(&(k, NIL)) else { continue };
-        let targets: Vec<u32> = if nil_readers.len() * ws.len() <= NIL_EDGE_BUDGET {
-            ws.clone()
+    if wfr {
+        let mut extra: Vec<(u32, i64, i64)> = Vec::new();
+        for tx in 0..t.len() {
+            if t.outcome[tx] != OK {
+                continue;
+            }
+            for &(k, v) in &xr[tx] {
+                if v == NIL {
+                    continue;
+                }
+                if let Some(&(_, v2)) = xw[tx].iter().find(|e| e.0 == k) {
+                    if v2 != v {
+                        extra.push((k, v, v2));
+                    }
+                }
+            }
+        }
+        let cyclic = version_cycles(&extra);
+        if cyclic.is_empty() {
+            versions = extra;
         } else {
-            grouped.iter().find(|g| g.0 == (k, NIL)).map(|g| g.1.clone()).unwrap_or_default()
-        };
-        for &r in nil_readers {
-            for &w in &targets {
-                if w != r {
-                    edges.push(r, w, RW, k, NIL, first_write(w as usize, k));
+            for (k, scc) in cyclic {
+                let vs: Vec<String> = scc.iter().map(|x| x.to_string()).collect();
+                an.push(Anomaly { kind: "cyclic-versions".to_string(), txns: Vec::new(),
+                                  cycle: None, key: Some(k),
+                                  detail: format!("{{\"scc\":[{}],\"sources\":[\"initial-state\",\
+                                                   \"wfr-keys\"]}}", vs.join(",")) });
+            }
+        }
+    }
+    let mut keys: Vec<&u32> = nil_next.keys().collect();
+    keys.sort_unstable();
+    for &k in keys {
+        if let Some(rs) = readers.get(&(k, NIL)) {
+            for &v in &nil_next[&k] {
+                if let Some(ws) = writers.get(&(k, v)) {
+                    for &w2 in ws {
+                        for &r in rs {
+                            if r != w2 {
+                                edges.push(r, w2, RW, k, NIL, v);
+                            }
+                        }
+                    }
                 }
             }
         }
     }
+    for &(k, v1, v2) in &versions {
+        if let Some(ws2) = writers.get(&(k, v2)) {
+            for &w2 in ws2 {
+                if let Some(ws1) = writers.get(&(k, v1)) {
+                    for &w1 in ws1 {
+                        if w1 != w2 {
+                            edges.push(w1, w2, WW, k, v1, v2);
+                        }
+                    }
+                }
+                if let Some(rs) = readers.get(&(k, v1)) {
+                    for &r in rs {
+                        if r != w2 {
+                            edges.push(r, w2, RW, k, v1, v2);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    reg_reads(t, an);
+    lost_updates(t, WRITE, false, an);
     Ok(())
 }
 
-// ---------------------------------------------------------------------------------------
-// process and real-time order
+/// The cycles (components of two or more versions) of per-key version edges.
+fn version_cycles(edges: &[(u32, i64, i64)]) -> Vec<(u32, Vec<i64>)> {
+    let mut ids: Map<(u32, i64), u32> = Map::default();
+    let mut names: Vec<(u32, i64)> = Vec::new();
+    let mut adj: Vec<Vec<u32>> = Vec::new();
+    let mut id = |kv: (u32, i64), names: &mut Vec<(u32, i64)>, adj: &mut Vec<Vec<u32>>| -> u32 {
+        *ids.entry(kv).or_insert_with(|| {
+            names.push(kv);
+            adj.push(Vec::new());
+            (names.len() - 1) as u32
+        })
+    };
+    for &(k, a, b) in edges {
+        let x = id((k, a), &mut names, &mut adj);
+        let y = id((k, b), &mut names, &mut adj);
+        adj[x as usize].push(y);
+    }
+    let comp = tarjan(names.len(), |v, out| out.extend_from_slice(&adj[v]));
+    let mut groups: Map<u32, Vec<usize>> = Map::default();
+    for (i, &c) in comp.iter().enumerate() {
+        groups.entry(c).or_default().push(i);
+    }
+    let mut out: Vec<(u32, Vec<i64>)> = groups.into_values().filter(|g| g.len() > 1)
+        .map(|g| {
+            let mut vs: Vec<i64> = g.iter().map(|&i| names[i].1).collect();
+            vs.sort_unstable();
+            (names[g[0]].0, vs)
+        }).collect();
+    out.sort();
+    out
+}
 
-pub fn order_edges(t: &Txns, edges: &mut Edges) {
-    let mut ok: Vec<u32> = (0..t.len() as u32).filter(|&x| t.outcome[x as usize] == OK).collect();
-    ok.sort_by_key(|&x| (t.invoke[x as usize], x));
-    let mut last: Map<i64, u32> = Map::default();
-    let mut next_in_process = vec![u32::MAX; t.len()];
-    for &x in &ok {
-        let p = t.process[x as usize];
-        if let Some(&prev) = last.get(&p) {
-            edges.push(prev, x, PROCESS, u32::MAX, NIL, NIL);
-            next_in_process[prev as usize] = x;
+fn reg_reads(t: &Txns, an: &mut Vec<Anomaly>) {
+    let mut failed: Map<(u32, i64), u32> = Map::default();
+    let mut intermediate: Map<(u32, i64), u32> = Map::default();
+    let mut last: Map<(u32, u32), i64> = Map::default();
+    for tx in 0..t.len() {
+        for m in t.mops(tx) {
+            if t.f[m] != WRITE {
+                continue;
+            }
+            let k = t.key[m];
+            if t.outcome[tx] == FAIL {
+                failed.insert((k, t.val[m]), tx as u32);
+            }
+            if let Some(&p) = last.get(&(tx as u32, k)) {
+                intermediate.insert((k, p), tx as u32);
+            }
+            last.insert((tx as u32, k), t.val[m]);
         }
-        last.insert(p, x);
     }
-    // (time, 0 completion / 1 invoke, txn): completions first at a tie
-    let mut events: Vec<(i64, u8, u32)> = Vec::with_capacity(ok.len() * 2);
-    for &x in &ok {
-        events.push((t.invoke[x as usize], 1, x));
-        events.push((t.complete[x as usize], 0, x));
-    }
-    events.sort_unstable();
-    let mut frontier: Vec<u32> = Vec::new();
-    let mut in_frontier: Vec<bool> = vec![false; t.len()];
-    let mut preds: Map<u32, Vec<u32>> = Map::default();
-    for &(_, kind, x) in &events {
-        if kind == 1 {
-            let mut p: Vec<u32> = frontier.clone();
-            p.sort_unstable();
-            for &s in &p {
-                if next_in_process[s as usize] != x {  // a process edge says it already
-                    edges.push(s, x, REALTIME, u32::MAX, NIL, NIL);
+    for tx in 0..t.len() {
+        if t.outcome[tx] != OK {
+            continue;
+        }
+        for m in t.mops(tx) {
+            if t.f[m] != READ || t.nil(m) {
+                continue;
+            }
+            let kv = (t.key[m], t.val[m]);
+            if let Some(&src) = failed.get(&kv) {
+                an.push(Anomaly::plain("G1a", vec![src, tx as u32], kv.0,
+                                       format!("{{\"value\":{}}}", kv.1)));
+            }
+            if let Some(&src) = intermediate.get(&kv) {
+                if src != tx as u32 {
+                    an.push(Anomaly::plain("G1b", vec![src, tx as u32], kv.0, format!(
+                        "{{\"value\":{},\"final\":{}}}", kv.1, last[&(src, kv.0)])));
                 }
             }
-            preds.insert(x, p);
-        } else {
-            if let Some(p) = preds.remove(&x) {
-                for s in p {
+        }
+        let mut state: Map<u32, i64> = Map::default();
+        for m in t.mops(tx) {
+            let k = t.key[m];
+            if t.f[m] == WRITE {
+                state.insert(k, t.val[m]);
+                continue;
+            }
+            let v = t.reg(m);
+            match state.get(&k) {
+                Some(&s) if s != v => {
+                    an.push(Anomaly::plain("internal", vec![tx as u32], k, format!(
+                        "{{\"expected\":{},\"read\":{}}}", jv(s), jv(v))));
+                    break;
+                }
+                _ => {
+                    state.insert(k, v);
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// order edges
+
+/// Process edges (each process's committed transactions in completion order) or
+/// real-time edges (Elle's transitive reduction: from each committed transaction to the
+/// ones invoked after it completed, failed and unknown ones included).
+pub fn order_edges(t: &Txns, kind: u8, edges: &mut Edges) {
+    let n = t.len();
+    if kind == PROCESS {
+        let mut ok: Vec<u32> = (0..n as u32).filter(|&x| t.outcome[x as usize] == OK).collect();
+        ok.sort_by_key(|&x| (t.complete[x as usize], x));
+        let mut last: Map<i64, u32> = Map::default();
+        for x in ok {
+            if let Some(&p) = last.get(&t.process[x as usize]) {
+                edges.push(p, x, PROCESS, u32::MAX, NIL, NIL);
+            }
+            last.insert(t.process[x as usize], x);
+        }
+    } else if kind == REALTIME {
+        let mut ev: Vec<(i64, u8, u32)> = Vec::with_capacity(2 * n);
+        for x in 0..n {
+            if t.invoke[x] != NEVER {
+                ev.push((t.invoke[x], 0, x as u32));
+            }
+            if t.outcome[x] == OK && t.complete[x] != NEVER {
+                ev.push((t.complete[x], 1, x as u32));
+            }
+        }
+        ev.sort_unstable();
+        let mut frontier: Vec<u32> = Vec::new();
+        let mut in_frontier = vec![false; n];
+        // each transaction's predecessors, as (start, len) in one arena
+        let mut span: Vec<(u32, u32)> = vec![(0, 0); n];
+        let mut arena: Vec<u32> = Vec::new();
+        for (_, k, x) in ev {
+            if k == 0 {
+                frontier.retain(|&s| in_frontier[s as usize]);
+                frontier.sort_unstable();
+                span[x as usize] = (arena.len() as u32, frontier.len() as u32);
+                for &s in &frontier {
+                    edges.push(s, x, REALTIME, u32::MAX, NIL, NIL);
+                    arena.push(s);
+                }
+            } else {
+                let (a, l) = span[x as usize];
+                for &s in &arena[a as usize..(a + l) as usize] {
                     in_frontier[s as usize] = false;
                 }
                 frontier.retain(|&s| in_frontier[s as usize]);
+                in_frontier[x as usize] = true;
+                frontier.push(x);
             }
-            frontier.push(x);
-            in_frontier[x as usize] = true;
         }
     }
 }
 
 // ---------------------------------------------------------------------------------------
-// components and cycles
+// Tarjan
 
-/// Compressed adjacency: out-edges of node v are `ids[off[v]..off[v+1]]` (edge ids).
-struct Csr {
-    off: Vec<u32>,
-    ids: Vec<u32>,
-}
-
-fn csr(n: usize, src: impl Fn(usize) -> usize, dst_ids: &[u32]) -> Csr {
-    let mut off = vec![0u32; n + 1];
-    for &e in dst_ids {
-        off[src(e as usize) + 1] += 1;
-    }
-    for i in 0..n {
-        off[i + 1] += off[i];
-    }
-    let mut pos = off.clone();
-    let mut ids = vec![0u32; dst_ids.len()];
-    for &e in dst_ids {
-        let s = src(e as usize);
-        ids[pos[s] as usize] = e;
-        pos[s] += 1;
-    }
-    Csr { off, ids }
-}
-
-/// Component id per node (iterative Tarjan).
-fn tarjan(n: usize, g: &Csr, dst: &[u32]) -> Vec<u32> {
-    const UNSEEN: u32 = u32::MAX;
-    let mut index = vec![UNSEEN; n];
+/// Component ids (iterative Tarjan; reverse topological order: a component's successors
+/// have smaller ids); `nbrs(v, out)` appends v's successors to `out`.
+pub fn tarjan<F: FnMut(usize, &mut Vec<u32>)>(n: usize, mut nbrs: F) -> Vec<u32> {
+    let mut index = vec![u32::MAX; n];
     let mut low = vec![0u32; n];
-    let mut comp = vec![UNSEEN; n];
-    let mut on_stack = vec![false; n];
+    let mut comp = vec![u32::MAX; n];
+    let mut on = vec![false; n];
     let mut stack: Vec<u32> = Vec::new();
-    let mut work: Vec<(u32, u32)> = Vec::new();
+    // frames: (v, next neighbour, end, start) into `buf`
+    let mut work: Vec<(u32, u32, u32, u32)> = Vec::new();
+    let mut buf: Vec<u32> = Vec::new();
     let mut counter = 0u32;
     let mut ncomp = 0u32;
     for root in 0..n {
-        if index[root] != UNSEEN {
+        if index[root] != u32::MAX {
             continue;
         }
+        nbrs(root, &mut buf);
+        work.push((root as u32, 0, buf.len() as u32, 0));
         index[root] = counter;
         low[root] = counter;
         counter += 1;
         stack.push(root as u32);
-        on_stack[root] = true;
-        work.push((root as u32, g.off[root]));
-        while let Some(&(v, i)) = work.last() {
-            let vu = v as usize;
-            if i < g.off[vu + 1] {
-                work.last_mut().unwrap().1 = i + 1;
-                let w = dst[g.ids[i as usize] as usize] as usize;
-                if index[w] == UNSEEN {
+        on[root] = true;
+        while let Some(&(v, i, e, st)) = work.last() {
+            if i < e {
+                work.last_mut().unwrap().1 += 1;
+                let w = buf[i as usize] as usize;
+                if index[w] == u32::MAX {
                     index[w] = counter;
                     low[w] = counter;
                     counter += 1;
                     stack.push(w as u32);
-                    on_stack[w] = true;
-                    work.push((w as u32, g.off[w]));
-                } else if on_stack[w] && index[w] < low[vu] {
-                    low[vu] = index[w];
+                    on[w] = true;
+                    let s = buf.len() as u32;
+                    nbrs(w, &mut buf);
+                    work.push((w as u32, s, buf.len() as u32, s));
+                } else if on[w] && index[w] < low[v as usize] {
+                    low[v as usize] = index[w];
                 }
                 continue;
             }
             work.pop();
-            if let Some(&(u, _)) = work.last() {
-                if low[vu] < low[u as usize] {
-                    low[u as usize] = low[vu];
+            buf.truncate(st as usize);
+            if let Some(&(u, _, _, _)) = work.last() {
+                if low[v as usize] < low[u as usize] {
+                    low[u as usize] = low[v as usize];
                 }
             }
-            if low[vu] == index[vu] {
+            if low[v as usize] == index[v as usize] {
                 loop {
                     let w = stack.pop().unwrap() as usize;
-                    on_stack[w] = false;
+                    on[w] = false;
                     comp[w] = ncomp;
-                    if w == vu {
+                    if w == v as usize {
                         break;
                     }
                 }
                 ncomp += 1;
             }
         }
+        buf.clear();
     }
     comp
 }
 
-pub fn classify(kinds: &[u8]) -> String {
-    let n_rw = kinds.iter().filter(|&&k| k == RW).count();
-    let base = if n_rw == 0 {
-        if kinds.contains(&WR) { "G1c" } else { "G0" }
-    } else if n_rw == 1 {
-        "G-single"
-    } else {
-        let l = kinds.len();
-        let adjacent = (0..l).any(|i| kinds[i] == RW && kinds[(i + l - 1) % l] == RW);
-        if adjacent { "G2-item" } else { "G-nonadjacent" }
-    };
-    let suffix = if kinds.contains(&REALTIME) { "-realtime" }
-                 else if kinds.contains(&PROCESS) { "-process" } else { "" };
-    format!("{base}{suffix}")
+// ---------------------------------------------------------------------------------------
+// the cycle search
+
+/// What Python's lattice says, as tables over the cycle classes in Elle's order:
+/// `names`; `implied[i]` the classes class i implies (bit mask, itself included);
+/// `specs` the cycle-exists specs (model name, edge mask, extension?), `spec_implying[i]`
+/// the specs whose model implies spec i's, `spec_prohibits[i]` the classes spec i's model
+/// forbids.
+pub struct Tables {
+    pub names: Vec<String>,
+    pub implied: Vec<u32>,
+    pub specs: Vec<(String, u8, bool)>,
+    pub spec_implying: Vec<u32>,
+    pub spec_prohibits: Vec<u32>,
 }
 
 pub struct Budget {
     pub steps: i64,
     pub deadline: Option<Instant>,
+    pub hit: &'static str,
 }
 
 impl Budget {
     fn spend(&mut self, n: i64) -> bool {
         self.steps -= n;
         if self.steps < 0 {
+            self.hit = "steps";
             return false;
         }
-        self.deadline.is_none_or(|d| Instant::now() < d)
+        if let Some(d) = self.deadline {
+            if Instant::now() >= d {
+                self.hit = "deadline";
+                return false;
+            }
+        }
+        true
     }
 }
+
+struct OutOfBudget;
 
 pub struct Unfinished {
-    pub variant: String,
     pub size: u32,
     pub sample: Vec<u32>,
-    pub might_hold: Vec<String>,
+    pub classes: Vec<String>,
+    pub limit: String,
 }
 
-const CLASSES: [&str; 5] = ["G0", "G1c", "G-single", "G-nonadjacent", "G2-item"];
-
-fn class_kinds(cls: &str) -> (&'static [u8], u8) {
-    match cls {
-        "G0" => (&[WW], WW),
-        "G1c" => (&[WW, WR], WR),
-        _ => (&[WW, WR, RW], RW),
-    }
+struct Graph {
+    n: usize,
+    comp: Vec<u32>,
+    /// edge ids (into the caller's edges) inside components, deduplicated
+    ids: Vec<usize>,
+    src: Vec<u32>,
+    dst: Vec<u32>,
+    bits: Vec<u8>,
+    off: Vec<u32>,
+    adj: Vec<u32>,
+    subs: Map<u8, Vec<u32>>,
 }
 
-struct TimedOut;
+impl Graph {
+    fn new(n: usize, e: &Edges) -> Graph {
+        let mut off = vec![0u32; n + 1];
+        for &s in &e.src {
+            off[s as usize + 1] += 1;
+        }
+        for i in 0..n {
+            off[i + 1] += off[i];
+        }
+        let mut fill = off.clone();
+        let mut all = vec![0u32; e.len()];
+        for (i, &s) in e.src.iter().enumerate() {
+            all[fill[s as usize] as usize] = e.dst[i];
+            fill[s as usize] += 1;
+        }
+        let comp = tarjan(n, |v, out| out.extend_from_slice(
+            &all[off[v] as usize..off[v + 1] as usize]));
+        drop(all);
+        let mut seen: Map<(u32, u32, u8), ()> = Map::default();
+        let mut g = Graph { n, comp, ids: Vec::new(), src: Vec::new(), dst: Vec::new(),
+                            bits: Vec::new(), off: vec![0; n + 1], adj: Vec::new(),
+                            subs: Map::default() };
+        for i in 0..e.len() {
+            let (s, d, k) = (e.src[i], e.dst[i], e.kind[i]);
+            if s != d && g.comp[s as usize] == g.comp[d as usize]
+                && seen.insert((s, d, k), ()).is_none() {
+                g.ids.push(i);
+                g.src.push(s);
+                g.dst.push(d);
+                g.bits.push(1 << k);
+            }
+        }
+        for &s in &g.src {
+            g.off[s as usize + 1] += 1;
+        }
+        for i in 0..n {
+            g.off[i + 1] += g.off[i];
+        }
+        let mut fill = g.off.clone();
+        g.adj = vec![0; g.src.len()];
+        for (i, &s) in g.src.iter().enumerate() {
+            g.adj[fill[s as usize] as usize] = i as u32;
+            fill[s as usize] += 1;
+        }
+        g
+    }
 
-#[allow(clippy::too_many_arguments)]
-fn bfs(g: &Csr, e: &Edges, local: &[u32], comp: &[u32], c: u32, anchor: u32, cls: &str,
-       required: &[u8], budget: &mut Budget) -> Result<Option<Vec<u32>>, TimedOut> {
-    if !budget.spend(1) {
-        return Err(TimedOut);
+    fn out(&self, v: usize) -> &[u32] {
+        &self.adj[self.off[v] as usize..self.off[v + 1] as usize]
     }
-    let a = local[e.src[anchor as usize] as usize];
-    let b = local[e.dst[anchor as usize] as usize];
-    let k0 = e.kind[anchor as usize];
-    let single = matches!(cls, "G0" | "G1c" | "G-single");
-    let nonadj = cls == "G-nonadjacent";
-    let need = !required.is_empty();
-    let got0 = !need || required.contains(&k0);
-    let state = |v: u32, last_rw: bool, got: bool| -> u64 {
-        (v as u64) << 2 | (last_rw as u64) << 1 | got as u64
-    };
-    let start = state(b, k0 == RW, got0);
-    if b == a && !nonadj && got0 {
-        return Ok(Some(vec![anchor]));
-    }
-    let mut parent: Map<u64, (u64, u32)> = Map::default();
-    parent.insert(start, (u64::MAX, u32::MAX));
-    let mut queue: VecDeque<u64> = VecDeque::new();
-    queue.push_back(start);
-    let mut steps: i64 = 0;
-    while let Some(s) = queue.pop_front() {
-        let v = (s >> 2) as usize;
-        let last_rw = s & 2 != 0;
-        let got = s & 1 != 0;
-        for i in g.off[v]..g.off[v + 1] {
-            let eid = g.ids[i as usize];
-            steps += 1;
-            let w = local[e.dst[eid as usize] as usize];
-            if comp[w as usize] != c {
-                continue;
-            }
-            let k = e.kind[eid as usize];
-            if k == RW && (single || (nonadj && last_rw)) {
-                continue;
-            }
-            let ns = state(w, k == RW, got || required.contains(&k));
-            if parent.contains_key(&ns) {
-                continue;
-            }
-            parent.insert(ns, (s, eid));
-            if w == a && ns & 1 != 0 && !(nonadj && ns & 2 != 0) {
-                let mut path = vec![eid];
-                let mut cur = s;
-                while cur != start {
-                    let (p, pe) = parent[&cur];
-                    path.push(pe);
-                    cur = p;
+
+    fn sub(&mut self, mask: u8) -> &Vec<u32> {
+        if !self.subs.contains_key(&mask) {
+            let c = tarjan(self.n, |v, out| {
+                for &i in self.out(v) {
+                    if self.bits[i as usize] & mask != 0 {
+                        out.push(self.dst[i as usize]);
+                    }
                 }
-                path.push(anchor);
-                path.reverse();
-                return Ok(Some(path));
-            }
-            queue.push_back(ns);
+            });
+            self.subs.insert(mask, c);
         }
-        if steps > 4096 {
-            if !budget.spend(steps) {
-                return Err(TimedOut);
+        &self.subs[&mask]
+    }
+
+    /// A shortest path src ~> dst over `mask` edges (staying in `within`'s component of
+    /// src if given), as edge ids.
+    fn path(&self, src: u32, dst: u32, mask: u8, within: Option<&Vec<u32>>) -> Option<Vec<u32>> {
+        if src == dst {
+            return Some(Vec::new());
+        }
+        let mut parent: Map<u32, u32> = Map::default();
+        parent.insert(src, u32::MAX);
+        let mut q = VecDeque::from([src]);
+        let target = within.map(|w| w[src as usize]);
+        while let Some(v) = q.pop_front() {
+            for &i in self.out(v as usize) {
+                if self.bits[i as usize] & mask == 0 {
+                    continue;
+                }
+                let w = self.dst[i as usize];
+                if parent.contains_key(&w) || within.is_some_and(|c| Some(c[w as usize]) != target) {
+                    continue;
+                }
+                parent.insert(w, i);
+                if w == dst {
+                    let mut out = Vec::new();
+                    let mut x = w;
+                    while x != src {
+                        let e = parent[&x];
+                        out.push(e);
+                        x = self.src[e as usize];
+                    }
+                    out.reverse();
+                    return Some(out);
+                }
+                q.push_back(w);
             }
-            steps = 0;
+        }
+        None
+    }
+
+    fn kinds(&self, cyc: &[u32]) -> Vec<u8> {
+        cyc.iter().map(|&i| self.bits[i as usize]).collect()
+    }
+}
+
+/// The class of a cycle given its edge bits in order (see `graph.classify`).
+fn classify(bits: &[u8]) -> (usize, usize) {
+    let n_rw = bits.iter().filter(|&&b| b == B_RW).count();
+    let base = if n_rw == 1 {
+        2
+    } else if n_rw > 1 {
+        let adj = (0..bits.len()).any(|i| bits[i] == B_RW
+            && bits[(i + bits.len() - 1) % bits.len()] == B_RW);
+        if adj { 4 } else { 3 }
+    } else if bits.contains(&B_WR) {
+        1
+    } else {
+        0
+    };
+    let var = if bits.contains(&B_RT) { 2 } else if bits.contains(&B_P) { 1 } else { 0 };
+    (base, var)
+}
+
+const BASES: [&str; 5] = ["G0", "G1c", "G-single-item", "G-nonadjacent-item", "G2-item"];
+const SUFFIX: [&str; 3] = ["", "-process", "-realtime"];
+const MASKS: [u8; 5] = [B_WW, B_WW | B_WR, B_WW | B_WR | B_RW, B_WW | B_WR | B_RW,
+                        B_WW | B_WR | B_RW];
+const XBITS: [u8; 3] = [0, B_P, B_RT];
+
+struct Comp {
+    members: Vec<u32>,
+    redundant: u32,
+    found: Vec<Option<Vec<u32>>>,
+    absent: u32,
+    unknown: u32,
+    limit: &'static str,
+    exists: Vec<(usize, Vec<u32>)>,
+}
+
+pub struct Findings {
+    pub cycles: Vec<(String, Vec<usize>)>,
+    pub exists: Vec<(String, Vec<u32>)>,
+    pub unfinished: Vec<Unfinished>,
+    pub on_cycle: Vec<u32>,
+}
+
+struct Search<'a> {
+    g: Graph,
+    tb: &'a Tables,
+    /// class index (into tb.names) of (base, variant)
+    class_of: [[usize; 3]; 5],
+    spec: Vec<(usize, usize)>,
+}
+
+impl<'a> Search<'a> {
+    fn cls(&self, cyc: &[u32]) -> usize {
+        let (b, v) = classify(&self.g.kinds(cyc));
+        self.class_of[b][v]
+    }
+}
+
+pub fn search(n: usize, e: &Edges, tb: &Tables, budget: &mut Budget) -> Findings {
+    let mut class_of = [[usize::MAX; 3]; 5];
+    let mut spec = vec![(0, 0); tb.names.len()];
+    for (i, name) in tb.names.iter().enumerate() {
+        for b in 0..5 {
+            for v in 0..3 {
+                if *name == format!("{}{}", BASES[b], SUFFIX[v]) {
+                    class_of[b][v] = i;
+                    spec[i] = (b, v);
+                }
+            }
         }
     }
-    if !budget.spend(steps) {
-        return Err(TimedOut);
+    let mut s = Search { g: Graph::new(n, e), tb, class_of, spec };
+    if s.g.src.is_empty() {
+        // no strongly connected component: no cycle anywhere
+        return Findings { cycles: Vec::new(), exists: Vec::new(), unfinished: Vec::new(),
+                          on_cycle: Vec::new() };
     }
+    let mut groups: Map<u32, Vec<u32>> = Map::default();
+    let mut order: Vec<u32> = Vec::new();
+    for i in 0..s.g.src.len() {
+        let c = s.g.comp[s.g.src[i] as usize];
+        let v = groups.entry(c).or_insert_with(|| {
+            order.push(c);
+            Vec::new()
+        });
+        v.push(s.g.src[i]);
+    }
+    let nt = tb.names.len();
+    let mut comps: Vec<Comp> = order.iter().map(|c| {
+        let mut m = groups[c].clone();
+        m.sort_unstable();
+        m.dedup();
+        Comp { members: m, redundant: 0, found: vec![None; nt], absent: 0, unknown: 0,
+               limit: "", exists: Vec::new() }
+    }).collect();
+    let cid: Map<u32, usize> = order.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+    cycle_exists(&mut s, &mut comps, &cid);
+    for c in comps.iter_mut() {
+        c.redundant |= impossible_from_exists(tb, c);
+    }
+    for typ in 0..nt {
+        let todo: Vec<usize> = (0..comps.len()).filter(|&i| {
+            let bit = 1u32 << typ;
+            comps[i].redundant & bit == 0 && comps[i].found[typ].is_none()
+                && comps[i].absent & bit == 0
+        }).collect();
+        if !todo.is_empty() {
+            decide(&mut s, typ, &mut comps, &todo, &cid, budget);
+        }
+    }
+    let mut f = Findings { cycles: Vec::new(), exists: Vec::new(), unfinished: Vec::new(),
+                           on_cycle: Vec::new() };
+    for c in &comps {
+        let mut redundant = impossible_from_exists(tb, c);
+        for t in 0..nt {
+            if let Some(cyc) = &c.found[t] {
+                if redundant & (1 << t) == 0 {
+                    f.cycles.push((tb.names[t].clone(),
+                                   cyc.iter().map(|&i| s.g.ids[i as usize]).collect()));
+                    redundant |= tb.implied[t];
+                }
+            }
+        }
+        let left: Vec<String> = (0..nt).filter(|&t| c.unknown & (1 << t) != 0
+            && redundant & (1 << t) == 0).map(|t| tb.names[t].clone()).collect();
+        if !left.is_empty() {
+            for (sp, vs) in &c.exists {
+                f.exists.push((format!("{}-cycle-exists", tb.specs[*sp].0), vs.clone()));
+            }
+            f.unfinished.push(Unfinished { size: c.members.len() as u32,
+                                           sample: c.members.iter().take(8).copied().collect(),
+                                           classes: left, limit: c.limit.to_string() });
+        }
+    }
+    let dep = s.g.sub(B_WW | B_WR | B_RW).clone();
+    let mut on = vec![false; n];
+    for i in 0..s.g.src.len() {
+        let (a, b) = (s.g.src[i] as usize, s.g.dst[i] as usize);
+        if s.g.bits[i] & (B_WW | B_WR | B_RW) != 0 && dep[a] == dep[b] {
+            on[a] = true;
+            on[b] = true;
+        }
+    }
+    f.on_cycle = (0..n as u32).filter(|&v| on[v as usize]).collect();
+    f
+}
+
+fn impossible_from_exists(tb: &Tables, c: &Comp) -> u32 {
+    let mut impossible = 0u32;
+    for (sp, _) in &c.exists {
+        impossible |= tb.spec_implying[*sp];
+    }
+    let mut out = 0u32;
+    for j in 0..tb.specs.len() {
+        if impossible & (1 << j) == 0 {
+            out |= tb.spec_prohibits[j];
+        }
+    }
+    out
+}
+
+fn record(s: &Search, c: &mut Comp, cyc: Vec<u32>) -> usize {
+    let cls = s.cls(&cyc);
+    debug_assert!(c.absent & (1 << cls) == 0);
+    if c.found[cls].is_none() {
+        c.found[cls] = Some(cyc);
+        c.unknown &= !(1 << cls);
+        c.redundant |= s.tb.implied[cls] & !(1 << cls);
+    }
+    cls
+}
+
+enum Cand {
+    None,
+    Unknown,
+    Cycle(Vec<u32>),
+}
+
+fn decide(s: &mut Search, typ: usize, comps: &mut [Comp], todo: &[usize], cid: &Map<u32, usize>,
+          budget: &mut Budget) {
+    let (b, v) = s.spec[typ];
+    let mask = MASKS[b] | XBITS[v];
+    if v > 0 && !s.g.bits.iter().any(|&x| x & XBITS[v] != 0) {
+        for &i in todo {
+            comps[i].absent |= 1 << typ;
+        }
+        return;
+    }
+    let need: Vec<bool> = {
+        let mut need = vec![false; comps.len()];
+        for &i in todo {
+            need[i] = true;
+        }
+        need
+    };
+    let mut cands: Vec<Cand> = (0..comps.len()).map(|_| Cand::None).collect();
+    match b {
+        2 => single(s, mask, &need, cid, &mut cands, budget),
+        3 => nonadjacent(s, mask, &need, cid, &mut cands),
+        _ => {
+            let anchor = match b {
+                0 => if v > 0 { XBITS[v] } else { B_WW },
+                1 => if v > 0 { XBITS[v] } else { B_WR },
+                _ => B_RW,
+            };
+            anchored(s, mask, anchor, &need, cid, &mut cands);
+        }
+    }
+    for &i in todo {
+        let bit = 1u32 << typ;
+        if comps[i].redundant & bit != 0 || comps[i].found[typ].is_some() {
+            continue;
+        }
+        match std::mem::replace(&mut cands[i], Cand::None) {
+            Cand::Unknown => {
+                comps[i].unknown |= bit;
+                comps[i].limit = budget.hit;
+            }
+            Cand::None => comps[i].absent |= bit,
+            Cand::Cycle(cyc) => {
+                if simple(&s.g, &cyc) {
+                    let cls = record(s, &mut comps[i], cyc);
+                    if cls == typ || comps[i].redundant & bit != 0 {
+                        continue;
+                    }
+                }
+                match dfs(&s.g, &comps[i].members, s, typ, mask, budget) {
+                    Err(OutOfBudget) => {
+                        comps[i].unknown |= bit;
+                        comps[i].limit = if budget.hit.is_empty() { "steps" } else { budget.hit };
+                    }
+                    Ok(None) => comps[i].absent |= bit,
+                    Ok(Some(cyc)) => {
+                        record(s, &mut comps[i], cyc);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn simple(g: &Graph, cyc: &[u32]) -> bool {
+    let mut vs: Vec<u32> = cyc.iter().map(|&i| g.src[i as usize]).collect();
+    vs.sort_unstable();
+    vs.windows(2).all(|w| w[0] != w[1])
+}
+
+fn anchored(s: &mut Search, mask: u8, anchor: u8, need: &[bool], cid: &Map<u32, usize>,
+            cands: &mut [Cand]) {
+    let sub = s.g.sub(mask).clone();
+    for i in 0..s.g.src.len() {
+        let bits = s.g.bits[i];
+        if bits & anchor == 0 || bits & mask == 0 {
+            continue;
+        }
+        let (a, d) = (s.g.src[i], s.g.dst[i]);
+        let ci = cid[&s.g.comp[a as usize]];
+        if !need[ci] || !matches!(cands[ci], Cand::None) || sub[a as usize] != sub[d as usize] {
+            continue;
+        }
+        let path = s.g.path(d, a, mask, Some(&sub)).expect("a path inside a component");
+        let mut cyc = vec![i as u32];
+        cyc.extend(path);
+        cands[ci] = Cand::Cycle(cyc);
+    }
+}
+
+/// Reachability over the condensation of the `mask` edges, pruned by topological order
+/// (Tarjan ids) and longest-path levels.
+struct Reach {
+    cid: Vec<u32>,
+    off: Vec<u32>,
+    succ: Vec<u32>,
+    up: Vec<u32>,
+    down: Vec<u32>,
+    stamp: Vec<u32>,
+    q: u32,
+}
+
+impl Reach {
+    fn new(g: &mut Graph, mask: u8) -> Reach {
+        let cid = g.sub(mask).clone();
+        let k = cid.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        for i in 0..g.src.len() {
+            if g.bits[i] & mask != 0 {
+                let (a, b) = (cid[g.src[i] as usize], cid[g.dst[i] as usize]);
+                if a != b {
+                    pairs.push((a, b));
+                }
+            }
+        }
+        // successors sorted by decreasing id: a search may stop at the first one below
+        pairs.sort_unstable_by(|x, y| x.0.cmp(&y.0).then(y.1.cmp(&x.1)));
+        pairs.dedup();
+        let mut off = vec![0u32; k + 1];
+        for &(a, _) in &pairs {
+            off[a as usize + 1] += 1;
+        }
+        for i in 0..k {
+            off[i + 1] += off[i];
+        }
+        let succ: Vec<u32> = pairs.iter().map(|p| p.1).collect();
+        let mut down = vec![0u32; k];
+        for x in 0..k {
+            for &y in &succ[off[x] as usize..off[x + 1] as usize] {
+                down[x] = down[x].max(down[y as usize] + 1);
+            }
+        }
+        let mut up = vec![0u32; k];
+        for x in (0..k).rev() {
+            for &y in &succ[off[x] as usize..off[x + 1] as usize] {
+                up[y as usize] = up[y as usize].max(up[x] + 1);
+            }
+        }
+        Reach { cid, off, succ, up, down, stamp: vec![0; k], q: 0 }
+    }
+
+    fn query(&mut self, src: u32, dst: u32, budget: &mut Budget) -> Result<bool, OutOfBudget> {
+        let (a, b) = (self.cid[src as usize], self.cid[dst as usize]);
+        if a == b {
+            return Ok(true);
+        }
+        let (ua, ub, da, db) = (self.up[a as usize], self.up[b as usize], self.down[a as usize],
+                                self.down[b as usize]);
+        if a < b || ua >= ub || da <= db {
+            return Ok(false);
+        }
+        self.q += 1;
+        let q = self.q;
+        let mut stack = vec![a];
+        self.stamp[a as usize] = q;
+        let mut steps = 0i64;
+        while let Some(x) = stack.pop() {
+            for j in self.off[x as usize]..self.off[x as usize + 1] {
+                let y = self.succ[j as usize];
+                steps += 1;
+                if y < b {
+                    break;
+                }
+                if y == b {
+                    budget.spend(steps);
+                    return Ok(true);
+                }
+                let yu = y as usize;
+                if self.stamp[yu] == q || self.up[yu] >= ub || self.down[yu] <= db {
+                    continue;
+                }
+                self.stamp[yu] = q;
+                stack.push(y);
+            }
+            if steps > 4096 {
+                if !budget.spend(steps) {
+                    return Err(OutOfBudget);
+                }
+                steps = 0;
+            }
+        }
+        if !budget.spend(steps) {
+            return Err(OutOfBudget);
+        }
+        Ok(false)
+    }
+}
+
+fn single(s: &mut Search, mask: u8, need: &[bool], cid: &Map<u32, usize>, cands: &mut [Cand],
+          budget: &mut Budget) {
+    let flow = mask & !B_RW;
+    let mut reach = Reach::new(&mut s.g, flow);
+    for i in 0..s.g.src.len() {
+        if s.g.bits[i] != B_RW {
+            continue;
+        }
+        let (a, d) = (s.g.src[i], s.g.dst[i]);
+        let ci = cid[&s.g.comp[a as usize]];
+        if !need[ci] || !matches!(cands[ci], Cand::None) {
+            continue;
+        }
+        match reach.query(d, a, budget) {
+            Err(OutOfBudget) => cands[ci] = Cand::Unknown,
+            Ok(false) => {}
+            Ok(true) => {
+                let path = s.g.path(d, a, flow, None).expect("reachable");
+                let mut cyc = vec![i as u32];
+                cyc.extend(path);
+                cands[ci] = Cand::Cycle(cyc);
+            }
+        }
+    }
+}
+
+fn nonadjacent(s: &mut Search, mask: u8, need: &[bool], cid: &Map<u32, usize>,
+               cands: &mut [Cand]) {
+    let flow = mask & !B_RW;
+    let g = &s.g;
+    let n = g.n;
+    // the (transaction, last edge was rw) state graph
+    let hnb = |v: usize, out: &mut Vec<u32>| {
+        let (x, st) = (v / 2, v % 2);
+        for &i in g.out(x) {
+            let b = g.bits[i as usize];
+            let d = g.dst[i as usize] as usize;
+            if b & flow != 0 {
+                out.push((2 * d) as u32);
+            } else if b == B_RW && st == 0 && mask & B_RW != 0 {
+                out.push((2 * d + 1) as u32);
+            }
+        }
+    };
+    let hcomp = tarjan(2 * n, hnb);
+    for i in 0..g.src.len() {
+        if g.bits[i] != B_RW {
+            continue;
+        }
+        let (a, d) = (g.src[i] as usize, g.dst[i] as usize);
+        let ci = cid[&g.comp[a]];
+        if !need[ci] || !matches!(cands[ci], Cand::None) || hcomp[2 * a] != hcomp[2 * d + 1] {
+            continue;
+        }
+        // a walk (d, rw-state) ~> (a, free) in the state graph
+        let (from, to) = (2 * d + 1, 2 * a);
+        let mut parent: Map<u32, (u32, u32)> = Map::default();
+        parent.insert(from as u32, (u32::MAX, u32::MAX));
+        let mut q = VecDeque::from([from as u32]);
+        let mut walk = Vec::new();
+        while let Some(v) = q.pop_front() {
+            if v as usize == to {
+                let mut x = v;
+                while x as usize != from {
+                    let (u, e) = parent[&x];
+                    walk.push(e);
+                    x = u;
+                }
+                walk.reverse();
+                break;
+            }
+            let (x, st) = (v as usize / 2, v as usize % 2);
+            for &e in g.out(x) {
+                let b = g.bits[e as usize];
+                let dd = g.dst[e as usize] as usize;
+                let w = if b & flow != 0 { 2 * dd } else if b == B_RW && st == 0 { 2 * dd + 1 }
+                        else { continue };
+                if hcomp[w] != hcomp[from] || parent.contains_key(&(w as u32)) {
+                    continue;
+                }
+                parent.insert(w as u32, (v, e));
+                q.push_back(w as u32);
+            }
+        }
+        let mut cyc = vec![i as u32];
+        cyc.extend(walk);
+        cands[ci] = Cand::Cycle(simplify(g, cyc));
+    }
+}
+
+fn valid_nonadjacent(bits: &[u8]) -> bool {
+    let n = bits.len();
+    bits.contains(&B_RW) && !(0..n).any(|i| bits[i] == B_RW && bits[(i + n - 1) % n] == B_RW)
+}
+
+fn simplify(g: &Graph, mut walk: Vec<u32>) -> Vec<u32> {
+    loop {
+        let verts: Vec<u32> = walk.iter().map(|&i| g.src[i as usize]).collect();
+        let mut first: Map<u32, usize> = Map::default();
+        let mut rep = None;
+        for (j, &v) in verts.iter().enumerate() {
+            if let Some(&i) = first.get(&v) {
+                rep = Some((i, j));
+                break;
+            }
+            first.insert(v, j);
+        }
+        let Some((i, j)) = rep else { return walk };
+        let inner: Vec<u32> = walk[i..j].to_vec();
+        let mut outer: Vec<u32> = walk[j..].to_vec();
+        outer.extend_from_slice(&walk[..i]);
+        if valid_nonadjacent(&g.kinds(&inner)) {
+            walk = inner;
+        } else if valid_nonadjacent(&g.kinds(&outer)) {
+            walk = outer;
+        } else {
+            return walk;
+        }
+    }
+}
+
+/// A simple cycle of class `typ` in the component, or none: every simple cycle is
+/// enumerated once, from its smallest vertex.
+fn dfs(g: &Graph, members: &[u32], s: &Search, typ: usize, mask: u8, budget: &mut Budget)
+       -> Result<Option<Vec<u32>>, OutOfBudget> {
+    let (base, _) = s.spec[typ];
+    let limit = DFS_STEPS.min(budget.steps.max(0));
+    let mut spent = 0i64;
+    let mut into: Map<u32, Vec<u32>> = Map::default();
+    for &v in members {
+        for &i in g.out(v as usize) {
+            if g.bits[i as usize] & mask != 0 {
+                into.entry(g.dst[i as usize]).or_default().push(v);
+            }
+        }
+    }
+    for &s0 in members {
+        // the vertices not below s0 that reach s0
+        let mut back: Map<u32, ()> = Map::default();
+        back.insert(s0, ());
+        let mut todo = vec![s0];
+        while let Some(x) = todo.pop() {
+            if let Some(us) = into.get(&x) {
+                for &u in us {
+                    if u >= s0 && back.insert(u, ()).is_none() {
+                        todo.push(u);
+                    }
+                }
+            }
+        }
+        let mut stack: Vec<(u32, usize)> = vec![(s0, 0)];
+        let mut path: Vec<u32> = Vec::new();
+        let mut on_path: Map<u32, ()> = Map::default();
+        on_path.insert(s0, ());
+        while let Some(&(v, k)) = stack.last() {
+            let out = g.out(v as usize);
+            if k >= out.len() {
+                stack.pop();
+                if !path.is_empty() {
+                    on_path.remove(&v);
+                    path.pop();
+                }
+                continue;
+            }
+            let i = out[k];
+            stack.last_mut().unwrap().1 += 1;
+            spent += 1;
+            if spent % 4096 == 0 && (spent > limit || !budget.spend(4096)) {
+                if budget.hit.is_empty() {
+                    budget.hit = "steps";
+                }
+                return Err(OutOfBudget);
+            }
+            let b = g.bits[i as usize];
+            if b & mask == 0 {
+                continue;
+            }
+            let w = g.dst[i as usize];
+            if w == s0 {
+                let mut cyc = path.clone();
+                cyc.push(i);
+                if s.cls(&cyc) == typ {
+                    budget.spend(spent % 4096);
+                    return Ok(Some(cyc));
+                }
+                continue;
+            }
+            if w < s0 || on_path.contains_key(&w) || !back.contains_key(&w) {
+                continue;
+            }
+            if b == B_RW {
+                let n_rw = path.iter().filter(|&&j| g.bits[j as usize] == B_RW).count();
+                if (base == 2 && n_rw > 0)
+                    || (base == 3 && path.last().is_some_and(|&j| g.bits[j as usize] == B_RW)) {
+                    continue;
+                }
+            }
+            path.push(i);
+            on_path.insert(w, ());
+            stack.push((w, 0));
+        }
+    }
+    budget.spend(spent % 4096);
     Ok(None)
 }
 
-/// The cycles found (class name, edge ids), at most one per class and component, the
-/// components whose search stopped, and every transaction on a dependency cycle (ww, wr,
-/// rw only: the nodes of the nontrivial strongly connected components of that graph,
-/// ascending), as `graph.search_cycles`.
-pub fn search_cycles(n: usize, e: &Edges, budget: &mut Budget)
-                     -> (Vec<(String, Vec<u32>)>, Vec<Unfinished>, Vec<u32>) {
-    let mut found: Vec<(String, Vec<u32>)> = Vec::new();
-    let mut unfinished = Vec::new();
-    let all: Vec<u32> = (0..e.len() as u32).collect();
-    let g = csr(n, |x| e.src[x] as usize, &all);
-    let comp_all = tarjan(n, &g, &e.dst);
-    drop(g);
-    let cyclic: Vec<u32> = all.into_iter()
-        .filter(|&x| comp_all[e.src[x as usize] as usize] == comp_all[e.dst[x as usize] as usize])
-        .collect();
-    if cyclic.is_empty() {
-        return (found, unfinished, Vec::new());
+fn cycle_exists(s: &mut Search, comps: &mut [Comp], cid: &Map<u32, usize>) {
+    let tb = s.tb;
+    let mut per_spec: Vec<Map<usize, Vec<u32>>> = Vec::new();
+    for (_, mask, ext) in &tb.specs {
+        per_spec.push(smallest_cycle_sets(&mut s.g, *mask, *ext, cid));
     }
-    // the cyclic part on local node ids
-    let mut local = vec![u32::MAX; n];
-    let mut nodes: Vec<u32> = Vec::new();
-    for &x in &cyclic {
-        for v in [e.src[x as usize], e.dst[x as usize]] {
-            if local[v as usize] == u32::MAX {
-                local[v as usize] = nodes.len() as u32;
-                nodes.push(v);
+    for (ci, c) in comps.iter_mut().enumerate() {
+        let mut redundant = 0u32;
+        for (j, found) in per_spec.iter().enumerate() {
+            if redundant & (1 << j) != 0 {
+                continue;
+            }
+            if let Some(vs) = found.get(&ci) {
+                c.exists.push((j, vs.clone()));
+                redundant |= tb.spec_implying[j];
             }
         }
     }
-    // reference order: nodes by txn position (so samples and Tarjan order agree)
-    nodes.sort_unstable();
-    for (i, &v) in nodes.iter().enumerate() {
-        local[v as usize] = i as u32;
-    }
-    let m = nodes.len();
-    // each edge's destination as a local id (edges outside the cyclic part are never used)
-    let ldst: Vec<u32> = e.dst.iter().map(|&d| {
-        let l = local[d as usize];
-        if l == u32::MAX { 0 } else { l }
-    }).collect();
-    // transactions on a dependency cycle: no serial order places them among the others
-    // of their component (process and real-time edges left out: through them a cycle
-    // would take in every transaction between its ends)
-    let dep: Vec<u32> = cyclic.iter().copied().filter(|&x| e.kind[x as usize] <= RW).collect();
-    let g = csr(m, |x| local[e.src[x] as usize] as usize, &dep);
-    let comp = tarjan(m, &g, &ldst);
-    let mut on = vec![false; m];
-    for &x in &dep {
-        let (s, d) = (local[e.src[x as usize] as usize], local[e.dst[x as usize] as usize]);
-        if comp[s as usize] == comp[d as usize] {
-            on[s as usize] = true;
-            on[d as usize] = true;
-        }
-    }
-    drop(g);
-    let on_cycle: Vec<u32> = (0..m).filter(|&v| on[v]).map(|v| nodes[v]).collect();
-    let mut seen_cycles: std::collections::HashSet<Vec<u32>, FxBuild> = Default::default();
-    for variant in ["", "-process", "-realtime"] {
-        let extra: &[u8] = match variant { "" => &[], "-process" => &[PROCESS],
-                                           _ => &[PROCESS, REALTIME] };
-        let required: &[u8] = match variant { "" => &[], "-process" => &[PROCESS],
-                                              _ => &[REALTIME] };
-        for cls in CLASSES {
-            let (kinds, want) = class_kinds(cls);
-            let allowed: Vec<u32> = cyclic.iter().copied().filter(|&x| {
-                let k = e.kind[x as usize];
-                kinds.contains(&k) || extra.contains(&k)
-            }).collect();
-            let g = csr(m, |x| local[e.src[x] as usize] as usize, &allowed);
-            let comp = tarjan(m, &g, &ldst);
-            let mut sizes: Map<u32, u32> = Map::default();
-            for &c in &comp {
-                *sizes.entry(c).or_default() += 1;
-            }
-            let mut anchors: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
-            for &x in &cyclic {
-                let (s, d) = (local[e.src[x as usize] as usize], local[e.dst[x as usize] as usize]);
-                if e.kind[x as usize] == want && comp[s as usize] == comp[d as usize] && s != d {
-                    let l = anchors.entry(comp[s as usize]).or_default();
-                    if l.len() < ANCHORS {
-                        l.push(x);
-                    }
-                }
-            }
-            for (c, list) in anchors {
-                let mut best: Option<Vec<u32>> = None;
-                let mut stopped = false;
-                for &anchor in &list {
-                    match bfs(&g, e, &local, &comp, c, anchor, cls, required, budget) {
-                        Ok(Some(cyc)) => {
-                            if best.as_ref().is_none_or(|b| cyc.len() < b.len()) {
-                                best = Some(cyc);
-                            }
-                        }
-                        Ok(None) => {}
-                        Err(TimedOut) => {
-                            stopped = true;
-                            break;
-                        }
-                    }
-                }
-                if stopped {
-                    let sample: Vec<u32> = (0..m).filter(|&v| comp[v] == c).take(8)
-                        .map(|v| nodes[v]).collect();
-                    unfinished.push(Unfinished {
-                        variant: if variant.is_empty() { "base".into() } else { variant.into() },
-                        size: sizes[&c], sample, might_hold: vec![format!("{cls}{variant}")] });
-                }
-                if let Some(cyc) = best {
-                    let mut sorted = cyc.clone();
-                    sorted.sort_unstable();
-                    if seen_cycles.insert(sorted) {  // else another class's search found it
-                        let ks: Vec<u8> = cyc.iter().map(|&x| e.kind[x as usize]).collect();
-                        found.push((classify(&ks), cyc));
-                    }
-                }
-            }
-        }
-    }
-    (found, unfinished, on_cycle)
 }
 
-/// Everything: analysis, order edges, cycles. `register` picks rw-register. Returns the
-/// anomalies, the edges, the unfinished searches and how many transactions take part in
-/// an anomaly (on a dependency cycle, or named by an anomaly found).
-pub fn check(t: &Txns, register: bool, budget: &mut Budget)
-             -> Result<(Vec<Anomaly>, Edges, Vec<Unfinished>, usize), InputError> {
-    let mut edges = Edges::default();
-    let mut an = Vec::new();
-    if register {
-        rw_register(t, &mut edges, &mut an)?;
+fn smallest_cycle_sets(g: &mut Graph, mask: u8, ext: bool, cid: &Map<u32, usize>)
+                       -> Map<usize, Vec<u32>> {
+    let mut members: Map<u32, Vec<u32>> = Map::default();
+    if !ext {
+        let sub = g.sub(mask).clone();
+        for i in 0..g.src.len() {
+            let (a, b) = (g.src[i], g.dst[i]);
+            if g.bits[i] & mask != 0 && sub[a as usize] == sub[b as usize] {
+                let m = members.entry(sub[a as usize]).or_default();
+                m.push(a);
+                m.push(b);
+            }
+        }
     } else {
-        list_append(t, &mut edges, &mut an)?;
+        let gg: &Graph = g;
+        let n = gg.n;
+        let nb = |v: usize, out: &mut Vec<u32>| {
+            let (x, st) = (v / 2, v % 2);
+            for &i in gg.out(x) {
+                let b = gg.bits[i as usize];
+                let d = gg.dst[i as usize] as usize;
+                if b & mask != 0 {
+                    out.push((2 * d) as u32);
+                } else if b == B_RW && st == 0 {
+                    out.push((2 * d + 1) as u32);
+                }
+            }
+        };
+        let hcomp = tarjan(2 * n, nb);
+        let mut buf = Vec::new();
+        for v in 0..2 * n {
+            buf.clear();
+            nb(v, &mut buf);
+            for &w in &buf {
+                if hcomp[v] == hcomp[w as usize] {
+                    let m = members.entry(hcomp[v]).or_default();
+                    m.push((v / 2) as u32);
+                    m.push(w / 2);
+                }
+            }
+        }
     }
-    order_edges(t, &mut edges);
-    let (found, unfinished, on_cycle) = search_cycles(t.len(), &edges, budget);
-    for (name, cyc) in found {
-        let txns = cyc.iter().map(|&x| edges.src[x as usize]).collect();
-        an.push(Anomaly { kind: name, txns, cycle: Some(cyc.iter().map(|&x| x as usize).collect()),
-                          key: None, detail: String::new() });
+    let mut out: Map<usize, Vec<u32>> = Map::default();
+    for (_, mut vs) in members {
+        vs.sort_unstable();
+        vs.dedup();
+        let ci = cid[&g.comp[vs[0] as usize]];
+        match out.get(&ci) {
+            Some(cur) if cur.len() < vs.len() || (cur.len() == vs.len() && *cur <= vs) => {}
+            _ => {
+                out.insert(ci, vs);
+            }
+        }
     }
-    let mut involved = vec![false; t.len()];
-    for &v in on_cycle.iter().chain(an.iter().flat_map(|a| a.txns.iter())) {
-        involved[v as usize] = true;
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// snapshot isolation over unknown append orders
+
+/// The state-graph components of the ww/wr/rw edges plus `extra` ww edges, and the
+/// state graph's adjacency (`off`, `adj`).
+fn si_hcomp(n: usize, e: &Edges, extra: &[(u32, u32)]) -> (Vec<u32>, Vec<u32>, Vec<(u32, u8)>) {
+    let mut off = vec![0u32; n + 1];
+    let mut pairs: Vec<(u32, u32, u8)> = Vec::with_capacity(e.len() + extra.len());
+    for i in 0..e.len() {
+        if e.kind[i] <= RW {
+            pairs.push((e.src[i], e.dst[i], e.kind[i]));
+        }
     }
-    let anomalous = involved.iter().filter(|&&x| x).count();
-    Ok((an, edges, unfinished, anomalous))
+    for &(a, b) in extra {
+        pairs.push((a, b, WW));
+    }
+    for p in &pairs {
+        off[p.0 as usize + 1] += 1;
+    }
+    for i in 0..n {
+        off[i + 1] += off[i];
+    }
+    let mut fill = off.clone();
+    let mut adj = vec![(0u32, 0u8); pairs.len()];
+    for p in &pairs {
+        adj[fill[p.0 as usize] as usize] = (p.1, p.2);
+        fill[p.0 as usize] += 1;
+    }
+    let hcomp = tarjan(2 * n, |v, out| {
+        let (x, st) = (v / 2, v % 2);
+        for &(d, k) in &adj[off[x] as usize..off[x + 1] as usize] {
+            if k != RW {
+                out.push(2 * d);
+            } else if st == 0 {
+                out.push(2 * d + 1);
+            }
+        }
+    });
+    (hcomp, off, adj)
+}
+
+fn si_cycle(n: usize, e: &Edges, extra: &[(u32, u32)]) -> bool {
+    let (hcomp, off, adj) = si_hcomp(n, e, extra);
+    (0..n).any(|x| adj[off[x] as usize..off[x + 1] as usize].iter().any(|&(d, k)| {
+        let w = 2 * d as usize + if k == RW { 1 } else { 0 };
+        hcomp[w] == hcomp[2 * x] || (k != RW && hcomp[w] == hcomp[2 * x + 1])
+    }))
+}
+
+fn permutations(items: &[u32]) -> Vec<Vec<u32>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for i in 0..items.len() {
+        let mut rest = items.to_vec();
+        let x = rest.remove(i);
+        for mut p in permutations(&rest) {
+            p.insert(0, x);
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Each transaction's place in a topological order of the ww and wr edges (acyclic where
+/// snapshot isolation is still possible), earlier completions first among those free:
+/// the likely commit order.
+fn topo_ranks(t: &Txns, e: &Edges) -> (Vec<u32>, bool) {
+    let n = t.len();
+    let mut indeg = vec![0u32; n];
+    let mut off = vec![0u32; n + 1];
+    for i in 0..e.len() {
+        if e.kind[i] == WW || e.kind[i] == WR {
+            off[e.src[i] as usize + 1] += 1;
+            indeg[e.dst[i] as usize] += 1;
+        }
+    }
+    for i in 0..n {
+        off[i + 1] += off[i];
+    }
+    let mut fill = off.clone();
+    let mut adj = vec![0u32; off[n] as usize];
+    for i in 0..e.len() {
+        if e.kind[i] == WW || e.kind[i] == WR {
+            adj[fill[e.src[i] as usize] as usize] = e.dst[i];
+            fill[e.src[i] as usize] += 1;
+        }
+    }
+    // the components of all dependencies, in their order; earlier completions first
+    // among those free (a commit precedes its completion)
+    let mut doff = vec![0u32; n + 1];
+    for i in 0..e.len() {
+        if e.kind[i] <= RW {
+            doff[e.src[i] as usize + 1] += 1;
+        }
+    }
+    for i in 0..n {
+        doff[i + 1] += doff[i];
+    }
+    let mut dfill = doff.clone();
+    let mut dadj = vec![0u32; doff[n] as usize];
+    for i in 0..e.len() {
+        if e.kind[i] <= RW {
+            dadj[dfill[e.src[i] as usize] as usize] = e.dst[i];
+            dfill[e.src[i] as usize] += 1;
+        }
+    }
+    let comp = tarjan(n, |v, out| out.extend_from_slice(&dadj[doff[v] as usize..doff[v + 1] as usize]));
+    let key = |x: usize| {
+        let c = t.complete[x];
+        std::cmp::Reverse((u32::MAX - comp[x], if c == NEVER { i64::MAX } else { c }, x))
+    };
+    let mut heap: std::collections::BinaryHeap<std::cmp::Reverse<(u32, i64, usize)>> =
+        (0..n).filter(|&x| indeg[x] == 0).map(key).collect();
+    let acyclic = {
+        let mut size = vec![0u32; n];
+        comp.iter().all(|&c| {
+            size[c as usize] += 1;
+            size[c as usize] == 1
+        })
+    };
+    let mut rank = vec![u32::MAX; n];
+    let mut next = 0u32;
+    while let Some(std::cmp::Reverse((_, _, x))) = heap.pop() {
+        rank[x] = next;
+        next += 1;
+        for &y in &adj[off[x] as usize..off[x + 1] as usize] {
+            indeg[y as usize] -= 1;
+            if indeg[y as usize] == 0 {
+                heap.push(key(y as usize));
+            }
+        }
+    }
+    (rank, acyclic)
+}
+
+/// "possible", "impossible" or "unknown": whether some order of each key's unread
+/// appenders leaves no cycle snapshot isolation forbids (see `cycles.si_completion`).
+pub fn si_completion(t: &Txns, e: &Edges, unread: &[(u32, Vec<u32>)], budget: &mut Budget)
+                     -> &'static str {
+    const MAX_ORDERED: usize = 7;
+    let n = t.len();
+    let (pos, acyclic) = topo_ranks(t, e);
+    if acyclic {
+        // no dependency cycle at all: chains in a topological order add none
+        return "possible";
+    }
+    let mut keys: Vec<&(u32, Vec<u32>)> = unread.iter().collect();
+    keys.sort_by_key(|k| std::cmp::Reverse(k.1.len()));
+    let likely = |k: &(u32, Vec<u32>)| -> Vec<u32> {
+        let mut v = k.1.clone();
+        v.sort_by_key(|&x| (pos[x as usize], x));
+        v
+    };
+    let orders = |k: &(u32, Vec<u32>)| -> Vec<Vec<u32>> {
+        let first = likely(k);
+        let mut out = vec![first.clone()];
+        if first.len() <= MAX_ORDERED {
+            out.extend(permutations(&first).into_iter().filter(|p| *p != first));
+        }
+        out
+    };
+    let chain = |o: &[u32], out: &mut Vec<(u32, u32)>| {
+        for w in o.windows(2) {
+            out.push((w[0], w[1]));
+        }
+    };
+    let cost = (e.len() + 2 * n) as i64;
+    // the likely order of every key at once; then, for the keys whose order closes a
+    // forbidden cycle, their other orders one key at a time; then every combination
+    let mut current: Vec<Vec<u32>> = keys.iter().map(|k| likely(k)).collect();
+    for _ in 0..=keys.len() {
+        if !budget.spend(cost) {
+            return "unknown";
+        }
+        let mut added = Vec::new();
+        let mut owner = Vec::new();
+        for (i, o) in current.iter().enumerate() {
+            let before = added.len();
+            chain(o, &mut added);
+            owner.extend(std::iter::repeat_n(i, added.len() - before));
+        }
+        let (hcomp, _, _) = si_hcomp(n, e, &added);
+        let bad = added.iter().zip(&owner).filter(|((a, b), _)| {
+            let (a, b) = (*a as usize, *b as usize);
+            hcomp[2 * a] == hcomp[2 * b] || hcomp[2 * a + 1] == hcomp[2 * b]
+        }).map(|(_, &i)| i).min();
+        let Some(k) = bad else { return "possible" };
+        let mut others = Vec::new();
+        for (i, o) in current.iter().enumerate() {
+            if i != k {
+                chain(o, &mut others);
+            }
+        }
+        let mut repaired = false;
+        for order in orders(keys[k]).into_iter().skip(1) {
+            if !budget.spend(cost) {
+                return "unknown";
+            }
+            let mut trial = others.clone();
+            chain(&order, &mut trial);
+            if !si_cycle(n, e, &trial) {
+                current[k] = order;
+                repaired = true;
+                break;
+            }
+        }
+        if !repaired {
+            break;
+        }
+    }
+    type Unread = (u32, Vec<u32>);
+    fn go(i: usize, keys: &[&Unread], orders: &dyn Fn(&Unread) -> Vec<Vec<u32>>,
+          added: &mut Vec<(u32, u32)>, n: usize, e: &Edges, budget: &mut Budget)
+          -> Result<bool, OutOfBudget> {
+        if i == keys.len() {
+            return Ok(true);
+        }
+        for order in orders(keys[i]) {
+            let before = added.len();
+            for w in order.windows(2) {
+                added.push((w[0], w[1]));
+            }
+            if !budget.spend((e.len() + added.len() + 2 * n) as i64) {
+                return Err(OutOfBudget);
+            }
+            if !si_cycle(n, e, added) && go(i + 1, keys, orders, added, n, e, budget)? {
+                return Ok(true);
+            }
+            added.truncate(before);
+        }
+        if keys[i].1.len() > MAX_ORDERED {
+            return Err(OutOfBudget); // too many orders to try
+        }
+        Ok(false)
+    }
+    let mut added = Vec::new();
+    match go(0, &keys, &orders, &mut added, n, e, budget) {
+        Ok(true) => "possible",
+        Ok(false) => "impossible",
+        Err(_) => "unknown",
+    }
 }

@@ -5,13 +5,16 @@
 //!
 //! An invoke is paired with the next completion of the same process (as Jepsen does);
 //! a `:ok` takes its completion's micro-ops (the reads filled in), a `:fail` or `:info`
-//! its invoke's; an invoke never completed is `info`. A history without `:time` is
-//! ordered by its lines. Events of a process that is not an integer (`:nemesis`) are
-//! left out. Malformed input is an error naming the line.
+//! its invoke's; an invoke never completed is `info`; a completion with no invoke (a
+//! history of completions only) is a transaction whose invoke is not known. Instants are
+//! positions in the history (its lines, or the events' order when a line holds several),
+//! as Elle orders them (`history.read` + `checkers.txn.prepare` in Python). Events of a
+//! process that is not an integer (`:nemesis`) and ops other than `:txn` are left out
+//! and counted. Malformed input is an error naming the line.
 
 use std::collections::HashMap;
 
-use crate::txn::{FxBuild, Txns, NIL};
+use crate::txn::{FxBuild, Txns, NEVER, NIL};
 
 pub struct ParseError {
     pub line: usize,
@@ -43,6 +46,18 @@ struct Open {
     mops: Vec<Mop>,
 }
 
+/// The bytes that end an atom.
+static DELIM: [bool; 256] = {
+    let mut t = [false; 256];
+    let d = b" \t\r\n,[]{}()\";";
+    let mut i = 0;
+    while i < d.len() {
+        t[d[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
 struct Reader<'a> {
     s: &'a [u8],
     i: usize,
@@ -57,6 +72,10 @@ struct Reader<'a> {
 impl<'a> Reader<'a> {
     fn ws(&mut self) {
         while self.i < self.s.len() {
+            let c = self.s[self.i];
+            if c > b',' && c != b';' {
+                break; // no blank nor comma sorts above the comma
+            }
             match self.s[self.i] {
                 b'\n' => {
                     self.line += 1;
@@ -80,14 +99,13 @@ impl<'a> Reader<'a> {
     /// An atom's bytes (up to a delimiter).
     fn atom(&mut self) -> &'a [u8] {
         let start = self.i;
-        while self.i < self.s.len() {
-            match self.s[self.i] {
-                b' ' | b'\t' | b'\r' | b'\n' | b',' | b'[' | b']' | b'{' | b'}' | b'(' | b')'
-                | b'"' | b';' => break,
-                _ => self.i += 1,
-            }
+        let s = self.s;
+        let mut i = self.i;
+        while i < s.len() && !DELIM[s[i] as usize] {
+            i += 1;
         }
-        &self.s[start..self.i]
+        self.i = i;
+        &s[start..i]
     }
 
     fn string(&mut self) -> Result<Vec<u8>, ParseError> {
@@ -171,9 +189,31 @@ impl<'a> Reader<'a> {
     }
 
     fn int(&mut self) -> Result<Option<i64>, ParseError> {
+        // the usual case in one pass: up to 18 decimal digits, maybe after a minus, then
+        // a delimiter (or the end)
+        let s = self.s;
+        let mut i = self.i;
+        let neg = s.get(i) == Some(&b'-');
+        if neg {
+            i += 1;
+        }
+        let first = i;
+        let mut v: i64 = 0;
+        while i < s.len() && s[i].is_ascii_digit() {
+            v = v.wrapping_mul(10).wrapping_add((s[i] - b'0') as i64);
+            i += 1;
+        }
+        if i > first && i - first <= 18 && (i == s.len() || DELIM[s[i] as usize]) {
+            self.i = i;
+            return Ok(Some(if neg { -v } else { v }));
+        }
         let a = self.atom();
         if a == b"nil" {
             return Ok(None);
+        }
+        // the usual case, decimal digits: no UTF-8 check, no allocation
+        if !a.is_empty() && a.len() <= 18 && a.iter().all(u8::is_ascii_digit) {
+            return Ok(Some(a.iter().fold(0i64, |v, &c| v * 10 + (c - b'0') as i64)));
         }
         let t = a.strip_suffix(b"N").unwrap_or(a);
         match std::str::from_utf8(t).ok().and_then(|x| x.parse::<i64>().ok()) {
@@ -184,27 +224,59 @@ impl<'a> Reader<'a> {
 
     fn key(&mut self) -> Result<u32, ParseError> {
         self.ws();
-        let bytes: Vec<u8> = match self.peek() {
-            Some(b'"') => self.string()?,
-            Some(b'[' | b'{' | b'(' | b'#') => {
+        let owned: Vec<u8>;
+        let bytes: &[u8] = match self.peek() {
+            Some(b'"') => {
+                owned = self.string()?;
+                &owned
+            }
+            Some(b'[') => {
+                // a vector key ([:anti 3]): its atoms, as the Python reader names it
+                self.i += 1;
+                let mut parts: Vec<u8> = vec![b'['];
+                loop {
+                    self.ws();
+                    match self.peek() {
+                        Some(b']') => {
+                            self.i += 1;
+                            break;
+                        }
+                        Some(b'[' | b'{' | b'(' | b'#' | b'"') | None => {
+                            return err(self.line, "a micro-op's key is an integer, a string, a \
+                                                   keyword or a vector of those atoms")
+                        }
+                        _ => {
+                            let a = self.atom();
+                            let a = a.strip_prefix(b":").unwrap_or(a);
+                            if parts.len() > 1 {
+                                parts.push(b' ');
+                            }
+                            parts.extend_from_slice(a.strip_suffix(b"N").unwrap_or(a));
+                        }
+                    }
+                }
+                parts.push(b']');
+                owned = parts;
+                &owned
+            }
+            Some(b'{' | b'(' | b'#') => {
                 return err(self.line, "a micro-op's key is an integer, a string or a keyword")
             }
             _ => {
                 let a = self.atom();
                 let a = a.strip_prefix(b":").unwrap_or(a);
-                let a = a.strip_suffix(b"N").unwrap_or(a);
-                a.to_vec()
+                a.strip_suffix(b"N").unwrap_or(a)
             }
         };
         if bytes.is_empty() {
             return err(self.line, "a micro-op without its key");
         }
-        if let Some(&id) = self.keys.get(&bytes) {
+        if let Some(&id) = self.keys.get(bytes) {
             return Ok(id);
         }
         let id = self.key_names.len() as u32;
-        self.key_names.push(String::from_utf8_lossy(&bytes).into_owned());
-        self.keys.insert(bytes, id);
+        self.key_names.push(String::from_utf8_lossy(bytes).into_owned());
+        self.keys.insert(bytes.to_vec(), id);
         Ok(id)
     }
 
@@ -245,18 +317,34 @@ impl<'a> Reader<'a> {
 
     fn mop(&mut self) -> Result<Mop, ParseError> {
         self.ws();
-        let f = if self.peek() == Some(b'"') { self.string()? } else { self.atom().to_vec() };
-        let f = f.strip_prefix(b":").unwrap_or(&f).to_vec();
-        let code = match f.as_slice() {
+        let owned: Vec<u8>;
+        let raw: &[u8] = if self.peek() == Some(b'"') {
+            owned = self.string()?;
+            &owned
+        } else {
+            self.atom()
+        };
+        let f: &[u8] = raw.strip_prefix(b":").unwrap_or(raw);
+        let code = match f {
             b"append" => 0u8,
             b"r" => 1,
             b"w" => 2,
             _ => return err(self.line, format!("micro-op :{}; expected :append, :w or :r",
-                                               String::from_utf8_lossy(&f))),
+                                               String::from_utf8_lossy(f))),
         };
+        let fname = ["append", "r", "w"][code as usize];
         let key = self.key()?;
         self.ws();
         let mut m = Mop { f: code, key, val: NIL, rlen: -1, lstart: self.lists.len() as u32 };
+        if matches!(self.peek(), Some(b']' | b')')) {
+            // [:r k]: a read without its value, nil
+            if code != 1 {
+                return err(self.line, format!(":{} takes an integer, not nil",
+                                              fname));
+            }
+            self.i += 1;
+            return Ok(m);
+        }
         match self.peek() {
             Some(b'[') | Some(b'(') if code == 1 => {
                 self.i += 1;
@@ -291,7 +379,7 @@ impl<'a> Reader<'a> {
                     match v {
                         Some(v) => m.val = v,
                         None => return err(self.line, format!(
-                            ":{} takes an integer, not nil", String::from_utf8_lossy(&f))),
+                            ":{} takes an integer, not nil", fname)),
                     }
                 }
             }
@@ -310,11 +398,16 @@ impl<'a> Reader<'a> {
 struct Event {
     typ: u8, // 0 invoke 1 ok 2 fail 3 info
     process: Option<i64>,
+    /// its :process is not an integer (the nemesis)
+    other_process: bool,
     time: Option<i64>,
-    f_txn: bool,
+    /// its :f: None when absent, else whether it is :txn
+    f_txn: Option<bool>,
     has_value: bool,
     /// its :value was a vector (the micro-ops are in the reader's buffers)
     some_value: bool,
+    /// a :value that is not micro-ops (an error only for a client :txn op)
+    value_err: Option<ParseError>,
 }
 
 fn event(r: &mut Reader) -> Result<Event, ParseError> {
@@ -322,8 +415,8 @@ fn event(r: &mut Reader) -> Result<Event, ParseError> {
     r.i += 1;
     r.mops.clear();
     r.lists.clear();
-    let mut ev = Event { typ: 255, process: None, time: None, f_txn: true, has_value: false,
-                         some_value: false };
+    let mut ev = Event { typ: 255, process: None, other_process: false, time: None,
+                         f_txn: None, has_value: false, some_value: false, value_err: None };
     let line = r.line;
     loop {
         r.ws();
@@ -351,18 +444,18 @@ fn event(r: &mut Reader) -> Result<Event, ParseError> {
                 }
             }
             b":f" => {
-                let v = r.atom();
-                if v != b":txn" {
-                    let shown = if v.is_empty() { "that is not a keyword".to_string() }
-                                else { String::from_utf8_lossy(v).into_owned() };
-                    return err(r.line, format!(":f {shown}; a transaction history has :f :txn"));
+                if r.peek() == Some(b':') {
+                    ev.f_txn = Some(r.atom() == b":txn");
+                } else {
+                    r.skip()?;
+                    ev.f_txn = Some(false);
                 }
             }
             b":process" => {
-                if r.peek() == Some(b':') {
-                    r.atom();
+                if matches!(r.peek(), Some(b':' | b'"')) {
+                    r.skip()?;
                     ev.process = None; // :nemesis and other non-client processes
-                    ev.f_txn = false;
+                    ev.other_process = true;
                 } else {
                     ev.process = r.int()?;
                 }
@@ -372,7 +465,23 @@ fn event(r: &mut Reader) -> Result<Event, ParseError> {
                 ev.has_value = true;
                 r.mops.clear();
                 r.lists.clear();
-                ev.some_value = r.txn_value()?;
+                if ev.f_txn == Some(false) || ev.other_process {
+                    r.skip()?;
+                } else {
+                    let (i, line) = (r.i, r.line);
+                    match r.txn_value() {
+                        Ok(x) => ev.some_value = x,
+                        Err(e) => {
+                            // not micro-ops: an error only if this is a client :txn op
+                            r.i = i;
+                            r.line = line;
+                            r.mops.clear();
+                            r.lists.clear();
+                            r.skip()?;
+                            ev.value_err = Some(e);
+                        }
+                    }
+                }
             }
             _ => r.skip()?,
         }
@@ -407,14 +516,27 @@ fn store(t: &mut Txns, slot: usize, mops: &[Mop], lists: &[i64], committed: bool
     }
 }
 
-/// Parse `text` into transactions (in invoke order; `index` the line of the invoke).
-pub fn parse(text: &[u8]) -> Result<Txns, ParseError> {
+/// What the parse left out: events of non-client processes, client ops not `:txn`.
+#[derive(Default)]
+pub struct Skipped {
+    pub non_client: usize,
+    pub non_txn: usize,
+}
+
+/// Parse `text` into transactions (in invoke order; `index` the position of the invoke,
+/// or of a completion with no invoke).
+pub fn parse(text: &[u8]) -> Result<(Txns, Skipped), ParseError> {
     let mut r = Reader { s: text, i: 0, line: 1, keys: HashMap::default(),
                          key_names: Vec::new(), mops: Vec::new(), lists: Vec::new() };
     let mut open: HashMap<i64, Open, FxBuild> = HashMap::default();
     let mut pool: Vec<Vec<Mop>> = Vec::new();
     let mut t = Txns::default();
+    let mut skipped = Skipped::default();
+    let mut other_open: std::collections::HashSet<i64> = Default::default();
     let mut timed: Option<bool> = None;
+    // every event's line, by position (1-based): instants are lines when no two events
+    // share one, else positions
+    let mut lines: Vec<i64> = vec![0];
     r.ws();
     let mut outer = false;
     if r.peek() == Some(b'[') {
@@ -443,12 +565,32 @@ pub fn parse(text: &[u8]) -> Result<Txns, ParseError> {
         }
         let line = r.line;
         let ev = event(&mut r)?;
-        if !ev.f_txn {
+        lines.push(line as i64);
+        let pos = (lines.len() - 1) as i64;
+        if ev.other_process {
+            skipped.non_client += 1;
             continue;
         }
         let Some(process) = ev.process else {
             return err(line, "an op map without an integer :process");
         };
+        match ev.f_txn {
+            None | Some(true) => {} // no :f: a transaction, as Elle's README writes them
+            Some(false) => {
+                // a client op other than a transaction: left out (its invoke and its
+                // completion are one op)
+                if ev.typ == 0 {
+                    skipped.non_txn += 1;
+                    other_open.insert(process);
+                } else if !other_open.remove(&process) {
+                    skipped.non_txn += 1;
+                }
+                continue;
+            }
+        }
+        if let Some(e) = ev.value_err {
+            return Err(e);
+        }
         let has_time = ev.time.is_some();
         match timed {
             None => timed = Some(has_time),
@@ -458,8 +600,7 @@ pub fn parse(text: &[u8]) -> Result<Txns, ParseError> {
             }
             _ => {}
         }
-        // a history without :time is ordered by its lines
-        let at = ev.time.unwrap_or(line as i64);
+        let at = ev.time.unwrap_or(pos);
         if ev.typ == 0 {
             if let Some(o) = open.get(&process) {
                 return err(line, format!("process {process} invokes again before its op on \
@@ -474,19 +615,32 @@ pub fn parse(text: &[u8]) -> Result<Txns, ParseError> {
             mops.extend(r.mops.iter().map(|m| Mop { rlen: if m.f == 1 { -1 } else { m.rlen },
                                                     ..*m }));
             let slot = t.index.len();
-            t.index.push(line as i64);
+            t.index.push(pos);
             t.process.push(process);
             t.outcome.push(3);
-            t.invoke.push(at);
-            t.complete.push(-1);
+            t.invoke.push(pos);
+            t.complete.push(NEVER);
             t.mop_start.push(0);
             t.mop_len.push(0);
             open.insert(process, Open { slot, line, time: at, mops });
             continue;
         }
         let Some(o) = open.remove(&process) else {
-            return err(line, format!("a completion of process {process} with no :invoke \
-                                      before it"));
+            // a completion on its own (a history of completions only)
+            if !ev.some_value {
+                return err(line, "a :txn without a :value; expected [[:append 5 3] [:r 5 nil]]");
+            }
+            let slot = t.index.len();
+            t.index.push(pos);
+            t.process.push(process);
+            t.outcome.push(ev.typ);
+            t.invoke.push(NEVER);
+            t.complete.push(pos);
+            t.mop_start.push(0);
+            t.mop_len.push(0);
+            let (mops, lists) = (r.mops.clone(), r.lists.clone());
+            store(&mut t, slot, &mops, &lists, true);
+            continue;
         };
         if at < o.time {
             return err(line, format!("completes at {at}, before its invoke on line {}", o.line));
@@ -503,7 +657,7 @@ pub fn parse(text: &[u8]) -> Result<Txns, ParseError> {
             store(&mut t, o.slot, &o.mops, &[], false);
         }
         t.outcome[o.slot] = ev.typ;
-        t.complete[o.slot] = if ev.typ == 3 { -1 } else { at };
+        t.complete[o.slot] = pos;
         pool.push(o.mops);
     }
     let left: Vec<Open> = open.into_values().collect();
@@ -511,6 +665,14 @@ pub fn parse(text: &[u8]) -> Result<Txns, ParseError> {
         // never completed: may have happened, or not
         store(&mut t, o.slot, &o.mops, &[], false);
     }
+    // positions -> lines when every event has a line of its own
+    if lines.windows(2).skip(1).all(|w| w[0] < w[1]) {
+        for x in t.index.iter_mut().chain(t.invoke.iter_mut()).chain(t.complete.iter_mut()) {
+            if *x != NEVER {
+                *x = lines[*x as usize];
+            }
+        }
+    }
     t.keys = r.key_names;
-    Ok(t)
+    Ok((t, skipped))
 }

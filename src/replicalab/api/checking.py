@@ -86,8 +86,9 @@ class _Lin:
 
 @dataclass
 class _Txn:
-    """A history for the transactional checker: ``what`` (transactions, a run's Arrow
-    table or the file's path) and how T<n> is named (``line``, ``row`` or ``table``)."""
+    """A history for the transactional checker: ``what`` (a file's or a run's path, or a
+    History) and how T<n> is named (``line``: the op on line n of a file; ``row``: row n
+    of a run's history)."""
 
     what: Any
     naming: str
@@ -258,21 +259,10 @@ def _engine(engine: str | None) -> str:
     return chosen
 
 
-def _open_txn_file(path: Path, name: str, engine: str | None = None) -> HistoryToCheck:
-    from replicalab.checkers.txn import TxnInputError, from_file_ops
-    from replicalab.checkers.txn.run import native_core
-
-    chosen = _engine(engine)
-    if chosen != "python" and native_core() is not None:
-        # the native core reads the file itself
-        return HistoryToCheck(path, name, -1, _txn=_Txn(path, "line", chosen))
-    from replicalab.history.read import read_ops
-
-    try:
-        txns = from_file_ops(read_ops(path).ops)
-    except TxnInputError as err:
-        raise ValueError(f"{path}:{err.index}: {err}") from None
-    return HistoryToCheck(path, name, len(txns), _txn=_Txn(txns, "line", chosen))
+def _open_txn_file(path: Path, name: str) -> HistoryToCheck:
+    # read when checked: the native core reads the file itself, and both engines name a
+    # malformed line then
+    return HistoryToCheck(path, name, -1, _txn=_Txn(path, "line", _engine(None)))
 
 
 def _run_columns(path: Path) -> tuple[set[str], dict[str, Any]]:
@@ -328,30 +318,8 @@ def _open_run(path: Path, model: str | None) -> HistoryToCheck:
     return _open_lin_run(path, chosen)
 
 
-def _open_txn_run(path: Path, name: str, engine: str | None = None) -> HistoryToCheck:
-    from replicalab.checkers.txn import TxnInputError, from_history
-    from replicalab.checkers.txn.run import native_core
-
-    chosen = _engine(engine)
-    nat = native_core()
-    if chosen != "python" and nat is not None and hasattr(nat, "txn_check_rows"):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        try:  # the native core decodes the rows from the Arrow buffers
-            cols = ["f", "type", "process", "invoke_ns", "complete_ns", "keys", "values"]
-            table = pq.read_table(path / "history.parquet", columns=cols)
-        except (OSError, pa.ArrowInvalid) as err:
-            raise ValueError(f"{path / 'history.parquet'} is malformed: {err}") from None
-        return HistoryToCheck(path, name, -1, _txn=_Txn(table, "table", chosen))
-    from replicalab.history import load_history
-
-    h, _ = load_history(path)
-    try:
-        txns = from_history(h)
-    except TxnInputError as err:
-        raise ValueError(f"{path}: row {err.index}: {err}") from None
-    return HistoryToCheck(path, name, len(txns), _txn=_Txn(txns, "row", chosen))
+def _open_txn_run(path: Path, name: str) -> HistoryToCheck:
+    return HistoryToCheck(path, name, -1, _txn=_Txn(path, "row", _engine(None)))
 
 
 def _open_lin_run(path: Path, name: str) -> HistoryToCheck:
@@ -404,13 +372,7 @@ def _open_history_object(h: Any, model: str | None) -> HistoryToCheck:
         raise ParameterError("model", _misfit(chosen, "the history", txn))
     if not txn:
         return _lin_history(h, chosen, None)
-    from replicalab.checkers.txn import TxnInputError, from_history
-
-    try:
-        txns = from_history(h)
-    except TxnInputError as err:
-        raise ValueError(f"the history: row {err.index}: {err}") from None
-    return HistoryToCheck(None, chosen, len(txns), _txn=_Txn(txns, "row", _engine(None)))
+    return HistoryToCheck(None, chosen, -1, _txn=_Txn(h, "row", _engine(None)))
 
 
 def _open_queue(path: Path, model: str | None) -> HistoryToCheck:
@@ -450,44 +412,71 @@ def _open_queue(path: Path, model: str | None) -> HistoryToCheck:
 
 def check(history: Any, model: str | None = None, timeout: str | float = "60s", *,
           fail_fast: bool = False, engine: str | None = None,
-          progress: Callable[[int, int], None] | None = None) -> CheckReport:
+          progress: Callable[[int, int], None] | None = None,
+          consistency_models: str | Sequence[str] | None = None,
+          anomalies: str | Sequence[str] | None = None,
+          wfr_keys: bool = False) -> CheckReport:
     """Return the :class:`CheckReport` of ``history`` (a run directory, a Jepsen EDN /
     JSON lines / log file, a ``History``, a ``Run``, or what :func:`open_history` returned)
     under ``model``: a linearizability model (kv, cas-register, register, set, fifo-queue,
     counter, mutex) or a transactional one (list-append, rw-register); None: the history's
     own. After ``timeout`` (text such as ``"60s"`` or seconds) the verdict is unknown.
     ``fail_fast``: stop at the first key that is not linearizable. ``engine`` (auto,
-    native, python) is the transactional checker's. ``progress(done, total)`` is told of
-    the keys checked. Raises :class:`ParameterError` naming the parameter, ValueError for
-    malformed input."""
+    native, python) is the transactional checker's, and so are Elle's options:
+    ``consistency_models`` the models the history should satisfy (names, or one
+    comma-separated string; None: strict-serializable; "none": none), ``anomalies``
+    further anomalies to report, ``wfr_keys`` (rw-register) a transaction's write of a key
+    follows its read of it. ``progress(done, total)`` is told of the keys checked. Raises
+    :class:`ParameterError` naming the parameter, ValueError for malformed input."""
     started = time.monotonic()
     deadline_s = started + seconds(timeout, "timeout")
     item = history if isinstance(history, HistoryToCheck) else open_history(history, model)
     if isinstance(history, HistoryToCheck) and model not in (None, item.model):
         raise ParameterError("model", f"{model!r}: the history was opened for model "
                                       f"{item.model!r}; open it again with this one")
+    opts = txn_options(consistency_models, anomalies, wfr_keys)
     if item._txn is not None:
-        return _check_txn(item, deadline_s, engine)
+        return _check_txn(item, deadline_s, engine, opts)
     return _check_lin(item, deadline_s, fail_fast, progress)
+
+
+def txn_options(consistency_models: str | Sequence[str] | None = None,
+                anomalies: str | Sequence[str] | None = None, wfr_keys: bool = False) -> Any:
+    """Return the transactional checker's options (``checkers.txn.Options``) for Elle's
+    ``consistency_models``, ``anomalies`` and ``wfr_keys`` (see :func:`check`); raises
+    :class:`ParameterError` naming the one that holds an unknown name."""
+    from replicalab.checkers.txn.run import options
+
+    def joined(names: str | Sequence[str] | None) -> str | None:
+        return names if names is None or isinstance(names, str) else ",".join(names)
+
+    try:
+        return options(joined(consistency_models), joined(anomalies), wfr_keys)
+    except ValueError as err:
+        raise ParameterError("anomalies" if "anomal" in str(err) else "consistency_models",
+                             str(err)) from None
 
 
 def check_many(histories: Sequence[Any], model: str | None = None,
                timeout: str | float = "60s", *, fail_fast: bool = False,
-               engine: str | None = None, bars: Any = None) -> Iterator[CheckReport]:
+               engine: str | None = None, bars: Any = None,
+               **txn: Any) -> Iterator[CheckReport]:
     """Yield the :class:`CheckReport` of each of ``histories`` in order, as :func:`check`
-    gives it, every history opened before any is checked (bad input raises first).
+    gives it, every history opened before any is checked (bad input raises first);
+    ``txn``: :func:`check`'s ``consistency_models``, ``anomalies``, ``wfr_keys``.
     ``bars``: an object whose ``bar(label)`` shows the progress of a history that may take
     a while. (Sharing many histories out over both CPUs of a shared 2-core machine made
     the 102 etcd histories slower: 1.29 s against 1.03 s, medians of 8 at load 5.5.)"""
     seconds(timeout, "timeout")
+    txn_options(**txn)  # an unknown name says so before any history is read
     items = [h if isinstance(h, HistoryToCheck) else open_history(h, model) for h in histories]
     for item in items:
         if bars is None or not item.long:
-            yield check(item, timeout=timeout, fail_fast=fail_fast, engine=engine)
+            yield check(item, timeout=timeout, fail_fast=fail_fast, engine=engine, **txn)
             continue
         name = item.path.name if item.path else "history"
         with ticking(f"check {name}", bars) as tick:
-            yield check(item, timeout=timeout, fail_fast=fail_fast, engine=engine,
+            yield check(item, timeout=timeout, fail_fast=fail_fast, engine=engine, **txn,
                         progress=lambda done, total: tick(
                             done / max(total, 1), f"{done:,} of {total:,} keys checked"))
 
@@ -513,27 +502,25 @@ def _check_lin(item: HistoryToCheck, deadline_s: float, fail_fast: bool,
                        _item=item)
 
 
-def _check_txn(item: HistoryToCheck, deadline_s: float, engine: str | None) -> CheckReport:
+def _check_txn(item: HistoryToCheck, deadline_s: float, engine: str | None,
+               opts: Any) -> CheckReport:
     from replicalab.checkers.txn import TxnInputError
-    from replicalab.checkers.txn import check as check_txns
+    from replicalab.checkers.txn.run import check_history, check_path
+    from replicalab.history.read import HistoryFileError
 
     txn = item._txn
     chosen = _engine(engine) if engine is not None else txn.engine
     try:
         if isinstance(txn.what, Path):
-            from replicalab.checkers.txn.native import check_file
-
-            r = check_file(txn.what, item.model, deadline_s)
-        elif txn.naming == "table":
-            from replicalab.checkers.txn.native import check_table
-
-            r = check_table(txn.what, item.model, deadline_s)
+            r, _ = check_path(txn.what, item.model, opts, deadline_s, chosen)
         else:
-            r = check_txns(txn.what, item.model, deadline_s=deadline_s, engine=chosen)
+            r = check_history(txn.what, item.model, opts, deadline_s, chosen)
     except TxnInputError as err:
         where = (f"{item.path}:{err.index}" if txn.naming == "line"
                  else f"{item.path or 'the history'}: row {err.index}")
         raise ValueError(f"{where}: {err}") from None
+    except HistoryFileError as err:
+        raise ValueError(str(err)) from None
     return CheckReport(item.path, item.model, r.valid, r.txns, r.check_s, r, item.note,
                        transactional=True, names_lines=txn.naming == "line", _item=item)
 
@@ -626,27 +613,42 @@ def _lin_outcome(r: CheckReport) -> Outcome:
 
 
 def _txn_lines(r: CheckReport) -> list[str]:
-    """Return a transactional check in lines: verdict, anomalies, the models ruled out and
-    those that may hold, a few anomalies explained."""
+    """Return a transactional check in lines: verdict and what it was checked against,
+    what was left out, the anomalies asked about and those found besides, the models
+    ruled out and those that may hold, unfinished searches, a few anomalies explained."""
     t = r.result
     verdict = {True: "valid", False: "NOT valid", "unknown": "unknown"}[t.valid]
-    out = [f"{r.path} ({t.model}): {verdict}, {t.txns:,} transactions, {t.check_s:.2f} s "
-           f"({t.engine})"]
+    asked = (", ".join(t.options.consistency_models) if t.options.consistency_models
+             else "no model")
+    if t.options.anomalies:
+        asked += f" and {', '.join(t.options.anomalies)}"
+    out = [f"{r.path} ({t.model}, checked against {asked}): {verdict}, {t.txns:,} "
+           f"transactions, {t.check_s:.2f} s ({t.engine})"]
+    skipped = {k: n for k, n in t.skipped.items() if n}
+    if skipped:
+        out.append("  left out: " + ", ".join(plural(n, f"{k} op") for k, n in skipped.items()))
     if r.names_lines:
-        out.append("  T<n> is the transaction invoked on line n")
+        out.append("  T<n> is the transaction invoked (or completed, if never invoked) on "
+                   "line n")
     if t.anomaly_types:
         out.append(f"  anomalies: {', '.join(t.anomaly_types)}")
+    other = sorted(set(t.counts) - set(t.anomaly_types))
+    if other:
+        out.append(f"  also found (not asked about): {', '.join(other)}")
+    if t.not_:
         out.append(f"  ruled out: {', '.join(t.not_)}"
                    + (f" (and so {', '.join(t.also_not)})" if t.also_not else ""))
     out.append(f"  may still hold: {', '.join(t.possible) if t.possible else 'none of the models'}")
     for u in t.unfinished:
-        out.append(f"  search stopped in a component of {u.size:,} transactions ({u.variant} "
-                   f"graph) before finishing {', '.join(u.might_hold)}: it might still hold one")
-    for typ in t.anomaly_types:
-        for an in t.anomalies[typ][:MAX_SHOWN]:
+        out.append(f"  search stopped ({u.limit}) in a component of {u.size:,} transactions "
+                   f"before deciding {', '.join(u.classes)}: it might still hold one")
+    for typ in t.anomaly_types + other:
+        shown = t.anomalies.get(typ, [])
+        for an in shown[:MAX_SHOWN]:
             out += ["", f"  {typ}: " + (an.explanation[0] if an.cycle is None else
                                         f"a cycle of {len(an.cycle)}")]
             out += [f"    {line}" for line in (an.explanation if an.cycle is not None else ())]
-        if len(t.anomalies[typ]) > MAX_SHOWN:
-            out.append(f"  ... and {len(t.anomalies[typ]) - MAX_SHOWN} more {typ} (see --json)")
+        if t.counts.get(typ, len(shown)) > MAX_SHOWN:
+            out.append(f"  ... and {t.counts.get(typ, len(shown)) - MAX_SHOWN:,} more {typ} "
+                       "(see --json)")
     return out

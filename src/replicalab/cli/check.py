@@ -21,12 +21,14 @@ from replicalab.cli.output import say, show
 from replicalab.cli.progress import Bars
 from replicalab.cli.timeparse import warnings_as_notes
 
-_VALUED = {"--model": "model", "--timeout": "timeout"}
-_FLAGS = {"--json": "as_json", "--fail-fast": "fail_fast"}
+_VALUED = {"--model": "model", "--timeout": "timeout",
+           "--consistency-models": "consistency_models", "--anomalies": "anomalies"}
+_FLAGS = {"--json": "as_json", "--fail-fast": "fail_fast", "--wfr-keys": "wfr_keys"}
 
 
 def run(paths: list[Path], model: str | None = None, timeout: str = "60s",
-        as_json: bool = False, fail_fast: bool = False) -> int:
+        as_json: bool = False, fail_fast: bool = False, consistency_models: str | None = None,
+        anomalies: str | None = None, wfr_keys: bool = False) -> int:
     """Check every PATH and print the results; return the exit status (0, 1 or 3; bad
     input exits 2 with one line)."""
     try:
@@ -34,7 +36,9 @@ def run(paths: list[Path], model: str | None = None, timeout: str = "60s",
             seconds(timeout, "timeout")
         reports = []
         for r in api.check_many(paths, model, timeout, fail_fast=fail_fast,
-                                bars=None if as_json else Bars()):
+                                bars=None if as_json else Bars(),
+                                consistency_models=consistency_models, anomalies=anomalies,
+                                wfr_keys=wfr_keys):
             reports.append(r)
             if as_json:
                 continue
@@ -105,8 +109,22 @@ def register(app: Any) -> None:
         fail_fast: Annotated[bool, typer.Option(
             "--fail-fast", help="Stop at the first key that is not linearizable; the other "
                                 "keys are left unchecked (listed as skipped).")] = False,
+        consistency_models: Annotated[str | None, typer.Option(
+            "--consistency-models", help="list-append / rw-register: the models the history "
+                                         "should satisfy, comma-separated, as Elle's "
+                                         ":consistency-models (default strict-serializable; "
+                                         "'none' for none).", show_default=False)] = None,
+        anomalies: Annotated[str | None, typer.Option(
+            "--anomalies", help="list-append / rw-register: further anomalies to report, "
+                                "comma-separated, as Elle's :anomalies (G0,G1c,...).",
+            show_default=False)] = None,
+        wfr_keys: Annotated[bool, typer.Option(
+            "--wfr-keys", help="rw-register: a transaction's write of a key follows its "
+                               "read of it in the key's version order (Elle's "
+                               ":wfr-keys?).")] = False,
     ) -> None:
-        raise typer.Exit(run(paths, model, timeout, as_json, fail_fast))
+        raise typer.Exit(run(paths, model, timeout, as_json, fail_fast, consistency_models,
+                             anomalies, wfr_keys))
 
     check.__doc__ = CHECK_HELP
     app.command(name="check")(check)

@@ -7,12 +7,17 @@ records: plain data, no numpy, so a short check starts fast.
 
 Each event has a type (``:invoke``, ``:ok``, ``:fail``, ``:info``), an ``:f`` (any name:
 the model decides what it takes), a ``:process`` and a ``:value``, and optionally
-``:time`` (ns), ``:key`` (our export) and ``:consistency``. An invoke is paired with the
-next completion of the same process, as Jepsen does; an invoke left open becomes an op
-that never completed (``info``). Events of a process that is not an integer
-(``:nemesis``) are left out. An op's value is its ``:ok`` completion's (a read's result),
-else its invoke's. With ``tuples=True`` (``jepsen.independent``, the ``kv`` model) values
-are ``[key value]`` tuples unless the event has a ``:key``.
+``:time`` (ns), ``:index``, ``:key`` (our export) and ``:consistency``. An invoke is
+paired with the next completion of the same process, as Jepsen does; an invoke left open
+becomes an op that never completed (``info``). With ``lone_completions=True`` a
+completion with no invoke before it (a history of completions only, as Elle's README shows
+them) is an op of its own whose invoke is unknown (``FileOp.invoked`` False; its invoke
+time is the history's first, the earliest it can have been); without it, an error.
+Events of a process that is not an integer (``:nemesis``) are left out and counted
+(``FileHistory.skipped``). An op's value is its ``:ok``
+completion's (a read's result), else its invoke's. With ``tuples=True``
+(``jepsen.independent``, the ``kv`` model) values are ``[key value]`` tuples unless the
+event has a ``:key``.
 
 A history without ``:time`` (Knossos's and Porcupine's corpora) is ordered by its lines:
 each op's times are then the lines of its invoke and completion (``FileHistory.timed`` is
@@ -83,15 +88,21 @@ class FileOp:
     invoke_ns: int
     complete_ns: int
     error: str = ""
+    complete_line: int = -1
+    """The position of its completion event (as ``line``; -1: never completed)."""
+    invoked: bool = True
+    """False for a completion with no invoke in the history (its invoke is unknown)."""
 
 
 @dataclass(frozen=True)
 class FileHistory:
-    """The ops of a history file in invoke order, and whether its events had ``:time``
-    (if not, times are lines)."""
+    """The ops of a history file in invoke order, whether its events had ``:time`` (if
+    not, times are lines), and how many events of non-client processes (``:nemesis``)
+    were left out."""
 
     ops: list[FileOp]
     timed: bool
+    skipped: int = 0
 
 
 # One alternative per token kind, in this group order: space (commas are space), comment,
@@ -470,9 +481,12 @@ def _value(v: Any) -> Any:
     return v
 
 
-def read_ops(path: Path, tuples: bool = False) -> FileHistory:
+def read_ops(path: Path, tuples: bool = False, lone_completions: bool = False,
+             default_f: str | None = None) -> FileHistory:
     """Return the ops of the EDN, JSONL or Jepsen log file ``path`` in invoke order (see
-    the module docstring); raises HistoryFileError naming the file and line of the first
+    the module docstring; ``lone_completions``: accept completions without an invoke;
+    ``default_f``: the ``:f`` of an event that has none, as Elle's README histories of
+    transactions); raises HistoryFileError naming the file and line of the first
     problem."""
     try:
         text = path.read_bytes().decode("utf-8")
@@ -498,7 +512,7 @@ def read_ops(path: Path, tuples: bool = False) -> FileHistory:
         events = _from_maps([(x, n) for n, x in enumerate(whole, start=1)])
         if not events:
             raise HistoryFileError(f"{path}:1: no events; expected op maps like {EXAMPLE}")
-        return _pair(path, events, tuples)
+        return _pair(path, events, tuples, lone_completions, default_f)
     kind = _kind(path, text)
     if kind == "log":
         events = _log_events(path, text)
@@ -506,7 +520,7 @@ def read_ops(path: Path, tuples: bool = False) -> FileHistory:
         events = _from_maps((_jsonl_events if kind == "jsonl" else _edn_events)(path, text))
     if not events:
         raise HistoryFileError(f"{path}:1: no events; expected op maps like {EXAMPLE}")
-    return _pair(path, events, tuples)
+    return _pair(path, events, tuples, lone_completions, default_f)
 
 
 def _json_array(text: str) -> list[Any] | None:
@@ -638,20 +652,27 @@ def porcupine_ops(path: Path, items: list[dict[str, Any]], tuples: bool) -> File
     return FileHistory(done, False)
 
 
-def _pair(path: Path, events: list[Event], tuples: bool) -> FileHistory:
-    """Return the ops of ``events``: each invoke paired with its process's next completion."""
+def _pair(path: Path, events: list[Event], tuples: bool, lone_completions: bool = False,
+          default_f: str | None = None) -> FileHistory:
+    """Return the ops of ``events``: each invoke paired with its process's next completion
+    (a completion without one is an op of its own if ``lone_completions``)."""
     timed = any(ev[6] is not None for ev in events)
     lines_unique = len({ev[7] for ev in events}) == len(events)
+    first_t = _first_time(events, timed)
     out: list[FileOp | None] = []
     # per open op: (slot in out, line, f, key, value, time)
     open_ops: dict[int, tuple[int, int, str, Any, Any, int]] = {}
+    skipped = 0
     for n, (process, typ, f, value, has_key, key, t, line) in enumerate(events, start=1):
         if isinstance(process, bool) or not isinstance(process, int):
-            continue  # :nemesis and other non-client processes
+            skipped += 1  # :nemesis and other non-client processes
+            continue
         if typ not in _TYPES:
             said = "no :type" if typ is None else f":type {_show(typ)}"
             raise HistoryFileError(f"{path}:{line}: {said}; expected :invoke, :ok, :fail or "
                                    ":info")
+        if f is None and default_f is not None:
+            f = default_f
         if not isinstance(f, str) or not f:
             said = "no :f" if f is None else f":f {_show(f)}"
             raise HistoryFileError(f"{path}:{line}: {said}; expected the op's name "
@@ -675,9 +696,17 @@ def _pair(path: Path, events: list[Event], tuples: bool) -> FileHistory:
             out.append(None)
             continue
         op = open_ops.pop(process, None)
-        if op is None:
+        if op is None and not lone_completions:
             raise HistoryFileError(f"{path}:{line}: a :{typ} of process {process} with no "
                                    ":invoke before it; expected the invoke first")
+        if op is None:  # a completion on its own (a history of completions only)
+            if has_key or tuples:
+                key, value = _key_value(has_key, key, value, tuples, f"{path}:{line}")
+            v = None if value is _MISSING else value
+            error = "" if typ == "ok" else _show(v if v is not None else "")
+            out.append(FileOp(pos, process, f, key if has_key or tuples else None, v, typ,
+                              first_t, t, error, pos, invoked=False))
+            continue
         slot, inv_line, inv_f, inv_key, inv_value, inv_t = op
         if inv_f != f:
             raise HistoryFileError(f"{path}:{line}: a :{typ} :{f} completes the :{inv_f} "
@@ -692,11 +721,21 @@ def _pair(path: Path, events: list[Event], tuples: bool) -> FileHistory:
             if value is not None or v is None:
                 v = value  # the completion's value: a read's result
         error = "" if typ == "ok" else _show(value if value is not _MISSING else "")
-        out[slot] = FileOp(inv_line, process, f, inv_key, v, typ, inv_t, t, error)
+        out[slot] = FileOp(inv_line, process, f, inv_key, v, typ, inv_t, t, error, pos)
     for process, (slot, inv_line, f, key, value, t) in open_ops.items():
         # never completed: may have happened, or not
         out[slot] = FileOp(inv_line, process, f, key, value, "info", t, -1, "never completed")
-    return FileHistory([o for o in out if o is not None], timed)
+    return FileHistory([o for o in out if o is not None], timed, skipped)
+
+
+def _first_time(events: list[Event], timed: bool) -> int:
+    """Return the earliest instant of the history: its smallest ``:time``, or 0 (before
+    the first line) when it has none."""
+    if not timed:
+        return 0
+    ts = [ev[6] for ev in events if isinstance(ev[6], int | float)
+          and not isinstance(ev[6], bool)]
+    return int(min(ts)) if ts else 0
 
 
 def _key_value(has_key: bool, key: Any, value: Any, tuples: bool, where: str

@@ -86,9 +86,9 @@ def transactions_section(page: Page, r: Mapping[str, Any], heading: str = "Trans
     page.para("May still hold: " + (", ".join(r.get("possible", ())) or "none of the models")
               + ".")
     for u in r.get("unfinished", ()):
-        page.para(f"The cycle search stopped in a component of {u['size']:,} transactions "
-                  f"({u['variant']} graph; e.g. {', '.join(u['sample'])}) before finishing "
-                  f"{', '.join(u['might_hold'])}: it might still hold one.", cls="warn")
+        page.para(f"The cycle search stopped ({u['limit']}) in a component of "
+                  f"{u['size']:,} transactions (e.g. {', '.join(u['sample'])}) before "
+                  f"deciding {', '.join(u['classes'])}: it might still hold one.", cls="warn")
     anomalies = r.get("anomalies", {})
     counts = r.get("counts", {})
     if not anomalies:

@@ -1,17 +1,26 @@
-"""The bridge to the native core (``replicalab_native.txn_check_edn`` /
-``txn_check_cols``): transactions to int64 columns, and its raw answer to a
+"""The bridge to the native core (``replicalab_native.txn_check2_*``): transactions to
+int64 columns, the lattice as tables, and the core's raw answer to a
 :class:`TxnCheckResult` through the same ``check_result`` as the reference."""
 
 from __future__ import annotations
 
 import json
 import time
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from replicalab.checkers.txn.check import DEFAULT_MAX_STEPS, MAX_PER_TYPE, check_result
+from replicalab.checkers.txn import cycles, models
+from replicalab.checkers.txn.check import (
+    DEFAULT_MAX_STEPS,
+    MAX_PER_TYPE,
+    check_result,
+    order_kind,
+)
 from replicalab.checkers.txn.types import (
+    NEVER,
     Anomaly,
+    Options,
     Step,
     Txn,
     TxnCheckResult,
@@ -24,8 +33,30 @@ _OUTCOME = {"ok": 1, "fail": 2, "info": 3}
 _KINDS = ("ww", "wr", "rw", "process", "realtime")
 
 
+@cache
+def tables() -> tuple[Any, ...]:
+    """Return what the lattice says, as the native core takes it: the cycle classes in
+    Elle's order, each one's implied classes (bit masks), the cycle-exists specs, per spec
+    the specs whose model implies its model and the classes its model forbids, and the
+    anomalies that rule snapshot isolation out."""
+    names = list(cycles.CYCLE_TYPES)
+    bit = {t: 1 << i for i, t in enumerate(names)}
+
+    def mask(types: set[str]) -> int:
+        return sum(bit[t] for t in types if t in bit)
+
+    implied = [mask(models.implied_anomalies([t])) for t in names]
+    specs = [(m, k, e) for m, k, e in cycles.EXISTS_SPECS]
+    spec_models = [m for m, _, _ in specs]
+    implying = [sum(1 << j for j, mj in enumerate(spec_models)
+                    if mj in models.models_implying([m])) for m in spec_models]
+    prohibits = [mask(models.prohibited_by([m])) for m in spec_models]
+    si_killers = sorted(a for a in models.depths() if "PL-SI" in models.impossible_models([a]))
+    return names, implied, specs, implying, prohibits, si_killers
+
+
 def columns(txns: list[Txn]) -> tuple[list[bytes], list[str]]:
-    """Return the int64 columns (as bytes) and key names ``txn_check_cols`` takes."""
+    """Return the int64 columns (as bytes) and key names ``txn_check2_cols`` takes."""
     from array import array
 
     cols = [array("q") for _ in range(12)]
@@ -62,19 +93,26 @@ def columns(txns: list[Txn]) -> tuple[list[bytes], list[str]]:
     return [c.tobytes() for c in cols], list(key_id)
 
 
-def _result(raw: Any, model: str, check_s: float) -> TxnCheckResult:
-    n, anomalies, counts, unfinished, info, anomalous = raw
+def _kind(opts: Options) -> int:
+    k = order_kind(opts)
+    return 0 if k is None else k
+
+
+def _result(raw: Any, model: str, opts: Options, check_s: float) -> TxnCheckResult:
+    n, anomalies, counts, unfinished, info, anomalous, empty, skipped = raw
     ans = []
     for typ, txns, cycle, key, detail in anomalies:
         steps = None if cycle is None else [
             Step(s, d, _KINDS[k], kk, a, b) for s, d, k, kk, a, b in cycle]
         ans.append(Anomaly(typ, list(txns), cycle=steps, key=key,
                            detail=json.loads(detail) if detail else {}))
-    unf = [Unfinished(v, size, list(sample), list(might)) for v, size, sample, might in unfinished]
+    unf = [Unfinished(size, list(sample), list(classes), limit)
+           for size, sample, classes, limit in unfinished]
     names = {pos: (index, process) for pos, index, process in info}
-    result = check_result(names, model, ans, unf, check_s, "native", n_txns=n,
-                          anomalous=anomalous)
-    result.counts = dict(counts)
+    result = check_result(names, model, opts, ans, unf, check_s, "native", empty=empty,
+                          n_txns=n, anomalous=anomalous,
+                          skipped={"non-client": skipped[0], "non-txn": skipped[1]},
+                          counts=dict(counts))
     return result
 
 
@@ -86,33 +124,36 @@ def _input_error(err: ValueError) -> TxnInputError | ValueError:
     return err
 
 
-def check_native(nat: Any, txns: list[Txn], model: str, deadline_s: float | None,
-                 max_steps: int = DEFAULT_MAX_STEPS) -> TxnCheckResult:
+def check_native(nat: Any, txns: list[Txn], model: str, opts: Options,
+                 deadline_s: float | None, max_steps: int = DEFAULT_MAX_STEPS
+                 ) -> TxnCheckResult:
     """Return the native core's check of ``txns`` (raises TxnInputError)."""
     started = time.monotonic()
     cols, keys = columns(txns)
     try:
-        raw = nat.txn_check_cols(cols, keys, model, deadline_s, max_steps, MAX_PER_TYPE)
+        raw = nat.txn_check2_cols(cols, keys, model, _kind(opts), opts.wfr_keys, tables(),
+                                  deadline_s, max_steps, MAX_PER_TYPE)
     except ValueError as err:
         raise _input_error(err) from None
-    return _result(raw, model, time.monotonic() - started)
+    return _result(raw, model, opts, time.monotonic() - started)
 
 
-def check_file(path: Path, model: str, deadline_s: float | None,
-               max_steps: int = DEFAULT_MAX_STEPS) -> TxnCheckResult:
+def check_edn(path: Path, model: str, opts: Options, deadline_s: float | None,
+              max_steps: int = DEFAULT_MAX_STEPS) -> TxnCheckResult:
     """Return the native core's check of the EDN history file ``path`` (parsed natively;
     raises TxnInputError naming the line)."""
     import replicalab_native as nat
 
     started = time.monotonic()
     try:
-        raw = nat.txn_check_edn(str(path), model, deadline_s, max_steps, MAX_PER_TYPE)
+        raw = nat.txn_check2_edn(str(path), model, _kind(opts), opts.wfr_keys, tables(),
+                                 deadline_s, max_steps, MAX_PER_TYPE)
     except ValueError as err:
         raise _input_error(err) from None
-    return _result(raw, model, time.monotonic() - started)
+    return _result(raw, model, opts, time.monotonic() - started)
 
 
-def check_table(table: Any, model: str, deadline_s: float | None,
+def check_table(table: Any, model: str, opts: Options, deadline_s: float | None,
                 max_steps: int = DEFAULT_MAX_STEPS) -> TxnCheckResult:
     """Return the native core's check of the ``txn`` rows of a History table as
     ``history.parquet`` holds it (a pyarrow Table; the columns f, type, process,
@@ -137,15 +178,18 @@ def check_table(table: Any, model: str, deadline_s: float | None,
         return lut[col.indices.to_numpy(zero_copy_only=False)]
 
     words, f_idx = codes("f")
-    rows = np.flatnonzero((words == "txn")[f_idx]) if len(words) else np.zeros(0, np.int64)
+    proc = table["process"].combine_chunks().to_numpy(zero_copy_only=False)
+    is_txn = (words == "txn")[f_idx] if len(words) else np.zeros(0, bool)
+    rows = np.flatnonzero(is_txn & (proc >= 0)) if len(words) else np.zeros(0, np.int64)
     # a run of transactions only (the usual case) is used as it is, not copied
     t = table if len(rows) == table.num_rows else table.take(pa.array(rows, pa.int64()))
     typ = codes("type", TYPE_NAMES)[rows] if len(rows) else np.zeros(0, np.int64)
     outcome = np.where(typ == 0, 3, typ).astype(np.int64)  # in flight: unknown
 
-    def ints(name: str) -> bytes:
-        return t[name].combine_chunks().to_numpy(zero_copy_only=False).astype(
-            np.int64).tobytes()
+    def ints(name: str) -> Any:
+        return t[name].combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64)
+
+    complete = np.where(typ == 0, NEVER, ints("complete_ns"))
 
     def lists(name: str) -> tuple[bytes, bytes, bytes]:
         col = t[name].combine_chunks()
@@ -158,11 +202,12 @@ def check_table(table: Any, model: str, deadline_s: float | None,
         data = bufs[2].to_pybytes() if bufs[2] is not None else b""
         return list_off.tobytes(), str_off.tobytes(), data
 
-    cols = [rows.astype(np.int64).tobytes(), ints("process"), outcome.tobytes(),
-            ints("invoke_ns"), ints("complete_ns")]
+    cols = [rows.astype(np.int64).tobytes(), ints("process").tobytes(), outcome.tobytes(),
+            ints("invoke_ns").tobytes(), complete.astype(np.int64).tobytes()]
     try:
-        raw = nat.txn_check_rows(*cols, *lists("keys"), *lists("values"), model,
-                                 deadline_s, max_steps, MAX_PER_TYPE)
+        raw = nat.txn_check2_rows(*cols, *lists("keys"), *lists("values"), model,
+                                  _kind(opts), opts.wfr_keys, tables(), deadline_s,
+                                  max_steps, MAX_PER_TYPE)
     except ValueError as err:
         raise _input_error(err) from None
-    return _result(raw, model, time.monotonic() - started)
+    return _result(raw, model, opts, time.monotonic() - started)

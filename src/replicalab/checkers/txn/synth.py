@@ -1,6 +1,8 @@
-"""Synthetic transaction histories with known answers: serial executions with timings
-compatible with their serial order (valid under every model), and small gadgets that each
-hold one anomaly class. Tests and ``benchmarks/bench_txn_check.py`` build on these."""
+"""Synthetic transaction histories: serial executions with timings compatible with their
+serial order (valid under every model), snapshot-isolation executions over a few hot
+keys (strongly connected components as large as the concurrency makes them; write skew
+their only anomaly), sloppy ones, and small gadgets that each hold one anomaly class.
+Tests and ``benchmarks/bench_txn_check.py`` build on these."""
 
 from __future__ import annotations
 
@@ -9,16 +11,24 @@ from typing import Any
 
 from replicalab.checkers.txn.types import Txn
 
-GADGETS = ("G0", "G1a", "G1b", "G1c", "G-single", "G-nonadjacent", "G2-item", "internal",
-           "incompatible-order", "duplicate-elements", "lost-update", "G0-process",
-           "G0-realtime", "G1c-process", "G-single-realtime", "G2-item-process")
-"""List-append gadgets; ``gadget(name)`` holds exactly the anomaly ``name`` (a lost update
-is always also a G-single cycle: see ``EXPECTED``)."""
-EXPECTED = {g: {g} for g in GADGETS} | {"lost-update": {"lost-update", "G-single"}}
+GADGETS = ("G0", "G1a", "G1b", "G1c", "G-single-item", "G-nonadjacent-item", "G2-item",
+           "internal", "incompatible-order", "duplicate-elements", "lost-update", "G0-process",
+           "G0-realtime", "G1c-process", "G-single-item-realtime", "G2-item-process")
+"""List-append gadgets: ``gadget(name)`` holds the anomaly ``name``, and what
+``EXPECTED`` adds: no dependency edge at all for a lone aborted read or internal
+inconsistency (Elle's empty-transaction-graph); an intermediate read or a lost update
+whose appends a read shows is a G-single cycle too."""
+EXPECTED = {g: {g} for g in GADGETS} | {
+    "G1a": {"G1a", "empty-transaction-graph"},
+    "G1b": {"G1b", "G-single-item"},
+    "internal": {"internal", "empty-transaction-graph"},
+    "lost-update": {"lost-update", "G-single-item"}}
 
-REGISTER_GADGETS = ("G1a", "G1b", "G1c", "G-single", "G2-item", "internal", "lost-update",
-                    "G-single-realtime")
+REGISTER_GADGETS = ("G1a", "G1b", "G1c", "G-single-item", "G2-item", "internal",
+                    "lost-update", "G-single-item-realtime")
 REGISTER_EXPECTED = {g: {g} for g in REGISTER_GADGETS} | {
+    "G1a": {"G1a", "empty-transaction-graph"}, "G1b": {"G1b", "empty-transaction-graph"},
+    "internal": {"internal", "empty-transaction-graph"},
     "lost-update": {"lost-update", "G2-item"}}
 
 
@@ -43,17 +53,17 @@ def serial(rng: random.Random, n: int, keys: int, max_len: int, model: str = "li
         r = rng.random()
         outcome = "fail" if r < fail_p else "info" if r < fail_p + info_p else "ok"
         applied = outcome == "ok" or (outcome == "info" and rng.random() < 0.5)
-        local = dict(state)
+        local: dict[str, Any] = {}  # this transaction's writes over the state
         for _ in range(rng.randint(1, max_len)):
             slot = rng.randrange(keys)
             k = f"{key_prefix}{active[slot]}"
             if rng.random() < 0.5:
-                cur = local.get(k)
+                cur = local[k] if k in local else state.get(k)
                 mops.append(("r", k, (tuple(cur) if cur else ()) if model == "list-append"
                              else cur))
             else:
                 if model == "list-append":
-                    local[k] = [*(local.get(k) or []), value]
+                    local[k] = [*((local[k] if k in local else state.get(k)) or []), value]
                     mops.append(("append", k, value))
                 else:
                     local[k] = value
@@ -64,7 +74,7 @@ def serial(rng: random.Random, n: int, keys: int, max_len: int, model: str = "li
                     active[slot], writes[slot] = next_key, 0
                     next_key += 1
         if applied:
-            state = local
+            state.update(local)
         if outcome != "ok":  # what a failed or unknown transaction read is not known
             mops = [(f, k, None if f == "r" else v) for f, k, v in mops]
         commit = start + 10 * (i + 1)
@@ -124,9 +134,9 @@ def _list_append(name: str, a: str, b: str, c: str, d: str) -> list[tuple[Any, .
                 (1, "ok", *both, [("r", a, (1,))])],
         "G1c": [(0, "ok", *both, [("append", a, 1), ("r", b, (1,))]),
                 (1, "ok", *both, [("append", b, 1), ("r", a, (1,))])],
-        "G-single": [(0, "ok", *both, [("r", a, (1,)), ("r", b, ())]),
+        "G-single-item": [(0, "ok", *both, [("r", a, (1,)), ("r", b, ())]),
                      (1, "ok", *both, [("append", a, 1), ("append", b, 1)])],
-        "G-nonadjacent": [(0, "ok", *both, [("r", a, ()), ("r", d, (1,))]),
+        "G-nonadjacent-item": [(0, "ok", *both, [("r", a, ()), ("r", d, (1,))]),
                           (1, "ok", *both, [("append", a, 1), ("append", b, 1)]),
                           (2, "ok", *both, [("r", b, (1,)), ("r", c, ())]),
                           (3, "ok", *both, [("append", c, 1), ("append", d, 1)])],
@@ -151,8 +161,8 @@ def _list_append(name: str, a: str, b: str, c: str, d: str) -> list[tuple[Any, .
                         (2, "ok", 5, 90, [("r", a, (2, 1))])],
         "G1c-process": [(0, "ok", 10, 20, [("r", a, (1,))]),
                         (0, "ok", 30, 40, [("append", a, 1)])],
-        "G-single-realtime": [(0, "ok", 10, 20, [("append", a, 1)]),
-                              (1, "ok", 30, 40, [("r", a, ())])],
+        "G-single-item-realtime": [(0, "ok", 10, 20, [("append", a, 1)]),
+                                   (1, "ok", 30, 40, [("r", a, ())])],
         "G2-item-process": [(0, "ok", 10, 20, [("append", c, 1)]),
                             (0, "ok", 30, 40, [("r", a, ())]),
                             (1, "ok", 5, 90, [("append", a, 1), ("r", c, ())])],
@@ -167,7 +177,7 @@ def _register(name: str, a: str, b: str, c: str, d: str) -> list[tuple[Any, ...]
         "G1b": [(0, "ok", *both, [("w", a, 1), ("w", a, 2)]), (1, "ok", *both, [("r", a, 1)])],
         "G1c": [(0, "ok", *both, [("w", a, 1), ("r", b, 1)]),
                 (1, "ok", *both, [("w", b, 1), ("r", a, 1)])],
-        "G-single": [(0, "ok", *both, [("r", a, 1), ("r", b, None)]),
+        "G-single-item": [(0, "ok", *both, [("r", a, 1), ("r", b, None)]),
                      (1, "ok", *both, [("w", a, 1), ("w", b, 1)])],
         "G2-item": [(0, "ok", *both, [("w", a, 1), ("r", b, None)]),
                     (1, "ok", *both, [("w", b, 1), ("r", a, None)])],
@@ -175,10 +185,94 @@ def _register(name: str, a: str, b: str, c: str, d: str) -> list[tuple[Any, ...]
                      (1, "ok", *both, [("w", a, 2)])],
         "lost-update": [(0, "ok", *both, [("r", a, None), ("w", a, 1)]),
                         (1, "ok", *both, [("r", a, None), ("w", a, 2)])],
-        "G-single-realtime": [(0, "ok", 10, 20, [("w", a, 1)]),
-                              (1, "ok", 30, 40, [("r", a, None)])],
+        "G-single-item-realtime": [(0, "ok", 10, 20, [("w", a, 1)]),
+                                   (1, "ok", 30, 40, [("r", a, None)])],
     }
     return g[name]
+
+
+def si_execution(rng: random.Random, n: int, keys: int = 4, clients: int = 10,
+                 max_len: int = 4, appends_per_key: int = 64, read_skew_p: float = 0.0,
+                 start: int = 0, first_value: int = 1) -> list[Txn]:
+    """Return ``n`` list-append transactions run under snapshot isolation by ``clients``
+    concurrent clients over ``keys`` hot keys: each reads the state committed when it
+    takes its snapshot (just after its invoke), plus its own appends, and commits unless
+    a transaction that committed since its snapshot appended to a key it appends to
+    (first committer wins: it then fails); a key is retired for a fresh one after
+    ``appends_per_key`` appends, so lists stay short. Real-time order agrees (snapshot
+    after the invoke, commit before the completion), so the only anomaly is write skew
+    (G2-item, and its real-time variant), unless ``read_skew_p``: that share of the
+    committed transactions has one read answered from the state at its commit instead
+    of its snapshot (read skew, G-single). Times in ns from ``start``."""
+    import heapq
+
+    state: dict[str, tuple[int, ...]] = {}
+    last_commit: dict[str, int] = {}  # key -> number of the last commit that wrote it
+    commits = 0
+    active = list(range(keys))
+    count = [0] * keys
+    next_key = keys
+    value = first_value
+    events: list[tuple[int, int, str, Any]] = []
+    seq = 0
+    started = 0
+    out: list[Txn] = []
+
+    def schedule(client: int, t: int) -> None:
+        nonlocal seq, started
+        inv = t + rng.randint(1, 5)
+        heapq.heappush(events, (inv + rng.randint(1, 3), seq, "snap", (client, inv)))
+        seq += 1
+        started += 1
+
+    for c in range(min(clients, n)):
+        schedule(c, start + c)
+    while events:
+        now, _, kind, p = heapq.heappop(events)
+        if kind == "snap":
+            client, inv = p
+            local: dict[str, tuple[int, ...]] = {}
+            mops: list[tuple[str, str, Any]] = []
+            for _ in range(rng.randint(1, max_len)):
+                k = str(active[rng.randrange(keys)])
+                if rng.random() < 0.5:
+                    mops.append(("r", k, local[k] if k in local else state.get(k, ())))
+                else:
+                    local[k] = (*(local[k] if k in local else state.get(k, ())), value)
+                    mops.append(("append", k, value))
+                    value += 1
+            heapq.heappush(events, (now + rng.randint(5, 50), seq, "commit",
+                                    (client, inv, commits, mops, local)))
+            seq += 1
+            continue
+        client, inv, snap_no, mops, local = p
+        ok = not any(last_commit.get(k, -1) >= snap_no for k in local)
+        if ok and rng.random() < read_skew_p:
+            reads = [j for j, m in enumerate(mops) if m[0] == "r" and m[1] not in local]
+            if reads:
+                j = rng.choice(reads)
+                mops[j] = ("r", mops[j][1], state.get(mops[j][1], ()))
+        if ok:
+            for k, v in local.items():
+                state[k] = v
+                last_commit[k] = commits
+                slot = next((i for i, a in enumerate(active) if str(a) == k), None)
+                if slot is not None:
+                    count[slot] += sum(1 for f, kk, _ in mops if f == "append" and kk == k)
+                    if count[slot] >= appends_per_key:
+                        active[slot], count[slot] = next_key, 0
+                        next_key += 1
+            commits += 1
+        else:
+            mops = [(f, k, None if f == "r" else v) for f, k, v in mops]
+        comp = now + rng.randint(1, 3)
+        out.append(Txn(0, client, "ok" if ok else "fail", inv, comp, mops))
+        if started < n:
+            schedule(client, comp)
+    out.sort(key=lambda t: t.invoke)
+    for j, t in enumerate(out):
+        t.index = j
+    return out
 
 
 def sloppy(rng: random.Random, n: int, keys: int, max_len: int, model: str = "list-append",

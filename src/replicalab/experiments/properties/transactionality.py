@@ -33,7 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from replicalab.checkers.txn import check_history, result_json, verdict
-from replicalab.checkers.txn.models import CYCLES
+from replicalab.checkers.txn.models import canonical
 from replicalab.cluster.kinds import Promise, StoreKind, TxnVariant, isolation_promise
 from replicalab.experiments import cells, measure
 from replicalab.experiments.plan import Plan, Subject
@@ -49,14 +49,21 @@ TXN_LENGTH = (1, 4)  # micro-operations per transaction: reads and appends, half
 
 WORDS = {"G0": "dirty write (G0)", "G1a": "aborted read (G1a)",
          "G1b": "intermediate read (G1b)", "G1c": "circular information flow (G1c)",
-         "G-single": "read skew (G-single)", "G-nonadjacent": "G-nonadjacent cycle",
+         "G-single-item": "read skew (G-single-item)", "G-single": "read skew (G-single)",
+         "G-nonadjacent-item": "G-nonadjacent cycle", "G-nonadjacent": "G-nonadjacent cycle",
          "G2-item": "write skew (G2-item)", "lost-update": "lost update",
-         "internal": "internal inconsistency",
+         "internal": "internal inconsistency", "future-read": "future read",
+         "dirty-update": "dirty update", "garbage-read": "read of a value nobody wrote",
          "incompatible-order": "incompatible version orders",
-         "duplicate-elements": "duplicate elements"}
+         "duplicate-elements": "duplicate elements",
+         "cyclic-versions": "cyclic version order"}
 """Anomaly classes in a newcomer's words, Elle's name beside."""
-_ORDER = ("G0", "G1a", "G1b", "G1c", "internal", "incompatible-order", "duplicate-elements",
-          "lost-update", "G-single", "G-nonadjacent", "G2-item")
+CYCLES = ("G0", "G1c", "G-single-item", "G-single", "G-nonadjacent-item", "G-nonadjacent",
+          "G2-item")
+"""The cycle classes (their process and real-time variants aside)."""
+_ORDER = ("G0", "G1a", "G1b", "G1c", "internal", "future-read", "dirty-update",
+          "garbage-read", "incompatible-order", "duplicate-elements", "lost-update",
+          "G-single-item", "G-single", "G-nonadjacent-item", "G-nonadjacent", "G2-item")
 MODEL_WORDS = {"strict-serializable": "strict serializable", "serializable": "serializable",
                "snapshot-isolation": "snapshot isolation", "repeatable-read": "repeatable read",
                "read-committed": "read committed", "none": "no isolation"}
@@ -175,8 +182,8 @@ def judge(v: dict[str, Any]) -> tuple[str, str, str]:
         return ("grey", f"no transaction committed ({v['txns']['fail']:,} aborted, "
                 f"{v['txns']['info']:,} unknown): nothing to judge", "no committed transaction")
     of = f"in {ok:,} committed transactions"
-    ruled_out = set(c["not"]) | set(c["also_not"])
-    if model != "none" and model in ruled_out:
+    ruled_out = {canonical(m) for m in set(c["not"]) | set(c["also_not"])}
+    if model != "none" and canonical(model) in ruled_out:
         bad = sorted((k for k in counts if _breaks(k, model)), key=_severity) or sorted(
             counts, key=_severity)
         return ("red", f"NOT {promised}: {_list(bad, counts)} {of}",
@@ -203,7 +210,7 @@ def judge(v: dict[str, Any]) -> tuple[str, str, str]:
 def _breaks(anomaly: str, model: str) -> bool:
     """Return whether ``anomaly`` alone rules out ``model``."""
     not_, also, _ = verdict([anomaly])
-    return model in not_ or model in also
+    return canonical(model) in {canonical(m) for m in not_ + also}
 
 
 def _base(name: str) -> str:
@@ -249,7 +256,8 @@ def details(v: dict[str, Any], workload: dict[str, Any]) -> list[str]:
                      f"{strongest}")
     for u in c["unfinished"]:
         lines.append(f"cycle search stopped on a component of {u['size']} transactions "
-                     f"({u['variant']}): it might still hold {', '.join(u['might_hold'])}")
+                     f"({u.get('limit', '')}): it might still hold "
+                     f"{', '.join(u.get('classes', u.get('might_hold', [])))}")
     lines.append(f"checked in {c['check_s']:.2f} s ({c['engine']} engine)")
     return lines
 
