@@ -17,6 +17,7 @@ the brute-force oracle (tests/txn_oracle.py) where it applies:
 from __future__ import annotations
 
 import gzip
+import re
 from pathlib import Path
 
 import pytest
@@ -200,10 +201,23 @@ def test_jepsen_history_with_nemesis_ops(engine, tmp_path):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_completions_only_history_from_elles_readme(engine, tmp_path):
+@pytest.mark.parametrize("process", [True, False])
+def test_completions_only_history_from_elles_readme(engine, process, tmp_path):
+    """Elle's README history, as its README writes it (no :process, no :f, no invokes) and
+    with processes: Elle answers G1c."""
     path = tmp_path / "readme.edn"
-    path.write_text("[{:process 0, :type :ok, :value [[:append :x 1] [:r :y [1]]]}\n"
-                    " {:process 1, :type :ok, :value [[:append :x 2] [:append :y 1]]}\n"
-                    " {:process 2, :type :ok, :value [[:r :x [1 2]]]}]\n")
+    text = ("[{:process 0, :type :ok, :value [[:append :x 1] [:r :y [1]]]}\n"
+            " {:process 1, :type :ok, :value [[:append :x 2] [:append :y 1]]}\n"
+            " {:process 2, :type :ok, :value [[:r :x [1 2]]]}]\n")
+    path.write_text(text if process else re.sub(r":process \d, ", "", text))
     r = check_file(path, "list-append", Options(("serializable",)), engine=engine)
     assert r.valid is False and r.anomaly_types == ["G1c"] and r.txns == 3
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_invoke_without_a_process_cannot_be_paired(engine, tmp_path):
+    path = tmp_path / "h.edn"
+    path.write_text("{:type :invoke, :f :txn, :value [[:append :x 1]]}\n"
+                    "{:type :ok, :f :txn, :value [[:append :x 1]], :process 0}\n")
+    with pytest.raises(ValueError, match=":process"):
+        check_file(path, "list-append", engine=engine)

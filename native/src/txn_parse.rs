@@ -571,8 +571,13 @@ pub fn parse(text: &[u8]) -> Result<(Txns, Skipped), ParseError> {
             skipped.non_client += 1;
             continue;
         }
-        let Some(process) = ev.process else {
-            return err(line, "an op map without an integer :process");
+        // Elle's README writes completions with neither :process nor :f: each is an op
+        // of its own, with a process of its own (above any a history names, as the
+        // Python reader's LONE_PROCESS_BASE)
+        let process = match ev.process {
+            Some(p) => p,
+            None if ev.typ != 0 => (1i64 << 40) + pos,
+            None => return err(line, "an :invoke without an integer :process"),
         };
         match ev.f_txn {
             None | Some(true) => {} // no :f: a transaction, as Elle's README writes them

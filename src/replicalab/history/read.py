@@ -330,6 +330,9 @@ Event = tuple[Any, Any, Any, Any, bool, Any, Any, int]
 """One event as the pairing takes it: (process, type, f, value (``_MISSING`` when the
 event has none), whether it has a ``:key``, the key, ``:time`` (None: none), line)."""
 _MISSING = object()
+LONE_PROCESS_BASE = 1 << 40
+"""Processes given to completions that name none (``lone_completions``): one per op, above
+any process a history names."""
 
 
 def _log_events(path: Path, text: str) -> list[Event]:
@@ -664,6 +667,14 @@ def _pair(path: Path, events: list[Event], tuples: bool, lone_completions: bool 
     open_ops: dict[int, tuple[int, int, str, Any, Any, int]] = {}
     skipped = 0
     for n, (process, typ, f, value, has_key, key, t, line) in enumerate(events, start=1):
+        if process is None and typ == "invoke":
+            raise HistoryFileError(f"{path}:{line}: an :invoke without a :process; expected "
+                                   "the process that invokes it (its completion names the "
+                                   "same one)")
+        if process is None and lone_completions:
+            # Elle's README writes completions with neither :process nor :f: each is an op
+            # of its own, so each gets a process of its own
+            process = LONE_PROCESS_BASE + n
         if isinstance(process, bool) or not isinstance(process, int):
             skipped += 1  # :nemesis and other non-client processes
             continue
