@@ -14,10 +14,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from servers import server_missing
 
 from replicalab.history import read
 from replicalab.history.read import HistoryFileError, read_ops
+from servers import server_missing
 
 PORCUPINE = "github.com/anishathalye/porcupine@v1.3.1"
 
@@ -74,7 +74,7 @@ not an event
 INFO  jepsen.util - 0\t:ok\t:read\t"x y"\r
 INFO  jepsen.util - 1\t:info\t:write\t:timed-out\r\n\
 INFO  jepsen.util - 3\t:invoke\t:write\t-7
-INFO  jepsen.util - 2\t:fail\t:cas\t[1 "two" 3 :kw nil true false 123456789012 "a-very-long-string-beyond-forty-chars"]
+INFO  jepsen.util - 2\t:fail\t:cas\t[1 "two" 3 :kw nil true false 123456789012 "ab"]
 INFO  jepsen.util - 4\t:invoke\t:read\t
 INFO  jepsen.util - 4\t:ok\t:read\t+5
 INFO  jepsen.util - 5\t:invoke\t:read\tnil

@@ -106,10 +106,12 @@ class FileHistory:
 
 
 # One alternative per token kind, in this group order: space (commas are space), comment,
-# string, opener, closer, discard, tag, character, atom; anything else is an error.
-_TOKEN = re.compile(r"""([\s,]+)|(;[^\n]*)|("(?:[^"\\]|\\.)*")|(\#\{|[\[{(])|([\]})])|(\#_)"""
-                    r"""|(\#[A-Za-z][^\s,\[\]{}()"]*)|(\\(?:newline|space|tab|return|u[0-9a-fA-F]{4}|.))"""
-                    r"""|([^\s,\[\]{}()";\\]+)|(.)""", re.DOTALL)
+# string, opener, closer, discard, tag, character, atom; anything else is an error. Compiled
+# on first use (re's cache), by the full reader only: a log or flat EDN file never needs it.
+_TOKEN = (r"""([\s,]+)|(;[^\n]*)|("(?:[^"\\]|\\.)*")|(\#\{|[\[{(])|([\]})])|(\#_)"""
+          r"""|(\#[A-Za-z][^\s,\[\]{}()"]*)|(\\(?:newline|space|tab|return|u[0-9a-fA-F]{4}|.))"""
+          r"""|([^\s,\[\]{}()";\\]+)|(.)""")
+
 _INT = re.compile(r"[+-]?\d+N?")
 _FLOAT = re.compile(r"[+-]?(\d+\.\d*|\d*\.\d+|\d+)([eE][+-]?\d+)?M?")
 _RATIO = re.compile(r"[+-]?\d+/\d+")
@@ -163,8 +165,8 @@ def _read_forms(text: str, name: str) -> tuple[list[tuple[Any, int]], list[int]]
     stack: list[list[Any]] = []
     atoms: dict[str, Any] = {}
     line = 1
-    for ws, comment, string, opener, closer, discard, tag, char, atom, bad in _TOKEN.findall(
-            text):
+    for ws, comment, string, opener, closer, discard, tag, char, atom, bad in re.findall(
+            _TOKEN, text, re.DOTALL):
         if ws:
             line += ws.count("\n")
             continue
