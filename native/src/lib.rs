@@ -9,6 +9,7 @@
 
 pub mod generic;
 pub mod intern;
+pub mod jepsen_log;
 pub mod simpledb;
 pub mod simreads;
 pub mod simrt;
@@ -473,6 +474,7 @@ fn replicalab_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(search_part, m)?)?;
     m.add_function(wrap_pyfunction!(search_part_stats, m)?)?;
     m.add_function(wrap_pyfunction!(check_kv, m)?)?;
+    m.add_function(wrap_pyfunction!(jepsen_log::read_jepsen_log, m)?)?;
     txn_py::register(m)?;
     m.add_function(wrap_pyfunction!(intern::encode_register_history, m)?)?;
     m.add_class::<simrt::Stream>()?;

@@ -5,7 +5,6 @@ command line prints exactly these; a notebook shows the tables as HTML."""
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -83,6 +82,8 @@ class Table:
         return pd.DataFrame(self.rows, columns=self.header)
 
     def _repr_html_(self) -> str:
+        import html  # a notebook's: the command line does not load it
+
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
                        for r in self.rows)
@@ -123,6 +124,8 @@ class Outcome:
         return self.tables[table].to_pandas()
 
     def _repr_html_(self) -> str:
+        import html
+
         lines = "".join(f"<p>{html.escape(line)}</p>" for line in self.remarks)
         where = f"<p><code>{html.escape(str(self.run_dir))}</code></p>" if self.run_dir else ""
         return "".join(t._repr_html_() for t in self.tables) + lines + where

@@ -19,7 +19,6 @@ import atexit
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -109,6 +108,8 @@ def start(argv: list[str], log: Path, cwd: Path | None = None,
           env: dict[str, str] | None = None, label: str = "") -> int:
     """Start ``argv`` detached in its own session, output to ``log``, owned by the registry
     (see the module docstring); return its pid."""
+    import subprocess  # here: a command that starts nothing (check FILE) does not load it
+
     log.parent.mkdir(parents=True, exist_ok=True)
     # A Ctrl-C while Popen waits for the child's exec raised out of Popen with the child
     # running and its pid lost: an agent of `clt local` outlived its command by hours. The

@@ -36,7 +36,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 EXAMPLE = "{:type :invoke, :f :read, :process 0, :value nil, :time 0}"
 _TYPES = ("invoke", "ok", "fail", "info")
@@ -70,14 +70,14 @@ class Tagged:
     value: Any
 
 
-@dataclass(frozen=True, slots=True)
-class FileOp:
+class FileOp(NamedTuple):
     """One operation of a history file: ``line`` of its invoke (its position among the
     events, 1-based, when several events share a line); ``f`` as written; ``key`` None
     unless given; ``value`` as the history keeps it (vectors as tuples, keywords as
     ":name"); ``outcome`` ok / fail / info (info too for an invoke never completed);
     times in ns, or lines for a history without times (``complete_ns`` -1: never
-    completed)."""
+    completed). A named tuple rather than a dataclass: a history holds thousands, and
+    the native reader's rows are made FileOps without a call each."""
 
     line: int
     process: int
@@ -106,10 +106,12 @@ class FileHistory:
 
 
 # One alternative per token kind, in this group order: space (commas are space), comment,
-# string, opener, closer, discard, tag, character, atom; anything else is an error.
-_TOKEN = re.compile(r"""([\s,]+)|(;[^\n]*)|("(?:[^"\\]|\\.)*")|(\#\{|[\[{(])|([\]})])|(\#_)"""
-                    r"""|(\#[A-Za-z][^\s,\[\]{}()"]*)|(\\(?:newline|space|tab|return|u[0-9a-fA-F]{4}|.))"""
-                    r"""|([^\s,\[\]{}()";\\]+)|(.)""", re.DOTALL)
+# string, opener, closer, discard, tag, character, atom; anything else is an error. Compiled
+# on first use (re's cache), by the full reader only: a log or flat EDN file never needs it.
+_TOKEN = (r"""([\s,]+)|(;[^\n]*)|("(?:[^"\\]|\\.)*")|(\#\{|[\[{(])|([\]})])|(\#_)"""
+          r"""|(\#[A-Za-z][^\s,\[\]{}()"]*)|(\\(?:newline|space|tab|return|u[0-9a-fA-F]{4}|.))"""
+          r"""|([^\s,\[\]{}()";\\]+)|(.)""")
+
 _INT = re.compile(r"[+-]?\d+N?")
 _FLOAT = re.compile(r"[+-]?(\d+\.\d*|\d*\.\d+|\d+)([eE][+-]?\d+)?M?")
 _RATIO = re.compile(r"[+-]?\d+/\d+")
@@ -163,8 +165,8 @@ def _read_forms(text: str, name: str) -> tuple[list[tuple[Any, int]], list[int]]
     stack: list[list[Any]] = []
     atoms: dict[str, Any] = {}
     line = 1
-    for ws, comment, string, opener, closer, discard, tag, char, atom, bad in _TOKEN.findall(
-            text):
+    for ws, comment, string, opener, closer, discard, tag, char, atom, bad in re.findall(
+            _TOKEN, text, re.DOTALL):
         if ws:
             line += ws.count("\n")
             continue
@@ -324,6 +326,24 @@ def _edn_events(path: Path, text: str) -> list[tuple[dict[str, Any], int]]:
     return out
 
 
+try:  # the native core's reader of Jepsen log lines (native/src/jepsen_log.rs)
+    from replicalab_native import read_jepsen_log as _native_read_log
+except ImportError:  # not built, or an older build: the Python reader below reads them
+    _native_read_log = None
+
+
+def _native_log(text: str, tuples: bool) -> tuple[list[tuple[Any, ...]], int] | None:
+    """Return (rows in FileOp's field order, events of non-client processes left out) of
+    Jepsen log lines read by the native core, or None: the core is missing, or the file
+    holds something it leaves to :func:`_log_events` and :func:`_pair` (a value other than
+    nil, a boolean, an integer, a keyword, a plain string or a flat vector of those; a
+    completion with no invoke; malformed input, which they name). Where it answers, its
+    ops are theirs (tests/test_history_native_read.py)."""
+    if _native_read_log is None:
+        return None
+    return _native_read_log(text, tuples)
+
+
 _LOG = re.compile(r"jepsen\.util\s+-\s+(\S+)\s+:(\S+)\s+:(\S+)\s*(.*?)\s*$")
 
 Event = tuple[Any, Any, Any, Any, bool, Any, Any, int]
@@ -449,10 +469,18 @@ def read_events(path: Path) -> list[tuple[dict[str, Any], int]]:
     return (_jsonl_events if _kind(path, text) == "jsonl" else _edn_events)(path, text)
 
 
+_LINE_END = re.compile("[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+"""Where str.splitlines() ends a line."""
+
+
 def _kind(path: Path, text: str) -> str:
     """Return "jsonl", "edn" or "log": Jepsen's log lines when the first line is one, else
     by suffix, else by whether the first line is JSON."""
-    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    # the first line that is not blank (its leading spaces aside), without splitting the
+    # whole file
+    stripped = text.lstrip()
+    end = _LINE_END.search(stripped)
+    first = stripped[:end.start()] if end else stripped
     if _LOG.search(first) and not first.lstrip().startswith(("{", "[")):
         return "log"
     suffix = path.suffix.lower()
@@ -518,6 +546,11 @@ def read_ops(path: Path, tuples: bool = False, lone_completions: bool = False,
         return _pair(path, events, tuples, lone_completions, default_f)
     kind = _kind(path, text)
     if kind == "log":
+        native = _native_log(text, tuples)
+        if native is not None:
+            rows, skipped = native
+            new = tuple.__new__  # the rows are FileOps' fields, in order
+            return FileHistory([new(FileOp, row) for row in rows], False, skipped)
         events = _log_events(path, text)
     else:
         events = _from_maps((_jsonl_events if kind == "jsonl" else _edn_events)(path, text))

@@ -200,7 +200,15 @@ class PartSearch:
             return self.run(constrained, deadline_s)[0]
         if (self.cols is not None and self.native == "register"
                 and _native_check_window is not None):
-            mask = bytes(o.index in constrained for o in self.ops)
+            if len(self.pos) == len(self.ops):  # indexes unique: set the few flags
+                flags = bytearray(len(self.ops))
+                pos = self.pos
+                for i in constrained:
+                    if i in pos:
+                        flags[pos[i]] = 1
+                mask = bytes(flags)
+            else:
+                mask = bytes(o.index in constrained for o in self.ops)
             return Verdict(_native_check_window(*self.cols.args(), mask, deadline_s,
                                                 self.cache_bytes))
         return self._register_window(constrained, deadline_s)

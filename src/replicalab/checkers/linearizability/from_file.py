@@ -19,15 +19,16 @@ def ops_from_file(path: Path, ops: Sequence[FileOp], model: Model) -> list[LinOp
     """Return ``ops`` as LinOps of ``model`` (``index`` = the line of the invoke); raises
     HistoryFileError (``path:line: ...``) for the first op the model cannot take."""
     out = []
+    names: dict[str, str] = {}  # a history has a few names: each mapped once
     canonical = model.canonical
     shape = model.file_value
     takes = set(model.ops)
     value_problem = model.value_problem
-    for o in ops:
-        f = canonical(o.f)
-        op = LinOp(o.line, o.process, f, o.key, shape(f, o.value), o.outcome, o.invoke_ns,
-                   o.complete_ns)
+    add = out.append
+    for line, process, name, key, value, outcome, invoke_ns, complete_ns, *_ in ops:
+        f = names.get(name) or names.setdefault(name, canonical(name))
+        op = LinOp(line, process, f, key, shape(f, value), outcome, invoke_ns, complete_ns)
         if f not in takes or value_problem(op):
-            raise HistoryFileError(f"{path}:{o.line}: {model.why_not(op)}")
-        out.append(op)
+            raise HistoryFileError(f"{path}:{line}: {model.why_not(op)}")
+        add(op)
     return out

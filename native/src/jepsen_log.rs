@@ -1,0 +1,426 @@
+//! Reading Jepsen's log lines (`INFO  jepsen.util - 3	:invoke	:cas	[1 2]`, the form of
+//! Knossos's and Porcupine's corpora) straight into paired operations: the native twin of
+//! `history/read.py`'s `_log_events` + `_pair` for the files they read without a problem.
+//!
+//! It reads what those lines hold in practice: processes that are integers (others, such
+//! as `:nemesis`, are left out and counted), values `nil`, `true`, `false`, integers,
+//! keywords, strings without escapes and flat vectors of those. Anything else — another
+//! value, a malformed line the Python reader would refuse, a completion with no invoke,
+//! bytes outside printable ASCII (the Python reader's Unicode line and space rules) — makes
+//! it answer `None`, and the Python reader takes the file (and names the problem): so the
+//! two agree wherever this one answers (tests/test_history_native_read.py).
+//!
+//! An invoke is paired with the next completion of the same process; the op's value is
+//! its `:ok` completion's when that has one (a read's result), else its invoke's; an
+//! invoke left open is `info` ("never completed"). Times are lines (a log has no `:time`).
+
+use std::collections::HashMap;
+
+/// A value as the history keeps it (`_value` in Python): keywords become the text
+/// `":name"`, vectors tuples.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Val {
+    Nil,
+    Bool(bool),
+    Int(i64),
+    Str(String),
+    Vec(Vec<Val>),
+}
+
+/// One operation, in `FileOp`'s field order.
+#[derive(Debug, PartialEq)]
+pub struct LogOp<'a> {
+    pub line: i64,
+    pub process: i64,
+    pub f: &'a str,
+    pub key: Option<Val>,
+    pub value: Val,
+    /// "ok", "fail" or "info"
+    pub outcome: &'static str,
+    pub invoke: i64,
+    pub complete: i64,
+    pub error: String,
+    pub complete_line: i64,
+}
+
+const TYPES: [&str; 4] = ["invoke", "ok", "fail", "info"];
+const SHOW_LIMIT: usize = 40;
+
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t')
+}
+
+/// Return the atom `text` as a value, or None when it is not one this reader takes.
+fn atom(text: &[u8], in_vector: bool) -> Option<Val> {
+    match text {
+        b"nil" => return Some(Val::Nil),
+        b"true" => return Some(Val::Bool(true)),
+        b"false" => return Some(Val::Bool(false)),
+        _ => {}
+    }
+    let first = *text.first()?;
+    if first == b'"' {
+        // a string without escapes; in a vector without spaces or commas either (the
+        // Python reader splits a vector's atoms on them)
+        let body = text.get(1..text.len().checked_sub(1)?)?;
+        if text.len() < 2 || *text.last()? != b'"'
+            || body.iter().any(|&b| b == b'"' || b == b'\\' || (in_vector && b == b','))
+        {
+            return None;
+        }
+        return Some(Val::Str(String::from_utf8(body.to_vec()).ok()?));
+    }
+    if first == b':' {
+        let name = &text[1..];
+        if name.is_empty() || name.iter().any(|&b| b == b'"' || b == b'\\' || b == b',') {
+            return None;
+        }
+        return Some(Val::Str(String::from_utf8(text.to_vec()).ok()?));
+    }
+    let digits = if first == b'+' || first == b'-' { &text[1..] } else { text };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    // "+5" is 5 in Python's int(); an integer beyond i64 is left to Python
+    let s = std::str::from_utf8(text).ok()?;
+    s.trim_start_matches('+').parse::<i64>().ok().map(Val::Int)
+}
+
+/// Return a log line's value (what follows its `:f`, spaces trimmed), or None.
+fn value(raw: &[u8]) -> Option<Val> {
+    if raw.is_empty() {
+        return Some(Val::Nil);
+    }
+    if raw[0] == b'[' {
+        if *raw.last()? != b']' {
+            return None;
+        }
+        let inner = &raw[1..raw.len() - 1];
+        if inner.iter().any(|&b| matches!(b, b'[' | b']' | b'{' | b'}' | b'(' | b')' | b'#')) {
+            return None;
+        }
+        let mut out = Vec::new();
+        for a in inner.split(|&b| is_space(b) || b == b',').filter(|a| !a.is_empty()) {
+            out.push(atom(a, true)?);
+        }
+        return Some(Val::Vec(out));
+    }
+    if raw.iter().any(|&b| is_space(b) || b == b',') && raw[0] != b'"' {
+        return None; // more than one form: the Python reader decides
+    }
+    atom(raw, false)
+}
+
+/// Return `v` written as EDN the way `history.read.edn_text` writes a history's value.
+fn edn(v: &Val, out: &mut String) {
+    match v {
+        Val::Nil => out.push_str("nil"),
+        Val::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Val::Int(i) => out.push_str(&i.to_string()),
+        Val::Str(s) => {
+            // json.dumps of printable ASCII without quotes or backslashes: quoted as is
+            out.push('"');
+            out.push_str(s);
+            out.push('"');
+        }
+        Val::Vec(xs) => {
+            out.push('[');
+            for (i, x) in xs.iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                edn(x, out);
+            }
+            out.push(']');
+        }
+    }
+}
+
+/// `_show`: the value as EDN, cut at 40 characters.
+fn show(v: &Val) -> String {
+    let mut s = String::new();
+    edn(v, &mut s);
+    if s.len() > SHOW_LIMIT {
+        s.truncate(SHOW_LIMIT);
+        s.push_str("...");
+    }
+    s
+}
+
+/// One event of a line: (process, or None for a process that is not an integer; type;
+/// f; the value as written).
+type Event<'a> = (Option<i64>, &'a [u8], &'a [u8], &'a [u8]);
+
+fn skip_spaces(s: &[u8], mut i: usize) -> usize {
+    while i < s.len() && is_space(s[i]) {
+        i += 1;
+    }
+    i
+}
+
+fn word_end(s: &[u8], mut i: usize) -> usize {
+    while i < s.len() && !is_space(s[i]) {
+        i += 1;
+    }
+    i
+}
+
+/// Match `jepsen\.util\s+-\s+(\S+)\s+:(\S+)\s+:(\S+)\s*(.*?)\s*$` from `at` (just past
+/// "jepsen.util").
+fn match_at(line: &[u8], at: usize) -> Option<(&[u8], &[u8], &[u8], &[u8])> {
+    let mut i = at;
+    let j = skip_spaces(line, i);
+    if j == i || line.get(j) != Some(&b'-') {
+        return None;
+    }
+    i = skip_spaces(line, j + 1);
+    if i == j + 1 {
+        return None;
+    }
+    let mut fields: [&[u8]; 3] = [b"", b"", b""];
+    for (n, field) in fields.iter_mut().enumerate() {
+        if n > 0 {
+            if line.get(i) != Some(&b':') {
+                return None;
+            }
+            i += 1;
+        }
+        let end = word_end(line, i);
+        if end == i {
+            return None;
+        }
+        *field = &line[i..end];
+        i = end;
+        if n < 2 {
+            let k = skip_spaces(line, i);
+            if k == i {
+                return None;
+            }
+            i = k;
+        }
+    }
+    let start = skip_spaces(line, i);
+    let mut end = line.len();
+    while end > start && is_space(line[end - 1]) {
+        end -= 1;
+    }
+    Some((fields[0], fields[1], fields[2], &line[start..end]))
+}
+
+/// Return the event on `line`, None if it holds none, or Err(()) when this reader does
+/// not take it.
+fn event(line: &[u8]) -> Result<Option<Event<'_>>, ()> {
+    const TAG: &[u8] = b"jepsen.util";
+    let mut from = 0;
+    while let Some(p) = line[from..].windows(TAG.len()).position(|w| w == TAG) {
+        let at = from + p + TAG.len();
+        if let Some((proc_, typ, f, raw)) = match_at(line, at) {
+            let process = if proc_.iter().all(u8::is_ascii_digit) {
+                Some(std::str::from_utf8(proc_).map_err(|_| ())?.parse::<i64>().map_err(|_| ())?)
+            } else {
+                None
+            };
+            return Ok(Some((process, typ, f, raw)));
+        }
+        from = from + p + 1;
+    }
+    Ok(None)
+}
+
+struct Open<'a> {
+    slot: usize,
+    line: i64,
+    f: &'a str,
+    key: Option<Val>,
+    value: Val,
+}
+
+/// Return the ops of a Jepsen log (in invoke order) and how many events of non-client
+/// processes were left out, or None when the Python reader should read the file (see the
+/// module docstring). `tuples`: values are `jepsen.independent` `[key value]` tuples.
+pub fn read(text: &str, tuples: bool) -> Option<(Vec<LogOp<'_>>, usize)> {
+    let bytes = text.as_bytes();
+    // printable ASCII, tabs and line ends only: Python's \s and splitlines() agree with
+    // this reader's on those
+    if bytes.iter().any(|&b| !(b == b'\t' || b == b'\n' || b == b'\r' || (0x20..0x7f).contains(&b))) {
+        return None;
+    }
+    let mut out: Vec<Option<LogOp>> = Vec::new();
+    let mut open: HashMap<i64, Open> = HashMap::new();
+    let mut skipped = 0usize;
+    let mut events = 0usize;
+    let mut line_no: i64 = 0;
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        // a line ends at \n, \r\n or \r (as str.splitlines)
+        let end = rest.iter().position(|&b| b == b'\n' || b == b'\r').unwrap_or(rest.len());
+        let line = &rest[..end];
+        let mut next = end;
+        if next < rest.len() {
+            next += if rest[next] == b'\r' && rest.get(next + 1) == Some(&b'\n') { 2 } else { 1 };
+        }
+        rest = &rest[next..];
+        line_no += 1;
+        let Some((process, typ, f, raw)) = event(line).ok()? else { continue };
+        events += 1;
+        let Some(process) = process else {
+            skipped += 1;
+            continue;
+        };
+        let typ = TYPES.iter().copied().find(|t| t.as_bytes() == typ)?;
+        let f = std::str::from_utf8(f).ok()?;
+        let v = value(raw)?;
+        let (key, v) = if tuples {
+            match v {
+                Val::Vec(mut kv) if kv.len() == 2 => {
+                    let val = kv.pop().unwrap();
+                    (Some(kv.pop().unwrap()), val)
+                }
+                _ => return None, // the Python reader names the value
+            }
+        } else {
+            (None, v)
+        };
+        if typ == "invoke" {
+            if open.contains_key(&process) {
+                return None;
+            }
+            open.insert(process, Open { slot: out.len(), line: line_no, f, key,
+                                        value: v });
+            out.push(None);
+            continue;
+        }
+        let op = open.remove(&process)?; // a completion with no invoke: Python decides
+        if op.f != f {
+            return None;
+        }
+        let error = if typ == "ok" {
+            String::new()
+        } else if tuples {
+            // the completion's whole value, its key included
+            show(&Val::Vec(vec![key.unwrap_or(Val::Nil), v.clone()]))
+        } else {
+            show(&v)
+        };
+        let value = if typ == "ok" && (v != Val::Nil || op.value == Val::Nil) { v } else { op.value };
+        out[op.slot] = Some(LogOp { line: op.line, process, f: op.f, key: op.key, value,
+                                    outcome: typ, invoke: op.line, complete: line_no, error,
+                                    complete_line: line_no });
+    }
+    if events == 0 {
+        return None; // "no events": the Python reader says so
+    }
+    for (process, op) in open {
+        out[op.slot] = Some(LogOp { line: op.line, process, f: op.f, key: op.key,
+                                    value: op.value, outcome: "info", invoke: op.line,
+                                    complete: -1, error: "never completed".to_string(),
+                                    complete_line: -1 });
+    }
+    Some((out.into_iter().flatten().collect(), skipped))
+}
+
+// ---------------------------------------------------------------------------- Python
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyList, PyString, PyTuple};
+
+fn py_val<'py>(py: Python<'py>, v: &Val, strs: &mut HashMap<String, Py<PyString>>)
+               -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Val::Nil => py.None().into_bound(py),
+        Val::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Val::Int(i) => i.into_pyobject(py)?.into_any(),
+        Val::Str(s) => py_str(py, s, strs).into_any(),
+        Val::Vec(xs) => {
+            let items = xs.iter().map(|x| py_val(py, x, strs)).collect::<PyResult<Vec<_>>>()?;
+            PyTuple::new(py, items)?.into_any()
+        }
+    })
+}
+
+/// One Python str per distinct text (names, keywords and values repeat across a history).
+fn py_str<'py>(py: Python<'py>, s: &str, strs: &mut HashMap<String, Py<PyString>>)
+               -> Bound<'py, PyString> {
+    if let Some(p) = strs.get(s) {
+        return p.bind(py).clone();
+    }
+    let p = PyString::new(py, s);
+    if strs.len() < 4096 {
+        strs.insert(s.to_string(), p.clone().unbind());
+    }
+    p
+}
+
+/// Return ``(rows, skipped)`` for the Jepsen log ``text``: each row a tuple in
+/// ``history.read.FileOp``'s field order (line, process, f, key, value, outcome,
+/// invoke_ns, complete_ns, error, complete_line, invoked; times are lines), in invoke
+/// order, and how many events of non-client processes were left out; or None when the
+/// Python reader should read it (a value or a line this reader does not take, or malformed input: see
+/// ``native/src/jepsen_log.rs``). ``tuples``: values are ``[key value]`` tuples.
+#[pyfunction]
+#[pyo3(signature = (text, tuples=false))]
+pub fn read_jepsen_log<'py>(py: Python<'py>, text: &str, tuples: bool)
+                            -> PyResult<Option<(Bound<'py, PyList>, usize)>> {
+    let Some((ops, skipped)) = py.detach(|| read(text, tuples)) else { return Ok(None) };
+    let mut strs: HashMap<String, Py<PyString>> = HashMap::new();
+    let none = py.None().into_bound(py);
+    let invoked = PyBool::new(py, true).to_owned().into_any();
+    let rows = PyList::empty(py);
+    for op in &ops {
+        let key = match &op.key {
+            Some(k) => py_val(py, k, &mut strs)?,
+            None => none.clone(),
+        };
+        let row = PyTuple::new(py, [
+            op.line.into_pyobject(py)?.into_any(),
+            op.process.into_pyobject(py)?.into_any(),
+            py_str(py, op.f, &mut strs).into_any(),
+            key,
+            py_val(py, &op.value, &mut strs)?,
+            py_str(py, op.outcome, &mut strs).into_any(),
+            op.invoke.into_pyobject(py)?.into_any(),
+            op.complete.into_pyobject(py)?.into_any(),
+            py_str(py, &op.error, &mut strs).into_any(),
+            op.complete_line.into_pyobject(py)?.into_any(),
+            invoked.clone(),
+        ])?;
+        rows.append(row)?;
+    }
+    Ok(Some((rows, skipped)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_and_keeps_info() {
+        let text = "INFO  jepsen.util - 0\t:invoke\t:read\tnil\n\
+                    INFO  jepsen.util - 1\t:invoke\t:cas\t[1 2]\n\
+                    INFO  jepsen.util - 0\t:ok\t:read\t3\n\
+                    INFO  jepsen.util - 1\t:fail\t:cas\t[1 2]\n\
+                    INFO  jepsen.util - 2\t:invoke\t:write\t4\n\
+                    INFO  jepsen.util - :nemesis\t:info\t:start\tnil\n";
+        let (ops, skipped) = read(text, false).unwrap();
+        assert_eq!(skipped, 1);
+        assert_eq!(ops.len(), 3);
+        assert_eq!((ops[0].line, ops[0].value.clone(), ops[0].outcome, ops[0].complete),
+                   (1, Val::Int(3), "ok", 3));
+        assert_eq!((ops[1].outcome, ops[1].error.as_str()), ("fail", "[1 2]"));
+        assert_eq!((ops[2].outcome, ops[2].complete, ops[2].error.as_str()),
+                   ("info", -1, "never completed"));
+    }
+
+    #[test]
+    fn leaves_to_python_what_it_does_not_take() {
+        for text in ["INFO  jepsen.util - 0\t:ok\t:read\t3\n",  // no invoke
+                     "INFO  jepsen.util - 0\t:invoke\t:read\t{:a 1}\n",
+                     "INFO  jepsen.util - 0\t:invoke\t:read\t[[1] 2]\n",
+                     "INFO  jepsen.util - 0\t:begin\t:read\tnil\n",
+                     "INFO  jepsen.util - 0\t:invoke\t:read\t\"\u{e9}\"\n",
+                     "no event here\n"] {
+            assert!(read(text, false).is_none(), "{text}");
+        }
+    }
+}
+

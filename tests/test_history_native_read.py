@@ -1,0 +1,141 @@
+"""The native reader of Jepsen log lines (native/src/jepsen_log.rs) gives the ops the Python
+reader gives (history/read.py's ``_log_events`` + ``_pair``, the reference), on Porcupine's
+102 etcd histories and on lines made to hold what those lack; where it does not take a
+file, the Python reader reads it (and names what is wrong) as it always did.
+
+A native reader that drops ``:info`` ops, pairs an invoke with another process's
+completion, loses a value or numbers lines differently makes the ops differ."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from replicalab.history import read
+from replicalab.history.read import HistoryFileError, read_ops
+from servers import server_missing
+
+PORCUPINE = "github.com/anishathalye/porcupine@v1.3.1"
+
+
+def _native() -> object:
+    if read._native_read_log is None:
+        server_missing("the native core (replicalab_native with read_jepsen_log)",
+                       "not installed: nice -n 10 .venv/bin/pip install ./native")
+    return read._native_read_log
+
+
+def _both(path: Path, monkeypatch: pytest.MonkeyPatch, tuples: bool = False
+          ) -> tuple[read.FileHistory, read.FileHistory]:
+    native = read_ops(path, tuples=tuples)
+    with monkeypatch.context() as m:
+        m.setattr(read, "_native_read_log", None)
+        python = read_ops(path, tuples=tuples)
+    return native, python
+
+
+@pytest.fixture(scope="module")
+def etcd_logs() -> list[Path]:
+    """Porcupine's Jepsen etcd histories (from Go's module cache; downloaded if absent)."""
+    go = shutil.which("go")
+    if go is None:
+        server_missing("Go (for Porcupine's corpus)", "go is not on PATH")
+    p = subprocess.run([go, "mod", "download", "-json", PORCUPINE], capture_output=True,
+                       text=True, timeout=300)
+    if p.returncode != 0:
+        server_missing("Porcupine's module", p.stdout.strip() or p.stderr.strip())
+    logs = sorted((Path(json.loads(p.stdout)["Dir"]) / "test_data" / "jepsen").glob("etcd_*.log"))
+    return [f for f in logs if f.stat().st_size]
+
+
+def test_both_readers_give_the_same_ops_on_porcupines_etcd_histories(
+        etcd_logs: list[Path], monkeypatch: pytest.MonkeyPatch):
+    native_read = _native()
+    assert len(etcd_logs) == 102
+    infos = 0
+    for path in etcd_logs:
+        assert native_read(path.read_text(), False) is not None, f"{path.name}: not taken"
+        native, python = _both(path, monkeypatch)
+        assert native == python, path.name
+        infos += sum(o.outcome == "info" for o in native.ops)
+    assert infos > 1000  # the corpus's many :info ops are all there
+
+
+LINES = """\
+INFO  jepsen.util - 0\t:invoke\t:read\tnil
+INFO  jepsen.util - 1\t:invoke\t:write\t:a
+INFO  jepsen.util - :nemesis\t:info\t:start\tnil
+INFO  jepsen.util - 2\t:invoke\t:cas\t[1, "two"]
+not an event
+INFO  jepsen.util - 0\t:ok\t:read\t"x y"\r
+INFO  jepsen.util - 1\t:info\t:write\t:timed-out\r\n\
+INFO  jepsen.util - 3\t:invoke\t:write\t-7
+INFO  jepsen.util - 2\t:fail\t:cas\t[1 "two" 3 :kw nil true false 123456789012 "ab"]
+INFO  jepsen.util - 4\t:invoke\t:read\t
+INFO  jepsen.util - 4\t:ok\t:read\t+5
+INFO  jepsen.util - 5\t:invoke\t:read\tnil
+INFO  jepsen.util - 5\t:ok\t:read\tnil
+INFO  jepsen.util - 6\t:invoke\t:write\t8   \t
+INFO  jepsen.util - 6\t:ok\t:write\tnil
+"""
+
+
+def test_both_readers_agree_on_every_kind_of_line_they_both_take(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    native_read = _native()
+    path = tmp_path / "h.log"
+    path.write_text(LINES)
+    assert native_read(LINES, False) is not None
+    native, python = _both(path, monkeypatch)
+    assert native == python
+    assert native.skipped == 1 and not native.timed
+    by_process = {o.process: o for o in native.ops}
+    assert by_process[3].outcome == "info" and by_process[3].complete_ns == -1  # never done
+    assert by_process[1].outcome == "info" and by_process[1].value == ":a"
+    assert by_process[2].error.endswith("...") and by_process[0].value == "x y"
+    assert by_process[6].value == 8  # an ok write's nil leaves its invoke's value
+
+    keyed = "".join(f"INFO  jepsen.util - {p}\t:{t}\t:{f}\t[{k} {v}]\n" for p, t, f, k, v in [
+        (0, "invoke", "write", 1, 5), (1, "invoke", "read", 1, "nil"), (0, "ok", "write", 1, 5),
+        (1, "ok", "read", 1, 5), (2, "invoke", "cas", 2, "[1 2]")])
+    path.write_text(keyed.replace("[2 [1 2]]", "[2 3]"))
+    assert native_read(path.read_text(), True) is not None
+    native, python = _both(path, monkeypatch, tuples=True)
+    assert native == python and [o.key for o in native.ops] == [1, 1, 2]
+
+
+@pytest.mark.parametrize("line", [
+    "INFO  jepsen.util - 0\t:invoke\t:read\t1.5",  # a float
+    "INFO  jepsen.util - 0\t:invoke\t:read\t[[1 2] 3]",  # nested
+    "INFO  jepsen.util - 0\t:invoke\t:read\t{:a 1}",  # a map
+    "INFO  jepsen.util - 0\t:invoke\t:read\t\"caf\u00e9\"",  # beyond ASCII
+])
+def test_what_the_native_reader_leaves_the_python_one_reads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str):
+    native_read = _native()
+    text = f"{line}\nINFO  jepsen.util - 0\t:ok\t:read\tnil\n"
+    assert native_read(text, False) is None
+    path = tmp_path / "h.log"
+    path.write_text(text)
+    native, python = _both(path, monkeypatch)
+    assert native == python and len(native.ops) == 1
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("INFO  jepsen.util - 0\t:ok\t:read\t1\n", "with no :invoke before it"),
+    ("INFO  jepsen.util - 0\t:invoke\t:read\tnil\nINFO  jepsen.util - 0\t:invoke\t:read\tnil\n",
+     "invokes again before its op on line 1 completed"),
+    ("INFO  jepsen.util - 0\t:invoke\t:read\tnil\nINFO  jepsen.util - 0\t:ok\t:write\t1\n",
+     "completes the :read invoked on line 1"),
+    ("INFO  jepsen.util - 0\t:begin\t:read\tnil\n", ":type \"begin\""),
+])
+def test_malformed_logs_are_named_by_the_python_reader(tmp_path: Path, text: str, said: str):
+    assert _native()(text, False) is None
+    path = tmp_path / "bad.log"
+    path.write_text(text)
+    with pytest.raises(HistoryFileError, match=said):
+        read_ops(path)
