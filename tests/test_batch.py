@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from replicalab.checkers.spread import merge_figures, pooled, spread, t975
+from replicalab.errors import ParameterError
 from replicalab.runtime.parallel import JobFailed, Workers
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.batch import parse_axis, plan_runs, run_batch
@@ -39,8 +40,9 @@ def test_plan_runs_every_point_with_the_same_seeds():
 
 @pytest.mark.parametrize("text", ["flush_ms", "=1,2", "a b=1", "x=1,1", "x="])
 def test_a_malformed_sweep_is_named(text):
-    with pytest.raises(ValueError, match="--sweep"):
+    with pytest.raises(ParameterError, match=r"^sweep ") as err:  # --sweep on the CLI
         parse_axis(text)
+    assert err.value.parameter == "sweep"
 
 
 def test_spread_and_pooled_figures():

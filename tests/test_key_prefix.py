@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from replicalab.errors import ParameterError
 from replicalab.stores import ABSENT, open_store
 from replicalab.stores.prefix import PrefixedStore, check_prefix
 
@@ -35,5 +36,5 @@ def test_keys_go_under_the_prefix_and_cleanup_removes_exactly_them():
 
 @pytest.mark.parametrize("bad", ["/abs/", "a//b/", "has space/"])
 def test_a_prefix_that_cannot_hold_keys_is_refused(bad):
-    with pytest.raises(ValueError, match="--prefix"):
+    with pytest.raises(ParameterError, match=r"^prefix "):  # --prefix on the CLI
         check_prefix(bad)

@@ -17,7 +17,8 @@ ROOT = Path(replicalab.__file__).parent
 # nemesis acts on clusters; a cluster knows nothing of faults); models are a sibling on the
 # base layers and sim, used by experiments (model against store), report and cli.
 # plugins: the entry-point groups every registry reads (no import of the package)
-BASE = {"history", "runtime", "regions", "plugins"}
+# errors: ParameterError, raised where a bad value is found and named the Python way
+BASE = {"history", "runtime", "regions", "plugins", "errors"}
 MIDDLE = {"workloads", "faults", "cluster", "hosts"}
 BELOW = {"checkers", "stores", "sim", *BASE}
 SIBLINGS = {"models", "clt", "hlc", "counters", "watch", "queues", "placement"}
@@ -50,11 +51,12 @@ ALLOWED = {
     # the conformance suite for store adapters: runs any Store through the registry; the
     # isolation a store's transactions promise is its kind's record (cluster/kinds.py)
     "testing": {"cluster", "stores", *BASE},
-    "history": set(),
+    "history": {"errors"},  # the run directory names a bad out the Python way
     "data": set(),  # package data (region matrices), no code
     "runtime": set(),
     "regions": set(),
     "plugins": set(),
+    "errors": set(),
 }
 
 

@@ -1,9 +1,12 @@
 """docs/examples/*.ipynb run on real Jupyter machinery (a kernel started by nbclient, as a
 notebook server would) and fail on any cell error; their figures come from runs they start
-themselves, and progress shows as a notebook bar, never as terminal escape codes."""
+themselves under a directory they name, progress shows as a notebook bar, never as terminal
+escape codes, and the outputs committed with them are the ones a re-execution shows again
+(simulated runs in virtual time: the same seed, the same numbers)."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -12,13 +15,16 @@ import pytest
 from servers import need_module
 
 nbformat = need_module("nbformat")
-nbclient = need_module("nbclient")
+need_module("nbclient")
 need_module("ipykernel")
 
+from notebooks import EXAMPLES, execute, figures, saved_form  # noqa: E402  (needs nbformat)
+
 REPO = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((REPO / "docs" / "examples").glob("*.ipynb"))
+NOTEBOOKS = sorted(EXAMPLES.glob("*.ipynb"))
 LIMIT_S = 60.0
 """A notebook runs its probes in virtual time: it must finish within a minute."""
+REMAKE = "re-make it with .venv/bin/python tests/notebooks.py and commit it"
 
 
 def _outputs(nb: object, kind: str) -> list[dict]:
@@ -26,21 +32,43 @@ def _outputs(nb: object, kind: str) -> list[dict]:
             for o in c.get("outputs", []) if kind in o.get("data", {})]
 
 
+def _first_difference(saved: list[list[str]], now: list[list[str]]) -> str:
+    for i, (was, shown) in enumerate(zip(saved, now, strict=True)):
+        if was != shown:
+            at = next((j for j, (a, b) in enumerate(zip(was, shown, strict=False)) if a != b),
+                      min(len(was), len(shown)))
+            return (f"code cell {i + 1}: committed {was[at:at + 6]}, now {shown[at:at + 6]} "
+                    f"({len(was)} numbers committed, {len(shown)} now)")
+    return ""
+
+
 def test_there_is_an_example_notebook() -> None:
     assert [p.name for p in NOTEBOOKS] == ["seed-figures.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_the_notebook_is_committed_with_its_outputs(path: Path) -> None:
+    committed = nbformat.read(path, as_version=4)
+    code = [c for c in committed.cells if c.cell_type == "code"]
+    assert all(c.execution_count == i for i, c in enumerate(code, 1)), \
+        f"every cell executed once, in order: {REMAKE}"
+    assert len(_outputs(committed, "image/png")) >= 3
+    # in its saved form: no execution timestamps, progress bars or text twins of HTML
+    assert saved_form(committed) == committed, REMAKE
+    text = json.dumps(committed)
+    assert "/tmp/" not in text and str(REPO) not in text, "runs under a relative directory"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_the_notebook_runs_every_cell(path: Path, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the kernel's runs go under tmp_path
-    nb = nbformat.read(path, as_version=4)
-    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), \
-        "commit the notebook without outputs: the test makes them"
-    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))  # nothing of replicalab's may go here
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
     started = time.monotonic()
-    client.execute()  # raises CellExecutionError on the first cell that fails
+    nb = execute(path, cwd)  # raises CellExecutionError on the first cell that fails
     took_s = time.monotonic() - started
     assert took_s < LIMIT_S, f"{path.name} took {took_s:.0f} s"
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
@@ -59,9 +87,19 @@ def test_the_notebook_runs_every_cell(path: Path, tmp_path: Path,
     streams = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
                       for o in c.outputs if o.output_type == "stream")
     assert "\x1b[" not in streams and "\r" not in streams
-    # the runs behind the figures were started by the notebook itself
+    # the runs behind the figures were started by the notebook itself, under the directory
+    # it names (runs/notebook where it runs), none in the system's temporary directory
     assert "runs made by this notebook:" in streams
     listed = streams.split("runs made by this notebook:", 1)[1]
     assert listed.count("staleness-sim-") == 2 and listed.count("latency-sim-") == 2
-    made = sorted(p.name for p in tmp_path.glob("replicalab-notebook-*/runs/*"))
-    assert len(made) == 4 and all(name in listed for name in made)
+    made = sorted(p.name for p in (cwd / "runs" / "notebook").glob("*-sim-*"))
+    assert len(made) == 4 and all(f"runs/notebook/{name}" in listed for name in made)
+    assert (cwd / "runs" / "notebook" / "verbs").is_dir()
+    assert not [p.name for p in temp.glob("replicalab-*")]
+    # the numbers it shows are those committed with it: same seed, same figures
+    committed = nbformat.read(path, as_version=4)
+    now = saved_form(nb)
+    assert len(figures(now)) == len(figures(committed))
+    assert figures(now) == figures(committed), \
+        f"{path.name} shows other numbers than committed: " \
+        f"{_first_difference(figures(committed), figures(now))}; {REMAKE}"

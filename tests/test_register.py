@@ -30,10 +30,11 @@ def test_mix_parsing_and_bad_options():
                      ("read=10", "nothing to check")):
         with pytest.raises(ValueError, match=msg):
             parse_mix(bad)
-    for cfg, msg in ((RegisterConfig(keys=0), "--keys"), (RegisterConfig(clients=0), "--clients"),
-                     (RegisterConfig(rate=-1), "--op-rate"), (RegisterConfig(ops=-1), "--ops"),
+    # each names its parameter the Python way (the command line says --keys, --op-rate, ...)
+    for cfg, msg in ((RegisterConfig(keys=0), "^keys 0"), (RegisterConfig(clients=0), "^clients"),
+                     (RegisterConfig(rate=-1), "^op_rate"), (RegisterConfig(ops=-1), "^ops -1"),
                      (RegisterConfig(keys=2, clients=10, per_key=2), "must hold all"),
-                     (RegisterConfig(check_timeout_s=0), "--check-timeout")):
+                     (RegisterConfig(check_timeout_s=0), "^check_timeout")):
         with pytest.raises(ValueError, match=msg):
             cfg.check()
     RegisterConfig().check()

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from replicalab.errors import ParameterError
 from replicalab.workloads import registry
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec
@@ -22,7 +23,7 @@ def test_every_workload_is_one_object_with_a_valid_default_config():
 def test_an_unknown_workload_names_the_known_ones():
     with pytest.raises(ValueError, match="use one of staleness, monotonic-writes"):
         registry.get("nope")
-    with pytest.raises(ValueError, match="--workload 'nope'"):
+    with pytest.raises(ParameterError, match=r"^workload 'nope'"):  # --workload on the CLI
         ProbeSpec(store="sim://simpledb", workload="nope").check()
 
 

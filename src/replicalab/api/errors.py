@@ -1,48 +1,9 @@
-"""Bad input to an API function, said in the API's words: the parameter's Python name, what
-is wrong with its value, and the fix. A front end (the command line) says the same with its
-own names for the parameters (``--model`` for ``model``): :meth:`ParameterError.said_as`.
+"""Bad input to an API function, said in the API's words (:class:`ParameterError`) and a
+value still taken but deprecated (:class:`ParameterDeprecation`). They live in
+``replicalab.errors``, below every layer, so that the code that finds the bad value (a
+workload's config, the fault schedule, the run directory) names the parameter the Python way
+and the command line translates it (``cli/errors.py`` ``said``)."""
 
-A message may name other parameters in its fix: ``{force}`` in the text is written
-``force=True`` by the API (``mentions`` says how) and ``--force`` by the command line.
-"""
+from replicalab.errors import ParameterDeprecation, ParameterError
 
-from __future__ import annotations
-
-from collections.abc import Callable, Mapping
-
-
-def _fill(text: str, names: Callable[[str], str], mentions: Mapping[str, str]) -> str:
-    for name in mentions:
-        text = text.replace("{" + name + "}", names(name))
-    return text
-
-
-class ParameterError(ValueError):
-    """Bad input naming the parameter: ``str(err)`` reads ``"<parameter> <problem>"``, e.g.
-    ``model 'sets': use one of kv, cas-register, ...``; ``mentions`` maps each other
-    parameter the problem names (``{name}`` in its text) to how Python writes it."""
-
-    def __init__(self, parameter: str, problem: str,
-                 mentions: Mapping[str, str] | None = None) -> None:
-        self.parameter, self.problem = parameter, problem
-        self.mentions = dict(mentions or {})
-        super().__init__(f"{parameter} {_fill(problem, self.mentions.__getitem__, self.mentions)}")
-
-    def said_as(self, name: str, names: Callable[[str], str] | None = None) -> str:
-        """Return the message with ``name`` for the parameter and ``names(p)`` for each
-        parameter it mentions (default: as Python writes them)."""
-        return f"{name} {_fill(self.problem, names or self.mentions.__getitem__, self.mentions)}"
-
-
-class ParameterDeprecation(FutureWarning):
-    """A value the API still takes but will not: ``str(w)`` reads ``"<parameter>
-    <note>"`` (a bare number read as seconds); a front end names the parameter its way
-    (:meth:`said_as`)."""
-
-    def __init__(self, parameter: str, note: str) -> None:
-        self.parameter, self.note = parameter, note
-        super().__init__(f"{parameter} {note}")
-
-    def said_as(self, name: str, names: Callable[[str], str] | None = None) -> str:
-        """Return the note with ``name`` in place of the parameter's name."""
-        return f"{name} {self.note}"
+__all__ = ["ParameterDeprecation", "ParameterError"]

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from replicalab.api.durations import seconds
+from replicalab.api.errors import ParameterError
 from replicalab.cluster.state import load, names
 from replicalab.faults.schedule import check_within, load_faults, parse_fault
 from replicalab.stores import open_store
@@ -40,18 +41,18 @@ def convert(flag: Flag, value: Any) -> Any:
     if value is None:
         return None
     if flag.duration:
-        return seconds(value, flag.option)
+        return seconds(value, flag.name)
     if flag.type is int and not isinstance(value, int):
         try:
             return int(value)
         except ValueError:
-            raise ValueError(f"{flag.option} {value!r}: give one whole number, e.g. 10"
-                             ) from None
+            raise ParameterError(flag.name, f"{value!r}: give one whole number, e.g. 10"
+                                 ) from None
     if flag.type is float and not isinstance(value, int | float):
         try:
             return float(value)
         except ValueError:
-            raise ValueError(f"{flag.option} {value!r}: give a number, e.g. 2.5") from None
+            raise ParameterError(flag.name, f"{value!r}: give a number, e.g. 2.5") from None
     return value
 
 
@@ -66,26 +67,28 @@ def workload_config(workload: str, given: dict[str, Any]) -> Any:
     for name, uses in known.items():
         users = [w for w, _ in uses]
         if given.get(name) is not None and workload not in users:
-            raise ValueError(f"{uses[0][1].option} has no effect with --workload {workload} "
-                             f"(it applies to {' and '.join(users)}); drop it")
+            raise ParameterError(name, f"has no effect with {{workload}} {workload} (it "
+                                       f"applies to {' and '.join(users)}); drop it",
+                                 {"workload": "workload"})
     wl = registry.get(workload)
     return wl.make_config({f.name: convert(f, given.get(f.name)) for f in wl.flags})
 
 
-def number(value: Any, flag: str) -> float:
-    """Return ``value`` (a number, or text from --sweep) as a float (ValueError naming it)."""
+def number(value: Any, name: str) -> float:
+    """Return ``value`` (a number, or text from a sweep) as a float (ParameterError naming
+    the parameter ``name``)."""
     try:
         return float(value)
     except ValueError:
-        raise ValueError(f"{flag} {value!r}: give a number, e.g. 50") from None
+        raise ParameterError(name, f"{value!r}: give a number, e.g. 50") from None
 
 
 def with_url_parameter(url: str, key: str, value: str) -> str:
     """Return ``url`` with query parameter ``key`` set to ``value`` (a simulated store's
     parameter, for --sweep); ValueError for a key a probe cannot take from a real store."""
     if not url.startswith("sim://"):
-        raise ValueError(f"--sweep {key}: not a probe or workload option; parameters of the "
-                         "store URL can be swept on sim:// stores only")
+        raise ParameterError("sweep", f"{key}: not a probe or workload option; parameters "
+                                      "of the store URL can be swept on sim:// stores only")
     parts = urlsplit(url)
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != key]
     return urlunsplit(parts._replace(query=urlencode([*query, (key, value)], safe=",")))
@@ -104,8 +107,10 @@ def fault_options(store: str, texts: list[str], path: Path | None,
         matches = [n for n in names()
                    if store == (u := load(n).url) or store.startswith(u + "&")]
         if not matches:
-            raise ValueError("faults need a cluster started by `replicalab cluster up`; pass "
-                             "its URL as --store or name it with --cluster")
+            raise ParameterError("cluster", "is missing: faults need a cluster started by "
+                                            "`replicalab cluster up`; pass its URL as "
+                                            "{store} or name it with {cluster}",
+                                 {"store": "store", "cluster": "cluster"})
         cluster = matches[0]
     return {"cluster": cluster, "faults": tuple(plan)}
 
@@ -144,10 +149,10 @@ class ProbeRequest:
             open_store(url, self.seed)  # a parameter the simulated store does not take
         opts = ProbeOptions(
             consistency=values["consistency"],
-            duration_s=seconds(values["duration"], "--duration"),
-            write_interval_s=seconds(values["write_interval"], "--write-interval"),
-            read_rate=number(values["read_rate"], "--read-rate"),
-            period_s=seconds(values["period"], "--period"), seed=self.seed)
+            duration_s=seconds(values["duration"], "duration"),
+            write_interval_s=seconds(values["write_interval"], "write_interval"),
+            read_rate=number(values["read_rate"], "read_rate"),
+            period_s=seconds(values["period"], "period"), seed=self.seed)
         spec = ProbeSpec(store=url, workload=registry.get(self.workload), options=opts,
                          config=workload_config(self.workload, flags),
                          key_prefix=self.prefix, keep_keys=self.keep,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from replicalab.errors import ParameterError
 from replicalab.runtime.durations import parse_seconds
 
 ACTIONS = ("crash", "pause", "partition", "slow", "skew", "errors", "timeouts", "power-loss")
@@ -172,17 +173,21 @@ def _ms(action: str, fields: dict[str, Any], source: str) -> float:
 
 
 def parse_fault(text: str) -> Fault:
-    """Return the Fault in ``"at=30s crash node=2 for=20s"`` (ValueError names the problem)."""
+    """Return the Fault in ``"at=30s crash node=2 for=20s"`` (ParameterError naming
+    ``faults``, a probe's parameter, and the problem)."""
     fields: dict[str, Any] = {}
     for word in text.split():
         key, sep, value = word.partition("=")
         if sep:
             fields[key] = value
         elif "action" in fields:
-            raise ValueError(f"--fault {text!r}: two actions ({fields['action']}, {word})")
+            raise ParameterError("faults", f"{text!r}: two actions ({fields['action']}, {word})")
         else:
             fields["action"] = word
-    return _build(fields, f"--fault {text!r}")
+    try:
+        return _build(fields, repr(text))
+    except ValueError as err:
+        raise ParameterError("faults", str(err)) from None
 
 
 def _toml_value(value: Any, key: str, source: str) -> str:
@@ -201,28 +206,34 @@ _EXAMPLES = {"action": '"crash"', "at": '"30s"', "for": '"20s"', "node": "2",
 
 
 def load_faults(path: Path) -> list[Fault]:
-    """Return the faults of a TOML file of ``[[fault]]`` tables (ValueError for anything
-    else in it: another table such as ``[[faults]]``, or a value of the wrong type)."""
+    """Return the faults of a TOML file of ``[[fault]]`` tables (ParameterError naming
+    ``faults_file`` for anything else in it: another table such as ``[[faults]]``; ValueError
+    for a value of the wrong type)."""
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise ValueError(f"--faults {path}: no such file") from None
+        raise ParameterError("faults_file", f"{path}: no such file") from None
     except IsADirectoryError:
-        raise ValueError(f"--faults {path} is a directory; pass a TOML file") from None
+        raise ParameterError("faults_file", f"{path} is a directory; pass a TOML file"
+                             ) from None
     except UnicodeDecodeError:
-        raise ValueError(f"--faults {path} is not a text file; pass a TOML file") from None
+        raise ParameterError("faults_file", f"{path} is not a text file; pass a TOML file"
+                             ) from None
     except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"--faults {path} is not valid TOML: {err}") from None
+        raise ParameterError("faults_file", f"{path} is not valid TOML: {err}") from None
     other = sorted(set(data) - {"fault"})
     if other:
-        raise ValueError(f"--faults {path}: unknown key or table {other[0]!r}; the file holds "
-                         "only [[fault]] tables (action, at, for, node or region, ms)")
+        raise ParameterError("faults_file", f"{path}: unknown key or table {other[0]!r}; the "
+                                            "file holds only [[fault]] tables (action, at, "
+                                            "for, node or region, ms)")
     tables = data.get("fault", [])
     if not isinstance(tables, list) or not all(isinstance(f, dict) for f in tables):
-        raise ValueError(f"--faults {path}: write each fault as a [[fault]] table (double "
-                         "brackets), not fault = ...")
+        raise ParameterError("faults_file", f"{path}: write each fault as a [[fault]] table "
+                                            "(double brackets), not fault = ...")
     if not tables:
-        raise ValueError(f"--faults {path} holds no [[fault]] table; add one or drop --faults")
+        raise ParameterError("faults_file", f"{path} holds no [[fault]] table; add one or "
+                                            "drop {faults_file}",
+                             {"faults_file": "faults_file"})
     faults = []
     for i, f in enumerate(tables):
         source = f"{path} fault {i + 1}"
@@ -231,13 +242,15 @@ def load_faults(path: Path) -> list[Fault]:
 
 
 def check_within(faults: list[Fault] | tuple[Fault, ...], duration_s: float) -> None:
-    """Raise ValueError for a fault that cannot happen inside a run of ``duration_s``: one
-    that starts at or after the run's end (it would be silently dropped)."""
+    """Raise ParameterError naming ``duration`` for a fault that cannot happen inside a run
+    of ``duration_s``: one that starts at or after the run's end (it would be silently
+    dropped)."""
     for f in faults:
         if f.at_s >= duration_s:
-            raise ValueError(f"fault {f.label!r} at {f.at_s:g}s starts after the "
-                             f"{duration_s:g} s probe ends; make at= smaller or --duration "
-                             "longer")
+            raise ParameterError("duration", f"{duration_s:g} s: fault {f.label!r} at "
+                                             f"{f.at_s:g}s starts after the {duration_s:g} s "
+                                             "probe ends; make at= smaller or {duration} "
+                                             "longer", {"duration": "duration"})
 
 
 def window(f: Fault) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from replicalab.errors import ParameterError
 from replicalab.faults.nemesis import run_schedule
 from replicalab.faults.schedule import Fault, check_cluster_faults
 from replicalab.history import History
@@ -64,9 +65,11 @@ class SimNemesis:
         regions = sorted({n.region for n in nodes})
         for f in faults:
             if f.action == "power-loss":
-                raise ValueError(f"fault {f.label!r}: sim://{self.scheme} keeps no disk, so "
-                                 "a power loss is not modelled; use crash, or a real cluster "
-                                 "started with --power-loss-fs")
+                raise ParameterError("faults", f"{f.label!r}: sim://{self.scheme} keeps no "
+                                               "disk, so a power loss is not modelled; use "
+                                               "crash, or a real cluster started with "
+                                               "{power_loss_fs}",
+                                     {"power_loss_fs": "cluster_up(power_loss_fs=True)"})
             if f.node is not None and f.node >= len(nodes):
                 raise ValueError(f"fault {f.label!r}: sim://{self.scheme} has nodes "
                                  f"{', '.join(n.name for n in nodes)} (node=0.."

@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from replicalab.errors import ParameterError
+
 RESULTS = "results.json"
 MAX_PER_SECOND = 1000
 """Run directories one command may make under one --out in the same second."""
@@ -46,7 +48,8 @@ def slug(text: str) -> str:
 
 def make_run_dir(out: Path, what: str, name: str) -> Path:
     """Create and return a fresh ``out/<UTC time>-<what>-<slug(name)>`` (``-1``, ``-2`` ...
-    when one of the same second exists); ValueError naming --out if it cannot be written."""
+    when one of the same second exists); ParameterError naming ``out`` if it cannot be
+    written."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -58,28 +61,29 @@ def make_run_dir(out: Path, what: str, name: str) -> Path:
             except FileExistsError:
                 continue
         else:
-            raise ValueError(f"{out} already holds {MAX_PER_SECOND} {what} runs of this "
-                             "second; pass another --out")
+            raise ParameterError("out", f"{out} already holds {MAX_PER_SECOND} {what} runs of "
+                                        "this second; pass another directory")
         probe = run_dir / ".writable"
         probe.write_text("")
         probe.unlink()
     except OSError as err:
-        raise ValueError(f"cannot write to output directory {out}: {err.strerror}; "
-                         "pass --out with a writable directory") from None
+        raise ParameterError("out", f"{out}: cannot write to output directory "
+                                    f"({err.strerror}); pass a writable directory") from None
     return run_dir
 
 
 def named_run_dir(out: Path, name: str) -> Path:
     """Create and return ``out/name``, one run of a batch whose directory names its place in
-    the batch (ValueError if it exists already or cannot be written)."""
+    the batch (ParameterError naming ``out`` if it exists already or cannot be written)."""
     run_dir = out / name
     try:
         run_dir.mkdir(parents=True)
     except FileExistsError:
-        raise ValueError(f"{run_dir} exists already; pass another --out") from None
+        raise ParameterError("out", f"{out}: {run_dir} exists already; pass another "
+                                    "directory") from None
     except OSError as err:
-        raise ValueError(f"cannot write to output directory {out}: {err.strerror}; "
-                         "pass --out with a writable directory") from None
+        raise ParameterError("out", f"{out}: cannot write to output directory "
+                                    f"({err.strerror}); pass a writable directory") from None
     return run_dir
 
 

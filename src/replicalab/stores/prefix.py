@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from replicalab.errors import ParameterError
 from replicalab.runtime import Runtime
 from replicalab.stores.base import (
     Client,
@@ -35,8 +36,8 @@ _DELETE_BATCH = 100
 def check_prefix(prefix: str) -> str:
     """Return ``prefix`` if keys can live under it (ValueError naming the fix)."""
     if _BAD_PREFIX.search(prefix):
-        raise ValueError(f"--prefix {prefix!r}: a key prefix may not start with '/', hold "
-                         "'//' or spaces; use e.g. replicalab/test-1/")
+        raise ParameterError("prefix", f"{prefix!r}: a key prefix may not start with '/', "
+                                       "hold '//' or spaces; use e.g. replicalab/test-1/")
     return prefix
 
 

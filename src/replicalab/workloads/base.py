@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from replicalab.errors import ParameterError
 from replicalab.history import History
 from replicalab.runtime import Runtime
 from replicalab.runtime.base import NS_PER_S
@@ -32,13 +33,14 @@ class ProbeOptions:
     seed: int = 1
 
     def check(self) -> None:
-        """Raise ValueError naming the first invalid option and its fix."""
+        """Raise ParameterError naming the first invalid option and its fix."""
         if self.consistency not in ("eventual", "consistent"):
-            raise ValueError(f"--consistency {self.consistency!r}: use eventual or consistent")
+            raise ParameterError("consistency", f"{self.consistency!r}: use eventual or "
+                                                "consistent")
         for name in ("duration_s", "write_interval_s", "read_rate", "period_s"):
             if not getattr(self, name) > 0:
-                flag = "--" + name.removesuffix("_s").replace("_", "-")
-                raise ValueError(f"{flag} must be positive (got {getattr(self, name)})")
+                raise ParameterError(name.removesuffix("_s"),
+                                     f"must be positive (got {getattr(self, name)})")
 
 
 def deadline(rt: Runtime, duration_s: float) -> int:

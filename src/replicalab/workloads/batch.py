@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from replicalab.checkers.spread import common_figures, merge_figures
+from replicalab.errors import ParameterError
 from replicalab.history.rundir import Run, make_run_dir
 from replicalab.runtime.virtual import stop_requested
 from replicalab.workloads import registry
@@ -48,11 +49,11 @@ def parse_axis(text: str) -> Axis:
     key = key.strip().removeprefix("--").replace("-", "_")
     values = tuple(v.strip() for v in rest.split(",") if v.strip())
     if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) or not values:
-        raise ValueError(f"--sweep {text!r}: give KEY=V1,V2,..., e.g. --sweep read_rate=10,50 "
-                         "or --sweep flush_ms=300,500 (a probe option, a workload option or "
-                         "a parameter of the store URL)")
+        raise ParameterError("sweep", f"{text!r}: give KEY=V1,V2,..., e.g. read_rate=10,50 or "
+                                      "flush_ms=300,500 (a probe option, a workload option or "
+                                      "a parameter of the store URL)")
     if len(set(values)) != len(values):
-        raise ValueError(f"--sweep {text!r} repeats a value; give each once")
+        raise ParameterError("sweep", f"{text!r} repeats a value; give each once")
     return Axis(key, values)
 
 
@@ -77,11 +78,11 @@ def plan_runs(build: Callable[[dict[str, str]], ProbeSpec], axes: Sequence[Axis]
     from the point's values; ValueError names a bad one) with seeds ``seed`` ..
     ``seed + repeats - 1`` (the same seeds at every point)."""
     if repeats < 1:
-        raise ValueError(f"--repeats {repeats} must be at least 1")
+        raise ParameterError("repeats", f"{repeats} must be at least 1")
     keys = [a.key for a in axes]
     if len(set(keys)) != len(keys):
-        raise ValueError("--sweep names a parameter twice; give each parameter once with "
-                         "all its values")
+        raise ParameterError("sweep", "names a parameter twice; give each parameter once "
+                                      "with all its values")
     points = list(itertools.product(*(a.values for a in axes)))
     if len(points) * repeats > MAX_RUNS:
         raise ValueError(f"the batch has {len(points) * repeats:,} runs; at most {MAX_RUNS:,}")

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from replicalab.checkers.accounting import FINAL
+from replicalab.errors import ParameterError
 from replicalab.history import History, decode_value, encode_value
 from replicalab.stores import Feature, Store
 from replicalab.workloads.base import Flag, ProbeOptions, Workload, deadline, envelope
@@ -37,8 +38,8 @@ class IncrementsConfig:
     def check(self) -> None:
         """Raise ValueError naming a bad option."""
         if self.clients < 2:
-            raise ValueError(f"--clients {self.clients}: concurrent increments need at "
-                             "least 2 clients")
+            raise ParameterError("clients", f"{self.clients}: concurrent increments need at "
+                                            "least 2 clients")
 
 
 async def _client(store: Store, rec: Recorder, process: int, consistent: bool,

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from replicalab.checkers.extract import element_ops
+from replicalab.errors import ParameterError
 from replicalab.history import History, encode_value
 from replicalab.runtime.base import NS_PER_S
 from replicalab.stores import Feature, Store
@@ -59,10 +60,10 @@ class Combination:
 def parse_combinations(placement: str, write: str, read: str) -> list[Combination]:
     """Return the combinations selected by the options (each may be ``all``)."""
     choices = []
-    for value, allowed, flag in ((placement, PLACEMENTS, "--placement"),
-                                 (write, WRITES, "--write-mode"), (read, READS, "--read-mode")):
+    for value, allowed, name in ((placement, PLACEMENTS, "placement"),
+                                 (write, WRITES, "write_mode"), (read, READS, "read_mode")):
         if value != "all" and value not in allowed:
-            raise ValueError(f"{flag} {value!r}: use all or one of {', '.join(allowed)}")
+            raise ParameterError(name, f"{value!r}: use all or one of {', '.join(allowed)}")
         choices.append(allowed if value == "all" else (value,))
     return [Combination(p, w, r) for p, w, r in itertools.product(*choices)]
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from replicalab.checkers.compare import bootstrap_diff, verdict
+from replicalab.errors import ParameterError
 from replicalab.history import History, encode_value
 from replicalab.stores import Feature, Store
 from replicalab.workloads.base import Flag, ProbeOptions, Workload, envelope
@@ -41,7 +42,7 @@ class LatencyConfig:
     def check(self) -> None:
         """Raise ValueError if too few operations are asked for a comparison."""
         if self.ops < 2:
-            raise ValueError(f"--ops {self.ops} must be at least 2")
+            raise ParameterError("ops", f"{self.ops} must be at least 2")
 
 
 def variants(features: frozenset[Feature]) -> list[str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from replicalab.errors import ParameterError
 from replicalab.history import History
 from replicalab.stores import Feature, Store
 from replicalab.stores.base import ReadResult, StoreError, StoreInfo, Unsupported, WriteResult
@@ -104,8 +105,9 @@ async def generate(store: Store, h: History, opts: ProbeOptions, cfg: StalenessC
                    rec: Recorder) -> None:
     """Run the staleness probe's clients on the listing view of ``store``."""
     if cfg.placement == "separate-processes":
-        raise ValueError("--placement separate-processes: the list-after-write probe's "
-                         "readers share the writer's process; use separate-clients")
+        raise ParameterError("placement", "separate-processes: the list-after-write probe's "
+                                          "readers share the writer's process; use "
+                                          "separate-clients")
     await staleness.generate(ListingStore(store), h, opts, cfg, rec)  # type: ignore[arg-type]
 
 

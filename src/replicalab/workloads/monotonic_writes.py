@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from replicalab.errors import ParameterError
 from replicalab.history import History, encode_value
 from replicalab.history.core import OpType
 from replicalab.runtime.base import NS_PER_S
@@ -37,7 +38,8 @@ class MonotonicWritesConfig:
     def check(self) -> None:
         """Raise ValueError unless the variant is known."""
         if self.variant not in VARIANTS:
-            raise ValueError(f"--variant {self.variant!r}: use one of {', '.join(VARIANTS)}")
+            raise ParameterError("variant", f"{self.variant!r}: use one of "
+                                            f"{', '.join(VARIANTS)}")
 
 
 def cycle_writes(variant: str, seq: int, now_ns: int) -> list[dict[str, str]]:

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from replicalab.errors import ParameterError
 from replicalab.history import History, OpType, encode_value
 from replicalab.runtime import Runtime
 from replicalab.runtime.base import NS_PER_S
@@ -59,23 +60,24 @@ def parse_mix(text: str) -> dict[str, float]:
         name, sep, value = part.partition("=")
         name = name.strip()
         if not sep or name not in OPS:
-            raise ValueError(f"--mix {text!r}: give op=weight pairs of read, write and cas, "
-                             "e.g. read=50,write=25,cas=25")
+            raise ParameterError("mix", f"{text!r}: give op=weight pairs of read, write and "
+                                        "cas, e.g. read=50,write=25,cas=25")
         try:
             w = float(value)
         except ValueError:
-            raise ValueError(f"--mix {text!r}: weight {value!r} of {name} is not a number"
-                             ) from None
+            raise ParameterError("mix", f"{text!r}: weight {value!r} of {name} is not a "
+                                        "number") from None
         if w < 0 or not math.isfinite(w):
-            raise ValueError(f"--mix {text!r}: weight of {name} must be a non-negative number")
+            raise ParameterError("mix", f"{text!r}: weight of {name} must be a non-negative "
+                                        "number")
         weights[name] = weights.get(name, 0.0) + w
     total = sum(weights.values())
     if total <= 0:
-        raise ValueError(f"--mix {text!r}: give at least one positive weight, "
-                         "e.g. read=50,write=25,cas=25")
+        raise ParameterError("mix", f"{text!r}: give at least one positive weight, "
+                                    "e.g. read=50,write=25,cas=25")
     if weights.get("write", 0) + weights.get("cas", 0) <= 0:
-        raise ValueError(f"--mix {text!r}: without writes or cas there is nothing to check; "
-                         "give write or cas a positive weight")
+        raise ParameterError("mix", f"{text!r}: without writes or cas there is nothing to "
+                                    "check; give write or cas a positive weight")
     return {name: weights.get(name, 0.0) / total for name in OPS}
 
 
@@ -107,20 +109,22 @@ class RegisterConfig:
     def check(self) -> None:
         """Raise ValueError naming the first invalid option and its fix."""
         if not 1 <= self.keys <= MAX_KEYS:
-            raise ValueError(f"--keys {self.keys}: give 1 to {MAX_KEYS:,}")
+            raise ParameterError("keys", f"{self.keys}: give 1 to {MAX_KEYS:,}")
         if not 1 <= self.clients <= MAX_CLIENTS:
-            raise ValueError(f"--clients {self.clients}: give 1 to {MAX_CLIENTS:,}")
+            raise ParameterError("clients", f"{self.clients}: give 1 to {MAX_CLIENTS:,}")
         parse_mix(self.mix)
         if self.rate < 0 or not math.isfinite(self.rate):
-            raise ValueError(f"--op-rate {self.rate}: give operations per second per client, "
-                             "or 0 for back to back")
+            raise ParameterError("op_rate", f"{self.rate}: give operations per second per "
+                                            "client, or 0 for back to back")
         if self.ops < 0:
-            raise ValueError(f"--ops {self.ops} must not be negative (0: run for --duration)")
+            raise ParameterError("ops", f"{self.ops} must not be negative (0: run for "
+                                        "{duration})", {"duration": "duration"})
         if self.per_key < 0 or (self.per_key and self.per_key * self.keys < self.clients):
             raise ValueError(f"per_key {self.per_key} x keys {self.keys} must hold all "
                              f"{self.clients} clients (0: clients / keys rounded up)")
         if not self.check_timeout_s > 0:
-            raise ValueError(f"--check-timeout must be positive (got {self.check_timeout_s})")
+            raise ParameterError("check_timeout", f"must be positive (got "
+                                                  f"{self.check_timeout_s})")
         if self.info_backoff_s < 0:
             raise ValueError(f"info_backoff_s {self.info_backoff_s} must not be negative")
         if self.timeline_ops < 2:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 
 from replicalab import plugins
+from replicalab.errors import ParameterError
 from replicalab.workloads.base import Workload
 
 GROUP = plugins.WORKLOADS
@@ -68,5 +69,5 @@ def get(name: str) -> Workload:
         return importlib.import_module(module).WORKLOAD  # type: ignore[no-any-return]
     wl = _installed(name)
     if wl is None:
-        raise ValueError(f"--workload {name!r}: use one of {', '.join(names(True))}")
+        raise ParameterError("workload", f"{name!r}: use one of {', '.join(names(True))}")
     return wl

@@ -35,6 +35,7 @@ from replicalab.checkers.latency import latency_histograms, latency_summary
 from replicalab.cluster.kinds import no_transactions
 from replicalab.cluster.process import interrupts_deferred
 from replicalab.cluster.state import load, names, state_root
+from replicalab.errors import ParameterError
 from replicalab.faults.nemesis import Nemesis
 from replicalab.faults.schedule import Fault
 from replicalab.faults.sim import SimNemesis
@@ -97,8 +98,8 @@ class ProbeSpec:
         """Raise ValueError naming the first invalid option."""
         wl = self.definition
         if not isinstance(self.config, wl.config):
-            raise ValueError(f"--workload {self.workload} takes a {wl.config.__name__}, "
-                             f"not a {type(self.config).__name__}")
+            raise ParameterError("workload", f"{self.workload} takes a {wl.config.__name__}, "
+                                             f"not a {type(self.config).__name__}")
         self.options.check()
         self.config.check()
         if self.key_prefix is not None:
@@ -291,14 +292,15 @@ async def preflight(spec: ProbeSpec, store: Store) -> None:
     the run directory is made, so bad input leaves nothing behind."""
     if getattr(spec.config, "placement", None) == "separate-processes" and (
             store.runtime.virtual or store.info.kind.startswith("sim/")):
-        raise ValueError("--placement separate-processes needs a real store (a simulated one "
-                         "lives in one process); use separate-clients on sim://")
+        raise ParameterError("placement", "separate-processes needs a real store (a "
+                                          "simulated one lives in one process); use "
+                                          "separate-clients on sim://")
     for name in ("writer_region", "reader_region"):
         region = getattr(spec.config, name, None)
         if region is not None and region not in store.info.regions:
-            raise ValueError(f"--{name.replace('_', '-')} {region!r} is not one of the "
-                             f"store's regions ({', '.join(store.info.regions)}); pick one "
-                             "of them (names are case-sensitive)")
+            raise ParameterError(name, f"{region!r} is not one of the store's regions "
+                                       f"({', '.join(store.info.regions)}); pick one of them "
+                                       "(names are case-sensitive)")
     try:
         client = await store.connect()
     except (StoreError, ValueError) as err:
@@ -326,14 +328,17 @@ def _open_checked(spec: ProbeSpec) -> tuple[Store, Nemesis | SimNemesis | None]:
     if Feature.TRANSACTIONS in missing:
         raise ValueError(no_transactions(spec.store))
     if missing:
-        raise ValueError(f"{spec.store} cannot do {', '.join(sorted(m.value for m in missing))}; "
-                         "pick another --consistency/--variant or another store")
+        raise ParameterError("store", f"{spec.store} cannot do "
+                                      f"{', '.join(sorted(m.value for m in missing))}; pick "
+                                      "another {consistency}/{variant} or another store",
+                             {"consistency": "consistency", "variant": "variant"})
     nemesis: Nemesis | SimNemesis | None = None
     if spec.faults:
         if store.info.kind.startswith("sim/"):
             nemesis = SimNemesis.of(store)  # acts in the store's own virtual time
         elif spec.cluster is None:
-            raise ValueError("faults need the cluster they act on: pass --cluster NAME")
+            raise ParameterError("cluster", "is missing: faults need the cluster they act "
+                                            "on; name it")
         else:
             nemesis = Nemesis(spec.cluster, Path(spec.cluster_root) if spec.cluster_root
                               else state_root())
@@ -475,6 +480,8 @@ def run_probe(spec: ProbeSpec, out: Path,
             raise
         interrupted, error = True, "interrupted"
     except Exception as err:  # the store failed: keep what was recorded, report the cause
+        if not made and isinstance(err, ParameterError):
+            raise err.with_traceback(None) from None  # names its parameter: kept as it is
         if not made and isinstance(err, ValueError | StoreError | OSError):
             raise ValueError(str(err)) from None  # bad input, before anything was recorded
         if not made:

@@ -21,6 +21,7 @@ from replicalab.checkers.sessions import (
     successive_reads,
 )
 from replicalab.checkers.stats import parse_ranges
+from replicalab.errors import ParameterError
 from replicalab.history import History, encode_value
 from replicalab.runtime.base import NS_PER_S
 from replicalab.stores import Feature, Store
@@ -49,10 +50,10 @@ class StalenessConfig:
     def check(self) -> None:
         """Raise ValueError naming the first invalid option."""
         if self.placement not in PLACEMENTS:
-            raise ValueError(f"--placement {self.placement!r}: use same-client, "
-                             "separate-clients or separate-processes")
+            raise ParameterError("placement", f"{self.placement!r}: use same-client, "
+                                              "separate-clients or separate-processes")
         if self.readers < 1:
-            raise ValueError(f"--readers must be at least 1 (got {self.readers})")
+            raise ParameterError("readers", f"must be at least 1 (got {self.readers})")
         parse_ranges(self.ranges)
 
 
@@ -88,8 +89,9 @@ async def _separate_processes(store: Store, h: History, opts: ProbeOptions,
     rt = store.runtime
     url = cfg.extra.get("store_url")
     if rt.virtual or store.info.kind.startswith("sim/") or not url:
-        raise ValueError("--placement separate-processes needs a real store (a simulated "
-                         "one lives in one process); use separate-clients on sim://")
+        raise ParameterError("placement", "separate-processes needs a real store (a "
+                                          "simulated one lives in one process); use "
+                                          "separate-clients on sim://")
     consistent = opts.consistency == "consistent"
     writer = await store.connect(cfg.writer_region)
     readers = ReaderProcesses(url, getattr(store, "prefix", ""), opts.seed, cfg.reader_region,
@@ -207,12 +209,13 @@ def from_flags(given: dict[str, Any]) -> StalenessConfig:
     placement leaves without effect)."""
     placement = given.get("placement")
     if placement not in ("separate-clients", "separate-processes"):
-        for flag, used in (("--reader-region", given.get("reader_region") is not None),
-                           ("--readers", given.get("readers") not in (None, 1))):
+        for name, used in (("reader_region", given.get("reader_region") is not None),
+                           ("readers", given.get("readers") not in (None, 1))):
             if used:
-                raise ValueError(f"{flag} has no effect with --placement "
-                                 f"{placement or 'same-client'} (the writer does the reads); "
-                                 "add --placement separate-clients or drop it")
+                raise ParameterError(name, "has no effect with {placement} "
+                                           f"{placement or 'same-client'} (the writer does the "
+                                           "reads); add {placement} separate-clients or drop "
+                                           "it", {"placement": "placement"})
     return StalenessConfig(**{k: v for k, v in given.items() if v is not None})
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from replicalab.errors import ParameterError
 from replicalab.history import History, encode_value
 from replicalab.runtime.base import NS_PER_S
 from replicalab.stores import ABSENT, Client, Feature, Store, Unavailable
@@ -79,19 +80,20 @@ class SweepConfig:
         """Raise ValueError naming the first invalid option and its fix."""
         for n in self.clients:
             if not 1 <= n <= MAX_CLIENTS:
-                raise ValueError(f"--clients {n}: each must be between 1 and {MAX_CLIENTS}")
+                raise ParameterError("clients", f"{n}: each must be between 1 and "
+                                                f"{MAX_CLIENTS}")
         for n in self.items:
             if not 1 <= n <= 1_000_000:
-                raise ValueError(f"--items {n}: each must be between 1 and 1000000")
+                raise ParameterError("items", f"{n}: each must be between 1 and 1000000")
         if self.total < 1:
-            raise ValueError(f"--total {self.total} must be at least 1")
+            raise ParameterError("total", f"{self.total} must be at least 1")
         if self.writers < 0:
-            raise ValueError(f"--writers {self.writers} must not be negative")
+            raise ParameterError("writers", f"{self.writers} must not be negative")
         for v in self.variants:
             if v not in VARIANTS:
-                raise ValueError(f"--variants {v!r}: use some of {', '.join(VARIANTS)}")
+                raise ParameterError("variants", f"{v!r}: use some of {', '.join(VARIANTS)}")
         if not self.variants:
-            raise ValueError(f"--variants is empty: use some of {', '.join(VARIANTS)}")
+            raise ParameterError("variants", f"is empty: use some of {', '.join(VARIANTS)}")
 
     def points(self) -> list[tuple[str, int, int]]:
         """Return every (variant, items, clients) point in the order they run."""

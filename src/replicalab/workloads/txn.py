@@ -29,6 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
+from replicalab.errors import ParameterError
 from replicalab.history import History
 from replicalab.runtime.base import NS_PER_S
 from replicalab.stores import Feature, Store
@@ -62,25 +63,28 @@ class TxnConfig:
     def check(self) -> None:
         """Raise ValueError naming the first bad option and its fix."""
         if not 1 <= self.keys <= 100_000:
-            raise ValueError(f"--keys {self.keys}: use 1 to 100,000 active keys")
+            raise ParameterError("keys", f"{self.keys}: use 1 to 100,000 active keys")
         if not 1 <= self.min_length <= self.max_length <= MAX_LENGTH:
-            raise ValueError(f"--min-length {self.min_length} / --max-length "
-                             f"{self.max_length}: need 1 <= min <= max <= {MAX_LENGTH}")
+            raise ParameterError("min_length", f"{self.min_length} / {{max_length}} "
+                                               f"{self.max_length}: need 1 <= min <= max <= "
+                                               f"{MAX_LENGTH}", {"max_length": "max_length"})
         if not 0.0 <= self.read_fraction <= 1.0:
-            raise ValueError(f"--read-fraction {self.read_fraction}: use 0 to 1")
+            raise ParameterError("read_fraction", f"{self.read_fraction}: use 0 to 1")
         if self.key_dist not in KEY_DISTS:
-            raise ValueError(f"--key-dist {self.key_dist!r}: use uniform or exponential")
+            raise ParameterError("key_dist", f"{self.key_dist!r}: use uniform or exponential")
         if not 1 <= self.clients <= MAX_CLIENTS:
-            raise ValueError(f"--clients {self.clients}: use 1 to {MAX_CLIENTS}")
+            raise ParameterError("clients", f"{self.clients}: use 1 to {MAX_CLIENTS}")
         if self.spacing_s < 0:
-            raise ValueError(f"--spacing {self.spacing_s}: must not be negative")
+            raise ParameterError("spacing", f"{self.spacing_s}: must not be negative")
         if self.txns < 0:
-            raise ValueError(f"--txns {self.txns}: use 0 (run for --duration) or more")
+            raise ParameterError("txns", f"{self.txns}: use 0 (run for {{duration}}) or more",
+                                 {"duration": "duration"})
         if self.layout not in LAYOUTS:
-            raise ValueError(f"--layout {self.layout!r}: use spread (a key per item) or "
-                             "one-item (every key in one item: one partition)")
+            raise ParameterError("layout", f"{self.layout!r}: use spread (a key per item) or "
+                                           "one-item (every key in one item: one partition)")
         if self.max_writes_per_key < 1:
-            raise ValueError(f"--max-writes-per-key {self.max_writes_per_key}: use 1 or more")
+            raise ParameterError("max_writes_per_key", f"{self.max_writes_per_key}: use 1 or "
+                                                       "more")
 
 
 @dataclass
@@ -314,8 +318,10 @@ def config_from_flags(given: dict[str, Any]) -> TxnConfig:
     length = values.pop("length", None)
     if length is not None:
         if "min_length" in values or "max_length" in values:
-            raise ValueError("--length sets both --min-length and --max-length; give either "
-                             "--length or those two")
+            raise ParameterError("length", "sets both {min_length} and {max_length}; give "
+                                           "either {length} or those two",
+                                 {"length": "length", "min_length": "min_length",
+                                  "max_length": "max_length"})
         values["min_length"] = values["max_length"] = int(length)
     if "spacing" in values:
         values["spacing_s"] = values.pop("spacing")
