@@ -103,7 +103,7 @@ def _combo(e: dict) -> tuple[str, str, str]:
     return e["placement"], e["write"], e["read"]
 
 
-def _fractions(counts: dict[str, int] | None) -> dict[str, float] | None:
+def _abcd(counts: dict[str, int] | None) -> dict[str, float] | None:
     """A/B/C/D fractions recomputed from a recorded row's counts (not its own fractions)."""
     if counts is None:
         return None
@@ -115,7 +115,7 @@ def test_table3_patterns():
     r = json.loads(RECORDED.read_text())
     assert r["duration_s"] == 3600 and r["seed"] == 1
     counts = {_combo(e): e["counts"] for e in r["table3"]}
-    got = {c: _fractions(n) for c, n in counts.items()}
+    got = {c: _abcd(n) for c, n in counts.items()}
     for combo, pattern in TABLE3.items():
         assert sum(counts[combo].values()) > 5_000, combo  # an hour of reads in the window
         for cell, want in PATTERNS[pattern].items():
