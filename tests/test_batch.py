@@ -140,9 +140,23 @@ def test_model_validate_on_two_workers_gives_the_verdicts_of_one():
 
     from replicalab.cli.main import app
 
-    args = ["model", "validate", "--model", "paxos-lan", "--rounds", "100", "--json"]
+    # two of the grid's six entries (the cheapest); validate starts the dearer N=5 first
+    args = ["model", "validate", "--model", "paxos-lan", "--rounds", "100", "--json",
+            "--entry", "Paxos N=3", "--entry", "Paxos N=5"]
     one = CliRunner().invoke(app, args)
     two = CliRunner().invoke(app, [*args, "--workers", "2"])
     assert one.exit_code == two.exit_code and one.exit_code in (0, 1), one.output
     rows = json.loads(one.stdout)["rows"]
-    assert len(rows) == 6 and json.loads(two.stdout)["rows"] == rows  # same order too
+    assert [r["label"] for r in rows] == ["Paxos N=3", "Paxos N=5"]
+    assert json.loads(two.stdout)["rows"] == rows  # same order too
+
+
+def test_model_validate_refuses_an_entry_not_in_the_grid_naming_its_entries():
+    from typer.testing import CliRunner
+
+    from replicalab.cli.main import app
+
+    r = CliRunner().invoke(app, ["model", "validate", "--model", "paxos-lan", "--entry",
+                                 "Paxos N=4"])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert "--entry 'Paxos N=4' is no grid entry" in r.output and "'Paxos N=3'" in r.output

@@ -134,11 +134,12 @@ def model_run(name: str, sets: Sequence[str] = (), params: str | Path | None = N
 
 def model_validate(model: str | None = None, rounds: int = 20_000, tolerance: float = 0.10,
                    seed: int = 1, workers: int = 1, ray: str | None = None,
-                   progress: Progress = None) -> Outcome:
-    """Run every model (or ``model``) and its discrete-event twin over the model's grid:
-    mean latency and maximum throughput, the twin's measured by its own runs; on
-    ``workers`` processes or a Ray cluster. The :class:`Outcome` is FAILED when a model
-    and its twin differ by more than ``tolerance`` (relative) somewhere."""
+                   progress: Progress = None, entries: Sequence[str] = ()) -> Outcome:
+    """Run every model (or ``model``) and its discrete-event twin over the model's grid
+    (or only its entries labelled as in ``entries``): mean latency and maximum throughput,
+    the twin's measured by its own runs; on ``workers`` processes or a Ray cluster. The
+    :class:`Outcome` is FAILED when a model and its twin differ by more than ``tolerance``
+    (relative) somewhere."""
     from replicalab.cluster import process
     from replicalab.models.registry import MODELS
     from replicalab.models.validate import comparison_table, validate_cost, validate_entry
@@ -150,7 +151,14 @@ def model_validate(model: str | None = None, rounds: int = 20_000, tolerance: fl
                              {"rounds": "rounds"})
     # every grid entry runs a model and its twin: the entries are the independent jobs,
     # the slowest first so that two workers finish together
-    jobs = [(n, i, rounds, seed, tolerance) for n in names for i in range(len(MODELS[n].grid()))]
+    grids = {n: [label for label, _p, _loads in MODELS[n].grid()] for n in names}
+    unknown = [e for e in entries if not any(e in labels for labels in grids.values())]
+    if unknown:
+        known = "; ".join(f"{n}: {', '.join(repr(x) for x in labels)}"
+                          for n, labels in grids.items())
+        raise ParameterError("entries", f"{unknown[0]!r} is no grid entry; the grid has {known}")
+    jobs = [(n, i, rounds, seed, tolerance) for n in names
+            for i, label in enumerate(grids[n]) if not entries or label in entries]
     order = sorted(range(len(jobs)), key=lambda j: -validate_cost(*jobs[j][:2]))
     try:
         pool = Workers(workers, ray, on_start=process.track)

@@ -19,7 +19,7 @@ model_app = typer.Typer(help="Predict protocol performance and staleness before 
                              "Measured against a real store (--against): paxos-wan (etcd) "
                              "and pbs (cassandra); the other models have no real counterpart.",
                         no_args_is_help=True)
-_FLAGS = {"sets": "--set", "params": "--params", "t_max_ms": "--t-max-ms"}
+_FLAGS = {"sets": "--set", "params": "--params", "t_max_ms": "--t-max-ms", "entries": "--entry"}
 
 
 @model_app.command("pbs")
@@ -175,6 +175,8 @@ def validate_command(
         help="Run them as tasks on a Ray cluster: ADDRESS, or 'local' for a local "
              "instance; needs replicalab[ray].")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    entry: Annotated[list[str] | None, typer.Option(
+        help="Only this grid entry, by its label (repeatable), e.g. 'Paxos N=3'.")] = None,
 ) -> None:
     """Run every model and its discrete-event twin over a grid: latency and maximum
     throughput (the twin's measured by its own runs); report where they diverge.
@@ -184,7 +186,7 @@ def validate_command(
     Example: replicalab model validate --workers 2
     """
     outcome_of(lambda: modelling.model_validate(model, rounds, tolerance, seed, workers, ray,
-                                          Bars(not as_json)), as_json, _FLAGS)
+                                          Bars(not as_json), entry or ()), as_json, _FLAGS)
 
 
 def _broken(error: str) -> Callable[[], None]:

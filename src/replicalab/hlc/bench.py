@@ -60,17 +60,20 @@ class Point:
     in_bounds: int = 0       # nodes whose true offset lay inside [low, high]
     nodes_checked: int = 0
 
-    def summary(self) -> dict[str, Any]:
-        """Return params with median, mean, p25, p75, min and max error over repetitions."""
+    def summary(self, errors: bool = False) -> dict[str, Any]:
+        """Return params with median, mean, p25, p75, min and max error over repetitions
+        (``errors``: also every repetition's error, in repetition order)."""
         e = sorted(self.errors)
         in_bounds = self.in_bounds / self.nodes_checked if self.nodes_checked else None
+        kept = {"errors": list(self.errors)} if errors else {}
         if not e:  # every lagging node had a true offset of 0: error undefined
             return {**self.params, "reps": 0, "median": None, "mean": None, "p25": None,
-                    "p75": None, "min": None, "max": None, "truth_in_bounds": in_bounds}
+                    "p75": None, "min": None, "max": None, "truth_in_bounds": in_bounds,
+                    **kept}
         q = statistics.quantiles(e, n=4, method="inclusive") if len(e) > 1 else [e[0]] * 3
         return {**self.params, "reps": len(e), "median": statistics.median(e),
                 "mean": statistics.fmean(e), "p25": q[0], "p75": q[2], "min": e[0],
-                "max": e[-1], "truth_in_bounds": in_bounds}
+                "max": e[-1], "truth_in_bounds": in_bounds, **kept}
 
 
 def trial_error(cfg: SynthConfig) -> tuple[float | None, int, int]:
@@ -103,9 +106,11 @@ def _measure(point: Point, make: Callable[[int], SynthConfig], reps: int, seed: 
         tick()
 
 
-def run_bench(cfg: BenchConfig, progress: Callable[[float], None] = lambda _f: None
-              ) -> dict[str, Any]:
-    """Return the results of both experiments (errors are fractions of the true offset)."""
+def run_bench(cfg: BenchConfig, progress: Callable[[float], None] = lambda _f: None,
+              errors: bool = False) -> dict[str, Any]:
+    """Return the results of both experiments (errors are fractions of the true offset;
+    ``errors``: each point also keeps every repetition's, for a recording that a shorter
+    run with the same seed can be compared with)."""
     total = cfg.runs()
     done = [0]
 
@@ -124,7 +129,7 @@ def run_bench(cfg: BenchConfig, progress: Callable[[float], None] = lambda _f: N
                 _measure(pt, lambda s, p=p, length=length: SynthConfig(
                     spread_skews(cfg.nodes, cfg.skew_ticks, s), cfg.latency_ticks,
                     cfg.p_event, p, length, s), cfg.reps, cfg.seed, tick)
-                by_length[-1] = pt.summary()
+                by_length[-1] = pt.summary(errors)
         for skew in cfg.skews_ticks:
             for lat in cfg.latencies_ticks:
                 pt = Point({"skew_ticks": skew, "latency_ticks": lat})
@@ -133,7 +138,7 @@ def run_bench(cfg: BenchConfig, progress: Callable[[float], None] = lambda _f: N
                     spread_skews(cfg.nodes, skew, s), (lat, lat), cfg.p_event,
                     cfg.latency_p_message, cfg.latency_length_ticks, s), cfg.reps, cfg.seed,
                     tick)
-                by_latency[-1] = pt.summary()
+                by_latency[-1] = pt.summary(errors)
     except KeyboardInterrupt:
         # keep every finished point; the one in progress is dropped
         interrupted = True
