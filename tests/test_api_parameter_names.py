@@ -97,3 +97,81 @@ def test_other_verbs_and_the_run_directory_name_parameters_the_python_way(
         messages.append(str(caught.value))
     assert [m for m in messages if "--" in m] == []
     assert [m.split()[0] for m in messages] == ["duration", "out", "variants", "faults"]
+
+
+def _refused(call: Any) -> ParameterError:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a deprecation would be a warning, not this error
+        with pytest.raises(ParameterError) as caught:
+            call()
+    assert "--" not in str(caught.value), str(caught.value)
+    return caught.value
+
+
+LOAD_FLAGS = {"sla_p99_ms": "--sla-p99", "step_duration": "--step-duration"}
+"""How ``replicalab load`` spells the parameters whose option is not ``--`` + name."""
+
+LOAD_CASES: list[tuple[str, dict[str, Any], str, str]] = [
+    # (id, load_run arguments, the Python message starts, the command line's starts)
+    ("arrivals", {"arrivals": "bursty"}, "arrivals 'bursty': use uniform or poisson",
+     "--arrivals 'bursty': use uniform or poisson"),
+    ("rate_x_duration", {"rate": 1e6, "duration": "1h"},
+     "rate x duration = 3,600,000,000 requests is more than",
+     "--rate x --duration = 3,600,000,000 requests is more than"),
+    ("read_ratio", {"read_ratio": 1.5}, "read_ratio 1.5 must be between 0 and 1",
+     "--read-ratio 1.5 must be between 0 and 1"),
+    ("client", {"client": "fast"},
+     "client fast speaks Redis only; use a redis:// store or client store",
+     "--client fast speaks Redis only; use a redis:// store or --client store"),
+    ("groups", {"groups": 2, "clients": 0},
+     "groups 2 and clients 0 must be at least 1 (e.g. groups 5 clients 100)",
+     "--groups 2 and --clients 0 must be at least 1 (e.g. --groups 5 --clients 100)"),
+    ("paced_fast", {"groups": 2, "client": "fast"},
+     "client fast drives an open-loop schedule; paced clients (groups) use client store",
+     "--client fast drives an open-loop schedule; paced clients (--groups) use --client "
+     "store"),
+    ("workers", {"groups": 2, "workers": 3}, "workers 3 is more than groups 2",
+     "--workers 3 is more than --groups 2"),
+    ("ramp", {"mode": "ramp", "ramp": "200:100:10"},
+     "ramp 200:100:10 needs 0 < start <= stop and step > 0, e.g. ramp 100:1000:100",
+     "--ramp 200:100:10 needs 0 < start <= stop and step > 0, e.g. --ramp 100:1000:100"),
+    ("ramp_text", {"mode": "ramp", "ramp": "100:50"}, "ramp '100:50' must be start:stop:step",
+     "--ramp '100:50' must be start:stop:step"),
+    ("step_duration", {"mode": "ramp", "ramp": "1:2:1", "step_duration": 0},
+     "step_duration", "--step-duration"),
+    ("sla_p99_ms", {"mode": "sla", "ramp": "1:2:1", "sla_p99_ms": 0},
+     "sla_p99_ms 0ms must be positive", "--sla-p99 0ms must be positive"),
+    ("refine", {"mode": "sla", "ramp": "1:2:1", "sla_p99_ms": 5, "refine": 50},
+     "refine 50 must be 0..20", "--refine 50 must be 0..20"),
+]
+
+
+@pytest.mark.parametrize("given, python, command_line", [c[1:] for c in LOAD_CASES],
+                         ids=[c[0] for c in LOAD_CASES])
+def test_load_errors_name_parameters_the_python_way(
+        given: dict[str, Any], python: str, command_line: str, tmp_path: Path) -> None:
+    from replicalab.api.loading import load_run
+
+    err = _refused(lambda: load_run("sim://simpledb", **{"duration": "2s", **given},
+                                    out=tmp_path / "runs"))
+    assert str(err).startswith(python), str(err)
+    assert said(err, LOAD_FLAGS).startswith(command_line), said(err, LOAD_FLAGS)
+    assert not (tmp_path / "runs").exists()  # refused before a run directory was made
+
+
+def test_a_missing_ray_names_the_parameter_once(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import pickle
+    import sys
+
+    from replicalab.api.loading import load_run
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray: ImportError
+    err = _refused(lambda: load_run("sim://simpledb", duration="1s", ray="local",
+                                    out=tmp_path / "runs"))
+    assert str(err).startswith("ray needs Ray: pip install 'replicalab[ray]' (or run "
+                               "without ray for"), str(err)
+    assert said(err).startswith("--ray needs Ray: pip install 'replicalab[ray]' (or run "
+                                "without --ray for"), said(err)
+    again = pickle.loads(pickle.dumps(err))  # as a worker process would send it back
+    assert (type(again), str(again), said(again)) == (type(err), str(err), said(err))
