@@ -175,3 +175,58 @@ def test_a_missing_ray_names_the_parameter_once(tmp_path: Path,
                                 "without --ray for"), said(err)
     again = pickle.loads(pickle.dumps(err))  # as a worker process would send it back
     assert (type(again), str(again), said(again)) == (type(err), str(err), said(err))
+
+
+COUNTER_FLAGS = {"stores": "--store", "allow_global": "--global", "kind": "--kind"}
+"""How ``replicalab counter`` spells the parameters whose option is not ``--`` + name."""
+
+COUNTER_CASES: list[tuple[str, dict[str, Any], str, str]] = [
+    # (id, counter_bench arguments, the Python message starts, the command line's starts)
+    ("kind", {"kind": "nope"}, "kind 'nope': use one of", "--kind 'nope': use one of"),
+    ("configs", {"configs": "nope"}, "configs 'nope': unknown configuration",
+     "--configs 'nope': unknown configuration"),
+    ("clients", {"clients": "0"}, "clients [0]: give positive client counts",
+     "--clients [0]: give positive client counts"),
+    ("sync_ms", {"sync_ms": 0}, "sync_ms 0 must be positive", "--sync-ms 0 must be positive"),
+    ("inc_fraction", {"inc_fraction": 2},
+     "think_ms must not be negative and inc_fraction must be in [0, 1]",
+     "--think-ms must not be negative and --inc-fraction must be in [0, 1]"),
+    ("exhaust_clients", {"exhaust_clients": 0},
+     "low_load_clients and exhaust_clients must be at least 1",
+     "--low-load-clients and --exhaust-clients must be at least 1"),
+    ("cassandra", {"kind": "cassandra", "experiments": "partition"},
+     "experiments partition: faults between data centres need one store per DC; use kind "
+     "redis", "--experiments partition: faults between data centres need one store per DC; "
+     "use --kind redis"),
+    ("middleware", {"experiments": "partition", "configs": "weak"},
+     "experiments partition fault the Bounded Counter's middlewares: add one of "
+     "client-based, server-based, server-based+batch to configs",
+     "--experiments partition fault the Bounded Counter's middlewares: add one of "
+     "client-based, server-based, server-based+batch to --configs"),
+    ("fault_dc", {"experiments": "partition", "fault_dc": "Mars"}, "fault_dc 'Mars': use one of",
+     "--fault-dc 'Mars': use one of"),
+    ("fault_window", {"experiments": "partition", "fault_at": "100s", "fault_for": "30s"},
+     "fault_at + fault_for (130 s) must end before exhaust_max (120 s)",
+     "--fault-at + --fault-for (130 s) must end before --exhaust-max (120 s)"),
+]
+
+
+@pytest.mark.parametrize("given, python, command_line", [c[1:] for c in COUNTER_CASES],
+                         ids=[c[0] for c in COUNTER_CASES])
+def test_counter_bench_errors_name_parameters_the_python_way(
+        given: dict[str, Any], python: str, command_line: str, tmp_path: Path) -> None:
+    from replicalab.api.counting import counter_bench
+
+    err = _refused(lambda: counter_bench(**{"kind": "sim", **given}, out=tmp_path / "runs"))
+    assert str(err).startswith(python), str(err)
+    assert said(err, COUNTER_FLAGS).startswith(command_line), said(err, COUNTER_FLAGS)
+    assert not (tmp_path / "runs").exists()  # refused before a run directory was made
+
+
+def test_counter_recover_names_the_lost_data_centre_the_python_way() -> None:
+    from replicalab.api.counting import counter_recover
+
+    err = _refused(lambda: counter_recover(["k"], "Mars", ["US-E=redis://127.0.0.1:1",
+                                                           "EU=redis://127.0.0.1:2"]))
+    assert str(err).startswith("lost 'Mars' is not one of the data centres given (US-E, EU)")
+    assert said(err, COUNTER_FLAGS).startswith("--lost 'Mars' is not one of")
