@@ -230,3 +230,43 @@ def test_counter_recover_names_the_lost_data_centre_the_python_way() -> None:
                                                            "EU=redis://127.0.0.1:2"]))
     assert str(err).startswith("lost 'Mars' is not one of the data centres given (US-E, EU)")
     assert said(err, COUNTER_FLAGS).startswith("--lost 'Mars' is not one of")
+
+
+QUEUE_FLAGS = {"faults": "--fault", "faults_file": "--faults", "queues": "--queue",
+               "strategies": "--strategy"}
+"""How ``replicalab queue`` spells the parameters whose option is not ``--`` + name."""
+
+QUEUE_CASES: list[tuple[str, dict[str, Any], str, str]] = [
+    # (id, queue_run arguments, the Python message starts, the command line's starts)
+    ("strategy", {"strategy": "magic"}, "strategy 'magic': use one of",
+     "--strategy 'magic': use one of"),
+    ("batch", {"batch": 11}, "batch 11 must be between 1 and 10",
+     "--batch 11 must be between 1 and 10"),
+    ("readers", {"consumers": 4, "readers": 5},
+     "readers 5: between 1 and consumers (4), or 0 for one per consumer",
+     "--readers 5: between 1 and --consumers (4), or 0 for one per consumer"),
+    ("central", {"central": "sim://simpledb"},
+     "central is used by the central strategies only, not 'none'; drop it or pick strategy "
+     "central", "--central is used by the central strategies only, not 'none'; drop it or "
+     "pick --strategy central"),
+    ("processes", {"processes": True}, "processes runs consumers as processes",
+     "--processes runs consumers as processes"),
+    ("central_fault", {"faults": ["at=1s errors store=central for=1s"]},
+     "strategy none uses no central store, which fault 'errors central store' acts on; pick "
+     "strategy central", "--strategy none uses no central store, which fault 'errors "
+     "central store' acts on; pick --strategy central"),
+    ("needs_central", {"queue": "redis://127.0.0.1:1", "strategy": "central"},
+     "strategy central needs central URL", "--strategy central needs --central URL"),
+]
+
+
+@pytest.mark.parametrize("given, python, command_line", [c[1:] for c in QUEUE_CASES],
+                         ids=[c[0] for c in QUEUE_CASES])
+def test_queue_errors_name_parameters_the_python_way(
+        given: dict[str, Any], python: str, command_line: str, tmp_path: Path) -> None:
+    from replicalab.api.queueing import queue_run
+
+    err = _refused(lambda: queue_run(**{"messages": 10, **given}, out=tmp_path / "runs"))
+    assert str(err).startswith(python), str(err)
+    assert said(err, QUEUE_FLAGS).startswith(command_line), said(err, QUEUE_FLAGS)
+    assert not (tmp_path / "runs").exists()  # refused before a run directory was made
