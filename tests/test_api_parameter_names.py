@@ -270,3 +270,50 @@ def test_queue_errors_name_parameters_the_python_way(
     assert str(err).startswith(python), str(err)
     assert said(err, QUEUE_FLAGS).startswith(command_line), said(err, QUEUE_FLAGS)
     assert not (tmp_path / "runs").exists()  # refused before a run directory was made
+
+
+def test_experiments_name_parameters_the_python_way(tmp_path: Path) -> None:
+    """The scorecard, the tradeoff grid and the models against a real store: each refusal
+    names its Python parameter, and the command line says it with its options."""
+    from replicalab.api.modelling import model_against, pbs_against
+
+    out = tmp_path / "runs"
+    model_flags = {"sets": "--set", "params": "--params", "t_max_ms": "--t-max-ms",
+                   "writer": "--client-region", "reader": "--reader-region",
+                   "jitter_ms": "--jitter"}  # cli/model.py's
+    cases = [  # (call, the Python message starts, the command line's, its flags)
+        (lambda: replicalab.scorecard(["mongodb"], out=out), "kinds 'mongodb' is not a store",
+         "--kinds 'mongodb' is not a store", {}),
+        (lambda: replicalab.scorecard(["sim://simpledb"], only=["speed"], out=out),
+         "only 'speed' is not a property", "--only 'speed' is not a property", {}),
+        (lambda: replicalab.tradeoff(consistencies="strong", out=out),
+         "consistencies strong: use eventual, consistent or both",
+         "--consistency strong: use eventual, consistent or both",
+         {"consistencies": "--consistency"}),
+        (lambda: replicalab.tradeoff(repeats=0, out=out), "repeats 0 must be at least 1",
+         "--repeats 0 must be at least 1", {}),
+        (lambda: model_against("paxos-wan", "etcd", loads="9000", out=out),
+         "loads '9000': every offered rate", "--loads '9000': every offered rate", {}),
+        (lambda: model_against("paxos-wan", "etcd", compare="pipelines=1,2", out=out),
+         "compare pipelines=...: with against only the leader can vary (compare "
+         "leader=VA,CA,JP)", "--compare pipelines=...: with --against only the leader can "
+         "vary (--compare leader=VA,CA,JP)", {}),
+        (lambda: model_against("paxos-wan", "etcd", sets=["persist_ms=3"], out=out),
+         "against 'etcd' fits persist_ms and forward_ms",
+         "--against 'etcd' fits persist_ms and forward_ms", {}),
+        (lambda: pbs_against(n=9, out=out),
+         "n 9: against cassandra places one node per region",
+         "--n 9: --against cassandra places one node per region", {}),
+        (lambda: pbs_against(pairs="5:1", out=out),
+         "pairs 5:1: R and W must each be between 1 and N=3",
+         "--pairs 5:1: R and W must each be between 1 and N=3", {}),
+        (lambda: pbs_against(writer="Mars", out=out), "writer 'Mars': use one of",
+         "--client-region 'Mars': use one of", model_flags),
+        (lambda: pbs_against(jitter_ms=900, out=out), "jitter_ms 900ms: at most the shortest",
+         "--jitter 900ms: at most the shortest", model_flags),
+    ]
+    for call, python, command_line, flags in cases:
+        err = _refused(call)
+        assert str(err).startswith(python), str(err)
+        assert said(err, flags).startswith(command_line), said(err, flags)
+    assert not out.exists()  # each refused before a run directory was made
