@@ -317,3 +317,29 @@ def test_experiments_name_parameters_the_python_way(tmp_path: Path) -> None:
         assert str(err).startswith(python), str(err)
         assert said(err, flags).startswith(command_line), said(err, flags)
     assert not out.exists()  # each refused before a run directory was made
+
+
+@pytest.mark.parametrize("call, python, command_line", [
+    (lambda out: _clt().clt_run("a=127.0.0.1:1,a=127.0.0.1:2", out=out),
+     "agents has duplicate node names: a, a", "--agents has duplicate node names: a, a"),
+    (lambda out: _clt().clt_run("127.0.0.1:1", rate=10_000, duration="10h", out=out),
+     "duration x rate exceeds 50 million rounds", "--duration x --rate exceeds 50 million"),
+    (lambda out: _clt().clt_run("127.0.0.1:1", trace_every=-1, out=out),
+     "trace_every must be >= 0", "--trace-every must be >= 0"),
+    (lambda out: _clt().clt_local(nodes=0, out=out), "nodes 0 must be between 1 and",
+     "--nodes 0 must be between 1 and"),
+    (lambda out: _clt().clt_local(nodes=2, skew_ms="1,2,3", out=out),
+     "skew_ms gives 3 values for 2 nodes", "--skew-ms gives 3 values for 2 nodes"),
+], ids=["agents", "duration_x_rate", "trace_every", "nodes", "skew_ms"])
+def test_latency_tester_errors_name_parameters_the_python_way(
+        call: Any, python: str, command_line: str, tmp_path: Path) -> None:
+    err = _refused(lambda: call(tmp_path / "runs"))
+    assert str(err).startswith(python), str(err)
+    assert said(err).startswith(command_line), said(err)
+    assert not (tmp_path / "runs").exists()  # refused before a run directory was made
+
+
+def _clt() -> Any:
+    from replicalab.api import latency_tester
+
+    return latency_tester
