@@ -343,3 +343,27 @@ def _clt() -> Any:
     from replicalab.api import latency_tester
 
     return latency_tester
+
+
+@pytest.mark.parametrize("given, python, command_line", [
+    ({"stores": ["ftp://x"]}, "stores 'ftp://x': unknown or missing URL scheme",
+     "--store 'ftp://x': unknown or missing URL scheme"),
+    ({"records": 0}, "records must be >= 1 and record_bytes >= 16",
+     "--records must be >= 1 and --record-bytes >= 16"),
+    ({"reads": 0, "writes": 0}, "reads and writes must be >= 0 and not both 0",
+     "--reads and --writes must be >= 0 and not both 0"),
+    ({"max_rounds": 0}, "max_rounds must be at least 1", "--max-rounds must be at least 1"),
+    ({"metrics_port": 70000}, "metrics_port 70000 is not a TCP port",
+     "--metrics-port 70000 is not a TCP port"),
+    ({"staleness_read_rate": 0}, "staleness_read_rate must be positive",
+     "--staleness-read-rate must be positive"),
+], ids=["stores", "records", "reads", "max_rounds", "metrics_port", "staleness_read_rate"])
+def test_watch_errors_name_parameters_the_python_way(
+        given: dict[str, Any], python: str, command_line: str, tmp_path: Path) -> None:
+    from replicalab.api.watching import watch
+
+    db = tmp_path / "samples.sqlite"
+    err = _refused(lambda: watch(**{"stores": ["sim://simpledb"], "max_rounds": 1, **given},
+                                 db=db, announce=lambda _: None))
+    assert str(err).startswith(python), str(err)
+    assert said(err, {"stores": "--store"}).startswith(command_line)  # cli/watch.py's flags
