@@ -367,3 +367,20 @@ def test_watch_errors_name_parameters_the_python_way(
                                  db=db, announce=lambda _: None))
     assert str(err).startswith(python), str(err)
     assert said(err, {"stores": "--store"}).startswith(command_line)  # cli/watch.py's flags
+
+
+def test_model_parameters_name_the_python_way(tmp_path: Path) -> None:
+    from replicalab.api.modelling import model_run
+
+    flags = {"sets": "--set", "params": "--params"}  # cli/model.py's
+    cases = [
+        ({"sets": ["x"]}, "sets 'x': write it as KEY=VALUE, e.g. sets n=5",
+         "--set 'x': write it as KEY=VALUE, e.g. --set n=5"),
+        ({"compare": "x"}, "compare 'x': write it as KEY=V1,V2", "--compare 'x': write it"),
+        ({"params": tmp_path / "none.toml"}, "params ", "--params "),
+    ]
+    for given, python, command_line in cases:
+        err = _refused(lambda given=given: model_run("paxos-wan", **given,
+                                                     out=tmp_path / "runs"))
+        assert str(err).startswith(python), str(err)
+        assert said(err, flags).startswith(command_line), said(err, flags)
