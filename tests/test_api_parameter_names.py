@@ -384,3 +384,20 @@ def test_model_parameters_name_the_python_way(tmp_path: Path) -> None:
                                                      out=tmp_path / "runs"))
         assert str(err).startswith(python), str(err)
         assert said(err, flags).startswith(command_line), said(err, flags)
+
+
+def test_placement_names_parameters_the_python_way(tmp_path: Path) -> None:
+    from replicalab.api.placing import placement_simulate
+
+    cases = [
+        ({"policy": ","}, "policy names no policy; pass e.g. static,cog",
+         "--policy names no policy; pass e.g. static,cog"),
+        ({"balance": 2.0}, "balance 2.0 must be a share of the objects",
+         "--balance 2.0 must be a share of the objects"),
+        ({"requests": 0}, "requests must be at least 1", "--requests must be at least 1"),
+    ]
+    for given, python, command_line in cases:
+        err = _refused(lambda given=given: placement_simulate(**given, out=tmp_path / "runs"))
+        assert str(err).startswith(python), str(err)
+        assert said(err).startswith(command_line), said(err)
+    assert not (tmp_path / "runs").exists()
