@@ -401,3 +401,23 @@ def test_placement_names_parameters_the_python_way(tmp_path: Path) -> None:
         assert str(err).startswith(python), str(err)
         assert said(err).startswith(command_line), said(err)
     assert not (tmp_path / "runs").exists()
+
+
+def test_clusters_name_parameters_the_python_way(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from replicalab.api.clustering import cluster_up
+
+    monkeypatch.setenv("REPLICALAB_STATE_DIR", str(tmp_path / "state"))
+    cases = [
+        (lambda: cluster_up("redis", nodes=0), "nodes 0 must be between 1 and 15",
+         "--nodes 0 must be between 1 and 15"),
+        (lambda: cluster_up("redis", base_port=80), "base_port 80 must be between 1024",
+         "--base-port 80 must be between 1024"),
+        (lambda: cluster_up("redis", hosts=tmp_path / "none.toml"),
+         "hosts ", "--hosts "),
+    ]
+    for call, python, command_line in cases:
+        err = _refused(call)
+        assert str(err).startswith(python), str(err)
+        assert said(err).startswith(command_line), said(err)
+    assert not (tmp_path / "state").exists() or not any((tmp_path / "state").iterdir())
