@@ -421,3 +421,20 @@ def test_clusters_name_parameters_the_python_way(
         assert str(err).startswith(python), str(err)
         assert said(err).startswith(command_line), said(err)
     assert not (tmp_path / "state").exists() or not any((tmp_path / "state").iterdir())
+
+
+def test_a_busy_dashboard_port_is_named_the_python_way(tmp_path: Path) -> None:
+    import socket
+
+    from replicalab.api.watching import dashboard
+    from replicalab.watch.db import SampleDB
+
+    db = tmp_path / "samples.sqlite"
+    SampleDB(db).close()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        err = _refused(lambda: dashboard(db, port, lambda _: None))
+    assert str(err).startswith(f"port {port}: cannot listen on 127.0.0.1"), str(err)
+    assert said(err).startswith(f"--port {port}: cannot listen on 127.0.0.1"), said(err)

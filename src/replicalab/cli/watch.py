@@ -180,7 +180,7 @@ def dashboard(
     try:
         watching.dashboard(db, port, lambda line: (say(line), sys.stdout.flush()))
     except ValueError as err:
-        fail(str(err))
+        fail(said(err))
 
 
 def register(app: typer.Typer) -> None:
