@@ -53,7 +53,7 @@ ALLOWED = {
     "testing": {"cluster", "stores", *BASE},
     "history": {"errors"},  # the run directory names a bad out the Python way
     "data": set(),  # package data (region matrices), no code
-    "runtime": set(),
+    "runtime": {"errors"},  # the worker pool names a bad workers or ray the Python way
     "regions": set(),
     "plugins": set(),
     "errors": set(),

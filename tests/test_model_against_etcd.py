@@ -195,7 +195,7 @@ def _against(tmp_path: Path, capsys, *args: str, **kw) -> tuple[int, str, str]:
     ("paxos-wan", {"compare": "sigma_r_factor=1,2"}, "only the leader can vary"),
     ("paxos-wan", {"sets": ["leader=XX"]}, "unknown region 'XX'"),
     ("paxos-wan", {"sets": ["rtt_sd_ms=5"]}, "leave rtt_sd_ms unset"),
-    ("paxos-wan", {"sets": ["persist_ms=3"]}, "fitted by --against"),
+    ("paxos-wan", {"sets": ["persist_ms=3"]}, "--against 'etcd' fits persist_ms and forward_ms"),
     ("paxos-wan", {"loads": "10,x"}, "comma-separated writes/s"),
     ("paxos-wan", {"loads": "0"}, "between 0 and 5000"),
     ("paxos-wan", {"rounds": 10}, "--rounds 10 must be at least 100"),

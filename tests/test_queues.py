@@ -191,7 +191,7 @@ def test_a_crashed_consumer_redelivers_and_nothing_is_lost():
     ({"queue": "sim://sqs?replication_max_ms=50"}, "serial reader"),
     ({"queue": "sim://sqs?color=red"}, "unknown parameter 'color'"),
     ({"consumers": 0}, "at least 1 consumer"),
-    ({"strategy": "magic"}, "--strategy 'magic'"),
+    ({"strategy": "magic"}, "strategy 'magic'"),
     ({"strategy": "central", "central": "sim://quorum"}, "no conditional writes"),
     ({"strategy": "central", "central": "redis://127.0.0.1:1"}, "different clocks"),
     ({"central": "sim://simpledb"}, "central strategies only"),

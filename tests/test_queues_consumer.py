@@ -96,7 +96,7 @@ def test_sigkilled_consumer_process_central_processes_each_message_once(redis_dc
 def test_processes_need_a_real_queue():
     from replicalab.queues.spec import QueueSpec
 
-    with pytest.raises(ValueError, match="drop --processes"):
+    with pytest.raises(ValueError, match="drop processes or"):
         QueueSpec(processes=True).check()
 
 

@@ -66,7 +66,7 @@ def test_backends_opt_in_to_staleness_and_bad_values_are_named():
     assert spec.staleness is True
     with pytest.raises(ValueError, match="staleness must be true or false"):
         parse_backends({"backends": {"r": {"url": "sim://simpledb", "staleness": "yes"}}})
-    with pytest.raises(ValueError, match="--staleness-read-rate must be positive"):
+    with pytest.raises(ValueError, match="staleness_read_rate must be positive"):
         StalenessOptions(read_rate_per_s=0).check()
 
 

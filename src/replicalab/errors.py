@@ -30,6 +30,11 @@ class ParameterError(ValueError):
         self.mentions = dict(mentions or {})
         super().__init__(f"{parameter} {_fill(problem, self.mentions.__getitem__, self.mentions)}")
 
+    def __reduce__(self) -> tuple[type, tuple[str, str, dict[str, str]]]:
+        # Crosses process boundaries whole (a worker process's bad input): rebuilt from its
+        # parts, so the command line can still say it with its options.
+        return type(self), (self.parameter, self.problem, self.mentions)
+
     def said_as(self, name: str, names: Callable[[str], str] | None = None) -> str:
         """Return the message with ``name`` for the parameter and ``names(p)`` for each
         parameter it mentions (default: as Python writes them)."""

@@ -79,7 +79,7 @@ def probe_batch(request: ProbeRequest, repeats: int = 1, sweep: Sequence[str] = 
     try:
         pool = Workers(workers, ray, on_start=process.track)
     except RayMissing as err:
-        raise ParameterError("ray", str(err)) from None
+        raise ParameterError(err.parameter, err.problem, err.mentions) from None
     pool.start(len(plan))  # before the progress bar's thread: workers are forked
     try:
         label = (f"{plural(len(plan), 'run')} of {plan[0].spec.workload} on "

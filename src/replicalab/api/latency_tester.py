@@ -184,6 +184,7 @@ def clt_local(nodes: int = 3, regions: str | None = None, skew_ms: str | None = 
     from replicalab.regions import region_set
 
     cfg = _config(rate, payload, duration, timeout, self_loop, seed, trace_every)
+    local.check_nodes(nodes)  # before the run directory: bad input leaves nothing behind
     skews = local.parse_skews(skew_ms, nodes)
     if regions:
         region_set(regions)

@@ -178,7 +178,7 @@ def load_run(store: str = "sim://simpledb", rate: float = 100.0, duration: str |
             if run.interrupted:
                 cut_short(tick, "interrupted")
     except RayMissing as err:
-        raise ParameterError("ray", str(err)) from None
+        raise ParameterError(err.parameter, err.problem, err.mentions) from None
     from replicalab.report.load import render_load_report
 
     r = run.results

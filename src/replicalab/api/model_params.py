@@ -8,6 +8,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from replicalab.api.errors import ParameterError
 from replicalab.models.base import describe, from_dict
 
 __all__ = ["build", "convert", "describe", "load_toml", "parse_compare", "parse_sets"]
@@ -62,7 +63,8 @@ def parse_sets(cls: type, items: list[str]) -> dict[str, Any]:
     for item in items:
         key, sep, text = item.partition("=")
         if not sep:
-            raise ValueError(f"--set {item!r}: write it as KEY=VALUE, e.g. --set n=5")
+            raise ParameterError("sets", f"{item!r}: write it as KEY=VALUE, e.g. {{sets}} "
+                                         "n=5", {"sets": "sets"})
         key = key.strip()
         value = convert(cls, key, text.strip())
         node = out
@@ -79,7 +81,8 @@ def parse_compare(cls: type, item: str | None) -> tuple[str, list[Any]] | None:
         return None
     key, sep, text = item.partition("=")
     if not sep or not text:
-        raise ValueError(f"--compare {item!r}: write it as KEY=V1,V2,..., e.g. n=3,5,7")
+        raise ParameterError("compare", f"{item!r}: write it as KEY=V1,V2,..., e.g. "
+                                        "n=3,5,7")
     return key.strip(), [convert(cls, key.strip(), v.strip()) for v in text.split(",")]
 
 
@@ -90,9 +93,9 @@ def load_toml(path: Path | None) -> dict[str, Any]:
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise ValueError(f"--params {path}: no such file") from None
+        raise ParameterError("params", f"{path}: no such file") from None
     except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"--params {path} is not valid TOML: {err}") from None
+        raise ParameterError("params", f"{path} is not valid TOML: {err}") from None
     return dict(data.get("params", data))
 
 

@@ -164,7 +164,7 @@ def model_validate(model: str | None = None, rounds: int = 20_000, tolerance: fl
         pool = Workers(workers, ray, on_start=process.track)
         pool.start(len(jobs))
     except RayMissing as err:
-        raise ParameterError("ray", str(err)) from None
+        raise ParameterError(err.parameter, err.problem, err.mentions) from None
     done = [0]
     try:
         with ticking("model validate", progress) as tick:

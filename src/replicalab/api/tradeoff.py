@@ -94,6 +94,6 @@ def tradeoff(store: str = "sim://simpledb",
     try:
         run = run_tradeoff(plan, out, workers, ray, progress, on_start=process.track)
     except RayMissing as err:
-        raise ParameterError("ray", str(err)) from None
+        raise ParameterError(err.parameter, err.problem, err.mentions) from None
     report = render_tradeoff_report(run.results, run.run_dir)
     return TradeoffRun(run.run_dir, report, run.results, run.interrupted, run.error)

@@ -19,7 +19,8 @@ model_app = typer.Typer(help="Predict protocol performance and staleness before 
                              "Measured against a real store (--against): paxos-wan (etcd) "
                              "and pbs (cassandra); the other models have no real counterpart.",
                         no_args_is_help=True)
-_FLAGS = {"sets": "--set", "params": "--params", "t_max_ms": "--t-max-ms", "entries": "--entry"}
+_FLAGS = {"sets": "--set", "params": "--params", "t_max_ms": "--t-max-ms", "entries": "--entry",
+          "writer": "--client-region", "reader": "--reader-region", "jitter_ms": "--jitter"}
 
 
 @model_app.command("pbs")

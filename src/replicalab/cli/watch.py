@@ -157,7 +157,7 @@ def watch(
                                      staleness_write_interval, staleness_read_rate,
                                      on_freshness)
     except (ValueError, UserError) as err:
-        fail(said(err))
+        fail(said(err, {"stores": "--store"}))
     finally:
         if live:
             live[0].stop()
@@ -180,7 +180,7 @@ def dashboard(
     try:
         watching.dashboard(db, port, lambda line: (say(line), sys.stdout.flush()))
     except ValueError as err:
-        fail(str(err))
+        fail(said(err))
 
 
 def register(app: typer.Typer) -> None:

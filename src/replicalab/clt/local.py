@@ -23,6 +23,7 @@ from typing import Any
 from replicalab.clt import analysis, runner
 from replicalab.cluster import process, toxiproxy
 from replicalab.cluster.ports import allocate, wait_listening
+from replicalab.errors import ParameterError
 from replicalab.regions import RegionSet, region_set
 
 MAX_NODES = 32
@@ -47,11 +48,17 @@ def parse_skews(text: str | None, n: int) -> list[float]:
     try:
         vals = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise ValueError(f"--skew-ms {text!r} must be comma-separated numbers of ms, one per "
-                         "node, e.g. 0,20,-15") from None
+        raise ParameterError("skew_ms", f"{text!r} must be comma-separated numbers of ms, "
+                                        "one per node, e.g. 0,20,-15") from None
     if len(vals) > n:
-        raise ValueError(f"--skew-ms gives {len(vals)} values for {n} nodes")
+        raise ParameterError("skew_ms", f"gives {len(vals)} values for {n} nodes")
     return vals + [0.0] * (n - len(vals))
+
+
+def check_nodes(n: int) -> None:
+    """Raise ParameterError naming ``nodes`` unless 1 <= ``n`` <= MAX_NODES."""
+    if not 1 <= n <= MAX_NODES:
+        raise ParameterError("nodes", f"{n} must be between 1 and {MAX_NODES}")
 
 
 def toxic_halves_ms(rtt_ms: float) -> tuple[int, int]:
@@ -82,8 +89,7 @@ def run_local(n: int, regions_name: str | None, cfg: runner.RunConfig, run_dir: 
               ) -> tuple[runner.Outcome, LocalSetup]:
     """Start ``n`` agents (and Toxiproxy with regions), run, stop everything started; return
     the run's outcome and the setup. ValueError names a bad setting or a failed start."""
-    if not 1 <= n <= MAX_NODES:
-        raise ValueError(f"--nodes {n} must be between 1 and {MAX_NODES}")
+    check_nodes(n)
     rs = region_set(regions_name) if regions_name else None
     skews = skews_ms or [0.0] * n
     region_of, injected = layout(n, rs)

@@ -29,6 +29,7 @@ from replicalab.clt.protocol import (
     parse_blob,
     split_address,
 )
+from replicalab.errors import ParameterError
 
 REPLY_TIMEOUT_S = 15.0
 _SPEC = re.compile(r"(?:(?P<name>[A-Za-z0-9_.-]+)=)?(?P<addr>[^@=]+)(?:@(?P<region>[^@=]+))?")
@@ -62,17 +63,19 @@ class RunConfig:
     start_delay_s: float = 0.5
 
     def check(self) -> None:
-        """Raise ValueError naming a bad setting."""
+        """Raise ParameterError naming a bad setting (as ``clt_run`` names it)."""
         if not 0 < self.rate_hz <= 10_000:
-            raise ValueError(f"--rate {self.rate_hz:g} must be in (0, 10000] rounds per second")
+            raise ParameterError("rate", f"{self.rate_hz:g} must be in (0, 10000] rounds per "
+                                         "second")
         if not 0 <= self.payload_bytes <= 16 << 20:
-            raise ValueError(f"--payload {self.payload_bytes} must be 0..16 MiB")
+            raise ParameterError("payload", f"{self.payload_bytes} must be 0..16 MiB")
         if self.timeout_s <= 0:
-            raise ValueError("--timeout must be positive")
+            raise ParameterError("timeout", "must be positive")
         if self.trace_every < 0:
-            raise ValueError("--trace-every must be >= 0 (0 turns the trace log off)")
+            raise ParameterError("trace_every", "must be >= 0 (0 turns the trace log off)")
         if self.duration_s * self.rate_hz > 50_000_000:
-            raise ValueError("--duration x --rate exceeds 50 million rounds; shorten the run")
+            raise ParameterError("duration", "x {rate} exceeds 50 million rounds; shorten the "
+                                             "run", {"rate": "rate"})
 
 
 @dataclass
@@ -93,14 +96,15 @@ def parse_agents(text: str) -> list[AgentSpec]:
     for i, item in enumerate(x for x in text.split(",") if x.strip()):
         m = _SPEC.fullmatch(item.strip())
         if not m:
-            raise ValueError(f"--agents item {item!r} must look like [name=]HOST:PORT[@region]")
+            raise ParameterError("agents", f"item {item!r} must look like "
+                                           "[name=]HOST:PORT[@region]")
         host, port = split_address(m["addr"])
         specs.append(AgentSpec(m["name"] or f"n{i + 1}", host, port, m["region"] or "default"))
     if not specs:
-        raise ValueError("--agents needs at least one HOST:PORT, e.g. 127.0.0.1:7101")
+        raise ParameterError("agents", "needs at least one HOST:PORT, e.g. 127.0.0.1:7101")
     names = [s.node for s in specs]
     if len(set(names)) != len(names):
-        raise ValueError(f"--agents has duplicate node names: {', '.join(names)}")
+        raise ParameterError("agents", f"has duplicate node names: {', '.join(names)}")
     return specs
 
 

@@ -16,6 +16,7 @@ from replicalab.cluster import kinds as store_kinds
 from replicalab.cluster import placement, powerloss, process, toxiproxy
 from replicalab.cluster.ports import allocate
 from replicalab.cluster.state import Cluster, Link, Node, load, names, state_root
+from replicalab.errors import ParameterError
 from replicalab.hosts import emulated, inventory
 from replicalab.regions import region_set
 
@@ -196,16 +197,18 @@ def up(kind: str, nodes: int, regions: str, name: str | None = None,
     inv = inventory.load(emulated.resolve(hosts, root)) if hosts is not None else None
     if inv is not None:
         if power_loss_fs:
-            raise ValueError("--power-loss-fs mounts a FUSE file system here, not on hosts; "
-                             "leave it out with --hosts")
+            raise ParameterError("power_loss_fs", "mounts a FUSE file system here, not on "
+                                                  "hosts; leave it out with {hosts}",
+                                 {"hosts": "hosts"})
         nodes = len(inv.hosts)
         for h in inv.hosts:
             if h.region and h.region not in rs.regions:
-                raise ValueError(f"host {h.name}'s region {h.region!r} is not one of "
-                                 f"{regions}'s ({', '.join(rs.regions)}); pass the --regions "
-                                 "the inventory uses")
+                raise ParameterError("regions", f"{regions!r} does not hold host {h.name}'s "
+                                                f"region {h.region!r} (it has "
+                                                f"{', '.join(rs.regions)}); pass the regions "
+                                                "the inventory uses")
     if nodes < 1 or nodes > 15:
-        raise ValueError(f"--nodes {nodes} must be between 1 and 15")
+        raise ParameterError("nodes", f"{nodes} must be between 1 and 15")
     if client_region is not None:
         rs.index(client_region)
     name = name or f"{kind}-{regions}"

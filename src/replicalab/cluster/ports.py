@@ -20,6 +20,8 @@ import time
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
+from replicalab.errors import ParameterError
+
 LOWEST = 20000       # the first port handed out; below it live many well-known services
 HOLD_S = 600.0       # a handed-out port is not handed out again for this long
 _TRIES_PER_PORT = 200
@@ -79,12 +81,13 @@ def allocate(count: int, base: int | None = None, avoid: Collection[int] = ()) -
     if base is None:
         return _pick(count, set(avoid))
     if not 1024 <= base <= 65535 - count:
-        raise ValueError(f"--base-port {base} must be between 1024 and {65535 - count}")
+        raise ParameterError("base_port", f"{base} must be between 1024 and {65535 - count}")
     ports = list(range(base, base + count))
     for p in ports:
         if not is_free(p):
-            raise ValueError(f"port {p} on 127.0.0.1 is already in use; pass another "
-                             f"--base-port (this cluster needs {count} consecutive ports)")
+            raise ParameterError("base_port", f"{base}: port {p} on 127.0.0.1 is already in "
+                                              f"use; pick another (this cluster needs {count} "
+                                              "consecutive ports)")
     return ports
 
 

@@ -42,6 +42,7 @@ from replicalab.counters import faults
 from replicalab.counters.crdt import BoundedCounter, CounterError, InsufficientRights
 from replicalab.counters.middleware import Stopped
 from replicalab.counters.service import Contended, CounterService, UnknownCounter
+from replicalab.errors import ParameterError
 from replicalab.stores import ConditionFailed, StoreError, Unavailable
 
 CONFIGS = ("weak", "strong", "client-based", "server-based", "server-based+batch")
@@ -468,7 +469,7 @@ async def run_point(dep: Deployment, dcs: Sequence[str], spec: PointSpec, prefix
                          "deployment")
     fault_dc = spec.fault_dc or dcs[-1]
     if spec.fault and fault_dc not in dcs:
-        raise ValueError(f"--fault-dc {fault_dc!r}: use one of {', '.join(dcs)}")
+        raise ParameterError("fault_dc", f"{fault_dc!r}: use one of {', '.join(dcs)}")
     keys = [f"{prefix}-{spec.label()}-{i}" for i in range(spec.counters)]
     views = {dc: await dep.service(dc) for dc in dcs}
     clients: list[CounterService] = []

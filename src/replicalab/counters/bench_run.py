@@ -31,6 +31,7 @@ from replicalab.counters.bench import (
 )
 from replicalab.counters.bench_deploy import open_deployment
 from replicalab.counters.faults import FAULTS, quiet_drivers
+from replicalab.errors import ParameterError
 from replicalab.regions import region_set
 
 CONVERGE_S = 5.0
@@ -64,32 +65,37 @@ class BenchSpec:
     fault_initial: int = 600
 
     def check(self) -> None:
-        """Raise ValueError naming the first invalid option and its fix."""
+        """Raise ParameterError naming the first invalid parameter (as ``counter_bench``
+        names it) and its fix."""
         if self.store not in topology.KINDS:
-            raise ValueError(f"--kind {self.store!r}: use one of {', '.join(topology.KINDS)}")
+            raise ParameterError("kind", f"{self.store!r}: use one of "
+                                         f"{', '.join(topology.KINDS)}")
         for c in self.configs:
             if c not in CONFIGS:
-                raise ValueError(f"--configs: unknown configuration {c!r}; use some of "
-                                 f"{', '.join(CONFIGS)}")
+                raise ParameterError("configs", f"{c!r}: unknown configuration; use some of "
+                                                f"{', '.join(CONFIGS)}")
         for e in self.experiments:
             if e not in EXPERIMENTS:
-                raise ValueError(f"--experiments: unknown experiment {e!r}; use some of "
-                                 f"{', '.join(EXPERIMENTS)}")
+                raise ParameterError("experiments", f"{e!r}: unknown experiment; use some of "
+                                                    f"{', '.join(EXPERIMENTS)}")
         if not self.configs or not self.experiments:
             raise ValueError("give at least one configuration and one experiment")
         if not self.clients or any(c < 1 for c in self.clients):
-            raise ValueError(f"--clients {list(self.clients)}: give positive client counts, "
-                             "e.g. 3,15,30")
+            raise ParameterError("clients", f"{list(self.clients)}: give positive client "
+                                            "counts, e.g. 3,15,30")
         if not self.counters or any(k < 1 for k in self.counters):
-            raise ValueError(f"--counters {list(self.counters)}: give positive counts, e.g. "
-                             "1,100")
-        if not (self.duration_s > 0 and self.exhaust_max_s > 0 and self.sync_ms > 0):
-            raise ValueError("--duration, --exhaust-max-s and --sync-ms must be positive")
+            raise ParameterError("counters", f"{list(self.counters)}: give positive counts, "
+                                             "e.g. 1,100")
+        for name, value in (("duration", self.duration_s), ("exhaust_max", self.exhaust_max_s),
+                            ("sync_ms", self.sync_ms)):
+            if not value > 0:
+                raise ParameterError(name, f"{value:g} must be positive")
         if self.think_ms < 0 or not 0 <= self.inc_fraction <= 1:
-            raise ValueError("--think-ms must not be negative and --inc-fraction must be "
-                             "in [0, 1]")
+            raise ParameterError("think_ms", "must not be negative and {inc_fraction} must "
+                                             "be in [0, 1]", {"inc_fraction": "inc_fraction"})
         if min(self.low_load_clients, self.exhaust_clients) < 1:
-            raise ValueError("--low-load-clients and --exhaust-clients must be at least 1")
+            raise ParameterError("low_load_clients", "and {exhaust_clients} must be at least 1",
+                                 {"exhaust_clients": "exhaust_clients"})
         if min(self.initial, self.exhaust_initial, self.violation_initial,
                self.fault_initial) < 1:
             raise ValueError("initial values must be at least 1")
@@ -97,22 +103,28 @@ class BenchSpec:
         faulted = [e for e in self.experiments if e in FAULTS]
         if faulted:
             if self.store == "cassandra":
-                raise ValueError(f"--experiments {','.join(faulted)}: faults between data "
-                                 "centres need one store per DC; use --kind redis, postgresql "
-                                 "or sim")
+                raise ParameterError("experiments", f"{','.join(faulted)}: faults between "
+                                                    "data centres need one store per DC; use "
+                                                    "{kind} redis, postgresql or sim",
+                                     {"kind": "kind"})
             if not any(c in MIDDLEWARES for c in self.configs):
-                raise ValueError(f"--experiments {','.join(faulted)} fault the Bounded "
-                                 "Counter's middlewares: add one of "
-                                 f"{', '.join(MIDDLEWARES)} to --configs")
+                raise ParameterError("experiments", f"{','.join(faulted)} fault the Bounded "
+                                                    "Counter's middlewares: add one of "
+                                                    f"{', '.join(MIDDLEWARES)} to {{configs}}",
+                                     {"configs": "configs"})
             if self.fault_dc and self.fault_dc not in dcs:
-                raise ValueError(f"--fault-dc {self.fault_dc!r}: use one of {', '.join(dcs)}")
+                raise ParameterError("fault_dc", f"{self.fault_dc!r}: use one of "
+                                                 f"{', '.join(dcs)}")
             if not (self.fault_at_s >= 0 and self.fault_for_s > 0):
-                raise ValueError("--fault-at must not be negative and --fault-for must be "
-                                 "positive")
+                raise ParameterError("fault_at", "must not be negative and {fault_for} must "
+                                                 "be positive", {"fault_for": "fault_for"})
             if self.fault_at_s + self.fault_for_s >= self.exhaust_max_s:
-                raise ValueError(f"--fault-at + --fault-for ({self.fault_at_s + self.fault_for_s:g}"
-                                 f" s) must end before --exhaust-max ({self.exhaust_max_s:g} s), "
-                                 "which caps a fault point")
+                raise ParameterError("fault_at", f"+ {{fault_for}} "
+                                                 f"({self.fault_at_s + self.fault_for_s:g} s) "
+                                                 "must end before {exhaust_max} "
+                                                 f"({self.exhaust_max_s:g} s), which caps a "
+                                                 "fault point",
+                                     {"fault_for": "fault_for", "exhaust_max": "exhaust_max"})
 
     def server_settings(self) -> dict[str, str] | None:
         """Return the store settings the data centres need: with a ``dc-loss`` experiment a

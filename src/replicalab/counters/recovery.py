@@ -40,6 +40,7 @@ from typing import Any
 from replicalab.counters.crdt import BoundedCounter, CounterError
 from replicalab.counters.rights import directions, rights_of
 from replicalab.counters.service import UnknownCounter, read_state, write_state
+from replicalab.errors import ParameterError
 from replicalab.stores import Client, ConditionFailed, StoreError
 
 RETRIES = 20
@@ -194,8 +195,9 @@ async def recover_from_urls(keys: Sequence[str], lost: str, urls: Mapping[str, s
 
     opener = opener or open_store
     if lost not in urls:
-        raise ValueError(f"--lost {lost!r} is not one of the data centres given "
-                         f"({', '.join(urls)}); give its store too (restarted from its disk)")
+        raise ParameterError("lost", f"{lost!r} is not one of the data centres given "
+                                     f"({', '.join(urls)}); give its store too (restarted "
+                                     "from its disk)")
     if len(urls) < 2:
         raise ValueError("give the store of every data centre: the lost one and the survivors")
     stores, clients = [], {}

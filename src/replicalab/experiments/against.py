@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from replicalab.checkers import visibility
+from replicalab.errors import ParameterError
 from replicalab.models import paxos_wan_fit as fitting
 from replicalab.models import pbs as pbs_model
 from replicalab.models.base import describe
@@ -178,11 +179,11 @@ def parse_rates(loads: str | None) -> list[float]:
     try:
         values = [float(x) for x in loads.split(",")]
     except ValueError:
-        raise ValueError(f"--loads {loads!r}: give comma-separated writes/s, e.g. "
-                         "20,60,150") from None
+        raise ParameterError("loads", f"{loads!r}: give comma-separated writes/s, e.g. "
+                                      "20,60,150") from None
     if any(not 0 < v <= 5000 for v in values):
-        raise ValueError(f"--loads {loads!r}: every offered rate must be between 0 and 5000 "
-                         "writes/s against a real store")
+        raise ParameterError("loads", f"{loads!r}: every offered rate must be between 0 and "
+                                      "5000 writes/s against a real store")
     return values
 
 
@@ -192,28 +193,32 @@ def check(spec: ModelSpec, against: str, configs: list[tuple[str, Any]],
     the model must declare ``against`` as its real counterpart."""
     if not spec.against:
         offer = [f"the {name} model (against {', '.join(k)})" for name, k in _declared().items()]
-        raise ValueError(f"--against is available for {' and '.join(offer)}, not {spec.name}; "
-                         "a model declares its real counterparts in the model registry")
+        raise ParameterError("against", f"is available for {' and '.join(offer)}, not "
+                                        f"{spec.name}; a model declares its real "
+                                        "counterparts in the model registry")
     if against not in spec.against:
-        raise ValueError(f"--against {against!r}: use one of {', '.join(spec.against)}")
+        raise ParameterError("against", f"{against!r}: use one of {', '.join(spec.against)}")
     if compare_key not in (None, "leader"):
-        raise ValueError(f"--compare {compare_key}=...: with --against only the leader can "
-                         "vary (--compare leader=VA,CA,JP); the cluster is the same for all")
+        raise ParameterError("compare", f"{compare_key}=...: with {{against}} only the leader "
+                                        "can vary ({compare} leader=VA,CA,JP); the cluster is "
+                                        "the same for all",
+                             {"against": "against", "compare": "compare"})
     p: WanParams = configs[0][1]
     if p.rtt_sd_ms is not None:
-        raise ValueError("rtt_sd_ms: the real links carry the region set's own deviation; "
-                         "leave rtt_sd_ms unset with --against")
+        raise ParameterError("against", f"{against!r}: the real links carry the region set's "
+                                        "own deviation; leave rtt_sd_ms unset")
     rs = p.rs
     if REGION_SETS.get(rs.name) != rs:
-        raise ValueError(f"regions: --against starts one member per region of a named region "
-                         f"set ({', '.join(n for n in REGION_SETS if n != 'lan')}), not a "
-                         "custom table")
+        raise ParameterError("against", f"{against!r} starts one member per region of a named "
+                                        "region set ("
+                                        f"{', '.join(n for n in REGION_SETS if n != 'lan')}), "
+                                        "not a custom table")
     if len(rs.regions) < 3:
-        raise ValueError(f"regions={rs.name}: --against needs at least 3 regions (a quorum "
-                         "that can lose a member)")
+        raise ParameterError("against", f"{against!r} needs at least 3 regions (a quorum that "
+                                        f"can lose a member), not regions={rs.name}")
     if p.persist_ms or p.forward_ms:
-        raise ValueError("persist_ms and forward_ms are fitted by --against from its "
-                         "calibration; leave them unset")
+        raise ParameterError("against", f"{against!r} fits persist_ms and forward_ms from its "
+                                        "calibration; leave them unset")
     leaders = list(dict.fromkeys(q.rs.regions[q.leader_index] for _, q in configs))
     return p, leaders
 
@@ -370,11 +375,12 @@ def parse_pairs(text: str | None, r: int, w: int, n: int) -> list[tuple[int, int
         try:
             pairs = [(int(a), int(b)) for a, b in (x.split(":") for x in text.split(","))]
         except ValueError:
-            raise ValueError(f"--pairs {text!r}: give R:W pairs, e.g. 1:1,1:2,2:1,2:2,1:3"
-                             ) from None
+            raise ParameterError("pairs", f"{text!r}: give R:W pairs, e.g. "
+                                          "1:1,1:2,2:1,2:2,1:3") from None
     for a, b in pairs:
         if not (1 <= a <= n and 1 <= b <= n):
-            raise ValueError(f"--pairs: R={a}, W={b} must each be between 1 and N={n}")
+            raise ParameterError("pairs", f"{a}:{b}: R and W must each be between 1 and "
+                                          f"N={n}")
     return pairs
 
 
@@ -385,20 +391,22 @@ def pbs_placement(n: int, pairs: list[tuple[int, int]], regions: str, writer: st
     than the shortest one-way delay between the nodes' regions)."""
     rs = region_set(regions)
     if n > len(rs.regions):
-        raise ValueError(f"--n {n}: --against cassandra places one node per region, and "
-                         f"{regions} has {len(rs.regions)}")
+        raise ParameterError("n", f"{n}: {{against}} cassandra places one node per region, "
+                                  f"and {regions} has {len(rs.regions)}",
+                             {"against": "against"})
     used = rs.regions[:n]
     writer, reader = writer or used[0], reader or used[1 % n]
-    for flag, reg in (("--client-region", writer), ("--reader-region", reader)):
+    for name, reg in (("writer", writer), ("reader", reader)):
         if reg not in used:
-            raise ValueError(f"{flag} {reg!r}: use one of {', '.join(used)}")
+            raise ParameterError(name, f"{reg!r}: use one of {', '.join(used)}")
     for a, b in pairs:
         pbs_real.level(a, n), pbs_real.level(b, n)
     shortest = min((rs.one_way_ms(x, y)[0] for x in used for y in used if x != y),
                    default=0.0)
     if jitter_ms > shortest:
-        raise ValueError(f"--jitter {jitter_ms:g}ms: at most the shortest one-way delay "
-                         f"between the nodes' regions ({shortest:g} ms on {regions})")
+        raise ParameterError("jitter_ms", f"{jitter_ms:g}ms: at most the shortest one-way "
+                                          f"delay between the nodes' regions ({shortest:g} ms "
+                                          f"on {regions})")
     return writer, reader
 
 

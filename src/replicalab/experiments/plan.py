@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from replicalab.cluster import kinds
 from replicalab.cluster.kinds import StoreKind
+from replicalab.errors import ParameterError
 
 READ_GOAL_P99_MS = 50.0
 WRITE_GOAL_P99_MS = 500.0
@@ -73,9 +74,9 @@ def resolve_store(text: str) -> Subject:
     try:
         kind = kinds.resolve(text)
     except ValueError:
-        raise ValueError(f"--kinds {text!r} is not a store the scorecard knows; use "
-                         f"{kinds.help_text()} or a sim:// URL such as "
-                         "'sim://primary?regions=dc3'") from None
+        raise ParameterError("kinds", f"{text!r} is not a store the scorecard knows; use "
+                                      f"{kinds.help_text()} or a sim:// URL such as "
+                                      "'sim://primary?regions=dc3'") from None
     return Subject(kind.name, kind)
 
 
@@ -84,7 +85,7 @@ def parse_kinds(text: str) -> tuple[Subject, ...]:
     an unknown one and what is accepted)."""
     out = [resolve_store(k) for k in (x.strip() for x in text.split(",")) if k]
     if not out:
-        raise ValueError(f"--kinds is empty; give e.g. {','.join(kinds.names())}")
+        raise ParameterError("kinds", f"is empty; give e.g. {','.join(kinds.names())}")
     if len({s.label for s in out}) != len(out):
-        raise ValueError("--kinds names a store twice; name each once")
+        raise ParameterError("kinds", "names a store twice; name each once")
     return tuple(out)

@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from replicalab.checkers.tradeoff import SCHEMA_VERSION, observations, points
+from replicalab.errors import ParameterError
 from replicalab.history.rundir import Run, make_run_dir, save_results
 from replicalab.runtime.parallel import JobFailed, Workers
 from replicalab.stores import open_store
@@ -59,17 +60,20 @@ class TradeoffPlan:
     seed: int = 1
 
     def check(self) -> None:
-        """Raise ValueError naming the first invalid option and its fix."""
+        """Raise ParameterError naming the first invalid parameter (as ``tradeoff`` names
+        it) and its fix."""
         if not self.groups or min(self.groups) < 1:
-            raise ValueError("--groups must list client groups of at least 1, e.g. 1,5,10")
+            raise ParameterError("groups", "must list client groups of at least 1, e.g. "
+                                           "1,5,10")
         bad = [c for c in self.consistencies if c not in CONSISTENCIES]
         if bad or not self.consistencies:
-            raise ValueError(f"--consistency {','.join(bad) or '(none)'}: use eventual, "
-                             "consistent or both")
+            raise ParameterError("consistencies", f"{','.join(bad) or '(none)'}: use "
+                                                  "eventual, consistent or both")
         if not self.read_ratios or not all(0 <= r <= 1 for r in self.read_ratios):
-            raise ValueError("--read-ratios must be fractions in 0..1, e.g. 0.99,0.75,0.5")
+            raise ParameterError("read_ratios", "must be fractions in 0..1, e.g. "
+                                                "0.99,0.75,0.5")
         if self.repeats < 1:
-            raise ValueError(f"--repeats {self.repeats} must be at least 1")
+            raise ParameterError("repeats", f"{self.repeats} must be at least 1")
         if len(self.cells()) > MAX_CELLS:
             raise ValueError(f"the grid has {len(self.cells())} steps, more than {MAX_CELLS}; "
                              "list fewer groups, ratios or repeats")

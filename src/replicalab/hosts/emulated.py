@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from replicalab.errors import ParameterError
 from replicalab.hosts import inventory as inv_mod
 from replicalab.hosts.inventory import HostSpec, Inventory
 from replicalab.hosts.ssh import SshHost, each
@@ -166,15 +167,16 @@ def up(count: int, name: str, root: Path, regions: str = "lan",
     _need_root()
     _check_tools()
     if not _NAME.match(name):
-        raise ValueError(f"--name {name!r}: lower-case letters, digits and -, up to 24")
+        raise ParameterError("name", f"{name!r}: lower-case letters, digits and -, up to 24")
     if not 1 <= count <= _MAX_HOSTS:
-        raise ValueError(f"--count {count} must be between 1 and {_MAX_HOSTS}")
+        raise ParameterError("count", f"{count} must be between 1 and {_MAX_HOSTS}")
     rs = region_set(regions)
     names = Names(name, root)
     d = set_dir(name, root)
     if d.exists() or names.namespaces():
-        raise ValueError(f"a set of emulated hosts named {name!r} exists; `replicalab hosts "
-                         f"down {name}` first or pick another --name")
+        raise ParameterError("name", f"{name!r}: a set of emulated hosts of that name "
+                                     f"exists; `replicalab hosts down {name}` first or pick "
+                                     "another")
     try:
         d.mkdir(parents=True)
         d.chmod(0o755)  # hosts' roots below it: servers may run as other users

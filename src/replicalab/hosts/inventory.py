@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from replicalab.errors import ParameterError
+
 DEFAULT_ROOT = "/var/tmp/replicalab"
 """Where replicalab keeps its files on a host the inventory gives no ``root`` for."""
 
@@ -115,14 +117,14 @@ def load(path: Path | str) -> Inventory:
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise ValueError(f"--hosts {path}: no such inventory file; `replicalab hosts up` "
-                         "writes one for emulated hosts, docs/hosts.md shows one for real "
-                         "machines") from None
+        raise ParameterError("hosts", f"{path}: no such inventory file; `replicalab hosts "
+                                      "up` writes one for emulated hosts, docs/hosts.md "
+                                      "shows one for real machines") from None
     except (IsADirectoryError, UnicodeDecodeError):
-        raise ValueError(f"--hosts {path} is not a text file; pass an inventory TOML file"
-                         ) from None
+        raise ParameterError("hosts", f"{path} is not a text file; pass an inventory TOML "
+                                      "file") from None
     except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"--hosts {path} is not valid TOML: {err}") from None
+        raise ParameterError("hosts", f"{path} is not valid TOML: {err}") from None
     unknown = sorted(set(data) - _TOP)
     if unknown:
         raise ValueError(f"inventory {path}: unknown key {unknown[0]!r}; it holds "

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from replicalab.errors import ParameterError
 from replicalab.history import History, encode_value
 from replicalab.placement.live import Conns, LiveOptions, Migration, Router, migrate, seed_objects
 from replicalab.placement.live_check import LostWrites, lost_writes
@@ -70,8 +71,11 @@ class LiveConfig:
 
     def check(self) -> None:
         """Raise ValueError naming the first invalid field and its fix."""
-        if not (self.duration_s > 0 and self.window_s > 0):
-            raise ValueError("duration and window must be positive (e.g. --duration 30s)")
+        if not self.duration_s > 0:
+            raise ParameterError("duration", f"{self.duration_s:g} s must be positive, e.g. "
+                                             "30s")
+        if not self.window_s > 0:
+            raise ValueError(f"window {self.window_s:g} s must be positive")
         if self.objects < 1 or self.clients < 1 or self.max_inflight < 1:
             raise ValueError("objects, clients and max_inflight must be at least 1")
         if not 0 <= self.write_share <= 1 or not 0 <= self.settle_share < 1:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from replicalab.errors import ParameterError
 from replicalab.history.rundir import finite_or_null
 from replicalab.placement import metrics, workloads
 from replicalab.placement.kernel import Trace
@@ -54,7 +55,7 @@ def policy_specs(text: str, balance: float | None = None) -> list[PolicySpec]:
             raise ValueError(f"policy {label} is listed twice; list each once")
         out.append(PolicySpec(label, name, params))
     if not out:
-        raise ValueError("no policy given; pass e.g. --policies static,cog")
+        raise ParameterError("policy", "names no policy; pass e.g. static,cog")
     return out
 
 
@@ -140,8 +141,9 @@ def experiment(workload: str, *, policies: str | None = None, regions: str | Non
     workloads.check(workload)
     d = workloads.DEFAULTS[workload]
     if balance is not None and not 0 < balance <= 1:
-        raise ValueError(f"--balance {balance} must be a share of the objects in (0, 1], e.g. "
-                         "0.25 for at most a quarter of them per region")
+        raise ParameterError("balance", f"{balance} must be a share of the objects in "
+                                        "(0, 1], e.g. 0.25 for at most a quarter of them per "
+                                        "region")
     if policies is None and workload == "skew":
         # the seed's skew run: CoG without and with the filter (at --balance if given)
         policies = SKEW_POLICIES.replace("0.25", str(0.25 if balance is None else balance))
@@ -149,7 +151,7 @@ def experiment(workload: str, *, policies: str | None = None, regions: str | Non
     specs = tuple(policy_specs(DEFAULT_POLICIES if policies is None else policies, balance))
     for name, value in (("objects", objects), ("requests", requests)):
         if value is not None and value < 1:
-            raise ValueError(f"--{name} must be at least 1")
+            raise ParameterError(name, "must be at least 1")
     if duration_s is not None and not duration_s > 0:
         raise ValueError("the duration must be positive")
     if not 1 <= buckets <= 10_000 or not pingpong_ms >= 0:

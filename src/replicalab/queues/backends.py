@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from replicalab.errors import ParameterError
 from replicalab.queues.base import Queue
 from replicalab.queues.effects import LocalEffectStore
 from replicalab.queues.registry import open_queue
@@ -31,8 +32,10 @@ def effects_url(spec: QueueSpec) -> str | None:
     if spec.strategy in CENTRAL:
         url = spec.central or (DEFAULT_CENTRAL if spec.queue.startswith("sim://") else None)
         if url is None:
-            raise ValueError(f"--strategy {spec.strategy} needs --central URL: a store with "
-                             "conditional writes (redis://, postgresql://, etcd://, zk://)")
+            raise ParameterError("strategy", f"{spec.strategy} needs {{central}} URL: a store "
+                                             "with conditional writes (redis://, "
+                                             "postgresql://, etcd://, zk://)",
+                                 {"central": "central"})
         return url
     if spec.queue.startswith("sim://"):
         return DEFAULT_CENTRAL

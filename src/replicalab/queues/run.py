@@ -12,6 +12,7 @@ from typing import Any
 
 from replicalab.checkers.deliveries import check_deliveries
 from replicalab.cluster.process import interrupts_deferred
+from replicalab.errors import ParameterError
 from replicalab.faults.schedule import Fault
 from replicalab.history.rundir import Run as QueueRun
 from replicalab.history.rundir import make_run_dir, save_results, slug
@@ -125,8 +126,9 @@ def compare_queues(base: QueueSpec, queues: Sequence[str], strategies: Sequence[
                     faults=faults_for(s))
             for q in queues for s in strategies for c in consumers]
     if not plan:
-        raise ValueError("nothing to compare: give at least one --queue, --strategy and "
-                         "consumer count")
+        raise ParameterError("queues", "and {strategies} and {consumers} leave nothing to "
+                                       "compare: give at least one of each",
+                             {"strategies": "strategies", "consumers": "consumers"})
     for spec in plan:
         preflight(spec)
     run_dir = make_run_dir(out, "queue-compare", queues[0])

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from replicalab.errors import ParameterError
 from replicalab.faults.schedule import CONSUMER_ACTIONS, Fault
 from replicalab.queues.record import QueueLog
 from replicalab.queues.strategies import CENTRAL, STRATEGIES
@@ -46,34 +47,41 @@ class QueueSpec:
     processes: bool = False  # real queues: each reader a process of its own (SIGKILL crashes)
 
     def check(self) -> None:
-        """Raise ValueError (one line naming the fix) for an impossible run."""
+        """Raise ParameterError (one line naming the parameter, as ``queue_run`` names it,
+        and the fix) for an impossible run."""
         if self.consumers < 1:
-            raise ValueError(f"--consumers {self.consumers}: give at least 1 consumer")
+            raise ParameterError("consumers", f"{self.consumers}: give at least 1 consumer")
         if self.messages < 1:
-            raise ValueError(f"--messages {self.messages}: send at least 1 message")
+            raise ParameterError("messages", f"{self.messages}: send at least 1 message")
         if self.strategy not in STRATEGIES:
-            raise ValueError(f"--strategy {self.strategy!r}: use one of "
-                             f"{', '.join(STRATEGIES)}")
-        if self.producers < 1 or self.batch < 1 or self.batch > 10:
-            raise ValueError("producers must be at least 1 and --batch between 1 and 10")
+            raise ParameterError("strategy", f"{self.strategy!r}: use one of "
+                                             f"{', '.join(STRATEGIES)}")
+        if self.producers < 1:
+            raise ParameterError("producers", f"{self.producers} must be at least 1")
+        if self.batch < 1 or self.batch > 10:
+            raise ParameterError("batch", f"{self.batch} must be between 1 and 10")
         if self.readers < 0 or self.readers > self.consumers:
-            raise ValueError(f"--readers {self.readers}: between 1 and --consumers "
-                             f"({self.consumers}), or 0 for one per consumer")
+            raise ParameterError("readers", f"{self.readers}: between 1 and {{consumers}} "
+                                            f"({self.consumers}), or 0 for one per consumer",
+                                 {"consumers": "consumers"})
         if not 0 < self.visibility_s <= 43_200:
             raise ValueError(f"visibility {self.visibility_s:g} s must be in (0, 43200]")
         if self.process_ms < 0 or self.process_sigma < 0 or self.slow_s < 0:
             raise ValueError("processing times must not be negative")
         if not 0 <= self.slow_fraction <= 1:
-            raise ValueError(f"--slow-fraction {self.slow_fraction:g} must be in [0, 1]")
+            raise ParameterError("slow_fraction", f"{self.slow_fraction:g} must be in [0, 1]")
         if self.max_duration_s <= 0:
-            raise ValueError("--max-duration must be positive")
+            raise ParameterError("max_duration", "must be positive")
         if self.central is not None and self.strategy not in CENTRAL:
-            raise ValueError(f"--central is used by the central strategies only, not "
-                             f"{self.strategy!r}; drop it or pick --strategy central")
+            raise ParameterError("central", f"is used by the central strategies only, not "
+                                            f"{self.strategy!r}; drop it or pick {{strategy}} "
+                                            "central", {"strategy": "strategy"})
         if self.processes and self.queue.startswith("sim://"):
-            raise ValueError("--processes runs consumers as processes of their own against a "
-                             "real queue; sim://sqs lives in one process's virtual time: drop "
-                             "--processes or give a redis:// or postgresql:// queue")
+            raise ParameterError("processes", "runs consumers as processes of their own "
+                                              "against a real queue; sim://sqs lives in one "
+                                              "process's virtual time: drop {processes} or "
+                                              "give a redis:// or postgresql:// queue",
+                                 {"processes": "processes"})
         for f in self.faults:
             self._check_fault(f)
 
@@ -82,8 +90,10 @@ class QueueSpec:
                          else (self.consumers, "consumers"))
         if f.store is not None:
             if self.strategy not in CENTRAL:
-                raise ValueError(f"fault {f.label!r}: strategy {self.strategy} uses no central "
-                                 "store; pick --strategy central or drop the fault")
+                raise ParameterError("strategy", f"{self.strategy} uses no central store, "
+                                                 f"which fault {f.label!r} acts on; pick "
+                                                 "{strategy} central or drop the fault",
+                                     {"strategy": "strategy"})
             return
         k = consumer_of(f)
         if f.action not in CONSUMER_ACTIONS or k is None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from replicalab.errors import ParameterError
 from replicalab.history.rundir import finite_or_null
 from replicalab.watch.db import SampleDB
 from replicalab.watch.staleness import FreshnessRow
@@ -179,7 +180,7 @@ def make_server(db_path: Path, port: int = 8765) -> ThreadingHTTPServer:
     try:
         server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(db_path))
     except OSError as err:
-        raise ValueError(f"cannot listen on 127.0.0.1:{port} ({err.strerror}); pass another "
-                         "--port") from None
+        raise ParameterError("port", f"{port}: cannot listen on 127.0.0.1 ({err.strerror}); "
+                                     "pass another, or 0 for any free port") from None
     server.daemon_threads = True
     return server

@@ -23,13 +23,14 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from replicalab.errors import ParameterError
 from replicalab.runtime.virtual import note_stop, stop_requested
 
 Job = tuple[Any, ...]
 
 
-class RayMissing(RuntimeError):
-    """--ray was asked for but Ray is not installed."""
+class RayMissing(ParameterError):
+    """``ray`` was asked for but Ray is not installed (bad input naming ``ray``)."""
 
 
 class JobFailed(RuntimeError):
@@ -87,7 +88,7 @@ class Workers:
                  on_start: Callable[[int, str], None] | None = None,
                  ray_local_cpus: int | None = None) -> None:
         if workers < 1:
-            raise ValueError(f"--workers {workers} must be at least 1")
+            raise ParameterError("workers", f"{workers} must be at least 1")
         self.workers = workers
         self.ray_address = ray_address
         self.kind = "ray" if ray_address else ("process" if workers > 1 else "inline")
@@ -105,8 +106,9 @@ class Workers:
         try:
             import ray
         except ImportError:
-            raise RayMissing("--ray needs Ray: pip install 'replicalab[ray]' (or use "
-                             "--workers for local processes)") from None
+            raise RayMissing("ray", "needs Ray: pip install 'replicalab[ray]' (or use "
+                                    "{workers} for local processes)",
+                             {"workers": "workers"}) from None
         self._ray = ray
         if not ray.is_initialized():
             if self.ray_address == "local":
@@ -117,8 +119,9 @@ class Workers:
                     ray.init(address=self.ray_address, log_to_driver=False,
                              configure_logging=False)
                 except (ConnectionError, RuntimeError, ValueError) as err:
-                    raise ValueError(f"cannot join the Ray cluster at {self.ray_address} "
-                                     f"({err}); check the address or use --ray local") from None
+                    raise ParameterError("ray", f"{self.ray_address}: cannot join the Ray "
+                                                f"cluster ({err}); check the address or use "
+                                                "{ray} local", {"ray": "ray"}) from None
             self._owns_ray = True
         self.ray_cpus = int(ray.cluster_resources().get("CPU", 0))
 

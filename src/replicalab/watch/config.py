@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from replicalab.errors import ParameterError
 from replicalab.stores.base import redact_url
 from replicalab.stores.registry import schemes
 
@@ -112,8 +113,9 @@ def backends_from_urls(urls: list[str]) -> list[BackendSpec]:
     for url in urls:
         parts = urlsplit(url)
         if "://" not in url or parts.scheme not in schemes():
-            raise ValueError(f"--store {redact_url(url)!r}: unknown or missing URL scheme; use "
-                             f"one of: {', '.join(s + '://' for s in schemes())}")
+            raise ParameterError("stores", f"{redact_url(url)!r}: unknown or missing URL "
+                                           "scheme; use one of: "
+                                           f"{', '.join(s + '://' for s in schemes())}")
         host = parts.netloc.rpartition("@")[2]
         name = f"{parts.scheme}://{host}{parts.path}".rstrip("/")
         seen[name] = seen.get(name, 0) + 1

@@ -14,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from replicalab.errors import ParameterError
 from replicalab.stores.base import redact_url
 from replicalab.watch.config import BackendSpec
 from replicalab.watch.staleness import FreshnessRow
@@ -61,8 +62,8 @@ class SampleDB:
             try:
                 self.conn.execute("PRAGMA journal_mode=WAL")
             except sqlite3.DatabaseError as err:
-                raise ValueError(f"{path} is not a samples database ({err}); pass a new "
-                                 "file name to --db") from None
+                raise ParameterError("db", f"{path} is not a samples database ({err}); pass "
+                                           "a new file name to {db}", {"db": "db"}) from None
             # FULL: a committed round also survives power loss, at one fsync per round.
             self.conn.execute("PRAGMA synchronous=FULL")
             with self.conn:

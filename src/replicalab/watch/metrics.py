@@ -33,6 +33,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from replicalab.errors import ParameterError
 from replicalab.watch.staleness import FreshnessRow
 from replicalab.watch.stats import Sample
 
@@ -113,10 +114,11 @@ class WatchMetrics:
 
 
 def check_port(port: int) -> None:
-    """Raise ValueError naming the fix if ``port`` is not a TCP port (0 = any free one)."""
+    """Raise ParameterError naming ``metrics_port`` and the fix if ``port`` is not a TCP
+    port (0 = any free one)."""
     if not 0 <= port <= 65535:
-        raise ValueError(f"--metrics-port {port} is not a TCP port; give 1-65535, or 0 for "
-                         "any free port")
+        raise ParameterError("metrics_port", f"{port} is not a TCP port; give 1-65535, or 0 "
+                                             "for any free port")
 
 
 def serve(metrics: WatchMetrics, port: int, host: str = "127.0.0.1") -> Any:
@@ -128,12 +130,14 @@ def serve(metrics: WatchMetrics, port: int, host: str = "127.0.0.1") -> Any:
         server, _thread = start_http_server(port, addr=host, registry=metrics.registry)
     except OSError as err:
         if err.errno == errno.EADDRINUSE:
-            raise ValueError(f"--metrics-port {port}: the port is in use on {host} (another "
-                             "process listens there); pick another, or 0 for any free port"
-                             ) from None
+            raise ParameterError("metrics_port", f"{port}: the port is in use on {host} "
+                                                 "(another process listens there); pick "
+                                                 "another, or 0 for any free port") from None
         if err.errno == errno.EACCES:
-            raise ValueError(f"--metrics-port {port}: not allowed to listen there (ports "
-                             "below 1024 need privileges); pick one above 1023") from None
-        raise ValueError(f"--metrics-host {host}: cannot listen there ({err.strerror}); give "
-                         "an address of this machine, e.g. 127.0.0.1 or 0.0.0.0") from None
+            raise ParameterError("metrics_port", f"{port}: not allowed to listen there (ports "
+                                                 "below 1024 need privileges); pick one above "
+                                                 "1023") from None
+        raise ParameterError("metrics_host", f"{host}: cannot listen there ({err.strerror}); "
+                                             "give an address of this machine, e.g. 127.0.0.1 "
+                                             "or 0.0.0.0") from None
     return server

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from replicalab.errors import ParameterError
 from replicalab.history.values import decode_value, encode_value
 from replicalab.stores import Client, Feature, Store
 
@@ -47,13 +48,14 @@ class StalenessOptions:
     timeout_s: float = 5.0
 
     def check(self) -> None:
-        """Raise ValueError naming the first option out of range."""
+        """Raise ParameterError naming the first parameter (as ``watch`` names it) out of
+        range."""
         if not self.write_interval_s > 0:
-            raise ValueError("--staleness-write-interval must be positive, e.g. 1s")
+            raise ParameterError("staleness_write_interval", "must be positive, e.g. 1s")
         if not self.read_rate_per_s > 0:
-            raise ValueError("--staleness-read-rate must be positive, e.g. 10 (reads/s)")
+            raise ParameterError("staleness_read_rate", "must be positive, e.g. 10 (reads/s)")
         if self.readers < 1:
-            raise ValueError("--staleness-readers must be at least 1 per region")
+            raise ValueError(f"staleness readers {self.readers}: at least 1 per region")
 
 
 @dataclass(frozen=True, slots=True)

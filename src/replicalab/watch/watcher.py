@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from replicalab.errors import ParameterError
 from replicalab.stores import Client, Feature, Store, open_store
 from replicalab.stores.base import redact_url
 from replicalab.watch.config import BackendSpec
@@ -57,17 +58,20 @@ class SuiteOptions:
     staleness: StalenessOptions = field(default_factory=StalenessOptions)
 
     def check(self) -> None:
-        """Raise ValueError naming the first option out of range."""
+        """Raise ParameterError naming the first parameter (as ``watch`` names it) out of
+        range."""
         if not self.interval_s > 0:
-            raise ValueError("--interval must be positive, e.g. 10s")
+            raise ParameterError("interval", "must be positive, e.g. 10s")
         if self.records < 1 or self.record_bytes < 16:
-            raise ValueError("--records must be >= 1 and --record-bytes >= 16")
+            raise ParameterError("records", "must be >= 1 and {record_bytes} >= 16",
+                                 {"record_bytes": "record_bytes"})
         if self.reads < 0 or self.writes < 0 or self.reads + self.writes == 0:
-            raise ValueError("--reads and --writes must be >= 0 and not both 0")
+            raise ParameterError("reads", "and {writes} must be >= 0 and not both 0",
+                                 {"writes": "writes"})
         if not self.timeout_s > 0:
-            raise ValueError("--timeout must be positive, e.g. 5s")
+            raise ParameterError("timeout", "must be positive, e.g. 5s")
         if self.max_rounds is not None and self.max_rounds < 1:
-            raise ValueError("--max-rounds must be at least 1")
+            raise ParameterError("max_rounds", "must be at least 1")
         self.staleness.check()
 
 

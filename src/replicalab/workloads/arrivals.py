@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from replicalab.errors import ParameterError
 from replicalab.runtime.base import NS_PER_S
 
 PROCESSES = ("uniform", "poisson")
@@ -17,16 +18,18 @@ MAX_ARRIVALS = 50_000_000  # 400 MB of offsets: a bound on one schedule, not a t
 
 
 def check_arrivals(process: str, rate_per_s: float, duration_s: float) -> None:
-    """Raise ValueError naming the first invalid arrival parameter and its fix."""
+    """Raise ParameterError naming the first invalid arrival parameter (``arrivals``,
+    ``rate``, ``duration``) and its fix."""
     if process not in PROCESSES:
-        raise ValueError(f"--arrivals {process!r}: use uniform or poisson")
+        raise ParameterError("arrivals", f"{process!r}: use uniform or poisson")
     if not rate_per_s > 0:
-        raise ValueError(f"--rate {rate_per_s} must be positive (requests per second)")
+        raise ParameterError("rate", f"{rate_per_s} must be positive (requests per second)")
     if not duration_s > 0:
-        raise ValueError(f"--duration {duration_s} s must be positive")
+        raise ParameterError("duration", f"{duration_s} s must be positive")
     if rate_per_s * duration_s > MAX_ARRIVALS:
-        raise ValueError(f"--rate x --duration = {rate_per_s * duration_s:,.0f} requests is "
-                         f"more than {MAX_ARRIVALS:,}; lower the rate or shorten the run")
+        raise ParameterError("rate", f"x {{duration}} = {rate_per_s * duration_s:,.0f} "
+                                     f"requests is more than {MAX_ARRIVALS:,}; lower the rate "
+                                     "or shorten the run", {"duration": "duration"})
 
 
 def arrival_offsets_ns(process: str, rate_per_s: float, duration_s: float,
@@ -54,5 +57,5 @@ def arrival_offsets_ns(process: str, rate_per_s: float, duration_s: float,
 def split_rate(rate_per_s: float, workers: int) -> list[float]:
     """Return each worker's share of ``rate_per_s`` (equal shares summing to the total)."""
     if workers < 1:
-        raise ValueError(f"--workers {workers} must be at least 1")
+        raise ParameterError("workers", f"{workers} must be at least 1")
     return [rate_per_s / workers] * workers

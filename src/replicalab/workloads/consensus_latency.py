@@ -36,6 +36,7 @@ import httpx
 from replicalab.cluster import base, process, toxiproxy
 from replicalab.cluster.etcd import leader_index, transfer_leadership
 from replicalab.cluster.state import Cluster
+from replicalab.errors import ParameterError
 from replicalab.regions import region_set
 from replicalab.runtime.noise import NoiseFloor
 from replicalab.stores import open_store
@@ -102,8 +103,9 @@ def real_cluster(kind: str, regions: str, name: str | None = None,
     stopped on the way out, whatever ends the block (the process registry also stops it on
     SIGTERM and Ctrl-C). ValueError names what cannot start."""
     if kind not in _KINDS:
-        raise ValueError(f"--against {kind!r}: the stores that can be measured are "
-                         f"{', '.join(store_kinds())} (they let replicalab place the leader)")
+        raise ParameterError("against", f"{kind!r}: the stores that can be measured are "
+                                        f"{', '.join(store_kinds())} (they let replicalab "
+                                        "place the leader)")
     rs = region_set(regions)
     name = name or f"against-{kind}-{os.getpid()}"
     c = base.up(_KINDS[kind], len(rs.regions), regions, name=name, root=root)

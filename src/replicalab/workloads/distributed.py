@@ -24,6 +24,7 @@ from types import FrameType
 from typing import Any
 
 from replicalab.cluster import process
+from replicalab.errors import ParameterError
 from replicalab.workloads.load import LoadSpec, WorkerResult, run_worker
 
 START_LEAD_S = 1.0
@@ -65,8 +66,8 @@ def _worker_main(conn: Connection, spec: LoadSpec, worker: int, workers: int,
     conn.close()
 
 
-class RayMissing(RuntimeError):
-    """--ray was asked for but Ray is not installed."""
+class RayMissing(ParameterError):
+    """``ray`` was asked for but Ray is not installed (bad input naming ``ray``)."""
 
 
 class Pool:
@@ -76,7 +77,7 @@ class Pool:
     def __init__(self, workers: int = 1, ray_address: str | None = None,
                  ray_local_cpus: int = 2) -> None:
         if workers < 1:
-            raise ValueError(f"--workers {workers} must be at least 1")
+            raise ParameterError("workers", f"{workers} must be at least 1")
         self.workers = workers
         self.ray_address = ray_address
         self.kind = "ray" if ray_address else ("process" if workers > 1 else "inline")
@@ -92,8 +93,8 @@ class Pool:
             import ray
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
         except ImportError:
-            raise RayMissing("--ray needs Ray: pip install 'replicalab[ray]' (or run "
-                             "without --ray for local processes)") from None
+            raise RayMissing("ray", "needs Ray: pip install 'replicalab[ray]' (or run without "
+                                    "{ray} for local processes)", {"ray": "ray"}) from None
         self._ray = ray
         self._owns_ray = not ray.is_initialized()  # one found running is left running
         if self._owns_ray and self.ray_address == "local":
@@ -104,8 +105,9 @@ class Pool:
                 ray.init(address=self.ray_address, log_to_driver=False,
                          configure_logging=False)
             except (ConnectionError, RuntimeError, ValueError) as err:
-                raise ValueError(f"cannot join the Ray cluster at {self.ray_address} "
-                                 f"({err}); check the address or use --ray local") from None
+                raise ParameterError("ray", f"{self.ray_address}: cannot join the Ray "
+                                            f"cluster ({err}); check the address or use "
+                                            "{ray} local", {"ray": "ray"}) from None
         try:
             alive = [n for n in ray.nodes() if n.get("Alive")]
             self.nodes = [n["NodeID"] for n in alive]

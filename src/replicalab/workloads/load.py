@@ -42,6 +42,7 @@ from replicalab.checkers.load import (
     encode_histograms,
     load_histograms,
 )
+from replicalab.errors import ParameterError
 from replicalab.history import History, encode_value
 from replicalab.history.core import OpType
 from replicalab.runtime import Runtime
@@ -112,55 +113,61 @@ class LoadSpec:
         return self.groups * self.clients_per_group
 
     def check(self) -> None:
-        """Raise ValueError naming the first invalid option and its fix."""
+        """Raise ParameterError naming the first invalid parameter (as ``load_run`` names
+        it) and its fix."""
         if self.groups:
             self._check_paced()
         else:
             check_arrivals(self.arrivals, self.rate_per_s, self.duration_s)
         if not 0.0 <= self.read_ratio <= 1.0:
-            raise ValueError(f"--read-ratio {self.read_ratio} must be between 0 and 1 "
-                             "(e.g. 0.99, 0.75, 0.5)")
+            raise ParameterError("read_ratio", f"{self.read_ratio} must be between 0 and 1 "
+                                               "(e.g. 0.99, 0.75, 0.5)")
         if self.keyspace < 1:
-            raise ValueError(f"--keyspace {self.keyspace} must be at least 1")
+            raise ParameterError("keyspace", f"{self.keyspace} must be at least 1")
         if not 1 <= self.max_in_flight <= 10_000:
-            raise ValueError(f"--max-in-flight {self.max_in_flight} must be 1..10000")
+            raise ParameterError("max_in_flight", f"{self.max_in_flight} must be 1..10000")
         if self.consistency not in ("eventual", "consistent"):
-            raise ValueError(f"--consistency {self.consistency!r}: use eventual or consistent")
+            raise ParameterError("consistency", f"{self.consistency!r}: use eventual or "
+                                                "consistent")
         if not self.timeout_ms > 0:
-            raise ValueError(f"--timeout-ms {self.timeout_ms} must be positive")
+            raise ParameterError("timeout_ms", f"{self.timeout_ms} must be positive")
         if self.drain_s < 0:
-            raise ValueError(f"--drain {self.drain_s} s must not be negative")
+            raise ParameterError("drain", f"{self.drain_s} s must not be negative")
         if self.client not in CLIENTS:
-            raise ValueError(f"--client {self.client!r}: use store or fast")
+            raise ParameterError("client", f"{self.client!r}: use store or fast")
         if self.client == "fast" and not self.store.startswith(("redis://", "rediss://")):
-            raise ValueError("--client fast speaks Redis only; use a redis:// store or "
-                             "--client store")
+            raise ParameterError("client", "fast speaks Redis only; use a redis:// store or "
+                                           "{client} store", {"client": "client"})
         if self.loop not in LOOPS:
-            raise ValueError(f"--loop {self.loop!r}: use uvloop or asyncio")
+            raise ParameterError("loop", f"{self.loop!r}: use uvloop or asyncio")
         if self.loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
-            raise ValueError("--loop uvloop needs the uvloop package (pip install uvloop); "
-                             "or use --loop asyncio")
+            raise ParameterError("loop", "uvloop needs the uvloop package (pip install "
+                                         "uvloop); or use {loop} asyncio", {"loop": "loop"})
 
     def _check_paced(self) -> None:
         if self.groups < 0 or self.clients_per_group < 1:
-            raise ValueError(f"--groups {self.groups} and --clients {self.clients_per_group} "
-                             "must be at least 1 (e.g. --groups 5 --clients 100)")
+            raise ParameterError("groups", f"{self.groups} and {{clients}} "
+                                           f"{self.clients_per_group} must be at least 1 (e.g. "
+                                           "{groups} 5 {clients} 100)",
+                                 {"groups": "groups", "clients": "clients"})
         if not self.client_rate_per_s > 0:
-            raise ValueError(f"--client-rate {self.client_rate_per_s:g} must be positive "
-                             "(requests per second per client, e.g. 1)")
+            raise ParameterError("client_rate", f"{self.client_rate_per_s:g} must be positive "
+                                                "(requests per second per client, e.g. 1)")
         if self.clients > MAX_PACED_CLIENTS:
-            raise ValueError(f"--groups x --clients = {self.clients:,} clients is more than "
-                             f"{MAX_PACED_CLIENTS:,}; use fewer")
+            raise ParameterError("groups", f"x {{clients}} = {self.clients:,} clients is more "
+                                           f"than {MAX_PACED_CLIENTS:,}; use fewer",
+                                 {"clients": "clients"})
         if not self.duration_s > 0:
-            raise ValueError(f"--duration {self.duration_s} s must be positive")
+            raise ParameterError("duration", f"{self.duration_s} s must be positive")
         offered = self.clients * self.client_rate_per_s
         if abs(self.rate_per_s - offered) > 1e-9 * offered:
             raise ValueError(f"a paced load offers groups x clients x client rate = "
                              f"{offered:g}/s, not {self.rate_per_s:g}/s; build it with "
                              "LoadSpec.paced")
         if self.client == "fast":
-            raise ValueError("--client fast drives an open-loop schedule; paced clients "
-                             "(--groups) use --client store")
+            raise ParameterError("client", "fast drives an open-loop schedule; paced clients "
+                                           "({groups}) use {client} store",
+                                 {"groups": "groups", "client": "client"})
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-ready dict (a password in the store URL is masked)."""

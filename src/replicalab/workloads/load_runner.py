@@ -37,6 +37,7 @@ from replicalab.checkers.load import (
     step_failure,
     step_summary,
 )
+from replicalab.errors import ParameterError
 from replicalab.history import History, save_history
 from replicalab.history.rundir import Run, make_run_dir, save_results
 from replicalab.stores.base import redact_url
@@ -67,36 +68,39 @@ class RampPlan:
         return [round(self.start_per_s + i * self.step_per_s, 6) for i in range(n)]
 
     def check(self) -> None:
-        """Raise ValueError naming the first invalid ramp option and its fix."""
+        """Raise ParameterError naming the first invalid ramp parameter (as ``load_run``
+        names it) and its fix."""
         if not (0 < self.start_per_s <= self.stop_per_s and self.step_per_s > 0):
-            raise ValueError(f"--ramp {self.start_per_s:g}:{self.stop_per_s:g}:"
-                             f"{self.step_per_s:g} needs 0 < start <= stop and step > 0, "
-                             "e.g. --ramp 100:1000:100")
+            raise ParameterError("ramp", f"{self.start_per_s:g}:{self.stop_per_s:g}:"
+                                         f"{self.step_per_s:g} needs 0 < start <= stop and "
+                                         "step > 0, e.g. {ramp} 100:1000:100",
+                                 {"ramp": "ramp"})
         if len(self.rates()) > MAX_STEPS:
-            raise ValueError(f"--ramp gives {len(self.rates())} steps, more than {MAX_STEPS}; "
-                             "use a larger step")
+            raise ParameterError("ramp", f"gives {len(self.rates())} steps, more than "
+                                         f"{MAX_STEPS}; use a larger step")
         if not self.step_duration_s > 0:
-            raise ValueError(f"--step-duration {self.step_duration_s} s must be positive")
+            raise ParameterError("step_duration", f"{self.step_duration_s} s must be positive")
         if not 0 <= self.max_error_rate <= 1:
-            raise ValueError(f"--max-error-rate {self.max_error_rate} must be in 0..1")
+            raise ParameterError("max_error_rate", f"{self.max_error_rate} must be in 0..1")
         if not self.fail_p99_ms > 0:
-            raise ValueError(f"--fail-p99-ms {self.fail_p99_ms} must be positive")
+            raise ParameterError("fail_p99_ms", f"{self.fail_p99_ms} must be positive")
         if self.sla_p99_ms is not None and not self.sla_p99_ms > 0:
-            raise ValueError(f"--sla-p99 {self.sla_p99_ms:g}ms must be positive")
+            raise ParameterError("sla_p99_ms", f"{self.sla_p99_ms:g}ms must be positive")
         if not 0 <= self.refine <= 20:
-            raise ValueError(f"--refine {self.refine} must be 0..20")
+            raise ParameterError("refine", f"{self.refine} must be 0..20")
 
 
 def parse_ramp(text: str) -> tuple[float, float, float]:
-    """Return (start, stop, step) per s from ``"start:stop:step"`` (ValueError if malformed)."""
+    """Return (start, stop, step) per s from ``"start:stop:step"`` (ParameterError naming
+    ``ramp`` if malformed)."""
     parts = text.split(":")
     try:
         if len(parts) != 3:
             raise ValueError
         start, stop, step = (float(p) for p in parts)
     except ValueError:
-        raise ValueError(f"--ramp {text!r} must be start:stop:step in requests per second, "
-                         "e.g. 100:1000:100") from None
+        raise ParameterError("ramp", f"{text!r} must be start:stop:step in requests per "
+                                     "second, e.g. 100:1000:100") from None
     return start, stop, step
 
 
@@ -167,27 +171,30 @@ def _save(run_dir: Path, spec: LoadSpec, steps: list[list[WorkerResult]],
 
 
 def _check_input(spec: LoadSpec, mode: str, plan: RampPlan | None, workers: int) -> None:
-    """Raise ValueError for bad input, before any directory is made (a refused command
+    """Raise ParameterError for bad input, before any directory is made (a refused command
     leaves none behind)."""
     if mode not in MODES:
-        raise ValueError(f"mode {mode!r}: use run, ramp or sla")
+        raise ParameterError("mode", f"{mode!r}: use run, ramp or sla")
     spec.check()
     if mode != "run":
         if plan is None:
-            raise ValueError(f"load {mode} needs --ramp start:stop:step")
+            raise ParameterError("ramp", f"is missing: load {mode} needs start:stop:step")
         plan.check()
         if mode == "sla" and plan.sla_p99_ms is None:
-            raise ValueError("load sla needs --sla-p99, the p99 target, e.g. --sla-p99 200ms")
+            raise ParameterError("sla_p99_ms", "is missing: load sla needs the p99 target, "
+                                               "e.g. 200 ms")
     from replicalab.stores import open_store
     open_store(spec.store, spec.seed)  # fail fast on a bad URL
     if workers < 1:
-        raise ValueError(f"--workers {workers} must be at least 1")
+        raise ParameterError("workers", f"{workers} must be at least 1")
     if spec.groups and mode != "run":
-        raise ValueError(f"load {mode} offers rates; paced clients (--groups) run with "
-                         "load run, or load tradeoff for a grid of loads")
+        raise ParameterError("groups", f"{spec.groups}: load {mode} offers rates; paced "
+                                       "clients run with load run, or load tradeoff for a "
+                                       "grid of loads")
     if spec.groups and workers > spec.groups:
-        raise ValueError(f"--workers {workers} is more than --groups {spec.groups}: a worker "
-                         "runs whole groups; use at most as many workers as groups")
+        raise ParameterError("workers", f"{workers} is more than {{groups}} {spec.groups}: "
+                                        "a worker runs whole groups; use at most as many "
+                                        "workers as groups", {"groups": "groups"})
 
 
 class _Stepper:

@@ -49,6 +49,7 @@ from replicalab.checkers.extract import element_ops
 from replicalab.checkers.freshness import since_ack
 from replicalab.cluster import base, toxiproxy
 from replicalab.cluster.state import ROOT, Cluster
+from replicalab.errors import ParameterError
 from replicalab.history import load_history
 from replicalab.runtime.noise import NoiseFloor
 from replicalab.stores import open_store
@@ -100,11 +101,11 @@ def set_jitter(c: Cluster, jitter_ms: float) -> None:
     wan = [x for x in c.links if x.kind == "replication" and
            min(x.upstream_ms, x.downstream_ms) > 0]
     if jitter_ms < 0:
-        raise ValueError(f"--jitter {jitter_ms:g} ms must not be negative")
+        raise ParameterError("jitter_ms", f"{jitter_ms:g} ms must not be negative")
     if wan and jitter_ms > min(min(x.upstream_ms, x.downstream_ms) for x in wan):
         shortest = min(min(x.upstream_ms, x.downstream_ms) for x in wan)
-        raise ValueError(f"--jitter {jitter_ms:g} ms: at most the shortest one-way delay "
-                         f"of {c.regions} ({shortest:g} ms)")
+        raise ParameterError("jitter_ms", f"{jitter_ms:g} ms: at most the shortest one-way "
+                                          f"delay of {c.regions} ({shortest:g} ms)")
     tp = toxiproxy.Toxiproxy(c.toxiproxy_port)
     try:
         for x in wan:

@@ -7,6 +7,7 @@ registered at run time (a test) is one :func:`register` call."""
 from __future__ import annotations
 
 from replicalab import plugins
+from replicalab.errors import ParameterError
 from replicalab.experiments.plan import Plan, Subject
 from replicalab.experiments.properties import (
     availability,
@@ -58,12 +59,12 @@ def parse_only(text: str | None) -> tuple[str, ...]:
         return names(installed=True)
     asked = [p.strip() for p in text.split(",") if p.strip()]
     if not asked:
-        raise ValueError(f"--only is empty; name some of {', '.join(names())}")
+        raise ParameterError("only", f"is empty; name some of {', '.join(names())}")
     for p in asked:
         if p not in _REGISTRY:
-            raise ValueError(f"--only {p!r} is not a property; use some of "
-                             f"{', '.join(names())} "
-                             f"{plugins.outside_hint(plugins.PROPERTIES, p)}")
+            raise ParameterError("only", f"{p!r} is not a property; use some of "
+                                         f"{', '.join(names())} "
+                                         f"{plugins.outside_hint(plugins.PROPERTIES, p)}")
     return tuple(p for p in names() if p in asked)
 
 
