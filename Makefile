@@ -51,7 +51,7 @@ test: $(STAMP) $(NATIVE) browser servers
 	$(BIN)/ruff check src tests benchmarks
 	@mkdir -p .replicalab && (REPLICALAB_GO_JOBS=2 nice -n 19 scripts/install-servers.sh minio \
 	  > .replicalab/minio-build.log 2>&1 & echo $$! > .replicalab/minio-build.pid)
-	$(BIN)/python -m pytest -q -n 3 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 4 --dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
