@@ -159,9 +159,12 @@ class SshHost:
         """Start ``cmd`` detached (``setsid``, stdin from /dev/null, output appended to
         ``log``), write its pid to ``pid_file`` and return it."""
         lq, pq = shlex.quote(log), shlex.quote(pid_file)
+        # the pid printed is $! itself, not the file read back: a started script that
+        # writes its own pid to the same file truncates it first, and a `cat` between the
+        # two read it empty (the server then ran untracked)
         line = (f"mkdir -p $(dirname {lq}) $(dirname {pq}) || exit 1; "
                 f"setsid sh -c {shlex.quote('exec ' + cmd)} >>{lq} 2>&1 </dev/null & "
-                f"echo $! > {pq}; cat {pq}")
+                f"p=$!; echo $p > {pq}; echo $p")
         out = self.run(line).out.strip()
         try:
             return int(out.splitlines()[-1])
