@@ -127,3 +127,26 @@ def test_a_store_silent_at_the_end_is_gone_only_if_the_final_reads_get_no_answer
 
     assert run(final_ok=True) == ""  # an outage (an election): availability shows it
     assert run(final_ok=False).startswith("the store became unreachable 4.0 s into the run")
+
+
+def test_final_reads_that_never_connect_leave_why_in_the_history_and_the_result():
+    """A restarted store that never comes back: the final reads give up after their settle
+    time, the history keeps a failed final read saying why, and ``lost_writes`` is
+    unchecked with that reason (not a silent "checked: False")."""
+    from replicalab.stores import open_store
+    from replicalab.workloads.runner import _final_reads
+
+    store = open_store("sim://primary", 1)
+    h = History()
+    h.ok(h.invoke(0, "write", ("d/i/a",), (encode_value(0, 1, 1),), "none", 0), 5)
+
+    async def refuse(region: str | None = None):
+        raise ValueError("cannot reach the store at n0: connection refused")
+
+    store.connect = refuse  # type: ignore[method-assign]
+    store.runtime.run(_final_reads(store, h, settle_s=1.0))
+    failed = [h.op(i) for i in range(len(h)) if h.op(i).process == FINAL]
+    assert [(o.f, o.type) for o in failed] == [("read", "fail")], failed
+    assert "connection refused" in failed[0].error and "1 s" in failed[0].error
+    lost = lost_writes(h)
+    assert lost["checked"] is False and "connection refused" in lost["why"], lost

@@ -202,7 +202,12 @@ def lost_writes(h: History, limit: int = 50) -> dict[str, Any]:
     proc, types, f = h.column("process"), h.types(), h.column("f")
     finals = np.flatnonzero((proc == FINAL) & (types == 1) & (f == h.f_code("read")))
     if len(finals) == 0:
-        return {"checked": False, "keys": 0, "acknowledged": 0, "lost": 0, "examples": []}
+        out: dict[str, Any] = {"checked": False, "keys": 0, "acknowledged": 0, "lost": 0,
+                               "examples": []}
+        failed = np.flatnonzero((proc == FINAL) & (types != 1))
+        if len(failed):  # why no final read answered, as the last attempt was told
+            out["why"] = h.error[int(failed[-1])] or "no final read answered"
+        return out
     final: dict[str, Any] = {}
     for i in finals.tolist():
         for k, v in zip(h.keys[i], h.values[i], strict=True):

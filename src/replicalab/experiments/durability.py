@@ -94,6 +94,8 @@ def _run(url: str, cluster: str, fault: Fault, plan: Plan, writer_region: str | 
     if not checked:
         # no read succeeded for FINAL_SETTLE_S after the restart: say what the servers said
         entry["complaints"] = server_complaints(cluster, root)
+        if lw.get("why"):
+            entry["why"] = lw["why"]
     return entry
 
 

@@ -93,6 +93,9 @@ def _accounting(page: Page, r: Mapping[str, Any]) -> None:
             page.table(["Key", "Lost value", "Final version"],
                        [[x["key"], x["value"], x["final"] or "absent"]
                         for x in lost["examples"]], caption="Lost acknowledged writes")
+    elif lost and lost.get("why"):
+        page.heading("Acknowledged writes")
+        page.para(f"Not checked: no final read reached the store ({lost['why']}).")
 
 
 def _latency(page: Page, r: Mapping[str, Any]) -> None:

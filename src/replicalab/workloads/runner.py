@@ -202,13 +202,19 @@ async def _final_reads(store: Store, h: History, settle_s: float = 0.0) -> None:
             if client is None:
                 try:
                     client = await store.connect()
-                except (ValueError, StoreError):
-                    client = None
+                except (ValueError, StoreError) as err:
+                    client, refused = None, str(err) or type(err).__name__
             if client is not None and await rec.read(client, FINAL, (key,), consistent):
                 break
             if rt.now_ns() >= until_ns:
                 if client is None:
-                    return  # the store is gone: lost writes stay unchecked, the run says why
+                    # the store is gone: lost writes stay unchecked, and the history keeps
+                    # why (a final read that never reached the store, as a failed op)
+                    now = rt.now_ns()
+                    i = h.invoke(FINAL, "read", (key,), (None,),
+                                 "consistent" if consistent else "eventual", now)
+                    h.fail(i, now, f"no connection for {settle_s:g} s: {refused}")
+                    return
                 break
             if client is not None:
                 await client.close()
