@@ -438,3 +438,68 @@ def test_a_busy_dashboard_port_is_named_the_python_way(tmp_path: Path) -> None:
         err = _refused(lambda: dashboard(db, port, lambda _: None))
     assert str(err).startswith(f"port {port}: cannot listen on 127.0.0.1"), str(err)
     assert said(err).startswith(f"--port {port}: cannot listen on 127.0.0.1"), said(err)
+
+
+_PAIR = "{{:type :{t}, :f :{f}, :process {p}, :value {v}{k}}}\n"
+
+
+def _op(f: str, value: str, process: int = 0, key: str = "") -> str:
+    """Return an invoke and its ok completion as two EDN lines."""
+    k = f", :key {key}" if key else ""
+    return "".join(_PAIR.format(t=t, f=f, p=process, v=value, k=k) for t in ("invoke", "ok"))
+
+
+MISFITS: list[tuple[str, str, str | None, str, str]] = [
+    # (id, the history (EDN), the model asked (None: its own), the Python message holds,
+    # the command line's)
+    ("keys", _op("write", "1", key='"a"') + _op("write", "1", 1, '"b"'), "register",
+     "the register model checks one object: use model kv, or one key per history",
+     "the register model checks one object: use --model kv, or one key per history"),
+    ("cas", _op("cas", "[1 2]"), "register",
+     "a cas; the register model has read, write (use model cas-register or kv)",
+     "a cas; the register model has read, write (use --model cas-register or kv)"),
+    ("pair", _op("write", "[1 2]"), "cas-register",
+     "history? use model kv)", "history? use --model kv)"),
+    ("append", _op("append", "1"), "register", "(use model kv)", "(use --model kv)"),
+    ("no_tuple", _op("write", "1"), "kv",
+     ":value 1; kv expects jepsen.independent [key value] tuples (or a :key field); for one "
+     "register use model register or cas-register",
+     ":value 1; kv expects jepsen.independent [key value] tuples (or a :key field); for one "
+     "register use --model register or cas-register"),
+    ("porcupine", '[{"ClientId": 0, "Input": {"Op": 1, "Value": "x"}, "Call": 0, '
+     '"Output": {}, "Return": 5}]\n', "kv",
+     'has no "Key"; kv checks one register per key (for one register use model register or '
+     "cas-register)", 'has no "Key"; kv checks one register per key (for one register use '
+     "--model register or cas-register)"),
+    ("list_append", _op("txn", "[[:append :x 1] [:w :y 2]]"), "list-append",
+     ":w; list-append takes :append and :r (for :w use model rw-register)",
+     ":w; list-append takes :append and :r (for :w use --model rw-register)"),
+    ("rw_register", _op("txn", "[[:w :y 2] [:append :x 1]]"), None,
+     ":append; rw-register takes :w and :r (for :append use model list-append)",
+     ":append; rw-register takes :w and :r (for :append use --model list-append)"),
+]
+
+
+@pytest.mark.parametrize("text, model, python, command_line, engine", [
+    (*c[1:], engine) for c in MISFITS
+    for engine in (("python", "native") if ":f :txn" in c[1] else ("python",))],
+    ids=[f"{c[0]}-{engine}" for c in MISFITS
+         for engine in (("python", "native") if ":f :txn" in c[1] else ("python",))])
+def test_a_history_the_model_cannot_take_names_the_model_the_python_way(
+        text: str, model: str | None, python: str, command_line: str, engine: str,
+        tmp_path: Path) -> None:
+    """Below the API, the checkers and the history reader name the model that would take a
+    history as ``{model}``; the API says it as a ParameterError naming ``model`` (where the
+    input is, then the fix), the command line with ``--model``; both transactional engines
+    alike."""
+    from replicalab.api.checking import check
+
+    path = tmp_path / "h.edn"
+    path.write_text(text)
+    err = _refused(lambda: check(path, model, engine=engine))
+    asked = model or "rw-register"
+    own = "" if model else " (not given: the history's own)"
+    assert str(err).startswith(f"model {asked!r}{own} does not fit {path}"), str(err)
+    assert python in str(err), str(err)
+    assert said(err).startswith(f"--model {asked!r}{own} does not fit {path}"), said(err)
+    assert command_line in said(err), said(err)
