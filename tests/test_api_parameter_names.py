@@ -373,11 +373,25 @@ def test_model_parameters_name_the_python_way(tmp_path: Path) -> None:
     from replicalab.api.modelling import model_run
 
     flags = {"sets": "--set", "params": "--params"}  # cli/model.py's
+    latin1 = tmp_path / "latin1.toml"
+    latin1.write_bytes("n = 5\n# caf\u00e9\n".encode("latin-1"))  # the é at offset 11
     cases = [
         ({"sets": ["x"]}, "sets 'x': write it as KEY=VALUE, e.g. sets n=5",
          "--set 'x': write it as KEY=VALUE, e.g. --set n=5"),
         ({"compare": "x"}, "compare 'x': write it as KEY=V1,V2", "--compare 'x': write it"),
         ({"params": tmp_path / "none.toml"}, "params ", "--params "),
+        ({"sets": ["pipelines=many"]}, "sets pipelines='many': must be a int; set it in a "
+         "TOML file with params if it is not a plain number or word", "--set pipelines='many':"
+         " must be a int; set it in a TOML file with --params if it is not a plain number or "
+         "word"),
+        ({"sets": ["nope=1"]}, "sets nope='1': unknown parameter 'nope'; valid: ",
+         "--set nope='1': unknown parameter 'nope'; valid: "),
+        ({"compare": "pipelines=3,x"}, "compare pipelines='x': must be a int",
+         "--compare pipelines='x': must be a int"),
+        ({"params": latin1}, f"params {latin1} is not UTF-8 text (byte 0xe9 at offset 11); "
+         "save it as UTF-8", f"--params {latin1} is not UTF-8 text"),
+        ({"params": tmp_path}, f"params {tmp_path} is a directory; pass a TOML file",
+         f"--params {tmp_path} is a directory"),
     ]
     for given, python, command_line in cases:
         err = _refused(lambda given=given: model_run("paxos-wan", **given,
