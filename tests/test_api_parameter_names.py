@@ -517,3 +517,49 @@ def test_a_history_the_model_cannot_take_names_the_model_the_python_way(
     assert python in str(err), str(err)
     assert said(err).startswith(f"--model {asked!r}{own} does not fit {path}"), said(err)
     assert command_line in said(err), said(err)
+
+
+def _eventual_only(url: str, seed: int) -> Any:
+    """A store adapter (the ``replicalab.stores`` extension point) over the simulated
+    SimpleDB that declares no consistent reads: a store a load with consistent reads
+    cannot run on."""
+    from replicalab.stores import Feature, open_store
+
+    store = open_store("sim://simpledb", seed)
+    store.info.url, store.info.kind = url, "eventual-only"
+    store.info.features = store.info.features - {Feature.CONSISTENT_READ}
+    return store
+
+
+REFUSED = ("consistency 'consistent': eventual-only://x cannot do consistent-read; use "
+           "eventual or another store")
+
+
+def test_a_load_the_store_cannot_read_is_refused_before_its_run_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reads a load asks for are checked against the store's features before a run
+    directory is made: a ParameterError naming ``consistency``, said ``--consistency`` by
+    the command line."""
+    from replicalab.api.loading import load_run
+    from replicalab.stores import registry
+
+    monkeypatch.setitem(registry._OPENERS, "eventual-only", _eventual_only)
+    err = _refused(lambda: load_run("eventual-only://x", rate=10, duration="1s",
+                                    consistency="consistent", out=tmp_path / "runs"))
+    assert str(err) == REFUSED
+    assert said(err) == "--" + REFUSED
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_load_worker_records_the_reads_it_cannot_do_the_python_way(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker handed such a load (its own caller skipped the check) records the refusal
+    as its error, which results.json keeps: in the API's words, never an option."""
+    from replicalab.stores import registry
+    from replicalab.workloads.load import LoadSpec, run_worker
+
+    monkeypatch.setitem(registry._OPENERS, "eventual-only", _eventual_only)
+    done = run_worker(LoadSpec("eventual-only://x", rate_per_s=10, duration_s=1.0,
+                               consistency="consistent"))
+    assert done.error == REFUSED
+    assert len(done.history) == 0  # refused before any request
