@@ -175,6 +175,12 @@ def test_a_missing_ray_names_the_parameter_once(tmp_path: Path,
                                 "without --ray for"), said(err)
     again = pickle.loads(pickle.dumps(err))  # as a worker process would send it back
     assert (type(again), str(again), said(again)) == (type(err), str(err), said(err))
+    assert not (tmp_path / "runs").exists()  # refused before a run directory was made
+    err = _refused(lambda: replicalab.tradeoff(groups=(1,), read_ratios=(0.99,), repeats=1,
+                                               step_duration_s=1.0, ray="local",
+                                               out=tmp_path / "tradeoff"))
+    assert said(err).startswith("--ray needs Ray: pip install 'replicalab[ray]'"), said(err)
+    assert not (tmp_path / "tradeoff").exists()
 
 
 COUNTER_FLAGS = {"stores": "--store", "allow_global": "--global", "kind": "--kind"}

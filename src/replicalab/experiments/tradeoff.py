@@ -140,7 +140,15 @@ def run_tradeoff(plan: TradeoffPlan, out: Path, workers: int = 1,
     store = open_store(plan.store, plan.seed)  # fail fast on a bad URL
     virtual = store.runtime.virtual
     cells = plan.cells()
-    run_dir = make_run_dir(out, "tradeoff", plan.store)
+    # the workers first: Ray missing or out of reach is bad input, refused before a run
+    # directory is made
+    pool: Workers | Pool = (Workers(workers, ray_address, on_start=on_start) if virtual
+                            else Pool(workers, ray_address))
+    try:
+        run_dir = make_run_dir(out, "tradeoff", plan.store)
+    except BaseException:
+        pool.close()
+        raise
     done: dict[int, dict[str, Any]] = {}
     interrupted, error = False, ""
     wall0 = time.perf_counter()
@@ -154,8 +162,7 @@ def run_tradeoff(plan: TradeoffPlan, out: Path, workers: int = 1,
 
     pool_info: dict[str, Any]
     try:
-        if virtual:
-            pool = Workers(workers, ray_address, on_start=on_start)
+        if isinstance(pool, Workers):
             pool_info = pool.describe()
             try:
                 pool.start(len(cells))
@@ -166,7 +173,7 @@ def run_tradeoff(plan: TradeoffPlan, out: Path, workers: int = 1,
             finally:
                 pool.close()
         else:
-            steps = Pool(workers, ray_address)
+            steps = pool
             pool_info = steps.describe()
             try:
                 with opened() as bar:
