@@ -5,6 +5,7 @@ the command line says the same with its options (``cli/errors.py`` ``said``)."""
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -177,7 +178,7 @@ def test_a_missing_ray_names_the_parameter_once(tmp_path: Path,
     assert (type(again), str(again), said(again)) == (type(err), str(err), said(err))
     assert not (tmp_path / "runs").exists()  # refused before a run directory was made
     err = _refused(lambda: replicalab.tradeoff(groups=(1,), read_ratios=(0.99,), repeats=1,
-                                               step_duration_s=1.0, ray="local",
+                                               step_duration="1s", ray="local",
                                                out=tmp_path / "tradeoff"))
     assert said(err).startswith("--ray needs Ray: pip install 'replicalab[ray]'"), said(err)
     assert not (tmp_path / "tradeoff").exists()
@@ -292,10 +293,9 @@ def test_experiments_name_parameters_the_python_way(tmp_path: Path) -> None:
          "--kinds 'mongodb' is not a store", {}),
         (lambda: replicalab.scorecard(["sim://simpledb"], only=["speed"], out=out),
          "only 'speed' is not a property", "--only 'speed' is not a property", {}),
-        (lambda: replicalab.tradeoff(consistencies="strong", out=out),
-         "consistencies strong: use eventual, consistent or both",
-         "--consistency strong: use eventual, consistent or both",
-         {"consistencies": "--consistency"}),
+        (lambda: replicalab.tradeoff(consistency="strong", out=out),
+         "consistency strong: use eventual, consistent or both",
+         "--consistency strong: use eventual, consistent or both", {}),
         (lambda: replicalab.tradeoff(repeats=0, out=out), "repeats 0 must be at least 1",
          "--repeats 0 must be at least 1", {}),
         (lambda: model_against("paxos-wan", "etcd", loads="9000", out=out),
@@ -569,3 +569,41 @@ def test_a_load_worker_records_the_reads_it_cannot_do_the_python_way(
                                consistency="consistent"))
     assert done.error == REFUSED
     assert len(done.history) == 0  # refused before any request
+
+
+@pytest.mark.parametrize("given, python, command_line", [
+    ({"clients": 0}, "groups 1 and clients 0 must be at least 1",
+     "--groups 1 and --clients 0 must be at least 1"),
+    ({"client_rate": 0}, "client_rate 0 must be positive", "--client-rate 0 must be positive"),
+    ({"step_duration": "0s"}, "step_duration '0s' must be a positive duration",
+     "--step-duration '0s' must be a positive duration"),
+    ({"consistency": "eventual,strong"}, "consistency strong: use eventual, consistent or both",
+     "--consistency strong: use eventual, consistent or both"),
+], ids=["clients", "client_rate", "step_duration", "consistency"])
+def test_tradeoff_takes_and_names_its_parameters_as_load_run_and_the_command_line(
+        given: dict[str, Any], python: str, command_line: str, tmp_path: Path) -> None:
+    """``tradeoff`` takes the names ``load_run`` and ``replicalab load tradeoff`` use
+    (clients, client_rate, consistency, step_duration), and a refusal names one of its
+    own parameters."""
+    import inspect
+
+    err = _refused(lambda: replicalab.tradeoff(**{"groups": (1,), **given},
+                                               out=tmp_path / "runs"))
+    assert err.parameter in inspect.signature(replicalab.tradeoff).parameters
+    assert str(err).startswith(python), str(err)
+    assert said(err).startswith(command_line), said(err)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_documented_tradeoff_signature_is_the_function_s() -> None:
+    """docs/python-api.md's ``tradeoff(...)`` line names the parameters the function takes,
+    in its order, with its defaults."""
+    import inspect
+
+    doc = (Path(__file__).parent.parent / "docs" / "python-api.md").read_text()
+    shown = "store=" + doc.split("`tradeoff(store=", 1)[1].split(")` runs seed 003", 1)[0]
+    documented = dict(re.findall(r"(\w+)=((?:\([^)]*\))|[^,]+)", " ".join(shown.split())))
+    params = inspect.signature(replicalab.tradeoff).parameters
+    assert list(documented) == [p for p in params if p != "progress"]
+    for name, text in documented.items():  # the documented defaults are literals
+        assert eval(text, {"Path": Path}) == params[name].default, name

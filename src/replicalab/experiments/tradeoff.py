@@ -67,8 +67,8 @@ class TradeoffPlan:
                                            "1,5,10")
         bad = [c for c in self.consistencies if c not in CONSISTENCIES]
         if bad or not self.consistencies:
-            raise ParameterError("consistencies", f"{','.join(bad) or '(none)'}: use "
-                                                  "eventual, consistent or both")
+            raise ParameterError("consistency", f"{','.join(bad) or '(none)'}: use "
+                                                "eventual, consistent or both")
         if not self.read_ratios or not all(0 <= r <= 1 for r in self.read_ratios):
             raise ParameterError("read_ratios", "must be fractions in 0..1, e.g. "
                                                 "0.99,0.75,0.5")
