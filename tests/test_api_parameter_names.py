@@ -56,6 +56,11 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
      "--faults no-such-faults.toml: no such file"),
     ("prefix", {"prefix": "/abs/"}, "prefix '/abs/': a key prefix may not start",
      "--prefix '/abs/': a key prefix may not start"),
+    ("sweep_clients", {"workload": "sweep", "clients": "1,two"},
+     "clients '1,two': give comma-separated whole numbers",
+     "--clients '1,two': give comma-separated whole numbers"),
+    ("sweep_items", {"workload": "sweep", "items": ","}, "items is empty: give",
+     "--items is empty: give"),
 ]
 
 
