@@ -5,6 +5,7 @@ the command line says the same with its options (``cli/errors.py`` ``said``)."""
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,11 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
      "--faults no-such-faults.toml: no such file"),
     ("prefix", {"prefix": "/abs/"}, "prefix '/abs/': a key prefix may not start",
      "--prefix '/abs/': a key prefix may not start"),
+    ("sweep_clients", {"workload": "sweep", "clients": "1,two"},
+     "clients '1,two': give comma-separated whole numbers",
+     "--clients '1,two': give comma-separated whole numbers"),
+    ("sweep_items", {"workload": "sweep", "items": ","}, "items is empty: give",
+     "--items is empty: give"),
 ]
 
 
@@ -175,6 +181,12 @@ def test_a_missing_ray_names_the_parameter_once(tmp_path: Path,
                                 "without --ray for"), said(err)
     again = pickle.loads(pickle.dumps(err))  # as a worker process would send it back
     assert (type(again), str(again), said(again)) == (type(err), str(err), said(err))
+    assert not (tmp_path / "runs").exists()  # refused before a run directory was made
+    err = _refused(lambda: replicalab.tradeoff(groups=(1,), read_ratios=(0.99,), repeats=1,
+                                               step_duration="1s", ray="local",
+                                               out=tmp_path / "tradeoff"))
+    assert said(err).startswith("--ray needs Ray: pip install 'replicalab[ray]'"), said(err)
+    assert not (tmp_path / "tradeoff").exists()
 
 
 COUNTER_FLAGS = {"stores": "--store", "allow_global": "--global", "kind": "--kind"}
@@ -286,10 +298,9 @@ def test_experiments_name_parameters_the_python_way(tmp_path: Path) -> None:
          "--kinds 'mongodb' is not a store", {}),
         (lambda: replicalab.scorecard(["sim://simpledb"], only=["speed"], out=out),
          "only 'speed' is not a property", "--only 'speed' is not a property", {}),
-        (lambda: replicalab.tradeoff(consistencies="strong", out=out),
-         "consistencies strong: use eventual, consistent or both",
-         "--consistency strong: use eventual, consistent or both",
-         {"consistencies": "--consistency"}),
+        (lambda: replicalab.tradeoff(consistency="strong", out=out),
+         "consistency strong: use eventual, consistent or both",
+         "--consistency strong: use eventual, consistent or both", {}),
         (lambda: replicalab.tradeoff(repeats=0, out=out), "repeats 0 must be at least 1",
          "--repeats 0 must be at least 1", {}),
         (lambda: model_against("paxos-wan", "etcd", loads="9000", out=out),
@@ -373,11 +384,25 @@ def test_model_parameters_name_the_python_way(tmp_path: Path) -> None:
     from replicalab.api.modelling import model_run
 
     flags = {"sets": "--set", "params": "--params"}  # cli/model.py's
+    latin1 = tmp_path / "latin1.toml"
+    latin1.write_bytes("n = 5\n# caf\u00e9\n".encode("latin-1"))  # the é at offset 11
     cases = [
         ({"sets": ["x"]}, "sets 'x': write it as KEY=VALUE, e.g. sets n=5",
          "--set 'x': write it as KEY=VALUE, e.g. --set n=5"),
         ({"compare": "x"}, "compare 'x': write it as KEY=V1,V2", "--compare 'x': write it"),
         ({"params": tmp_path / "none.toml"}, "params ", "--params "),
+        ({"sets": ["pipelines=many"]}, "sets pipelines='many': must be a int; set it in a "
+         "TOML file with params if it is not a plain number or word", "--set pipelines='many':"
+         " must be a int; set it in a TOML file with --params if it is not a plain number or "
+         "word"),
+        ({"sets": ["nope=1"]}, "sets nope='1': unknown parameter 'nope'; valid: ",
+         "--set nope='1': unknown parameter 'nope'; valid: "),
+        ({"compare": "pipelines=3,x"}, "compare pipelines='x': must be a int",
+         "--compare pipelines='x': must be a int"),
+        ({"params": latin1}, f"params {latin1} is not UTF-8 text (byte 0xe9 at offset 11); "
+         "save it as UTF-8", f"--params {latin1} is not UTF-8 text"),
+        ({"params": tmp_path}, f"params {tmp_path} is a directory; pass a TOML file",
+         f"--params {tmp_path} is a directory"),
     ]
     for given, python, command_line in cases:
         err = _refused(lambda given=given: model_run("paxos-wan", **given,
@@ -438,3 +463,152 @@ def test_a_busy_dashboard_port_is_named_the_python_way(tmp_path: Path) -> None:
         err = _refused(lambda: dashboard(db, port, lambda _: None))
     assert str(err).startswith(f"port {port}: cannot listen on 127.0.0.1"), str(err)
     assert said(err).startswith(f"--port {port}: cannot listen on 127.0.0.1"), said(err)
+
+
+_PAIR = "{{:type :{t}, :f :{f}, :process {p}, :value {v}{k}}}\n"
+
+
+def _op(f: str, value: str, process: int = 0, key: str = "") -> str:
+    """Return an invoke and its ok completion as two EDN lines."""
+    k = f", :key {key}" if key else ""
+    return "".join(_PAIR.format(t=t, f=f, p=process, v=value, k=k) for t in ("invoke", "ok"))
+
+
+MISFITS: list[tuple[str, str, str | None, str, str]] = [
+    # (id, the history (EDN), the model asked (None: its own), the Python message holds,
+    # the command line's)
+    ("keys", _op("write", "1", key='"a"') + _op("write", "1", 1, '"b"'), "register",
+     "the register model checks one object: use model kv, or one key per history",
+     "the register model checks one object: use --model kv, or one key per history"),
+    ("cas", _op("cas", "[1 2]"), "register",
+     "a cas; the register model has read, write (use model cas-register or kv)",
+     "a cas; the register model has read, write (use --model cas-register or kv)"),
+    ("pair", _op("write", "[1 2]"), "cas-register",
+     "history? use model kv)", "history? use --model kv)"),
+    ("append", _op("append", "1"), "register", "(use model kv)", "(use --model kv)"),
+    ("no_tuple", _op("write", "1"), "kv",
+     ":value 1; kv expects jepsen.independent [key value] tuples (or a :key field); for one "
+     "register use model register or cas-register",
+     ":value 1; kv expects jepsen.independent [key value] tuples (or a :key field); for one "
+     "register use --model register or cas-register"),
+    ("porcupine", '[{"ClientId": 0, "Input": {"Op": 1, "Value": "x"}, "Call": 0, '
+     '"Output": {}, "Return": 5}]\n', "kv",
+     'has no "Key"; kv checks one register per key (for one register use model register or '
+     "cas-register)", 'has no "Key"; kv checks one register per key (for one register use '
+     "--model register or cas-register)"),
+    ("list_append", _op("txn", "[[:append :x 1] [:w :y 2]]"), "list-append",
+     ":w; list-append takes :append and :r (for :w use model rw-register)",
+     ":w; list-append takes :append and :r (for :w use --model rw-register)"),
+    ("rw_register", _op("txn", "[[:w :y 2] [:append :x 1]]"), None,
+     ":append; rw-register takes :w and :r (for :append use model list-append)",
+     ":append; rw-register takes :w and :r (for :append use --model list-append)"),
+]
+
+
+@pytest.mark.parametrize("text, model, python, command_line, engine", [
+    (*c[1:], engine) for c in MISFITS
+    for engine in (("python", "native") if ":f :txn" in c[1] else ("python",))],
+    ids=[f"{c[0]}-{engine}" for c in MISFITS
+         for engine in (("python", "native") if ":f :txn" in c[1] else ("python",))])
+def test_a_history_the_model_cannot_take_names_the_model_the_python_way(
+        text: str, model: str | None, python: str, command_line: str, engine: str,
+        tmp_path: Path) -> None:
+    """Below the API, the checkers and the history reader name the model that would take a
+    history as ``{model}``; the API says it as a ParameterError naming ``model`` (where the
+    input is, then the fix), the command line with ``--model``; both transactional engines
+    alike."""
+    from replicalab.api.checking import check
+
+    path = tmp_path / "h.edn"
+    path.write_text(text)
+    err = _refused(lambda: check(path, model, engine=engine))
+    asked = model or "rw-register"
+    own = "" if model else " (not given: the history's own)"
+    assert str(err).startswith(f"model {asked!r}{own} does not fit {path}"), str(err)
+    assert python in str(err), str(err)
+    assert said(err).startswith(f"--model {asked!r}{own} does not fit {path}"), said(err)
+    assert command_line in said(err), said(err)
+
+
+def _eventual_only(url: str, seed: int) -> Any:
+    """A store adapter (the ``replicalab.stores`` extension point) over the simulated
+    SimpleDB that declares no consistent reads: a store a load with consistent reads
+    cannot run on."""
+    from replicalab.stores import Feature, open_store
+
+    store = open_store("sim://simpledb", seed)
+    store.info.url, store.info.kind = url, "eventual-only"
+    store.info.features = store.info.features - {Feature.CONSISTENT_READ}
+    return store
+
+
+REFUSED = ("consistency 'consistent': eventual-only://x cannot do consistent-read; use "
+           "eventual or another store")
+
+
+def test_a_load_the_store_cannot_read_is_refused_before_its_run_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reads a load asks for are checked against the store's features before a run
+    directory is made: a ParameterError naming ``consistency``, said ``--consistency`` by
+    the command line."""
+    from replicalab.api.loading import load_run
+    from replicalab.stores import registry
+
+    monkeypatch.setitem(registry._OPENERS, "eventual-only", _eventual_only)
+    err = _refused(lambda: load_run("eventual-only://x", rate=10, duration="1s",
+                                    consistency="consistent", out=tmp_path / "runs"))
+    assert str(err) == REFUSED
+    assert said(err) == "--" + REFUSED
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_load_worker_records_the_reads_it_cannot_do_the_python_way(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker handed such a load (its own caller skipped the check) records the refusal
+    as its error, which results.json keeps: in the API's words, never an option."""
+    from replicalab.stores import registry
+    from replicalab.workloads.load import LoadSpec, run_worker
+
+    monkeypatch.setitem(registry._OPENERS, "eventual-only", _eventual_only)
+    done = run_worker(LoadSpec("eventual-only://x", rate_per_s=10, duration_s=1.0,
+                               consistency="consistent"))
+    assert done.error == REFUSED
+    assert len(done.history) == 0  # refused before any request
+
+
+@pytest.mark.parametrize("given, python, command_line", [
+    ({"clients": 0}, "groups 1 and clients 0 must be at least 1",
+     "--groups 1 and --clients 0 must be at least 1"),
+    ({"client_rate": 0}, "client_rate 0 must be positive", "--client-rate 0 must be positive"),
+    ({"step_duration": "0s"}, "step_duration '0s' must be a positive duration",
+     "--step-duration '0s' must be a positive duration"),
+    ({"consistency": "eventual,strong"}, "consistency strong: use eventual, consistent or both",
+     "--consistency strong: use eventual, consistent or both"),
+], ids=["clients", "client_rate", "step_duration", "consistency"])
+def test_tradeoff_takes_and_names_its_parameters_as_load_run_and_the_command_line(
+        given: dict[str, Any], python: str, command_line: str, tmp_path: Path) -> None:
+    """``tradeoff`` takes the names ``load_run`` and ``replicalab load tradeoff`` use
+    (clients, client_rate, consistency, step_duration), and a refusal names one of its
+    own parameters."""
+    import inspect
+
+    err = _refused(lambda: replicalab.tradeoff(**{"groups": (1,), **given},
+                                               out=tmp_path / "runs"))
+    assert err.parameter in inspect.signature(replicalab.tradeoff).parameters
+    assert str(err).startswith(python), str(err)
+    assert said(err).startswith(command_line), said(err)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_documented_tradeoff_signature_is_the_function_s() -> None:
+    """docs/python-api.md's ``tradeoff(...)`` line names the parameters the function takes,
+    in its order, with its defaults."""
+    import inspect
+
+    doc = (Path(__file__).parent.parent / "docs" / "python-api.md").read_text()
+    shown = "store=" + doc.split("`tradeoff(store=", 1)[1].split(")` runs seed 003", 1)[0]
+    documented = dict(re.findall(r"(\w+)=((?:\([^)]*\))|[^,]+)", " ".join(shown.split())))
+    params = inspect.signature(replicalab.tradeoff).parameters
+    assert list(documented) == [p for p in params if p != "progress"]
+    for name, text in documented.items():  # the documented defaults are literals
+        assert eval(text, {"Path": Path}) == params[name].default, name

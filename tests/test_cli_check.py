@@ -183,7 +183,10 @@ def test_timeout_gives_unknown_partial_results_and_exit_3_quickly(tmp_path):
      "{:type :invoke, :f :read, :process 0, :value nil}\n", (),
      "bad.edn:2: process 0 invokes again before its op on line 1 completed"),
     ("{:type :invoke, :f :write, :process 0, :value 1}\n", ("--model", "kv"),
-     "bad.edn:1: :value 1; --model kv expects jepsen.independent [key value] tuples"),
+     "--model 'kv' does not fit "),
+    ("{:type :invoke, :f :write, :process 0, :value 1}\n", ("--model", "kv"),
+     "bad.edn:1: :value 1; kv expects jepsen.independent [key value] tuples (or a :key "
+     "field); for one register use --model register or cas-register"),
     ("[1 2 3]\n", (), "bad.edn:1: expected an op map like"),
     ("; a comment and no op\n", (), "bad.edn:1: no events"),
 ])
@@ -208,7 +211,7 @@ def test_other_bad_input_exit_2(tmp_path):
         ((str(good), "--timeout", "soon"), "--timeout 'soon' must be a positive duration"),
         ((str(bad_json),), "bad.jsonl:2: not JSON"),
         ((str(tmp_path),), "is not a run directory"),
-        ((str(good), "--model", "kv"), "ok.edn:1: :value 1; --model kv expects"),
+        ((str(good), "--model", "kv"), "ok.edn:1: :value 1; kv expects"),
     ]:
         r = run(*args)
         assert r.exit_code == 2, (args, r.output)

@@ -97,6 +97,14 @@ def test_model_bad_parameters(tmp_path: Path):
     bad.write_text("[params\n")
     _one_line_error(run("model", "pigpaxos", "--params", str(bad), cwd=tmp_path), 2,
                     "not valid TOML")
+    latin1 = tmp_path / "latin1.toml"
+    latin1.write_bytes("n = 5\n# caf\u00e9\n".encode("latin-1"))
+    _one_line_error(run("model", "paxos-lan", "--params", str(latin1), "--out",
+                        str(tmp_path / "runs"), cwd=tmp_path), 2,
+                    f"--params {latin1} is not UTF-8 text", "save it as UTF-8")
+    assert not (tmp_path / "runs").exists()
+    _one_line_error(run("model", "paxos-lan", "--set", "n=many", cwd=tmp_path), 2,
+                    "--set n='many': must be a int", "with --params if")
 
 
 def test_against_is_offered_only_where_it_works(tmp_path: Path):

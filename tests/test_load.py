@@ -313,10 +313,11 @@ def test_cli_ray_without_an_importable_ray_is_one_line(tmp_path: Path):
                         f"import sys; sys.path.insert(0, {env_path!r}); "
                         "from replicalab.cli.main import main; sys.argv=['replicalab','load',"
                         "'run','--ray','local','--duration','1s','--out',"
-                        f"{str(tmp_path)!r}]; main()"],
+                        f"{str(tmp_path / 'runs')!r}]; main()"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2
     assert "--ray needs Ray" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists()  # refused before a run directory was made
 
 
 # --- the fast Redis path's pieces ----------------------------------------------------------

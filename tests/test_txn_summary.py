@@ -5,7 +5,8 @@ per class with the meaning ``replicalab check --json`` gives them (the same numb
 how long the run really ran (here from the history's own clock), never the reads and
 writes of a read/write probe or the duration it was allowed.
 
-Wrong products these fail: "reads / writes 0 / 0" and "(eventual)" for a transactional run,
+Wrong products these fail: "reads / writes 0 / 0" and "(eventual)" for a transactional run
+(in the summary, the report or results.json),
 the 600 s allowed shown as its duration, anomaly counts of another meaning than check's
 (distinct transactions of the anomalies kept), a report card "Operations ... 0 reads".
 """
@@ -96,6 +97,30 @@ def test_the_report_shows_transactions_isolation_and_the_real_duration(run: dict
     ok, fail, info = (run["transactions"][k] for k in ("ok", "fail", "info"))
     assert cards["Transactions"] == (f"{ok + fail + info:,}: {ok:,} committed, {fail:,} "
                                      f"failed, {info:,} unknown")
+
+
+def test_results_json_says_isolation_and_transactions_never_reads_or_eventual(
+        run: dict[str, Any]):
+    """results.json agrees with the summary and the report: no read and write counts and
+    no consistency (the probe's default, eventual, was never asked for), the isolation
+    asked for and promised, the transactions by outcome counted from the history; the
+    Python API's typed results say the same."""
+    import replicalab
+    from replicalab.api.results import Isolation, TxnCounts
+
+    doc = json.loads((Path(run["run_dir"]) / "results.json").read_text())
+    assert "ops" not in doc and "consistency" not in doc
+    assert "consistency" not in doc["config"]
+    assert '"eventual"' not in json.dumps(doc)
+    assert (doc["isolation"]["requested"], doc["isolation"]["promised"]) == (None, "none")
+    types = pq.read_table(Path(run["run_dir"]) / "history.parquet",
+                          columns=["type"])["type"].to_pylist()
+    counted = {k: types.count(k) for k in ("ok", "fail", "info")}
+    assert {k: doc["transactions"][k] for k in counted} == counted
+    typed = replicalab.open_run(run["run_dir"]).results
+    assert (typed.ops, typed.consistency) == (None, None)
+    assert typed.transactions == TxnCounts(**counted)
+    assert typed.isolation == Isolation(None, "none", doc["isolation"]["source"])
 
 
 @pytest.mark.parametrize(("url", "words"), [

@@ -216,7 +216,7 @@ fn la_writes(t: &Txns) -> Result<Writes, InputError> {
                     }
                 }
                 _ => return err(t, tx, ":w; list-append takes :append and :r (for :w use \
-                                        --model rw-register)".to_string()),
+                                        {model} rw-register)".to_string()),
             }
         }
     }
@@ -832,7 +832,7 @@ pub fn analyse_register(t: &Txns, wfr: bool, edges: &mut Edges, an: &mut Vec<Ano
                     }
                 }
                 _ => return err(t, tx, ":append; rw-register takes :w and :r (for :append use \
-                                        --model list-append)".to_string()),
+                                        {model} list-append)".to_string()),
             }
         }
     }

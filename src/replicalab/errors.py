@@ -6,6 +6,10 @@ the same with its own names for the parameters (:meth:`ParameterError.said_as`).
 
 A message may name other parameters in its fix: ``{force}`` in the text is written
 ``force=True`` by the API (``mentions`` says how) and ``--force`` by the command line.
+
+Malformed input found below the API (a history a model cannot take) is an
+:class:`InputError`: its fix may name a parameter the same way (``use {model} kv``), and the
+API says it again as a ParameterError naming that parameter (:meth:`InputError.naming`).
 """
 
 from __future__ import annotations
@@ -39,6 +43,32 @@ class ParameterError(ValueError):
         """Return the message with ``name`` for the parameter and ``names(p)`` for each
         parameter it mentions (default: as Python writes them)."""
         return f"{name} {_fill(self.problem, names or self.mentions.__getitem__, self.mentions)}"
+
+
+MODEL = {"model": "model"}
+"""The mention of the ``model`` parameter (``{model}`` in a problem's text), as the checkers
+name the model that would take a history."""
+
+
+class InputError(ValueError):
+    """Malformed input whose fix may name a parameter (``{model}`` in ``problem``, written
+    as ``mentions`` says by ``str(err)``, the Python way): ``str(err)`` reads ``problem``,
+    e.g. ``op 3: a cas of [1 2] (use model cas-register or kv)``."""
+
+    def __init__(self, problem: str, mentions: Mapping[str, str] | None = None) -> None:
+        self.problem = problem
+        self.mentions = dict(mentions or {})
+        super().__init__(_fill(problem, self.mentions.__getitem__, self.mentions))
+
+    def names(self, parameter: str) -> bool:
+        """Return whether the fix names ``parameter`` (``{parameter}`` in the problem)."""
+        return parameter in self.mentions and "{" + parameter + "}" in self.problem
+
+    def naming(self, parameter: str, before: str = "") -> ParameterError:
+        """Return this error as a ParameterError naming ``parameter``: ``before`` (what
+        was wrong with the parameter's value) followed by the problem, its mentions
+        kept for a front end to name its way."""
+        return ParameterError(parameter, before + self.problem, self.mentions)
 
 
 class ParameterDeprecation(FutureWarning):

@@ -27,6 +27,7 @@ from replicalab.api.errors import ParameterError
 from replicalab.api.outcome import Outcome, Table
 from replicalab.api.progress import ticking
 from replicalab.api.words import plural
+from replicalab.errors import MODEL, InputError
 
 MAX_LISTED_OPS = 64
 """Ops of one counterexample listed in :meth:`CheckReport.to_json` (a minimal one has a
@@ -60,6 +61,7 @@ class HistoryToCheck:
     note: str | None = None
     _lin: Any = field(default=None, repr=False)
     _txn: Any = field(default=None, repr=False)
+    _given: bool = field(default=True, repr=False)  # the model was named, not the history's own
 
     @property
     def transactional(self) -> bool:
@@ -175,8 +177,8 @@ def open_history(history: Any, model: str | None = None) -> HistoryToCheck:
     read and ready for :func:`check` under ``model`` (None: the history's own). Raises
     :class:`ParameterError` naming ``model`` for a model that does not exist or does not
     fit the history (transactions under a register model, reads and writes under a
-    transactional one), ValueError naming the file and line of malformed input or a path
-    that is not a history."""
+    transactional one, an op it cannot take whose fix is another model), ValueError naming
+    the file and line of malformed input or a path that is not a history."""
     from replicalab.checkers.linearizability.registry import (
         MODELS,
         is_transactional,
@@ -187,7 +189,15 @@ def open_history(history: Any, model: str | None = None) -> HistoryToCheck:
     # that fails to load says so in one line)
     if model is not None and not is_transactional(model) and model not in MODELS:
         raise ParameterError("model", unknown_model(model).removeprefix("unknown model "))
-    source = _source(history)
+    item = _open_source(_source(history), model)
+    item._given = model is not None
+    return item
+
+
+def _open_source(source: Any, model: str | None) -> HistoryToCheck:
+    """Return :func:`open_history`'s item for a History, a run directory or a file."""
+    from replicalab.checkers.linearizability.registry import is_transactional
+
     if not isinstance(source, Path):
         return _open_history_object(source, model)
     if source.is_dir():
@@ -211,10 +221,13 @@ def open_history(history: Any, model: str | None = None) -> HistoryToCheck:
                 raise ValueError(f"{source} holds no operations; pass a history with at "
                                  "least one (Jepsen EDN, JSON lines, Jepsen log lines or "
                                  "Porcupine's JSON)")
-        raise ParameterError("model", _misfit(chosen, source, txn))
+        raise ParameterError("model", _misfit(chosen, source, txn), MODEL)
     if txn:
         return _open_txn_file(source, chosen)
-    return _open_lin_file(source, chosen)
+    try:
+        return _open_lin_file(source, chosen)
+    except InputError as err:  # it names its file and line
+        raise _located(err, "", chosen, model is not None) from None
 
 
 def _head(path: Path) -> str:
@@ -225,15 +238,27 @@ def _head(path: Path) -> str:
         raise ValueError(f"{path}: cannot read it ({err.strerror})") from None
 
 
+def _located(err: ValueError, where: object, model: str, given: bool) -> ValueError:
+    """Return ``err`` (input ``model`` cannot take) said at ``where`` ("": it names its
+    own file and line): a :class:`ParameterError` naming ``model`` when its fix names the
+    model that would take the input, else a ValueError. ``given``: the caller named the
+    model (else it is the history's own)."""
+    at = f"{where}: " if where else ""
+    if isinstance(err, InputError) and err.names("model"):
+        own = "" if given else " (not given: the history's own)"
+        return err.naming("model", f"{model!r}{own} does not fit {at}")
+    return ValueError(f"{at}{err}") if at else err
+
+
 def _misfit(model: str, where: object, transactions: bool) -> str:
     """Return why ``model`` does not fit a history that holds ``transactions`` or not."""
     if transactions:
         return (f"{model!r} checks single operations, but {where} holds transactions: check "
-                "it with model list-append or rw-register (or name no model: a history is "
-                "checked with its own)")
+                "it with {model} list-append or rw-register (or give no {model}: a history "
+                "is checked with its own)")
     return (f"{model!r} checks transactions, but {where} holds single operations (reads, "
-            "writes, ...): check it with model kv, cas-register or register (or name no "
-            "model: a history is checked with its own)")
+            "writes, ...): check it with {model} kv, cas-register or register (or give no "
+            "{model}: a history is checked with its own)")
 
 
 def _open_lin_file(path: Path, name: str) -> HistoryToCheck:
@@ -314,25 +339,25 @@ def _open_run(path: Path, model: str | None) -> HistoryToCheck:
     txn = "txn" in fs
     chosen = model or (_run_txn_model(path, config) if txn else "kv")
     if is_transactional(chosen) != txn:
-        raise ParameterError("model", _misfit(chosen, path, txn))
+        raise ParameterError("model", _misfit(chosen, path, txn), MODEL)
     if txn:
         return _open_txn_run(path, chosen)
-    return _open_lin_run(path, chosen)
+    return _open_lin_run(path, chosen, model is not None)
 
 
 def _open_txn_run(path: Path, name: str) -> HistoryToCheck:
     return HistoryToCheck(path, name, -1, _txn=_Txn(path, "row", _engine(None)))
 
 
-def _open_lin_run(path: Path, name: str) -> HistoryToCheck:
+def _open_lin_run(path: Path, name: str, given: bool) -> HistoryToCheck:
     """Return a run directory's History with its columns for the register models."""
     from replicalab.history import load_history
 
     h, _ = load_history(path)
-    return _lin_history(h, name, path)
+    return _lin_history(h, name, path, given)
 
 
-def _lin_history(h: Any, name: str, path: Path | None) -> HistoryToCheck:
+def _lin_history(h: Any, name: str, path: Path | None, given: bool) -> HistoryToCheck:
     from replicalab.checkers.linearizability.explain import Clock
     from replicalab.checkers.linearizability.from_history import encode_history, ops_from_history
     from replicalab.checkers.linearizability.registry import get_model
@@ -341,8 +366,8 @@ def _lin_history(h: Any, name: str, path: Path | None) -> HistoryToCheck:
     where = path if path is not None else "the history"
     if m.native != "register":
         raise ParameterError("model", f"{name!r} does not fit {where}: a replicalab history "
-                                      "holds reads, writes and cas: check it with model kv, "
-                                      "cas-register or register")
+                                      "holds reads, writes and cas: check it with {model} kv, "
+                                      "cas-register or register", MODEL)
     try:
         # the encoding raises what ops_from_history raises (an op on several keys), here,
         # before any search; what a narrower model refuses is raised by the check
@@ -352,7 +377,7 @@ def _lin_history(h: Any, name: str, path: Path | None) -> HistoryToCheck:
         cols = None  # values the interning cannot take: the LinOp path takes them
         t0 = int(h.column("invoke_ns").min()) if len(h) else 0
     except ValueError as err:
-        raise ValueError(f"{where}: {err}") from None
+        raise _located(err, where, name, given) from None
     if cols is None:
         ops = ops_from_history(h)
         return HistoryToCheck(path, name, len(ops), _lin=_Lin(m, Clock(t0), ops=ops))
@@ -371,9 +396,9 @@ def _open_history_object(h: Any, model: str | None) -> HistoryToCheck:
     txn = any(h.f[i] == F_NAMES.index("txn") for i in client)
     chosen = model or ("list-append" if txn else "kv")
     if is_transactional(chosen) != txn:
-        raise ParameterError("model", _misfit(chosen, "the history", txn))
+        raise ParameterError("model", _misfit(chosen, "the history", txn), MODEL)
     if not txn:
-        return _lin_history(h, chosen, None)
+        return _lin_history(h, chosen, None, model is not None)
     return HistoryToCheck(None, chosen, -1, _txn=_Txn(h, "row", _engine(None)))
 
 
@@ -400,7 +425,7 @@ def _open_queue(path: Path, model: str | None) -> HistoryToCheck:
         except ValueError as err:
             why = f"{err}; or check its sends and deliveries as a FIFO queue: {{model}} fifo-queue"
             given = "not given" if model is None else f"{model!r} does not fit"
-            raise ParameterError("model", f"{given}: {why}", {"model": "model"}) from None
+            raise ParameterError("model", f"{given}: {why}", MODEL) from None
     groups = int(spec.get("groups", 1)) if fifo else 1
     ops = queue_ops(load_log(path), groups)
     t0 = min((o.invoke_ns for o in ops), default=0)
@@ -504,7 +529,7 @@ def _check_lin(item: HistoryToCheck, deadline_s: float, fail_fast: bool,
             r = check_ops(lin.ops, lin.model, deadline_s=deadline_s, progress=progress,
                           fail_fast=fail_fast, clock=lin.clock)
     except ValueError as err:
-        raise ValueError(f"{item.path or 'the history'}: {err}") from None
+        raise _located(err, item.path or "the history", item.model, item._given) from None
     return CheckReport(item.path, r.model, r.verdict.json(), r.ops, r.check_s, r, item.note,
                        _item=item)
 
@@ -525,9 +550,9 @@ def _check_txn(item: HistoryToCheck, deadline_s: float, engine: str | None,
     except TxnInputError as err:
         where = (f"{item.path}:{err.index}" if txn.naming == "line"
                  else f"{item.path or 'the history'}: row {err.index}")
-        raise ValueError(f"{where}: {err}") from None
-    except HistoryFileError as err:
-        raise ValueError(str(err)) from None
+        raise _located(err, where, item.model, item._given) from None
+    except HistoryFileError as err:  # it names its file and line
+        raise _located(err, "", item.model, item._given) from None
     return CheckReport(item.path, item.model, r.valid, r.txns, r.check_s, r, item.note,
                        transactional=True, names_lines=txn.naming == "line", _item=item)
 

@@ -51,20 +51,24 @@ def _prices(text: str | None) -> Any:
     return parse_prices(body, text)
 
 
-def reachable(url: str) -> None:
-    """Raise ValueError naming the fix if the real store at ``url`` does not answer (a
-    simulated store always does): checked before a run directory is made."""
-    if url.startswith("sim://"):
-        return
+def reachable(spec: Any) -> None:
+    """Raise ValueError naming the fix if the store of ``spec`` (a ``LoadSpec``) cannot do
+    the reads it asks for (:class:`ParameterError` naming ``consistency``) or, a real one,
+    does not answer (a simulated store always does): checked before a run directory is
+    made."""
     from replicalab.stores import StoreError, open_store
     from replicalab.stores.base import redact_url
+    from replicalab.workloads.load import reads_refused
 
+    url = spec.store
     store = open_store(url, 1)
+    refused = reads_refused(spec, store.info.features)
 
     async def hello() -> None:
         try:
-            client = await store.connect()
-            await client.close()
+            if refused is None and not url.startswith("sim://"):
+                client = await store.connect()
+                await client.close()
         finally:
             await store.close()
 
@@ -74,6 +78,8 @@ def reachable(url: str) -> None:
         raise ValueError(f"cannot reach {redact_url(url)}: {err}; start a server there "
                          "(replicalab cluster up redis --nodes 1 --regions lan prints a URL)"
                          ) from None
+    if refused is not None:
+        raise refused
 
 
 class StepPacer:
@@ -166,7 +172,7 @@ def load_run(store: str = "sim://simpledb", rate: float = 100.0, duration: str |
                     ).with_groups(groups, clients, client_rate)
     spec.check()
     table = _prices(prices)
-    reachable(spec.store)
+    reachable(spec)
     from replicalab.stores.base import redact_url
 
     rates = [spec.rate_per_s] if plan is None else plan.rates()

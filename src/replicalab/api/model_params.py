@@ -20,19 +20,30 @@ def _field_types(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def convert(cls: type, key: str, text: str) -> Any:
-    """Return ``text`` converted to the type of ``cls``'s field ``key`` (ValueError if not).
+def convert(cls: type, key: str, text: str, parameter: str = "sets") -> Any:
+    """Return ``text`` converted to the type of ``cls``'s field ``key``
+    (:class:`ParameterError` naming ``parameter``, sets or compare, if it cannot be).
 
     A dotted key (``wan.leader``) names a field of a nested parameters dataclass.
     """
+    try:
+        return _typed(cls, key, text)
+    except ValueError as err:
+        raise ParameterError(parameter, f"{key}={text!r}: {err}", {"params": "params"}
+                             ) from None
+
+
+def _typed(cls: type, key: str, text: str) -> Any:
+    """Return ``text`` as ``cls``'s field ``key`` takes it; ValueError saying why not (the
+    fix may name the ``{params}`` parameter)."""
     types = _field_types(cls)
     head, dot, rest = key.partition(".")
     if dot:
         inner = next((t for t in [types.get(head), *typing.get_args(types.get(head))]
                       if dataclasses.is_dataclass(t)), None)
         if inner is None:
-            raise ValueError(f"parameter {head!r} has no fields to set with {key!r}")
-        return convert(inner, rest, text)
+            raise ValueError(f"parameter {head!r} has no fields to set")
+        return _typed(inner, rest, text)
     if key not in types:
         raise ValueError(f"unknown parameter {key!r}; valid: {', '.join(sorted(types))}")
     kind = types[key]
@@ -53,8 +64,8 @@ def convert(cls: type, key: str, text: str) -> Any:
     if text.lower() == "none" and type(None) in typing.get_args(kind):
         return None
     names = " or ".join(getattr(t, "__name__", str(t)) for t in options)
-    raise ValueError(f"parameter {key}={text!r} must be a {names}; set it in a TOML file "
-                     "with --params if it is not a plain number or word")
+    raise ValueError(f"must be a {names}; set it in a TOML file with {{params}} if it is not "
+                     "a plain number or word")
 
 
 def parse_sets(cls: type, items: list[str]) -> dict[str, Any]:
@@ -83,7 +94,8 @@ def parse_compare(cls: type, item: str | None) -> tuple[str, list[Any]] | None:
     if not sep or not text:
         raise ParameterError("compare", f"{item!r}: write it as KEY=V1,V2,..., e.g. "
                                         "n=3,5,7")
-    return key.strip(), [convert(cls, key.strip(), v.strip()) for v in text.split(",")]
+    return key.strip(), [convert(cls, key.strip(), v.strip(), "compare")
+                         for v in text.split(",")]
 
 
 def load_toml(path: Path | None) -> dict[str, Any]:
@@ -91,9 +103,18 @@ def load_toml(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise ParameterError("params", f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ParameterError("params", f"{path} is a directory; pass a TOML file") from None
+    except OSError as err:
+        raise ParameterError("params", f"{path}: cannot read it ({err.strerror})") from None
+    except UnicodeDecodeError as err:  # TOML is UTF-8 by definition
+        byte = err.object[err.start]
+        raise ParameterError("params", f"{path} is not UTF-8 text (byte {byte:#04x} at offset "
+                                       f"{err.start}); save it as UTF-8, as TOML files are"
+                                       ) from None
     except tomllib.TOMLDecodeError as err:
         raise ParameterError("params", f"{path} is not valid TOML: {err}") from None
     return dict(data.get("params", data))

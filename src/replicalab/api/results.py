@@ -26,6 +26,27 @@ class OpCounts:
 
 
 @dataclass(frozen=True)
+class TxnCounts:
+    """Transactions of a transactional run by outcome: ``ok`` committed, ``fail`` aborted
+    (certainly did not happen), ``info`` outcome unknown (timeout, crash)."""
+
+    ok: int
+    fail: int
+    info: int
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """The isolation of a transactional run: ``requested`` (the store URL's ``isolation``,
+    None without one), ``promised`` (what the store's kind promises for that URL, e.g.
+    ``serializable``, ``none``) and its documentation ``source``."""
+
+    requested: str | None
+    promised: str
+    source: str
+
+
+@dataclass(frozen=True)
 class LatencySummary:
     """Latency of one operation kind (``f/consistency``, e.g. ``read/eventual``) over its
     successful operations, from an HdrHistogram: ``count`` operations, mean, percentiles
@@ -107,7 +128,10 @@ class Periods:
 
 @dataclass(frozen=True)
 class Results:
-    """The results of one probe run. ``latency`` maps ``f/consistency`` to its summary;
+    """The results of one probe run. ``consistency`` is the reads' and ``ops`` counts the
+    operations, except in a transactional run (both None): its ``transactions`` are
+    counted by outcome and its ``isolation`` is the one asked for and promised (both None
+    in any other run). ``latency`` maps ``f/consistency`` to its summary;
     ``freshness`` and ``periods`` are set for the staleness workload (None otherwise);
     ``faults`` are the injected faults; ``availability`` how much of the client time was
     answered; ``partial`` says the run was cut short; ``raw`` is the whole results.json
@@ -115,10 +139,10 @@ class Results:
 
     workload: str
     store: str
-    consistency: str
+    consistency: str | None
     seed: int
     duration_s: float
-    ops: OpCounts
+    ops: OpCounts | None
     latency: dict[str, LatencySummary]
     partial: bool
     notes: tuple[str, ...]
@@ -126,6 +150,8 @@ class Results:
     availability: Availability | None = None
     freshness: Freshness | None = None
     periods: Periods | None = None
+    transactions: TxnCounts | None = None
+    isolation: Isolation | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -133,8 +159,10 @@ class Results:
         """Return the typed results of a results.json document (ValueError if it is not a
         probe's)."""
         try:
-            ops = OpCounts(**{k: int(doc["ops"][k]) for k in ("reads", "writes", "failed",
-                                                              "info")})
+            txn = doc.get("transactions")
+            ops = None if txn is not None else OpCounts(
+                **{k: int(doc["ops"][k]) for k in ("reads", "writes", "failed", "info")})
+            iso = doc.get("isolation")
             latency = {name: LatencySummary(**{k: s[k] for k in (
                 "count", "mean_ms", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms")})
                 for name, s in doc.get("latency", {}).items()}
@@ -143,7 +171,8 @@ class Results:
             avail = doc.get("availability")
             return cls(
                 workload=str(doc["workload"]), store=str(doc["store"]),
-                consistency=str(doc["consistency"]), seed=int(doc["seed"]),
+                consistency=None if txn is not None else str(doc["consistency"]),
+                seed=int(doc["seed"]),
                 duration_s=float(doc["duration_s"]), ops=ops, latency=latency,
                 partial=bool(doc.get("partial", False)),
                 notes=tuple(doc.get("notes") or ()),
@@ -160,6 +189,11 @@ class Results:
                     tuple(per["first_ge_99_ms"]), tuple(per["last_lt_100_ms"]),
                     per["first_ge_99_median_ms"], per["last_lt_100_median_ms"],
                     per["first_ge_99_cv"], per["last_lt_100_cv"]),
+                transactions=None if txn is None else TxnCounts(
+                    int(txn["ok"]), int(txn["fail"]), int(txn["info"])),
+                isolation=None if not isinstance(iso, Mapping) else Isolation(
+                    iso.get("requested"), str(iso.get("promised", "none")),
+                    str(iso.get("source", ""))),
                 raw=dict(doc))
         except (KeyError, TypeError) as err:
             raise ValueError(f"not the results of a probe run (missing {err})") from None

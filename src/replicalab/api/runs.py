@@ -133,8 +133,10 @@ class Run:
         r = self.results
         if r is None:
             return f"Run({str(self.path)!r}, not checked)"
-        return (f"Run({str(self.path)!r}, {r.workload} on {r.store}, "
-                f"{r.ops.reads:,} reads / {r.ops.writes:,} writes)")
+        counted = (f"{r.ops.reads:,} reads / {r.ops.writes:,} writes" if r.ops is not None
+                   else f"{r.transactions.ok:,} transactions committed"
+                   if r.transactions is not None else "not counted")
+        return f"Run({str(self.path)!r}, {r.workload} on {r.store}, {counted})"
 
 
 def probe_request(store: str = "sim://simpledb", workload: str = "staleness",

@@ -44,7 +44,7 @@ def fault_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
     rows.append(("availability (client time / ops ok)",
                  f"{_pct(avail.get('overall'))} / {_pct(avail.get('overall_ops'))} of "
                  f"{avail.get('count', 0):,} op{'' if avail.get('count', 0) == 1 else 's'}"))
-    ops = results.get("ops", {})
+    ops = results.get("ops") or results.get("transactions") or {}  # a transactional run's
     rows.append(("indeterminate operations (info)", f"{ops.get('info', 0):,}"))
     lost = results.get("lost_writes", {})
     rows.append(("lost acknowledged writes",
@@ -67,9 +67,9 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
     """Return the headline figures of one probe's results as (measure, value) rows: how long
     it ran, reads and writes (a transactional run counts transactions instead, in its own
     rows), the rows its workload declares, latency per operation (ms), then faults."""
-    ops = results["ops"]
     rows = [("duration", duration_text(results))]
     if "transactions" not in results:
+        ops = results["ops"]
         rows.append(("reads / writes", f"{ops['reads']:,} / {ops['writes']:,}"))
     wl = registry.get(results["workload"])
     rows += list(wl.summary_rows(results))

@@ -68,27 +68,32 @@ def _list(text: str | Sequence[Any], kind: type, name: str) -> list[Any]:
 
 
 def tradeoff(store: str = "sim://simpledb",
-             groups: str | Sequence[int] = (1, 5, 10, 15, 20, 25),
-             clients_per_group: int = 100, client_rate_per_s: float = 1.0,
-             read_ratios: str | Sequence[float] = (0.99, 0.75, 0.5),
-             consistencies: str | Sequence[str] = ("eventual", "consistent"), repeats: int = 3,
-             step_duration_s: float = 30.0, keyspace: int = 1, timeout_ms: float = 10_000.0,
-             seed: int = 1, out: Path = Path("runs"), workers: int = 1,
-             ray: str | None = None,
+             groups: str | Sequence[int] = (1, 5, 10, 15, 20, 25), clients: int = 100,
+             client_rate: float = 1.0, read_ratios: str | Sequence[float] = (0.99, 0.75, 0.5),
+             consistency: str | Sequence[str] = ("eventual", "consistent"), repeats: int = 3,
+             step_duration: str | float = "30s", keyspace: int = 1,
+             timeout_ms: float = 10_000.0, seed: int = 1, out: Path = Path("runs"),
+             workers: int = 1, ray: str | None = None,
              progress: Callable[[], AbstractContextManager[Progress]] | None = None
              ) -> TradeoffRun:
     """Run seed 003 §4's grid on ``store`` and return the :class:`TradeoffRun` (its run
-    directory holds results.json, report.html and figures/*.png). ``workers`` local
-    processes or a Ray cluster (``ray``: an address or "local") run the steps of a
-    simulated store side by side, or a real store's client groups. ValueError for bad
-    input."""
+    directory holds results.json, report.html and figures/*.png): per load, ``groups``
+    client groups of ``clients`` clients each sending ``client_rate`` requests/s and
+    waiting for each reply, for ``step_duration`` (text such as ``"30s"`` or seconds), at
+    each of ``read_ratios`` with reads of each ``consistency`` (eventual, consistent or
+    both; a list or comma-separated text), ``repeats`` times; the names are those of
+    :func:`~replicalab.api.loading.load_run` and ``replicalab load tradeoff``. ``workers``
+    local processes or a Ray cluster (``ray``: an address or "local") run the steps of a
+    simulated store side by side, or a real store's client groups. :class:`ParameterError`
+    naming the parameter for bad input."""
+    from replicalab.api.durations import seconds
     from replicalab.cluster import process
     from replicalab.report.tradeoff import render_tradeoff_report
 
-    plan = TradeoffPlan(store, tuple(_list(groups, int, "groups")), clients_per_group,
-                        client_rate_per_s, tuple(_list(read_ratios, float, "read_ratios")),
-                        tuple(_list(consistencies, str, "consistencies")), repeats,
-                        step_duration_s, keyspace, timeout_ms, seed)
+    plan = TradeoffPlan(store, tuple(_list(groups, int, "groups")), clients, client_rate,
+                        tuple(_list(read_ratios, float, "read_ratios")),
+                        tuple(_list(consistency, str, "consistency")), repeats,
+                        seconds(step_duration, "step_duration"), keyspace, timeout_ms, seed)
     from replicalab.workloads.distributed import RayMissing
 
     try:

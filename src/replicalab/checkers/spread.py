@@ -95,11 +95,12 @@ def merge_figures(runs: Sequence[Mapping[str, Figure]]) -> dict[str, dict[str, A
 
 
 def common_figures(results: Mapping[str, Any]) -> dict[str, Figure]:
-    """Return the figures every probe has: operations, latency per operation kind (p50,
+    """Return the figures every probe has: operations (reads and writes; a transactional
+    run counts transactions in its own figures instead), latency per operation kind (p50,
     p99, mean in ms) and, for a run with faults, availability."""
-    ops = results.get("ops", {})
-    out: dict[str, Figure] = {"reads": float(ops.get("reads", 0)),
-                              "writes": float(ops.get("writes", 0))}
+    ops = results.get("ops")
+    out: dict[str, Figure] = {} if ops is None else {"reads": float(ops.get("reads", 0)),
+                                                     "writes": float(ops.get("writes", 0))}
     for name, lat in sorted(results.get("latency", {}).items()):
         for stat in ("p50", "p99", "mean"):
             out[f"latency {name} {stat} (ms)"] = lat.get(f"{stat}_ms")

@@ -211,12 +211,12 @@ def tradeoff_cmd(
             run = tradeoff(
                 store, groups, clients, client_rate, read_ratios,
                 [c.strip() for c in consistency.split(",") if c.strip()], repeats,
-                seconds(step_duration, "step_duration"), keyspace,
-                1000 * seconds(timeout, "timeout"), seed, out, workers, ray,
+                step_duration, keyspace, 1000 * seconds(timeout, "timeout"), seed, out,
+                workers, ray,
                 lambda: progress_bar(f"load tradeoff on {catalog.redact_url(store)}",
                                      not as_json))
     except ValueError as err:
-        fail(said(err, {"consistencies": "--consistency"}))
+        fail(said(err))
     emit(run.outcome(), as_json)
 
 

@@ -67,8 +67,8 @@ class TradeoffPlan:
                                            "1,5,10")
         bad = [c for c in self.consistencies if c not in CONSISTENCIES]
         if bad or not self.consistencies:
-            raise ParameterError("consistencies", f"{','.join(bad) or '(none)'}: use "
-                                                  "eventual, consistent or both")
+            raise ParameterError("consistency", f"{','.join(bad) or '(none)'}: use "
+                                                "eventual, consistent or both")
         if not self.read_ratios or not all(0 <= r <= 1 for r in self.read_ratios):
             raise ParameterError("read_ratios", "must be fractions in 0..1, e.g. "
                                                 "0.99,0.75,0.5")
@@ -140,7 +140,15 @@ def run_tradeoff(plan: TradeoffPlan, out: Path, workers: int = 1,
     store = open_store(plan.store, plan.seed)  # fail fast on a bad URL
     virtual = store.runtime.virtual
     cells = plan.cells()
-    run_dir = make_run_dir(out, "tradeoff", plan.store)
+    # the workers first: Ray missing or out of reach is bad input, refused before a run
+    # directory is made
+    pool: Workers | Pool = (Workers(workers, ray_address, on_start=on_start) if virtual
+                            else Pool(workers, ray_address))
+    try:
+        run_dir = make_run_dir(out, "tradeoff", plan.store)
+    except BaseException:
+        pool.close()
+        raise
     done: dict[int, dict[str, Any]] = {}
     interrupted, error = False, ""
     wall0 = time.perf_counter()
@@ -154,8 +162,7 @@ def run_tradeoff(plan: TradeoffPlan, out: Path, workers: int = 1,
 
     pool_info: dict[str, Any]
     try:
-        if virtual:
-            pool = Workers(workers, ray_address, on_start=on_start)
+        if isinstance(pool, Workers):
             pool_info = pool.describe()
             try:
                 pool.start(len(cells))
@@ -166,7 +173,7 @@ def run_tradeoff(plan: TradeoffPlan, out: Path, workers: int = 1,
             finally:
                 pool.close()
         else:
-            steps = Pool(workers, ray_address)
+            steps = pool
             pool_info = steps.describe()
             try:
                 with opened() as bar:

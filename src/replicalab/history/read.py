@@ -38,13 +38,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from replicalab.errors import MODEL, InputError
+
 EXAMPLE = "{:type :invoke, :f :read, :process 0, :value nil, :time 0}"
 _TYPES = ("invoke", "ok", "fail", "info")
 
 
-class HistoryFileError(ValueError):
+class HistoryFileError(InputError):
     """A history file that cannot be read: the message names the file, the line and what
-    was expected."""
+    was expected (and, for one the model cannot take, ``{model}`` the model that would:
+    :class:`~replicalab.errors.InputError`)."""
 
 
 class Keyword(str):
@@ -619,9 +622,9 @@ def _porcupine_op(where: str, line: int, process: Any, inp: Any, out: Any, call:
     o = _lower(out) if isinstance(out, dict) else {"value": out}
     key = _value(i["key"]) if "key" in i else None
     if tuples and key is None:
-        raise HistoryFileError(f"{where}: Input {_show(inp)} has no \"Key\"; --model kv "
-                               "checks one register per key (for one register use --model "
-                               "register or cas-register)")
+        raise HistoryFileError(f"{where}: Input {_show(inp)} has no \"Key\"; kv checks one "
+                               "register per key (for one register use {model} register or "
+                               "cas-register)", MODEL)
     if f == "read":
         value = _value(o.get("value"))
     elif f == "cas":
@@ -792,7 +795,7 @@ def _key_value(has_key: bool, key: Any, value: Any, tuples: bool, where: str
                                    "op")
         return key, value
     if not (isinstance(value, tuple) and len(value) == 2):
-        raise HistoryFileError(f"{where}: :value {_show(value)}; --model kv expects "
+        raise HistoryFileError(f"{where}: :value {_show(value)}; kv expects "
                                "jepsen.independent [key value] tuples (or a :key field); "
-                               "for one register use --model register or cas-register")
+                               "for one register use {model} register or cas-register", MODEL)
     return value[0], value[1]

@@ -33,7 +33,6 @@ def workload_section(workload: str) -> Section | None:
 
 
 def _summary(page: Page, r: Mapping[str, Any]) -> None:
-    ops = r["ops"]
     items = {"Workload": r["workload"], "Store": r["store"]}
     if "transactions" in r:  # a transactional run: its operations are transactions
         t = r["transactions"]
@@ -44,6 +43,7 @@ def _summary(page: Page, r: Mapping[str, Any]) -> None:
         items["Transactions"] = (f"{t['ok'] + t['fail'] + t['info']:,}: {t['ok']:,} "
                                  f"committed, {t['fail']:,} failed, {t['info']:,} unknown")
     else:
+        ops = r["ops"]
         items.update({
             "Consistency": r["consistency"],
             "Seed": r["seed"],

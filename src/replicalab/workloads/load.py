@@ -409,6 +409,22 @@ async def _drive_paced(store: Store, spec: LoadSpec, h: History, intended: array
             await conn.close()
 
 
+def reads_refused(spec: LoadSpec, features: frozenset[Feature]) -> ParameterError | None:
+    """Return the error naming ``consistency`` when a store of ``features`` cannot do the
+    reads ``spec`` asks for (the fast client reads its own way), else None. A worker
+    records it as its error, the Python way (``consistency 'consistent': ...``)."""
+    need = (Feature.CONSISTENT_READ if spec.consistency == "consistent"
+            else Feature.EVENTUAL_READ)
+    if spec.client != "store" or need in features:
+        return None
+    from replicalab.stores.base import redact_url
+
+    other = "eventual" if spec.consistency == "consistent" else "consistent"
+    return ParameterError("consistency", f"{spec.consistency!r}: {redact_url(spec.store)} "
+                                         f"cannot do {need.value}; use {other} or another "
+                                         "store")
+
+
 async def drive(store: Store, spec: LoadSpec, offsets_ns: np.ndarray, h: History,
                 intended: array, process_base: int = 0,
                 on_start: Any = None) -> tuple[int, int]:
@@ -419,9 +435,9 @@ async def drive(store: Store, spec: LoadSpec, offsets_ns: np.ndarray, h: History
         return await _drive_fast(store, spec, offsets_ns, h, intended, process_base, on_start)
     rt = store.runtime
     consistent = spec.consistency == "consistent"
-    need = Feature.CONSISTENT_READ if consistent else Feature.EVENTUAL_READ
-    if spec.client == "store" and need not in store.info.features:
-        raise ValueError(f"{spec.store} cannot do {need.value}; pick another --consistency")
+    refused = reads_refused(spec, store.info.features)
+    if refused is not None:
+        raise refused
     if spec.groups:
         return await _drive_paced(store, spec, h, intended, process_base, on_start)
     timeout_ns = int(spec.timeout_ms * 1e6)

@@ -310,15 +310,22 @@ def run_load(spec: LoadSpec, out: Path, mode: str = "run", plan: RampPlan | None
     """Run ``mode`` (run | ramp | sla) and save it under ``out``; returns even when a step
     fails or the run is interrupted (see Run). ValueError for bad input."""
     _check_input(spec, mode, plan, workers)
-    run_dir = make_run_dir(out, "load", spec.store)
+    # the workers first: Ray missing or out of reach is bad input, refused before a run
+    # directory is made
+    pool = Pool(workers, ray_address)
+    try:
+        run_dir = make_run_dir(out, "load", spec.store)
+    except BaseException:
+        pool.close()
+        raise
     rates = [spec.rate_per_s] if mode == "run" else plan.rates()  # type: ignore[union-attr]
     duration_s = spec.duration_s if mode == "run" else plan.step_duration_s  # type: ignore
     total = len(rates) + (plan.refine if plan and mode == "sla" else 0)
     stepper = _Stepper(spec, duration_s, plan, total, progress)
+    stepper.pool = pool
     interrupted, error, stopped = False, "", ""
     wall0 = time.perf_counter()
     try:
-        stepper.pool = Pool(workers, ray_address)
         error, stopped = _offer_rates(stepper, mode, rates, plan)
         if mode == "sla" and not error and plan is not None and plan.sla_p99_ms is not None:
             error = _refine_sla(stepper, plan, plan.sla_p99_ms)

@@ -46,14 +46,15 @@ VARIANTS = {
 _ITEM = re.compile(r"^sweep/p(\d+)-\d+/")
 
 
-def _ints(text: str, flag: str) -> tuple[int, ...]:
+def _ints(text: str, parameter: str) -> tuple[int, ...]:
     try:
         values = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise ValueError(f"{flag} {text!r}: give comma-separated whole numbers, "
-                         "e.g. 1,2,5,10") from None
+        raise ParameterError(parameter, f"{text!r}: give comma-separated whole numbers, "
+                                        "e.g. 1,2,5,10") from None
     if not values:
-        raise ValueError(f"{flag} is empty: give comma-separated whole numbers, e.g. 1,2,5,10")
+        raise ParameterError(parameter, "is empty: give comma-separated whole numbers, e.g. "
+                                        "1,2,5,10")
     return values
 
 
@@ -73,8 +74,8 @@ class SweepConfig:
               ) -> SweepConfig:
         """Return a config from the CLI's comma-separated texts (ValueError if malformed)."""
         names = tuple(v.strip() for v in variants.split(",") if v.strip())
-        return cls(clients=_ints(clients, "--clients"), total=total,
-                   items=_ints(items, "--items"), variants=names, writers=writers)
+        return cls(clients=_ints(clients, "clients"), total=total,
+                   items=_ints(items, "items"), variants=names, writers=writers)
 
     def check(self) -> None:
         """Raise ValueError naming the first invalid option and its fix."""

@@ -239,12 +239,17 @@ def isolation_words(iso: dict[str, Any]) -> str:
 
 def txn_results(name: str, model: str, h: History, store_url: str, opts: ProbeOptions,
                 cfg: TxnConfig) -> dict[str, Any]:
-    """Return the results of a transactional run: counts by outcome (with the anomalous
-    ones by class), the isolation asked for and promised (``isolation``) and the isolation
-    checker's verdict as ``results["txn"]`` (``counts``: anomalies found per class, the
-    numbers ``replicalab check --json`` gives)."""
+    """Return the results of a transactional run: transactions by outcome (with the
+    anomalous ones by class; no read and write counts, no ``consistency``), the isolation
+    asked for and promised (``isolation``) and the isolation checker's verdict as
+    ``results["txn"]`` (``counts``: anomalies found per class, the numbers ``replicalab
+    check --json`` gives)."""
     out = envelope(name, store_url, opts, h)
-    out["config"] = {**asdict(opts), **asdict(cfg)}
+    # its reads and writes are inside transactions: counted as transactions, read at the
+    # isolation asked for, never the probe's consistency (eventual by default)
+    del out["consistency"], out["ops"]
+    out["config"] = {k: v for k, v in {**asdict(opts), **asdict(cfg)}.items()
+                     if k != "consistency"}
     out["isolation"] = isolation(store_url)
     out["txn"] = verdict(h, model)
     out["transactions"] = {**txn_counts(h), "anomalous": out["txn"]["anomalous"]}

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from replicalab.checkers.linearizability.model import Model
 from replicalab.checkers.linearizability.ops import LinOp
+from replicalab.errors import MODEL
 from replicalab.history.read import FileOp, HistoryFileError
 
 
@@ -29,6 +30,6 @@ def ops_from_file(path: Path, ops: Sequence[FileOp], model: Model) -> list[LinOp
         f = names.get(name) or names.setdefault(name, canonical(name))
         op = LinOp(line, process, f, key, shape(f, value), outcome, invoke_ns, complete_ns)
         if f not in takes or value_problem(op):
-            raise HistoryFileError(f"{path}:{line}: {model.why_not(op)}")
+            raise HistoryFileError(f"{path}:{line}: {model.why_not(op)}", MODEL)
         add(op)
     return out

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from replicalab.checkers.linearizability.ops import FAIL, OK, LinOp
+from replicalab.errors import MODEL, InputError
 from replicalab.history.read import edn_text
 
 
@@ -78,7 +79,8 @@ class Model:
 
     def why_not(self, op: LinOp) -> str | None:
         """Return a few words saying why the model cannot take ``op`` ("a incr; the
-        register model has read, write"), or None."""
+        register model has read, write"), or None; a model that would take it is named
+        after ``{model}`` (:data:`replicalab.errors.MODEL`)."""
         if op.f not in self.ops:
             return f"a {op.f}; the {self.name} model has {', '.join(self.ops)}"
         return self.value_problem(op)
@@ -89,15 +91,15 @@ class Model:
         return value
 
     def check_ops(self, ops: Sequence[LinOp]) -> None:
-        """Raise ValueError naming the first op the model cannot take."""
+        """Raise InputError naming the first op the model cannot take."""
         for op in ops:
             bad = self.why_not(op)
             if bad:
-                raise ValueError(f"op {op.index}: {bad}")
+                raise InputError(f"op {op.index}: {bad}", MODEL)
 
     def partition(self, ops: Sequence[LinOp]) -> list[tuple[Any, list[LinOp]]]:
         """Return the independent parts of ``ops`` as (key, ops) pairs, keys in
-        first-seen order: one per key when ``keyed``, else one (raises ValueError for
+        first-seen order: one per key when ``keyed``, else one (raises InputError for
         several keys, or for an op the model cannot take)."""
         self.check_ops(ops)
         parts: dict[Any, list[LinOp]] = {}
@@ -106,8 +108,9 @@ class Model:
         if self.keyed:
             return list(parts.items())
         if len(parts) > 1:
-            raise ValueError(f"the history has {len(parts)} keys; the {self.name} model "
-                             "checks one object: use --model kv, or one key per history")
+            raise InputError(f"the history has {len(parts)} keys; the {self.name} model "
+                             "checks one object: use {model} kv, or one key per history",
+                             MODEL)
         return list(parts.items()) or [(None, [])]
 
     def prepare(self, ops: Sequence[LinOp]) -> list[LinOp]:

@@ -114,16 +114,16 @@ class CasRegister(Model):
                 return f"a cas needs (expected, new), got {edn_text(op.value)}"
         elif isinstance(op.value, tuple):
             return (f"a {op.f} of {edn_text(op.value)}; expected one value (a jepsen.independent "
-                    "[key value] history? use --model kv)")
+                    "[key value] history? use {model} kv)")
         return None
 
     def why_not(self, op: LinOp) -> str | None:
         """As :meth:`Model.why_not`, with the model to use for a cas or an append."""
         bad = super().why_not(op)
         if bad and op.f == "cas" and "cas" not in self.ops:
-            bad += " (use --model cas-register or kv)"
+            bad += " (use {model} cas-register or kv)"
         elif bad and op.f in ("append", "get", "put") and op.f not in self.ops:
-            bad += " (use --model kv)"
+            bad += " (use {model} kv)"
         return bad
 
     def file_value(self, f: str, value: Any) -> Any:

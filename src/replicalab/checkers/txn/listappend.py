@@ -26,6 +26,7 @@ from itertools import pairwise
 from typing import Any
 
 from replicalab.checkers.txn.types import FAIL, INFO, OK, RW, WR, WW, Anomaly, Txn, TxnInputError
+from replicalab.errors import MODEL
 
 Edge = tuple[int, int, int, Any, Any, Any]
 """(src, dst, kind code, key, a, b): see :class:`~replicalab.checkers.txn.types.Step`."""
@@ -72,7 +73,7 @@ def index_writes(txns: list[Txn]) -> Writes:
                                         "list-append reads return a list (or nil)")
             else:
                 raise TxnInputError(txn.index, f"micro-op :{f}; list-append takes :append "
-                                    "and :r (for :w use --model rw-register)")
+                                    "and :r (for :w use {model} rw-register)", MODEL)
     return Writes(writer, intermediate, final)
 
 

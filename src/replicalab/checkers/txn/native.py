@@ -27,6 +27,7 @@ from replicalab.checkers.txn.types import (
     TxnInputError,
     Unfinished,
 )
+from replicalab.errors import MODEL
 
 _F = {"append": 0, "r": 1, "w": 2}
 _OUTCOME = {"ok": 1, "fail": 2, "info": 3}
@@ -120,7 +121,9 @@ def _input_error(err: ValueError) -> TxnInputError | ValueError:
     text = str(err)
     if text.startswith("txn-input:"):
         _, index, msg = text.split(":", 2)
-        return TxnInputError(int(index), msg)
+        # the core names the model that would take the input as {model}, as the Python
+        # checkers do
+        return TxnInputError(int(index), msg, MODEL if "{model}" in msg else None)
     return err
 
 

@@ -41,6 +41,7 @@ from replicalab.checkers.txn.types import (
     Txn,
     TxnInputError,
 )
+from replicalab.errors import MODEL
 
 Edge = tuple[int, int, int, Any, Any, Any]
 NIL = None
@@ -83,7 +84,7 @@ def _check_input(txns: list[Txn]) -> None:
                                         "rw-register reads return an integer (or nil)")
             else:
                 raise TxnInputError(txn.index, f"micro-op :{f}; rw-register takes :w and :r "
-                                    "(for :append use --model list-append)")
+                                    "(for :append use {model} list-append)", MODEL)
 
 
 def analyse(txns: list[Txn], opts: Options = DEFAULT_OPTIONS,

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from replicalab.errors import InputError
+
 WW, WR, RW, PROCESS, REALTIME = 0, 1, 2, 3, 4
 EDGE_NAMES = ("ww", "wr", "rw", "process", "realtime")
 
@@ -15,12 +17,15 @@ NEVER = -1
 show, or the completion of an op that never completed."""
 
 
-class TxnInputError(ValueError):
+class TxnInputError(InputError):
     """A history that is not of the model's shape: ``index`` names the transaction (its
-    row, or the line of its invoke in a file; -1: none), the message the problem."""
+    row, or the line of its invoke in a file; -1: none), the message the problem (``{model}``
+    in it: the model that would take it, ``mentions`` saying how Python names that
+    parameter)."""
 
-    def __init__(self, index: int, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, index: int, message: str,
+                 mentions: dict[str, str] | None = None) -> None:
+        super().__init__(message, mentions)
         self.index = index
 
 
