@@ -222,10 +222,6 @@ def test_redis_on_hosts_fresh_after_the_injected_delay_started_over_ssh(lab, red
         assert "Starting session: command for root from " + gateway in log
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known defect, issue 37 left open: in about half the runs (2026-11-29) no final read "
-    "reaches the store for the 30 s the runner waits after the crashed primary's restart, so "
-    "lost writes stay unchecked; cause not found yet"))
 def test_redis_primary_killed_on_its_host_loses_acknowledged_writes(lab, redis_to_crash,
                                                                      tmp_path):
     """Crash (kill -9 over SSH, restarted through the driver) and pause on hosts, in one

@@ -125,3 +125,34 @@ def test_redis_on_emulated_hosts_gives_loopbacks_staleness_windows_within_10_per
             assert run[where]["early"] == 0.0 and run[where]["late"] == 1.0, run
         ratio = run["hosts"]["median"] / run["loopback"]["median"]
         assert 0.9 <= ratio <= 1.1, run
+
+
+def test_a_zombie_server_is_not_running_for_the_hosts_shell_test():
+    """The shell test hosts use for "is the server running" (crash heal, status, cluster
+    down): a live process runs; a killed one the init process has not reaped (a zombie:
+    State Z) does not, nor a pid that is gone. The wrong product, ``[^Z]`` after
+    ``[[:space:]]*``, passes a zombie (the blank matches it) and left a crashed primary
+    down after its heal."""
+    import os
+    import signal
+    import subprocess
+
+    from replicalab.hosts.ssh import running_test
+
+    def runs(pid: int) -> bool:
+        return subprocess.run(["sh", "-c", running_test(pid)]).returncode == 0
+
+    live = subprocess.Popen(["sleep", "30"])
+    try:
+        assert runs(live.pid)
+        live.send_signal(signal.SIGKILL)
+        # wait until it has exited without reaping it: a zombie until we do
+        os.waitid(os.P_PID, live.pid, os.WEXITED | os.WNOWAIT)
+        assert open(f"/proc/{live.pid}/stat").read().split(") ", 1)[1][0] == "Z"
+        assert not runs(live.pid)
+    finally:
+        live.kill()
+        live.wait()
+    assert not runs(live.pid)  # reaped: gone
+    shell = subprocess.run(["sh", "-c", f"p={live.pid}; {running_test('$p')}"])
+    assert shell.returncode != 0  # the "$p" form the heal's shell lines use

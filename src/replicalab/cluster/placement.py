@@ -27,7 +27,7 @@ from replicalab.cluster import process, toxiproxy
 from replicalab.cluster.ports import allocate, wait_listening_on
 from replicalab.cluster.state import Cluster, Link, Node
 from replicalab.hosts import inventory, nft
-from replicalab.hosts.ssh import SshHost, each
+from replicalab.hosts.ssh import SshHost, each, running_test
 
 _STOP_GRACE_S = 5.0
 
@@ -207,8 +207,8 @@ def down(c: Cluster) -> None:
         wait = " ".join(str(p) for p in pids)
         line = (f"kill -s CONT -- {group} 2>/dev/null; kill -s TERM -- {group} 2>/dev/null; "
                 f"i=0; while [ $i -lt {int(_STOP_GRACE_S * 10)} ]; do up=; "
-                f"for p in {wait}; do grep -qs '^State:[[:space:]]*[^Z]' /proc/$p/status "
-                "&& up=1; done; [ -z \"$up\" ] && break; sleep 0.1; i=$((i+1)); done; "
+                f"for p in {wait}; do {running_test('$p')} && up=1; done; "
+                "[ -z \"$up\" ] && break; sleep 0.1; i=$((i+1)); done; "
                 f"kill -s KILL -- {group} 2>/dev/null; "
                 f"{nft.delete_line('ip', table)}; rm -rf {d}") if pids else \
             f"{nft.delete_line('ip', table)}; rm -rf {d}"

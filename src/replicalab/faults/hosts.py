@@ -25,9 +25,9 @@ from replicalab.cluster import base, placement, toxiproxy
 from replicalab.cluster.state import Cluster, Node
 from replicalab.faults.schedule import Fault
 from replicalab.hosts import expiry, nft
-from replicalab.hosts.ssh import SshHost, each
+from replicalab.hosts.ssh import SshHost, each, running_test
 
-_RUNNING = "grep -qs '^State:[[:space:]]*[^Z]' /proc/$p/status"
+_RUNNING = running_test("$p")
 
 
 def _pid_file(node: Node) -> str:

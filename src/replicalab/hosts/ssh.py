@@ -28,6 +28,16 @@ CONNECT_TIMEOUT_S = 5
 _SSH_FAILED = 255  # what ssh exits with when it, not the remote command, failed
 
 T = TypeVar("T")
+
+
+def running_test(pid: int | str) -> str:
+    """Return a shell test that succeeds while process ``pid`` (a number, or a shell
+    expansion such as ``$p``) runs: it exists and is not a zombie. The blank after
+    ``State:`` is excluded from the class too: with ``[^Z]`` alone, ``[[:space:]]*`` matches
+    nothing and the tab itself passes as "not Z", so a zombie the init process has not yet
+    reaped (here that takes seconds) read as a live server and a crashed one was never
+    restarted."""
+    return f"grep -qs '^State:[[:space:]]*[^Z[:space:]]' /proc/{pid}/status"
 A = TypeVar("A")
 
 
@@ -183,8 +193,7 @@ class SshHost:
 
     def alive(self, pid: int) -> bool:
         """Return True if ``pid`` runs on the host and is not a zombie."""
-        r = self.run(f"grep -q '^State:[[:space:]]*[^Z]' /proc/{int(pid)}/status",
-                     check=False)
+        r = self.run(running_test(int(pid)), check=False)
         return r.ok
 
 
