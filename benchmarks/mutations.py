@@ -57,6 +57,23 @@ MUTANTS = (
     Mutant("pbs-step", "a step at dc3's 40 ms US-E -> US-W one-way delay", PBS_TEST,
            _PBS.format(body="(t >= 40.0).astype(float)")),
     Mutant("pbs-constant", "a constant 1.0", PBS_TEST, _PBS.format(body="np.ones(len(t))")),
+    Mutant("pbs-legs-sqrt2", "a one-way leg made from round trips as before 2026-11-29: half "
+           "the mean, deviations over sqrt 2 (the round trip's shape kept)",
+           ("tests/test_pbs_legs.py",), """
+import math
+import numpy as np
+from replicalab.models import pbs
+def one_way_from_round_trips(x, bin_ms=0.5):
+    x = np.maximum(np.asarray(x, dtype=float), 0.0)
+    return np.maximum(x.mean() / 2 + (x - x.mean()) / math.sqrt(2), 0.0)
+pbs.one_way_from_round_trips = one_way_from_round_trips
+"""),
+    Mutant("pbs-legs-half", "a one-way leg as half of each round trip (half the variance)",
+           ("tests/test_pbs_legs.py",), """
+import numpy as np
+from replicalab.models import pbs
+pbs.one_way_from_round_trips = lambda x, bin_ms=0.5: np.maximum(np.asarray(x, float), 0) / 2
+"""),
     Mutant("paxos-wan-hop-too-many", "the fitted paxos-wan model makes a client outside "
            "the leader's region pay one more one-way hop (forward 40 ms longer)",
            ("tests/test_model_against_etcd.py::"

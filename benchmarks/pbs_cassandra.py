@@ -62,6 +62,14 @@ class LoadSampler:
                 "samples": len(self.samples), "every_s": self._every_s}
 
 
+MODEL = ("one-way legs deconvolved from the round trips (pbs.one_way_from_round_trips), "
+         "chosen 2026-11-29 10:17 UTC on heldout-3")
+"""The shipped model, as each file's ``shipped_model.model`` names it."""
+EARLIER_MODEL = ("one-way legs of half the round trips' mean, deviations over sqrt 2, chosen "
+                 "2026-11-27")
+"""The model a recording judged before ``model`` was written into its files."""
+
+
 def shipped_prediction(cal: dict, hop_ms: float) -> object:
     """Return the shipped model's P(consistent) at t ms after the ack, from a file's legs."""
     wars = pbs.wars_from_round_trips(cal["write_rt_ms"], cal["read_rt_ms"])
@@ -71,7 +79,8 @@ def shipped_prediction(cal: dict, hop_ms: float) -> object:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--label", help="names the file: pbs-cassandra-DATE-LABEL")
-    ap.add_argument("--rejudge", type=Path, help="judge a recording again (its data kept)")
+    ap.add_argument("--rejudge", type=Path, help="judge a recording again (its data kept; "
+                    "an earlier model's judgement moved to 'superseded')")
     ap.add_argument("--duration-s", type=float, default=100.0, help="probing (s)")
     ap.add_argument("--jitter-ms", type=float, default=pbs_real.DEFAULT_JITTER_MS)
     ap.add_argument("--readers", type=int, default=2)
@@ -86,7 +95,11 @@ def main() -> None:
         cal = doc["calibration"]
         judged = visibility.judge(shipped_prediction(cal, cal["hop_ms"]), vis)
         why = against.misread(1, doc.get("read_p50_ms"), cal["read_overhead_ms"])
-        doc["shipped_model"] = {**judged.to_json(),
+        was = doc["shipped_model"]
+        if was.get("model", EARLIER_MODEL) != MODEL:  # keep what an earlier model scored
+            doc["superseded"] = [*doc.get("superseded", []),
+                                 {"model": EARLIER_MODEL, **was}]
+        doc["shipped_model"] = {**judged.to_json(), "model": MODEL,
                                 "verdict": against.pbs_verdict([judged], floor, why=why)}
         args.rejudge.write_text(json.dumps(doc) + "\n")
         print(f"{args.rejudge}: {doc['shipped_model']['verdict']}; {judged.line()}")
@@ -138,7 +151,7 @@ def main() -> None:
         "noise_tolerance_ms": against.PBS_NOISE_TOLERANCE_MS,
         "read_p50_ms": read_p50_ms,
         "visibility": vis.to_json(),
-        "shipped_model": {**judged.to_json(), "verdict": verdict},
+        "shipped_model": {**judged.to_json(), "model": MODEL, "verdict": verdict},
     }
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"pbs-cassandra-{started:%Y-%m-%d}-{args.label}.json"

@@ -206,6 +206,70 @@ def fit_wars(h: History, n: int, r: int, w: int) -> Wars:
     return Wars(w=legs_w, a=legs, r=legs, s=legs)
 
 
+LEG_BIN_MS = 0.5
+"""The grid of a deconvolved one-way leg (ms): well under the 5 ms a verdict resolves, and
+coarse enough that 400 round trips put a few samples in most of the round trip's bins."""
+LEG_QUANTILES = 2_000
+"""How many evenly spaced quantiles of a deconvolved leg its empirical ``Dist`` keeps."""
+_SMOOTH = np.array([0.25, 0.5, 0.25])
+_EMS_ITERATIONS = 3_000
+_EMS_TOLERANCE = 1e-7
+
+
+def one_way_from_round_trips(round_trips_ms: Sequence[float],
+                             bin_ms: float = LEG_BIN_MS) -> np.ndarray:
+    """Return samples (ms, ``LEG_QUANTILES`` evenly spaced quantiles, sorted) of the one-way
+    leg L whose sum with an independent copy of itself, L + L', is distributed as the
+    measured round trips: the round trip's two directions taken as independent and alike.
+
+    The deconvolution assumes no shape for L. L is a probability vector on a grid of
+    ``bin_ms`` from half the fastest round trip to half the slowest (L + L' cannot leave
+    the range the round trips cover), fitted by maximum likelihood to the round trips binned
+    on the same grid with EM: the two directions of each round trip are the missing data, so
+    one step moves each leg's weight by how often the round trips it can take part in were
+    seen against how often the current L * L makes them,
+    ``p(x) <- p(x) * sum_y q(x + y) p(y) / (p * p)(x + y)``, which keeps the weights
+    non-negative and summing to one. Each step then averages neighbouring bins 1:2:1 (the
+    EMS of Silverman, Jones, Wilson and Nychka, JRSS B 1990): plain EM converges to a few
+    spikes (the discrete maximum-likelihood solution), which follow the sample's noise; the
+    smoothing, 0.35 ms wide, keeps a leg from resolving detail finer than its grid and
+    nothing coarser, so a uniform leg keeps its edges.
+
+    Not the square root of the round trips' characteristic function: where that crosses
+    zero (a uniform leg's sinc does, periodically) the root's sign is lost, the principal
+    root is not the leg, and the empirical one is noise there. Not the round trip halved
+    around its mean with deviations divided by sqrt 2 (the model until 2026-11-29): that
+    keeps the variance but also the round trip's shape, the sum of two legs: on links
+    delaying each message uniformly by 40 +- 20 ms it gave legs reaching 40 +- 28 ms.
+    A round trip spread less than one bin gives half of each round trip (constant: half).
+    """
+    x = np.maximum(np.asarray(round_trips_ms, dtype=float), 0.0)
+    require(x.size >= 1 and bool(np.isfinite(x).all()),
+            "every replica needs at least one finite round trip (ms)")
+    lo = float(x.min()) / 2
+    k = math.ceil((float(x.max()) / 2 - lo) / bin_ms) + 1
+    if k <= 1:
+        return np.sort(x / 2)
+    seen_bins = np.clip(np.rint((x - 2 * lo) / bin_ms).astype(int), 0, 2 * k - 2)
+    q = np.bincount(seen_bins, minlength=2 * k - 1) / x.size
+    seen = q > 0
+    p = np.full(k, 1.0 / k)
+    for _ in range(_EMS_ITERATIONS):
+        made = np.convolve(p, p)
+        ratio = np.where(seen, q / np.where(seen, made, 1.0), 0.0)
+        step = np.convolve(p * np.correlate(ratio, p, "valid"), _SMOOTH)[1:-1]
+        step /= step.sum()
+        done = float(np.abs(step - p).sum()) < _EMS_TOLERANCE
+        p = step
+        if done:
+            break
+    # each bin's weight spread evenly over the bin: the leg's CDF is piecewise linear
+    edges = lo + bin_ms * (np.arange(k + 1) - 0.5)
+    cdf = np.concatenate([[0.0], np.cumsum(p)])
+    u = (np.arange(LEG_QUANTILES) + 0.5) / LEG_QUANTILES
+    return np.maximum(np.interp(u, cdf / cdf[-1], edges), 0.0)
+
+
 def wars_from_round_trips(write_rt_ms: Sequence[Sequence[float]],
                           read_rt_ms: Sequence[Sequence[float]]) -> Wars:
     """Return WARS legs from measured round trips per replica (ms, one list per replica).
@@ -213,24 +277,17 @@ def wars_from_round_trips(write_rt_ms: Sequence[Sequence[float]],
     ``write_rt_ms[i]``: the write coordinator to replica i and back (the request, the apply,
     the ack); ``read_rt_ms[i]``: the read coordinator to replica i and back. Black-box round
     trips cannot tell the way there from the way back, so W and A (R and S) are independent
-    draws of a one-way leg made from the round trips as if the two directions were
-    independent and alike: the mean is half the round trips' mean, and each sample's
-    deviation from that mean is divided by sqrt(2), not 2, so that the two legs' sum has the
-    round trips' variance again (half a round trip would have only half a one-way leg's
-    variance: on links that jitter the predicted curve came out twice too steep). In the
-    freshness condition ``W_i <= commit + t + R_i`` the mean legs there cancel (W and R both
-    go out to replica i), so the split moves only the spread, not the mean; an asymmetric
-    link (dc3: US-E -> US-W 40 ms, back 41.5 ms) puts its way there off by half the
-    difference.
+    draws of the one-way leg whose self-convolution is the round trips' distribution
+    (``one_way_from_round_trips``). In the freshness condition ``W_i <= commit + t + R_i``
+    the mean legs there cancel (W and R both go out to replica i), so the split moves only
+    the spread, not the mean; an asymmetric link (dc3: US-E -> US-W 40 ms, back 41.5 ms)
+    puts its way there off by half the difference.
     """
     require(len(write_rt_ms) == len(read_rt_ms) and len(write_rt_ms) >= 1,
             "give one list of write and one of read round trips per replica")
 
     def one_way(samples: Sequence[float]) -> Leg:
-        require(len(samples) >= 1, "every replica needs at least one round trip (ms)")
-        x = np.maximum(np.asarray(samples, dtype=float), 0.0)
-        mean = float(x.mean())
-        legs = np.maximum(mean / 2 + (x - mean) / math.sqrt(2), 0.0)
+        legs = one_way_from_round_trips(samples)
         return (Dist("empirical", samples=tuple(np.round(legs, 6).tolist())),)
 
     w = tuple(one_way(s) for s in write_rt_ms)
