@@ -10,6 +10,9 @@ dropping the others outright would not do (without the write of 1, a read of 1 i
 "violation" of its own, which explains nothing).
 
 Non-linearizability only grows with S (each operation added to S has fewer options), so
+a counterexample can be sought inside any set of candidates seen failing: first the
+smallest neighbourhood in time of the operation the search could not get past (its 2, 4,
+8, ... nearest operations, constrained together) that is not linearizable. Inside it,
 shrinking is a search along one order of the candidates — the operations that completed
 ``ok``: first the operation the search could not get past, then (register models) the
 operations chained to it through the value it needs, then the other writes, then the
@@ -36,6 +39,10 @@ from replicalab.checkers.linearizability.register_models import show_value
 
 MAX_LISTED = 20
 """Operations a paragraph lists (a counterexample not fully shrunk can be long)."""
+
+NEIGHBOURHOOD_OPS = 2
+"""Ops nearest the failing point in time constrained in shrinking's first check; the
+neighbourhood doubles until it is not linearizable (:func:`_failing_neighbourhood`)."""
 
 SubVerdict = Callable[[frozenset[int], float | None], Verdict]
 """``verdict(S, deadline_s)``: the part checked with the ops whose index is not in S made
@@ -146,6 +153,11 @@ def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
         v = verdict(frozenset(o.index for o in sub), deadline_s)
         return None if v == Verdict.UNKNOWN else v == Verdict.NOT_LINEARIZABLE
 
+    if focus is not None:
+        near = _failing_neighbourhood(ok, cand, focus, bad)
+        if near is None:
+            return cand, False
+        cand = near
     # Each round finds the shortest prefix of the candidates left that, with the ops
     # kept so far, is not linearizable (doubling, then bisection): its last op is needed
     # (without it the rest is linearizable, and so is every subset of the rest), so it is
@@ -189,6 +201,28 @@ def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
                 lo = mid
         kept.append(rest[hi - 1])
         rest = rest[:hi - 1]
+
+
+def _failing_neighbourhood(ok: Sequence[LinOp], cand: list[LinOp], focus: LinOp,
+                           bad: Callable[[Sequence[LinOp]], bool | None]
+                           ) -> list[LinOp] | None:
+    """Return the candidates ``cand`` that lie in the smallest neighbourhood of ``focus``
+    seen failing: the 2, 4, 8, ... ops of ``ok`` nearest it in time (:func:`_near`),
+    constrained together, until a set is not linearizable (all of ``ok`` when none is;
+    None when the deadline came first). A counterexample sits around the op the search
+    could not get past, so shrinking inside that neighbourhood checks small windows
+    instead of reaching for ops far from it, and needs fewer checks."""
+    near = _near(ok, focus)
+    k = NEIGHBOURHOOD_OPS
+    while k < len(near):
+        b = bad(near[:k])
+        if b is None:
+            return None
+        if b:
+            inside = {id(o) for o in near[:k]}
+            return [o for o in cand if id(o) in inside]
+        k *= 2
+    return cand
 
 
 def _written(op: LinOp) -> Any:
