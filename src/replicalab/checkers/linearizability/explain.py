@@ -101,18 +101,20 @@ def _near(ops: Sequence[LinOp], focus: LinOp | None) -> list[LinOp]:
     return sorted(ops, key=lambda o: (o is not focus, gap(o), abs(o.invoke_ns - lo), o.index))
 
 
-def _by_value(ops: Sequence[LinOp], focus: LinOp) -> list[LinOp]:
+def _by_value(ops: Sequence[LinOp], focus: LinOp, near: Sequence[LinOp] | None = None
+              ) -> list[LinOp]:
     """Return register ops in the order a counterexample around ``focus`` most likely
     needs them (the operations the failing point reaches): ``focus``; then the ops
     chained to it through the value it needs (reading, expecting or writing that value);
     then the other writes (they may replace it); then ops that observe other values; then
     ops invoked after ``focus`` completed; by time distance within each rank. Ops that
     observe few values keep every check of shrinking small: writes of values no
-    constrained op observes are left out."""
+    constrained op observes are left out. ``near``: ``_near(ops, focus)`` if already
+    sorted."""
     need = _observed(focus)
     if need is UNRECORDED:
         need = _written(focus) if focus.f != "read" else UNRECORDED
-    near = {id(o): n for n, o in enumerate(_near(ops, focus))}
+    place = {id(o): n for n, o in enumerate(near or _near(ops, focus))}
 
     end = focus.complete_ns if focus.outcome == OK else focus.invoke_ns
 
@@ -127,7 +129,7 @@ def _by_value(ops: Sequence[LinOp], focus: LinOp) -> list[LinOp]:
             return 2
         return 3
 
-    return sorted(ops, key=lambda o: (rank(o), near[id(o)]))
+    return sorted(ops, key=lambda o: (rank(o), place[id(o)]))
 
 
 def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
@@ -141,10 +143,11 @@ def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
     stands, not 1-minimal. Whether it is 1-minimal is None when ``verdict`` never saw the
     candidates fail, even all of them (the ops are then returned unconfirmed)."""
     ok = [o for o in ops if o.outcome == OK]
+    near = _near(ok, focus)
     if focus is not None and all(o.f in ("read", "write", "cas") for o in ok):
-        cand = _by_value(ok, focus)
+        cand = _by_value(ok, focus, near)
     else:
-        cand = _near(ok, focus)
+        cand = near
 
     def bad(sub: Sequence[LinOp]) -> bool | None:
         """True: ``sub`` constrained is not linearizable; None: not decided in time."""
@@ -154,10 +157,10 @@ def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
         return None if v == Verdict.UNKNOWN else v == Verdict.NOT_LINEARIZABLE
 
     if focus is not None:
-        near = _failing_neighbourhood(ok, cand, focus, bad)
-        if near is None:
+        inside = _failing_neighbourhood(near, cand, bad)
+        if inside is None:
             return cand, False
-        cand = near
+        cand = inside
     # Each round finds the shortest prefix of the candidates left that, with the ops
     # kept so far, is not linearizable (doubling, then bisection): its last op is needed
     # (without it the rest is linearizable, and so is every subset of the rest), so it is
@@ -203,16 +206,16 @@ def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
         rest = rest[:hi - 1]
 
 
-def _failing_neighbourhood(ok: Sequence[LinOp], cand: list[LinOp], focus: LinOp,
+def _failing_neighbourhood(near: Sequence[LinOp], cand: list[LinOp],
                            bad: Callable[[Sequence[LinOp]], bool | None]
                            ) -> list[LinOp] | None:
-    """Return the candidates ``cand`` that lie in the smallest neighbourhood of ``focus``
-    seen failing: the 2, 4, 8, ... ops of ``ok`` nearest it in time (:func:`_near`),
-    constrained together, until a set is not linearizable (all of ``ok`` when none is;
-    None when the deadline came first). A counterexample sits around the op the search
-    could not get past, so shrinking inside that neighbourhood checks small windows
-    instead of reaching for ops far from it, and needs fewer checks."""
-    near = _near(ok, focus)
+    """Return the candidates ``cand`` that lie in the smallest neighbourhood of the
+    failing point seen failing: the first 2, 4, 8, ... ops of ``near`` (the candidates
+    nearest it in time first, :func:`_near`), constrained together, until a set is not
+    linearizable (all of ``cand`` when none is; None when the deadline came first). A
+    counterexample sits around the op the search could not get past, so shrinking inside
+    that neighbourhood checks small windows instead of reaching for ops far from it, and
+    needs fewer checks."""
     k = NEIGHBOURHOOD_OPS
     while k < len(near):
         b = bad(near[:k])

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from replicalab.checkers.linearizability.model import Model
-from replicalab.checkers.linearizability.ops import LinOp
+from replicalab.checkers.linearizability.ops import LinOp, linop_maker
 from replicalab.history.read import FileOp, HistoryFileError
 
 
@@ -25,9 +25,10 @@ def ops_from_file(path: Path, ops: Sequence[FileOp], model: Model) -> list[LinOp
     takes = set(model.ops)
     value_problem = model.value_problem
     add = out.append
+    make = linop_maker()
     for line, process, name, key, value, outcome, invoke_ns, complete_ns, *_ in ops:
         f = names.get(name) or names.setdefault(name, canonical(name))
-        op = LinOp(line, process, f, key, shape(f, value), outcome, invoke_ns, complete_ns)
+        op = make(line, process, f, key, shape(f, value), outcome, invoke_ns, complete_ns)
         if f not in takes or value_problem(op):
             raise HistoryFileError(f"{path}:{line}: {model.why_not(op)}")
         add(op)
