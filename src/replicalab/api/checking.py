@@ -39,11 +39,12 @@ ENGINES = ("auto", "native", "python")
 """Engines of the transactional checker: the native core when built, or the pure-Python
 reference (``REPLICALAB_TXN_ENGINE`` chooses when none is given)."""
 _SNIFF_BYTES = 256 * 1024
-_TXN = re.compile(r':f\s+:txn\b|"f"\s*:\s*"txn"|:(?:invoke|ok|fail|info)\s+:txn\b'
-                  r'|\[\[:(?:append|r|w)\s|\[\["(?:append|r|w)",')
+_TXN = (r':f\s+:txn\b|"f"\s*:\s*"txn"|:(?:invoke|ok|fail|info)\s+:txn\b'
+        r'|\[\[:(?:append|r|w)\s|\[\["(?:append|r|w)",')
 """A transactional history: ``:f :txn``, or Elle's micro-ops (its README's histories have
-no ``:f``)."""
-_RW = re.compile(r'\[:w\s|\["w",')
+no ``:f``). Patterns here are compiled on first use (re's cache): compiling this one took
+a few ms of every ``check``'s start, and a history without "txn" or "[[" never needs it."""
+_RW = r'\[:w\s|\["w",'
 FILE_FORMS = "a run directory, a Jepsen EDN history, a JSON lines export or Jepsen log lines"
 
 
@@ -200,8 +201,8 @@ def open_history(history: Any, model: str | None = None) -> HistoryToCheck:
                          "(Jepsen EDN, JSON lines, Jepsen log lines or Porcupine's JSON)")
     # every form _TXN finds holds "txn" or "[[": a plain substring test spares most files
     # the regular expression's scan
-    txn = ("txn" in head or "[[" in head) and _TXN.search(head) is not None
-    own = ("rw-register" if _RW.search(head) else "list-append") if txn else "kv"
+    txn = ("txn" in head or "[[" in head) and re.search(_TXN, head) is not None
+    own = ("rw-register" if re.search(_RW, head) else "list-append") if txn else "kv"
     chosen = model or own
     if is_transactional(chosen) != txn:
         if not txn:  # malformed input, or nothing to check, says so first
