@@ -85,20 +85,25 @@ class Clock:
 
 def _near(ops: Sequence[LinOp], focus: LinOp | None) -> list[LinOp]:
     """Return ``ops`` nearest ``focus`` in time first: overlapping its interval, then by
-    the gap between the intervals (an ``info`` op's interval has no end); in invoke
-    order without a focus."""
+    the gap between the intervals (an ``info`` op's interval has no end), then by the
+    distance between the invokes and by index (ties in the order given); in invoke order
+    without a focus."""
     if focus is None:
         return sorted(ops, key=lambda o: (o.invoke_ns, o.index))
     lo = focus.invoke_ns
     hi = focus.complete_ns if focus.outcome == OK else lo
-
-    def gap(o: LinOp) -> int:
-        end = o.complete_ns if o.outcome == OK else None
-        if end is not None and end < lo:
-            return lo - end
-        return max(0, o.invoke_ns - hi)
-
-    return sorted(ops, key=lambda o: (o is not focus, gap(o), abs(o.invoke_ns - lo), o.index))
+    # the keys built in one loop, not by a key function per op: shrinking sorts every
+    # failing part this way
+    keyed = []
+    for n, o in enumerate(ops):
+        t = o.invoke_ns
+        if o.outcome == OK and o.complete_ns < lo:
+            gap = lo - o.complete_ns
+        else:
+            gap = t - hi if t > hi else 0
+        keyed.append((o is not focus, gap, t - lo if t >= lo else lo - t, o.index, n))
+    keyed.sort()
+    return [ops[k[4]] for k in keyed]
 
 
 def _by_value(ops: Sequence[LinOp], focus: LinOp, near: Sequence[LinOp] | None = None
@@ -107,29 +112,30 @@ def _by_value(ops: Sequence[LinOp], focus: LinOp, near: Sequence[LinOp] | None =
     needs them (the operations the failing point reaches): ``focus``; then the ops
     chained to it through the value it needs (reading, expecting or writing that value);
     then the other writes (they may replace it); then ops that observe other values; then
-    ops invoked after ``focus`` completed; by time distance within each rank. Ops that
-    observe few values keep every check of shrinking small: writes of values no
-    constrained op observes are left out. ``near``: ``_near(ops, focus)`` if already
-    sorted."""
+    ops invoked after ``focus`` completed; by time distance within each rank (their
+    places in ``near``, :func:`_near` of ``ops`` or of more ops). Ops that observe few
+    values keep every check of shrinking small: writes of values no constrained op
+    observes are left out."""
     need = _observed(focus)
     if need is UNRECORDED:
         need = _written(focus) if focus.f != "read" else UNRECORDED
     place = {id(o): n for n, o in enumerate(near or _near(ops, focus))}
-
     end = focus.complete_ns if focus.outcome == OK else focus.invoke_ns
-
-    def rank(o: LinOp) -> int:
+    keyed = []
+    for o in ops:
         if o is focus:
-            return 0
-        if o.invoke_ns > end:
-            return 4  # began after the failing point: rarely needed, widens every check
-        if _observed(o) == need or (o.f != "read" and _written(o) == need):
-            return 1
-        if o.f == "write" or (o.f == "cas" and _observed(o) is UNRECORDED):
-            return 2
-        return 3
-
-    return sorted(ops, key=lambda o: (rank(o), place[id(o)]))
+            rank = 0
+        elif o.invoke_ns > end:
+            rank = 4  # began after the failing point: rarely needed, widens every check
+        elif _observed(o) == need or (o.f != "read" and _written(o) == need):
+            rank = 1
+        elif o.f == "write" or (o.f == "cas" and _observed(o) is UNRECORDED):
+            rank = 2
+        else:
+            rank = 3
+        keyed.append((rank, place[id(o)], o))
+    keyed.sort()  # places are distinct: the ops themselves are never compared
+    return [k[2] for k in keyed]
 
 
 def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
@@ -144,10 +150,7 @@ def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
     candidates fail, even all of them (the ops are then returned unconfirmed)."""
     ok = [o for o in ops if o.outcome == OK]
     near = _near(ok, focus)
-    if focus is not None and all(o.f in ("read", "write", "cas") for o in ok):
-        cand = _by_value(ok, focus, near)
-    else:
-        cand = near
+    by_value = focus is not None and all(o.f in ("read", "write", "cas") for o in ok)
 
     def bad(sub: Sequence[LinOp]) -> bool | None:
         """True: ``sub`` constrained is not linearizable; None: not decided in time."""
@@ -156,11 +159,15 @@ def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
         v = verdict(frozenset(o.index for o in sub), deadline_s)
         return None if v == Verdict.UNKNOWN else v == Verdict.NOT_LINEARIZABLE
 
+    pool = near
     if focus is not None:
-        inside = _failing_neighbourhood(near, cand, bad)
+        inside = _failing_neighbourhood(near, bad)
         if inside is None:
-            return cand, False
-        cand = inside
+            return near, False
+        pool = inside
+    # the candidates: the pool in _by_value's order (the same relative order as over all
+    # of ``ok``), or nearest in time first
+    cand = _by_value(pool, focus, near) if by_value else pool
     # Each round finds the shortest prefix of the candidates left that, with the ops
     # kept so far, is not linearizable (doubling, then bisection): its last op is needed
     # (without it the rest is linearizable, and so is every subset of the rest), so it is
@@ -206,26 +213,24 @@ def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
         rest = rest[:hi - 1]
 
 
-def _failing_neighbourhood(near: Sequence[LinOp], cand: list[LinOp],
+def _failing_neighbourhood(near: list[LinOp],
                            bad: Callable[[Sequence[LinOp]], bool | None]
                            ) -> list[LinOp] | None:
-    """Return the candidates ``cand`` that lie in the smallest neighbourhood of the
-    failing point seen failing: the first 2, 4, 8, ... ops of ``near`` (the candidates
-    nearest it in time first, :func:`_near`), constrained together, until a set is not
-    linearizable (all of ``cand`` when none is; None when the deadline came first). A
-    counterexample sits around the op the search could not get past, so shrinking inside
-    that neighbourhood checks small windows instead of reaching for ops far from it, and
-    needs fewer checks."""
+    """Return the smallest neighbourhood of the failing point seen failing: the first 2,
+    4, 8, ... ops of ``near`` (the candidates nearest it in time first, :func:`_near`),
+    constrained together, until a set is not linearizable (all of ``near`` when none is;
+    None when the deadline came first). A counterexample sits around the op the search
+    could not get past, so shrinking inside that neighbourhood checks small windows
+    instead of reaching for ops far from it, and needs fewer checks."""
     k = NEIGHBOURHOOD_OPS
     while k < len(near):
         b = bad(near[:k])
         if b is None:
             return None
         if b:
-            inside = {id(o) for o in near[:k]}
-            return [o for o in cand if id(o) in inside]
+            return near[:k]
         k *= 2
-    return cand
+    return near
 
 
 def _written(op: LinOp) -> Any:
