@@ -103,29 +103,13 @@ class LinOp:
     complete_ns: int
 
 
-def linop_maker() -> Callable[[int, int, str, Any, Any, str, int, int], LinOp]:
-    """Return a function making a :class:`LinOp` from its eight fields in order, the same
-    op ``LinOp(...)`` makes at about half the cost: a frozen dataclass's ``__init__`` sets
-    each field through ``object.__setattr__``, this sets the slots directly (a history
-    file's thousands of ops are made this way)."""
-    new = object.__new__
-    s0, s1, s2, s3, s4, s5, s6, s7 = (getattr(LinOp, f).__set__ for f in (
+def linop_slots() -> tuple[Callable[..., None], ...]:
+    """Return the setters of :class:`LinOp`'s eight slots in field order (``set(op,
+    value)``): with ``object.__new__(LinOp)`` they make the same op ``LinOp(...)`` makes
+    at about half the cost (a frozen dataclass's ``__init__`` sets each field through
+    ``object.__setattr__``), for the thousands of ops of a history file."""
+    return tuple(getattr(LinOp, f).__set__ for f in (
         "index", "process", "f", "key", "value", "outcome", "invoke_ns", "complete_ns"))
-
-    def make(index: int, process: int, f: str, key: Any, value: Any, outcome: str,
-             invoke_ns: int, complete_ns: int) -> LinOp:
-        op = new(LinOp)
-        s0(op, index)
-        s1(op, process)
-        s2(op, f)
-        s3(op, key)
-        s4(op, value)
-        s5(op, outcome)
-        s6(op, invoke_ns)
-        s7(op, complete_ns)
-        return op
-
-    return make
 
 
 def event_order(ops: Sequence[LinOp]) -> list[int]:
