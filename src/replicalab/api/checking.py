@@ -13,7 +13,6 @@ file starts in a fraction of a second.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -270,6 +269,8 @@ def _open_txn_file(path: Path, name: str) -> HistoryToCheck:
 
 def _run_columns(path: Path) -> tuple[set[str], dict[str, Any]]:
     """Return the operation names of a run's client ops and its config."""
+    import json  # loaded where a run's config is read: a history file needs none
+
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -380,6 +381,8 @@ def _open_history_object(h: Any, model: str | None) -> HistoryToCheck:
 
 def _open_queue(path: Path, model: str | None) -> HistoryToCheck:
     """Return a queue run's sends and deliveries as fifo-queue ops."""
+    import json
+
     from replicalab.api import runkind
     from replicalab.checkers.linearizability.explain import Clock
     from replicalab.checkers.linearizability.from_queue import queue_ops

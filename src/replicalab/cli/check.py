@@ -9,7 +9,6 @@ part of a short check's start-up); ``--help`` and anything else go through Typer
 """
 
 import gc
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -55,6 +54,8 @@ def run(paths: list[Path], model: str | None = None, timeout: str = "60s",
     except ValueError as err:
         fail(said(err, {"engine": "REPLICALAB_TXN_ENGINE"}))
     if as_json:
+        import json  # only --json prints it
+
         sys.stdout.write(json.dumps({"results": [r.to_json() for r in reports]}) + "\n")
         sys.stdout.flush()
     valid = [r.valid for r in reports]

@@ -32,7 +32,6 @@ Jepsen writes, is read by one regular expression.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,6 +158,8 @@ def _read_forms(text: str, name: str) -> tuple[list[tuple[Any, int]], list[int]]
     One pass over the tokens (``re.findall``) with an explicit stack: no recursion, no
     call per token.
     """
+    import json  # json is loaded where a form of it is read: a log file needs none
+
     forms: list[tuple[Any, int]] = []
     first_lines: list[int] = []
     # frames: [items, opener, line, element lines] for a collection; [_ONE, tag, line] for
@@ -423,6 +424,8 @@ def edn_text(v: Any) -> str:
     if isinstance(v, Symbol):
         return str.__str__(v)
     if isinstance(v, str):
+        import json
+
         return json.dumps(v, ensure_ascii=False)
     if isinstance(v, Tagged):
         return f"#{v.tag} {edn_text(v.value)}"
@@ -441,6 +444,8 @@ def _show(v: Any, limit: int = 40) -> str:
 
 
 def _jsonl_events(path: Path, text: str) -> list[tuple[dict[str, Any], int]]:
+    import json
+
     out = []
     for line_no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -489,6 +494,8 @@ def _kind(path: Path, text: str) -> str:
         return "jsonl"
     if suffix == ".edn":
         return "edn"
+    import json
+
     try:
         json.loads(first)
     except ValueError:
@@ -564,6 +571,8 @@ def _json_array(text: str) -> list[Any] | None:
     """Return the file as one JSON array, if it is one (else None: EDN, JSON lines)."""
     if not text.lstrip().startswith("["):
         return None
+    import json
+
     try:
         doc = json.loads(text)
     except ValueError:
