@@ -8,7 +8,6 @@ plain, so :func:`fast` parses a command line of them without Typer (whose import
 part of a short check's start-up); ``--help`` and anything else go through Typer.
 """
 
-import gc
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -31,9 +30,6 @@ def run(paths: list[Path], model: str | None = None, timeout: str = "60s",
         anomalies: str | None = None, wfr_keys: bool = False) -> int:
     """Check every PATH and print the results; return the exit status (0, 1 or 3; bad
     input exits 2 with one line)."""
-    # the objects loaded so far (modules, classes) live to the end: the collections a
-    # history's thousands of ops set off need not walk them again and again
-    gc.freeze()
     try:
         with warnings_as_notes():
             seconds(timeout, "timeout")
