@@ -166,6 +166,31 @@ def test_the_counterexample_is_not_linearizable_and_relaxing_any_op_fixes_it():
         assert relaxed_verdict(rest, h) is True
 
 
+def test_shrinking_checks_the_failing_neighbourhood_not_far_chained_ops():
+    """A stale read at the end of a history full of earlier reads of its value (etcd_057's
+    shape): ordered by value, the 40 reads of 1 come before the write of 2 that makes
+    the last read stale, so growing prefixes in that order checks sets of dozens of ops;
+    the neighbourhood of the failing read holds the write of 2 at once. The answer is
+    the same 1-minimal pair, from a few checks of at most 4 ops."""
+    from replicalab.checkers.linearizability.explain import shrink
+    from replicalab.checkers.linearizability.registry import get_model
+
+    h = [op(0, 0, "write", 1, 0, 1)]
+    h += [op(i, 1 + i % 5, "read", 1, 2 * i, 2 * i + 1) for i in range(1, 41)]
+    h += [op(41, 0, "write", 2, 90, 91), op(42, 6, "read", 1, 92, 93)]
+    search = PartSearch(get_model("register"), h, 2**28, None)
+    sizes = []
+
+    def counted(constrained, deadline_s):
+        sizes.append(len(constrained))
+        return search.verdict(constrained, deadline_s)
+
+    ce, minimal = shrink(h, counted, None, focus=h[-1])
+    assert sorted(o.index for o in ce) == [41, 42] and minimal is True
+    assert max(sizes) <= 4 and len(sizes) <= 6, sizes
+    assert check(h, "register").parts[0].counterexample == [41, 42]
+
+
 def test_a_model_without_encoding_is_searched_through_its_step():
     class Plain(KV):
         encode = None  # the generic search path

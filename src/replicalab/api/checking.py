@@ -13,7 +13,6 @@ file starts in a fraction of a second.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -40,11 +39,12 @@ ENGINES = ("auto", "native", "python")
 """Engines of the transactional checker: the native core when built, or the pure-Python
 reference (``REPLICALAB_TXN_ENGINE`` chooses when none is given)."""
 _SNIFF_BYTES = 256 * 1024
-_TXN = re.compile(r':f\s+:txn\b|"f"\s*:\s*"txn"|:(?:invoke|ok|fail|info)\s+:txn\b'
-                  r'|\[\[:(?:append|r|w)\s|\[\["(?:append|r|w)",')
+_TXN = (r':f\s+:txn\b|"f"\s*:\s*"txn"|:(?:invoke|ok|fail|info)\s+:txn\b'
+        r'|\[\[:(?:append|r|w)\s|\[\["(?:append|r|w)",')
 """A transactional history: ``:f :txn``, or Elle's micro-ops (its README's histories have
-no ``:f``)."""
-_RW = re.compile(r'\[:w\s|\["w",')
+no ``:f``). Patterns here are compiled on first use (re's cache): compiling this one took
+a few ms of every ``check``'s start, and a history without "txn" or "[[" never needs it."""
+_RW = r'\[:w\s|\["w",'
 FILE_FORMS = "a run directory, a Jepsen EDN history, a JSON lines export or Jepsen log lines"
 
 
@@ -210,8 +210,8 @@ def _open_source(source: Any, model: str | None) -> HistoryToCheck:
                          "(Jepsen EDN, JSON lines, Jepsen log lines or Porcupine's JSON)")
     # every form _TXN finds holds "txn" or "[[": a plain substring test spares most files
     # the regular expression's scan
-    txn = ("txn" in head or "[[" in head) and _TXN.search(head) is not None
-    own = ("rw-register" if _RW.search(head) else "list-append") if txn else "kv"
+    txn = ("txn" in head or "[[" in head) and re.search(_TXN, head) is not None
+    own = ("rw-register" if re.search(_RW, head) else "list-append") if txn else "kv"
     chosen = model or own
     if is_transactional(chosen) != txn:
         if not txn:  # malformed input, or nothing to check, says so first
@@ -294,6 +294,8 @@ def _open_txn_file(path: Path, name: str) -> HistoryToCheck:
 
 def _run_columns(path: Path) -> tuple[set[str], dict[str, Any]]:
     """Return the operation names of a run's client ops and its config."""
+    import json  # loaded where a run's config is read: a history file needs none
+
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -404,6 +406,8 @@ def _open_history_object(h: Any, model: str | None) -> HistoryToCheck:
 
 def _open_queue(path: Path, model: str | None) -> HistoryToCheck:
     """Return a queue run's sends and deliveries as fifo-queue ops."""
+    import json
+
     from replicalab.api import runkind
     from replicalab.checkers.linearizability.explain import Clock
     from replicalab.checkers.linearizability.from_queue import queue_ops

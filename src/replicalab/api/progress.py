@@ -4,7 +4,6 @@ needed); on a terminal a Rich bar on stderr; elsewhere nothing."""
 
 from __future__ import annotations
 
-import html
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -28,6 +27,8 @@ def in_notebook() -> bool:
 def bar_html(label: str, fraction: float, what: str = "", elapsed_s: float = 0.0) -> str:
     """Return the notebook bar as HTML: a ``<progress>`` element with the label, percent
     done and elapsed wall seconds (every text escaped)."""
+    import html  # its entity table is loaded for a notebook's bar only
+
     pct = 100.0 * min(1.0, max(0.0, fraction))
     text = f"{label}: {what}" if what else label
     return (f'<div class="replicalab-progress"><progress value="{pct:.1f}" max="100" '

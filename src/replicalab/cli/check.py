@@ -8,7 +8,6 @@ plain, so :func:`fast` parses a command line of them without Typer (whose import
 part of a short check's start-up); ``--help`` and anything else go through Typer.
 """
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -51,6 +50,8 @@ def run(paths: list[Path], model: str | None = None, timeout: str = "60s",
     except ValueError as err:
         fail(said(err, {"engine": "REPLICALAB_TXN_ENGINE"}))
     if as_json:
+        import json  # only --json prints it
+
         sys.stdout.write(json.dumps({"results": [r.to_json() for r in reports]}) + "\n")
         sys.stdout.flush()
     valid = [r.valid for r in reports]

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import io
 import sys
-import textwrap
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -133,6 +132,8 @@ def render_records(t: TableData, width: int | None = None) -> str:
     """Return ``t`` as one block per row, ``header: value`` per line (the layout for
     terminals too narrow for it); within ``width`` a long header wraps at spaces and its
     value goes on the next line, whole."""
+    import textwrap  # compiles its patterns on import: loaded for narrow terminals only
+
     lines = textwrap.wrap(t.caption, width) if t.caption and width else (
         [t.caption] if t.caption else [])
 

@@ -32,7 +32,6 @@ Jepsen writes, is read by one regular expression.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,9 +114,10 @@ _TOKEN = (r"""([\s,]+)|(;[^\n]*)|("(?:[^"\\]|\\.)*")|(\#\{|[\[{(])|([\]})])|(\#_
           r"""|(\#[A-Za-z][^\s,\[\]{}()"]*)|(\\(?:newline|space|tab|return|u[0-9a-fA-F]{4}|.))"""
           r"""|([^\s,\[\]{}()";\\]+)|(.)""")
 
-_INT = re.compile(r"[+-]?\d+N?")
-_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\d*\.\d+|\d+)([eE][+-]?\d+)?M?")
-_RATIO = re.compile(r"[+-]?\d+/\d+")
+# the patterns below too are compiled on first use: a log file needs none of them
+_INT = r"[+-]?\d+N?"
+_FLOAT = r"[+-]?(\d+\.\d*|\d*\.\d+|\d+)([eE][+-]?\d+)?M?"
+_RATIO = r"[+-]?\d+/\d+"
 _CHARS = {"newline": "\n", "space": " ", "tab": "\t", "return": "\r"}
 _CLOSE = {"[": "]", "{": "}", "(": ")", "#{": "}"}
 _ONE = object()
@@ -131,11 +131,11 @@ def _atom(text: str, line: int, name: str) -> Any:
         return text == "true"
     if text[0] == ":":
         return Keyword(text[1:])
-    if _INT.fullmatch(text):
+    if re.fullmatch(_INT, text):
         return int(text.rstrip("N"))
-    if _FLOAT.fullmatch(text):
+    if re.fullmatch(_FLOAT, text):
         return float(text.rstrip("M"))
-    if _RATIO.fullmatch(text):
+    if re.fullmatch(_RATIO, text):
         num, den = text.split("/")
         return int(num) / int(den)
     if text[0].isdigit() or (text[0] in "+-" and len(text) > 1 and text[1].isdigit()):
@@ -161,6 +161,8 @@ def _read_forms(text: str, name: str) -> tuple[list[tuple[Any, int]], list[int]]
     One pass over the tokens (``re.findall``) with an explicit stack: no recursion, no
     call per token.
     """
+    import json  # json is loaded where a form of it is read: a log file needs none
+
     forms: list[tuple[Any, int]] = []
     first_lines: list[int] = []
     # frames: [items, opener, line, element lines] for a collection; [_ONE, tag, line] for
@@ -255,9 +257,9 @@ def parse_edn(text: str, name: str = "<edn>") -> list[tuple[Any, int]]:
 _KW = r"[A-Za-z*+!?_][\w.*+!?$%&=<>/-]*"
 _SIMPLE = rf'nil|true|false|-?\d+|"[^"\\]*"|:{_KW}'
 _VALUE = rf"{_SIMPLE}|\[[^\[\]{{}}()\"#\\;]*\]"
-_FLAT_MAP = re.compile(rf"\s*\{{(?:[\s,]*:{_KW}\s+(?:{_VALUE}))*[\s,]*\}}\s*")
-_PAIR = re.compile(rf":({_KW})\s+({_VALUE})")
-_VEC_ATOM = re.compile(r"[^\s,]+")
+_FLAT_MAP = rf"\s*\{{(?:[\s,]*:{_KW}\s+(?:{_VALUE}))*[\s,]*\}}\s*"
+_PAIR = rf":({_KW})\s+({_VALUE})"
+_VEC_ATOM = r"[^\s,]+"
 
 
 def _flat_value(text: str, cache: dict[str, Any]) -> Any:
@@ -270,7 +272,7 @@ def _flat_value(text: str, cache: dict[str, Any]) -> Any:
     elif c == ":":
         v = Keyword(text[1:])
     elif c == "[":
-        v = [_flat_value(a, cache) for a in _VEC_ATOM.findall(text[1:-1])]
+        v = [_flat_value(a, cache) for a in re.findall(_VEC_ATOM, text[1:-1])]
         if any(x is _ONE for x in v):
             return _ONE
         return v  # a fresh list each time: not cached
@@ -278,7 +280,7 @@ def _flat_value(text: str, cache: dict[str, Any]) -> Any:
         v = None
     elif text in ("true", "false"):
         v = text == "true"
-    elif _INT.fullmatch(text):
+    elif re.fullmatch(_INT, text):
         v = int(text)
     else:
         return _ONE  # an atom the flat reader does not know: the full reader takes it
@@ -289,10 +291,10 @@ def _flat_value(text: str, cache: dict[str, Any]) -> Any:
 
 def _flat_map(line: str, cache: dict[str, Any]) -> dict[str, Any] | None:
     """Return the op map on ``line`` if it is a flat one (see _FLAT_MAP), else None."""
-    if not _FLAT_MAP.fullmatch(line):
+    if not re.fullmatch(_FLAT_MAP, line):
         return None
     out = {}
-    for k, raw in _PAIR.findall(line):
+    for k, raw in re.findall(_PAIR, line):
         v = _flat_value(raw, cache)
         if v is _ONE:
             return None
@@ -425,6 +427,8 @@ def edn_text(v: Any) -> str:
     if isinstance(v, Symbol):
         return str.__str__(v)
     if isinstance(v, str):
+        import json
+
         return json.dumps(v, ensure_ascii=False)
     if isinstance(v, Tagged):
         return f"#{v.tag} {edn_text(v.value)}"
@@ -443,6 +447,8 @@ def _show(v: Any, limit: int = 40) -> str:
 
 
 def _jsonl_events(path: Path, text: str) -> list[tuple[dict[str, Any], int]]:
+    import json
+
     out = []
     for line_no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -491,6 +497,8 @@ def _kind(path: Path, text: str) -> str:
         return "jsonl"
     if suffix == ".edn":
         return "edn"
+    import json
+
     try:
         json.loads(first)
     except ValueError:
@@ -566,6 +574,8 @@ def _json_array(text: str) -> list[Any] | None:
     """Return the file as one JSON array, if it is one (else None: EDN, JSON lines)."""
     if not text.lstrip().startswith("["):
         return None
+    import json
+
     try:
         doc = json.loads(text)
     except ValueError:

@@ -140,7 +140,8 @@ class PartSearch:
     (the register core for register models, the generic one otherwise)."""
 
     def __init__(self, model: Model, ops: Sequence[LinOp], cache_bytes: int,
-                 native: str | None, register: bool | None = None) -> None:
+                 native: str | None, register: bool | None = None,
+                 cols: Columns | None = None) -> None:
         self.model = model
         self.ops = list(ops)
         self.cache_bytes = cache_bytes
@@ -154,8 +155,8 @@ class PartSearch:
         # turns it off for a part whose window check cannot see the violation at all
         self.windowed = self.register
         if native is not None and self.ops:
-            self.cols = encode_columns(self.ops, model, native, one_part=True)
-            self.codes = int64s(self.cols.outcome)
+            # ``cols``: the part's rows of the history's columns, already encoded
+            self.cols = cols or encode_columns(self.ops, model, native, one_part=True)
             self.pos = {o.index: n for n, o in enumerate(self.ops)}
 
     def relaxed_outcomes(self, constrained: frozenset[int]) -> list[str]:
@@ -569,12 +570,22 @@ def check_native(ops_at: Callable[[list[int]], list[LinOp]], m: Model, cols: Col
             part = ops_at(rows)
             by_row = dict(zip(rows, part, strict=True))
             search = PartSearch(m, part, cache_bytes, cols.machine,
-                                register=cols.machine == "register")
+                                register=cols.machine == "register",
+                                cols=_part_columns(cols, rows))
             out.append(part_result(search, key, v, [by_row[r] for r in uint32s(order_b)],
                                    by_row[stuck] if stuck >= 0 else None, clock,
                                    SHRINK_TIMEOUT_S, shrink_until, time.monotonic(),
                                    seconds))
     return out
+
+
+def _part_columns(cols: Columns, rows: list[int]) -> Columns | None:
+    """Return the columns of one part (``rows`` of ``cols``) as :class:`PartSearch` takes
+    them, or None to encode its ops again: another machine's ``table`` may be built for
+    the whole history."""
+    if cols.machine == "register" or len(rows) == cols.rows():
+        return cols.select(rows)
+    return None
 
 
 def check_columns(cols: Columns, m: Model, ops_at: Callable[[list[int]], list[LinOp]],

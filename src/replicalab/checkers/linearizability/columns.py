@@ -61,6 +61,22 @@ class Columns:
         """Return these columns with another outcome column."""
         return replace(self, outcome=outcome)
 
+    def select(self, rows: Sequence[int]) -> Columns:
+        """Return the columns of ``rows`` only (in that order; these columns themselves
+        when ``rows`` are all of them in order): one part of a history, its key and
+        value ids kept as they are."""
+        if len(rows) == self.rows() and all(r == n for n, r in enumerate(rows)):
+            return self
+
+        def pick(col: bytes) -> bytes:
+            v = memoryview(col).cast("q")
+            return array("q", [v[r] for r in rows]).tobytes()
+
+        return replace(self, key=pick(self.key), kind=pick(self.kind), a=pick(self.a),
+                       b=pick(self.b), outcome=pick(self.outcome),
+                       invoke_ns=pick(self.invoke_ns), complete_ns=pick(self.complete_ns),
+                       index=pick(self.index))
+
 
 def _empty(machine: str) -> Columns:
     e = b""

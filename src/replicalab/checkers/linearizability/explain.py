@@ -10,6 +10,9 @@ dropping the others outright would not do (without the write of 1, a read of 1 i
 "violation" of its own, which explains nothing).
 
 Non-linearizability only grows with S (each operation added to S has fewer options), so
+a counterexample can be sought inside any set of candidates seen failing: first the
+smallest neighbourhood in time of the operation the search could not get past (its 2, 4,
+8, ... nearest operations, constrained together) that is not linearizable. Inside it,
 shrinking is a search along one order of the candidates — the operations that completed
 ``ok``: first the operation the search could not get past, then (register models) the
 operations chained to it through the value it needs, then the other writes, then the
@@ -36,6 +39,10 @@ from replicalab.checkers.linearizability.register_models import show_value
 
 MAX_LISTED = 20
 """Operations a paragraph lists (a counterexample not fully shrunk can be long)."""
+
+NEIGHBOURHOOD_OPS = 2
+"""Ops nearest the failing point in time constrained in shrinking's first check; the
+neighbourhood doubles until it is not linearizable (:func:`_failing_neighbourhood`)."""
 
 SubVerdict = Callable[[frozenset[int], float | None], Verdict]
 """``verdict(S, deadline_s)``: the part checked with the ops whose index is not in S made
@@ -78,49 +85,57 @@ class Clock:
 
 def _near(ops: Sequence[LinOp], focus: LinOp | None) -> list[LinOp]:
     """Return ``ops`` nearest ``focus`` in time first: overlapping its interval, then by
-    the gap between the intervals (an ``info`` op's interval has no end); in invoke
-    order without a focus."""
+    the gap between the intervals (an ``info`` op's interval has no end), then by the
+    distance between the invokes and by index (ties in the order given); in invoke order
+    without a focus."""
     if focus is None:
         return sorted(ops, key=lambda o: (o.invoke_ns, o.index))
     lo = focus.invoke_ns
     hi = focus.complete_ns if focus.outcome == OK else lo
+    # the keys built in one loop, not by a key function per op: shrinking sorts every
+    # failing part this way
+    keyed = []
+    for n, o in enumerate(ops):
+        t = o.invoke_ns
+        if o.outcome == OK and o.complete_ns < lo:
+            gap = lo - o.complete_ns
+        else:
+            gap = t - hi if t > hi else 0
+        keyed.append((o is not focus, gap, t - lo if t >= lo else lo - t, o.index, n))
+    keyed.sort()
+    return [ops[k[4]] for k in keyed]
 
-    def gap(o: LinOp) -> int:
-        end = o.complete_ns if o.outcome == OK else None
-        if end is not None and end < lo:
-            return lo - end
-        return max(0, o.invoke_ns - hi)
 
-    return sorted(ops, key=lambda o: (o is not focus, gap(o), abs(o.invoke_ns - lo), o.index))
-
-
-def _by_value(ops: Sequence[LinOp], focus: LinOp) -> list[LinOp]:
+def _by_value(ops: Sequence[LinOp], focus: LinOp, near: Sequence[LinOp] | None = None
+              ) -> list[LinOp]:
     """Return register ops in the order a counterexample around ``focus`` most likely
     needs them (the operations the failing point reaches): ``focus``; then the ops
     chained to it through the value it needs (reading, expecting or writing that value);
     then the other writes (they may replace it); then ops that observe other values; then
-    ops invoked after ``focus`` completed; by time distance within each rank. Ops that
-    observe few values keep every check of shrinking small: writes of values no
-    constrained op observes are left out."""
+    ops invoked after ``focus`` completed; by time distance within each rank (their
+    places in ``near``, :func:`_near` of ``ops`` or of more ops). Ops that observe few
+    values keep every check of shrinking small: writes of values no constrained op
+    observes are left out."""
     need = _observed(focus)
     if need is UNRECORDED:
         need = _written(focus) if focus.f != "read" else UNRECORDED
-    near = {id(o): n for n, o in enumerate(_near(ops, focus))}
-
+    place = {id(o): n for n, o in enumerate(near or _near(ops, focus))}
     end = focus.complete_ns if focus.outcome == OK else focus.invoke_ns
-
-    def rank(o: LinOp) -> int:
+    keyed = []
+    for o in ops:
         if o is focus:
-            return 0
-        if o.invoke_ns > end:
-            return 4  # began after the failing point: rarely needed, widens every check
-        if _observed(o) == need or (o.f != "read" and _written(o) == need):
-            return 1
-        if o.f == "write" or (o.f == "cas" and _observed(o) is UNRECORDED):
-            return 2
-        return 3
-
-    return sorted(ops, key=lambda o: (rank(o), near[id(o)]))
+            rank = 0
+        elif o.invoke_ns > end:
+            rank = 4  # began after the failing point: rarely needed, widens every check
+        elif _observed(o) == need or (o.f != "read" and _written(o) == need):
+            rank = 1
+        elif o.f == "write" or (o.f == "cas" and _observed(o) is UNRECORDED):
+            rank = 2
+        else:
+            rank = 3
+        keyed.append((rank, place[id(o)], o))
+    keyed.sort()  # places are distinct: the ops themselves are never compared
+    return [k[2] for k in keyed]
 
 
 def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
@@ -134,10 +149,8 @@ def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
     stands, not 1-minimal. Whether it is 1-minimal is None when ``verdict`` never saw the
     candidates fail, even all of them (the ops are then returned unconfirmed)."""
     ok = [o for o in ops if o.outcome == OK]
-    if focus is not None and all(o.f in ("read", "write", "cas") for o in ok):
-        cand = _by_value(ok, focus)
-    else:
-        cand = _near(ok, focus)
+    near = _near(ok, focus)
+    by_value = focus is not None and all(o.f in ("read", "write", "cas") for o in ok)
 
     def bad(sub: Sequence[LinOp]) -> bool | None:
         """True: ``sub`` constrained is not linearizable; None: not decided in time."""
@@ -146,6 +159,15 @@ def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
         v = verdict(frozenset(o.index for o in sub), deadline_s)
         return None if v == Verdict.UNKNOWN else v == Verdict.NOT_LINEARIZABLE
 
+    pool = near
+    if focus is not None:
+        inside = _failing_neighbourhood(near, bad)
+        if inside is None:
+            return near, False
+        pool = inside
+    # the candidates: the pool in _by_value's order (the same relative order as over all
+    # of ``ok``), or nearest in time first
+    cand = _by_value(pool, focus, near) if by_value else pool
     # Each round finds the shortest prefix of the candidates left that, with the ops
     # kept so far, is not linearizable (doubling, then bisection): its last op is needed
     # (without it the rest is linearizable, and so is every subset of the rest), so it is
@@ -189,6 +211,26 @@ def shrink(ops: Sequence[LinOp], verdict: SubVerdict, deadline_s: float | None,
                 lo = mid
         kept.append(rest[hi - 1])
         rest = rest[:hi - 1]
+
+
+def _failing_neighbourhood(near: list[LinOp],
+                           bad: Callable[[Sequence[LinOp]], bool | None]
+                           ) -> list[LinOp] | None:
+    """Return the smallest neighbourhood of the failing point seen failing: the first 2,
+    4, 8, ... ops of ``near`` (the candidates nearest it in time first, :func:`_near`),
+    constrained together, until a set is not linearizable (all of ``near`` when none is;
+    None when the deadline came first). A counterexample sits around the op the search
+    could not get past, so shrinking inside that neighbourhood checks small windows
+    instead of reaching for ops far from it, and needs fewer checks."""
+    k = NEIGHBOURHOOD_OPS
+    while k < len(near):
+        b = bad(near[:k])
+        if b is None:
+            return None
+        if b:
+            return near[:k]
+        k *= 2
+    return near
 
 
 def _written(op: LinOp) -> Any:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from replicalab.checkers.linearizability.model import Model
-from replicalab.checkers.linearizability.ops import LinOp
+from replicalab.checkers.linearizability.ops import LinOp, linop_slots
 from replicalab.errors import MODEL
 from replicalab.history.read import FileOp, HistoryFileError
 
@@ -26,9 +26,19 @@ def ops_from_file(path: Path, ops: Sequence[FileOp], model: Model) -> list[LinOp
     takes = set(model.ops)
     value_problem = model.value_problem
     add = out.append
+    new = object.__new__
+    s0, s1, s2, s3, s4, s5, s6, s7 = linop_slots()  # LinOp(...) at half the cost
     for line, process, name, key, value, outcome, invoke_ns, complete_ns, *_ in ops:
         f = names.get(name) or names.setdefault(name, canonical(name))
-        op = LinOp(line, process, f, key, shape(f, value), outcome, invoke_ns, complete_ns)
+        op = new(LinOp)
+        s0(op, line)
+        s1(op, process)
+        s2(op, f)
+        s3(op, key)
+        s4(op, shape(f, value))
+        s5(op, outcome)
+        s6(op, invoke_ns)
+        s7(op, complete_ns)
         if f not in takes or value_problem(op):
             raise HistoryFileError(f"{path}:{line}: {model.why_not(op)}", MODEL)
         add(op)
