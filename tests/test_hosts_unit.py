@@ -148,7 +148,7 @@ def test_a_zombie_server_is_not_running_for_the_hosts_shell_test():
         live.send_signal(signal.SIGKILL)
         # wait until it has exited without reaping it: a zombie until we do
         os.waitid(os.P_PID, live.pid, os.WEXITED | os.WNOWAIT)
-        assert open(f"/proc/{live.pid}/stat").read().split(") ", 1)[1][0] == "Z"
+        assert Path(f"/proc/{live.pid}/stat").read_text().split(") ", 1)[1][0] == "Z"
         assert not runs(live.pid)
     finally:
         live.kill()
