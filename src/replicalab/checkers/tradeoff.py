@@ -152,8 +152,8 @@ def observations(pts: Sequence[Mapping[str, Any]], ratio: float = 0.99
 
     def alike(key: str, claim: str) -> None:
         if single:
-            add(claim, None, "one run per load: no whiskers to compare (use --repeats 2 or "
-                "more)")
+            add(claim, None, "one run per load: no whiskers to compare (2 or more repeats "
+                "give them)")
             return
         apart = [e["groups"] for e, c in paired if not _overlap(e[key], c[key])]
         add(claim, not apart, "whiskers overlap at every load" if not apart else

@@ -238,6 +238,6 @@ async def _until_drained(spec: QueueSpec, queue: Queue, producers: list[asyncio.
                          + ", ".join(str(p) for p in sorted(tmp.glob("*.log"))))
             return
         if elapsed_ns() >= spec.max_duration_s * 1e9:
-            notes.append(f"stopped at --max-duration {spec.max_duration_s:g} s with "
+            notes.append(f"stopped at the maximum duration, {spec.max_duration_s:g} s, with "
                          f"{visible + in_flight} messages in the queue")
             return

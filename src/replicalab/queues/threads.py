@@ -169,7 +169,7 @@ async def _until_finished(spec: QueueSpec, rt: Runtime, queue: Queue, ctx: Ctx,
                          "recorded is kept")
             return
         if rt.now_ns() >= deadline:
-            notes.append(f"stopped at --max-duration {spec.max_duration_s:g} s with "
+            notes.append(f"stopped at the maximum duration, {spec.max_duration_s:g} s, with "
                          f"{len(acked) - finished} messages not yet deleted")
             return
 
