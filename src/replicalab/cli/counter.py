@@ -3,6 +3,7 @@ work is ``replicalab.api.counting``'s, printed here."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,15 +33,22 @@ def cli_message(err: Exception) -> str:
     return said(err, _FLAGS).replace(counting.HINT_GLOBAL, "retry with --global")
 
 
-def _op(action: str, key: str, as_json: bool, **kw: Any) -> None:
-    """Do one counter operation and print its answer (one line, or --json)."""
+def _answer(call: Callable[[], Any], as_json: bool) -> None:
+    """Print what ``call`` returns (one line, or --json); its bad input or unreachable data
+    centre is one line and exit 2."""
     try:
-        outcome = counting.counter(action, key, **kw)
+        outcome = call()
     except counting.StoreError as err:
         fail(f"data centre unreachable: {cli_message(err)}")
-    except (counting.CounterError, ValueError) as err:
+    except (counting.CounterError, ValueError, OSError) as err:
         fail(cli_message(err))
-    emit(outcome, as_json)
+    if outcome is not None:
+        emit(outcome, as_json)
+
+
+def _op(action: str, key: str, as_json: bool, **kw: Any) -> None:
+    """Do one counter operation and print its answer (one line, or --json)."""
+    _answer(lambda: counting.counter(action, key, **kw), as_json)
 
 
 StoreOpt = Annotated[list[str] | None, typer.Option(
@@ -209,13 +217,7 @@ def recover(
     Example: replicalab counter recover stock --lost EU --store US-E=redis://127.0.0.1:7001
     --store US-W=redis://127.0.0.1:7002 --store EU=redis://127.0.0.1:7003
     """
-    try:
-        outcome = counting.counter_recover(keys, lost, store or ())
-    except counting.StoreError as err:
-        fail(f"data centre unreachable: {cli_message(err)}")
-    except (counting.CounterError, ValueError) as err:
-        fail(cli_message(err))
-    emit(outcome, as_json)
+    _answer(lambda: counting.counter_recover(keys, lost, store or ()), as_json)
 
 
 @counter_app.command("serve")
@@ -246,11 +248,7 @@ def serve(
     Example: replicalab counter serve --dc US-E --store US-E=redis://127.0.0.1:6379
     --store US-W=redis://127.0.0.1:6380 --store EU=redis://127.0.0.1:6381 --port 7400
     """
-    try:
-        counting.counter_serve(dc, stores or (), port, host, batch_ms, batch_max,
-                               duration_ms(sync, "--sync", sync_ms, "--sync-ms", "200ms"),
-                               threshold, seed, announce=say)
-    except counting.StoreError as err:
-        fail(f"data centre unreachable: {err}")
-    except (counting.CounterError, ValueError, OSError) as err:
-        fail(cli_message(err))
+    _answer(lambda: counting.counter_serve(
+        dc, stores or (), port, host, batch_ms, batch_max,
+        duration_ms(sync, "--sync", sync_ms, "--sync-ms", "200ms"), threshold, seed,
+        announce=say), as_json=False)
