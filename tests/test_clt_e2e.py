@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -115,7 +116,19 @@ def test_agent_dying_mid_run_keeps_the_others_rows(tmp_path: Path):
                            f"127.0.0.1:{p}"], tmp_path / f"agent{p}.log") for p in ports]
     try:
         assert all(wait_listening(p, 30) for p in ports)
-        timer = threading.Timer(3.5, process.kill9, [pids[2]])
+
+        def kill_n3_mid_run() -> None:
+            # the run's traces directory is made once every agent has answered: the run has
+            # begun then (however long the command took to start), and 1.5 s into its 4 s
+            # n3 dies mid-run
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not list(
+                    (tmp_path / "runs").glob("*/traces")):
+                time.sleep(0.05)
+            time.sleep(1.5)
+            process.kill9(pids[2])
+
+        timer = threading.Thread(target=kill_n3_mid_run)
         timer.start()
         p = _cli("clt", "run", "--agents", ",".join(f"127.0.0.1:{x}" for x in ports),
                  "--duration", "4s", "--rate", "20", "--timeout", "500ms", "--json",

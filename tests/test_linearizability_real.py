@@ -58,6 +58,44 @@ def _settled(c: Cluster, root: Path, leader_role: str, timeout_s: float = 30.0) 
         time.sleep(0.5)
 
 
+def _serving(c: Cluster, region: str, timeout_s: float = 60.0) -> None:
+    """Wait until consistent reads by a client in ``region`` answer three times in a row:
+    after an earlier fault's heal an election may still be going on (etcd 3.4 has no
+    pre-vote: a healed member's higher term unseats the leader), and a run started then
+    spends its first seconds without answers."""
+    from replicalab.stores import open_store
+
+    store = open_store(c.url)
+    rt = store.runtime
+
+    async def three_reads() -> bool:
+        try:
+            client = await store.connect(region)
+        except (ValueError, OSError):
+            return False
+        try:
+            for _ in range(3):
+                await client.read(["replicalab-test/serving"], consistent=True)
+            return True
+        except Exception:  # any failure means "not yet"
+            return False
+        finally:
+            await client.close()
+
+    async def wait() -> bool:
+        deadline = time.monotonic() + timeout_s
+        try:
+            while not await three_reads():
+                if time.monotonic() > deadline:
+                    return False
+                await rt.sleep_ns(500_000_000)
+            return True
+        finally:
+            await store.close()
+
+    assert rt.run(wait()), f"{c.name}: no consistent reads in {region} for {timeout_s:g} s"
+
+
 def _register(c: Cluster, root: Path, out: Path, consistency: str, writer: str, reader: str,
               fault: str, duration_s: float = DURATION_S) -> dict[str, Any]:
     spec = ProbeSpec(store=c.url, workload="register",
@@ -140,6 +178,7 @@ def test_etcd_serializable_reads_not_linearizable_linearizable_reads_are(etcd_dc
     try:
         _not_linearizable(_stale_run(partitioned))
         follower, writer, reader = placed()
+        _serving(c, reader)
         # 10 s: the restarted follower may set off an election, and on a busy CI machine
         # the cluster answered "leader changed" for the last 2.6 s of a 7 s run
         r = _register(c, root, tmp_path, "consistent", writer, reader,
