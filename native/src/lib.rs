@@ -7,6 +7,7 @@
 //! `encode_register_history` turns a replicalab History (its numeric columns and its
 //! Python lists of keys and values) into those int64 columns (`intern`).
 
+pub mod file_map;
 pub mod generic;
 pub mod intern;
 pub mod jepsen_log;

@@ -132,14 +132,17 @@ impl Anomaly {
     }
 }
 
+/// The dependency edges as columns. Each edge's detail (key, the values a and b) is kept
+/// only from the first edge that has one: process and real-time edges, most of the
+/// edges of a long history and added last, have none and take no room for it.
 #[derive(Default, Clone)]
 pub struct Edges {
     pub src: Vec<u32>,
     pub dst: Vec<u32>,
     pub kind: Vec<u8>,
-    pub key: Vec<u32>,
-    pub a: Vec<i64>,
-    pub b: Vec<i64>,
+    key: Vec<u32>,
+    a: Vec<i64>,
+    b: Vec<i64>,
 }
 
 impl Edges {
@@ -147,9 +150,21 @@ impl Edges {
         self.src.push(s);
         self.dst.push(d);
         self.kind.push(k);
-        self.key.push(key);
-        self.a.push(a);
-        self.b.push(b);
+        if key != u32::MAX || a != NIL || b != NIL {
+            let i = self.src.len() - 1;
+            if self.key.len() < i {
+                self.key.resize(i, u32::MAX);
+                self.a.resize(i, NIL);
+                self.b.resize(i, NIL);
+            }
+            self.key.push(key);
+            self.a.push(a);
+            self.b.push(b);
+        }
+    }
+    /// Edge `i`'s key (u32::MAX: none) and values a, b (NIL: none).
+    pub fn detail(&self, i: usize) -> (u32, i64, i64) {
+        if i < self.key.len() { (self.key[i], self.a[i], self.b[i]) } else { (u32::MAX, NIL, NIL) }
     }
     pub fn len(&self) -> usize {
         self.src.len()
@@ -181,32 +196,44 @@ fn err<T>(t: &Txns, tx: usize, msg: String) -> Result<T, InputError> {
 // list-append
 
 struct Writes {
-    writer: Map<(u32, i64), u32>,
+    /// (key, value) -> (the transaction that appended it, the micro-op)
+    writer: Map<(u32, i64), (u32, u32)>,
     intermediate: Map<(u32, i64), u32>,
-    last: Map<(u32, u32), i64>,
+}
+
+impl Writes {
+    fn tx(&self, kv: &(u32, i64)) -> Option<u32> {
+        self.writer.get(kv).map(|&(x, _)| x)
+    }
+}
+
+/// The last value transaction `tx` appended to key `k` (it appended some).
+fn last_append(t: &Txns, tx: u32, k: u32) -> i64 {
+    t.mops(tx as usize).rev().find(|&m| t.f[m] == APPEND && t.key[m] == k)
+        .map_or(NIL, |m| t.val[m])
 }
 
 fn la_writes(t: &Txns) -> Result<Writes, InputError> {
-    let mut w = Writes { writer: Map::default(), intermediate: Map::default(),
-                         last: Map::default() };
-    w.writer.reserve(t.f.len() / 2);
-    w.last.reserve(t.f.len() / 2);
+    let mut w = Writes { writer: Map::default(), intermediate: Map::default() };
+    w.writer.reserve(t.f.iter().filter(|&&f| f == APPEND).count());
     for tx in 0..t.len() {
         for m in t.mops(tx) {
             match t.f[m] {
                 APPEND => {
                     let kv = (t.key[m], t.val[m]);
-                    if let Some(&o) = w.writer.get(&kv) {
+                    if let Some(&(o, _)) = w.writer.get(&kv) {
                         return err(t, tx, format!(
                             "appends {} to key {}, which T{} appended too; list-append needs \
                              values unique per key", t.val[m], t.keys[kv.0 as usize],
                             t.index[o as usize]));
                     }
-                    w.writer.insert(kv, tx as u32);
-                    if let Some(&prev) = w.last.get(&(tx as u32, t.key[m])) {
-                        w.intermediate.insert((t.key[m], prev), tx as u32);
+                    w.writer.insert(kv, (tx as u32, m as u32));
+                    // an earlier append of this transaction to the key is intermediate
+                    let before = t.mop_start[tx] as usize..m;
+                    if let Some(p) = before.rev().find(|&p| t.f[p] == APPEND
+                                                       && t.key[p] == t.key[m]) {
+                        w.intermediate.insert((t.key[m], t.val[p]), tx as u32);
                     }
-                    w.last.insert((tx as u32, t.key[m]), t.val[m]);
                 }
                 READ => {
                     if t.rlen[m] == -2 {
@@ -382,30 +409,51 @@ pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
     for k in 0..nk {
         wstart[k + 1] = wstart[k] + orders.order[k].len();
     }
+    // one look-up per element: its writer, whether it is bad (an aborted transaction or
+    // nobody appended it: `bad` counts those up to each point, so a read that is a
+    // prefix of the order with none needs no look-up), and where each append stands
+    // (`apos`, by micro-op)
     let mut owriter = vec![u32::MAX; wstart[nk]];
-    let mut position: Map<(u32, i64), u32> = Map::default();
+    let mut apos = vec![u32::MAX; t.f.len()];
+    let mut bad: Vec<Vec<u32>> = Vec::with_capacity(nk);
     for (k, o) in orders.order.iter().enumerate() {
+        let mut acc = vec![0u32; o.len() + 1];
         for (i, &v) in o.iter().enumerate() {
-            if let Some(&x) = w.writer.get(&(k as u32, v)) {
-                if t.outcome[x as usize] != FAIL {
-                    owriter[wstart[k] + i] = x;
+            let is_bad = match w.writer.get(&(k as u32, v)) {
+                Some(&(x, m)) => {
+                    apos[m as usize] = i as u32;
+                    if t.outcome[x as usize] != FAIL {
+                        owriter[wstart[k] + i] = x;
+                    }
+                    t.outcome[x as usize] == FAIL
                 }
-            }
-            if o.len() > 32 {
-                position.insert((k as u32, v), i as u32);
-            }
+                None => true,
+            };
+            acc[i + 1] = acc[i] + is_bad as u32;
         }
+        bad.push(acc);
     }
+    // the place of a value in its key's order: in a short order by a scan, in a long
+    // one by a map, made the first time a read needs it
+    let position: std::cell::OnceCell<Map<(u32, i64), u32>> = std::cell::OnceCell::new();
     let pos_of = |k: u32, v: i64| -> Option<usize> {
         let o = &orders.order[k as usize];
         if o.len() > 32 {
-            position.get(&(k, v)).map(|&i| i as usize)
+            position.get_or_init(|| {
+                let mut p = Map::default();
+                for (k, o) in orders.order.iter().enumerate().filter(|(_, o)| o.len() > 32) {
+                    for (i, &v) in o.iter().enumerate() {
+                        p.insert((k as u32, v), i as u32);
+                    }
+                }
+                p
+            }).get(&(k, v)).map(|&i| i as usize)
         } else {
             o.iter().position(|&x| x == v)
         }
     };
     let live = |kv: &(u32, i64)| -> Option<u32> {
-        w.writer.get(kv).copied().filter(|&x| t.outcome[x as usize] != FAIL)
+        w.tx(kv).filter(|&x| t.outcome[x as usize] != FAIL)
     };
     // who read the list ending at each place of its key's order (0: the empty list;
     // i + 1: up to element i), as a flat index (a read ending at an element not in the
@@ -475,7 +523,9 @@ pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
             let ku = k as usize;
             let order = &orders.order[ku];
             // the place before this append: its predecessor in the order, or the end
-            let b = pos_of(k, v).unwrap_or(order.len());
+            // its place, found when the orders were walked (a value of the order is
+            // this append: values are unique per key)
+            let b = if apos[m] == u32::MAX { order.len() } else { apos[m] as usize };
             let prev = if b > 0 { order[b - 1] } else { NIL };
             if b > 0 {
                 let src = owriter[wstart[ku] + b - 1];
@@ -492,19 +542,6 @@ pub fn analyse_list_append(t: &Txns, edges: &mut Edges, an: &mut Vec<Anomaly>)
         }
     }
     lap("edges");
-    // per key, how many elements of its order up to each point an aborted transaction or
-    // nobody appended: a read that is a prefix of the order with none needs no look-up
-    let bad: Vec<Vec<u32>> = orders.order.iter().enumerate().map(|(k, o)| {
-        let mut acc = vec![0u32; o.len() + 1];
-        for (i, &v) in o.iter().enumerate() {
-            let b = match w.writer.get(&(k as u32, v)) {
-                Some(&x) => t.outcome[x as usize] == FAIL,
-                None => true,
-            };
-            acc[i + 1] = acc[i] + b as u32;
-        }
-        acc
-    }).collect();
     la_reads(t, &w, &orders, &bad, an);
     lap("reads");
     lost_updates(t, APPEND, true, an);
@@ -546,7 +583,7 @@ fn la_reads(t: &Txns, w: &Writes, orders: &Orders, bad: &[Vec<u32>], an: &mut Ve
                     if src != tx as u32 {
                         an.push(Anomaly::plain("G1b", vec![src, tx as u32], k, format!(
                             "{{\"value\":{},\"final\":{},\"read\":{}}}", e,
-                            w.last[&(src, k)], jlist(l))));
+                            last_append(t, src, k), jlist(l))));
                     }
                 }
                 continue;
@@ -557,7 +594,7 @@ fn la_reads(t: &Txns, w: &Writes, orders: &Orders, bad: &[Vec<u32>], an: &mut Ve
                     "{{\"element\":{},\"read\":{}}}", g, jlist(l))));
             }
             for &e in l {
-                if let Some(&src) = w.writer.get(&(k, e)) {
+                if let Some(src) = w.tx(&(k, e)) {
                     if t.outcome[src as usize] == FAIL {
                         an.push(Anomaly::plain("G1a", vec![src, tx as u32], k, format!(
                             "{{\"value\":{},\"read\":{}}}", e, jlist(l))));
@@ -568,7 +605,7 @@ fn la_reads(t: &Txns, w: &Writes, orders: &Orders, bad: &[Vec<u32>], an: &mut Ve
             if let Some(&src) = w.intermediate.get(&(k, e)) {
                 if src != tx as u32 {
                     an.push(Anomaly::plain("G1b", vec![src, tx as u32], k, format!(
-                        "{{\"value\":{},\"final\":{},\"read\":{}}}", e, w.last[&(src, k)],
+                        "{{\"value\":{},\"final\":{},\"read\":{}}}", e, last_append(t, src, k),
                         jlist(l))));
                 }
             }
@@ -753,7 +790,7 @@ fn dirty_updates(t: &Txns, w: &Writes, possible: &Orders, bad_any: &[bool],
         let mut t1: Option<u32> = None;
         let mut from = 0usize; // the stretch since t1's element
         for (i, &v) in order.iter().enumerate() {
-            let t2 = w.writer.get(&(k, v)).copied();
+            let t2 = w.tx(&(k, v));
             let o1 = t1.map_or(OK, |x| t.outcome[x as usize]);
             let o2 = t2.map_or(INFO, |x| t.outcome[x as usize]);
             if o2 == OK {
@@ -1082,16 +1119,7 @@ pub fn order_edges(t: &Txns, kind: u8, edges: &mut Edges) {
             last.insert(t.process[x as usize], x);
         }
     } else if kind == REALTIME {
-        let mut ev: Vec<(i64, u8, u32)> = Vec::with_capacity(2 * n);
-        for x in 0..n {
-            if t.invoke[x] != NEVER {
-                ev.push((t.invoke[x], 0, x as u32));
-            }
-            if t.outcome[x] == OK && t.complete[x] != NEVER {
-                ev.push((t.complete[x], 1, x as u32));
-            }
-        }
-        ev.sort_unstable();
+        let ev = realtime_events(t);
         let mut frontier: Vec<u32> = Vec::new();
         let mut in_frontier = vec![false; n];
         // each transaction's predecessors, as (start, len) in one arena
@@ -1117,6 +1145,73 @@ pub fn order_edges(t: &Txns, kind: u8, edges: &mut Edges) {
             }
         }
     }
+}
+
+/// The invokes (0) and ok completions (1) of `t` as (instant, 0|1, txn), sorted. Instants
+/// read from a file are its lines, fewer than a few per transaction: then a counting sort
+/// by instant (invokes before completions, each in transaction order: the tuple order),
+/// else a sort.
+fn realtime_events(t: &Txns) -> Vec<(i64, u8, u32)> {
+    let n = t.len();
+    let mut count = 0usize;
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    for x in 0..n {
+        for (at, on) in [(t.invoke[x], true), (t.complete[x], t.outcome[x] == OK)] {
+            if on && at != NEVER {
+                count += 1;
+                lo = lo.min(at);
+                hi = hi.max(at);
+            }
+        }
+    }
+    let mut ev: Vec<(i64, u8, u32)> = Vec::with_capacity(count);
+    let dense = count > 0 && (hi - lo) as u128 <= 4 * count as u128 + 1024;
+    if !dense {
+        for x in 0..n {
+            if t.invoke[x] != NEVER {
+                ev.push((t.invoke[x], 0, x as u32));
+            }
+            if t.outcome[x] == OK && t.complete[x] != NEVER {
+                ev.push((t.complete[x], 1, x as u32));
+            }
+        }
+        ev.sort_unstable();
+        return ev;
+    }
+    let span = (hi - lo) as usize + 1;
+    let mut start = vec![0u32; span + 1];
+    for x in 0..n {
+        if t.invoke[x] != NEVER {
+            start[(t.invoke[x] - lo) as usize + 1] += 1;
+        }
+        if t.outcome[x] == OK && t.complete[x] != NEVER {
+            start[(t.complete[x] - lo) as usize + 1] += 1;
+        }
+    }
+    for i in 0..span {
+        start[i + 1] += start[i];
+    }
+    ev.resize(count, (0, 0, 0));
+    // invokes first, then completions, each in transaction order: within an instant the
+    // placement is then (kind, txn) order, as the sort's
+    for x in 0..n {
+        if t.invoke[x] != NEVER {
+            let at = t.invoke[x];
+            let slot = &mut start[(at - lo) as usize];
+            ev[*slot as usize] = (at, 0, x as u32);
+            *slot += 1;
+        }
+    }
+    for x in 0..n {
+        if t.outcome[x] == OK && t.complete[x] != NEVER {
+            let at = t.complete[x];
+            let slot = &mut start[(at - lo) as usize];
+            ev[*slot as usize] = (at, 1, x as u32);
+            *slot += 1;
+        }
+    }
+    debug_assert!(ev.windows(2).all(|w| w[0] <= w[1]));
+    ev
 }
 
 // ---------------------------------------------------------------------------------------

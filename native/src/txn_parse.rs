@@ -46,6 +46,9 @@ struct Open {
     mops: Vec<Mop>,
 }
 
+/// The micro-ops' names, by code (a static: an array built per micro-op cost a stall).
+static FNAMES: [&str; 3] = ["append", "r", "w"];
+
 /// The bytes that end an atom.
 static DELIM: [bool; 256] = {
     let mut t = [false; 256];
@@ -58,11 +61,35 @@ static DELIM: [bool; 256] = {
     t
 };
 
+/// How many of the 8 bytes of `w` (first byte lowest) are decimal digits before the first
+/// that is not. A byte below '0' borrows from the bytes above it, one above '9' carries
+/// into them: both only above the first non-digit, which is all that is read.
+#[inline]
+fn leading_digits(w: u64) -> usize {
+    let below = w.wrapping_sub(0x3030_3030_3030_3030);
+    let above = w.wrapping_add(0x4646_4646_4646_4646);
+    let not_digit = (below | above) & 0x8080_8080_8080_8080;
+    (not_digit.trailing_zeros() / 8) as usize
+}
+
+/// The value of the first `n` (1..=7) bytes of `w`, decimal digits, first byte lowest:
+/// the digits moved to the top of the word (zeros below: leading zeros), then summed
+/// in pairs, fours and eights.
+#[inline]
+fn digits_value(w: u64, n: usize) -> u64 {
+    let d = (w.wrapping_sub(0x3030_3030_3030_3030)) << (8 * (8 - n));
+    let d = (d & 0x0F0F_0F0F_0F0F_0F0F).wrapping_mul(2561) >> 8;
+    let d = (d & 0x00FF_00FF_00FF_00FF).wrapping_mul(6_553_601) >> 16;
+    (d & 0x0000_FFFF_0000_FFFF).wrapping_mul(42_949_672_960_001) >> 32
+}
+
 struct Reader<'a> {
     s: &'a [u8],
     i: usize,
     line: usize,
     keys: HashMap<Vec<u8>, u32, FxBuild>,
+    /// keys spelt as canonical decimal integers, by value
+    int_keys: HashMap<i64, u32, FxBuild>,
     key_names: Vec<String>,
     /// the current event's micro-ops and list elements
     mops: Vec<Mop>,
@@ -188,9 +215,28 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// An integer, or None for nil: the usual case (1 to 7 digits then a delimiter) here,
+    /// inlined; any other in `int_rest`.
+    #[inline(always)]
     fn int(&mut self) -> Result<Option<i64>, ParseError> {
-        // the usual case in one pass: up to 18 decimal digits, maybe after a minus, then
-        // a delimiter (or the end)
+        let s = self.s;
+        let i = self.i;
+        // up to 7 digits at once (8 bytes loaded, the digits found and summed in a word)
+        if let Some(w) = s.get(i..i + 8) {
+            let w = u64::from_le_bytes(w.try_into().unwrap());
+            let n = leading_digits(w);
+            if (1..8).contains(&n) && DELIM[s[i + n] as usize] {
+                self.i = i + n;
+                return Ok(Some(digits_value(w, n) as i64));
+            }
+        }
+        self.int_rest()
+    }
+
+    #[inline(never)]
+    fn int_rest(&mut self) -> Result<Option<i64>, ParseError> {
+        // in one pass: up to 18 decimal digits, maybe after a minus, then a delimiter (or
+        // the end)
         let s = self.s;
         let mut i = self.i;
         let neg = s.get(i) == Some(&b'-');
@@ -271,6 +317,20 @@ impl<'a> Reader<'a> {
         if bytes.is_empty() {
             return err(self.line, "a micro-op without its key");
         }
+        // the usual key, a decimal integer in its canonical form: looked up by its value
+        // (no hashing of bytes, no key bytes to compare); any other spelling by its bytes
+        let canonical = bytes.len() <= 18 && bytes.iter().all(u8::is_ascii_digit)
+            && (bytes.len() == 1 || bytes[0] != b'0');
+        if canonical {
+            let v = bytes.iter().fold(0i64, |v, &c| v * 10 + (c - b'0') as i64);
+            if let Some(&id) = self.int_keys.get(&v) {
+                return Ok(id);
+            }
+            let id = self.key_names.len() as u32;
+            self.key_names.push(String::from_utf8_lossy(bytes).into_owned());
+            self.int_keys.insert(v, id);
+            return Ok(id);
+        }
         if let Some(&id) = self.keys.get(bytes) {
             return Ok(id);
         }
@@ -332,7 +392,7 @@ impl<'a> Reader<'a> {
             _ => return err(self.line, format!("micro-op :{}; expected :append, :w or :r",
                                                String::from_utf8_lossy(f))),
         };
-        let fname = ["append", "r", "w"][code as usize];
+        let fname = FNAMES[code as usize];
         let key = self.key()?;
         self.ws();
         let mut m = Mop { f: code, key, val: NIL, rlen: -1, lstart: self.lists.len() as u32 };
@@ -527,7 +587,7 @@ pub struct Skipped {
 /// or of a completion with no invoke).
 pub fn parse(text: &[u8]) -> Result<(Txns, Skipped), ParseError> {
     let mut r = Reader { s: text, i: 0, line: 1, keys: HashMap::default(),
-                         key_names: Vec::new(), mops: Vec::new(), lists: Vec::new() };
+                         int_keys: HashMap::default(), key_names: Vec::new(), mops: Vec::new(), lists: Vec::new() };
     let mut open: HashMap<i64, Open, FxBuild> = HashMap::default();
     let mut pool: Vec<Vec<Mop>> = Vec::new();
     let mut t = Txns::default();
@@ -680,4 +740,32 @@ pub fn parse(text: &[u8]) -> Result<(Txns, Skipped), ParseError> {
     }
     t.keys = r.key_names;
     Ok((t, skipped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swar_digits_agree_with_a_scalar_reading() {
+        let cases: &[&[u8]] = &[b"0 ", b"7]", b"42 ", b"1234567 ", b"9999999]", b"0000001,",
+                                b"12345678", b"x", b"-5 ", b"12a4 ", b"305}", b"1:"];
+        for c in cases {
+            let mut w = [b' '; 8];
+            w[..c.len()].copy_from_slice(c);
+            let w = u64::from_le_bytes(w);
+            let n = c.iter().take_while(|b| b.is_ascii_digit()).count().min(8);
+            assert_eq!(leading_digits(w), n, "{:?}", std::str::from_utf8(c));
+            if (1..8).contains(&n) {
+                let want: u64 = std::str::from_utf8(&c[..n]).unwrap().parse().unwrap();
+                assert_eq!(digits_value(w, n), want);
+            }
+        }
+        for v in [0u64, 1, 9, 10, 99, 100, 12_345, 999_999, 1_000_000, 9_999_999] {
+            let mut w = [b' '; 8];
+            let t = v.to_string();
+            w[..t.len()].copy_from_slice(t.as_bytes());
+            assert_eq!(digits_value(u64::from_le_bytes(w), t.len()), v);
+        }
+    }
 }

@@ -138,8 +138,8 @@ fn run(py: Python<'_>, t: Txns, model: &str, order_kind: u8, wfr: bool, tables: 
         for a in list.into_iter().take(keep) {
             named.extend(&a.txns);
             let cycle = a.cycle.as_ref().map(|c| c.iter().map(|&x| {
-                (edges.src[x], edges.dst[x], edges.kind[x], keyname(edges.key[x]),
-                 opt(edges.a[x]), opt(edges.b[x]))
+                let (key, ea, eb) = edges.detail(x);
+                (edges.src[x], edges.dst[x], edges.kind[x], keyname(key), opt(ea), opt(eb))
             }).collect());
             out.push((kind.clone(), a.txns.clone(), cycle, a.key.and_then(keyname),
                       a.detail.clone()));
@@ -163,7 +163,7 @@ fn run(py: Python<'_>, t: Txns, model: &str, order_kind: u8, wfr: bool, tables: 
 pub fn txn_check2_edn(py: Python<'_>, path: &str, model: &str, order_kind: u8, wfr: bool,
                       tables: TablesIn, deadline_s: Option<f64>, max_steps: i64, keep: usize)
                       -> PyResult<Out> {
-    let bytes = std::fs::read(path)
+    let bytes = crate::file_map::FileBytes::open(path)
         .map_err(|e| PyValueError::new_err(format!("txn-input:0:cannot read it ({e})")))?;
     let t0 = std::time::Instant::now();
     let parsed = py.detach(|| crate::txn_parse::parse(&bytes));
