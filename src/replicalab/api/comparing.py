@@ -180,27 +180,36 @@ def scorecard_run(kinds: Sequence[str] = ("redis", "postgres", "etcd", "zookeepe
     from replicalab.experiments.run import begin, run, unmeasured_line
     from replicalab.regions import region_set
     from replicalab.report.scorecard import render_scorecard
+    from replicalab.runtime import interrupts
 
     stores, props = _scorecard_inputs(kinds, only, regions, hosts)
     check_name(name)
-    # its run directory and (empty) scorecard.json exist before a Ctrl-C can act
+    # its run directory and (empty) scorecard.json exist before a Ctrl-C can act; one that
+    # comes after this count is one the run must stop for
+    since = interrupts.count()
     sc = begin(Path(out), stores, props, regions, QUICK if quick else FULL, seed, name,
                None if hosts is None else str(hosts))
     run_dir = sc.run_dir
-    with ticking(f"scorecard of {len(stores)} store" + ("" if len(stores) == 1 else "s"),
-                 progress) as tick:
-        done = [0]
-        total = sum(expected_steps(s, props, sc.plan, len(region_set(regions).regions))
-                    for s in stores)
+    try:
+        with ticking(f"scorecard of {len(stores)} store" + ("" if len(stores) == 1 else "s"),
+                     progress) as tick:
+            done = [0]
+            total = sum(expected_steps(s, props, sc.plan, len(region_set(regions).regions))
+                        for s in stores)
 
-        def step(what: str) -> None:
-            if tick is not None:
-                tick(min(0.99, done[0] / total), what)
-            done[0] = min(total, done[0] + 1)  # a coarse bar: one step per phase started
+            def step(what: str) -> None:
+                if tick is not None:
+                    tick(min(0.99, done[0] / total), what)
+                done[0] = min(total, done[0] + 1)  # a coarse bar: one step per phase started
 
-        run(sc, step)
-        if sc.interrupted:
-            cut_short(tick, "interrupted")  # its progress line says so, never "finished"
+            run(sc, step, since=since)
+            if sc.interrupted:
+                cut_short(tick, "interrupted")  # its progress line says so, never "finished"
+    except KeyboardInterrupt:
+        # a Ctrl-C or SIGTERM between the run directory's making and the run's own handling
+        # (a busy machine spends a while there) still leaves a scorecard that says so
+        sc.interrupted = True
+        sc.save()
     doc = sc.to_json()
     report = render_scorecard(doc, run_dir)
     missing = unmeasured_line(doc)

@@ -227,12 +227,16 @@ def score_store(sc: Scorecard, subject: Subject, tick: Callable[[str], Progress]
             base.down(ctx.target.cluster, root)
 
 
-def run(sc: Scorecard, tick: Callable[[str], Progress], root: Path = ROOT) -> Scorecard:
+def run(sc: Scorecard, tick: Callable[[str], Progress], root: Path = ROOT,
+        since: int | None = None) -> Scorecard:
     """Fill ``sc`` store by store; a store that fails (its server would not start) gets its
-    error recorded and the others go on; Ctrl-C stops at once with what was measured."""
+    error recorded and the others go on; Ctrl-C stops at once with what was measured.
+    ``since``: the interrupt count when the scorecard began (default: now), so that one
+    received before this call still stops it."""
     t0 = time.monotonic()
-    since = interrupts.count()
+    since = interrupts.count() if since is None else since
     try:
+        _stop_if_interrupted(since)  # one that came before this call: measure nothing
         for subject in sc.subjects:
             try:
                 score_store(sc, subject, tick, root)
