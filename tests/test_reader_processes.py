@@ -58,6 +58,12 @@ def test_readers_in_separate_processes_see_the_remote_replica_stale(redis_dc3, t
     assert early["total"] > 20 and late["total"] > 100  # both readers' reads were judged
     assert early["p"] < 0.05 and late["p"] >= 0.99, (early, late)
     window = r["periods"]["last_lt_100_median_ms"]
-    assert abs(window - one_way_ms) <= 0.3 * one_way_ms
+    # the gross check: one replication hop, not none, not two. Above it only by what the
+    # run's own noise floor measured the machine to add (a busy machine delays the reader
+    # processes' reads, so a replica looks stale for longer), and printed when it does
+    added = float((r.get("noise") or {}).get("added_p99_ms", 0.0))
+    assert window >= 0.7 * one_way_ms, window
+    assert window <= 1.3 * one_way_ms + added, (window, added)
+    print(f"window {window} ms, one way {one_way_ms} ms, the machine added {added:g} ms at p99")
     assert r["config"]["placement"] == "separate-processes"
     assert "store_url" not in str(r["config"])  # the URL (and a password) is not saved
