@@ -333,7 +333,9 @@ def test_three_regions_measured_the_plumbing_and_a_hop_too_many_or_few(etcd_dc3,
     rows = F.side_by_side(pf, [F.MeasuredPoint(x.leader, x.offered_rps, x.latencies_ms)
                                for x in run.points], with_twin=False)
     rows = [dataclasses.replace(r, real_ms=r.real_p50_ms) for r in rows]
-    floor = worst([x.noise for x in run.points if x.noise is not None])
+    # The fit comes from the calibration, so its noise bounds the prediction as the points'
+    # bound the measurement (the product judges the same way, experiments/against.py).
+    floor = worst([x.noise for x in [run.calibration, *run.points] if x.noise is not None])
     assert floor is not None
     far = [(r.leader, r.region, r.model_ms, r.real_ms) for r in rows
            if r.real_ms is None or r.model_ms is None or abs(r.real_ms - r.model_ms) >= 35]
