@@ -8,6 +8,10 @@ Mutations:
   g1a-last-element  G1a looks at the last element of a read only
   no-rt-into-info   no real-time edge into a transaction that did not commit (ok)
   wfr-always        rw-register infers writes-follow-reads without being asked
+  no-version-search rw-register's open version orders are not searched (Elle's inference
+                    alone: a model every order rules out stays possible)
+  likely-order-only the search tries the likely order only and calls a model impossible
+                    when that order closes a forbidden cycle
 
 Run: .venv/bin/python benchmarks/txn_mutations.py [--only one-anchor,...]
 """
@@ -69,6 +73,13 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
     ],
     "wfr-always": [
         (f"{PKG}/types.py", "    wfr_keys: bool = False\n", "    wfr_keys: bool = True\n"),
+    ],
+    "no-version-search": [
+        (f"{PKG}/versions.py", "    keys = reg.open_keys()\n", "    keys: list[str] = []\n"),
+    ],
+    "likely-order-only": [
+        (f"{PKG}/versions.py", 'return "possible" if go(0, []) else "impossible"',
+         'return "impossible"'),
     ],
 }
 

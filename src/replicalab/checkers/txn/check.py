@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from replicalab.checkers.txn import cycles, graph, listappend, models, register
+from replicalab.checkers.txn import cycles, graph, listappend, models, register, versions
 from replicalab.checkers.txn.explain import anomaly_text, step_text
 from replicalab.checkers.txn.types import (
     DEFAULT_OPTIONS,
@@ -103,6 +103,8 @@ def check_txns(txns: list[Txn], model: str, opts: Options = DEFAULT_OPTIONS,
                   for size, sample, classes, limit in found.unfinished]
     if model == "list-append":
         _unread_orders(txns, edges, anomalies, unfinished, budget)
+    else:
+        _open_versions(txns, edges, opts, anomalies, unfinished, budget)
     involved = set(found.on_cycle).union(*(an.txns for an in anomalies))
     return check_result(txns, model, opts, anomalies, unfinished,
                         time.monotonic() - started, "python", empty=not edges,
@@ -130,6 +132,53 @@ def _unread_orders(txns: list[Txn], edges: list[graph.Edge], anomalies: list[Ano
     elif verdict == "unknown":
         unfinished.append(Unfinished(len(involved), involved[:8], ["PL-SI-cycle-exists"],
                                      budget.hit or "steps"))
+
+
+def _open_versions(txns: list[Txn], edges: list[graph.Edge], opts: Options,
+                   anomalies: list[Anomaly], unfinished: list[Unfinished],
+                   budget: cycles.Budget) -> None:
+    """Where a key's version order is open (rw-register), search the orders
+    (:mod:`versions`) for serializability, strict serializability and snapshot isolation
+    when the anomalies found leave them possible and the options ask about them: add
+    Elle's ``<model>-cycle-exists`` when no order avoids a cycle the model forbids, or
+    leave the class undecided when the budget ran out."""
+    ruled_out = models.impossible_models({a.type for a in anomalies})
+    targets = [m for m in versions.TARGETS
+               if m not in ruled_out and checked(models.friendly(m), opts)]
+    for m, (verdict, involved, keys) in versions.complete(txns, edges, targets,
+                                                          budget).items():
+        if verdict == "impossible":
+            anomalies.append(Anomaly(f"{m}-cycle-exists", involved[:8], detail={
+                "size": len(involved), "keys": keys}))
+        elif verdict == "unknown":
+            unfinished.append(Unfinished(len(involved), involved[:8],
+                                         [f"{m}-cycle-exists"], budget.hit or "steps"))
+
+
+def with_open_versions(result: TxnCheckResult, txns: list[Txn], opts: Options,
+                       deadline_s: float | None = None,
+                       max_steps: int = DEFAULT_MAX_STEPS) -> TxnCheckResult:
+    """Return the native core's rw-register ``result`` for ``txns`` (positions as in
+    ``txns``) with the version-order search of :func:`_open_versions` added (the core
+    infers orders as Elle does but does not search them); ``result`` itself when that
+    changes nothing."""
+    if not any(models.canonical(m) in versions.TARGETS for m in result.possible):
+        return result
+    started = time.monotonic()
+    edges, _ = analyse(txns, "rw-register", opts)
+    derived = ("empty-transaction-graph", "cycle-search-timeout")
+    anomalies = [a for t, ans in result.anomalies.items() if t not in derived for a in ans]
+    unfinished = list(result.unfinished)
+    before = (len(anomalies), len(unfinished))
+    _open_versions(txns, edges, opts, anomalies, unfinished,
+                   cycles.Budget(max_steps, deadline_s))
+    if (len(anomalies), len(unfinished)) == before:
+        return result
+    return check_result(txns, result.model, opts, anomalies, unfinished,
+                        result.check_s + time.monotonic() - started, result.engine,
+                        empty="empty-transaction-graph" in result.anomalies,
+                        anomalous=result.anomalous_txns, skipped=result.skipped,
+                        counts=result.counts)
 
 
 def check_result(txns: list[Txn] | Any, model: str, opts: Options,

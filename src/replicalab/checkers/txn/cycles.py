@@ -654,8 +654,9 @@ def topo_ranks(txns: Any, edges: list[Edge]) -> list[tuple[int, int, int]]:
     """Return each transaction's place in a topological order of the ww and wr edges
     (acyclic where snapshot isolation is still possible) that follows the order of the
     strongly connected components of all dependencies (ww, wr, rw) and, among those
-    free, earlier completions first: the likely commit order (a serializable history's
-    serial order; under snapshot isolation a commit precedes its completion)."""
+    free, earlier completions (an unknown one's invoke) first: the likely commit order (a
+    serializable history's serial order; under snapshot isolation a commit precedes its
+    completion)."""
     import heapq
 
     n = len(txns)
@@ -671,8 +672,10 @@ def topo_ranks(txns: Any, edges: list[Edge]) -> list[tuple[int, int, int]]:
     comp = tarjan(n, dep)  # a component's successors have smaller ids
 
     def key(x: int) -> tuple[int, int, int]:
+        # an unknown transaction committed, if at all, after its invoke: in a serial
+        # history before the next one's invoke
         done = txns[x].complete
-        return (-comp[x], done if done >= 0 else 2**62, x)
+        return (-comp[x], done if done >= 0 else max(txns[x].invoke, 0), x)
 
     heap = [key(x) for x in range(n) if indeg[x] == 0]
     heapq.heapify(heap)

@@ -42,9 +42,13 @@ def check(txns: list[Txn], model: str, opts: Options = DEFAULT_OPTIONS,
     options are ones it takes)."""
     nat = _engine(engine)
     if nat is not None and _native_takes(opts):
+        from replicalab.checkers.txn.check import with_open_versions
         from replicalab.checkers.txn.native import check_native
 
-        return check_native(nat, txns, model, opts, deadline_s, max_steps)
+        result = check_native(nat, txns, model, opts, deadline_s, max_steps)
+        if model == "rw-register":
+            result = with_open_versions(result, txns, opts, deadline_s, max_steps)
+        return result
     return check_txns(txns, model, opts, deadline_s=deadline_s, max_steps=max_steps)
 
 
@@ -70,7 +74,9 @@ def check_file(path: Path, model: str, opts: Options = DEFAULT_OPTIONS,
     completions only and ops without ``:f`` (Elle's README) accepted. Raises
     ``history.read.HistoryFileError`` or TxnInputError naming the line."""
     nat = _engine(engine)
-    if nat is not None and _native_takes(opts) and hasattr(nat, "txn_check2_edn"):
+    # rw-register goes through transactions in Python: its version-order search needs them
+    if (nat is not None and _native_takes(opts) and hasattr(nat, "txn_check2_edn")
+            and model != "rw-register"):
         from replicalab.checkers.txn.native import check_edn
 
         if path.suffix.lower() == ".edn":
@@ -134,7 +140,8 @@ def check_run(path: Path, model: str, opts: Options = DEFAULT_OPTIONS,
     """Return the check of a run directory's ``txn`` rows (native: decoded from the
     Arrow buffers; raises TxnInputError naming the row)."""
     nat = _engine(engine)
-    if nat is not None and _native_takes(opts) and hasattr(nat, "txn_check2_rows"):
+    if (nat is not None and _native_takes(opts) and hasattr(nat, "txn_check2_rows")
+            and model != "rw-register"):  # as check_file
         import pyarrow as pa
         import pyarrow.parquet as pq
 
