@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -174,3 +175,68 @@ def test_compare_model_and_check(tmp_path: Path) -> None:
     assert verdict.valid in (True, False) and verdict.model == "kv"
     assert verdict.ops > 0
     assert replicalab.check(reg.path).valid == verdict.valid  # kv: the run's own model
+
+
+def test_the_catalog_names_the_models_measured_against_a_real_store() -> None:
+    """What `model epaxos --against etcd` is told takes --against (docs/models.md: paxos-wan
+    against etcd, PBS against Cassandra), as prose: no model without a real counterpart."""
+    from replicalab.api import catalog
+
+    assert catalog.against_offers() == "paxos-wan (against etcd) and pbs (against cassandra)"
+
+
+def test_speed_keeps_ten_samples_a_second_over_the_last_window() -> None:
+    """The ETA's samples: ticks 10 ms apart are one sample, not ten; after a minute at 1 %
+    a second only the last 20 s (and one sample before them) are kept, and 40 % left at
+    that speed is 40 s."""
+    from replicalab.api.progress import SPEED_WINDOW_S, Speed
+
+    speed = Speed(0.0)
+    for k in range(1, 11):
+        speed.add(0.01 * k, 0.001 * k)
+    assert len(speed.samples) == 2 and speed.samples[-1][1] == pytest.approx(0.01)
+    for t in range(1, 61):
+        speed.add(float(t), t / 100)
+    assert speed.samples[0][0] < 60 - SPEED_WINDOW_S <= speed.samples[1][0]
+    assert len(speed.samples) == SPEED_WINDOW_S + 2
+    assert speed.eta_s(60.0) == pytest.approx(40.0)
+
+
+def test_the_watch_says_a_freshness_window_as_a_line_and_as_json() -> None:
+    """`watch`'s freshness line (piped) and JSON line (--json): each region's share of fresh
+    reads as a percent, the median time to fresh in ms, "–" for a region with no reads."""
+    from replicalab.api import watching
+    from replicalab.watch.staleness import FreshnessRow
+
+    rows = [FreshnessRow("redis", "US-W", 100.0, 10.0, 200, 150, 0, 10, 1, 12.34, 80.0),
+            FreshnessRow("redis", "EU", 100.0, 10.0, 0, 0, 3, 10, 0, None, None)]
+    assert watching.freshness_text(rows) == (
+        "redis freshness: US-W 75.0% fresh, time to fresh 12.3 ms, EU – fresh, time to "
+        "fresh – ms")
+    doc = json.loads(json.dumps(watching.freshness_json(rows)))
+    assert doc["backend"] == "redis" and [r["region"] for r in doc["freshness"]] == ["US-W", "EU"]
+    assert doc["freshness"][0]["fresh_fraction"] == 0.75
+    assert doc["freshness"][0]["ttf_p50_ms"] == 12.34 and doc["freshness"][1]["errors"] == 3
+    assert doc["freshness"][1]["fresh_fraction"] is None
+
+
+def test_tradeoff_labels_its_own_progress_bar(tmp_path: Path) -> None:
+    """`tradeoff` takes `progress` as every verb does: an object with `bar(label)` is asked
+    for the bar of "load tradeoff on STORE" and told the fraction done up to 1; and a
+    comma-separated consistency may have spaces."""
+    import contextlib
+
+    labels: list[str] = []
+    ticks: list[float] = []
+
+    class Bars:
+        def bar(self, label: str) -> contextlib.AbstractContextManager[Any]:
+            labels.append(label)
+            return contextlib.nullcontext(lambda f, what=None: ticks.append(f))
+
+    run = replicalab.tradeoff("sim://simpledb", groups="1", clients=10, read_ratios="0.99",
+                              consistency="eventual, consistent", repeats=1,
+                              step_duration="1s", out=tmp_path, progress=Bars())
+    assert labels == ["load tradeoff on sim://simpledb"]
+    assert ticks and ticks[-1] == 1.0
+    assert sorted(c["consistency"] for c in run.results["cells"]) == ["consistent", "eventual"]

@@ -27,13 +27,13 @@ from typer.testing import CliRunner
 
 import servers
 from replicalab.api import runkind as rundir
-from replicalab.api.progress import Phases
+from replicalab.api.progress import Phases, measured_eta_s
 from replicalab.api.words import fmt_s, plural
 from replicalab.cli import output
 from replicalab.cli.counter import cli_message
 from replicalab.cli.main import app
 from replicalab.cli.output import TableData
-from replicalab.cli.progress import Tick, measured_eta_s
+from replicalab.cli.progress import Tick
 from replicalab.cluster.ports import allocate, wait_listening
 from replicalab.counters.crdt import InsufficientRights
 from replicalab.counters.middleware import HINT_GLOBAL
@@ -633,9 +633,11 @@ def test_compare_on_redis_piped_and_80_columns_and_a_cluster_that_is_down(tmp_pa
     assert f"{100 * row['eventual_stale_fraction']:.2f}%" in p.stdout
     assert results["tables"][0]["rows"][0][1] == "US-E"  # where the primary sits
     assert "% done" in p.stderr and "redis: staleness probe" in p.stderr  # progress, piped
-    # the same table on an 80-column terminal, through the command's own printer
-    code = ("import json,sys; from replicalab.cli.compare import print_comparison; "
-            f"print_comparison(json.load(open({str(run_dir / 'results.json')!r})), 'r.html')")
+    # the same tables on an 80-column terminal, through the printer the command's emit uses
+    code = ("import json; from replicalab.api.outcome import Table; "
+            "from replicalab.cli.output import show; "
+            f"show(Table.from_json(t) for t in json.load(open({str(run_dir / 'results.json')!r}))"
+            "['tables'])")
     text, _, rc = run_pty([], tmp_path, 80, exe=[sys.executable, "-c", code])
     assert rc == 0, text
     assert_whole(text, cells)

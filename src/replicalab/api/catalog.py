@@ -107,6 +107,16 @@ def protocol_models() -> tuple[dict[str, Any], dict[str, str]]:
     return MODELS.installed(), dict(MODELS.broken)
 
 
+def against_offers() -> str:
+    """Return the models that can be measured against a real store, and the store, as one
+    phrase: "paxos-wan (against etcd) and pbs (against cassandra)" (PBS, which the registry
+    does not hold, is measured against Cassandra)."""
+    offers = [f"{name} (against {', '.join(s.against)})"
+              for name, s in protocol_models()[0].items() if s.against]
+    offers.append("pbs (against cassandra)")
+    return ", ".join(offers[:-1]) + " and " + offers[-1] if len(offers) > 1 else offers[0]
+
+
 def placement_policies() -> str:
     """Return the placement policies with their parameters, as one phrase for ``--help``."""
     from replicalab.placement.policies import described

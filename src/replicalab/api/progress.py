@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -34,6 +35,49 @@ def bar_html(label: str, fraction: float, what: str = "", elapsed_s: float = 0.0
     return (f'<div class="replicalab-progress"><progress value="{pct:.1f}" max="100" '
             f'style="width:40ex"></progress> <span>{html.escape(text)} — {pct:.0f}% '
             f"({elapsed_s:.1f} s)</span></div>")
+
+
+SPEED_WINDOW_S = 20.0
+"""The ETA's speed is measured over this many recent seconds of the run."""
+
+
+def measured_eta_s(samples: Sequence[tuple[float, float]], now_s: float,
+                   window_s: float = SPEED_WINDOW_S) -> float | None:
+    """Return the seconds left at the speed measured over the last ``window_s`` seconds of
+    ``samples`` ((time s, fraction done) in time order, the latest last): (1 - done) /
+    speed; None while less than a second of work has been seen or none was done in it."""
+    if len(samples) < 2:
+        return None
+    t1, d1 = samples[-1]
+    t0, d0 = next(((t, d) for t, d in samples if t >= now_s - window_s), samples[0])
+    if t0 >= t1:  # the window holds one sample: take the one before it
+        t0, d0 = samples[-2]
+    if now_s - samples[0][0] < 1.0 or d1 <= d0 or t1 <= t0:
+        return None
+    return (1 - min(d1, 1.0)) * (t1 - t0) / (d1 - d0)
+
+
+class Speed:
+    """How fast a run goes, for its ETA: its recent (time s, fraction done) samples, at
+    most ten a second, over the last :data:`SPEED_WINDOW_S` seconds."""
+
+    def __init__(self, t0_s: float) -> None:
+        self.samples: deque[tuple[float, float]] = deque([(t0_s, 0.0)])
+
+    def add(self, now_s: float, done: float) -> None:
+        """Record that ``done`` (a fraction) of the work is done at ``now_s`` seconds."""
+        if self.samples[-1][1] != done:
+            if len(self.samples) > 1 and now_s - self.samples[-1][0] < 0.1:
+                self.samples.pop()  # at most ten samples a second, however often it ticks
+            self.samples.append((now_s, done))
+        # keep one sample older than the window: the speed spans the whole window
+        while len(self.samples) > 2 and self.samples[1][0] < now_s - SPEED_WINDOW_S:
+            self.samples.popleft()
+
+    def eta_s(self, now_s: float) -> float | None:
+        """Return the seconds left at ``now_s`` at the speed measured (see
+        :func:`measured_eta_s`)."""
+        return measured_eta_s(self.samples, now_s)
 
 
 class NotebookBar:

@@ -4,15 +4,16 @@ groups, read ratios and eventual against consistent reads, and renders the paper
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from replicalab.api.catalog import redact_url
 from replicalab.api.errors import ParameterError
 from replicalab.api.outcome import DONE, INTERRUPTED, STOPPED, Outcome, Table
-from replicalab.experiments.tradeoff import Progress, TradeoffPlan, run_tradeoff
+from replicalab.api.progress import Progress, ticking
+from replicalab.experiments.tradeoff import TradeoffPlan, run_tradeoff
 
 
 @dataclass
@@ -61,7 +62,7 @@ def _list(text: str | Sequence[Any], kind: type, name: str) -> list[Any]:
     if not isinstance(text, str):
         return [kind(x) for x in text]
     try:
-        return [kind(x) for x in text.split(",") if x.strip()]
+        return [kind(x.strip()) for x in text.split(",") if x.strip()]
     except ValueError:
         raise ParameterError(name, f"{text!r} must be a comma-separated list, e.g. "
                                    f"{'1,5,10' if kind is int else '0.99,0.75,0.5'}") from None
@@ -73,8 +74,7 @@ def tradeoff(store: str = "sim://simpledb",
              consistency: str | Sequence[str] = ("eventual", "consistent"), repeats: int = 3,
              step_duration: str | float = "30s", keyspace: int = 1,
              timeout_ms: float = 10_000.0, seed: int = 1, out: Path = Path("runs"),
-             workers: int = 1, ray: str | None = None,
-             progress: Callable[[], AbstractContextManager[Progress]] | None = None
+             workers: int = 1, ray: str | None = None, progress: Progress = None
              ) -> TradeoffRun:
     """Run seed 003 §4's grid on ``store`` and return the :class:`TradeoffRun` (its run
     directory holds results.json, report.html and figures/*.png): per load, ``groups``
@@ -84,8 +84,9 @@ def tradeoff(store: str = "sim://simpledb",
     both; a list or comma-separated text), ``repeats`` times; the names are those of
     :func:`~replicalab.api.loading.load_run` and ``replicalab load tradeoff``. ``workers``
     local processes or a Ray cluster (``ray``: an address or "local") run the steps of a
-    simulated store side by side, or a real store's client groups. :class:`ParameterError`
-    naming the parameter for bad input."""
+    simulated store side by side, or a real store's client groups. ``progress`` as for
+    :func:`~replicalab.api.runs.probe`. :class:`ParameterError` naming the parameter for
+    bad input."""
     from replicalab.api.durations import seconds
     from replicalab.cluster import process
     from replicalab.report.tradeoff import render_tradeoff_report
@@ -97,7 +98,9 @@ def tradeoff(store: str = "sim://simpledb",
     from replicalab.workloads.distributed import RayMissing
 
     try:
-        run = run_tradeoff(plan, out, workers, ray, progress, on_start=process.track)
+        run = run_tradeoff(plan, out, workers, ray,
+                           lambda: ticking(f"load tradeoff on {redact_url(store)}", progress),
+                           on_start=process.track)
     except RayMissing as err:
         raise ParameterError(err.parameter, err.problem, err.mentions) from None
     report = render_tradeoff_report(run.results, run.run_dir)

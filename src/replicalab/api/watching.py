@@ -20,8 +20,8 @@ from replicalab.api.outcome import DONE, INTERRUPTED, Outcome
 from replicalab.api.words import fmt_s
 from replicalab.watch.vehicle import direction, gauge
 
-__all__ = ["LoadingLines", "dashboard", "direction", "gauge", "ms_text", "round_text",
-           "watch"]
+__all__ = ["LoadingLines", "dashboard", "direction", "fraction_text", "freshness_json",
+           "freshness_text", "gauge", "ms_text", "round_text", "watch"]
 
 
 async def _until_done_or_signal(watcher: Any, every: Callable[[], None] | None) -> str:
@@ -55,6 +55,27 @@ async def _until_done_or_signal(watcher: Any, every: Callable[[], None] | None) 
 def ms_text(x: float | None) -> str:
     """Return milliseconds as the watch prints them (one decimal; "–" for none)."""
     return "–" if x is None else f"{x:.1f}"
+
+
+def fraction_text(x: float | None) -> str:
+    """Return a fraction as the watch prints it (a percent, one decimal; "–" for none)."""
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def freshness_text(rows: Sequence[Any]) -> str:
+    """Return one backend's freshness window (``on_freshness``'s rows, one per region) as a
+    log line: each region's share of fresh reads (percent) and median time to fresh (ms)."""
+    return f"{rows[0].backend} freshness: " + ", ".join(
+        f"{r.region} {fraction_text(r.fresh_fraction)} fresh, time to fresh "
+        f"{ms_text(r.ttf_p50_ms)} ms" for r in rows)
+
+
+def freshness_json(rows: Sequence[Any]) -> dict[str, Any]:
+    """Return one backend's freshness window as ``watch --json`` prints it: ``backend`` and
+    ``freshness``, each region's row (counts; times in s and ms) with its
+    ``fresh_fraction``."""
+    return {"backend": rows[0].backend, "freshness": [
+        {**asdict(r), "fresh_fraction": r.fresh_fraction} for r in rows]}
 
 
 def round_text(samples: list[dict[str, Any]]) -> str:

@@ -9,8 +9,7 @@ from typing import Annotated
 import typer
 
 from replicalab.api import latency_tester as clt
-from replicalab.cli.errors import fail, said
-from replicalab.cli.output import outcome_of
+from replicalab.cli.output import attempt, outcome_of
 from replicalab.cli.progress import Bars
 
 clt_app = typer.Typer(help="Cloud Latency Tester: all-pairs RTT and quorum latency over TCP "
@@ -44,10 +43,7 @@ def agent(
 
     Example: replicalab clt agent --listen 127.0.0.1:7101 --skew-ms 20
     """
-    try:
-        clt.clt_agent(listen, skew_ms)
-    except ValueError as err:
-        fail(said(err))
+    attempt(lambda: clt.clt_agent(listen, skew_ms))
 
 
 @clt_app.command("run")

@@ -4,21 +4,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from replicalab.api import catalog, comparing
-from replicalab.cli.output import TableData, outcome_of, say, show
+from replicalab.cli.output import outcome_of
 from replicalab.cli.progress import Bars
-
-
-def print_comparison(results: dict[str, Any], report: Path | str) -> None:
-    """Print a comparison's tables (every value whole, as in its results) and report path."""
-    show(TableData.from_json(t) for t in results["tables"])
-    for note in results.get("notes", []):
-        say(note)
-    say(f"report: {report}")
 
 
 def compare(

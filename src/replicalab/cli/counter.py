@@ -11,9 +11,9 @@ import typer
 
 from replicalab.api import catalog, counting
 from replicalab.cli.errors import fail, note, said
-from replicalab.cli.output import emit, say
+from replicalab.cli.output import emit, outcome_of, say
 from replicalab.cli.progress import Bars
-from replicalab.cli.timeparse import duration_ms, warnings_as_notes
+from replicalab.cli.timeparse import duration_ms
 
 counter_app = typer.Typer(
     help="Bounded Counters: numeric invariants (value >= bound) over eventually consistent "
@@ -189,17 +189,14 @@ def bench(
     if store is not None:
         note(f"--store {store} is deprecated here; use --kind {store}")
     kind = kind or store or "redis"
-    try:
-        with warnings_as_notes():
-            outcome = counting.counter_bench(
-                kind, configs, experiments, clients, counters, duration,
-                duration_ms(think, "--think", think_ms, "--think-ms", "100ms"), inc_fraction,
-                low_load_clients, exhaust_initial, exhaust_clients, exhaust_max,
-                violation_initial, duration_ms(sync, "--sync", sync_ms, "--sync-ms", "200ms"),
-                seed, out, Bars(not as_json), fault_dc, fault_at, fault_for, fault_initial)
-    except ValueError as err:
-        fail(cli_message(err))
-    emit(outcome, as_json)
+    # a bench counts its operations' refusals, so no error of its carries the library's
+    # hint that cli_message turns into --global: bad options, data centres that failed
+    outcome_of(lambda: counting.counter_bench(
+        kind, configs, experiments, clients, counters, duration,
+        duration_ms(think, "--think", think_ms, "--think-ms", "100ms"), inc_fraction,
+        low_load_clients, exhaust_initial, exhaust_clients, exhaust_max, violation_initial,
+        duration_ms(sync, "--sync", sync_ms, "--sync-ms", "200ms"), seed, out,
+        Bars(not as_json), fault_dc, fault_at, fault_for, fault_initial), as_json, _FLAGS)
 
 
 @counter_app.command("recover")

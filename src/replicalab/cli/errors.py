@@ -29,10 +29,6 @@ def flush_notes() -> None:
     sys.stderr.flush()
 
 
-class UserError(Exception):
-    """Bad input: the message names the problem and the fix; exit code 2."""
-
-
 def said(err: BaseException, flags: dict[str, str] | None = None) -> str:
     """Return an API error or deprecation in the command line's words: one that names a
     parameter (``api/errors.py``) names its option instead, ``--model`` for ``model``

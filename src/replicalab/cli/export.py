@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from replicalab.api.exporting import export as export_history
-from replicalab.cli.errors import fail, note, said
-from replicalab.cli.output import say
+from replicalab.cli.errors import fail, note
+from replicalab.cli.output import attempt, say
 
 
 def export(
@@ -38,8 +38,5 @@ def export(
             fail("--output is the old name of --out; give only --out")
         note("--output is deprecated; use --out")
         out = output
-    try:
-        done = export_history(run_dir, fmt, out, force)
-    except ValueError as err:
-        fail(said(err))
+    done = attempt(lambda: export_history(run_dir, fmt, out, force))
     say(f"{done.events:,} events -> {done.path}")

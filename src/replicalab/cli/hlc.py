@@ -13,10 +13,8 @@ from typing import Annotated
 import typer
 
 from replicalab.api import clocks
-from replicalab.cli.errors import fail, said
-from replicalab.cli.output import emit, outcome_of, say
+from replicalab.cli.output import attempt, emit, outcome_of, say
 from replicalab.cli.progress import Bars
-from replicalab.cli.timeparse import warnings_as_notes
 
 hlc_app = typer.Typer(help="Hybrid logical clocks: align multi-node traces, reproduce seed 002.",
                       no_args_is_help=True)
@@ -121,12 +119,9 @@ def query(
     def said_match(m: object) -> None:
         say(json.dumps(m.to_json(), default=str) if as_json else clocks.match_line(m))
 
-    try:
-        with warnings_as_notes():
-            outcome = clocks.hlc_query(text, logs, follow_logs, max_seconds, idle_seconds,
-                                       max_matches, show, severity, said_match)
-    except ValueError as err:
-        fail(said(err))
+    outcome = attempt(lambda: clocks.hlc_query(text, logs, follow_logs, max_seconds,
+                                               idle_seconds, max_matches, show, severity,
+                                               said_match))
     if follow_logs and not as_json and "summary" in outcome.results:
         s = outcome.results["summary"]
         say(f"{s['matched']} matches, {s['cuts']} cuts, {s['events']} events in "
@@ -163,15 +158,10 @@ def sonify(
     Example: replicalab hlc sonify 'SELECT lag WHEN MAX(lag) >= 2' n*.jsonl --severity 'MAX(lag)'
     --voice 'SELECT lag WHEN MAX(lag) >= 5 | MAX(lag)'
     """
-    try:
-        with warnings_as_notes():
-            outcome = clocks.hlc_sonify(text, logs, severity, midi, speed, pitch_low,
-                                        pitch_high, note_ms, severity_range, program,
-                                        voice or [], follow_logs, max_seconds, idle_seconds,
-                                        max_matches)
-    except ValueError as err:
-        fail(said(err, {"voices": "--voice"}))
-    emit(outcome, as_json, sort_keys=False)
+    outcome_of(lambda: clocks.hlc_sonify(text, logs, severity, midi, speed, pitch_low,
+                                         pitch_high, note_ms, severity_range, program,
+                                         voice or [], follow_logs, max_seconds, idle_seconds,
+                                         max_matches), as_json, {"voices": "--voice"}, False)
 
 
 def add_commands(hlc_app: typer.Typer) -> None:

@@ -10,10 +10,10 @@ from typing import Annotated, Any
 import typer
 
 from replicalab.api import loading
-from replicalab.cli.errors import UserError, fail, said
-from replicalab.cli.output import emit
+from replicalab.cli.errors import fail
+from replicalab.cli.output import outcome_of
 from replicalab.cli.progress import Bars
-from replicalab.cli.timeparse import duration_ms, warnings_as_notes
+from replicalab.cli.timeparse import duration_ms
 
 load_app = typer.Typer(help="Open-loop load: offered rate, ramp until failure, SLA search.",
                        no_args_is_help=True)
@@ -56,17 +56,16 @@ FailP99 = Annotated[float, typer.Option(help="A step fails above this response p
 
 def _go(mode: str, timeout: str, timeout_ms: float | None, as_json: bool, **kw: Any) -> None:
     """Run the load ``mode`` and print it (bad input: one line, exit 2)."""
-    try:
-        with warnings_as_notes():
-            if timeout_ms is not None and not timeout_ms > 0:
-                raise ValueError(f"--timeout-ms {timeout_ms:g} must be positive; or give "
-                                 "--timeout as a duration, e.g. 2s")
-            kw["timeout_ms"] = (timeout_ms if timeout_ms is not None
-                                else duration_ms(timeout, "--timeout", None, "", "2s"))
-            outcome = loading.load_run(mode=mode, progress=Bars(not kw.pop("quiet")), **kw)
-    except (ValueError, UserError) as err:
-        fail(said(err, {"sla_p99_ms": "--sla-p99", "step_duration": "--step-duration"}))
-    emit(outcome, as_json)
+
+    def run() -> Any:
+        if timeout_ms is not None and not timeout_ms > 0:
+            raise ValueError(f"--timeout-ms {timeout_ms:g} must be positive; or give "
+                             "--timeout as a duration, e.g. 2s")
+        kw["timeout_ms"] = (timeout_ms if timeout_ms is not None
+                            else duration_ms(timeout, "--timeout", None, "", "2s"))
+        return loading.load_run(mode=mode, progress=Bars(not kw.pop("quiet")), **kw)
+
+    outcome_of(run, as_json, {"sla_p99_ms": "--sla-p99", "step_duration": "--step-duration"})
 
 
 @load_app.command("run")
@@ -201,25 +200,13 @@ def tradeoff_cmd(
     Example: replicalab load tradeoff --store redis://127.0.0.1:6379 --groups 1,2,4
     --clients 20 --client-rate 5 --repeats 2 --step-duration 10s
     """
-    from replicalab.api import catalog
     from replicalab.api.durations import seconds
     from replicalab.api.tradeoff import tradeoff
-    from replicalab.cli.progress import progress_bar
 
-    try:
-        with warnings_as_notes():
-            run = tradeoff(
-                store, groups, clients, client_rate, read_ratios,
-                [c.strip() for c in consistency.split(",") if c.strip()], repeats,
-                step_duration, keyspace, 1000 * seconds(timeout, "timeout"), seed, out,
-                workers, ray,
-                lambda: progress_bar(f"load tradeoff on {catalog.redact_url(store)}",
-                                     not as_json))
-    except ValueError as err:
-        fail(said(err))
-    emit(run.outcome(), as_json)
-
-
+    outcome_of(lambda: tradeoff(store, groups, clients, client_rate, read_ratios, consistency,
+                                repeats, step_duration, keyspace,
+                                1000 * seconds(timeout, "timeout"), seed, out, workers, ray,
+                                Bars(not as_json)).outcome(), as_json)
 
 
 def register(app: typer.Typer) -> None:

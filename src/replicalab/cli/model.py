@@ -140,15 +140,6 @@ def model_command(spec: Any) -> Callable[..., None]:
     return command
 
 
-def against_offers() -> str:
-    """Return which models take --against and what they measure, e.g. "paxos-wan (against
-    etcd) and pbs (against cassandra)"."""
-    offers = [f"{name} (against {', '.join(s.against)})"
-              for name, s in catalog.protocol_models()[0].items() if s.against]
-    offers.append("pbs (against cassandra)")
-    return ", ".join(offers[:-1]) + " and " + offers[-1] if len(offers) > 1 else offers[0]
-
-
 def _only_against(spec: Any) -> Callable[[str | None], str | None]:
     """Return the parse-time check of --against/--duration for ``spec``: a model with no
     real counterpart refuses them in one line naming the models that take them."""
@@ -156,7 +147,8 @@ def _only_against(spec: Any) -> Callable[[str | None], str | None]:
     def check(value: str | None) -> str | None:
         if value is not None and not spec.against:
             raise typer.BadParameter(f"the {spec.name} model has no real store to be measured "
-                                     f"against; --against is offered by {against_offers()}")
+                                     "against; --against is offered by "
+                                     f"{catalog.against_offers()}")
         return value
 
     return check

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from replicalab.api.outcome import DONE, FAILED, INCONCLUSIVE, INTERRUPTED, Outcome, Table
+
+T = TypeVar("T")
 
 # Rich is imported on first use (a table, a width): a command that only prints lines,
 # such as a short ``replicalab check``, does not pay for it at start-up.
@@ -222,17 +224,21 @@ def emit(outcome: Outcome, as_json: bool, sort_keys: bool = True) -> None:
         fail(outcome.why, code)
 
 
-def outcome_of(make: Any, as_json: bool, flags: dict[str, str] | None = None,
-               sort_keys: bool = True) -> None:
-    """Print the outcome ``make()`` returns (:func:`emit`); bad input (a ValueError, the
-    API's ParameterError with its options for ``flags``) is one line and exit 2, and a
-    deprecated value a note."""
-    from replicalab.cli.errors import UserError, fail, said
+def attempt(make: Callable[[], T], flags: dict[str, str] | None = None) -> T:
+    """Return what ``make()`` returns; bad input (a ValueError, the API's ParameterError
+    with its options for ``flags``) is one line and exit 2, and a deprecated value a note."""
+    from replicalab.cli.errors import fail, said
     from replicalab.cli.timeparse import warnings_as_notes
 
     try:
         with warnings_as_notes():
-            outcome = make()
-    except (ValueError, UserError) as err:
+            return make()
+    except ValueError as err:
         fail(said(err, flags))
-    emit(outcome, as_json, sort_keys)
+
+
+def outcome_of(make: Callable[[], Outcome], as_json: bool, flags: dict[str, str] | None = None,
+               sort_keys: bool = True) -> None:
+    """Print the outcome ``make()`` returns (:func:`emit`), its bad input one line and exit 2
+    (:func:`attempt`)."""
+    emit(attempt(make, flags), as_json, sort_keys)

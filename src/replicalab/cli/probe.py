@@ -16,10 +16,9 @@ import typer
 
 from replicalab.api import batches, catalog, lifecycle, reporting, runs
 from replicalab.api.words import fmt_s, plural
-from replicalab.cli.errors import UserError, fail, said
-from replicalab.cli.output import emit, say, show
+from replicalab.cli.errors import fail
+from replicalab.cli.output import attempt, emit, say, show
 from replicalab.cli.progress import Bars
-from replicalab.cli.timeparse import warnings_as_notes
 
 __all__ = ["demo", "finish", "probe", "report", "unchecked_exit"]
 
@@ -122,23 +121,21 @@ def probe(
                    read_rate=read_rate, period=period, faults=list(fault or []),
                    faults_file=faults, cluster=cluster, prefix=prefix, keep=keep,
                    **workload_flags)
-    try:
-        with warnings_as_notes():
-            if repeats != 1 or sweep or workers != 1 or ray is not None:
-                request = runs.probe_request(store, workload, duration, **options)
-                outcome = batches.probe_batch(request, repeats, sweep or [], workers, ray,
-                                              out, Bars(not as_json))
-            else:
-                run = runs.probe(store, workload, duration, out=out, progress=Bars(not as_json),
-                                 announce=lambda line: say(line, err=True),
-                                 check_interrupted=False, **options)
-                outcome = None
-    except (ValueError, UserError) as err:
-        fail(said(err, {"faults_file": "--faults", "faults": "--fault"}))
-    if outcome is not None:
-        emit(outcome, as_json)
-        return
-    finish(run, as_json)
+
+    def run() -> Any:  # a Run, or a batch's Outcome
+        if repeats != 1 or sweep or workers != 1 or ray is not None:
+            request = runs.probe_request(store, workload, duration, **options)
+            return batches.probe_batch(request, repeats, sweep or [], workers, ray, out,
+                                       Bars(not as_json))
+        return runs.probe(store, workload, duration, out=out, progress=Bars(not as_json),
+                          announce=lambda line: say(line, err=True), check_interrupted=False,
+                          **options)
+
+    done = attempt(run, {"faults_file": "--faults", "faults": "--fault"})
+    if isinstance(done, runs.Run):
+        finish(done, as_json)
+    else:
+        emit(done, as_json)
 
 
 def _with_workload_flags(fn: Any) -> Any:
@@ -190,11 +187,7 @@ def demo(
 
     Example: replicalab demo --duration 2h
     """
-    try:
-        with warnings_as_notes():
-            done = runs.demo(duration, seed, out, Bars(), check_interrupted=False)
-    except ValueError as err:
-        fail(said(err))
+    done = attempt(lambda: runs.demo(duration, seed, out, Bars(), check_interrupted=False))
     reports = []
     for run, consistency in zip(done, runs.DEMO_READS, strict=False):
         if not run.checked:

@@ -5,9 +5,10 @@
 probe")``. On a terminal it is a Rich bar (description, bar, percent, elapsed, ETA) that
 moves with the work; not on a terminal (piped, CI logs) it prints one line once the run has
 gone on for a second, then one per phase, one every minute of a long phase and one at the
-end (a run over within a second prints none). The ETA comes from the measured speed: the
-work done over the last :data:`SPEED_WINDOW_S` seconds (the whole run until then), so a slow
-start (imports, a server starting) or a change of pace does not skew it. A run interrupted
+end (a run over within a second prints none). The ETA comes from the measured speed
+(``api/progress.py``): the work done over the last :data:`SPEED_WINDOW_S` seconds (the whole
+run until then), so a slow start (imports, a server starting) or a change of pace does not
+skew it. A run interrupted
 (Ctrl-C, or SIGTERM acting as one) never says "finished", even when the command caught the
 interrupt to save what it had (:mod:`replicalab.runtime.interrupts`).
 """
@@ -15,12 +16,12 @@ interrupt to save what it had (:mod:`replicalab.runtime.interrupts`).
 from __future__ import annotations
 
 import time
-from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from replicalab.api import lifecycle
+from replicalab.api.progress import Speed
 from replicalab.api.words import fmt_s
 from replicalab.cli.errors import flush_notes, stderr_console
 
@@ -28,26 +29,6 @@ HEARTBEAT_S = 60.0
 """Piped output: a line at least this often during one long phase."""
 QUIET_S = 1.0
 """Piped output: a run that ends within this many seconds prints no progress lines."""
-
-
-SPEED_WINDOW_S = 20.0
-"""The ETA's speed is measured over this many recent seconds of the run."""
-
-
-def measured_eta_s(samples: Sequence[tuple[float, float]], now_s: float,
-                   window_s: float = SPEED_WINDOW_S) -> float | None:
-    """Return the seconds left at the speed measured over the last ``window_s`` seconds of
-    ``samples`` ((time s, fraction done) in time order, the latest last): (1 - done) /
-    speed; None while less than a second of work has been seen or none was done in it."""
-    if len(samples) < 2:
-        return None
-    t1, d1 = samples[-1]
-    t0, d0 = next(((t, d) for t, d in samples if t >= now_s - window_s), samples[0])
-    if t0 >= t1:  # the window holds one sample: take the one before it
-        t0, d0 = samples[-2]
-    if now_s - samples[0][0] < 1.0 or d1 <= d0 or t1 <= t0:
-        return None
-    return (1 - min(d1, 1.0)) * (t1 - t0) / (d1 - d0)
 
 
 class Tick:
@@ -68,25 +49,15 @@ class Tick:
         self._said = False  # piped: a run refused before it starts prints only its error
         self._cut = ""  # why the run stopped before its end ("" = it did not)
         self._interrupts = lifecycle.interrupts()  # more at the end: the run was interrupted
-        self._samples: deque[tuple[float, float]] = deque([(self._t0, 0.0)])
+        self._speed = Speed(self._t0)
 
     estimates = True
     """False for work whose pace says nothing of what is left (servers starting): no ETA."""
 
     def eta(self) -> float | None:
-        """Return the seconds left at the measured speed (see :func:`measured_eta_s`), None
-        when this work makes no estimates."""
-        return measured_eta_s(self._samples, self._now()) if self.estimates else None
-
-    def _sample(self) -> None:
-        now = self._now()
-        if self._samples[-1][1] != self.done:
-            if len(self._samples) > 1 and now - self._samples[-1][0] < 0.1:
-                self._samples.pop()  # at most ten samples a second, however often it ticks
-            self._samples.append((now, self.done))
-        # keep one sample older than the window: the speed spans the whole window
-        while len(self._samples) > 2 and self._samples[1][0] < now - SPEED_WINDOW_S:
-            self._samples.popleft()
+        """Return the seconds left at the measured speed (``api/progress.py``'s
+        :class:`Speed`), None when this work makes no estimates."""
+        return self._speed.eta_s(self._now()) if self.estimates else None
 
     def _now(self) -> float:
         return float(self._clock())  # type: ignore[operator]
@@ -108,7 +79,7 @@ class Tick:
         changed = what is not None and what != self.what
         if changed:
             self.what = what or ""
-        self._sample()
+        self._speed.add(self._now(), self.done)
         if self._bar is not None and self._task is not None:
             eta = self.eta()
             desc = f"{self.label}: {self.what}" if self.what else self.label

@@ -9,8 +9,7 @@ from typing import Annotated
 import typer
 
 from replicalab.api import catalog, comparing
-from replicalab.cli.errors import fail, said
-from replicalab.cli.output import emit, say
+from replicalab.cli.output import attempt, emit, say
 from replicalab.cli.progress import Bars
 
 
@@ -57,12 +56,9 @@ def scorecard(
 
     Example: replicalab scorecard --kinds cassandra --regions dc3 --quick
     """
-    try:
-        outcome = comparing.scorecard_run(kinds.split(","), regions, quick,
-                                          None if only is None else only.split(","), out,
-                                          seed, Bars(not as_json), hosts, name)
-    except ValueError as err:
-        fail(said(err))
+    outcome = attempt(lambda: comparing.scorecard_run(
+        kinds.split(","), regions, quick, None if only is None else only.split(","), out, seed,
+        Bars(not as_json), hosts, name))
     if not as_json:
         for store, err in outcome.results["errors"].items():
             say(f"{store}: {err}", err=True)

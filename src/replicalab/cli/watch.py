@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,16 +18,11 @@ from rich.text import Text
 
 from replicalab.api import watching
 from replicalab.api.watching import LoadingLines
+from replicalab.api.watching import fraction_text as _fraction
 from replicalab.api.watching import ms_text as _ms
-from replicalab.cli.errors import UserError, fail, said
-from replicalab.cli.output import say, stdout_console
-from replicalab.cli.timeparse import warnings_as_notes
+from replicalab.cli.output import attempt, say, stdout_console
 
 __all__ = ["dashboard", "live_view", "register", "watch"]
-
-
-def _fraction(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
 
 
 def live_view(states: list[Any], vehicle: Any, db: Path, fresh: list[Any] | None = None
@@ -130,13 +124,10 @@ def watch(
 
     def on_freshness(rows: list[Any]) -> None:
         if as_json:
-            sys.stdout.write(json.dumps({"backend": rows[0].backend, "freshness": [
-                {**asdict(r), "fresh_fraction": r.fresh_fraction} for r in rows]}) + "\n")
+            sys.stdout.write(json.dumps(watching.freshness_json(rows)) + "\n")
             sys.stdout.flush()
         elif not use_live:
-            say(f"{rows[0].backend} freshness: " + ", ".join(
-                f"{r.region} {_fraction(r.fresh_fraction)} fresh, time to fresh "
-                f"{_ms(r.ttf_p50_ms)} ms" for r in rows))
+            say(watching.freshness_text(rows))
 
     def every(states: list[Any], vehicle: Any, fresh: list[Any]) -> None:
         if live:
@@ -149,15 +140,11 @@ def watch(
             lines.update(states)
 
     try:
-        with warnings_as_notes():
-            outcome = watching.watch(config, db, interval, max_rounds, duration, records,
-                                     record_bytes, reads, writes, timeout, seed, metrics_port,
-                                     metrics_host, on_round, every,
-                                     lambda line: say(line, err=True), store or [],
-                                     staleness_write_interval, staleness_read_rate,
-                                     on_freshness)
-    except (ValueError, UserError) as err:
-        fail(said(err, {"stores": "--store"}))
+        outcome = attempt(lambda: watching.watch(
+            config, db, interval, max_rounds, duration, records, record_bytes, reads, writes,
+            timeout, seed, metrics_port, metrics_host, on_round, every,
+            lambda line: say(line, err=True), store or [], staleness_write_interval,
+            staleness_read_rate, on_freshness), {"stores": "--store"})
     finally:
         if live:
             live[0].stop()
@@ -177,10 +164,7 @@ def dashboard(
 
     Example: replicalab dashboard --db samples.sqlite --port 8765
     """
-    try:
-        watching.dashboard(db, port, lambda line: (say(line), sys.stdout.flush()))
-    except ValueError as err:
-        fail(said(err))
+    attempt(lambda: watching.dashboard(db, port, lambda line: (say(line), sys.stdout.flush())))
 
 
 def register(app: typer.Typer) -> None:
