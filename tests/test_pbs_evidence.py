@@ -56,8 +56,17 @@ def _shipped(doc: dict):
 
 def _misread(doc: dict) -> str | None:
     """Why the recording's reads were not the path the model was calibrated for (None:
-    they were, or the recording predates the reads' median)."""
-    return against.misread(1, doc.get("read_p50_ms"), doc["calibration"]["read_overhead_ms"])
+    they were, or the recording predates the reads' median): its traced reads at the
+    reader's coordinator (``read_paths``, recorded from 2026-11-29 13:30 UTC on), else the
+    reads' median against the reader's own replica at calibration."""
+    return against.misread(1, doc.get("read_p50_ms"), doc["calibration"]["read_overhead_ms"],
+                           traced=doc.get("read_paths", ()))
+
+
+TRACED_FROM_UTC = "2026-11-29T13:30:00Z"
+"""From then on every recording traces where the reader's reads went, before and after its
+probe (heldout-2 and -6 read another data centre's replica, which their files could only
+show by the reads' latency)."""
 
 
 def _judge(doc: dict, predict) -> tuple[V.Judgement, str]:
@@ -76,6 +85,9 @@ def test_the_recordings_are_there_and_complete():
         assert doc["machine"]["load_1m"]["samples"] > 0 and doc["noise"]["stall_samples"] > 0
         assert doc["visibility"]["writes"] >= 500, name
         assert doc["shipped_model"]["model"] == MODEL, name
+        if doc["date_utc"] > TRACED_FROM_UTC:
+            paths = doc["read_paths"]
+            assert len(paths) == 2 and all(p["trace"] and p["intended"] for p in paths), name
 
 
 @pytest.mark.parametrize("name", RECORDINGS)
