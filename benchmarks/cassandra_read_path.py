@@ -1,14 +1,19 @@
 """Which replica serves a ONE read at the reader's coordinator, on fresh clusters started as
 ``pbs_cassandra.py`` starts them: the keyspace's replication and a traced read, per cluster.
 
-    python benchmarks/cassandra_read_path.py --clusters 6      # ~1 min per cluster
+    python benchmarks/cassandra_read_path.py --clusters 6 --out x.jsonl   # ~45 s a cluster
 
 Each cluster: 3 Cassandra nodes on dc3 (one per region, replication links jittering), the
-calibration's set-up done the way ``pbs_real.calibrate`` does it (a store opened on the
-writer's node alone, which creates the probe keyspace), then one ONE read of the probe's key
-at the US-W node, traced (``trace=True``): the coordinator the driver used, and the replica
-the trace shows the coordinator reading. Written to ``--out`` as JSON lines, one per cluster.
-"""
+calibration's set-up done as ``pbs_real._calibrate`` does it (the first client, which
+creates the probe keyspace), a write of the probe's key at US-E, then one ONE read of it at
+the US-W node, traced (``stores.cassandra.read_path``): the coordinator that answered, the
+replicas its trace shows it reading, the keyspace's replication. One JSON line per cluster
+to ``--out``; a store that refuses the keyspace (no replica in a region of its URL) is
+recorded as ``refused`` with its message.
+
+docs/data/cassandra-read-path-2026-11-29-before.jsonl is this script run on the product of
+fb89fd3 (the calibration's first client's URL named the writer's node alone; ``read_path``
+added to it), -after.jsonl on the product of the commit that added it here."""
 
 from __future__ import annotations
 
@@ -26,32 +31,19 @@ from replicalab.workloads import pbs_real
 from replicalab.workloads.staleness import KEY
 
 
-def _peers_seen(address: str) -> list[list[str | None]]:
-    """Return [peer, data centre, tokens] per row of the node's system.peers_v2, as it is."""
-    from cassandra.cluster import Cluster
-
-    cluster = Cluster([address], protocol_version=5)
-    try:
-        session = cluster.connect()
-        return [[str(r.peer), r.data_center, None if r.tokens is None else len(r.tokens)]
-                for r in session.execute("SELECT peer, data_center, tokens FROM "
-                                         "system.peers_v2")]
-    finally:
-        cluster.shutdown()
-
-
-async def _inspect(c: object, calibrate: bool, peek: bool) -> dict:
-    # looking delays the keyspace's creation, which can hide what it would have seen
-    seen = _peers_seen(pbs_real._node_in(c, "US-E")) if peek else None  # type: ignore[arg-type]
+async def _inspect(c: object, calibrate: bool) -> dict:
     if calibrate:
         await pbs_real._calibrate(c, "US-E", "US-W", 3)  # type: ignore[arg-type]
     store = open_store(f"{c.url}&eventual_cl=ONE", 1)  # type: ignore[attr-defined]
     try:
-        writer = await store.connect("US-E")
+        try:
+            writer = await store.connect("US-E")
+        except ValueError as err:
+            return {"refused": str(err), "local": False}
         await writer.write({KEY: "x"})
         reader = await store.connect("US-W")
         path = await asyncio.to_thread(read_path, reader, KEY)
-        return {"writer_node_peers_at_start": seen, **path.to_json()}
+        return path.to_json()
     finally:
         await store.close()
 
@@ -63,14 +55,12 @@ def main() -> None:
                     help="open the full URL first (the keyspace made from every node)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--logs", type=Path, help="keep the nodes' logs here")
-    ap.add_argument("--peek", action="store_true",
-                    help="record the writer node's system.peers_v2 before the calibration")
     args = ap.parse_args()
     for i in range(args.clusters):
         t0 = time.monotonic()
         load = load_1m()
         with pbs_real.cassandra_cluster(3, "dc3", jitter_ms=pbs_real.DEFAULT_JITTER_MS) as c:
-            got = asyncio.run(_inspect(c, not args.no_calibrate, args.peek))
+            got = asyncio.run(_inspect(c, not args.no_calibrate))
             if args.logs:
                 for n in c.nodes:
                     dest = args.logs / f"{c.name}-{i}-n{n.index}.log"

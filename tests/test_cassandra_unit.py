@@ -149,3 +149,36 @@ def test_a_traced_read_served_elsewhere_makes_a_pbs_verdict_inconclusive():
     assert against.misread(1, 2.9, 2.9, traced=[elsewhere]) is not None
     assert against.misread(1, 2.9, 2.9, traced=[local, local]) is None
     assert against.misread(2, 168.0, 2.9, traced=[elsewhere]) is None  # R = 2 reads remote
+
+
+# A read at ONE through the US-W node (127.42.1.2) of a keyspace without a US-W replica, as
+# Cassandra 5.0.6 traced it (tests/test_integration_cassandra.py, printed by its -s run).
+TRACE_ELSEWHERE = ("127.42.1.2", [
+    ("127.42.1.2", "Parsing SELECT value FROM no_replica_in_us_w.elements WHERE domain = "
+                   "'probe' AND item = 'item' AND attribute = 'value'"),
+    ("127.42.1.2", "Preparing statement"),
+    ("127.42.1.2", "reading data from /127.42.1.1:7000"),
+    ("127.42.1.2", "Sending READ_REQ message to /127.42.1.1:7000 message size 108 bytes"),
+    ("127.42.1.1", "READ_REQ message received from /127.42.1.2:7000"),
+    ("127.42.1.1", "Executing single-partition query on elements"),
+    ("127.42.1.1", "Acquiring sstable references"),
+    ("127.42.1.1", "Merging memtable contents"),
+    ("127.42.1.1", "Read 0 live rows and 0 tombstone cells"),
+    ("127.42.1.1", "Enqueuing response to /127.42.1.2:7000"),
+    ("127.42.1.1", "Sending READ_RSP message to /127.42.1.2:7000 message size 38 bytes"),
+    ("127.42.1.2", "READ_RSP message received from /127.42.1.1:7000"),
+    ("127.42.1.2", "Processing response from /127.42.1.1:7000")])
+
+
+def test_the_replica_a_traced_read_went_to_is_read_from_its_trace():
+    from replicalab.stores import open_store
+    from replicalab.stores.cassandra import replicas_read
+
+    store = open_store("cassandra://127.42.1.1:9042?hosts=127.42.1.2:9042,127.42.1.3:9042"
+                       "&regions=dc3&node_regions=US-E,US-W,EU")
+    assert replicas_read(store, TRACE_ELSEWHERE) == ("n0",)
+    # the same read where US-W holds a replica: its coordinator runs the query itself
+    local = ("127.42.1.2", [(src, text) for src, text in TRACE_ELSEWHERE[1]
+                            if src == "127.42.1.2" and "/127.42.1.1" not in text]
+             + [("127.42.1.2", "Executing single-partition query on elements")])
+    assert replicas_read(store, local) == ("n1",)

@@ -356,6 +356,7 @@ class CassandraDriver:
         the ring: a client connected to it then, even with a URL naming one node, would
         create a keyspace without the peer's data centre (no replica there: reads at ONE
         in it served a WAN round trip away for as long as the keyspace exists)."""
+        from cassandra.cluster import EXEC_PROFILE_DEFAULT, ExecutionProfile
         from cassandra.cluster import Cluster as Driver
         from cassandra.policies import WhiteListRoundRobinPolicy
 
@@ -364,8 +365,10 @@ class CassandraDriver:
         deadline = time.monotonic() + timeout_s
         for node in c.nodes:
             address = advertised(node)
+            # its own view: every query to this node alone
+            only = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([address]))
             driver = Driver([address], port=CQL_PORT, protocol_version=5,
-                            load_balancing_policy=WhiteListRoundRobinPolicy([address]),
+                            execution_profiles={EXEC_PROFILE_DEFAULT: only},
                             schema_metadata_enabled=False, token_metadata_enabled=False,
                             connect_timeout=timeout_s)
             try:
