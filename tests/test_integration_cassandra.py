@@ -536,6 +536,7 @@ def test_a_read_at_one_is_served_by_the_readers_own_replica_and_a_keyspace_witho
     nodes in regions, and the trace of a read at US-W through it shows another replica."""
     from replicalab.experiments import against
     from replicalab.stores.cassandra import data_centres_of, ring_members
+    from replicalab.workloads import pbs_real
 
     c, _ = cassandra_dc3
     url = f"{c.url}&eventual_cl=ONE"
@@ -550,7 +551,8 @@ def test_a_read_at_one_is_served_by_the_readers_own_replica_and_a_keyspace_witho
 
     for seen in asyncio.run(members()):
         assert data_centres_of(seen) == {"US-E": 1, "US-W": 1, "EU": 1}, seen
-    good = asyncio.run(_read_paths(url, regions))
+    # as the PBS recordings trace them: the probe's URL at R = 1, W = 1
+    good = {r: pbs_real.read_path_of(c, 1, 1, r) for r in regions}
     for node in c.nodes:
         path = good[node.region]
         assert path.local and path.replicas == (f"n{node.index}",), path
