@@ -450,9 +450,10 @@ def read_path(client: CassandraClient, key: str) -> ReadPath:
     rs = client.node.session.execute(stmt, (e.domain, e.item, e.attribute), trace=True,
                                      timeout=store.timeout_s)
     took_ms = (time.perf_counter_ns() - t0) / 1e6
-    host = rs.response_future.coordinator_host
-    coordinator = store.name_of(str(host).rsplit(":", 1)[0]) if host else ""
     traced = session_trace(client.node.session, rs)
+    # the coordinator as the server traced it: the driver's coordinator_host is the address
+    # it connected to, a Toxiproxy client link's for a client in another region
+    coordinator = store.name_of(traced[0])
     return ReadPath(key, level, client.name, coordinator, replicas_read(store, traced),
                     keyspace_replication(client.node.session, store.keyspace),
                     round(took_ms, 3),
@@ -461,9 +462,9 @@ def read_path(client: CassandraClient, key: str) -> ReadPath:
 
 def session_trace(session: Any, rs: Any) -> tuple[str, list[tuple[str, str]]]:
     """Return a traced request's coordinator address and events (source address,
-    description), fetched at ONE:
-    ``system_traces`` is SimpleStrategy with two replicas, which the coordinator's own data
-    centre may not hold (the driver's LOCAL_ONE is then refused)."""
+    description), fetched at ONE: ``system_traces`` is SimpleStrategy with two replicas,
+    which the coordinator's own data centre may not hold (the driver's LOCAL_ONE is then
+    refused)."""
     from cassandra import ConsistencyLevel
     from cassandra.query import QueryTrace
 
@@ -477,7 +478,7 @@ _SENT_TO = re.compile(r"(?:reading (?:data|digest) from|READ_REQ message to) /([
 
 
 def replicas_read(store: CassandraStore, trace: tuple[str, list[tuple[str, str]]]
-                   ) -> tuple[str, ...]:
+                  ) -> tuple[str, ...]:
     """Return the node names a coordinator's trace shows reading: itself when it ran the
     query locally, each replica it sent a read to (in trace order, each once)."""
     coordinator, events = trace
