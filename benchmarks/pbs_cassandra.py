@@ -94,7 +94,8 @@ def main() -> None:
         floor = NoiseFloor.from_json(doc["noise"]) if doc.get("noise") else None
         cal = doc["calibration"]
         judged = visibility.judge(shipped_prediction(cal, cal["hop_ms"]), vis)
-        why = against.misread(1, doc.get("read_p50_ms"), cal["read_overhead_ms"])
+        why = against.misread(1, doc.get("read_p50_ms"), cal["read_overhead_ms"],
+                              traced=doc.get("read_paths", ()))
         was = doc["shipped_model"]
         if was.get("model", EARLIER_MODEL) != MODEL:  # keep what an earlier model scored
             doc["superseded"] = [*doc.get("superseded", []),
@@ -116,8 +117,12 @@ def main() -> None:
                           if x.src_region == writer and x.dst_region == reader
                           and x.kind == "replication")
         cal = pbs_real.calibrate(c, writer, reader, args.calibration_samples)
+        # where the reader's reads go, traced, before and after the probe (its history
+        # names the coordinator a reader is pinned to, never the replica that served)
+        paths = [pbs_real.read_path_of(c, 1, 1, reader).to_json()]
         m = pbs_real.measure(c, 1, 1, writer, reader, args.duration_s, work / "probes",
                              readers=args.readers)
+        paths.append(pbs_real.read_path_of(c, 1, 1, reader).to_json())
     run_dir = Path(m.run_dir)
     print(f"probe run: {run_dir}")
     # judged from what the file holds (its rounded times), as the test judges it again
@@ -130,7 +135,7 @@ def main() -> None:
                    "read_overhead_ms": cal.read_overhead_ms, "hop_ms": round(cal.hop_ms, 4)}
     # judged from the file's own (rounded) figures, as the test judges it again
     judged = visibility.judge(shipped_prediction(calibration, calibration["hop_ms"]), vis)
-    why = against.misread(1, read_p50_ms, calibration["read_overhead_ms"])
+    why = against.misread(1, read_p50_ms, calibration["read_overhead_ms"], traced=paths)
     verdict = against.pbs_verdict([judged], floor, why=why)
     doc = {
         "schema": "replicalab.pbs-recording/1",
@@ -150,6 +155,7 @@ def main() -> None:
         "noise": None if floor is None else floor.to_json(),
         "noise_tolerance_ms": against.PBS_NOISE_TOLERANCE_MS,
         "read_p50_ms": read_p50_ms,
+        "read_paths": paths,
         "visibility": vis.to_json(),
         "shipped_model": {**judged.to_json(), "model": MODEL, "verdict": verdict},
     }

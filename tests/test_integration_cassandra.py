@@ -509,3 +509,75 @@ def test_cluster_up_takes_a_client_region_and_its_client_pays_the_wan(tmp_path: 
             print(f"cassandra US-W {variant}: p50 {p50} ms in {rtt} + local {local}: {verdict}")
     finally:
         base.down(c.name, tmp_path / "root")
+
+
+async def _read_paths(url: str, regions: list[str | None]) -> dict[str | None, Any]:
+    from replicalab.stores.cassandra import read_path
+
+    store = open_store(url, 1)
+    try:
+        out = {}
+        for region in regions:
+            client = await store.connect(region)
+            out[region] = await asyncio.to_thread(read_path, client, KEY)
+        return out
+    finally:
+        await store.close()
+
+
+def test_a_read_at_one_is_served_by_the_readers_own_replica_and_a_keyspace_without_one_is_refused(
+        cassandra_dc3):
+    """heldout-2 and -6 of docs/models/pbs.md: the US-W node served the probe's reads at ONE
+    from EU (168 ms), the probe keyspace having been created with no replica in US-W by a
+    client whose URL named one node, from that node's view of a ring not yet whole. On the
+    cluster as ``cluster up`` leaves it, every node knows every node with its data centre,
+    and a traced read at ONE from each region is served by that region's node; a keyspace
+    without a replica in US-W (the recorded one) is refused by a client whose URL places
+    nodes in regions, and the trace of a read at US-W through it shows another replica."""
+    from replicalab.experiments import against
+    from replicalab.stores.cassandra import data_centres_of, ring_members
+    from replicalab.workloads import pbs_real
+
+    c, _ = cassandra_dc3
+    url = f"{c.url}&eventual_cl=ONE"
+    regions = [n.region for n in c.nodes]
+
+    async def members() -> list[Any]:
+        store = open_store(url, 1)
+        try:
+            return [ring_members((await store.connect(r)).node.session) for r in regions]
+        finally:
+            await store.close()
+
+    for seen in asyncio.run(members()):
+        assert data_centres_of(seen) == {"US-E": 1, "US-W": 1, "EU": 1}, seen
+    # as the PBS recordings trace them: the probe's URL at R = 1, W = 1
+    good = {r: pbs_real.read_path_of(c, 1, 1, r) for r in regions}
+    for node in c.nodes:
+        path = good[node.region]
+        assert path.local and path.replicas == (f"n{node.index}",), path
+        assert path.replication.get(node.region) == "1", path
+    assert against.misread(1, None, 2.0, traced=[p.to_json() for p in good.values()]) is None
+
+    ks = "no_replica_in_us_w"
+    asyncio.run(_ops(url, lambda cl: cl.cql(
+        f"CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = {{'class': "
+        "'NetworkTopologyStrategy', 'US-E': 1, 'EU': 1}", timeout_s=60.0), lambda cl: cl.cql(
+        f"CREATE TABLE IF NOT EXISTS {ks}.elements (domain text, item text, attribute text, "
+        "value text, PRIMARY KEY ((domain, item), attribute))", timeout_s=60.0)))
+    try:
+        with pytest.raises(ValueError, match="no replica in data centre US-W"):
+            asyncio.run(_read_paths(f"{url}&keyspace={ks}", ["US-W"]))
+        # a URL naming the US-W node alone names no region: not refused, and its read goes
+        # to another data centre's replica (the URL's one node is n0 to the store)
+        us_w = advertised(next(n for n in c.nodes if n.region == "US-W"))
+        bad = asyncio.run(_read_paths(f"cassandra://{us_w}:{CQL_PORT}?keyspace={ks}",
+                                      [None]))[None]
+        others = {advertised(n) for n in c.nodes if n.region != "US-W"}
+        assert bad.coordinator == "n0" and bad.replicas and bad.replicas[0] in others, bad
+        assert not bad.local and "US-W" not in bad.replication, bad
+        assert against.misread(1, None, 2.0, traced=[bad.to_json()]) is not None
+        print(json.dumps(bad.to_json()))  # the trace the unit tests' recorded one came from
+    finally:
+        asyncio.run(_ops(url, lambda cl: cl.cql(f"DROP KEYSPACE IF EXISTS {ks}",
+                                                timeout_s=60.0)))

@@ -11,12 +11,16 @@ so each direction of each node pair carries the one-way delay of its region pair
 
 Layout. Node i is in region i mod |regions|; each region is a Cassandra data centre
 (``GossipingPropertyFileSnitch``, rack ``r1``), so LOCAL_ONE / LOCAL_QUORUM / EACH_QUORUM
-mean what they say. Every node is a seed with a fixed token (Murmur3, evenly spaced), so all
-start at once without bootstrapping or colliding on tokens. Small heaps (256 MB), no JMX,
-hinted handoff on, commit log synced every 10 s (the page cache survives a SIGKILLed node),
-no dynamic snitch (see ``config_yaml``). ``cluster up --set KEY=VALUE`` overrides any
-cassandra.yaml setting, e.g. ``commitlog_sync=batch`` (ack a write only once its commit log
-is synced) over the default ``periodic`` (synced every 10 s, Cassandra's own default).
+mean what they say. Every node is a seed with a fixed token (Murmur3, evenly spaced), so
+all start at once without bootstrapping or colliding on tokens. ``up`` returns once every
+node knows every node with its data centre and gossip status, as a client connected to it
+sees the ring (``stores.cassandra.ring_view``): a node logs a peer "UP" before the peer has
+joined, and a keyspace created from such a view holds no replica in the peer's data centre.
+Small heaps (256 MB), no JMX, hinted handoff on, commit log synced every 10 s (the page
+cache survives a SIGKILLed node), no dynamic snitch (see ``config_yaml``). ``cluster up
+--set KEY=VALUE`` overrides any cassandra.yaml setting, e.g. ``commitlog_sync=batch`` (ack
+a write only once its commit log is synced) over the default ``periodic`` (synced every 10
+s, Cassandra's own default).
 
 Installation: ``scripts/install-servers.sh`` copies cassandra-all 5.0.6 and its dependency
 jars from Maven Central with Debian's Maven into ``.replicalab/cassandra/5.0.6/lib``. The
@@ -305,6 +309,7 @@ class CassandraDriver:
             c.save(root)
             self._wait_cql(c.nodes, _READY_TIMEOUT_S)
             self._wait_ring(c, _READY_TIMEOUT_S)
+            self._wait_members(c, _READY_TIMEOUT_S)
         finally:
             block.release()  # the node wrappers hold the block now
         for node in c.nodes:
@@ -342,6 +347,39 @@ class CassandraDriver:
                                  f"missing); see {Path(c.nodes[0].data_dir).parent}/n*/"
                                  "server.log")
             time.sleep(0.2)
+
+    def _wait_members(self, c: Cluster, timeout_s: float) -> None:
+        """Wait until every node knows every node with its data centre and gossip status,
+        as a client connected to it sees them (``stores.cassandra.ring_view``).
+
+        A node logs a peer "UP" from its first gossip round, before the peer has joined
+        the ring: a client connected to it then, even with a URL naming one node, would
+        create a keyspace without the peer's data centre (no replica there: reads at ONE
+        in it served a WAN round trip away for as long as the keyspace exists)."""
+        from cassandra.cluster import EXEC_PROFILE_DEFAULT, ExecutionProfile
+        from cassandra.cluster import Cluster as Driver
+        from cassandra.policies import WhiteListRoundRobinPolicy
+
+        from replicalab.stores.cassandra import ring_view
+
+        deadline = time.monotonic() + timeout_s
+        for node in c.nodes:
+            address = advertised(node)
+            # its own view: every query to this node alone
+            only = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([address]))
+            driver = Driver([address], port=CQL_PORT, protocol_version=5,
+                            execution_profiles={EXEC_PROFILE_DEFAULT: only},
+                            schema_metadata_enabled=False, token_metadata_enabled=False,
+                            connect_timeout=timeout_s)
+            try:
+                session = driver.connect()
+                try:
+                    ring_view(session, len(c.nodes), max(deadline - time.monotonic(), 1.0))
+                except ValueError as err:
+                    raise ValueError(f"cassandra n{node.index}: {err}; see "
+                                     f"{node.data_dir}/server.log") from None
+            finally:
+                driver.shutdown()
 
     # -- what clients and operators see --------------------------------------------------
 

@@ -411,13 +411,25 @@ def pbs_placement(n: int, pairs: list[tuple[int, int]], regions: str, writer: st
 
 
 def misread(r: int, read_p50_ms: float | None, own_read_ms: float,
-            tolerance_ms: float = PBS_NOISE_TOLERANCE_MS) -> str | None:
+            tolerance_ms: float = PBS_NOISE_TOLERANCE_MS, *,
+            traced: Sequence[Mapping[str, Any]] = ()) -> str | None:
     """Return why a probe at R = ``r`` did not measure what the model was calibrated for,
-    or None: at R = 1 the reader's coordinator reads its own replica, in about the
-    ``own_read_ms`` the calibration measured; reads whose median ``read_p50_ms`` took more
-    than ``tolerance_ms`` longer were served by another replica, and the curve they drew
-    is of another path."""
-    if r != 1 or read_p50_ms is None or read_p50_ms - own_read_ms <= tolerance_ms:
+    or None: at R = 1 the reader's coordinator reads its own replica. ``traced``: read paths
+    (``ReadPath.to_json()``) sampled at the reader's coordinator while the probe's cluster
+    ran; one served by another replica says so, with the keyspace's replication. Without a
+    trace, reads whose median ``read_p50_ms`` took more than ``tolerance_ms`` longer than
+    the ``own_read_ms`` the calibration measured went elsewhere: the curve they drew is of
+    another path."""
+    if r != 1:
+        return None
+    for path in traced:
+        if not path["local"]:
+            dcs = {k: v for k, v in path["replication"].items() if k != "class"}
+            return (f"a traced read at {path['intended']} was served by "
+                    f"{', '.join(path['replicas']) or 'no replica the trace shows'} (coordinator "
+                    f"{path['coordinator']}; the keyspace's replication {dcs}), so the "
+                    "measured curve is not the path the model was given")
+    if read_p50_ms is None or read_p50_ms - own_read_ms <= tolerance_ms:
         return None
     return (f"the reads took {read_p50_ms:.1f} ms (median) where reading the reader's own "
             f"replica took {own_read_ms:.1f} ms when calibrated: they were served by another "
@@ -475,6 +487,7 @@ def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
     floors: list[NoiseFloor] = []
     whys: list[str] = []
     curves: list[dict[str, Any]] = []
+    paths: list[dict[str, Any]] = []
     tick(0.0, f"starting {n} Cassandra nodes")
     with pbs_real.cassandra_cluster(n, regions, jitter_ms=jitter_ms or None) as c:
         tick(0.1, "measuring the legs (round trips to every replica)")
@@ -496,8 +509,10 @@ def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
             floor = pbs_real.noise_of_run(Path(m.run_dir))
             if floor is not None:
                 floors.append(floor)
+            path = pbs_real.read_path_of(c, r, w, reader)
+            paths.append({"r": r, "w": w, **path.to_json()})
             why = misread(r, pbs_real.read_p50_ms_of_run(Path(m.run_dir)),
-                          cal.read_overhead_ms)
+                          cal.read_overhead_ms, traced=[path.to_json()])
             if why is not None:
                 whys.append(f"R={r} W={w}: {why}")
             t = np.linspace(0.0, t_max_ms, 401)
@@ -517,6 +532,7 @@ def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
     verdict = pbs_verdict([j for _, _, j, _ in judged], floor, why=why)
     results = pbs_against_results(n, regions, writer, reader, duration_s, trials, seed,
                                   jitter_ms, used, cal, judged, label, floor, verdict, why)
+    results["read_paths"] = paths
     remarks = [f"R={r} W={w}: {j.line()} ({j.transition_points} sampled t inside the "
                f"transition, {visibility.MIN_TRANSITION_POINTS} needed)"
                for r, w, j, _ in judged]

@@ -31,10 +31,14 @@ Which node answers: every client is pinned to ONE node, its coordinator, by a wh
 load-balancing policy: ``nearest`` = the node of the client's region (else the node with the
 lowest RTT from it, else n0), ``random`` = a random node per client. At ONE the coordinator
 reads its own replica (the snitch ranks the local node first), so "the reader at US-W"
-reads US-W's copy. Timeouts (the driver's ``timeout_ms`` or the coordinator's own) are
-Unavailable (the outcome is unknown); a coordinator that refuses a request because too
-few replicas are alive (Cassandra's UnavailableException) is a StoreError: nothing was
-written.
+reads US-W's copy — if the keyspace holds one there: the keyspace is created only from a
+ring in which every node known has its data centre and status (``ring_view``), and a URL
+that places its nodes in regions is refused when the keyspace holds no replica in one of
+them (``_check_replicas``). ``read_path`` traces one read: the coordinator that answered
+and the replicas it read (a history's ``node`` is the coordinator, never the replica).
+Timeouts (the driver's ``timeout_ms`` or the coordinator's own) are Unavailable (the
+outcome is unknown); a coordinator that refuses a request because too few replicas are
+alive (Cassandra's UnavailableException) is a StoreError: nothing was written.
 
 Transactions (``transact``): Cassandra has none across partitions; what an application gets
 is reads at a consistency level and a logged batch. Transactional keys live in table
@@ -58,6 +62,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import re
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -246,15 +251,37 @@ class CassandraStore:
             session = cluster.connect()
             if not self._schema_ready:
                 ensure_schema(session, self.keyspace, len(self.nodes))
+                self._check_replicas(session)
                 self._schema_ready = True
             node = _Node(ep, cluster, session)
             _prepare(node, self.keyspace)
+        except ValueError:  # the ring or the keyspace, named by ring_view / _check_replicas
+            cluster.shutdown()
+            raise
         except Exception as err:  # NoHostAvailable, timeouts, refused schema changes...
             cluster.shutdown()
             raise ValueError(f"cannot reach Cassandra at {ep.host}:{ep.port} "
                              f"({type(err).__name__}: {err}); is the cluster up? "
                              "(`replicalab cluster status`)") from None
         return node
+
+    def _check_replicas(self, session: Any) -> None:
+        """Raise ValueError when the keyspace holds no replica in a data centre of a node
+        the URL places in a region (``node_regions``, what ``cluster up`` prints): a read
+        at ONE through that node would be served from another data centre, a WAN round trip
+        away, and every probe there would measure the wrong path. A URL that names no
+        regions (its nodes are ``local``) names no data centre to check."""
+        if "node_regions" not in self.url.query:
+            return
+        have = keyspace_replication(session, self.keyspace)
+        missing = missing_replicas(have, [n.region for n in self.nodes])
+        if missing:
+            shown = {k: v for k, v in have.items() if k != "class"}
+            raise ValueError(f"keyspace {self.keyspace} holds no replica in data centre "
+                             f"{', '.join(missing)} (its replication: {shown}), so reads "
+                             "there would be served from another data centre; drop it "
+                             f"(cqlsh: DROP KEYSPACE {self.keyspace}) or start a fresh "
+                             "cluster")
 
     async def remove_keys(self, keys: Sequence[str]) -> int:
         """Delete ``keys`` at the write level (their transactional rows too), in batches of
@@ -290,36 +317,68 @@ def _quick_reconnect() -> Any:
     return ConstantReconnectionPolicy(delay=0.5, max_attempts=None)
 
 
-def data_centres(session: Any) -> dict[str, int]:
-    """Return {data centre: nodes} as the connected node sees the ring (a peer whose data
-    centre gossip has not brought yet is left out)."""
+Member = tuple[str | None, str | None]
+"""A node as the connected node knows it: (data centre, gossip status such as NORMAL; None
+while gossip has not brought it)."""
+_GONE = ("LEFT", "removed", "removing")
+
+
+def ring_members(session: Any) -> list[Member]:
+    """Return every node the connected node knows, itself included, as (data centre, status):
+    from its gossip (``system_views.gossip_info``, Cassandra 4.1 on), which knows a node from
+    its first gossip round, before the node is a member of the ring and has a row in
+    ``system.peers_v2``; a node left or removed is left out."""
+    rows = session.execute("SELECT dc, status_with_port FROM system_views.gossip_info")
+    out = []
+    for dc, status in rows:
+        state = (status or "").split(",")[0] or None
+        if state not in _GONE:
+            out.append((dc or None, state))
+    return out
+
+
+def data_centres_of(members: Sequence[Member]) -> dict[str, int] | None:
+    """Return {data centre: nodes} of a ring's members, or None while any member is known
+    without its data centre or its status (still starting, in that node's view): a keyspace
+    made from such a view would hold no replica in that node's data centre."""
     counts: dict[str, int] = defaultdict(int)
-    for (dc,) in session.execute("SELECT data_center FROM system.local"):
+    for dc, status in members:
+        if dc is None or status is None:
+            return None
         counts[dc] += 1
-    for (dc,) in session.execute("SELECT data_center FROM system.peers_v2"):
-        if dc:
-            counts[dc] += 1
     return dict(counts)
 
 
 def ring_view(session: Any, nodes: int, wait_s: float = RING_WAIT_S) -> dict[str, int]:
-    """Return {data centre: nodes} once the connected node sees at least ``nodes`` nodes
-    with their data centres (ValueError after ``wait_s`` seconds).
+    """Return {data centre: nodes} once every node the connected node knows has its data
+    centre and status, and it knows at least ``nodes`` (ValueError after ``wait_s``).
 
     Right after a cluster starts, or on a machine too busy for gossip to keep up, a
-    coordinator can know a peer without its data centre; a keyspace created from that view
-    would hold no replica there, and every LOCAL_ONE read in that data centre would be
-    refused for as long as the keyspace exists."""
+    coordinator can know a peer without its data centre, or before the peer has joined the
+    ring: a keyspace created from that view would hold no replica there, and every read at
+    ONE in that data centre would be served from another one for as long as the keyspace
+    exists (heldout-2 and -6 of docs/models/pbs.md: US-W's reads took 168 ms, from EU)."""
     deadline = time.monotonic() + wait_s
     while True:
-        dcs = data_centres(session)
-        if sum(dcs.values()) >= nodes:
+        members = ring_members(session)
+        dcs = data_centres_of(members)
+        if dcs is not None and sum(dcs.values()) >= nodes:
             return dcs
         if time.monotonic() > deadline:
-            raise ValueError(f"the coordinator sees {sum(dcs.values())} of the {nodes} nodes "
-                             f"the URL names ({', '.join(sorted(dcs)) or 'none'}) after "
-                             f"{wait_s:.0f} s; is every node up? (`replicalab cluster status`)")
+            known = sum(1 for dc, st in members if dc is not None and st is not None)
+            raise ValueError(f"the coordinator knows {known} of the {max(nodes, len(members))}"
+                             f" nodes with their data centres after {wait_s:.0f} s "
+                             f"({', '.join(sorted({dc for dc, _ in members if dc})) or 'none'}"
+                             "); is every node up? (`replicalab cluster status`)")
         time.sleep(0.2)
+
+
+def missing_replicas(replication: Mapping[str, str], data_centres: Sequence[str]
+                     ) -> list[str]:
+    """Return the data centres of ``data_centres`` where a keyspace of this ``replication``
+    holds no replica."""
+    return [dc for dc in dict.fromkeys(data_centres)
+            if int(replication.get(dc, "0") or 0) < 1]
 
 
 def ensure_schema(session: Any, keyspace: str, nodes: int = 1) -> None:
@@ -337,6 +396,100 @@ def ensure_schema(session: Any, keyspace: str, nodes: int = 1) -> None:
     session.execute(f"CREATE TABLE IF NOT EXISTS {keyspace}.{TABLE} (domain text, item text, "
                     "attribute text, value text, PRIMARY KEY ((domain, item), attribute))",
                     timeout=30)
+
+
+def keyspace_replication(session: Any, keyspace: str) -> dict[str, str]:
+    """Return the keyspace's replication as the connected node holds it ({} if none):
+    ``{'class': ..., '<data centre>': '<replicas>', ...}``."""
+    rows = list(session.execute("SELECT replication FROM system_schema.keyspaces WHERE "
+                                "keyspace_name = %s", (keyspace,)))
+    return dict(rows[0][0]) if rows else {}
+
+
+@dataclass(frozen=True)
+class ReadPath:
+    """Where one traced read went: the node the client meant to use, the coordinator that
+    answered, the replicas the coordinator's trace shows it reading, the keyspace's
+    replication as that coordinator holds it, and the read's latency (ms)."""
+
+    key: str
+    level: str
+    intended: str
+    coordinator: str
+    replicas: tuple[str, ...]
+    replication: dict[str, str]
+    took_ms: float
+    trace: tuple[tuple[str, str], ...] = ()  # (node, what it did), as traced
+
+    @property
+    def local(self) -> bool:
+        """Return whether the coordinator the client meant to use answered, reading its own
+        replica first (a speculative retry may add another after it)."""
+        return self.coordinator == self.intended and self.replicas[:1] == (self.intended,)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the path as JSON (node names, ms)."""
+        return {"key": self.key, "level": self.level, "intended": self.intended,
+                "coordinator": self.coordinator, "replicas": list(self.replicas),
+                "replication": self.replication, "took_ms": self.took_ms,
+                "local": self.local, "trace": [list(x) for x in self.trace]}
+
+
+def read_path(client: CassandraClient, key: str) -> ReadPath:
+    """Return where one eventual read of ``key`` from ``client`` went (blocking: a traced
+    read, then the trace fetched from ``system_traces``; a few ms on the cluster's own
+    links). What a staleness probe's history cannot tell: its ``node`` is the coordinator
+    the client is pinned to, not the replica that answered."""
+    from cassandra.query import SimpleStatement
+
+    store, level = client.store, client.store.levels.eventual
+    e = parse_element(key)
+    stmt = SimpleStatement(f"SELECT value FROM {store.keyspace}.{TABLE} WHERE domain = %s "
+                           "AND item = %s AND attribute = %s", consistency_level=_level(level))
+    t0 = time.perf_counter_ns()
+    rs = client.node.session.execute(stmt, (e.domain, e.item, e.attribute), trace=True,
+                                     timeout=store.timeout_s)
+    took_ms = (time.perf_counter_ns() - t0) / 1e6
+    traced = session_trace(client.node.session, rs)
+    # the coordinator as the server traced it: the driver's coordinator_host is the address
+    # it connected to, a Toxiproxy client link's for a client in another region
+    coordinator = store.name_of(traced[0])
+    return ReadPath(key, level, client.name, coordinator, replicas_read(store, traced),
+                    keyspace_replication(client.node.session, store.keyspace),
+                    round(took_ms, 3),
+                    tuple((store.name_of(src), text) for src, text in traced[1]))
+
+
+def session_trace(session: Any, rs: Any) -> tuple[str, list[tuple[str, str]]]:
+    """Return a traced request's coordinator address and events (source address,
+    description), fetched at ONE: ``system_traces`` is SimpleStrategy with two replicas,
+    which the coordinator's own data centre may not hold (the driver's LOCAL_ONE is then
+    refused)."""
+    from cassandra import ConsistencyLevel
+    from cassandra.query import QueryTrace
+
+    trace = QueryTrace(rs.response_future.get_query_trace_ids()[-1], session)
+    trace.populate(max_wait=10.0, query_cl=ConsistencyLevel.ONE)
+    return str(trace.coordinator), [(str(ev.source), str(ev.description))
+                                    for ev in trace.events or ()]
+
+
+_SENT_TO = re.compile(r"(?:reading (?:data|digest) from|READ_REQ message to) /([0-9.]+)")
+
+
+def replicas_read(store: CassandraStore, trace: tuple[str, list[tuple[str, str]]]
+                  ) -> tuple[str, ...]:
+    """Return the node names a coordinator's trace shows reading: itself when it ran the
+    query locally, each replica it sent a read to (in trace order, each once)."""
+    coordinator, events = trace
+    out: list[str] = []
+    for source, text in events:
+        m = _SENT_TO.search(text)
+        if m:
+            out.append(store.name_of(m.group(1)))
+        elif source == coordinator and "single-partition query" in text:
+            out.append(store.name_of(source))
+    return tuple(dict.fromkeys(out))
 
 
 def _prepare(node: _Node, ks: str) -> None:

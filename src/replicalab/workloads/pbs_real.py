@@ -53,6 +53,7 @@ from replicalab.errors import ParameterError
 from replicalab.history import load_history
 from replicalab.runtime.noise import NoiseFloor
 from replicalab.stores import open_store
+from replicalab.stores.cassandra import ReadPath, read_path
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec, run_probe
 from replicalab.workloads.staleness import KEY, StalenessConfig
@@ -177,9 +178,12 @@ async def _round_trips(url: str, op: str, samples: int) -> list[float]:
 
 async def _calibrate(c: Cluster, writer: str, reader: str, samples: int) -> Calibration:
     w_addr, r_addr = _node_in(c, writer), _node_in(c, reader)
-    setup = open_store(f"cassandra://{w_addr}:9042", 1)
+    # the cluster's own URL (every node, with its region): the first client creates the
+    # probe keyspace, from a ring it waits to see whole (a URL naming one node once made it
+    # from a view without US-W: no replica there, its reads at ONE served from EU)
+    setup = open_store(c.url, 1)
     try:
-        client = await setup.connect()
+        client = await setup.connect(writer)
         for n in c.nodes:
             ks = _keyspace(n.region)
             # a schema change waits for every node to agree: not the URL's 2 s
@@ -251,8 +255,7 @@ def measure(c: Cluster, r: int, w: int, writer: str, reader: str, duration_s: fl
     so eight readers share the work, and writes come more often, for a similar number of
     reads per window. ``readers`` overrides the number of readers; ``root`` is where the
     cluster's state lives (its Toxiproxy carries the run's noise-floor echo)."""
-    n = len(c.nodes)
-    url = f"{c.url}&write_cl={level(w, n)}&eventual_cl={level(r, n)}"
+    url = probe_url(c, r, w)
     default_readers, interval_s = (1, WRITE_INTERVAL_R1_S) if r == 1 else (8, 0.15)
     readers = readers or default_readers
     spec = ProbeSpec(store=url, workload="staleness", cluster=c.name, cluster_root=str(root),
@@ -264,6 +267,29 @@ def measure(c: Cluster, r: int, w: int, writer: str, reader: str, duration_s: fl
     if run.error:
         raise ValueError(f"measuring R={r} W={w} on {c.name} failed: {run.error}")
     return measured_from_run(Path(run.run_dir), r, w)
+
+
+def probe_url(c: Cluster, r: int, w: int) -> str:
+    """Return the store URL the probe of ``measure`` uses at R = ``r``, W = ``w``."""
+    n = len(c.nodes)
+    return f"{c.url}&write_cl={level(w, n)}&eventual_cl={level(r, n)}"
+
+
+async def _read_path(url: str, region: str) -> ReadPath:
+    store = open_store(url, 1)
+    try:
+        client = await store.connect(region)
+        return await asyncio.to_thread(read_path, client, KEY)  # type: ignore[arg-type]
+    finally:
+        await store.close()
+
+
+def read_path_of(c: Cluster, r: int, w: int, reader: str) -> ReadPath:
+    """Return where a read of the probe's key from ``reader`` at R = ``r`` goes: the
+    coordinator that answered and the replicas its trace shows it reading, with the
+    keyspace's replication (one traced read through the probe's own URL). The probe's
+    history names the coordinator a reader is pinned to, never the replica that served."""
+    return asyncio.run(_read_path(probe_url(c, r, w), reader))
 
 
 def measured_from_run(run_dir: Path, r: int, w: int) -> Measured:
