@@ -254,8 +254,7 @@ def _cyclic(n: int, edges: list[Edge]) -> bool:
     adj: list[list[int]] = [[] for _ in range(n)]
     for e in edges:
         adj[e[0]].append(e[1])
-    comp = graph.tarjan(n, adj)
-    return len(set(comp)) < n
+    return len(set(graph.tarjan(n, adj))) < n
 
 
 def forbids(model: str) -> Callable[[int, list[Edge]], bool]:
@@ -315,8 +314,8 @@ def complete(txns: list[Txn], edges: list[Edge], targets: list[str],
              budget: cycles.Budget) -> dict[str, tuple[str, list[int], list[str]]]:
     """Return, for each model of ``targets`` (canonical names from :data:`TARGETS`), the
     search's answer, the transactions that write the open keys and those keys; nothing
-    when no key's order is open. ``edges`` are the history's dependency edges (and its
-    the real-time ones are added for strict serializability)."""
+    when no key's order is open. ``edges`` are the history's dependency edges (real-time
+    ones are added here)."""
     reg = Register(txns)
     keys = reg.open_keys()
     if not keys or not targets:
@@ -325,17 +324,20 @@ def complete(txns: list[Txn], edges: list[Edge], targets: list[str],
     n = len(txns)
     dep = [e for e in edges if e[2] in (WW, WR, RW)]
     involved = sorted({t for k in keys for t in reg.writers[k]})
+    realtime = graph.realtime_edges(txns)
+    # a guess that keeps real-time order first: a witness of every target, and real time
+    # keeps the guess from running ahead of transactions it cannot yet see
+    guess = None
+    for extra in (realtime, []):
+        pins = [(a, b, WW, None, None, None) for a, b in forced(n, dep + extra, reg, keys)]
+        guess = serial_guess(txns, reg, dep + extra + pins, max_scan=20 * n + 1000)
+        if guess is not None:
+            break
+    rank = likely_ranks(txns, dep) if guess is None else _positions(n, guess)
     out = {}
-    ranks: dict[bool, list[int]] = {}
     for model in targets:
-        strict = model == "PL-SS"
-        base = dep + graph.realtime_edges(txns) if strict else dep
-        if strict not in ranks:
-            pins = [(a, b, WW, None, None, None) for a, b in forced(n, base, reg, keys)]
-            guess = serial_guess(txns, reg, base + pins, max_scan=20 * n + 1000)
-            ranks[strict] = likely_ranks(txns, dep) if guess is None else \
-                _positions(n, guess)
-        out[model] = (search(n, base, reg, keys, ranks[strict], forbids(model), budget),
+        base = dep + realtime if model == "PL-SS" else dep
+        out[model] = (search(n, base, reg, keys, rank, forbids(model), budget),
                       involved, keys)
     return out
 
