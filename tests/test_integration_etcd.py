@@ -120,6 +120,10 @@ def test_serializable_stale_linearizable_fresh_and_slower(etcd_dc3, tmp_path):
     ranges = f"0-{int(0.7 * window_ms)},{int(1.5 * window_ms) + 20}-1000"
 
     ev = _probe(c.url, "eventual", tmp_path / "ev", ranges)
+    if ev.results["fresh_by_range"][0]["total"] <= 50:
+        # a busy machine slowed the reads: measure longer until the early window holds
+        # enough of them to judge (once, 30 s)
+        ev = _probe(c.url, "eventual", tmp_path / "ev-longer", ranges, duration_s=30)
     r = ev.results
     early, late = r["fresh_by_range"]
     assert early["total"] > 50 and early["p"] < 0.05, early  # before the window: stale
@@ -228,7 +232,12 @@ def test_linearizable_read_pays_one_quorum_round_trip(etcd_dc3, tmp_path):
           f"(expected {expected_ms} ms); mean diff {row['consistent_minus_eventual_ms']} "
           f"[{row['ci_lo_ms']}, {row['ci_hi_ms']}] {row['verdict']}")
     assert 0.8 * expected_ms <= extra_p50 <= 1.25 * expected_ms + 5, extra_p50
-    assert v["eventual read"]["p50_ms"] < 0.2 * expected_ms  # served locally, no round trip
+    # served locally, no round trip: under a fifth of one, plus what the machine added at
+    # p99 in this run (its noise floor); a read that paid the round trip still fails
+    noise = run.results.get("noise")
+    added_ms = NoiseFloor.from_json(noise).added_p99_ms if noise else 0.0
+    assert 0.2 * expected_ms + added_ms < 0.8 * expected_ms, ("too noisy to tell", noise)
+    assert v["eventual read"]["p50_ms"] < 0.2 * expected_ms + added_ms, (v, added_ms)
     assert row["verdict"] == "significant"
     assert row["ci_lo_ms"] > 0.6 * expected_ms
     assert row["ci_lo_ms"] <= row["consistent_minus_eventual_ms"] <= row["ci_hi_ms"]

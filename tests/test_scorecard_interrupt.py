@@ -146,3 +146,28 @@ def test_an_interrupt_a_part_caught_still_ends_the_scorecard(tmp_path: Path):
         del properties._REGISTRY["caught-interrupt"]
     assert sc.interrupted
     assert [c.store for c in sc.cells] == ["sim://primary?regions=dc3"]  # not sim://quorum
+
+
+def test_an_interrupt_while_the_run_directory_is_made_still_marks_the_scorecard(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The "starting" point made deterministic: a Ctrl-C that lands while ``begin`` makes
+    the run directory (signals held there) is counted, not raised out of ``begin`` — raised
+    there, the caller had no scorecard to mark and scorecard.json said not interrupted —
+    and the run stops before its first store with the scorecard saved interrupted."""
+    from replicalab.experiments import run as run_mod
+    from replicalab.experiments.plan import QUICK, parse_kinds
+    from replicalab.runtime import interrupts
+
+    made = run_mod.make_run_dir
+
+    def made_then_interrupted(*args: object, **kwargs: object) -> Path:
+        run_dir = made(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+        return run_dir
+
+    monkeypatch.setattr(run_mod, "make_run_dir", made_then_interrupted)
+    since = interrupts.count()
+    sc = run_mod.begin(tmp_path, parse_kinds(KINDS), ("latency",), "dc3", QUICK, 1)
+    run_mod.run(sc, lambda what: None, since=since)
+    assert sc.interrupted and not sc.cells
+    assert json.loads((sc.run_dir / "scorecard.json").read_text())["interrupted"] is True

@@ -19,7 +19,7 @@ from typing import Any
 
 from replicalab.cluster import base
 from replicalab.cluster.kinds import StoreKind
-from replicalab.cluster.process import signals_deferred
+from replicalab.cluster.process import interrupts_deferred
 from replicalab.cluster.state import ROOT, check_name
 from replicalab.experiments import cells, properties
 from replicalab.experiments.measure import Interrupted, Progress, Target
@@ -95,10 +95,12 @@ def begin(out: Path, stores: tuple[Subject, ...], props: tuple[str, ...], region
           plan: Plan, seed: int, name: str = "scorecard", hosts: str | None = None
           ) -> Scorecard:
     """Return a new scorecard of ``stores`` in a fresh run directory under ``out``, its
-    (empty) scorecard.json saved: a Ctrl-C that comes meanwhile acts once it is, so an
-    interrupted scorecard never leaves a run directory without one (ValueError naming
-    ``--out`` if it cannot be written). ``hosts``: the inventory its clusters run on."""
-    with signals_deferred():
+    (empty) scorecard.json saved (ValueError naming ``--out`` if it cannot be written).
+    A Ctrl-C that comes meanwhile is counted, not raised (:func:`run` with the count taken
+    before this call stops before the first store and saves the scorecard interrupted):
+    raised here it would leave the caller no scorecard to mark. ``hosts``: the inventory
+    its clusters run on."""
+    with interrupts_deferred():
         run_dir = make_run_dir(out, "scorecard", "-".join(
             "sim" if s.kind is None else s.label for s in stores))
         (run_dir / "runs").mkdir(exist_ok=True)
