@@ -204,7 +204,7 @@ def _open_source(source: Any, model: str | None) -> HistoryToCheck:
         return _open_run(source, model)
     if not source.exists():
         raise ValueError(f"{source} does not exist; pass {FILE_FORMS}")
-    head = _head(source)
+    head, data = _head(source)
     if not head.strip():  # nothing to check is not "valid, 0 ops"
         raise ValueError(f"{source} holds no operations; pass a history with at least one "
                          "(Jepsen EDN, JSON lines, Jepsen log lines or Porcupine's JSON)")
@@ -225,17 +225,23 @@ def _open_source(source: Any, model: str | None) -> HistoryToCheck:
     if txn:
         return _open_txn_file(source, chosen)
     try:
-        return _open_lin_file(source, chosen)
+        return _open_lin_file(source, chosen, data)
     except InputError as err:  # it names its file and line
         raise _located(err, "", chosen, model is not None) from None
 
 
-def _head(path: Path) -> str:
+def _head(path: Path) -> tuple[str, bytes | None]:
+    """Return the file's first ``_SNIFF_BYTES`` as text, and its bytes when that is the
+    whole file (read once: the reader takes them)."""
     try:
         with path.open("rb") as f:
-            return f.read(_SNIFF_BYTES).decode("utf-8", errors="replace")
+            # read(n) makes an n-byte buffer first: a small file is read at its size
+            small = os.fstat(f.fileno()).st_size < _SNIFF_BYTES
+            data = f.read() if small else f.read(_SNIFF_BYTES)
     except OSError as err:
         raise ValueError(f"{path}: cannot read it ({err.strerror})") from None
+    whole = data if small and len(data) < _SNIFF_BYTES else None
+    return data.decode("utf-8", errors="replace"), whole
 
 
 def _located(err: ValueError, where: object, model: str, given: bool) -> ValueError:
@@ -261,14 +267,14 @@ def _misfit(model: str, where: object, transactions: bool) -> str:
             "{model}: a history is checked with its own)")
 
 
-def _open_lin_file(path: Path, name: str) -> HistoryToCheck:
+def _open_lin_file(path: Path, name: str, data: bytes | None = None) -> HistoryToCheck:
     from replicalab.checkers.linearizability.explain import Clock
     from replicalab.checkers.linearizability.from_file import ops_from_file
     from replicalab.checkers.linearizability.registry import get_model
     from replicalab.history.read import read_ops
 
     m = get_model(name)
-    fh = read_ops(path, tuples=m.tuples)
+    fh = read_ops(path, tuples=m.tuples, data=data)
     if not fh.ops:
         raise ValueError(f"{path} holds no operations; pass a history with at least one "
                          "(Jepsen EDN, JSON lines, Jepsen log lines or Porcupine's JSON)")

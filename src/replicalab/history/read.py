@@ -524,14 +524,14 @@ def _value(v: Any) -> Any:
 
 
 def read_ops(path: Path, tuples: bool = False, lone_completions: bool = False,
-             default_f: str | None = None) -> FileHistory:
+             default_f: str | None = None, data: bytes | None = None) -> FileHistory:
     """Return the ops of the EDN, JSONL or Jepsen log file ``path`` in invoke order (see
     the module docstring; ``lone_completions``: accept completions without an invoke;
     ``default_f``: the ``:f`` of an event that has none, as Elle's README histories of
-    transactions); raises HistoryFileError naming the file and line of the first
-    problem."""
+    transactions; ``data``: the file's bytes, already read); raises HistoryFileError
+    naming the file and line of the first problem."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = (path.read_bytes() if data is None else data).decode("utf-8")
         if text.startswith("\ufeff"):
             text = text[1:]  # a byte-order mark is not an op
     except UnicodeDecodeError:
