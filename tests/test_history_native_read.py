@@ -139,3 +139,66 @@ def test_malformed_logs_are_named_by_the_python_reader(tmp_path: Path, text: str
     path.write_text(text)
     with pytest.raises(HistoryFileError, match=said):
         read_ops(path)
+
+
+# values Python's equality merges (true is 1) or keeps apart (1 and "1", :a and "a"); a
+# bare cas (its expected value unrecorded, which takes an id of its own); fail and info ops
+COLUMN_LINES = """\
+INFO  jepsen.util - 0\t:invoke\t:write\t1
+INFO  jepsen.util - 1\t:invoke\t:cas\t[true 2]
+INFO  jepsen.util - 0\t:ok\t:write\t1
+INFO  jepsen.util - 2\t:invoke\t:cas\t5
+INFO  jepsen.util - 3\t:invoke\t:read\tnil
+INFO  jepsen.util - 1\t:fail\t:cas\t[true 2]
+INFO  jepsen.util - 3\t:ok\t:read\t"1"
+INFO  jepsen.util - 4\t:invoke\t:write\t:a
+INFO  jepsen.util - 4\t:ok\t:write\t:a
+INFO  jepsen.util - 5\t:invoke\t:cas\t["a" false]
+INFO  jepsen.util - 5\t:ok\t:cas\t["a" false]
+INFO  jepsen.util - 6\t:invoke\t:read\tnil
+INFO  jepsen.util - 6\t:ok\t:read\t0
+"""
+
+
+def _columns(path: Path, model: str) -> tuple[object, object]:
+    """Return (the native reader's columns of ``path`` as ``model`` takes them, the
+    columns ``encode_columns`` makes of the file's ops under it: the reference)."""
+    from replicalab.checkers.linearizability.columns import encode_columns, file_columns
+    from replicalab.checkers.linearizability.from_file import ops_from_file
+    from replicalab.checkers.linearizability.registry import get_model
+
+    m = get_model(model)
+    fh = read_ops(path, tuples=m.tuples, register_columns=True)
+    assert fh.columns is not None, path.name
+    return file_columns(fh.columns, m), encode_columns(ops_from_file(path, fh.ops, m), m)
+
+
+def test_the_native_readers_columns_are_those_its_ops_encode_to(etcd_logs: list[Path],
+                                                                 tmp_path: Path):
+    """A history file's ops go to the native search as the reader made them: the ids
+    of values (first seen, as dict.fromkeys numbers them), kinds, outcomes and lines must
+    be the ones the checker would have made. An id handed out in another order, true and
+    1 told apart, or an unrecorded expected value given no id makes them differ."""
+    if read._native_read_log_columns is None:
+        _native()
+        server_missing("read_jepsen_log_columns", "an older native build: reinstall ./native")
+    for path in etcd_logs:
+        native, reference = _columns(path, "cas-register")
+        assert native == reference, path.name
+    path = tmp_path / "h.log"
+    path.write_text(COLUMN_LINES)
+    native, reference = _columns(path, "cas-register")
+    assert native == reference
+    # nil 0; 1 and true one value; the unrecorded expected value id 2 (written -1); "1",
+    # :a, "a", 0; then the new values of the cas: 2, 5 and false (0's id)
+    assert memoryview(native.a).cast("q").tolist() == [1, 1, -1, 3, 4, 5, 6]
+    assert memoryview(native.b).cast("q").tolist() == [0, 7, 8, 0, 0, 6, 0]
+    path.write_text("".join(line + "\n" for line in COLUMN_LINES.splitlines()
+                            if ":cas" not in line))
+    native, reference = _columns(path, "register")
+    assert native == reference
+    # kv reads [key value] tuples and numbers its keys: the reader leaves it to encode_columns
+    from replicalab.checkers.linearizability.columns import file_columns
+    from replicalab.checkers.linearizability.registry import get_model
+
+    assert file_columns(read_ops(path, register_columns=True).columns, get_model("kv")) is None

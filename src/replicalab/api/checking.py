@@ -84,6 +84,7 @@ class _Lin:
     ops: list[Any] | None = None
     history: Any = None
     columns: Any = None
+    encoded: Any = None  # a file's ops as the native reader encoded them (Columns)
 
 
 @dataclass
@@ -268,20 +269,22 @@ def _misfit(model: str, where: object, transactions: bool) -> str:
 
 
 def _open_lin_file(path: Path, name: str, data: bytes | None = None) -> HistoryToCheck:
+    from replicalab.checkers.linearizability.columns import file_columns
     from replicalab.checkers.linearizability.explain import Clock
     from replicalab.checkers.linearizability.from_file import ops_from_file
     from replicalab.checkers.linearizability.registry import get_model
     from replicalab.history.read import read_ops
 
     m = get_model(name)
-    fh = read_ops(path, tuples=m.tuples, data=data)
+    fh = read_ops(path, tuples=m.tuples, data=data, register_columns=m.native == "register")
     if not fh.ops:
         raise ValueError(f"{path} holds no operations; pass a history with at least one "
                          "(Jepsen EDN, JSON lines, Jepsen log lines or Porcupine's JSON)")
-    ops = ops_from_file(path, fh.ops, m)
-    t0 = min((o.invoke_ns for o in ops), default=0)
+    ops = ops_from_file(path, fh.ops, m)  # raises for an op the model cannot take
+    cols = None if fh.columns is None else file_columns(fh.columns, m)
+    t0 = cols.t0_ns if cols is not None else min((o.invoke_ns for o in ops), default=0)
     return HistoryToCheck(path, name, len(ops), _lin=_Lin(m, Clock(t0, lines=not fh.timed),
-                                                          ops=ops))
+                                                          ops=ops, encoded=cols))
 
 
 def _engine(engine: str | None) -> str:
@@ -537,7 +540,7 @@ def _check_lin(item: HistoryToCheck, deadline_s: float, fail_fast: bool,
                               columns=lin.columns)
         else:
             r = check_ops(lin.ops, lin.model, deadline_s=deadline_s, progress=progress,
-                          fail_fast=fail_fast, clock=lin.clock)
+                          fail_fast=fail_fast, clock=lin.clock, columns=lin.encoded)
     except ValueError as err:
         raise _located(err, item.path or "the history", item.model, item._given) from None
     return CheckReport(item.path, r.model, r.verdict.json(), r.ops, r.check_s, r, item.note,

@@ -381,7 +381,7 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
           deadline_s: float | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES,
           progress: Callable[[int, int], None] | None = None,
           t0_ns: int | None = None, fail_fast: bool = False,
-          clock: Clock | None = None) -> CheckResult:
+          clock: Clock | None = None, columns: Columns | None = None) -> CheckResult:
     """Return the linearizability verdict on ``ops`` under ``model`` (a Model, or a name
     resolved once here through the registry).
 
@@ -394,7 +394,10 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
     not linearizable (parts are searched smallest first): the parts not searched yet are
     skipped and the history's verdict is not linearizable. Explanations name points as
     ``clock`` does (default: ms since ``t0_ns``, itself by default the first invoke).
-    Raises ValueError for ops the model cannot take.
+    ``columns``: ``ops`` already encoded for the register machine (as
+    :func:`~replicalab.checkers.linearizability.columns.encode_columns` encodes them; the
+    native reader of a history file makes them). Raises ValueError for ops the model
+    cannot take.
     """
     started = time.monotonic()
     m = get_model(model)
@@ -406,7 +409,7 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
         clock = Clock(min((o.invoke_ns for o in ops), default=0) if t0_ns is None else t0_ns)
     if ops and native_machine(m, ops) == "register" and native_available(m, ops):
         try:
-            cols = encode_columns(ops, m, "register")
+            cols = columns or encode_columns(ops, m, "register")
         except (TypeError, OverflowError):
             cols = None  # times, indexes or values that are not int64: Python takes them
         if cols is not None:  # refutations found natively on the columns, as for runs
