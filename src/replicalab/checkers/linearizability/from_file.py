@@ -28,7 +28,9 @@ def ops_from_file(path: Path, ops: Sequence[FileOp], model: Model) -> list[LinOp
     add = out.append
     new = object.__new__
     s0, s1, s2, s3, s4, s5, s6, s7 = linop_slots()  # LinOp(...) at half the cost
-    for line, process, name, key, value, outcome, invoke_ns, complete_ns, *_ in ops:
+    for row in ops:
+        # a slice, not ``*_``: a starred target makes a list for every op
+        line, process, name, key, value, outcome, invoke_ns, complete_ns = row[:8]
         f = names.get(name) or names.setdefault(name, canonical(name))
         op = new(LinOp)
         s0(op, line)
