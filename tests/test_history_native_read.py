@@ -202,3 +202,50 @@ def test_the_native_readers_columns_are_those_its_ops_encode_to(etcd_logs: list[
     from replicalab.checkers.linearizability.registry import get_model
 
     assert file_columns(read_ops(path, register_columns=True).columns, get_model("kv")) is None
+
+
+def _verdicts(path: Path, model: str) -> list[dict]:
+    """Return what ``replicalab.check`` says of ``path`` (its JSON, times left out)."""
+    import replicalab
+
+    doc = replicalab.check(path, model=model, timeout="600s").to_json()
+    return [{k: v for k, v in doc.items() if k not in ("check_s", "check_ns", "parts")},
+            [{k: v for k, v in p.items() if k != "check_s"} for p in doc["parts"]]]
+
+
+def test_a_log_is_checked_from_its_columns_as_from_its_ops(
+        etcd_logs: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A log file checked from the reader's columns (its LinOps made only for a part that
+    is not linearizable) gets the verdicts, counterexamples and explanations it gets from
+    its ops, with the native search and with the Python one; and a model that does not
+    take one of its ops still refuses the file before any check. A columns path that
+    skipped the model's own look at the ops, or lost a counterexample's ops, fails."""
+    from replicalab.api.checking import open_history
+    from replicalab.api.errors import ParameterError
+    from replicalab.checkers.linearizability import checker, search
+
+    if read._native_read_log_columns is None:
+        _native()
+        server_missing("read_jepsen_log_columns", "an older native build: reinstall ./native")
+    sample = etcd_logs[::17]  # six histories, linearizable and not
+    columns = [_verdicts(p, "cas-register") for p in sample]
+    with monkeypatch.context() as m:
+        m.setattr(read, "_native_read_log_columns", None)
+        assert [_verdicts(p, "cas-register") for p in sample] == columns
+    assert {c[0]["valid"] for c in columns} == {True, False}
+    small = sorted(etcd_logs, key=lambda p: p.stat().st_size)[:2]
+    native = [_verdicts(p, "cas-register") for p in small]
+    searched = []
+
+    def python_core(*args: object, **kwargs: object) -> object:
+        searched.append(1)
+        return search.search_part(*args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(checker, "search_core", python_core)
+        assert [_verdicts(p, "cas-register") for p in small] == native
+    assert searched  # the reference pipeline ran, not the native one
+    path = tmp_path / "cas.log"
+    path.write_text(COLUMN_LINES)
+    with pytest.raises(ParameterError, match="a cas; the register model has read, write"):
+        open_history(path, "register")  # when it is opened, before any history is checked

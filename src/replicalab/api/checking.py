@@ -17,7 +17,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -76,15 +76,27 @@ class HistoryToCheck:
 
 @dataclass
 class _Lin:
-    """A history for the linearizability checker: ``ops`` (LinOps) or a History with its
-    encoded ``columns``; ``clock`` how explanations name points; the model object."""
+    """A history for the linearizability checker: ``ops`` (LinOps), or a History with its
+    encoded ``columns``, or a file's ops as the native reader ``encoded`` them (with
+    ``file`` and ``file_ops``, its FileOps, made LinOps only if a check needs them:
+    :meth:`all_ops`); ``clock`` how explanations name points; the model object."""
 
     model: Any
     clock: Any
     ops: list[Any] | None = None
     history: Any = None
     columns: Any = None
-    encoded: Any = None  # a file's ops as the native reader encoded them (Columns)
+    encoded: Any = None
+    file: Path | None = None
+    file_ops: Any = None
+
+    def all_ops(self) -> list[Any]:
+        """Return the history's LinOps (a file's made on the first call)."""
+        if self.ops is None:
+            from replicalab.checkers.linearizability.from_file import ops_from_file
+
+            self.ops = ops_from_file(self.file, self.file_ops, self.model)
+        return self.ops
 
 
 @dataclass
@@ -269,7 +281,7 @@ def _misfit(model: str, where: object, transactions: bool) -> str:
 
 
 def _open_lin_file(path: Path, name: str, data: bytes | None = None) -> HistoryToCheck:
-    from replicalab.checkers.linearizability.columns import file_columns
+    from replicalab.checkers.linearizability.columns import file_columns, takes_every_op
     from replicalab.checkers.linearizability.explain import Clock
     from replicalab.checkers.linearizability.from_file import ops_from_file
     from replicalab.checkers.linearizability.registry import get_model
@@ -280,11 +292,16 @@ def _open_lin_file(path: Path, name: str, data: bytes | None = None) -> HistoryT
     if not fh.ops:
         raise ValueError(f"{path} holds no operations; pass a history with at least one "
                          "(Jepsen EDN, JSON lines, Jepsen log lines or Porcupine's JSON)")
-    ops = ops_from_file(path, fh.ops, m)  # raises for an op the model cannot take
     cols = None if fh.columns is None else file_columns(fh.columns, m)
-    t0 = cols.t0_ns if cols is not None else min((o.invoke_ns for o in ops), default=0)
-    return HistoryToCheck(path, name, len(ops), _lin=_Lin(m, Clock(t0, lines=not fh.timed),
-                                                          ops=ops, encoded=cols))
+    clock = Clock(0, lines=not fh.timed)
+    if cols is not None and takes_every_op(cols, m):
+        # the reader took every op as the model does: LinOps only if a check needs them
+        return HistoryToCheck(path, name, len(fh.ops), _lin=_Lin(
+            m, replace(clock, t0_ns=cols.t0_ns), encoded=cols, file=path, file_ops=fh.ops))
+    ops = ops_from_file(path, fh.ops, m)  # raises for an op the model cannot take
+    t0 = min((o.invoke_ns for o in ops), default=0)
+    return HistoryToCheck(path, name, len(ops), _lin=_Lin(m, replace(clock, t0_ns=t0),
+                                                          ops=ops))
 
 
 def _engine(engine: str | None) -> str:
@@ -538,9 +555,14 @@ def _check_lin(item: HistoryToCheck, deadline_s: float, fail_fast: bool,
             r = check_history(lin.history, lin.model, deadline_s=deadline_s,
                               progress=progress, t0_ns=lin.clock.t0_ns, fail_fast=fail_fast,
                               columns=lin.columns)
+        elif lin.encoded is not None:
+            from replicalab.checkers.linearizability.checker import check_encoded
+
+            r = check_encoded(lin.encoded, lin.model, lin.all_ops, deadline_s, progress,
+                              fail_fast, lin.clock)
         else:
             r = check_ops(lin.ops, lin.model, deadline_s=deadline_s, progress=progress,
-                          fail_fast=fail_fast, clock=lin.clock, columns=lin.encoded)
+                          fail_fast=fail_fast, clock=lin.clock)
     except ValueError as err:
         raise _located(err, item.path or "the history", item.model, item._given) from None
     return CheckReport(item.path, r.model, r.verdict.json(), r.ops, r.check_s, r, item.note,
@@ -592,8 +614,8 @@ def _lin_json(report: CheckReport) -> dict[str, Any]:
 
         by_index = {i: history_op(lin.history, i) for p in bad
                     for i in p.counterexample[:MAX_LISTED_OPS]}
-    else:
-        by_index = {o.index: o for o in lin.ops}
+    else:  # a file's LinOps exist already when a part is not linearizable
+        by_index = {o.index: o for o in lin.all_ops()} if bad else {}
 
     def op_json(op: Any) -> dict[str, Any]:
         return {"index": op.index, "process": op.process, "f": op.f,

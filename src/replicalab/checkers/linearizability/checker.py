@@ -381,7 +381,7 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
           deadline_s: float | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES,
           progress: Callable[[int, int], None] | None = None,
           t0_ns: int | None = None, fail_fast: bool = False,
-          clock: Clock | None = None, columns: Columns | None = None) -> CheckResult:
+          clock: Clock | None = None) -> CheckResult:
     """Return the linearizability verdict on ``ops`` under ``model`` (a Model, or a name
     resolved once here through the registry).
 
@@ -394,10 +394,7 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
     not linearizable (parts are searched smallest first): the parts not searched yet are
     skipped and the history's verdict is not linearizable. Explanations name points as
     ``clock`` does (default: ms since ``t0_ns``, itself by default the first invoke).
-    ``columns``: ``ops`` already encoded for the register machine (as
-    :func:`~replicalab.checkers.linearizability.columns.encode_columns` encodes them; the
-    native reader of a history file makes them). Raises ValueError for ops the model
-    cannot take.
+    Raises ValueError for ops the model cannot take.
     """
     started = time.monotonic()
     m = get_model(model)
@@ -409,7 +406,7 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
         clock = Clock(min((o.invoke_ns for o in ops), default=0) if t0_ns is None else t0_ns)
     if ops and native_machine(m, ops) == "register" and native_available(m, ops):
         try:
-            cols = columns or encode_columns(ops, m, "register")
+            cols = encode_columns(ops, m, "register")
         except (TypeError, OverflowError):
             cols = None  # times, indexes or values that are not int64: Python takes them
         if cols is not None:  # refutations found natively on the columns, as for runs
@@ -441,6 +438,27 @@ def check(ops: Sequence[LinOp], model: str | Model = "kv", timeout_s: float | No
         final = _search_all(m, ops, deadline_s, cache_bytes, progress, clock, fail_fast)
     return CheckResult(m.name, overall([p.verdict for p in final]), len(ops), final,
                        time.monotonic() - started)
+
+
+def check_encoded(cols: Columns, model: str | Model, ops: Callable[[], list[LinOp]],
+                  deadline_s: float | None = None,
+                  progress: Callable[[int, int], None] | None = None,
+                  fail_fast: bool = False, clock: Clock | None = None) -> CheckResult:
+    """Return :func:`check`'s result on a register history given as its columns
+    (``cols``, the native reader's of a history file, :func:`columns.file_columns`);
+    ``ops()`` returns its LinOps (row ``i`` is ``ops()[i]``), asked for only when a part
+    is not linearizable or not decided (shrinking and explanations need them): a history
+    found linearizable is checked without a LinOp. Without the native core (or with the
+    Python ``search_core``) the LinOps are checked as :func:`check` checks them."""
+    started = time.monotonic()
+    m = get_model(model)
+    # a register model's machine does not depend on its ops
+    if native_machine(m, ()) != "register" or not native_available(m, ()):
+        return check(ops(), m, deadline_s=deadline_s, progress=progress,
+                     fail_fast=fail_fast, clock=clock)
+    r = check_columns(cols, m, lambda rows: [ops()[i] for i in rows], deadline_s,
+                      DEFAULT_CACHE_BYTES, progress, clock, fail_fast)
+    return replace(r, check_s=time.monotonic() - started)
 
 
 def _search_all(m: Model, ops: list[LinOp], deadline_s: float | None, cache_bytes: int,

@@ -144,7 +144,7 @@ def file_columns(args: Sequence[bytes], model: Model) -> Columns | None:
     the register model, which takes its reads and writes alike)."""
     kind = type(model)
     if (not isinstance(model, CasRegister) or model.tuples or model.keyed
-            or model.empty_is_nil or model.native != "register"
+            or model.empty_is_nil or model.native != "register" or model.aliases
             or kind.file_value is not CasRegister.file_value
             or kind.intern_key is not CasRegister.intern_key
             or not set(model.ops) <= set(_KIND)):
@@ -154,6 +154,13 @@ def file_columns(args: Sequence[bytes], model: Model) -> Columns | None:
         return _empty("register")
     return Columns([None], key, kind_b, a, b, outcome, invoke, complete, index,
                    min(memoryview(invoke).cast("q")), "register")
+
+
+def takes_every_op(cols: Columns, model: Model) -> bool:
+    """Return whether ``model`` takes every op of a file's :func:`file_columns` (the
+    reader made them only of reads, writes and cas whose values fit the cas-register
+    model: the register model takes no cas)."""
+    return "cas" in model.ops or 2 not in memoryview(cols.kind).cast("q")
 
 
 def _register_columns(ops: Sequence[LinOp], model: Model) -> tuple[bytes, bytes, bytes]:
