@@ -141,67 +141,78 @@ def test_malformed_logs_are_named_by_the_python_reader(tmp_path: Path, text: str
         read_ops(path)
 
 
-# values Python's equality merges (true is 1) or keeps apart (1 and "1", :a and "a"); a
-# bare cas (its expected value unrecorded, which takes an id of its own); fail and info ops
+# values Python's equality keeps apart (1 and "1", :a and "a") or that are one (0 read, 0
+# written by a cas); a bare cas (its expected value unrecorded, which takes an id of its
+# own); fail and info ops
 COLUMN_LINES = """\
 INFO  jepsen.util - 0\t:invoke\t:write\t1
-INFO  jepsen.util - 1\t:invoke\t:cas\t[true 2]
+INFO  jepsen.util - 1\t:invoke\t:cas\t[1 2]
 INFO  jepsen.util - 0\t:ok\t:write\t1
 INFO  jepsen.util - 2\t:invoke\t:cas\t5
 INFO  jepsen.util - 3\t:invoke\t:read\tnil
-INFO  jepsen.util - 1\t:fail\t:cas\t[true 2]
+INFO  jepsen.util - 1\t:fail\t:cas\t[1 2]
 INFO  jepsen.util - 3\t:ok\t:read\t"1"
 INFO  jepsen.util - 4\t:invoke\t:write\t:a
 INFO  jepsen.util - 4\t:ok\t:write\t:a
-INFO  jepsen.util - 5\t:invoke\t:cas\t["a" false]
-INFO  jepsen.util - 5\t:ok\t:cas\t["a" false]
+INFO  jepsen.util - 5\t:invoke\t:cas\t["a" 0]
+INFO  jepsen.util - 5\t:ok\t:cas\t["a" 0]
 INFO  jepsen.util - 6\t:invoke\t:read\tnil
 INFO  jepsen.util - 6\t:ok\t:read\t0
 """
 
 
-def _columns(path: Path, model: str) -> tuple[object, object]:
+def _columns(path: Path, model: str) -> tuple[object, object, list, list]:
     """Return (the native reader's columns of ``path`` as ``model`` takes them, the
-    columns ``encode_columns`` makes of the file's ops under it: the reference)."""
+    columns ``encode_columns`` makes of the file's ops under it — the reference — the
+    LinOps made from the reader's columns, those ``ops_from_file`` makes: the
+    reference)."""
     from replicalab.checkers.linearizability.columns import encode_columns, file_columns
-    from replicalab.checkers.linearizability.from_file import ops_from_file
+    from replicalab.checkers.linearizability.from_file import ops_from_columns, ops_from_file
     from replicalab.checkers.linearizability.registry import get_model
 
     m = get_model(model)
-    fh = read_ops(path, tuples=m.tuples, register_columns=True)
-    assert fh.columns is not None, path.name
-    return file_columns(fh.columns, m), encode_columns(ops_from_file(path, fh.ops, m), m)
+    found = read.read_register_log(path)
+    assert found is not None, path.name
+    (*args, process), values = found
+    cols = file_columns(args, m)
+    ops = ops_from_file(path, read_ops(path).ops, m)
+    return cols, encode_columns(ops, m), ops_from_columns(cols, process, values), ops
 
 
 def test_the_native_readers_columns_are_those_its_ops_encode_to(etcd_logs: list[Path],
                                                                  tmp_path: Path):
     """A history file's ops go to the native search as the reader made them: the ids
     of values (first seen, as dict.fromkeys numbers them), kinds, outcomes and lines must
-    be the ones the checker would have made. An id handed out in another order, true and
-    1 told apart, or an unrecorded expected value given no id makes them differ."""
-    if read._native_read_log_columns is None:
+    be the ones the checker would have made, and the LinOps made from them (for
+    shrinking and explanations) the ones made from the file's ops. An id handed out in
+    another order, an unrecorded expected value given no id, or a value, process or
+    outcome lost makes them differ."""
+    if read._native_read_register is None:
         _native()
-        server_missing("read_jepsen_log_columns", "an older native build: reinstall ./native")
+        server_missing("read_jepsen_log_register", "an older native build: reinstall ./native")
     for path in etcd_logs:
-        native, reference = _columns(path, "cas-register")
-        assert native == reference, path.name
+        native, reference, linops, ops = _columns(path, "cas-register")
+        assert native == reference and linops == ops, path.name
     path = tmp_path / "h.log"
     path.write_text(COLUMN_LINES)
-    native, reference = _columns(path, "cas-register")
-    assert native == reference
-    # nil 0; 1 and true one value; the unrecorded expected value id 2 (written -1); "1",
-    # :a, "a", 0; then the new values of the cas: 2, 5 and false (0's id)
+    native, reference, linops, ops = _columns(path, "cas-register")
+    assert native == reference and linops == ops
+    # nil 0; 1; the unrecorded expected value id 2 (written -1); "1", :a, "a", 0; then the
+    # new values of the cas: 2, 5 and 0 (its id already)
     assert memoryview(native.a).cast("q").tolist() == [1, 1, -1, 3, 4, 5, 6]
     assert memoryview(native.b).cast("q").tolist() == [0, 7, 8, 0, 0, 6, 0]
     path.write_text("".join(line + "\n" for line in COLUMN_LINES.splitlines()
                             if ":cas" not in line))
-    native, reference = _columns(path, "register")
-    assert native == reference
+    native, reference, linops, ops = _columns(path, "register")
+    assert native == reference and linops == ops
     # kv reads [key value] tuples and numbers its keys: the reader leaves it to encode_columns
     from replicalab.checkers.linearizability.columns import file_columns
     from replicalab.checkers.linearizability.registry import get_model
 
-    assert file_columns(read_ops(path, register_columns=True).columns, get_model("kv")) is None
+    assert file_columns(read.read_register_log(path)[0][:8], get_model("kv")) is None
+    # true is 1 to an id but not in a LinOp's value: such a history takes the ops' path
+    path.write_text(COLUMN_LINES.replace("[1 2]", "[true 2]"))
+    assert read.read_register_log(path) is None
 
 
 def _verdicts(path: Path, model: str) -> list[dict]:
@@ -224,13 +235,13 @@ def test_a_log_is_checked_from_its_columns_as_from_its_ops(
     from replicalab.api.errors import ParameterError
     from replicalab.checkers.linearizability import checker, search
 
-    if read._native_read_log_columns is None:
+    if read._native_read_register is None:
         _native()
-        server_missing("read_jepsen_log_columns", "an older native build: reinstall ./native")
+        server_missing("read_jepsen_log_register", "an older native build: reinstall ./native")
     sample = etcd_logs[::17]  # six histories, linearizable and not
     columns = [_verdicts(p, "cas-register") for p in sample]
     with monkeypatch.context() as m:
-        m.setattr(read, "_native_read_log_columns", None)
+        m.setattr(read, "_native_read_register", None)
         assert [_verdicts(p, "cas-register") for p in sample] == columns
     assert {c[0]["valid"] for c in columns} == {True, False}
     small = sorted(etcd_logs, key=lambda p: p.stat().st_size)[:2]

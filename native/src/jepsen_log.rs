@@ -361,6 +361,12 @@ pub type RegisterColumns = [Vec<i64>; 8];
 /// written (another name, a read or write of a vector, a cas of a vector that is not a
 /// pair): the model then names the problem, or its aliases map the name.
 pub fn register_columns(ops: &[LogOp<'_>]) -> Option<RegisterColumns> {
+    register_columns_and_values(ops).map(|(cols, _)| cols)
+}
+
+/// `register_columns` and the value behind each id (`Key::Unrecorded` for an unrecorded
+/// expected value's id, which no column names).
+fn register_columns_and_values(ops: &[LogOp<'_>]) -> Option<(RegisterColumns, Vec<Key>)> {
     let n = ops.len();
     let mut kind = Vec::with_capacity(n);
     let mut a_vals: Vec<Key> = Vec::with_capacity(n);
@@ -389,27 +395,40 @@ pub fn register_columns(ops: &[LogOp<'_>]) -> Option<RegisterColumns> {
     }
     let mut ids: HashMap<Key, i64> = HashMap::new();
     ids.insert(Key::Nil, 0);
-    let mut id = |k: Key| -> i64 {
+    let mut id = |k: Key, order: &mut Vec<Key>| -> i64 {
         let next = ids.len() as i64;
-        *ids.entry(k).or_insert(next)
+        *ids.entry(k).or_insert_with_key(|k| {
+            order.push(k.clone());
+            next
+        })
     };
+    let mut order: Vec<Key> = vec![Key::Nil];
     let mut a: Vec<i64> = Vec::with_capacity(n);
     for k in a_vals {
         let unrecorded = k == Key::Unrecorded;
-        let v = id(k); // an unrecorded value takes its id, as in dict.fromkeys
+        let v = id(k.clone(), &mut order); // an unrecorded value takes its id, as in dict.fromkeys
         a.push(if unrecorded { -1 } else { v });
     }
     let mut b = vec![0i64; n];
     for (r, k) in b_vals {
-        b[r] = id(k);
+        b[r] = id(k, &mut order);
     }
     let outcome = ops.iter().map(|o| match o.outcome {
         "ok" => 0,
         "info" => 1,
         _ => 2,
     }).collect();
-    Some([vec![0; n], kind, a, b, outcome, ops.iter().map(|o| o.invoke).collect(),
-          ops.iter().map(|o| o.complete).collect(), ops.iter().map(|o| o.line).collect()])
+    Some(([vec![0; n], kind, a, b, outcome, ops.iter().map(|o| o.invoke).collect(),
+           ops.iter().map(|o| o.complete).collect(), ops.iter().map(|o| o.line).collect()],
+          order))
+}
+
+fn has_bool(v: &Val) -> bool {
+    match v {
+        Val::Bool(_) => true,
+        Val::Vec(xs) => xs.iter().any(has_bool),
+        _ => false,
+    }
 }
 
 // ---------------------------------------------------------------------------- Python
@@ -458,30 +477,53 @@ pub fn read_jepsen_log<'py>(py: Python<'py>, text: &str, tuples: bool)
     Ok(Some((py_rows(py, &ops)?, skipped)))
 }
 
-/// Return ``(rows, skipped, columns)``: :func:`read_jepsen_log`'s rows and count (the
-/// file read as one register, no ``[key value]`` tuples) and the ops as the cas-register
-/// model's columns — eight ``bytes`` of native int64 in ``Columns.args()``'s order, as
-/// ``columns.encode_columns`` makes them from the ops' LinOps — or None for columns
-/// when an op is not one of that model's as written (see ``register_columns``); None
-/// altogether when the Python reader should read the file.
+/// Return ``(columns, values)`` of the Jepsen log ``text`` read as one register, without a
+/// row per op: ``columns`` nine ``bytes`` of native int64 — ``Columns.args()``'s eight
+/// (as ``columns.encode_columns`` makes them from the ops' LinOps, see
+/// `register_columns`) and each op's process — and
+/// ``values[id]`` the value behind a value id (None for nil and for an unrecorded
+/// expected value's id, which no column names); a LinOp is made from a row and the
+/// values alone. None when the Python reader should read the file, when an op is not the
+/// cas-register model's as written, or when the history holds a boolean (true and 1 are
+/// one id, but a LinOp keeps the value as written).
 #[pyfunction]
-pub fn read_jepsen_log_columns<'py>(py: Python<'py>, text: &str)
-        -> PyResult<Option<(Bound<'py, PyList>, usize, Option<Vec<Bound<'py, PyBytes>>>)>> {
-    let Some((ops, skipped, cols)) = py.detach(|| {
-        read(text, false).map(|(ops, skipped)| {
-            let cols = register_columns(&ops);
-            (ops, skipped, cols)
-        })
-    }) else { return Ok(None) };
-    let cols = cols.map(|cs| {
-        cs.iter()
-            .map(|c| {
-                let bytes: Vec<u8> = c.iter().flat_map(|x| x.to_ne_bytes()).collect();
-                PyBytes::new(py, &bytes)
-            })
-            .collect()
+pub fn read_jepsen_log_register<'py>(py: Python<'py>, text: &str)
+        -> PyResult<Option<(Vec<Bound<'py, PyBytes>>, Bound<'py, PyList>)>> {
+    let found = py.detach(|| {
+        let (ops, _) = read(text, false)?;
+        if ops.iter().any(|o| has_bool(&o.value)) {
+            return None;
+        }
+        let (cols, values) = register_columns_and_values(&ops)?;
+        let process: Vec<i64> = ops.iter().map(|o| o.process).collect();
+        Some((cols, process, values))
     });
-    Ok(Some((py_rows(py, &ops)?, skipped, cols)))
+    let Some((cols, process, values)) = found else { return Ok(None) };
+    let bytes = |c: &[i64]| {
+        let b: Vec<u8> = c.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        PyBytes::new(py, &b)
+    };
+    let mut out: Vec<Bound<'py, PyBytes>> = cols.iter().map(|c| bytes(c)).collect();
+    out.push(bytes(&process));
+    let list = PyList::empty(py);
+    let mut strs: HashMap<String, Py<PyString>> = HashMap::new();
+    for k in &values {
+        list.append(py_key(py, k, &mut strs)?)?;
+    }
+    Ok(Some((out, list)))
+}
+
+fn py_key<'py>(py: Python<'py>, k: &Key, strs: &mut HashMap<String, Py<PyString>>)
+               -> PyResult<Bound<'py, PyAny>> {
+    Ok(match k {
+        Key::Nil | Key::Unrecorded => py.None().into_bound(py),
+        Key::Int(i) => i.into_pyobject(py)?.into_any(),
+        Key::Str(s) => py_str(py, s, strs).into_any(),
+        Key::Tuple(xs) => {
+            let items = xs.iter().map(|x| py_key(py, x, strs)).collect::<PyResult<Vec<_>>>()?;
+            PyTuple::new(py, items)?.into_any()
+        }
+    })
 }
 
 fn py_rows<'py>(py: Python<'py>, ops: &[LogOp<'_>]) -> PyResult<Bound<'py, PyList>> {
@@ -547,6 +589,9 @@ mod tests {
                     INFO  jepsen.util - 1\t:fail\t:cas\t[true 2]\n";
         let (ops, _) = read(text, false).unwrap();
         let [key, kind, a, b, outcome, invoke, complete, index] = register_columns(&ops).unwrap();
+        let (_, values) = register_columns_and_values(&ops).unwrap();
+        assert_eq!(values, vec![Key::Nil, Key::Int(1), Key::Unrecorded, Key::Str(":x".into()),
+                                Key::Int(2), Key::Int(5)]);
         assert_eq!(key, vec![0, 0, 0, 0]);
         assert_eq!(kind, vec![1, 2, 2, 0]);
         assert_eq!(a, vec![1, 1, -1, 3]);

@@ -17,7 +17,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +77,9 @@ class HistoryToCheck:
 @dataclass
 class _Lin:
     """A history for the linearizability checker: ``ops`` (LinOps), or a History with its
-    encoded ``columns``, or a file's ops as the native reader ``encoded`` them (with
-    ``file`` and ``file_ops``, its FileOps, made LinOps only if a check needs them:
-    :meth:`all_ops`); ``clock`` how explanations name points; the model object."""
+    encoded ``columns``, or a file's ops as the native reader ``encoded`` them (their
+    LinOps made by ``make_ops`` only if a check needs them: :meth:`all_ops`); ``clock``
+    how explanations name points; the model object."""
 
     model: Any
     clock: Any
@@ -87,15 +87,12 @@ class _Lin:
     history: Any = None
     columns: Any = None
     encoded: Any = None
-    file: Path | None = None
-    file_ops: Any = None
+    make_ops: Callable[[], list[Any]] | None = None
 
     def all_ops(self) -> list[Any]:
-        """Return the history's LinOps (a file's made on the first call)."""
+        """Return the history's LinOps (an encoded file's made on the first call)."""
         if self.ops is None:
-            from replicalab.checkers.linearizability.from_file import ops_from_file
-
-            self.ops = ops_from_file(self.file, self.file_ops, self.model)
+            self.ops = self.make_ops()
         return self.ops
 
 
@@ -281,27 +278,46 @@ def _misfit(model: str, where: object, transactions: bool) -> str:
 
 
 def _open_lin_file(path: Path, name: str, data: bytes | None = None) -> HistoryToCheck:
-    from replicalab.checkers.linearizability.columns import file_columns, takes_every_op
     from replicalab.checkers.linearizability.explain import Clock
     from replicalab.checkers.linearizability.from_file import ops_from_file
     from replicalab.checkers.linearizability.registry import get_model
     from replicalab.history.read import read_ops
 
     m = get_model(name)
-    fh = read_ops(path, tuples=m.tuples, data=data, register_columns=m.native == "register")
+    item = _open_register_log(path, name, m, data) if m.native == "register" else None
+    if item is not None:
+        return item
+    fh = read_ops(path, tuples=m.tuples, data=data)
     if not fh.ops:
         raise ValueError(f"{path} holds no operations; pass a history with at least one "
                          "(Jepsen EDN, JSON lines, Jepsen log lines or Porcupine's JSON)")
-    cols = None if fh.columns is None else file_columns(fh.columns, m)
-    clock = Clock(0, lines=not fh.timed)
-    if cols is not None and takes_every_op(cols, m):
-        # the reader took every op as the model does: LinOps only if a check needs them
-        return HistoryToCheck(path, name, len(fh.ops), _lin=_Lin(
-            m, replace(clock, t0_ns=cols.t0_ns), encoded=cols, file=path, file_ops=fh.ops))
     ops = ops_from_file(path, fh.ops, m)  # raises for an op the model cannot take
     t0 = min((o.invoke_ns for o in ops), default=0)
-    return HistoryToCheck(path, name, len(ops), _lin=_Lin(m, replace(clock, t0_ns=t0),
+    return HistoryToCheck(path, name, len(ops), _lin=_Lin(m, Clock(t0, lines=not fh.timed),
                                                           ops=ops))
+
+
+def _open_register_log(path: Path, name: str, m: Any, data: bytes | None
+                       ) -> HistoryToCheck | None:
+    """Return a Jepsen log file of one register read natively into the columns the
+    search takes, its LinOps made only if a check needs them (a part not linearizable,
+    or undecided); None when the native reader or the model (``m``) leaves the file to
+    the ops' path: another form, a problem to name, an op the model does not take."""
+    from replicalab.checkers.linearizability.columns import file_columns, takes_every_op
+    from replicalab.checkers.linearizability.explain import Clock
+    from replicalab.checkers.linearizability.from_file import ops_from_columns
+    from replicalab.history.read import read_register_log
+
+    found = read_register_log(path, data)
+    if found is None:
+        return None
+    (*args, process), values = found
+    cols = file_columns(args, m)
+    if cols is None or not cols.rows() or not takes_every_op(cols, m):
+        return None
+    return HistoryToCheck(path, name, cols.rows(), _lin=_Lin(
+        m, Clock(cols.t0_ns, lines=True), encoded=cols,
+        make_ops=lambda: ops_from_columns(cols, process, values)))
 
 
 def _engine(engine: str | None) -> str:

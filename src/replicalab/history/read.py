@@ -105,11 +105,6 @@ class FileHistory:
     ops: list[FileOp]
     timed: bool
     skipped: int = 0
-    columns: tuple[bytes, ...] | None = None
-    """With ``register_columns`` (:func:`read_ops`): the ops as the cas-register model's
-    native columns (eight ``bytes`` of int64 in ``Columns.args()``'s order), made by the
-    native reader as ``encode_columns`` makes them from the ops; None when it did not
-    read the file or an op is not one of that model's as written."""
 
 
 # One alternative per token kind, in this group order: space (commas are space), comment,
@@ -340,10 +335,10 @@ try:  # the native core's reader of Jepsen log lines (native/src/jepsen_log.rs)
     from replicalab_native import read_jepsen_log as _native_read_log
 except ImportError:  # not built, or an older build: the Python reader below reads them
     _native_read_log = None
-try:  # the same, with the ops as a register's columns (a build of issue 39 or later)
-    from replicalab_native import read_jepsen_log_columns as _native_read_log_columns
+try:  # the same, as a register's columns and no row per op (a build of issue 39 or later)
+    from replicalab_native import read_jepsen_log_register as _native_read_register
 except ImportError:
-    _native_read_log_columns = None
+    _native_read_register = None
 
 
 def _native_log(text: str, tuples: bool) -> tuple[list[tuple[Any, ...]], int] | None:
@@ -532,16 +527,33 @@ def _value(v: Any) -> Any:
     return v
 
 
+def read_register_log(path: Path, data: bytes | None = None
+                      ) -> tuple[list[bytes], list[Any]] | None:
+    """Return the Jepsen log file ``path`` (``data``: its bytes, already read) as one
+    register's columns, without an op object per line: ``(columns, values)`` as
+    ``replicalab_native.read_jepsen_log_register`` gives them (``Columns.args()``'s eight
+    int64 columns and the ops' processes; ``values[id]`` the value behind an id); or None
+    — the native core lacks it, the file is not log lines, or the reader leaves it to
+    :func:`read_ops` (which reads it, or names its problem)."""
+    if _native_read_register is None:
+        return None
+    try:
+        text = (path.read_bytes() if data is None else data).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None  # read_ops says what is wrong
+    text = text.removeprefix("\ufeff")
+    if not text.strip() or _kind(path, text) != "log":
+        return None
+    return _native_read_register(text)
+
+
 def read_ops(path: Path, tuples: bool = False, lone_completions: bool = False,
-             default_f: str | None = None, data: bytes | None = None,
-             register_columns: bool = False) -> FileHistory:
+             default_f: str | None = None, data: bytes | None = None) -> FileHistory:
     """Return the ops of the EDN, JSONL or Jepsen log file ``path`` in invoke order (see
     the module docstring; ``lone_completions``: accept completions without an invoke;
     ``default_f``: the ``:f`` of an event that has none, as Elle's README histories of
-    transactions; ``data``: the file's bytes, already read; ``register_columns``: also
-    the ops as a register's native columns, where the native reader reads the file, see
-    :attr:`FileHistory.columns`); raises HistoryFileError naming the file and line of
-    the first problem."""
+    transactions; ``data``: the file's bytes, already read); raises HistoryFileError
+    naming the file and line of the first problem."""
     try:
         text = (path.read_bytes() if data is None else data).decode("utf-8")
         if text.startswith("\ufeff"):
@@ -569,19 +581,11 @@ def read_ops(path: Path, tuples: bool = False, lone_completions: bool = False,
         return _pair(path, events, tuples, lone_completions, default_f)
     kind = _kind(path, text)
     if kind == "log":
-        columns = None
-        if register_columns and not tuples and _native_read_log_columns is not None:
-            native = _native_read_log_columns(text)
-            if native is not None:
-                rows, skipped, columns = native
-                native = rows, skipped
-        else:
-            native = _native_log(text, tuples)
+        native = _native_log(text, tuples)
         if native is not None:
             rows, skipped = native
             new = tuple.__new__  # the rows are FileOps' fields, in order
-            return FileHistory([new(FileOp, row) for row in rows], False, skipped,
-                               None if columns is None else tuple(columns))
+            return FileHistory([new(FileOp, row) for row in rows], False, skipped)
         events = _log_events(path, text)
     else:
         events = _from_maps((_jsonl_events if kind == "jsonl" else _edn_events)(path, text))
