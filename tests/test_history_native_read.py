@@ -260,3 +260,27 @@ def test_a_log_is_checked_from_its_columns_as_from_its_ops(
     path.write_text(COLUMN_LINES)
     with pytest.raises(ParameterError, match="a cas; the register model has read, write"):
         open_history(path, "register")  # when it is opened, before any history is checked
+
+
+def test_shrinking_checks_no_set_twice(etcd_logs: list[Path],
+                                       monkeypatch: pytest.MonkeyPatch):
+    """Shrinking a counterexample asks again for sets it has decided (the ops kept after
+    a round are often the prefix that round found failing): each is searched once per
+    part. A search per question (88 more of 557 on the 102 histories) fails this."""
+    import replicalab
+    from replicalab.checkers.linearizability import checker
+
+    searched: list[tuple[object, bool, frozenset[int]]] = []  # holds each part's search
+    real = checker.PartSearch._verdict
+
+    def counted(self: checker.PartSearch, constrained: frozenset[int],
+                deadline_s: float | None) -> object:
+        searched.append((self, self.windowed, constrained))
+        return real(self, constrained, deadline_s)
+
+    monkeypatch.setattr(checker.PartSearch, "_verdict", counted)
+    bad = 0
+    for path in etcd_logs[:30]:
+        bad += replicalab.check(path, model="cas-register").valid is False
+    assert bad > 10 and len(searched) > 100
+    assert len(set(searched)) == len(searched)
