@@ -470,8 +470,12 @@ def check_encoded(cols: Columns, model: str | Model, ops: Callable[[], list[LinO
     if native_machine(m, ()) != "register" or not native_available(m, ()):
         return check(ops(), m, deadline_s=deadline_s, progress=progress,
                      fail_fast=fail_fast, clock=clock)
-    r = check_columns(cols, m, lambda rows: [ops()[i] for i in rows], deadline_s,
-                      DEFAULT_CACHE_BYTES, progress, clock, fail_fast)
+    def ops_at(rows: list[int]) -> list[LinOp]:
+        made = ops()
+        return [made[i] for i in rows]
+
+    r = check_columns(cols, m, ops_at, deadline_s, DEFAULT_CACHE_BYTES, progress, clock,
+                      fail_fast)
     return replace(r, check_s=time.monotonic() - started)
 
 
