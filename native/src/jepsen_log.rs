@@ -15,6 +15,9 @@
 //! invoke left open is `info` ("never completed"). Times are lines (a log has no `:time`).
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use crate::wgl::IdHasher;
 
 /// A value as the history keeps it (`_value` in Python): keywords become the text
 /// `":name"`, vectors tuples.
@@ -212,7 +215,13 @@ fn match_at(line: &[u8], at: usize) -> Option<(&[u8], &[u8], &[u8], &[u8])> {
 fn event(line: &[u8]) -> Result<Option<Event<'_>>, ()> {
     const TAG: &[u8] = b"jepsen.util";
     let mut from = 0;
-    while let Some(p) = line[from..].windows(TAG.len()).position(|w| w == TAG) {
+    // the tag's first byte, then the rest (a window compared at every position was a
+    // good part of reading a line)
+    while let Some(p) = line[from..].iter().position(|&b| b == b'j') {
+        if !line[from + p..].starts_with(TAG) {
+            from += p + 1;
+            continue;
+        }
         let at = from + p + TAG.len();
         if let Some((proc_, typ, f, raw)) = match_at(line, at) {
             let process = if proc_.iter().all(u8::is_ascii_digit) {
@@ -239,14 +248,22 @@ struct Open<'a> {
 /// processes were left out, or None when the Python reader should read the file (see the
 /// module docstring). `tuples`: values are `jepsen.independent` `[key value]` tuples.
 pub fn read(text: &str, tuples: bool) -> Option<(Vec<LogOp<'_>>, usize)> {
+    read_ops(text, tuples, true)
+}
+
+/// `read`, with each failed or unknown op's `error` text only when `errors` (a register's
+/// columns have no use for it).
+fn read_ops(text: &str, tuples: bool, errors: bool) -> Option<(Vec<LogOp<'_>>, usize)> {
     let bytes = text.as_bytes();
     // printable ASCII, tabs and line ends only: Python's \s and splitlines() agree with
-    // this reader's on those
-    if bytes.iter().any(|&b| !(b == b'\t' || b == b'\n' || b == b'\r' || (0x20..0x7f).contains(&b))) {
+    // this reader's on those (checked a block at a time, without a branch per byte)
+    let fine = |b: u8| b == b'\t' || b == b'\n' || b == b'\r' || (0x20..0x7f).contains(&b);
+    if !bytes.chunks(64).all(|c| c.iter().fold(true, |ok, &b| ok & fine(b))) {
         return None;
     }
     let mut out: Vec<Option<LogOp>> = Vec::new();
-    let mut open: HashMap<i64, Open> = HashMap::new();
+    // processes are small ints: hashed as themselves, not through SipHash
+    let mut open: HashMap<i64, Open, BuildHasherDefault<IdHasher>> = HashMap::default();
     let mut skipped = 0usize;
     let mut events = 0usize;
     let mut line_no: i64 = 0;
@@ -294,7 +311,7 @@ pub fn read(text: &str, tuples: bool) -> Option<(Vec<LogOp<'_>>, usize)> {
         if op.f != f {
             return None;
         }
-        let error = if typ == "ok" {
+        let error = if typ == "ok" || !errors {
             String::new()
         } else if tuples {
             // the completion's whole value, its key included
@@ -311,18 +328,126 @@ pub fn read(text: &str, tuples: bool) -> Option<(Vec<LogOp<'_>>, usize)> {
         return None; // "no events": the Python reader says so
     }
     for (process, op) in open {
+        let error = if errors { "never completed".to_string() } else { String::new() };
         out[op.slot] = Some(LogOp { line: op.line, process, f: op.f, key: op.key,
                                     value: op.value, outcome: "info", invoke: op.line,
-                                    complete: -1, error: "never completed".to_string(),
-                                    complete_line: -1 });
+                                    complete: -1, error, complete_line: -1 });
     }
     Some((out.into_iter().flatten().collect(), skipped))
+}
+
+// ------------------------------------------------------------------- register columns
+
+/// A value as Python's equality sees it, for interning: `True` is `1` and `False` is `0`
+/// (equal, with equal hashes), a vector a tuple of such values; `Unrecorded` a cas's
+/// expected value that the line did not give (`ops.UNRECORDED`, one object).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    Nil,
+    Int(i64),
+    Str(String),
+    Tuple(Vec<Key>),
+    Unrecorded,
+}
+
+fn key_of(v: &Val) -> Key {
+    match v {
+        Val::Nil => Key::Nil,
+        Val::Bool(b) => Key::Int(*b as i64),
+        Val::Int(i) => Key::Int(*i),
+        Val::Str(s) => Key::Str(s.clone()),
+        Val::Vec(xs) => Key::Tuple(xs.iter().map(key_of).collect()),
+    }
+}
+
+/// The int64 columns `replicalab_native.check_kv` takes, in `columns.Columns.args()`'s
+/// order: key, kind, a, b, outcome, invoke, complete, index.
+pub type RegisterColumns = [Vec<i64>; 8];
+
+/// Return `ops` (one register, no keys) as the cas-register model's columns, exactly as
+/// `columns.encode_columns` makes them from the ops' LinOps: kind 0 read / 1 write / 2
+/// cas; values interned in first-seen order under Python's equality — nil first, then
+/// every op's `a` value in order (a read's or write's value, a cas's expected one, or
+/// its unrecorded one for a bare `:cas v`, which is `(unrecorded, v)`), then every cas's
+/// new value — and a cas's unrecorded expected value written -1; outcome 0 ok / 1 info
+/// / 2 fail; times and index the lines. None when an op is not one of the model's as
+/// written (another name, a read or write of a vector, a cas of a vector that is not a
+/// pair): the model then names the problem, or its aliases map the name.
+pub fn register_columns(ops: &[LogOp<'_>]) -> Option<RegisterColumns> {
+    register_columns_and_values(ops).map(|(cols, _)| cols)
+}
+
+/// `register_columns` and the value behind each id (`Key::Unrecorded` for an unrecorded
+/// expected value's id, which no column names).
+fn register_columns_and_values(ops: &[LogOp<'_>]) -> Option<(RegisterColumns, Vec<Key>)> {
+    let n = ops.len();
+    let mut kind = Vec::with_capacity(n);
+    let mut a_vals: Vec<Key> = Vec::with_capacity(n);
+    let mut b_vals: Vec<(usize, Key)> = Vec::new();
+    for (r, op) in ops.iter().enumerate() {
+        let k = match op.f {
+            "read" => 0,
+            "write" => 1,
+            "cas" => 2,
+            _ => return None,
+        };
+        kind.push(k);
+        match (&op.value, k) {
+            (Val::Vec(_), 0 | 1) => return None,
+            (Val::Vec(xs), _) if xs.len() == 2 => {
+                a_vals.push(key_of(&xs[0]));
+                b_vals.push((r, key_of(&xs[1])));
+            }
+            (Val::Vec(_), _) => return None,
+            (v, 2) => {
+                a_vals.push(Key::Unrecorded);
+                b_vals.push((r, key_of(v)));
+            }
+            (v, _) => a_vals.push(key_of(v)),
+        }
+    }
+    let mut ids: HashMap<Key, i64> = HashMap::new();
+    ids.insert(Key::Nil, 0);
+    let mut id = |k: Key, order: &mut Vec<Key>| -> i64 {
+        let next = ids.len() as i64;
+        *ids.entry(k).or_insert_with_key(|k| {
+            order.push(k.clone());
+            next
+        })
+    };
+    let mut order: Vec<Key> = vec![Key::Nil];
+    let mut a: Vec<i64> = Vec::with_capacity(n);
+    for k in a_vals {
+        let unrecorded = k == Key::Unrecorded;
+        let v = id(k.clone(), &mut order); // an unrecorded value takes its id, as in dict.fromkeys
+        a.push(if unrecorded { -1 } else { v });
+    }
+    let mut b = vec![0i64; n];
+    for (r, k) in b_vals {
+        b[r] = id(k, &mut order);
+    }
+    let outcome = ops.iter().map(|o| match o.outcome {
+        "ok" => 0,
+        "info" => 1,
+        _ => 2,
+    }).collect();
+    Some(([vec![0; n], kind, a, b, outcome, ops.iter().map(|o| o.invoke).collect(),
+           ops.iter().map(|o| o.complete).collect(), ops.iter().map(|o| o.line).collect()],
+          order))
+}
+
+fn has_bool(v: &Val) -> bool {
+    match v {
+        Val::Bool(_) => true,
+        Val::Vec(xs) => xs.iter().any(has_bool),
+        _ => false,
+    }
 }
 
 // ---------------------------------------------------------------------------- Python
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
 
 fn py_val<'py>(py: Python<'py>, v: &Val, strs: &mut HashMap<String, Py<PyString>>)
                -> PyResult<Bound<'py, PyAny>> {
@@ -362,11 +487,64 @@ fn py_str<'py>(py: Python<'py>, s: &str, strs: &mut HashMap<String, Py<PyString>
 pub fn read_jepsen_log<'py>(py: Python<'py>, text: &str, tuples: bool)
                             -> PyResult<Option<(Bound<'py, PyList>, usize)>> {
     let Some((ops, skipped)) = py.detach(|| read(text, tuples)) else { return Ok(None) };
+    Ok(Some((py_rows(py, &ops)?, skipped)))
+}
+
+/// Return ``(columns, values)`` of the Jepsen log ``text`` read as one register, without a
+/// row per op: ``columns`` nine ``bytes`` of native int64 — ``Columns.args()``'s eight
+/// (as ``columns.encode_columns`` makes them from the ops' LinOps, see
+/// `register_columns`) and each op's process — and
+/// ``values[id]`` the value behind a value id (None for nil and for an unrecorded
+/// expected value's id, which no column names); a LinOp is made from a row and the
+/// values alone. None when the Python reader should read the file, when an op is not the
+/// cas-register model's as written, or when the history holds a boolean (true and 1 are
+/// one id, but a LinOp keeps the value as written).
+#[pyfunction]
+pub fn read_jepsen_log_register<'py>(py: Python<'py>, text: &str)
+        -> PyResult<Option<(Vec<Bound<'py, PyBytes>>, Bound<'py, PyList>)>> {
+    let found = py.detach(|| {
+        let (ops, _) = read_ops(text, false, false)?;
+        if ops.iter().any(|o| has_bool(&o.value)) {
+            return None;
+        }
+        let (cols, values) = register_columns_and_values(&ops)?;
+        let process: Vec<i64> = ops.iter().map(|o| o.process).collect();
+        Some((cols, process, values))
+    });
+    let Some((cols, process, values)) = found else { return Ok(None) };
+    let bytes = |c: &[i64]| {
+        let b: Vec<u8> = c.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        PyBytes::new(py, &b)
+    };
+    let mut out: Vec<Bound<'py, PyBytes>> = cols.iter().map(|c| bytes(c)).collect();
+    out.push(bytes(&process));
+    let list = PyList::empty(py);
+    let mut strs: HashMap<String, Py<PyString>> = HashMap::new();
+    for k in &values {
+        list.append(py_key(py, k, &mut strs)?)?;
+    }
+    Ok(Some((out, list)))
+}
+
+fn py_key<'py>(py: Python<'py>, k: &Key, strs: &mut HashMap<String, Py<PyString>>)
+               -> PyResult<Bound<'py, PyAny>> {
+    Ok(match k {
+        Key::Nil | Key::Unrecorded => py.None().into_bound(py),
+        Key::Int(i) => i.into_pyobject(py)?.into_any(),
+        Key::Str(s) => py_str(py, s, strs).into_any(),
+        Key::Tuple(xs) => {
+            let items = xs.iter().map(|x| py_key(py, x, strs)).collect::<PyResult<Vec<_>>>()?;
+            PyTuple::new(py, items)?.into_any()
+        }
+    })
+}
+
+fn py_rows<'py>(py: Python<'py>, ops: &[LogOp<'_>]) -> PyResult<Bound<'py, PyList>> {
     let mut strs: HashMap<String, Py<PyString>> = HashMap::new();
     let none = py.None().into_bound(py);
     let invoked = PyBool::new(py, true).to_owned().into_any();
     let rows = PyList::empty(py);
-    for op in &ops {
+    for op in ops {
         let key = match &op.key {
             Some(k) => py_val(py, k, &mut strs)?,
             None => none.clone(),
@@ -386,7 +564,7 @@ pub fn read_jepsen_log<'py>(py: Python<'py>, text: &str, tuples: bool)
         ])?;
         rows.append(row)?;
     }
-    Ok(Some((rows, skipped)))
+    Ok(rows)
 }
 
 #[cfg(test)]
@@ -409,6 +587,36 @@ mod tests {
         assert_eq!((ops[1].outcome, ops[1].error.as_str()), ("fail", "[1 2]"));
         assert_eq!((ops[2].outcome, ops[2].complete, ops[2].error.as_str()),
                    ("info", -1, "never completed"));
+    }
+
+    #[test]
+    fn register_columns_intern_as_python_does() {
+        // nil 0; a values in order (1 and true are one value; a bare cas's unrecorded
+        // expected value takes an id and is written -1); then the cas's new values
+        let text = "INFO  jepsen.util - 0\t:invoke\t:write\t1\n\
+                    INFO  jepsen.util - 0\t:ok\t:write\t1\n\
+                    INFO  jepsen.util - 1\t:invoke\t:cas\t[true 2]\n\
+                    INFO  jepsen.util - 2\t:invoke\t:cas\t5\n\
+                    INFO  jepsen.util - 3\t:invoke\t:read\tnil\n\
+                    INFO  jepsen.util - 3\t:ok\t:read\t:x\n\
+                    INFO  jepsen.util - 1\t:fail\t:cas\t[true 2]\n";
+        let (ops, _) = read(text, false).unwrap();
+        let [key, kind, a, b, outcome, invoke, complete, index] = register_columns(&ops).unwrap();
+        let (_, values) = register_columns_and_values(&ops).unwrap();
+        assert_eq!(values, vec![Key::Nil, Key::Int(1), Key::Unrecorded, Key::Str(":x".into()),
+                                Key::Int(2), Key::Int(5)]);
+        assert_eq!(key, vec![0, 0, 0, 0]);
+        assert_eq!(kind, vec![1, 2, 2, 0]);
+        assert_eq!(a, vec![1, 1, -1, 3]);
+        assert_eq!(b, vec![0, 4, 5, 0]);
+        assert_eq!(outcome, vec![0, 2, 1, 0]);
+        assert_eq!((invoke, complete, index),
+                   (vec![1, 3, 4, 5], vec![2, 7, -1, 6], vec![1, 3, 4, 5]));
+        for text in ["INFO  jepsen.util - 0\t:invoke\t:read\t[1 2]\n",
+                     "INFO  jepsen.util - 0\t:invoke\t:cas\t[1 2 3]\n",
+                     "INFO  jepsen.util - 0\t:invoke\t:get\tnil\n"] {
+            assert!(register_columns(&read(text, false).unwrap().0).is_none(), "{text}");
+        }
     }
 
     #[test]

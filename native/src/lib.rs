@@ -476,6 +476,7 @@ fn replicalab_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(search_part_stats, m)?)?;
     m.add_function(wrap_pyfunction!(check_kv, m)?)?;
     m.add_function(wrap_pyfunction!(jepsen_log::read_jepsen_log, m)?)?;
+    m.add_function(wrap_pyfunction!(jepsen_log::read_jepsen_log_register, m)?)?;
     txn_py::register(m)?;
     m.add_function(wrap_pyfunction!(intern::encode_register_history, m)?)?;
     m.add_class::<simrt::Stream>()?;

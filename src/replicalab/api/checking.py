@@ -76,14 +76,24 @@ class HistoryToCheck:
 
 @dataclass
 class _Lin:
-    """A history for the linearizability checker: ``ops`` (LinOps) or a History with its
-    encoded ``columns``; ``clock`` how explanations name points; the model object."""
+    """A history for the linearizability checker: ``ops`` (LinOps), or a History with its
+    encoded ``columns``, or a file's ops as the native reader ``encoded`` them (their
+    LinOps made by ``make_ops`` only if a check needs them: :meth:`all_ops`); ``clock``
+    how explanations name points; the model object."""
 
     model: Any
     clock: Any
     ops: list[Any] | None = None
     history: Any = None
     columns: Any = None
+    encoded: Any = None
+    make_ops: Callable[[], list[Any]] | None = None
+
+    def all_ops(self) -> list[Any]:
+        """Return the history's LinOps (an encoded file's made on the first call)."""
+        if self.ops is None:
+            self.ops = self.make_ops()
+        return self.ops
 
 
 @dataclass
@@ -204,7 +214,7 @@ def _open_source(source: Any, model: str | None) -> HistoryToCheck:
         return _open_run(source, model)
     if not source.exists():
         raise ValueError(f"{source} does not exist; pass {FILE_FORMS}")
-    head = _head(source)
+    head, data = _head(source)
     if not head.strip():  # nothing to check is not "valid, 0 ops"
         raise ValueError(f"{source} holds no operations; pass a history with at least one "
                          "(Jepsen EDN, JSON lines, Jepsen log lines or Porcupine's JSON)")
@@ -225,17 +235,23 @@ def _open_source(source: Any, model: str | None) -> HistoryToCheck:
     if txn:
         return _open_txn_file(source, chosen)
     try:
-        return _open_lin_file(source, chosen)
+        return _open_lin_file(source, chosen, data)
     except InputError as err:  # it names its file and line
         raise _located(err, "", chosen, model is not None) from None
 
 
-def _head(path: Path) -> str:
+def _head(path: Path) -> tuple[str, bytes | None]:
+    """Return the file's first ``_SNIFF_BYTES`` as text, and its bytes when that is the
+    whole file (read once: the reader takes them)."""
     try:
         with path.open("rb") as f:
-            return f.read(_SNIFF_BYTES).decode("utf-8", errors="replace")
+            # read(n) makes an n-byte buffer first: a small file is read at its size
+            small = os.fstat(f.fileno()).st_size < _SNIFF_BYTES
+            data = f.read() if small else f.read(_SNIFF_BYTES)
     except OSError as err:
         raise ValueError(f"{path}: cannot read it ({err.strerror})") from None
+    whole = data if small and len(data) < _SNIFF_BYTES else None
+    return data.decode("utf-8", errors="replace"), whole
 
 
 def _located(err: ValueError, where: object, model: str, given: bool) -> ValueError:
@@ -261,21 +277,47 @@ def _misfit(model: str, where: object, transactions: bool) -> str:
             "{model}: a history is checked with its own)")
 
 
-def _open_lin_file(path: Path, name: str) -> HistoryToCheck:
+def _open_lin_file(path: Path, name: str, data: bytes | None = None) -> HistoryToCheck:
     from replicalab.checkers.linearizability.explain import Clock
     from replicalab.checkers.linearizability.from_file import ops_from_file
     from replicalab.checkers.linearizability.registry import get_model
     from replicalab.history.read import read_ops
 
     m = get_model(name)
-    fh = read_ops(path, tuples=m.tuples)
+    item = _open_register_log(path, name, m, data) if m.native == "register" else None
+    if item is not None:
+        return item
+    fh = read_ops(path, tuples=m.tuples, data=data)
     if not fh.ops:
         raise ValueError(f"{path} holds no operations; pass a history with at least one "
                          "(Jepsen EDN, JSON lines, Jepsen log lines or Porcupine's JSON)")
-    ops = ops_from_file(path, fh.ops, m)
+    ops = ops_from_file(path, fh.ops, m)  # raises for an op the model cannot take
     t0 = min((o.invoke_ns for o in ops), default=0)
     return HistoryToCheck(path, name, len(ops), _lin=_Lin(m, Clock(t0, lines=not fh.timed),
                                                           ops=ops))
+
+
+def _open_register_log(path: Path, name: str, m: Any, data: bytes | None
+                       ) -> HistoryToCheck | None:
+    """Return a Jepsen log file of one register read natively into the columns the
+    search takes, its LinOps made only if a check needs them (a part not linearizable,
+    or undecided); None when the native reader or the model (``m``) leaves the file to
+    the ops' path: another form, a problem to name, an op the model does not take."""
+    from replicalab.checkers.linearizability.columns import file_columns, takes_every_op
+    from replicalab.checkers.linearizability.explain import Clock
+    from replicalab.checkers.linearizability.from_file import ops_from_columns
+    from replicalab.history.read import read_register_log
+
+    found = read_register_log(path, data)
+    if found is None:
+        return None
+    (*args, process), values = found
+    cols = file_columns(args, m)
+    if cols is None or not cols.rows() or not takes_every_op(cols, m):
+        return None
+    return HistoryToCheck(path, name, cols.rows(), _lin=_Lin(
+        m, Clock(cols.t0_ns, lines=True), encoded=cols,
+        make_ops=lambda: ops_from_columns(cols, process, values)))
 
 
 def _engine(engine: str | None) -> str:
@@ -529,6 +571,11 @@ def _check_lin(item: HistoryToCheck, deadline_s: float, fail_fast: bool,
             r = check_history(lin.history, lin.model, deadline_s=deadline_s,
                               progress=progress, t0_ns=lin.clock.t0_ns, fail_fast=fail_fast,
                               columns=lin.columns)
+        elif lin.encoded is not None:
+            from replicalab.checkers.linearizability.checker import check_encoded
+
+            r = check_encoded(lin.encoded, lin.model, lin.all_ops, deadline_s, progress,
+                              fail_fast, lin.clock)
         else:
             r = check_ops(lin.ops, lin.model, deadline_s=deadline_s, progress=progress,
                           fail_fast=fail_fast, clock=lin.clock)
@@ -583,8 +630,8 @@ def _lin_json(report: CheckReport) -> dict[str, Any]:
 
         by_index = {i: history_op(lin.history, i) for p in bad
                     for i in p.counterexample[:MAX_LISTED_OPS]}
-    else:
-        by_index = {o.index: o for o in lin.ops}
+    else:  # a file's LinOps exist already when a part is not linearizable
+        by_index = {o.index: o for o in lin.all_ops()} if bad else {}
 
     def op_json(op: Any) -> dict[str, Any]:
         return {"index": op.index, "process": op.process, "f": op.f,

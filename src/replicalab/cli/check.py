@@ -45,8 +45,8 @@ def run(paths: list[Path], model: str | None = None, timeout: str = "60s",
                 say(r.note)
             shown = r.outcome()
             show(shown.tables)
-            for line in shown.remarks:
-                say(line)
+            if shown.remarks:  # one write for a history's lines, not one each
+                say("\n".join(shown.remarks))
     except ValueError as err:
         fail(said(err, {"engine": "REPLICALAB_TXN_ENGINE"}))
     if as_json:

@@ -335,6 +335,10 @@ try:  # the native core's reader of Jepsen log lines (native/src/jepsen_log.rs)
     from replicalab_native import read_jepsen_log as _native_read_log
 except ImportError:  # not built, or an older build: the Python reader below reads them
     _native_read_log = None
+try:  # the same, as a register's columns and no row per op (a build of issue 39 or later)
+    from replicalab_native import read_jepsen_log_register as _native_read_register
+except ImportError:
+    _native_read_register = None
 
 
 def _native_log(text: str, tuples: bool) -> tuple[list[tuple[Any, ...]], int] | None:
@@ -523,15 +527,35 @@ def _value(v: Any) -> Any:
     return v
 
 
+def read_register_log(path: Path, data: bytes | None = None
+                      ) -> tuple[list[bytes], list[Any]] | None:
+    """Return the Jepsen log file ``path`` (``data``: its bytes, already read) as one
+    register's columns, without an op object per line: ``(columns, values)`` as
+    ``replicalab_native.read_jepsen_log_register`` gives them (``Columns.args()``'s eight
+    int64 columns and the ops' processes; ``values[id]`` the value behind an id); or None
+    — the native core lacks it, the file is not log lines, or the reader leaves it to
+    :func:`read_ops` (which reads it, or names its problem)."""
+    if _native_read_register is None:
+        return None
+    try:
+        text = (path.read_bytes() if data is None else data).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None  # read_ops says what is wrong
+    text = text.removeprefix("\ufeff")
+    if not text.strip() or _kind(path, text) != "log":
+        return None
+    return _native_read_register(text)
+
+
 def read_ops(path: Path, tuples: bool = False, lone_completions: bool = False,
-             default_f: str | None = None) -> FileHistory:
+             default_f: str | None = None, data: bytes | None = None) -> FileHistory:
     """Return the ops of the EDN, JSONL or Jepsen log file ``path`` in invoke order (see
     the module docstring; ``lone_completions``: accept completions without an invoke;
     ``default_f``: the ``:f`` of an event that has none, as Elle's README histories of
-    transactions); raises HistoryFileError naming the file and line of the first
-    problem."""
+    transactions; ``data``: the file's bytes, already read); raises HistoryFileError
+    naming the file and line of the first problem."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = (path.read_bytes() if data is None else data).decode("utf-8")
         if text.startswith("\ufeff"):
             text = text[1:]  # a byte-order mark is not an op
     except UnicodeDecodeError:

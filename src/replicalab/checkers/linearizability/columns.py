@@ -17,6 +17,7 @@ from typing import Any
 
 from replicalab.checkers.linearizability.model import Model
 from replicalab.checkers.linearizability.ops import UNRECORDED, LinOp
+from replicalab.checkers.linearizability.register_models import CasRegister
 
 try:  # the native core (native/, built by make) when installed; pure Python otherwise
     import replicalab_native as _native
@@ -133,6 +134,33 @@ def encode_columns(ops: Sequence[LinOp], model: Model, machine: str = "register"
                    complete_ns=array("q", [o.complete_ns for o in ops]).tobytes(),
                    index=array("q", [o.index for o in ops]).tobytes(), t0_ns=min(invc),
                    machine=machine, table=table)
+
+
+def file_columns(args: Sequence[bytes], model: Model) -> Columns | None:
+    """Return the native reader's columns of a history file (``FileHistory.columns``,
+    one register: key, kind, a, b, outcome, invoke, complete, index) as ``model``'s
+    :class:`Columns`, or None when the model does not encode a file's ops that way (the
+    reader makes them as :func:`encode_columns` does for the cas-register model and for
+    the register model, which takes its reads and writes alike)."""
+    kind = type(model)
+    if (not isinstance(model, CasRegister) or model.tuples or model.keyed
+            or model.empty_is_nil or model.native != "register" or model.aliases
+            or kind.file_value is not CasRegister.file_value
+            or kind.intern_key is not CasRegister.intern_key
+            or not set(model.ops) <= set(_KIND)):
+        return None
+    key, kind_b, a, b, outcome, invoke, complete, index = args
+    if not kind_b:
+        return _empty("register")
+    return Columns([None], key, kind_b, a, b, outcome, invoke, complete, index,
+                   min(memoryview(invoke).cast("q")), "register")
+
+
+def takes_every_op(cols: Columns, model: Model) -> bool:
+    """Return whether ``model`` takes every op of a file's :func:`file_columns` (the
+    reader made them only of reads, writes and cas whose values fit the cas-register
+    model: the register model takes no cas)."""
+    return "cas" in model.ops or 2 not in memoryview(cols.kind).cast("q")
 
 
 def _register_columns(ops: Sequence[LinOp], model: Model) -> tuple[bytes, bytes, bytes]:

@@ -16,11 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, ClassVar
 
 from replicalab.checkers.linearizability.ops import FAIL, OK, LinOp
 from replicalab.errors import MODEL, InputError
 from replicalab.history.read import edn_text
+
+_BY_INVOKE = attrgetter("invoke_ns", "index")
+"""Sort key of ops in invoke order (index breaks ties): in C, not a lambda per op."""
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,7 @@ class Model:
         reads = self.reads
         kept = [op for op in ops
                 if op.outcome != FAIL and not (op.outcome != OK and op.f in reads)]
-        kept.sort(key=lambda o: (o.invoke_ns, o.index))
+        kept.sort(key=_BY_INVOKE)
         return kept
 
     def useless(self, relaxed: Sequence[LinOp], constrained: Sequence[LinOp]) -> set[int]:
