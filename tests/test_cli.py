@@ -233,3 +233,20 @@ def test_an_interrupted_scorecard_never_says_finished(tmp_path: Path):
     assert "100% done" not in progress[-1]
     (run_dir,) = tmp_path.glob("*-scorecard-*")
     assert json.loads((run_dir / "scorecard.json").read_text())["interrupted"] is True
+
+
+def test_a_note_an_earlier_command_left_is_not_the_next_commands(tmp_path: Path):
+    """Commands run in one process (a notebook, CliRunner): a deprecation note queued by one
+    that never printed it (CI saw "note: --duration 10 ..." after another test's JSON) must
+    not come out of the next."""
+    from typer.testing import CliRunner
+
+    from replicalab.cli import errors
+    from replicalab.cli.main import typer_app
+
+    errors.note("--duration 10: left over from an earlier command")
+    res = CliRunner().invoke(typer_app(), ["load", "run", "--store", "sim://primary", "--rate",
+                                           "50", "--duration", "1s", "--json", "--out",
+                                           str(tmp_path)])
+    assert res.exit_code == 0, res.stderr
+    assert "left over" not in res.stdout + res.stderr

@@ -14,7 +14,7 @@ import typer.core
 import typer.main
 
 from replicalab import __version__
-from replicalab.cli.errors import DEBUG
+from replicalab.cli.errors import DEBUG, forget_notes
 
 
 def _summaries(verbs: Sequence[Any]) -> dict[str, str]:
@@ -101,6 +101,7 @@ def _root(
         "--version", help="Print the version.", callback=_print_version, is_eager=True)] = False,
 ) -> None:
     DEBUG["on"] = debug
+    forget_notes()
 
 
 def make_app(verbs: Sequence[Any]) -> typer.Typer:

@@ -22,6 +22,12 @@ def note(text: str) -> None:
         _NOTES.append(text)
 
 
+def forget_notes() -> None:
+    """Drop the queued notes: a command starts with none (run in one process after another,
+    as a notebook or the tests do, an earlier command's note is not this one's)."""
+    _NOTES.clear()
+
+
 def flush_notes() -> None:
     """Print the queued notes on stderr, once each."""
     while _NOTES:
