@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from replicalab.cluster import process
 from replicalab.cluster.ports import wait_listening
+
+if TYPE_CHECKING:
+    import httpx
 
 
 def binary(root: Path) -> Path:
@@ -52,7 +53,10 @@ class Toxiproxy:
     def __init__(self, api_port: int, host: str = "127.0.0.1") -> None:
         # plain HTTP on loopback (or to a host's Toxiproxy): no TLS context (loading the CA
         # bundle took 0.8 s on a busy machine, which delayed every fault action) and no
-        # proxy from the environment
+        # proxy from the environment. httpx is loaded here, not with the module: its import
+        # (its own command line's too) is most of what a command touching a cluster loads
+        import httpx
+
         self.http = httpx.Client(base_url=f"http://{host}:{api_port}", timeout=5.0,
                                  verify=False, trust_env=False)
 
