@@ -126,11 +126,11 @@ def test_conditional_writes_one_winner_and_absent(minio_dc3):
 
 
 def _register(url: str, out: Path, consistency: str, cluster: str, root: Path,
-              fault: str) -> dict[str, Any]:
+              fault: str, mix: str = "read=50,write=25,cas=25") -> dict[str, Any]:
     spec = ProbeSpec(store=url, workload="register",
                      options=ProbeOptions(consistency=consistency, duration_s=7.0),
                      config=RegisterConfig(keys=3, clients=6, rate=25.0, writer_region="US-E",
-                                           reader_region="US-W"),
+                                           reader_region="US-W", mix=mix),
                      cluster=cluster, cluster_root=str(root), faults=(parse_fault(fault),))
     run = run_probe(spec, out)
     assert not run.error, run.error
@@ -142,15 +142,16 @@ def _register(url: str, out: Path, consistency: str, cluster: str, root: Path,
     return run.results
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "undiagnosed (closing note of 2026-11-29): in 2 of the last 4 fresh-clone suites and "
-    "1 of 3 runs alone, a client read an older value at the home site 56 ms after its own "
-    "PUT there completed (process 3 wrote 8.3 at 1,175.0 ms, read 5.0 at 1,230.9 ms, before "
-    "any fault; no client-side retries): MinIO's, or site replication's, not yet known"))
-def test_register_with_conditional_writes_linearizable_at_one_site(minio_dc3, tmp_path):
+def test_register_reads_and_writes_linearizable_at_one_site(minio_dc3, tmp_path):
+    """Reads and plain writes at the home site are linearizable, a partition of another
+    site notwithstanding. Not conditional writes: on a versioned bucket (every bucket of a
+    site-replicated MinIO) a conditional PUT racing a plain PUT can lose the plain one
+    (``docs/object-stores.md``, judged from a recording by
+    ``tests/test_minio_cas_race_evidence.py``), so a history with them is not expected to
+    be linearizable even at one site."""
     c, root = minio_dc3
     one = _register(c.url, tmp_path / "one", "consistent", c.name, root,
-                    "at=2s partition node=1 for=3s")
+                    "at=2s partition node=1 for=3s", mix="read=50,write=50")
     assert one["ops"]["reads"] >= 20 and one["ops"]["writes"] >= 20, one["ops"]
     assert one["check"] == (0, True), [  # the counterexample in words, to judge from CI's log
         (p.get("explanation"), p.get("counterexample")) for p in one["linearizability"]["parts"]

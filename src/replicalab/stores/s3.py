@@ -21,9 +21,11 @@ endpoint both reads ask it.
 Conditional writes: a write expecting a key absent is a PUT with ``If-None-Match: *``; one
 expecting a value reads the object (its body and ETag) at home, compares, and PUTs with
 ``If-Match: <ETag>``: the endpoint refuses (412) if the object changed in between, so the
-compare and the set are one step there (MinIO checks the precondition under the object's
-lock). One key per conditional write: S3 has no multi-object atomicity, so atomic
-multi-element writes and multi-element reads are not declared. An endpoint without
+compare and the set are one step there, as far as the endpoint keeps its promise (MinIO on
+a versioned bucket does not against a concurrent plain PUT: docs/object-stores.md, "A
+conditional PUT beside a plain PUT"). One key per conditional write: S3 has no
+multi-object atomicity, so atomic multi-element writes and multi-element reads are not
+declared. An endpoint without
 conditional writes: ``conditional_writes=0`` (the capability is then not declared and a
 conditional write is refused in one line); one that answers 501 to them is refused the same way.
 
