@@ -25,9 +25,9 @@ compare and the set are one step there, as far as the endpoint keeps its promise
 a versioned bucket does not against a concurrent plain PUT: docs/object-stores.md, "A
 conditional PUT beside a plain PUT"). One key per conditional write: S3 has no
 multi-object atomicity, so atomic multi-element writes and multi-element reads are not
-declared. An endpoint without
-conditional writes: ``conditional_writes=0`` (the capability is then not declared and a
-conditional write is refused in one line); one that answers 501 to them is refused the same way.
+declared. An endpoint without conditional writes: ``conditional_writes=0`` (the capability
+is then not declared and a conditional write is refused in one line); one that answers 501
+to them is refused the same way.
 
 Transactions (``transact``, with conditional writes): every key read at home with its
 ETag, the micro-operations played out, then one conditional PUT per key written; a first
