@@ -103,6 +103,8 @@ def test_status_and_down_find_the_cluster_from_another_directory(tmp_path: Path)
         js = json.loads(_cli(["status", "--json"], elsewhere, state).stdout)
         assert js["clusters"] == ["x"] and js["gone"] == []
         assert js["state_dir"] == str(state)
+        assert js["urls"]["x"].startswith("redis://127.0.0.1:")  # a script probes from it
+        assert js["urls"]["x"] in st.stdout
     finally:
         down = _cli(["down", "x"], elsewhere, state)
     assert down.returncode == 0, down.stderr

@@ -125,15 +125,17 @@ def cluster_up(kind: str, nodes: int = 3, regions: str = "dc3", name: str | None
 
 def cluster_status(name: str | None = None) -> Outcome:
     """Return each cluster's (or ``name``'s) nodes as a table: region, role, alive, pid,
-    port, replication state or lag; a cluster whose processes are gone says so."""
+    port, replication state or lag, and its store URL (``urls``, by name, for a script to
+    probe it); a cluster whose processes are gone says so."""
     from replicalab.cluster import base
     from replicalab.cluster.state import names, state_root
 
     root = state_root()
     targets = [name] if name else names(root)
-    tables, dead = [], []
+    tables, dead, urls = [], [], {}
     for n in targets:
         c, rows = base.status(n, root)
+        urls[c.name] = c.url
         cols = ["node", "region", "role", "alive", "pid", "port", "state"]
         title = f"{c.name} ({c.kind}, {c.regions}) — {c.url}"
         if base.gone(c):
@@ -143,7 +145,8 @@ def cluster_status(name: str | None = None) -> Outcome:
         for row in rows:
             t.add(*(row.get(col, "") for col in cols))
         tables.append(t)
-    return Outcome({"clusters": targets, "gone": dead, "state_dir": str(root)}, tables=tables,
+    return Outcome({"clusters": targets, "urls": urls, "gone": dead, "state_dir": str(root)},
+                   tables=tables,
                    remarks=[] if targets else [f"no clusters are up (state in {root})"])
 
 
