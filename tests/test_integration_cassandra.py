@@ -352,9 +352,14 @@ def test_pbs_legs_and_every_pair_on_dc3s_own_links(cassandra_dc3, tmp_path):
     cal = pbs_real.calibrate(c, "US-E", "US-W", samples=15)
     medians = [sorted(x)[len(x) // 2] for x in cal.write_rt_ms]
     # a leg is a round trip less the median local one: dc3's US-E<->US-W round trip is 80 +
-    # 83 ms / 2 = 81.5 ms, US-E<->EU 94.5 ms, each over links jittering +-1 ms
+    # 83 ms / 2 = 81.5 ms, US-E<->EU 94.5 ms, each over links jittering +-1 ms, so no raw
+    # round trip is under rtt - 2, and a leg under rtt - 2 less the local share this run
+    # subtracted (10.3 ms at its median beside a CPU hog, 2 ms quiet) is no round trip
+    local = cal.write_overhead_ms
+    assert local < 81.5 / 2, (  # beyond that a leg read as zero could pass unseen
+        f"inconclusive: the local round trip took {local} ms at its median", cal)
     for median, rtt in ((medians[1], 81.5), (medians[2], 94.5)):
-        assert rtt - 3 <= median <= 2 * rtt - 3, (medians, cal)  # one round trip, not two
+        assert rtt - 2 - local <= median <= 2 * rtt - 3, (medians, cal)  # one, not two
     assert medians[0] < 0.2 * 81.5, (medians, cal)  # the local replica: no WAN
     wars = pbs.wars_from_round_trips(cal.write_rt_ms, cal.read_rt_ms)
     for r, w in pbs_real.PAIRS:
