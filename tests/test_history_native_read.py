@@ -179,8 +179,8 @@ def _columns(path: Path, model: str) -> tuple[object, object, list, list]:
     return cols, encode_columns(ops, m), ops_from_columns(cols, process, values), ops
 
 
-def test_the_native_readers_columns_are_those_its_ops_encode_to(etcd_logs: list[Path],
-                                                                 tmp_path: Path):
+def test_the_native_readers_columns_are_those_its_ops_encode_to(
+        etcd_logs: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A history file's ops go to the native search as the reader made them: the ids
     of values (first seen, as dict.fromkeys numbers them), kinds, outcomes and lines must
     be the ones the checker would have made, and the LinOps made from them (for
@@ -197,6 +197,15 @@ def test_the_native_readers_columns_are_those_its_ops_encode_to(etcd_logs: list[
     path.write_text(COLUMN_LINES)
     native, reference, linops, ops = _columns(path, "cas-register")
     assert native == reference and linops == ops
+    # the LinOps made natively (register_linops) and by the Python fallback alike
+    from replicalab.checkers.linearizability import from_file
+
+    if from_file._native_linops is None:
+        _native()
+        server_missing("register_linops", "an older native build: reinstall ./native")
+    monkeypatch.setattr(from_file, "_native_linops", None)
+    assert _columns(path, "cas-register")[2] == ops
+    monkeypatch.undo()
     # nil 0; 1; the unrecorded expected value id 2 (written -1); "1", :a, "a", 0; then the
     # new values of the cas: 2, 5 and 0 (its id already)
     assert memoryview(native.a).cast("q").tolist() == [1, 1, -1, 3, 4, 5, 6]

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from linbrute import brute_force as brute_force_model
-from linbrute import counterexample_bad
+from linbrute import counterexample_bad, relaxed_bad
 from replicalab.checkers.linearizability.checker import check
 from replicalab.checkers.linearizability.ops import LinOp, Verdict
 from replicalab.checkers.linearizability.register_models import KV, CasRegister
@@ -184,3 +184,26 @@ def test_the_register_core_agrees_with_the_generic_search_on_perturbed_histories
     enc = KV().encode(ops)
     core = search_part(enc.kinds, enc.a, enc.b, enc.events, enc.init)[0]
     assert core == int(check(ops, Generic()).verdict)
+
+
+@EXAMPLES
+@given(random_histories(max_ops=10))
+def test_what_the_register_patterns_refute_is_a_counterexample_and_the_core_refutes_it_too(
+        ops):
+    """When the register model's patterns (a value never written; a stale read: a value
+    that cannot come back, ``CasRegister.refute``) name ops without a search, those ops
+    are not linearizable whatever the other ops did — the brute force's own definition,
+    on the whole part (``linbrute.relaxed_bad``) — and the native core's
+    ``refute_register`` names the same ops."""
+    from replicalab.checkers.linearizability.columns import encode_columns
+    from replicalab.checkers.linearizability.columns import _native as native
+
+    m = KV()
+    ce = m.refute(ops)
+    if ce:
+        assert relaxed_bad(ce, ops, m, window=False), ce
+    if native is None or not hasattr(native, "refute_register"):
+        return
+    found = native.refute_register(*encode_columns(ops, m).args())
+    rows = [memoryview(b).cast("I").tolist() for _, b in found]
+    assert rows == ([[ops.index(o) for o in ce]] if ce else [])

@@ -438,10 +438,11 @@ pub fn check_all(c: &Columns, deadline: Option<Instant>, cache_bytes: usize, fai
 /// A counterexample of one register part found without a search, as
 /// `CasRegister.refute` finds it (same rows, same choice among several): the first op in
 /// (invoke, index) order that completed ok and needs a value (a read's, a cas's expected
-/// one; nil aside) no write or cas of the part began to write before it ended — `[op]`;
+/// one; nil aside) no write or cas of the part began to write by its end — `[op]`;
 /// else a stale read — `[w, r]`: a read r of v and an ok write or cas w of another value
-/// that began after every write of v completed (all of them ok) and completed before r
-/// began, picked by sweeping the reads by invoke over the ok writes by completion.
+/// that began after every write of v invoked by r's completion completed (all of them
+/// ok) and completed before r began, picked by sweeping the reads by invoke over the ok
+/// writes by completion.
 pub fn refute(c: &Columns, part: &[u32]) -> Option<Vec<u32>> {
     let is_write = |r: usize| c.kind[r] == WRITE as i64 || c.kind[r] == CAS as i64;
     let written = |r: usize| if c.kind[r] == CAS as i64 { c.b[r] } else { c.a[r] };
@@ -467,7 +468,8 @@ pub fn refute(c: &Columns, part: &[u32]) -> Option<Vec<u32>> {
         if v == 0 || v == ANY {
             continue;
         }
-        if first.get(&v).is_none_or(|&t| t >= c.complete[r]) {
+        // a write invoked when r completed may still have come first (they touch)
+        if first.get(&v).is_none_or(|&t| t > c.complete[r]) {
             return Some(vec![r as u32]);
         }
     }
@@ -493,11 +495,13 @@ pub fn refute(c: &Columns, part: &[u32]) -> Option<Vec<u32>> {
             i += 1;
         }
         let v = c.a[r];
+        // only the writes of v that could take effect before r completed
         let of_v = writers.get(&v).map_or(&[][..], |x| &x[..]);
-        if of_v.iter().any(|&x| c.outcome[x as usize] != OK) {
+        let serves = |x: u32| c.invoke[x as usize] <= c.complete[r];
+        if of_v.iter().any(|&x| serves(x) && c.outcome[x as usize] != OK) {
             continue;
         }
-        let last_v = of_v.iter().map(|&x| c.complete[x as usize]).max();
+        let last_v = of_v.iter().filter(|&&x| serves(x)).map(|&x| c.complete[x as usize]).max();
         for &(w, wv) in &best {
             if wv != v && last_v.is_none_or(|l| c.invoke[w as usize] > l) {
                 return Some(vec![w, r as u32]);

@@ -15,6 +15,7 @@ pub mod simpledb;
 pub mod simreads;
 pub mod simrt;
 pub mod kv;
+pub mod linops;
 pub mod signals;
 pub mod txn;
 pub mod txn_parse;
@@ -475,6 +476,7 @@ fn replicalab_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(search_part, m)?)?;
     m.add_function(wrap_pyfunction!(search_part_stats, m)?)?;
     m.add_function(wrap_pyfunction!(check_kv, m)?)?;
+    m.add_function(wrap_pyfunction!(linops::register_linops, m)?)?;
     m.add_function(wrap_pyfunction!(jepsen_log::read_jepsen_log, m)?)?;
     m.add_function(wrap_pyfunction!(jepsen_log::read_jepsen_log_register, m)?)?;
     txn_py::register(m)?;

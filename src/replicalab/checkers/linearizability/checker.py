@@ -498,15 +498,20 @@ def _search_all(m: Model, ops: list[LinOp], deadline_s: float | None, cache_byte
 
 
 def _refuted(m: Model, key: Any, part: list[LinOp], clock: Clock, cache_bytes: int,
-             deadline_s: float | None) -> PartResult | None:
+             deadline_s: float | None, ce: list[LinOp] | None = None,
+             search: PartSearch | None = None) -> PartResult | None:
     """Return the result of a part the model refutes without a search (its counterexample
-    confirmed and shrunk, 1-minimal), or None."""
+    confirmed and shrunk, 1-minimal), or None. ``ce``: the ops the model's patterns
+    found (None: ``m.refute(part)`` finds them); ``search``: the part's
+    :class:`PartSearch` (None: made here)."""
     started = time.monotonic()
-    ce = m.refute(part)
+    if ce is None:
+        ce = m.refute(part)
     if not ce:
         return None
-    machine = native_machine(m, part) if native_available(m, part) else None
-    search = PartSearch(m, part, cache_bytes, machine)
+    if search is None:
+        machine = native_machine(m, part) if native_available(m, part) else None
+        search = PartSearch(m, part, cache_bytes, machine)
     end = started + SHRINK_TIMEOUT_S
     if deadline_s is not None:
         end = min(end, deadline_s + SHRINK_GRACE_S)
@@ -643,6 +648,8 @@ def check_columns(cols: Columns, m: Model, ops_at: Callable[[list[int]], list[Li
     if not refuted:
         final = check_native(ops_at, m, cols, deadline_s, cache_bytes, progress, clock,
                              fail_fast)
+    elif len(refuted) == len(cols.keys):  # nothing left to search
+        final = [refuted[k] for k in range(len(cols.keys))]
     elif fail_fast:
         key_ids = int64s(cols.key)
         sizes = {k: key_ids.count(k) for k in range(len(cols.keys))}
@@ -683,9 +690,16 @@ def _refuted_columns(cols: Columns, m: Model, ops_at: Callable[[list[int]], list
     for r, k in enumerate(key_ids):
         rows_of.setdefault(k, []).append(r)
     out: dict[int, PartResult] = {}
-    for kid, _ in sorted(found, key=lambda f: (len(rows_of[f[0]]), f[0])):
+    for kid, ce_rows in sorted(found, key=lambda f: (len(rows_of[f[0]]), f[0])):
         rows = rows_of[kid]
-        r = _refuted(m, cols.keys[kid], ops_at(rows), clock, cache_bytes, deadline_s)
+        part = ops_at(rows)
+        by_row = dict(zip(rows, part, strict=True))
+        # the core's counterexample rows are the ones the model's refute() picks; the
+        # part's own columns let its windows be checked natively
+        search = PartSearch(m, part, cache_bytes, cols.machine, register=True,
+                            cols=_part_columns(cols, rows))
+        r = _refuted(m, cols.keys[kid], part, clock, cache_bytes, deadline_s,
+                     ce=[by_row[x] for x in uint32s(ce_rows)], search=search)
         if r is not None:
             out[kid] = r
             if fail_fast:

@@ -135,7 +135,8 @@ class CasRegister(Model):
 
     def _unwritten(self, ops: Sequence[LinOp]) -> LinOp | None:
         """Return the first op that completed ``ok`` needing a value (a read's, a cas's
-        expected one) that no write or cas of its key began to write before it ended."""
+        expected one) that no write or cas of its key began to write by the time it
+        ended."""
         norm = self.intern_key
         first: dict[tuple[Any, Any], int] = {}  # (key, value) -> earliest invoke writing it
         def pair(o: LinOp) -> bool:  # what the checks later refuse is left to them
@@ -152,15 +153,19 @@ class CasRegister(Model):
             v = norm(o.value if o.f == "read" else o.value[0])
             if v is None or v is UNRECORDED:
                 continue
-            if first.get((o.key, v), o.complete_ns) >= o.complete_ns:
+            # a write invoked when o completed may still have come first (they touch)
+            if first.get((o.key, v), o.complete_ns + 1) > o.complete_ns:
                 return o
         return None
 
     def _stale(self, ops: Sequence[LinOp]) -> list[LinOp] | None:
         """Return [w, r]: a read r of a value v and a write (or cas) w of another value
-        that began after every write of v completed (none may still take effect: all
-        ``ok``) and completed before r began — v cannot come back; or None. One sweep
-        of the reads by invoke over the writes by completion."""
+        that began after every write of v that could take effect before r completed
+        (those invoked by then) completed (none of those may still take effect: all
+        ``ok``) and completed before r began — v cannot come back before r; or None. One
+        sweep of the reads by invoke over the writes by completion. (Counting the writes
+        of v invoked after r ended too, even ``info`` ones, left most stale reads of
+        Jepsen's etcd histories to the search.)"""
         norm = self.intern_key
         writers: dict[tuple[Any, Any], list[LinOp]] = {}
         done = []
@@ -188,7 +193,7 @@ class CasRegister(Model):
                 best[w.key] = top[:2]
                 i += 1
             v = norm(r.value)
-            of_v = writers.get((r.key, v), [])
+            of_v = [x for x in writers.get((r.key, v), ()) if x.invoke_ns <= r.complete_ns]
             if any(x.outcome != "ok" for x in of_v):
                 continue
             last_v = max((x.complete_ns for x in of_v), default=None)
