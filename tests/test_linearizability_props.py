@@ -195,8 +195,8 @@ def test_what_the_register_patterns_refute_is_a_counterexample_and_the_core_refu
     are not linearizable whatever the other ops did — the brute force's own definition,
     on the whole part (``linbrute.relaxed_bad``) — and the native core's
     ``refute_register`` names the same ops."""
-    from replicalab.checkers.linearizability.columns import encode_columns
     from replicalab.checkers.linearizability.columns import _native as native
+    from replicalab.checkers.linearizability.columns import encode_columns
 
     m = KV()
     ce = m.refute(ops)

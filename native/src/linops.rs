@@ -20,7 +20,7 @@ use crate::int64s;
 /// ``values[a]`` (a cas: ``(values[a], values[b])``, ``unrecorded`` for ``a`` < 0),
 /// ``outcome`` = ``outcomes[outcome]``, ``invoke_ns``, ``complete_ns``.
 #[pyfunction]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 pub fn register_linops<'py>(
     py: Python<'py>,
     cls: &Bound<'py, PyType>,
