@@ -32,8 +32,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, MutableMapping
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 STORES = "replicalab.stores"
 STORE_KINDS = "replicalab.store_kinds"
@@ -55,8 +54,7 @@ class PluginError(ValueError):
     the package and the fix)."""
 
 
-@dataclass(frozen=True)
-class Declared:
+class Declared(NamedTuple):
     """One entry point of a group: its name, its ``module:attribute`` target and the
     distribution that declares it."""
 

@@ -96,8 +96,7 @@ class FileOp(NamedTuple):
     """False for a completion with no invoke in the history (its invoke is unknown)."""
 
 
-@dataclass(frozen=True)
-class FileHistory:
+class FileHistory(NamedTuple):
     """The ops of a history file in invoke order, whether its events had ``:time`` (if
     not, times are lines), and how many events of non-client processes (``:nemesis``)
     were left out."""

@@ -66,7 +66,7 @@ class Columns:
         """Return the columns of ``rows`` only (in that order; these columns themselves
         when ``rows`` are all of them in order): one part of a history, its key and
         value ids kept as they are."""
-        if len(rows) == self.rows() and all(r == n for n, r in enumerate(rows)):
+        if len(rows) == self.rows() and list(rows) == list(range(len(rows))):
             return self
 
         def pick(col: bytes) -> bytes:

@@ -15,9 +15,8 @@ checks or explains reads it from there.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from replicalab.checkers.linearizability.ops import FAIL, OK, LinOp
 from replicalab.errors import MODEL, InputError
@@ -27,8 +26,7 @@ _BY_INVOKE = attrgetter("invoke_ns", "index")
 """Sort key of ops in invoke order (index breaks ties): in C, not a lambda per op."""
 
 
-@dataclass(frozen=True)
-class NativeColumns:
+class NativeColumns(NamedTuple):
     """A part's operations as a native machine takes them, one entry per op: ``kind``
     (the position of the op's name in the model's ``ops``), ``a`` and ``b`` (ints whose
     meaning is the machine's) and ``table``, what the machine needs besides (the strings

@@ -13,15 +13,13 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from replicalab.checkers.linearizability.model import Model, NativeColumns
 from replicalab.checkers.linearizability.ops import OK, UNRECORDED, LinOp, who
 from replicalab.checkers.linearizability.search import ANY, CAS, NIL, READ, WRITE
 from replicalab.history.read import edn_text
-from replicalab.history.values import decode_value
 
 
 def show_value(v: Any) -> str:
@@ -30,13 +28,14 @@ def show_value(v: Any) -> str:
     if v is None:
         return "nil"
     if isinstance(v, str):
+        from replicalab.history.values import decode_value  # a register of ints needs none
+
         pv = decode_value(v)
         return f"{pv.seq}.{pv.writer}" if pv is not None else '""' if v == "" else v
     return str(v)
 
 
-@dataclass(frozen=True)
-class Encoded:
+class Encoded(NamedTuple):
     """One part as the register search core takes it (see ``search.search_part``);
     ``ops[i]`` is the LinOp behind op id ``i`` (ops that constrain nothing are left out);
     ``optional[i]`` whether op ``i`` may also not have happened."""
