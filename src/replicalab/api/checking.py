@@ -74,7 +74,7 @@ class HistoryToCheck:
         return self._lin is not None and (self._lin.columns is not None or self.ops >= 10_000)
 
 
-@dataclass
+@dataclass(repr=False, eq=False)  # private: no generated repr or ==
 class _Lin:
     """A history for the linearizability checker: ``ops`` (LinOps), or a History with its
     encoded ``columns``, or a file's ops as the native reader ``encoded`` them (their
@@ -96,7 +96,7 @@ class _Lin:
         return self.ops
 
 
-@dataclass
+@dataclass(repr=False, eq=False)  # private: no generated repr or ==
 class _Txn:
     """A history for the transactional checker: ``what`` (a file's or a run's path, or a
     History) and how T<n> is named (``line``: the op on line n of a file; ``row``: row n

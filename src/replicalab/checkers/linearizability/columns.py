@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
 from itertools import chain, repeat
-from typing import Any
+from typing import Any, NamedTuple
 
 from replicalab.checkers.linearizability.model import Model
 from replicalab.checkers.linearizability.ops import UNRECORDED, LinOp
@@ -29,12 +28,12 @@ OUTCOME_CODE = {"ok": 0, "info": 1, "fail": 2, "optional": 3}
 _INFO = 1
 
 
-@dataclass(frozen=True)
-class Columns:
+class Columns(NamedTuple):
     """A history as the native core takes it: one row per op in the order given, each
     column ``bytes`` of int64 (see :func:`encode_columns`); ``keys[k]`` is the key behind
     key id ``k``; ``t0_ns`` the earliest invoke (0 if none); ``machine`` the native machine
-    and ``table`` what it needs besides the columns (None for ``register``)."""
+    and ``table`` what it needs besides the columns (None for ``register``). (A named
+    tuple: ``replicalab check`` makes this class on every start.)"""
 
     keys: list[Any]
     key: bytes
@@ -47,7 +46,7 @@ class Columns:
     index: bytes
     t0_ns: int
     machine: str = "register"
-    table: list[Any] | None = field(default=None, compare=False)
+    table: list[Any] | None = None
 
     def args(self) -> tuple[bytes, ...]:
         """Return the eight columns in ``check_kv``'s argument order."""
@@ -60,7 +59,7 @@ class Columns:
 
     def with_outcomes(self, outcome: bytes) -> Columns:
         """Return these columns with another outcome column."""
-        return replace(self, outcome=outcome)
+        return self._replace(outcome=outcome)
 
     def select(self, rows: Sequence[int]) -> Columns:
         """Return the columns of ``rows`` only (in that order; these columns themselves
@@ -73,7 +72,7 @@ class Columns:
             v = memoryview(col).cast("q")
             return array("q", [v[r] for r in rows]).tobytes()
 
-        return replace(self, key=pick(self.key), kind=pick(self.kind), a=pick(self.a),
+        return self._replace(key=pick(self.key), kind=pick(self.kind), a=pick(self.a),
                        b=pick(self.b), outcome=pick(self.outcome),
                        invoke_ns=pick(self.invoke_ns), complete_ns=pick(self.complete_ns),
                        index=pick(self.index))

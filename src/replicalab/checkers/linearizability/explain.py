@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from replicalab.checkers.linearizability.model import Model
 from replicalab.checkers.linearizability.ops import OK, UNRECORDED, LinOp, Verdict, who
@@ -49,8 +48,7 @@ SubVerdict = Callable[[frozenset[int], float | None], Verdict]
 optional (see the module docstring)."""
 
 
-@dataclass(frozen=True)
-class Clock:
+class Clock(NamedTuple):
     """How an explanation names a point of the history: ms since ``t0_ns``, or, for a
     history without times (``lines``: the times are the lines of its events), the line."""
 
