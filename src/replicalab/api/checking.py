@@ -177,6 +177,8 @@ def _source(history: Any) -> Any:
     """Return a Run's path, a path as a Path, a History as it is."""
     if hasattr(history, "path") and hasattr(history, "results"):  # a Run
         return Path(history.path)
+    if isinstance(history, Path):
+        return history
     if isinstance(history, str | os.PathLike):
         return Path(history)
     return history
@@ -544,7 +546,7 @@ def check_many(histories: Sequence[Any], model: str | None = None,
     ``bars``: an object whose ``bar(label)`` shows the progress of a history that may take
     a while. (Sharing many histories out over both CPUs of a shared 2-core machine made
     the 102 etcd histories slower: 1.29 s against 1.03 s, medians of 8 at load 5.5.)"""
-    seconds(timeout, "timeout")
+    timeout = seconds(timeout, "timeout")  # parsed once, not per history
     if any(v is not None and v is not False for v in txn.values()):
         txn_options(**txn)  # an unknown name says so before any history is read
     items = [h if isinstance(h, HistoryToCheck) else open_history(h, model) for h in histories]
