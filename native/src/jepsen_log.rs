@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
-use crate::wgl::IdHasher;
+use crate::wgl::{FnvHasher, IdHasher};
 
 /// A value as the history keeps it (`_value` in Python): keywords become the text
 /// `":name"`, vectors tuples.
@@ -47,6 +47,20 @@ pub struct LogOp<'a> {
 }
 
 const TYPES: [&str; 4] = ["invoke", "ok", "fail", "info"];
+
+/// The bytes this reader takes: printable ASCII, tab and the line ends \n and \r.
+const FINE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0x20;
+    while b < 0x7f {
+        t[b] = true;
+        b += 1;
+    }
+    t[b'\t' as usize] = true;
+    t[b'\n' as usize] = true;
+    t[b'\r' as usize] = true;
+    t
+};
 const SHOW_LIMIT: usize = 40;
 
 fn is_space(b: u8) -> bool {
@@ -256,11 +270,12 @@ pub fn read(text: &str, tuples: bool) -> Option<(Vec<LogOp<'_>>, usize)> {
 fn read_ops(text: &str, tuples: bool, errors: bool) -> Option<(Vec<LogOp<'_>>, usize)> {
     let bytes = text.as_bytes();
     // printable ASCII, tabs and line ends only: Python's \s and splitlines() agree with
-    // this reader's on those (checked a block at a time, without a branch per byte)
-    let fine = |b: u8| b == b'\t' || b == b'\n' || b == b'\r' || (0x20..0x7f).contains(&b);
-    if !bytes.chunks(64).all(|c| c.iter().fold(true, |ok, &b| ok & fine(b))) {
+    // this reader's on those (checked a block at a time, a table look-up per byte)
+    if !bytes.chunks(64).all(|c| c.iter().fold(true, |ok, &b| ok & FINE[b as usize])) {
         return None;
     }
+    // most logs end their lines with \n alone: then only \n is looked for
+    let has_cr = bytes.contains(&b'\r');
     let mut out: Vec<Option<LogOp>> = Vec::new();
     // processes are small ints: hashed as themselves, not through SipHash
     let mut open: HashMap<i64, Open, BuildHasherDefault<IdHasher>> = HashMap::default();
@@ -270,7 +285,11 @@ fn read_ops(text: &str, tuples: bool, errors: bool) -> Option<(Vec<LogOp<'_>>, u
     let mut rest = bytes;
     while !rest.is_empty() {
         // a line ends at \n, \r\n or \r (as str.splitlines)
-        let end = rest.iter().position(|&b| b == b'\n' || b == b'\r').unwrap_or(rest.len());
+        let end = if has_cr {
+            rest.iter().position(|&b| b == b'\n' || b == b'\r')
+        } else {
+            rest.iter().position(|&b| b == b'\n')
+        }.unwrap_or(rest.len());
         let line = &rest[..end];
         let mut next = end;
         if next < rest.len() {
@@ -406,7 +425,7 @@ fn register_columns_and_values(ops: &[LogOp<'_>]) -> Option<(RegisterColumns, Ve
             (v, _) => a_vals.push(key_of(v)),
         }
     }
-    let mut ids: HashMap<Key, i64> = HashMap::new();
+    let mut ids: HashMap<Key, i64, BuildHasherDefault<FnvHasher>> = HashMap::default();
     ids.insert(Key::Nil, 0);
     let mut id = |k: Key, order: &mut Vec<Key>| -> i64 {
         let next = ids.len() as i64;

@@ -8,9 +8,10 @@
 //! op is identified by its row, and every order returned lists rows.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::time::Instant;
 
-use crate::wgl::{self, Limits, Op, Verdict, ANY, CAS, READ, WRITE};
+use crate::wgl::{self, IdHasher, Limits, Op, Verdict, ANY, CAS, READ, WRITE};
 
 /// Outcome codes of the `outcome` column: `OPTIONAL` took effect inside its interval or
 /// not at all (what shrinking makes of the ops it leaves out of a counterexample).
@@ -122,7 +123,7 @@ pub fn partition(key: &[i64]) -> (Vec<i64>, Vec<u32>, Vec<u32>) {
             part_of[r] = *slot;
         }
     } else {
-        let mut id: HashMap<i64, u32> = HashMap::new();
+        let mut id: HashMap<i64, u32, BuildHasherDefault<IdHasher>> = HashMap::default();
         for (r, &k) in key.iter().enumerate() {
             let next = keys.len() as u32;
             let p = *id.entry(k).or_insert_with(|| {
@@ -447,8 +448,8 @@ pub fn refute(c: &Columns, part: &[u32]) -> Option<Vec<u32>> {
     let is_write = |r: usize| c.kind[r] == WRITE as i64 || c.kind[r] == CAS as i64;
     let written = |r: usize| if c.kind[r] == CAS as i64 { c.b[r] } else { c.a[r] };
     // the earliest invoke writing each value; every writer of each value
-    let mut first: HashMap<i64, i64> = HashMap::new();
-    let mut writers: HashMap<i64, Vec<u32>> = HashMap::new();
+    let mut first: HashMap<i64, i64, BuildHasherDefault<IdHasher>> = HashMap::default();
+    let mut writers: HashMap<i64, Vec<u32>, BuildHasherDefault<IdHasher>> = HashMap::default();
     for &r in part {
         let r = r as usize;
         if c.outcome[r] != FAIL && is_write(r) {

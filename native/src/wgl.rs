@@ -141,6 +141,24 @@ impl Hasher for IdHasher {
     }
 }
 
+/// FNV-1a for keys that are not one integer (a value of a log line, strings in it): a
+/// few instructions per byte where SipHash, the std default, costs a hundred per key.
+#[derive(Default)]
+pub(crate) struct FnvHasher(u64);
+
+impl Hasher for FnvHasher {
+    fn finish(&self) -> u64 {
+        mix64(self.0)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for &b in bytes {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
 #[derive(Clone, Copy)]
 struct Entry {
     state: i64,
