@@ -487,8 +487,14 @@ def test_sigkilled_controller_leaves_hosts_that_heal_themselves(lab, etcd_on_hos
     # controller), and within its length plus the margin
     assert longest_s >= PARTITION_S, (shortest_s, longest_s)
     assert shortest_s <= limit_s, (shortest_s, longest_s)
-    for h in hosts_of(inv):
-        assert "rlf" not in _tables(h) and expiry.pending(h) == []
+    # every other host's rules went in a little later (one SSH session each) and go on
+    # their own timers: each must be gone by the same bound, however late it went in
+    left = {h.spec.name: h for h in hosts_of(inv)}
+    while left:
+        left = {n: h for n, h in left.items()
+                if "rlf" in _tables(h) or expiry.pending(h) != []}
+        assert not left or time.monotonic() - installed[1] < limit_s + 30, sorted(left)
+        time.sleep(0.2 if left else 0)
 
 
 def _leftovers(name: str, root: Path, pids: list[int]) -> list[str]:

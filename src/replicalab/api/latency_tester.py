@@ -120,12 +120,15 @@ def _finish(run_dir: Path, outcome: Any, s: Any, config: dict[str, Any], notes: 
 
         results["clock_offsets"] = recovered_offsets(outcome.traces, skews)
     save_results(results, run_dir)
-    report = render_clt_report(results, rec, run_dir)
+    # an interrupted run ends now: its figures (seconds of matplotlib on a busy machine,
+    # while the signal waits) are drawn from the saved rows by clt_report when asked
+    report = None if outcome.interrupted else render_clt_report(results, rec, run_dir)
     status, why = DONE, ""
     if outcome.errors:
         status, why = STOPPED, f"{outcome.errors[0]}; partial results saved in {run_dir}"
     elif outcome.interrupted:
-        status, why = INTERRUPTED, f"interrupted; partial results saved in {run_dir}"
+        status, why = INTERRUPTED, (f"interrupted; partial results saved in {run_dir} (its "
+                                    f"report: replicalab clt report {run_dir})")
     return Outcome(results, None, report, [pairs_table(results)], _remarks(results), status,
                    why)
 
