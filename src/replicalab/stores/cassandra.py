@@ -103,6 +103,11 @@ WRITE_MODES = ("plain", "lwt")
 RING_WAIT_S = 30.0
 """How long a first connection waits for the ring to show every node the URL names before
 it creates the keyspace (s)."""
+SCHEMA_WAIT_S = 90.0
+"""How long opening a coordinator waits for it to know the probe's table, and retries a
+connection or schema change that timed out (s). On a busy machine a node can lag the
+others' schema changes by tens of seconds; preparing a statement on it before then fails
+with "keyspace ... does not exist"."""
 NEVER = "\x00"
 """A value no workload writes: ``IF value != NEVER`` is a condition that always holds, so
 ``writes=lwt`` puts every write through Paxos."""
@@ -233,7 +238,11 @@ class CassandraStore:
                 self._coordinators[key] = node
         return CassandraClient(self, node)
 
-    def _open(self, ep: Endpoint) -> _Node:
+    def _open(self, ep: Endpoint, deadline: float | None = None) -> _Node:
+        """Return ``ep`` connected, the schema made (once per store) and known to it, the
+        statements prepared; a connection or schema change that timed out is tried again
+        on a new connection until ``deadline`` (monotonic s; SCHEMA_WAIT_S from now)."""
+        deadline = deadline or time.monotonic() + SCHEMA_WAIT_S
         _driver()
         from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
         from cassandra.policies import WhiteListRoundRobinPolicy
@@ -246,13 +255,16 @@ class CassandraStore:
                           schema_metadata_enabled=False, token_metadata_enabled=False,
                           connect_timeout=self.timeout_s,
                           control_connection_timeout=self.timeout_s,
-                          idle_heartbeat_interval=5, reconnection_policy=_quick_reconnect())
+                          idle_heartbeat_interval=5, reconnection_policy=_quick_reconnect(),
+                          max_schema_agreement_wait=SCHEMA_WAIT_S)
         try:
             session = cluster.connect()
             if not self._schema_ready:
                 ensure_schema(session, self.keyspace, len(self.nodes))
                 self._check_replicas(session)
                 self._schema_ready = True
+            for table in (TABLE, TXN_TABLE) if self._txn_table_ready else (TABLE,):
+                await_table(session, self.keyspace, table, deadline)
             node = _Node(ep, cluster, session)
             _prepare(node, self.keyspace)
         except ValueError:  # the ring or the keyspace, named by ring_view / _check_replicas
@@ -260,6 +272,8 @@ class CassandraStore:
             raise
         except Exception as err:  # NoHostAvailable, timeouts, refused schema changes...
             cluster.shutdown()
+            if _timed_out(err) and time.monotonic() < deadline:
+                return self._open(ep, deadline)  # a stalled node: a new connection
             raise ValueError(f"cannot reach Cassandra at {ep.host}:{ep.port} "
                              f"({type(err).__name__}: {err}); is the cluster up? "
                              "(`replicalab cluster status`)") from None
@@ -396,6 +410,37 @@ def ensure_schema(session: Any, keyspace: str, nodes: int = 1) -> None:
     session.execute(f"CREATE TABLE IF NOT EXISTS {keyspace}.{TABLE} (domain text, item text, "
                     "attribute text, value text, PRIMARY KEY ((domain, item), attribute))",
                     timeout=30)
+
+
+def await_table(session: Any, keyspace: str, table: str, deadline: float) -> None:
+    """Return once the connected node can prepare a statement on ``keyspace.table`` (a
+    schema change made through another node reaches it by gossip, and its rows in
+    ``system_schema`` come before the node serves the table); ValueError at ``deadline``
+    (monotonic s)."""
+    from cassandra import InvalidRequest
+
+    while True:
+        try:
+            session.prepare(f"SELECT * FROM {keyspace}.{table} LIMIT 1")
+            return
+        except InvalidRequest as err:
+            if "does not exist" not in str(err):
+                raise
+        if time.monotonic() > deadline:
+            host = session.cluster.contact_points[0]
+            raise ValueError(f"Cassandra at {host} does not know table {keyspace}.{table}, "
+                             "made through another node, after waiting for it: its schema "
+                             "lags the cluster's; see its server.log (`replicalab cluster "
+                             "status`)")
+        time.sleep(0.2)
+
+
+def _timed_out(err: BaseException) -> bool:
+    """Return whether ``err`` is the driver giving up on a node that did not answer in
+    time (an overloaded or paused node, not a refused connection or a bad request)."""
+    from cassandra import OperationTimedOut
+
+    return isinstance(err, OperationTimedOut)
 
 
 def keyspace_replication(session: Any, keyspace: str) -> dict[str, str]:
@@ -708,6 +753,10 @@ class CassandraClient:
             await self.cql(f"CREATE TABLE IF NOT EXISTS {store.keyspace}.{TXN_TABLE} (domain "
                            "text, item text, attribute text, l list<int>, r int, PRIMARY KEY "
                            "((domain, item), attribute))", level="ONE", timeout_s=30.0)
+            deadline = time.monotonic() + SCHEMA_WAIT_S
+            for node in list(store._coordinators.values()):  # made through one of them
+                await asyncio.to_thread(await_table, node.session, store.keyspace, TXN_TABLE,
+                                        deadline)
             store._txn_table_ready = True
 
     async def transact(self, ops: list[MicroOp], *, gap_ns: int = 0) -> list[MicroOp]:
