@@ -10,7 +10,11 @@ progress line then never says "finished" for a run cut short.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import signal
+from types import FrameType
+from typing import Any
 
 _COUNT = [0]
 
@@ -28,3 +32,29 @@ def count() -> int:
 def is_default(handler: object) -> bool:
     """Return True if ``handler`` is Python's default SIGINT handler."""
     return handler is signal.default_int_handler
+
+
+def _interrupt() -> None:
+    raise KeyboardInterrupt
+
+
+def stop_handler(stopping: list[bool]) -> Any:
+    """Return a signal handler that stops the run at the first signal while
+    ``stopping[0]`` is False (and sets it): KeyboardInterrupt from a callback of the running
+    event loop's own, or right away when no loop runs."""
+
+    def once(signum: int, frame: FrameType | None) -> None:
+        if not stopping[0]:
+            stopping[0] = True
+            # requests cut off mid-flight are expected at a stop; asyncio's notes on them
+            # would read as a crash on stderr
+            logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no loop runs yet: stop right here
+                raise KeyboardInterrupt from None
+            # not raised wherever the signal landed: in a weakref callback or a __del__,
+            # Python prints the traceback and drops the exception, and the run goes on
+            loop.call_soon_threadsafe(_interrupt)
+
+    return once

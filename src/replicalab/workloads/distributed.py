@@ -13,18 +13,17 @@ process (each worker drives its own simulated store), so their timelines are not
 from __future__ import annotations
 
 import contextlib
-import logging
 import multiprocessing
 import os
 import signal
 import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
-from types import FrameType
 from typing import Any
 
 from replicalab.cluster import process
 from replicalab.errors import ParameterError
+from replicalab.runtime.interrupts import stop_handler
 from replicalab.workloads.load import LoadSpec, WorkerResult, run_worker
 
 START_LEAD_S = 1.0
@@ -47,16 +46,7 @@ def _worker_main(conn: Connection, spec: LoadSpec, worker: int, workers: int,
     SIGTERM (the terminal's Ctrl-C, or the parent passing one on) stops the run, which then
     returns what it recorded; later ones must not cut the sending short."""
     stopping = [False]
-
-    def once(signum: int, frame: FrameType | None) -> None:
-        if not stopping[0]:
-            stopping[0] = True
-            # the interrupt lands inside whatever callback runs (a transport's read, say),
-            # and the loop reports it there ("Fatal error on transport") before the run
-            # unwinds: expected at a stop, and it would read as a crash on stderr
-            logging.getLogger("asyncio").setLevel(logging.CRITICAL)
-            raise KeyboardInterrupt
-
+    once = stop_handler(stopping)
     signal.signal(signal.SIGINT, once)
     signal.signal(signal.SIGTERM, once)
     result = run_worker(spec, worker, workers, start_at_wall_ns)

@@ -19,11 +19,11 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from multiprocessing.connection import Connection
-from types import FrameType
 from typing import Any
 
 from replicalab.cluster import process
 from replicalab.history import History
+from replicalab.runtime.interrupts import stop_handler
 from replicalab.stores import open_store
 from replicalab.stores.prefix import PrefixedStore
 from replicalab.workloads.recorder import Recorder
@@ -44,12 +44,7 @@ def _reader_main(conn: Connection, url: str, prefix: str, seed: int, region: str
     ``("done", history, error)``. A SIGINT or SIGTERM ends the reads early; the history
     recorded so far is still sent."""
     stopping = [False]
-
-    def once(signum: int, frame: FrameType | None) -> None:
-        if not stopping[0]:
-            stopping[0] = True
-            raise KeyboardInterrupt
-
+    once = stop_handler(stopping)
     signal.signal(signal.SIGINT, once)
     signal.signal(signal.SIGTERM, once)
     h = History()
