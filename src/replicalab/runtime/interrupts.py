@@ -10,9 +10,8 @@ progress line then never says "finished" for a run cut short.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import signal
+import sys
 from types import FrameType
 from typing import Any
 
@@ -46,13 +45,17 @@ def stop_handler(stopping: list[bool]) -> Any:
     def once(signum: int, frame: FrameType | None) -> None:
         if not stopping[0]:
             stopping[0] = True
+            aio = sys.modules.get("asyncio")  # not imported: no loop runs (and a command
+            try:                              # that runs none does not import it)
+                loop = aio.get_running_loop() if aio else None
+            except RuntimeError:
+                loop = None
+            if loop is None:  # no loop runs yet: stop right here
+                raise KeyboardInterrupt
             # requests cut off mid-flight are expected at a stop; asyncio's notes on them
-            # would read as a crash on stderr
+            # would read as a crash on stderr (logging: imported by asyncio)
+            logging = sys.modules["logging"]
             logging.getLogger("asyncio").setLevel(logging.CRITICAL)
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:  # no loop runs yet: stop right here
-                raise KeyboardInterrupt from None
             # not raised wherever the signal landed: in a weakref callback or a __del__,
             # Python prints the traceback and drops the exception, and the run goes on
             loop.call_soon_threadsafe(_interrupt)
