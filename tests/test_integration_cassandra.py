@@ -444,9 +444,9 @@ def test_pbs_on_jittering_links_the_spread_the_noise_floor_and_the_verdict(cassa
     pbs_real.set_jitter(c, pbs_real.DEFAULT_JITTER_MS)
     try:
         # the command's 200 round trips: the model's one-way legs are deconvolved from
-        # them, and from 60 their upper tail comes out short (support ending near 54 ms on
-        # links of 40 +- 20 ms), so the model predicted 100 % at 56 ms where 95 of 100
-        # writes were visible, and the verdict rightly said "disagrees" (2026-11-29)
+        # them, and from 60 their upper tail came out short of the links' 60 ms: the model
+        # predicted 100 % at 56 ms where 95 of 100 writes were visible, and the verdict
+        # rightly said "disagrees" (2026-11-29)
         cal = pbs_real.calibrate(c, "US-E", "US-W", samples=200)
         m = pbs_real.measure(c, 1, 1, "US-E", "US-W", 10.0, tmp_path, root=root)
     finally:
