@@ -42,8 +42,8 @@ PBS_TEST = ("tests/test_pbs_evidence.py",)
 _PBS = """
 from replicalab.models import pbs
 import numpy as np
-_real = pbs.t_visibility
-def t_visibility_after_ack(m, r, w, t_ms, hop_ms, trials=100_000, seed=1):
+_real = pbs.t_visibility_after_ack
+def t_visibility_after_ack(m, r, w, t_ms, hop_ms, trials=100_000, seed=1, added=None):
     t = np.asarray(t_ms, dtype=float)
     return {body}
 pbs.t_visibility_after_ack = t_visibility_after_ack
@@ -51,9 +51,9 @@ pbs.t_visibility_after_ack = t_visibility_after_ack
 
 MUTANTS = (
     Mutant("pbs-shift-late", "the shipped PBS prediction shifted 5 ms later", PBS_TEST,
-           _PBS.format(body="_real(m, r, w, t + hop_ms - 5.0, trials, seed)")),
+           _PBS.format(body="_real(m, r, w, t - 5.0, hop_ms, trials, seed, added)")),
     Mutant("pbs-shift-early", "the shipped PBS prediction shifted 5 ms earlier", PBS_TEST,
-           _PBS.format(body="_real(m, r, w, t + hop_ms + 5.0, trials, seed)")),
+           _PBS.format(body="_real(m, r, w, t + 5.0, hop_ms, trials, seed, added)")),
     Mutant("pbs-step", "a step at dc3's 40 ms US-E -> US-W one-way delay", PBS_TEST,
            _PBS.format(body="(t >= 40.0).astype(float)")),
     Mutant("pbs-constant", "a constant 1.0", PBS_TEST, _PBS.format(body="np.ones(len(t))")),

@@ -31,7 +31,6 @@ import numpy as np
 
 from replicalab.checkers import visibility
 from replicalab.experiments import against
-from replicalab.models import pbs
 from replicalab.runtime.noise import NoiseFloor, load_1m
 from replicalab.workloads import pbs_real
 
@@ -62,18 +61,18 @@ class LoadSampler:
                 "samples": len(self.samples), "every_s": self._every_s}
 
 
-MODEL = ("one-way legs deconvolved from the round trips (pbs.one_way_from_round_trips), "
-         "chosen 2026-11-29 10:17 UTC on heldout-3")
+MODEL = against.PBS_MODEL
 """The shipped model, as each file's ``shipped_model.model`` names it."""
 EARLIER_MODEL = ("one-way legs of half the round trips' mean, deviations over sqrt 2, chosen "
                  "2026-11-27")
 """The model a recording judged before ``model`` was written into its files."""
 
 
-def shipped_prediction(cal: dict, hop_ms: float) -> object:
-    """Return the shipped model's P(consistent) at t ms after the ack, from a file's legs."""
-    wars = pbs.wars_from_round_trips(cal["write_rt_ms"], cal["read_rt_ms"])
-    return lambda ts: pbs.t_visibility_after_ack(wars, 1, 1, ts, hop_ms, TRIALS, 1)
+def shipped_prediction(cal: dict, floor: NoiseFloor | None) -> object:
+    """Return the shipped model's P(consistent) at t ms after the ack, from a file's legs
+    and noise floor."""
+    return against.pbs_prediction(cal["write_rt_ms"], cal["read_rt_ms"], cal["hop_ms"], floor,
+                                  trials=TRIALS)
 
 
 def main() -> None:
@@ -93,13 +92,13 @@ def main() -> None:
         vis = visibility.Visibility.from_json(doc["visibility"])
         floor = NoiseFloor.from_json(doc["noise"]) if doc.get("noise") else None
         cal = doc["calibration"]
-        judged = visibility.judge(shipped_prediction(cal, cal["hop_ms"]), vis)
+        judged = visibility.judge(shipped_prediction(cal, floor), vis)
         why = against.misread(1, doc.get("read_p50_ms"), cal["read_overhead_ms"],
                               traced=doc.get("read_paths", ()))
         was = doc["shipped_model"]
         if was.get("model", EARLIER_MODEL) != MODEL:  # keep what an earlier model scored
             doc["superseded"] = [*doc.get("superseded", []),
-                                 {"model": EARLIER_MODEL, **was}]
+                                 {**was, "model": was.get("model", EARLIER_MODEL)}]
         doc["shipped_model"] = {**judged.to_json(), "model": MODEL,
                                 "verdict": against.pbs_verdict([judged], floor, why=why)}
         args.rejudge.write_text(json.dumps(doc) + "\n")
@@ -134,7 +133,7 @@ def main() -> None:
                    "write_overhead_ms": cal.write_overhead_ms,
                    "read_overhead_ms": cal.read_overhead_ms, "hop_ms": round(cal.hop_ms, 4)}
     # judged from the file's own (rounded) figures, as the test judges it again
-    judged = visibility.judge(shipped_prediction(calibration, calibration["hop_ms"]), vis)
+    judged = visibility.judge(shipped_prediction(calibration, floor), vis)
     why = against.misread(1, read_p50_ms, calibration["read_overhead_ms"], traced=paths)
     verdict = against.pbs_verdict([judged], floor, why=why)
     doc = {

@@ -435,8 +435,8 @@ def test_pbs_on_jittering_links_the_spread_the_noise_floor_and_the_verdict(cassa
     for a busy machine. Whether the model follows the whole curve is judged on recorded runs
     of 1,000 writes (tests/test_pbs_evidence.py): 10 s here are 100 writes."""
     from replicalab.checkers import visibility
+    from replicalab.experiments import against
     from replicalab.experiments.against import PBS_NOISE_TOLERANCE_MS, pbs_verdict
-    from replicalab.models import pbs
     from replicalab.workloads import pbs_real
 
     c, root = cassandra_dc3
@@ -470,9 +470,8 @@ def test_pbs_on_jittering_links_the_spread_the_noise_floor_and_the_verdict(cassa
                       if x.src_region == "US-E" and x.dst_region == "US-W")
     step = visibility.judge(lambda t: (np.asarray(t) >= one_way_ms).astype(float), vis)
     assert step.has_power and not step.within, step.line()
-    wars = pbs.wars_from_round_trips(cal.write_rt_ms, cal.read_rt_ms)
-    got = visibility.judge(
-        lambda t: pbs.t_visibility_after_ack(wars, 1, 1, t, cal.hop_ms, 40_000, 1), vis)
+    got = visibility.judge(against.pbs_prediction(cal.write_rt_ms, cal.read_rt_ms,
+                                                  cal.hop_ms, floor, trials=40_000), vis)
     verdict = pbs_verdict([got], floor)
     print(f"PBS on jittering links: {verdict}; {got.line()}; {floor.line()}")
     assert verdict in ("agrees", "inconclusive"), (got.line(), floor.line())

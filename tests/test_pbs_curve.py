@@ -13,6 +13,7 @@ import pytest
 
 from replicalab.checkers import visibility as V
 from replicalab.models import pbs
+from replicalab.runtime.noise import NoiseFloor
 
 ONE_WAY_MS, JITTER_MS = 40.0, 20.0
 
@@ -125,6 +126,49 @@ def test_the_clients_hops_shift_the_prediction_earlier():
     later = pbs.t_visibility_after_ack(wars, 1, 1, ts, 3.0, 20_000, 1)
     assert np.allclose(later, pbs.t_visibility(wars, 1, 1, ts + 3.0, 20_000, 1))
     assert (later >= plain).all() and (later > plain).any()
+
+
+def test_the_machines_added_delay_delays_each_write_by_one_draw():
+    """``added`` puts one draw of the machine's delay on every write's threshold: a
+    constant 5 ms moves the whole curve 5 ms later; none leaves it as it was."""
+    rng = np.random.default_rng(5)
+    local, remote = np.abs(rng.normal(0, 0.05, 200)), 80.0 + rng.normal(0, 10, 200)
+    wars = pbs.wars_from_round_trips([local, remote], [remote, local])
+    ts = np.array([30.0, 40.0, 50.0])
+    plain = pbs.t_visibility_after_ack(wars, 1, 1, ts, 3.0, 20_000, 1)
+    late = pbs.t_visibility_after_ack(wars, 1, 1, ts, 3.0, 20_000, 1,
+                                      added=lambda g, n: np.full(n, 5.0))
+    assert np.allclose(late, pbs.t_visibility_after_ack(wars, 1, 1, ts - 5.0, 3.0, 20_000, 1))
+    assert np.allclose(plain, pbs.t_visibility_after_ack(wars, 1, 1, ts, 3.0, 20_000, 1,
+                                                         added=lambda g, n: np.zeros(n)))
+
+
+def test_the_noise_floors_draws_weigh_its_events_over_all_its_samples():
+    """Of 1,000 samples (800 stalls, 200 echoes), 20 were events of 10 or 30 ms: a draw is
+    one of them 2 % of the time and 0 otherwise, never anything else."""
+    floor = NoiseFloor(0.5, 2.0, 30.0, 800, "toxiproxy", 0.1, 0.5, 2.0, 30.0, 200, 1.0, 1.0,
+                       2, events=tuple((i, 10.0 if i % 2 else 30.0) for i in range(20)))
+    d = floor.draw_added(np.random.default_rng(3), 200_000)
+    assert set(np.unique(d)) == {0.0, 10.0, 30.0}
+    assert abs(np.mean(d > 0) - 0.02) < 0.002
+    assert abs(np.mean(d == 30.0) - np.mean(d == 10.0)) < 0.002
+    none = NoiseFloor(0.5, 2.0, 3.0, 800, "loopback", 0.1, 0.5, 2.0, 3.0, 200, 1.0, 1.0, 2)
+    assert not none.draw_added(np.random.default_rng(3), 1000).any()
+
+
+def test_the_legs_leave_the_warm_up_out():
+    """``warmup`` leaves the first round trips of every list out: slow first ones then
+    change nothing; a warm-up longer than a list is refused."""
+    rng = np.random.default_rng(5)
+    local, remote = np.abs(rng.normal(0, 0.05, 200)), 80.0 + rng.normal(0, 10, 200)
+    slow = [np.r_[np.full(10, 1.0), local], np.r_[np.full(10, 300.0), remote]]
+    a = pbs.wars_from_round_trips(slow, slow[::-1], warmup=10)
+    b = pbs.wars_from_round_trips([local, remote], [remote, local])
+    ts = np.array([30.0, 40.0, 50.0])
+    assert np.allclose(pbs.t_visibility(a, 1, 1, ts, 20_000, 1),
+                       pbs.t_visibility(b, 1, 1, ts, 20_000, 1))
+    with pytest.raises(ValueError, match="warmup"):
+        pbs.wars_from_round_trips([local[:5]], [local[:5]], warmup=5)
 
 
 def test_judgement_as_json_carries_every_sampled_t(measured):

@@ -363,6 +363,32 @@ band says nothing about the model: the recorded evidence must tell a prediction 
 5 ms from the truth (``tests/test_pbs_evidence.py``), so a run whose client stalls or
 emulated hops move its reads by more cannot call the model wrong."""
 
+PBS_WARMUP_ROUND_TRIPS = 10
+"""Calibration round trips left out at the start of every series: the first few were slower
+than the links allow (up to 163 ms on links that allow 121.5), a warm-up, not the links."""
+
+PBS_MODEL = ("one-way legs deconvolved from the round trips (the first 10 of each series left "
+             "out), plus the delay the machine added as the run's noise floor measured it; "
+             "chosen 2026-11-29 22:51 UTC on heldout-3 and heldout-8")
+"""The shipped model, as ``model pbs --against`` and each recording's ``shipped_model.model``
+name it (docs/models/pbs.md)."""
+
+
+def pbs_prediction(write_rt_ms: Sequence[Sequence[float]],
+                   read_rt_ms: Sequence[Sequence[float]], hop_ms: float,
+                   floor: NoiseFloor | None, r: int = 1, w: int = 1,
+                   trials: int = 100_000, seed: int = 1) -> Callable[[Any], np.ndarray]:
+    """Return the shipped model's P(consistent) at t ms after the ack (a function of t):
+    the legs deconvolved from the calibration's round trips (its warm-up left out), each
+    write's visibility delayed by a draw of what the machine added while the probe ran
+    (``floor``; none without one)."""
+    wars = pbs_model.wars_from_round_trips(write_rt_ms, read_rt_ms,
+                                           warmup=PBS_WARMUP_ROUND_TRIPS)
+    added = floor.draw_added if floor is not None else None
+    return lambda ts: pbs_model.t_visibility_after_ack(wars, r, w, ts, hop_ms, trials, seed,
+                                                       added=added)
+
+
 EXIT_STATUS = {"agrees": 0, "disagrees": 1, "no power": 1, "inconclusive": 3}
 """Exit status of ``model ... --against`` per verdict (2 is bad input)."""
 
@@ -492,23 +518,20 @@ def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
     with pbs_real.cassandra_cluster(n, regions, jitter_ms=jitter_ms or None) as c:
         tick(0.1, "measuring the legs (round trips to every replica)")
         cal = pbs_real.calibrate(c, writer, reader, pbs_real.CALIBRATION_SAMPLES)
-        wars = pbs_model.wars_from_round_trips(cal.write_rt_ms, cal.read_rt_ms)
         for k, (r, w) in enumerate(pairs):
             lo, share = 0.2 + 0.8 * k / len(pairs), 0.8 / len(pairs)
             tick(lo, f"R={r} W={w}: probing {duration_s:g} s")
             m = pbs_real.measure(c, r, w, writer, reader, duration_s, run_dir / "probes",
                                  seed, lambda f, lo=lo, share=share: tick(lo + share * f))
 
-            def predict(ts: Any, r: int = r, w: int = w) -> Any:
-                return pbs_model.t_visibility_after_ack(wars, r, w, ts, cal.hop_ms, trials,
-                                                        seed)
-
             vis = pbs_real.visibility_of_run(Path(m.run_dir))
-            j = visibility.judge(predict, vis)
-            judged.append((r, w, j, vis.out_of_order))
             floor = pbs_real.noise_of_run(Path(m.run_dir))
             if floor is not None:
                 floors.append(floor)
+            predict = pbs_prediction(cal.write_rt_ms, cal.read_rt_ms, cal.hop_ms, floor, r, w,
+                                     trials, seed)
+            j = visibility.judge(predict, vis)
+            judged.append((r, w, j, vis.out_of_order))
             path = pbs_real.read_path_of(c, r, w, reader)
             paths.append({"r": r, "w": w, **path.to_json()})
             why = misread(r, pbs_real.read_p50_ms_of_run(Path(m.run_dir)),
@@ -557,7 +580,7 @@ def pbs_against_results(n: int, regions: str, writer: str, reader: str, duration
             for i, (c_region, wr, rr) in enumerate(zip(used, cal.write_rt_ms, cal.read_rt_ms,
                                                        strict=True))}
     return {
-        "schema_version": 3, "model": "pbs", "title": label,
+        "schema_version": 3, "model": "pbs", "title": label, "pbs_model": PBS_MODEL,
         "params": {"n": n, "regions": regions, "writer_region": writer,
                    "reader_region": reader, "duration_s_per_pair": duration_s,
                    "trials": trials, "seed": seed, "jitter_ms": jitter_ms,

@@ -14,7 +14,7 @@ the whole curve. Legs are sums of simple distributions, per replica.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -271,7 +271,7 @@ def one_way_from_round_trips(round_trips_ms: Sequence[float],
 
 
 def wars_from_round_trips(write_rt_ms: Sequence[Sequence[float]],
-                          read_rt_ms: Sequence[Sequence[float]]) -> Wars:
+                          read_rt_ms: Sequence[Sequence[float]], warmup: int = 0) -> Wars:
     """Return WARS legs from measured round trips per replica (ms, one list per replica).
 
     ``write_rt_ms[i]``: the write coordinator to replica i and back (the request, the apply,
@@ -281,10 +281,15 @@ def wars_from_round_trips(write_rt_ms: Sequence[Sequence[float]],
     (``one_way_from_round_trips``). In the freshness condition ``W_i <= commit + t + R_i``
     the mean legs there cancel (W and R both go out to replica i), so the split moves only
     the spread, not the mean; an asymmetric link (dc3: US-E -> US-W 40 ms, back 41.5 ms)
-    puts its way there off by half the difference.
+    puts its way there off by half the difference. The first ``warmup`` round trips of
+    every list are left out (connections and the server's code still warming up).
     """
     require(len(write_rt_ms) == len(read_rt_ms) and len(write_rt_ms) >= 1,
             "give one list of write and one of read round trips per replica")
+    require(warmup >= 0 and all(len(s) > warmup for s in (*write_rt_ms, *read_rt_ms)),
+            f"every list of round trips needs more than warmup={warmup}")
+    write_rt_ms = [s[warmup:] for s in write_rt_ms]
+    read_rt_ms = [s[warmup:] for s in read_rt_ms]
 
     def one_way(samples: Sequence[float]) -> Leg:
         legs = one_way_from_round_trips(samples)
@@ -296,9 +301,18 @@ def wars_from_round_trips(write_rt_ms: Sequence[Sequence[float]],
 
 
 def t_visibility_after_ack(m: Wars, r: int, w: int, t_ms: Sequence[float], hop_ms: float,
-                           trials: int = 100_000, seed: int = 1) -> np.ndarray:
+                           trials: int = 100_000, seed: int = 1,
+                           added: Callable[[np.random.Generator, int], np.ndarray] | None
+                           = None) -> np.ndarray:
     """Return P(consistent) for a read a client sends t ms after another client saw the
     write acknowledged, for each t: PBS's t counts from the coordinator's commit, which is
     ``hop_ms`` (the ack's way back to the writer plus the read's way to its coordinator)
-    before the read reaches its coordinator, so the model is evaluated at t + hop_ms."""
-    return t_visibility(m, r, w, np.asarray(t_ms, dtype=float) + hop_ms, trials, seed)
+    before the read reaches its coordinator, so the model is evaluated at t + hop_ms.
+    ``added(rng, n)``: n draws (ms) of a delay the machine adds to a write's visibility
+    (``NoiseFloor.draw_added``), one per trial on top of the legs' threshold."""
+    tau = visibility_thresholds(m, r, w, trials, seed)
+    if added is not None:
+        tau = tau + added(np.random.default_rng(seed + 1), trials)
+    tau = np.sort(tau)
+    t = np.asarray(t_ms, dtype=float) + hop_ms
+    return np.searchsorted(tau, t, side="right") / len(tau)

@@ -114,6 +114,19 @@ class NoiseFloor:
         return max((ms for t, ms in self.events
                     if start_ns <= t <= end_ns + int(ms * 1e6)), default=0.0)
 
+    def draw_added(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """Return ``n`` draws (ms) of what the machine added to one measured step, as the
+        run saw it: each of its stall and echo samples equally likely, the ``events`` (the
+        samples of ``EVENT_MS`` or more, the longest ``MAX_EVENTS`` of them) at their
+        value and every other sample as 0."""
+        samples = self.stall_samples + self.echo_samples
+        out = np.zeros(n)
+        if samples <= 0 or not self.events:
+            return out
+        hit = rng.random(n) < min(len(self.events) / samples, 1.0)
+        out[hit] = rng.choice(np.array([ms for _, ms in self.events]), int(hit.sum()))
+        return out
+
     def line(self) -> str:
         """Return one sentence: what the machine added at p99 and from what."""
         return (f"the machine added {self.added_p99_ms:.1f} ms at p99 (client stalls p99 "
