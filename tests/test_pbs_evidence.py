@@ -101,6 +101,11 @@ def test_each_recording_judged_again_gives_its_recorded_verdict(name):
     assert [p.to_json() for p in j.points] == doc["shipped_model"]["points"]
 
 
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "the shipped model is refuted out of sample: heldout-9, the first recording after it was "
+    "chosen (conclusive: 3.8 ms of noise at p99), is outside the band at 12, 14 and 16 ms: "
+    "predicted 0.8, 1.3 and 2.0 %, no write of 1,000 surely visible (0, 1 and 6 undecided; "
+    "bands to 0.7, 1.0 and 1.9 %); only that failure is expected (docs/models/pbs.md)"))
 def test_the_shipped_model_agrees_with_the_first_conclusive_run_it_was_not_chosen_on():
     """Held-out attempts the machine made inconclusive (it added more than 5 ms at p99, or
     the reads went to another replica) say nothing either way; the first conclusive one
