@@ -85,11 +85,16 @@ JAVA17_OPTIONS = (
 
 # A lab node on a 2-core machine shared with other servers: one small heap, few threads,
 # quick start (no waiting for gossip to settle: every node is a seed with its own token).
+# A node that missed a schema change (a push lost to a partition or a stall) pulls it when
+# gossip shows another schema version: by default 60 s later once it has been up 60 s, and
+# a client of that node meanwhile hears "keyspace ... does not exist" (the CI run of
+# 2026-11-29); here 1 s.
 JVM_OPTIONS = (
     *HEAP, "-XX:+UseSerialGC", "-Xss512k", "-XX:MaxDirectMemorySize=256m",
     "-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=2", "-Djava.net.preferIPv4Stack=true",
     "-Dcassandra-foreground=yes", "-Dcassandra.skip_wait_for_gossip_to_settle=0",
     "-Dcassandra.ring_delay_ms=1000", "-Dcassandra.superuser_setup_delay_ms=0",
+    "-Dcassandra.migration_delay_ms=1000", "-Dcassandra.schema_pull_interval_ms=1000",
     "-Dcassandra.shutdown_announce_in_ms=200", "-XX:+ExitOnOutOfMemoryError",
 )
 
