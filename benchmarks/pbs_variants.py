@@ -7,7 +7,8 @@ its echo samples alone). Prints, per recording, the noise floor, where the calib
 round trips between US-E and US-W exceed what the links allow (``LINK_MAX_MS``), and one
 judgement line per variant.
 
-    python benchmarks/pbs_variants.py [--drop K ...] [--machine none all echo]
+    python benchmarks/pbs_variants.py [--drop K ...] [--machine none all echo] [--hop-ms X]
+                                      [--only heldout-9]
 
 In sample only: a variant chosen on these recordings must be scored on a recording made after
 it (``benchmarks/pbs_cassandra.py --label heldout-N``).
@@ -46,18 +47,21 @@ def echo_draws(noise: dict):
     return draw
 
 
-def judge(doc: dict, drop: int, machine: str = "none") -> V.Judgement:
+def judge(doc: dict, drop: int, machine: str = "none", hop_ms: float | None = None
+          ) -> V.Judgement:
     """Return the judgement of the legs made without the first ``drop`` round trips, each
-    write delayed by the machine's delay drawn as ``machine`` says."""
+    write delayed by the machine's delay drawn as ``machine`` says (``hop_ms``: instead of
+    the recording's own)."""
     cal = doc["calibration"]
+    hop = cal["hop_ms"] if hop_ms is None else hop_ms
     wars = pbs.wars_from_round_trips(cal["write_rt_ms"], cal["read_rt_ms"], warmup=drop)
     added = None
     if machine == "all" and doc.get("noise"):
         added = NoiseFloor.from_json(doc["noise"]).draw_added
     elif machine == "echo" and doc.get("noise"):
         added = echo_draws(doc["noise"])
-    return V.judge(lambda ts: pbs.t_visibility_after_ack(wars, 1, 1, ts, cal["hop_ms"],
-                                                          TRIALS, 1, added=added),
+    return V.judge(lambda ts: pbs.t_visibility_after_ack(wars, 1, 1, ts, hop, TRIALS, 1,
+                                                          added=added),
                    V.Visibility.from_json(doc["visibility"]))
 
 
@@ -66,8 +70,13 @@ def main() -> None:
     ap.add_argument("--drop", type=int, nargs="*", default=[0, 10, 20])
     ap.add_argument("--machine", nargs="*", default=["none", "all", "echo"],
                     choices=["none", "all", "echo"])
+    ap.add_argument("--hop-ms", type=float, help="the hop constant instead of each "
+                    "recording's own (ms)")
+    ap.add_argument("--only", help="recordings whose name contains this")
     a = ap.parse_args()
     for path in sorted(DATA.glob("pbs-cassandra-*.json")):
+        if a.only and a.only not in path.name:
+            continue
         doc = json.loads(path.read_text())
         cal = doc["calibration"]
         late = {"writes to US-W": [(i, round(x)) for i, x in enumerate(cal["write_rt_ms"][1])
@@ -78,7 +87,8 @@ def main() -> None:
               f"round trips over {LINK_MAX_MS:g} ms (position, ms): {late}")
         for k in a.drop:
             for m in a.machine:
-                print(f"  first {k:>2} dropped, machine's delay {m:>4}: {judge(doc, k, m).line()}")
+                j = judge(doc, k, m, a.hop_ms)
+                print(f"  first {k:>2} dropped, machine's delay {m:>4}: {j.line()}")
 
 
 if __name__ == "__main__":
