@@ -17,7 +17,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from replicalab.api.outcome import Outcome, Table
 from replicalab.api.progress import ticking
 from replicalab.api.words import plural
 from replicalab.errors import MODEL, InputError
+from replicalab.records import record
 
 MAX_LISTED_OPS = 64
 """Ops of one counterexample listed in :meth:`CheckReport.to_json` (a minimal one has a
@@ -48,7 +49,7 @@ _RW = r'\[:w\s|\["w",'
 FILE_FORMS = "a run directory, a Jepsen EDN history, a JSON lines export or Jepsen log lines"
 
 
-@dataclass
+@record
 class HistoryToCheck:
     """One history read and ready to check under ``model`` (its name): ``path`` where it
     came from (None: a History object), ``ops`` how many operations it holds (-1: not
@@ -74,7 +75,7 @@ class HistoryToCheck:
         return self._lin is not None and (self._lin.columns is not None or self.ops >= 10_000)
 
 
-@dataclass(repr=False, eq=False)  # private: no generated repr or ==
+@record
 class _Lin:
     """A history for the linearizability checker: ``ops`` (LinOps), or a History with its
     encoded ``columns``, or a file's ops as the native reader ``encoded`` them (their
@@ -96,7 +97,7 @@ class _Lin:
         return self.ops
 
 
-@dataclass(repr=False, eq=False)  # private: no generated repr or ==
+@record
 class _Txn:
     """A history for the transactional checker: ``what`` (a file's or a run's path, or a
     History) and how T<n> is named (``line``: the op on line n of a file; ``row``: row n
@@ -107,7 +108,7 @@ class _Txn:
     engine: str
 
 
-@dataclass
+@record
 class CheckReport:
     """The verdict on one history: ``path`` (None: a History object), ``model``,
     ``valid`` (True, False or "unknown": the timeout ran out first), ``ops`` (operations

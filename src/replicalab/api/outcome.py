@@ -5,9 +5,11 @@ command line prints exactly these; a notebook shows the tables as HTML."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
+
+from replicalab.records import record
 
 DONE, INTERRUPTED, STOPPED, FAILED = "done", "interrupted", "stopped", "failed"
 INCONCLUSIVE = "inconclusive"
@@ -23,7 +25,7 @@ would otherwise pad every row to its width (a register summary's rows were 400 c
 wide)."""
 
 
-@dataclass
+@record
 class Table:
     """A table as data: ``caption``, ``header`` and ``rows`` of strings.
 
@@ -91,7 +93,7 @@ class Table:
                 f"</tr></thead><tbody>{body}</tbody></table>")
 
 
-@dataclass
+@record
 class Outcome:
     """A verb's run, finished: ``results`` (what its ``results.json`` holds, or what it
     answered), ``run_dir`` and ``report`` (None when it made none), ``tables`` (what the

@@ -33,11 +33,11 @@ Jepsen writes, is read by one regular expression.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from replicalab.errors import MODEL, InputError
+from replicalab.records import record
 
 EXAMPLE = "{:type :invoke, :f :read, :process 0, :value nil, :time 0}"
 _TYPES = ("invoke", "ok", "fail", "info")
@@ -64,7 +64,7 @@ class Symbol(str):
     __slots__ = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Tagged:
     """An EDN tagged value ``#tag value``."""
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import time
 from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from replicalab.checkers.linearizability.columns import (
@@ -58,6 +58,7 @@ from replicalab.checkers.linearizability.ops import (
 )
 from replicalab.checkers.linearizability.registry import get_model
 from replicalab.checkers.linearizability.search import search_model, search_part
+from replicalab.records import record
 
 __all__ = ["CheckResult", "Clock", "LinOp", "PartResult", "Verdict", "check", "check_part",
            "native_available", "search_core"]
@@ -83,7 +84,7 @@ search_core: Callable[..., tuple[int, list[int], int]] = _native_search_part or 
 contract. Tests swap in the pure-Python one to get the reference pipeline."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PartResult:
     """The verdict on one independent part (one key of a keyed model's history).
 
@@ -107,7 +108,7 @@ class PartResult:
     minimal: bool = True
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CheckResult:
     """The verdict on a whole history: linearizable only if every part is, not if one is
     not, else unknown; ``ops`` counts the ops given; ``check_s`` in s; with ``fail_fast``

@@ -11,9 +11,10 @@ counterexample (:mod:`replicalab.checkers.linearizability.explain`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, ClassVar
+
+from replicalab.records import record
 
 
 class Verdict(IntEnum):
@@ -81,7 +82,7 @@ OK, INFO, FAIL, OPTIONAL = "ok", "info", "fail", "optional"
 """Outcomes of a :class:`LinOp` (``optional`` only inside the checker, see the module)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)  # made at start-up: no compiled source (records.py)
 class LinOp:
     """One operation as the checker sees it.
 
@@ -101,6 +102,20 @@ class LinOp:
     outcome: str
     invoke_ns: int
     complete_ns: int
+
+    def __init__(self, index: int, process: int, f: str, key: Any, value: Any, outcome: str,
+                 invoke_ns: int, complete_ns: int) -> None:
+        # written out: ops are made by the thousand, and records' generic __init__ (a loop
+        # over the fields) takes twice as long
+        s = object.__setattr__
+        s(self, "index", index)
+        s(self, "process", process)
+        s(self, "f", f)
+        s(self, "key", key)
+        s(self, "value", value)
+        s(self, "outcome", outcome)
+        s(self, "invoke_ns", invoke_ns)
+        s(self, "complete_ns", complete_ns)
 
 
 def linop_slots() -> tuple[Callable[..., None], ...]:
