@@ -316,3 +316,14 @@ def test_run_directory_helpers_and_time_units_are_defined_once():
         for name in _definitions(path):
             where[name].append(path.relative_to(ROOT).as_posix())
     assert where == {name: [home] for name, home in ONE_HOME.items()}
+
+
+CLI_LINES = 3_000
+"""Issue 39: the command line parses, calls the API and renders; what it holds beyond that
+belongs in ``api/``."""
+
+
+def test_the_command_line_stays_a_thin_shell():
+    lines = sum(len(p.read_text().splitlines()) for p in (ROOT / "cli").rglob("*.py"))
+    assert lines <= CLI_LINES, (f"cli/ is {lines} lines (at most {CLI_LINES}): move what is "
+                                "not parsing or rendering into api/")

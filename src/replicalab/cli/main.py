@@ -99,23 +99,12 @@ def main() -> None:
 
 
 def entry() -> None:
-    """The ``replicalab`` command (and ``python -m replicalab.cli.main``): :func:`main`,
-    then, when the command leaves with an exit status and no other thread runs, leave as
-    ``lifecycle.exit_now`` does — the exit hooks run and the output is flushed, but the
-    interpreter is not torn down. Freeing what a command loaded is work nobody waits for:
-    2 % of ``check`` on a directory of histories, more for a command that loaded numpy and
-    pyarrow. (:func:`main` itself raises SystemExit, for callers in the same process.)"""
-    try:
-        main()
-    except SystemExit as done:
-        code = done.code
-        threading = sys.modules.get("threading")
-        if ((code is None or isinstance(code, int))
-                and (threading is None or threading.active_count() == 1)):
-            from replicalab.api import lifecycle
+    """The ``replicalab`` command (and ``python -m replicalab.cli.main``): :func:`main`, left
+    without tearing the interpreter down (``lifecycle.run_to_exit``). (:func:`main` itself
+    raises SystemExit, for callers in the same process.)"""
+    from replicalab.api import lifecycle
 
-            lifecycle.exit_now(code or 0)
-        raise
+    lifecycle.run_to_exit(main)
 
 
 def _fast(argv: list[str]) -> Callable[[], int] | None:
