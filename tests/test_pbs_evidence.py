@@ -104,9 +104,6 @@ def test_each_recording_judged_again_gives_its_recorded_verdict(name):
     assert [p.to_json() for p in j.points] == doc["shipped_model"]["points"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "no recording made since the model was chosen (heldout-10 is next: python "
-    "benchmarks/pbs_cassandra.py --label heldout-10 on a quiet machine)"))
 def test_the_shipped_model_agrees_with_the_first_conclusive_run_it_was_not_chosen_on():
     """Held-out attempts the machine made inconclusive (it added more than 5 ms at p99, or
     the reads went to another replica) say nothing either way; the first conclusive one
