@@ -8,10 +8,13 @@ NATIVE := $(VENV)/.native
 
 .PHONY: demo test lint bench clean setup browser servers native bytecode
 
+# uv (PyPI) installs the dependencies: it keeps the wheels it downloaded in its cache, where
+# pip here re-downloaded all of them every time (its HTTP cache stays empty): a fresh
+# clone's install took 77 s with pip, 13 s with uv (the same 106 packages and versions).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet --upgrade pip uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[test]'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -20,6 +23,9 @@ setup: $(STAMP)
 # from crates.io): cargo comes from rustup. Without cargo it is left out, in one line, and
 # replicalab runs in pure Python (the same results, slower): maturin would otherwise fetch a
 # Rust toolchain of ~650 MB into the user's cache without asking.
+# Cargo's build directory is shared by every clone (CARGO_TARGET_DIR, unless set): a fresh
+# clone compiles only this crate, not its dependencies again (46 s -> 29 s).
+$(NATIVE): export CARGO_TARGET_DIR ?= $(HOME)/.cache/replicalab/cargo-target
 $(NATIVE): $(STAMP) native/Cargo.toml native/Cargo.lock native/pyproject.toml $(wildcard native/src/*.rs)
 	@export PATH="$$HOME/.cargo/bin:$$PATH"; \
 	if command -v cargo >/dev/null 2>&1; then \
