@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 COLUMNS: dict[str, str] = {
@@ -78,6 +77,8 @@ class HistoryTable:
         """Return (runtime ns, unix ns) of the same instant: the run's start."""
         if "started_unix_ns" in self._config and self._config.get("started_unix_ns"):
             return int(self._config["started_runtime_ns"]), int(self._config["started_unix_ns"])
+        import pyarrow.compute as pc
+
         first = pc.min(invoke).as_py()
         return (0 if first is None else int(first)), _run_dir_start_ns(self.run_dir)
 
@@ -85,6 +86,10 @@ class HistoryTable:
         """Return the history as an Arrow table, one row per operation, with the columns
         of :data:`COLUMNS` (times in ns, and as UTC timestamps)."""
         if self._table is None:
+            # loaded here: every probe command imports this module, few read a table back
+            # (pyarrow.compute: 209 M instructions)
+            import pyarrow.compute as pc
+
             path = self.run_dir / "history.parquet"
             try:
                 t = pq.read_table(path)

@@ -94,7 +94,6 @@ def model_run(name: str, sets: Sequence[str] = (), params: str | Path | None = N
     from replicalab.history.rundir import make_run_dir, save_results
     from replicalab.models.validate import compare as compare_curves
     from replicalab.models.validate import comparison_table
-    from replicalab.report.model_page import render_model_report
 
     spec = _spec(name)
     configs, cmp = _configs(spec, params, sets, compare)
@@ -127,6 +126,9 @@ def model_run(name: str, sets: Sequence[str] = (), params: str | Path | None = N
     for c in curves:
         summary.add(c.label, f"{c.max_throughput_rps:,.0f}", _at_fractions(c))
     save_results(results, run_dir)
+    # the report's modules load after the parameters are checked: 0.6 s of a bad command
+    from replicalab.report.model_page import render_model_report
+
     report = render_model_report(results, run_dir, curves)
     return Outcome({**results, "summary_table": summary.to_json()}, run_dir, report,
                    [summary, *(Table.from_json(t) for t in results["tables"])])
@@ -226,8 +228,6 @@ def pbs(n: int = 3, r: int = 1, w: int = 1, regions: str = "lan", apply_ms: floa
     from replicalab.history import load_history
     from replicalab.history.rundir import make_run_dir, save_results
     from replicalab.models import pbs as model
-    from replicalab.report.model_page import render_model_report
-    from replicalab.report.model_plots import visibility_figure
 
     if not t_max_ms > 0:
         raise ParameterError("t_max_ms", f"must be positive (got {t_max_ms})")
@@ -277,6 +277,9 @@ def pbs(n: int = 3, r: int = 1, w: int = 1, regions: str = "lan", apply_ms: floa
         remarks.append("measured on sim://quorum: largest gap to the prediction "
                        f"{'n/a' if gap is None else f'{100 * gap:.2f} points'}")
     save_results(results, run_dir)
+    from replicalab.report.model_page import render_model_report
+    from replicalab.report.model_plots import visibility_figure
+
     report = render_model_report(results, run_dir, figures=[(
         "fig-visibility", f"t-visibility of N={n}, R={r}, W={w} ({source}).",
         visibility_figure(t, {f"PBS N={n} R={r} W={w}": p}, overlay))])
@@ -307,7 +310,6 @@ def model_against(name: str, against: str, duration: str | float = "10s",
     the model's tolerance or the best leaders differ."""
     from replicalab.experiments import against as experiment
     from replicalab.history.rundir import make_run_dir, save_results
-    from replicalab.report.against import render_against_report
 
     spec = _spec(name)
     duration_s = seconds(duration, "duration")
@@ -323,6 +325,8 @@ def model_against(name: str, against: str, duration: str | float = "10s",
     run_dir = make_run_dir(Path(out), "model", f"{spec.name}-against-{against}")
     save_results(run.results, run_dir)
     experiment.save_raw(run, run_dir)
+    from replicalab.report.against import render_against_report
+
     report = render_against_report(run.results, run.rows, run_dir)
     labels = ("quantity", "client region", "leader", "best")
     return _against_outcome(run, run_dir, report, [
@@ -342,8 +346,6 @@ def pbs_against(n: int = 3, pairs: str | None = None, r: int = 1, w: int = 1,
     has a transition to test the model on."""
     from replicalab.experiments import against as experiment
     from replicalab.history.rundir import make_run_dir, save_results
-    from replicalab.report.model_page import render_model_report
-    from replicalab.report.model_plots import visibility_figure
 
     chosen = experiment.parse_pairs(pairs, r, w, n)
     # 30 s: 300 writes at R = 1, the measured curve good to +-8 points (DKW, 95 %)
@@ -354,6 +356,9 @@ def pbs_against(n: int = 3, pairs: str | None = None, r: int = 1, w: int = 1,
         run = experiment.pbs_against(n, chosen, regions, writer, reader, duration_s, t_max_ms,
                                      trials, seed, run_dir, tick, jitter_ms)
     save_results(run.results, run_dir)
+    from replicalab.report.model_page import render_model_report
+    from replicalab.report.model_plots import visibility_figure
+
     figures = [(c["id"], c["caption"], visibility_figure(c["t_ms"], c["predicted"],
                                                          c["measured"], c.get("sampled")))
                for c in run.curves]
