@@ -19,7 +19,7 @@ ROOT = Path(replicalab.__file__).parent
 # plugins: the entry-point groups every registry reads (no import of the package)
 # errors: ParameterError, raised where a bad value is found and named the Python way
 # records: dataclasses made without compiled source (the types every command makes first)
-BASE = {"history", "runtime", "regions", "plugins", "errors", "records"}
+BASE = {"history", "runtime", "regions", "plugins", "errors", "records", "arrays"}
 MIDDLE = {"workloads", "faults", "cluster", "hosts"}
 BELOW = {"checkers", "stores", "sim", *BASE}
 SIBLINGS = {"models", "clt", "hlc", "counters", "watch", "queues", "placement"}
@@ -52,13 +52,14 @@ ALLOWED = {
     # the conformance suite for store adapters: runs any Store through the registry; the
     # isolation a store's transactions promise is its kind's record (cluster/kinds.py)
     "testing": {"cluster", "stores", *BASE},
-    "history": {"errors", "records"},  # the run directory names a bad out the Python way
+    "history": {"errors", "records", "arrays"},  # the run directory names a bad out the Python way
     "data": set(),  # package data (region matrices), no code
     "runtime": {"errors"},  # the worker pool names a bad workers or ray the Python way
     "regions": set(),
     "plugins": set(),
     "errors": set(),
     "records": set(),
+    "arrays": set(),
 }
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from replicalab import arrays
 from replicalab.history.core import CONSISTENCY_NAMES, F_NAMES, TYPE_NAMES, History
 
 SCHEMA_VERSION = 1
@@ -19,29 +20,27 @@ SCHEMA_VERSION = 1
 
 def _table(h: History, lo: int = 0, hi: int | None = None) -> pa.Table:
     """Return rows [lo, hi) of ``h`` as an Arrow table (numeric columns copied: the History's
-    arrays may still grow, and move, after this returns)."""
+    arrays may still grow, and move, after this returns). Built from buffers
+    (:mod:`replicalab.arrays`): ``pa.array`` would import pandas into every probe."""
     hi = len(h) if hi is None else hi
 
     def num(name: str, typ: pa.DataType) -> pa.Array:
-        return pa.array(h.column(name)[lo:hi].copy(), typ)
-
-    def names(name: str, values: tuple[str, ...]) -> pa.DictionaryArray:
-        return pa.DictionaryArray.from_arrays(num(name, pa.int8()), pa.array(values))
+        return arrays.numbers(h.column(name)[lo:hi], typ)
 
     return pa.table(
         {
-            "index": pa.array(np.arange(lo, hi, dtype=np.int64)),
+            "index": arrays.numbers(np.arange(lo, hi), pa.int64()),
             "process": num("process", pa.int32()),
-            "type": names("type", TYPE_NAMES),
-            "f": names("f", F_NAMES),
-            "keys": pa.array(h.keys[lo:hi], pa.list_(pa.string())),
-            "values": pa.array(h.values[lo:hi], pa.list_(pa.string())),
-            "expects": pa.array(h.expects[lo:hi], pa.list_(pa.string())),
-            "consistency": names("consistency", CONSISTENCY_NAMES),
+            "type": arrays.codes(h.column("type")[lo:hi], TYPE_NAMES),
+            "f": arrays.codes(h.column("f")[lo:hi], F_NAMES),
+            "keys": arrays.string_lists(h.keys[lo:hi]),
+            "values": arrays.string_lists(h.values[lo:hi]),
+            "expects": arrays.string_lists(h.expects[lo:hi]),
+            "consistency": arrays.codes(h.column("consistency")[lo:hi], CONSISTENCY_NAMES),
             "invoke_ns": num("invoke_ns", pa.int64()),
             "complete_ns": num("complete_ns", pa.int64()),
-            "node": pa.array(h.node[lo:hi], pa.string()),
-            "error": pa.array(h.error[lo:hi], pa.string()),
+            "node": arrays.strings(h.node[lo:hi]),
+            "error": arrays.strings(h.error[lo:hi]),
         }
     )
 
@@ -118,7 +117,7 @@ def load_history(run_dir: Path) -> tuple[History, dict[str, Any]]:
     """Return the History and run config saved in ``run_dir`` (raises ValueError if malformed)."""
     path = run_dir / "history.parquet"
     try:
-        table = pq.read_table(path)
+        table = pq.ParquetFile(path).read()  # read_table imports pandas
         config = json.loads((run_dir / "config.json").read_text())
     except FileNotFoundError as err:
         raise ValueError(f"{run_dir} is not a run directory: {err.filename} is missing") from None
