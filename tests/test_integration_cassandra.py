@@ -2,8 +2,9 @@
 layout and links, store operations, staleness at ONE and QUORUM, the register workload's
 verdicts, a region partition per consistency level, and nothing left after SIGTERM.
 
-All tests but the SIGTERM one share the session cluster ``cassandra_dc3`` (one start per
-run, see conftest.py)."""
+The tests share the session cluster ``cassandra_dc3`` (one start per run, see conftest.py),
+but for two: the SIGTERM one, and one single-node cluster that checks a client region and
+then that ``down`` leaves nothing."""
 
 from __future__ import annotations
 
@@ -324,21 +325,6 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def test_up_then_down_leaves_no_process_and_no_listening_port(tmp_path: Path):
-    # one node (the session cluster is three): what `down` stops is the same per node
-    try:
-        c = base.up("cassandra", 1, "lan", name="c-down", root=tmp_path)
-    except ValueError as err:
-        server_missing("cassandra", err)
-    pids = [n.pid for n in c.nodes] + [c.toxiproxy_pid]
-    family = [p for pid in pids for p in process.descendants(pid)]
-    assert any("CassandraDaemon" in _cmdline(p) for p in family)
-    base.down(c.name, tmp_path)
-    assert not any(process.alive(p) for p in pids + family)
-    assert _block_free([a for n in c.nodes for a in (n.extra["address"], n.extra["listen"])])
-    assert not (tmp_path / "clusters" / "c-down").exists()
-
-
 def test_pbs_legs_and_every_pair_on_dc3s_own_links(cassandra_dc3, tmp_path):
     """PBS against the real cluster on dc3's own links, the plumbing and gross errors: the
     legs are the links' round trips (not zero, not two), and for each (R, W) pair the shipped
@@ -480,18 +466,24 @@ def test_pbs_on_jittering_links_the_spread_the_noise_floor_and_the_verdict(cassa
         assert floor.added_p99_ms > PBS_NOISE_TOLERANCE_MS
 
 
-def test_cluster_up_takes_a_client_region_and_its_client_pays_the_wan(tmp_path: Path):
+def test_cluster_up_takes_a_client_region_and_its_client_pays_the_wan_and_down_leaves_nothing(
+        tmp_path: Path):
     """`cluster up cassandra --client-region US-W` (what base.up does for it): one node in
     US-E, so the US-W client reaches its coordinator through its client link (the driver
     connects through the proxy) and pays the US-W <-> US-E round trip; a client placed in
-    US-E connects directly."""
+    US-E connects directly. Then `down` leaves no process (the JVM, its wrapper, Toxiproxy)
+    and no listening port. (One node, one start for both: the session cluster is three, and
+    what `down` stops is the same per node.)"""
     from replicalab.workloads.latency import LatencyConfig
 
+    root = tmp_path / "root"
     try:
-        c = base.up("cassandra", 1, "dc3", name="c-west", client_region="US-W",
-                    root=tmp_path / "root")
+        c = base.up("cassandra", 1, "dc3", name="c-west", client_region="US-W", root=root)
     except ValueError as err:
         server_missing("cassandra", err)
+    pids = [n.pid for n in c.nodes] + [c.toxiproxy_pid]
+    family = [p for pid in pids for p in process.descendants(pid)]
+    assert any("CassandraDaemon" in _cmdline(p) for p in family)
     try:
         assert "client_region=US-W" in c.url and "client_links=US-W:0:" in c.url
         assert {x.kind for x in c.links} == {"client"}  # one node: no replication link
@@ -499,7 +491,7 @@ def test_cluster_up_takes_a_client_region_and_its_client_pays_the_wan(tmp_path: 
 
         def measured(region: str | None) -> dict[str, Any]:
             spec = ProbeSpec(store=c.url, workload="latency", cluster=c.name,
-                             cluster_root=str(tmp_path / "root"),
+                             cluster_root=str(root),
                              config=LatencyConfig(ops=20, region=region),
                              options=ProbeOptions(duration_s=60))
             run = run_probe(spec, tmp_path / "runs")
@@ -517,7 +509,10 @@ def test_cluster_up_takes_a_client_region_and_its_client_pays_the_wan(tmp_path: 
             verdict = wan.judge_round_trip(p50, rtt, west["noise"], local_p50_ms=local)
             print(f"cassandra US-W {variant}: p50 {p50} ms in {rtt} + local {local}: {verdict}")
     finally:
-        base.down(c.name, tmp_path / "root")
+        base.down(c.name, root)
+    assert not any(process.alive(p) for p in pids + family)
+    assert _block_free([a for n in c.nodes for a in (n.extra["address"], n.extra["listen"])])
+    assert not (root / "clusters" / "c-west").exists()
 
 
 async def _read_paths(url: str, regions: list[str | None]) -> dict[str | None, Any]:
