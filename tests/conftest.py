@@ -26,7 +26,7 @@ import pytest  # noqa: E402
 from replicalab.history.rundir import Run  # noqa: E402
 from replicalab.workloads.base import ProbeOptions  # noqa: E402
 from replicalab.workloads.runner import ProbeSpec, run_probe  # noqa: E402
-from servers import need_module, running_cluster  # noqa: E402
+from servers import SharedClusters, need_module  # noqa: E402
 from suitelock import make_lock_dir, suite_lock  # noqa: E402
 
 
@@ -49,50 +49,65 @@ CLUSTER_FIXTURES = {"redis_dc3": "redis", "postgres_dc3": "postgres", "etcd_dc3"
                     "minio_dc3": "minio"}
 
 
-@pytest.fixture(scope="session")
+SHARED = SharedClusters()
+
+
+def cluster_kinds(item: pytest.Item | None) -> set[str]:
+    """Return the kinds of shared cluster test ``item`` asks for (none for no test)."""
+    names = getattr(item, "fixturenames", ())
+    return {CLUSTER_FIXTURES[f] for f in names if f in CLUSTER_FIXTURES}
+
+
+@pytest.fixture
 def redis_dc3():
     """(Cluster, root) of a 3-node Redis on dc3 links (primary in US-E), shared by all tests."""
-    with running_cluster("redis") as c:
-        yield c
+    return SHARED.get("redis")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def postgres_dc3():
     """(Cluster, root) of a 3-node PostgreSQL on dc3 links (primary in US-E)."""
-    with running_cluster("postgres") as c:
-        yield c
+    return SHARED.get("postgres")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def etcd_dc3():
     """(Cluster, root) of a 3-member etcd on dc3 links."""
-    with running_cluster("etcd") as c:
-        yield c
+    return SHARED.get("etcd")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def zookeeper_dc3():
     """(Cluster, root) of a 3-server ZooKeeper ensemble on dc3 links."""
-    with running_cluster("zookeeper") as c:
-        yield c
+    return SHARED.get("zookeeper")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def cassandra_dc3():
     """(Cluster, root) of a 3-node Cassandra on dc3 links, one data centre per region."""
-    with running_cluster("cassandra") as c:
-        yield c
+    return SHARED.get("cassandra")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def minio_dc3():
     """(Cluster, root) of three MinIO sites on dc3 links joined by site replication, once
     the background build of minio and mc (tests/minio_build.py) has made them."""
     from minio_build import wait_for_minio
 
-    wait_for_minio()
-    with running_cluster("minio") as c:
-        yield c
+    return SHARED.get("minio", before=wait_for_minio)
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After a test and its fixtures, bring down the shared clusters the next test does not
+    ask for (pytest-xdist runs a cluster's tests one after another: each starts once)."""
+    yield
+    SHARED.keep_only(cluster_kinds(nextitem))
+
+
+def pytest_sessionfinish(session):
+    """Bring down what is still shared (an interrupted run too)."""
+    SHARED.keep_only(set())
 
 
 @pytest.fixture(scope="session")
@@ -116,7 +131,7 @@ def pytest_collection_modifyitems(config, items):
     a session cluster started on every worker, a module fixture once per test."""
     for item in items:
         names = getattr(item, "fixturenames", ())
-        kinds = sorted({CLUSTER_FIXTURES[f] for f in names if f in CLUSTER_FIXTURES})
+        kinds = sorted(cluster_kinds(item))
         group = "cluster-" + "-".join(kinds) if kinds else item.nodeid.split("::", 1)[0]
         if not kinds and "ray_local" in names:
             group = "ray"

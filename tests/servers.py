@@ -1,9 +1,10 @@
 """Real clusters shared by the integration tests, and the rule for a server that cannot start.
 
-One cluster per kind on dc3 serves every test file that asks for it (session fixtures in
-conftest.py); pytest-xdist puts the tests of one cluster on one worker, so each kind starts
-once per run. Under CI=true a server that cannot start fails the test; elsewhere it skips,
-naming what is missing.
+One cluster per kind on dc3 serves every test file that asks for it (:class:`SharedClusters`,
+behind the fixtures in conftest.py); pytest-xdist puts the tests of one cluster on one
+worker, one after another, so each kind starts once per run, and stops as soon as that
+worker's next test does not ask for it. Under CI=true a server that cannot start fails the
+test; elsewhere it skips, naming what is missing.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import importlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
@@ -75,3 +76,42 @@ def running_cluster(kind: str, nodes: int = 3, regions: str = "dc3",
                 base.down(name, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+class SharedClusters:
+    """The clusters one test process shares between its tests: each started when a test
+    first asks for it, stopped as soon as the next test to run does not ask for it.
+
+    A session fixture would keep a cluster until the worker's last test: three Cassandra
+    JVMs doing nothing take 7 % of a core, etcd's members and their proxies a few % more,
+    and a worker that finishes its cluster's tests early goes on for minutes."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, tuple[ExitStack, tuple[Cluster, Path]]] = {}
+        self._failed: dict[str, BaseException] = {}
+
+    def get(self, kind: str, before: Callable[[], None] | None = None) -> tuple[Cluster, Path]:
+        """Return (cluster, root) of the shared cluster of ``kind``, started now if it does
+        not run (``before`` is called first); a start that failed (or skipped) fails (or
+        skips) every later test of the kind the same way, without a second attempt."""
+        if kind in self._failed:
+            raise self._failed[kind]
+        if kind not in self._open:
+            stack = ExitStack()
+            try:
+                if before is not None:
+                    before()
+                value = stack.enter_context(running_cluster(kind))
+            except KeyboardInterrupt:
+                raise
+            except BaseException as err:  # pytest's fail and skip outcomes are BaseException
+                self._failed[kind] = err
+                raise
+            self._open[kind] = (stack, value)
+        return self._open[kind][1]
+
+    def keep_only(self, kinds: set[str]) -> None:
+        """Bring down every shared cluster whose kind is not in ``kinds``."""
+        for kind in [k for k in self._open if k not in kinds]:
+            stack, _ = self._open.pop(kind)
+            stack.close()
