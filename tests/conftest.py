@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 import signal
 import tempfile
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 # A test run started in the background of a non-interactive shell (`nohup make test &`)
 # inherits SIGINT ignored, and so would every command the Ctrl-C tests start and signal:
@@ -26,7 +29,7 @@ import pytest  # noqa: E402
 from replicalab.history.rundir import Run  # noqa: E402
 from replicalab.workloads.base import ProbeOptions  # noqa: E402
 from replicalab.workloads.runner import ProbeSpec, run_probe  # noqa: E402
-from servers import SharedClusters, need_module  # noqa: E402
+from servers import Shared, need_module, running_cluster  # noqa: E402
 from suitelock import make_lock_dir, suite_lock  # noqa: E402
 
 
@@ -49,7 +52,7 @@ CLUSTER_FIXTURES = {"redis_dc3": "redis", "postgres_dc3": "postgres", "etcd_dc3"
                     "minio_dc3": "minio"}
 
 
-SHARED = SharedClusters()
+SHARED = Shared()
 
 
 def cluster_kinds(item: pytest.Item | None) -> set[str]:
@@ -58,34 +61,42 @@ def cluster_kinds(item: pytest.Item | None) -> set[str]:
     return {CLUSTER_FIXTURES[f] for f in names if f in CLUSTER_FIXTURES}
 
 
+def _shared_cluster(kind: str, before: Callable[[], None] = lambda: None) -> tuple[Any, Path]:
+    def start(stack: ExitStack) -> tuple[Any, Path]:
+        before()
+        return stack.enter_context(running_cluster(kind))
+
+    return SHARED.get(kind, start)
+
+
 @pytest.fixture
 def redis_dc3():
     """(Cluster, root) of a 3-node Redis on dc3 links (primary in US-E), shared by all tests."""
-    return SHARED.get("redis")
+    return _shared_cluster("redis")
 
 
 @pytest.fixture
 def postgres_dc3():
     """(Cluster, root) of a 3-node PostgreSQL on dc3 links (primary in US-E)."""
-    return SHARED.get("postgres")
+    return _shared_cluster("postgres")
 
 
 @pytest.fixture
 def etcd_dc3():
     """(Cluster, root) of a 3-member etcd on dc3 links."""
-    return SHARED.get("etcd")
+    return _shared_cluster("etcd")
 
 
 @pytest.fixture
 def zookeeper_dc3():
     """(Cluster, root) of a 3-server ZooKeeper ensemble on dc3 links."""
-    return SHARED.get("zookeeper")
+    return _shared_cluster("zookeeper")
 
 
 @pytest.fixture
 def cassandra_dc3():
     """(Cluster, root) of a 3-node Cassandra on dc3 links, one data centre per region."""
-    return SHARED.get("cassandra")
+    return _shared_cluster("cassandra")
 
 
 @pytest.fixture
@@ -94,15 +105,17 @@ def minio_dc3():
     the background build of minio and mc (tests/minio_build.py) has made them."""
     from minio_build import wait_for_minio
 
-    return SHARED.get("minio", before=wait_for_minio)
+    return _shared_cluster("minio", before=wait_for_minio)
 
 
 @pytest.hookimpl(hookwrapper=True, trylast=True)
 def pytest_runtest_teardown(item, nextitem):
-    """After a test and its fixtures, bring down the shared clusters the next test does not
-    ask for (pytest-xdist runs a cluster's tests one after another: each starts once)."""
+    """After a test and its fixtures, bring down the shared clusters (and Ray) the next test
+    does not ask for (pytest-xdist runs a group's tests one after another: each starts
+    once)."""
     yield
-    SHARED.keep_only(cluster_kinds(nextitem))
+    SHARED.keep_only(cluster_kinds(nextitem)
+                     | ({"ray"} if "ray_local" in getattr(nextitem, "fixturenames", ()) else set()))
 
 
 def pytest_sessionfinish(session):
@@ -110,14 +123,19 @@ def pytest_sessionfinish(session):
     SHARED.keep_only(set())
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def ray_local():
-    """The ray module, initialised once as a local instance of 2 CPUs that every Ray test
-    shares (a start costs 10-15 s here); pools find it running and leave it running."""
-    ray = need_module("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield ray
-    ray.shutdown()
+    """The ray module, initialised as a local instance of 2 CPUs that every Ray test shares
+    (a start costs 10-15 s here; its idle daemons take CPU, so it stops after the last);
+    pools find it running and leave it running."""
+    def start(stack: ExitStack) -> Any:
+        ray = need_module("ray")
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 configure_logging=False)
+        stack.callback(ray.shutdown)
+        return ray
+
+    return SHARED.get("ray", start)
 
 
 @pytest.hookimpl(tryfirst=True)

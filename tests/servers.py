@@ -1,6 +1,6 @@
 """Real clusters shared by the integration tests, and the rule for a server that cannot start.
 
-One cluster per kind on dc3 serves every test file that asks for it (:class:`SharedClusters`,
+One cluster per kind on dc3 serves every test file that asks for it (:class:`Shared`,
 behind the fixtures in conftest.py); pytest-xdist puts the tests of one cluster on one
 worker, one after another, so each kind starts once per run, and stops as soon as that
 worker's next test does not ask for it. Under CI=true a server that cannot start fails the
@@ -17,12 +17,14 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import pytest
 
 from replicalab.cluster import base
 from replicalab.cluster.state import Cluster
+
+T = TypeVar("T")
 
 
 def in_ci() -> bool:
@@ -78,40 +80,42 @@ def running_cluster(kind: str, nodes: int = 3, regions: str = "dc3",
         shutil.rmtree(root, ignore_errors=True)
 
 
-class SharedClusters:
-    """The clusters one test process shares between its tests: each started when a test
-    first asks for it, stopped as soon as the next test to run does not ask for it.
+class Shared:
+    """What one test process shares between consecutive tests (a cluster of each kind, the
+    local Ray instance): each started when a test first asks for it, stopped as soon as the
+    next test to run does not ask for it.
 
-    A session fixture would keep a cluster until the worker's last test: three Cassandra
-    JVMs doing nothing take 7 % of a core, etcd's members and their proxies a few % more,
+    A session fixture would keep it until the worker's last test: three Cassandra JVMs doing
+    nothing take 7 % of a core, etcd's members, their proxies and Toxiproxy a few % more,
     and a worker that finishes its cluster's tests early goes on for minutes."""
 
     def __init__(self) -> None:
-        self._open: dict[str, tuple[ExitStack, tuple[Cluster, Path]]] = {}
+        self._open: dict[str, tuple[ExitStack, Any]] = {}
         self._failed: dict[str, BaseException] = {}
 
-    def get(self, kind: str, before: Callable[[], None] | None = None) -> tuple[Cluster, Path]:
-        """Return (cluster, root) of the shared cluster of ``kind``, started now if it does
-        not run (``before`` is called first); a start that failed (or skipped) fails (or
-        skips) every later test of the kind the same way, without a second attempt."""
-        if kind in self._failed:
-            raise self._failed[kind]
-        if kind not in self._open:
+    def get(self, key: str, start: Callable[[ExitStack], T]) -> T:
+        """Return what ``start`` made for ``key``, calling it now if nothing runs under that
+        key (``start`` registers its own stopping on the ExitStack it is given); a start
+        that failed (or skipped) fails (or skips) every later test of the key the same way,
+        without a second attempt, as pytest does for a session fixture."""
+        if key in self._failed:
+            raise self._failed[key]
+        if key not in self._open:
             stack = ExitStack()
             try:
-                if before is not None:
-                    before()
-                value = stack.enter_context(running_cluster(kind))
+                value = start(stack)
             except KeyboardInterrupt:
+                stack.close()
                 raise
             except BaseException as err:  # pytest's fail and skip outcomes are BaseException
-                self._failed[kind] = err
+                stack.close()
+                self._failed[key] = err
                 raise
-            self._open[kind] = (stack, value)
-        return self._open[kind][1]
+            self._open[key] = (stack, value)
+        return self._open[key][1]
 
-    def keep_only(self, kinds: set[str]) -> None:
-        """Bring down every shared cluster whose kind is not in ``kinds``."""
-        for kind in [k for k in self._open if k not in kinds]:
-            stack, _ = self._open.pop(kind)
+    def keep_only(self, keys: set[str]) -> None:
+        """Stop everything shared whose key is not in ``keys``."""
+        for key in [k for k in self._open if k not in keys]:
+            stack, _ = self._open.pop(key)
             stack.close()
