@@ -337,9 +337,28 @@ def test_every_figure_has_svg_and_caption_and_ids_are_unique(
     assert duplicates == []
 
 
-def test_results_json_is_embedded_escaped_and_round_trips(tmp_path: Path) -> None:
-    results = make_results(notes=["</script><script>alert(3)</script>", "<!--<script>"])
-    page = render(tmp_path, results)
+ODD_NOTES = ["</script><script>alert(3)</script>", "<!--<script>", "skipped A", "skipped B"]
+EXTRA_RANGE = {"from_ms": 0, "to_ms": 450, "fresh": 168908, "total": 505821, "p": 0.33393,
+               "lo": 0.3326, "hi": 0.3352}
+
+
+@pytest.fixture(scope="module")
+def odd(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
+    """(results, report text) of one run with every edge the tests below look at: notes
+    that try to end the script, a NaN and an infinity, a password in the store URL, Table
+    1's [0, 450) row, read-your-writes not applicable. (One render: each costs over a
+    second of matplotlib; each test asserts its own edge.)"""
+    results = make_results(notes=ODD_NOTES, store="redis://app:s3cr3t@127.0.0.1:6379/0")
+    results["periods"]["first_ge_99_cv"] = math.nan
+    results["fresh_by_range"][-1]["to_ms"] = math.inf
+    results["fresh_by_range"].append(EXTRA_RANGE)
+    results["read_your_writes"] = {"applicable": False, "reads": 0, "violations": 0,
+                                   "fraction": 0.0}
+    return results, render(tmp_path_factory.mktemp("odd"), results)
+
+
+def test_results_json_is_embedded_escaped_and_round_trips(odd: tuple[dict, str]) -> None:
+    results, page = odd
     assert "<\\/script>" in page
     assert "<!--<script>" not in page
     assert embedded_json(page)["notes"] == results["notes"]
@@ -348,21 +367,16 @@ def test_results_json_is_embedded_escaped_and_round_trips(tmp_path: Path) -> Non
     )
 
 
-def test_non_finite_numbers_become_null_in_embedded_json(tmp_path: Path) -> None:
-    results = make_results()
-    results["periods"]["first_ge_99_cv"] = math.nan
-    results["fresh_by_range"][-1]["to_ms"] = math.inf
-    page = render(tmp_path, results)
-    data = embedded_json(page)
+def test_non_finite_numbers_become_null_in_embedded_json(odd: tuple[dict, str]) -> None:
+    data = embedded_json(odd[1])
     assert data["periods"]["first_ge_99_cv"] is None
-    assert data["fresh_by_range"][-1]["to_ms"] is None
-    assert "[500, ∞)" in page
+    assert data["fresh_by_range"][-2]["to_ms"] is None
+    assert "[500, ∞)" in odd[1]
 
 
-def test_store_password_is_redacted(tmp_path: Path) -> None:
-    page = render(tmp_path, make_results(store="redis://app:s3cr3t@127.0.0.1:6379/0"))
-    assert "s3cr3t" not in page
-    assert "redis://app:***@127.0.0.1:6379/0" in page
+def test_store_password_is_redacted(odd: tuple[dict, str]) -> None:
+    assert "s3cr3t" not in odd[1]
+    assert "redis://app:***@127.0.0.1:6379/0" in odd[1]
 
 
 def test_header_summarises_the_run(rendered: Rendered) -> None:
@@ -379,22 +393,9 @@ def test_header_summarises_the_run(rendered: Rendered) -> None:
         assert text in summary, text
 
 
-def test_fresh_by_range_table_shows_percent_and_counts_like_table_1(tmp_path: Path) -> None:
-    results = make_results()
-    results["fresh_by_range"].append(
-        {
-            "from_ms": 0,
-            "to_ms": 450,
-            "fresh": 168908,
-            "total": 505821,
-            "p": 0.33393,
-            "lo": 0.3326,
-            "hi": 0.3352,
-        }
-    )
-    page = render(tmp_path, results)
-    assert "[0, 450)" in page
-    assert "33.39% (168,908/505,821)" in page
+def test_fresh_by_range_table_shows_percent_and_counts_like_table_1(odd: tuple[dict, str]) -> None:
+    assert "[0, 450)" in odd[1]
+    assert "33.39% (168,908/505,821)" in odd[1]
 
 
 def test_successive_reads_table_and_monotonic_read_violations(rendered: Rendered) -> None:
@@ -414,15 +415,8 @@ def test_staleness_report_shows_periods_k_staleness_and_read_your_writes(
     assert "3,365 of 15,000 reads (22.430%)" in page
 
 
-def test_read_your_writes_not_applicable_is_stated(tmp_path: Path) -> None:
-    results = make_results()
-    results["read_your_writes"] = {
-        "applicable": False,
-        "reads": 0,
-        "violations": 0,
-        "fraction": 0.0,
-    }
-    assert "Not applicable" in render(tmp_path, results)
+def test_read_your_writes_not_applicable_is_stated(odd: tuple[dict, str]) -> None:
+    assert "Not applicable" in odd[1]
 
 
 def test_monotonic_writes_report_has_one_versions_figure_per_attribute(rendered: Rendered) -> None:
@@ -455,9 +449,10 @@ def test_latency_table_and_figure_are_in_every_report(rendered: Rendered, worklo
     assert "130.70" in page
 
 
-def test_notes_are_a_bullet_list(tmp_path: Path) -> None:
-    page = render(tmp_path, make_results(notes=["skipped A", "skipped B"]))
-    assert '<ul class="notes"><li>skipped A</li><li>skipped B</li></ul>' in page
+def test_notes_are_a_bullet_list(odd: tuple[dict, str]) -> None:
+    notes = re.search(r'<ul class="notes">(.*?)</ul>', odd[1])
+    assert notes and notes[1].count("<li>") == len(ODD_NOTES)
+    assert notes[1].endswith("<li>skipped A</li><li>skipped B</li>")
 
 
 def test_unknown_workload_still_renders_summary_and_latency(tmp_path: Path) -> None:
