@@ -249,10 +249,17 @@ def test_counter_bench(tmp_path: Path, sig: int):
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
 def test_clt_local(tmp_path: Path, sig: int):
+    # the signal lands 2 s into the measuring phase: its first progress line ("running")
+    # comes once the agents were told to start, which a busy machine delayed beyond 2 s
+    # after they were spawned (then no ping had been sent, and none could be kept)
+    def measuring(seen: dict[int, str]) -> bool:
+        return (_count(seen, "replicalab.clt.agent") >= 3
+                and _count(seen, "toxiproxy-server") >= 1
+                and "running (" in (tmp_path / "stderr.txt").read_text())
+
     w = run_and_signal(["clt", "local", "--nodes", "3", "--regions", "dc3", "--rate", "50",
-                        "--duration", "30s", "--out", "runs", "--json"], tmp_path, sig,
-                       lambda s: _count(s, "replicalab.clt.agent") >= 3
-                       and _count(s, "toxiproxy-server") >= 1, settle_s=2.0)
+                        "--duration", "30s", "--out", "runs"], tmp_path, sig, measuring,
+                       settle_s=2.0)
     assert _count(w.seen, "replicalab.clt.agent") == 3
     _check_interrupted(w, sig)
     run_dir = _run_dir(tmp_path / "runs", "*-clt-local-dc3")
