@@ -30,7 +30,6 @@ from replicalab.history.rundir import Run  # noqa: E402
 from replicalab.workloads.base import ProbeOptions  # noqa: E402
 from replicalab.workloads.runner import ProbeSpec, run_probe  # noqa: E402
 from servers import Shared, need_module, running_cluster  # noqa: E402
-from suitelock import make_lock_dir, suite_lock  # noqa: E402
 
 
 @pytest.fixture
@@ -126,8 +125,8 @@ def pytest_sessionfinish(session):
 @pytest.fixture
 def ray_local():
     """The ray module, initialised as a local instance of 2 CPUs that every Ray test shares
-    (a start costs 10-15 s here; its idle daemons take CPU, so it stops after the last);
-    pools find it running and leave it running."""
+    (a start costs 10-15 s here; its daemons take CPU while idle, so it stops after the
+    last Ray test); pools find it running and leave it running."""
     def start(stack: ExitStack) -> Any:
         ray = need_module("ray")
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
@@ -158,24 +157,3 @@ def pytest_collection_modifyitems(config, items):
     # the environment, the same in every worker: xdist needs one collection order)
     if os.environ.get("REPLICALAB_MINIO_LATER") == "1":
         items[:] = sorted(items, key=lambda i: "minio_dc3" in getattr(i, "fixturenames", ()))
-
-
-# -- tests that run alone ------------------------------------------------------------------------
-
-
-def pytest_configure(config):
-    """In the run's controller (or the one process without pytest-xdist): the lock directory
-    of :func:`suite_lock`, made before pytest-xdist starts the workers, which inherit it."""
-    if not hasattr(config, "workerinput"):
-        config.add_cleanup(make_lock_dir())
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    """Run a test marked ``alone`` (one that holds a real store's latency to a model) while
-    no other test of the suite runs: the suite's other workers starting JVMs and checking
-    histories made etcd's writes 58 % slower than its calibration a minute earlier, beside a
-    CPU hog on 2 cores, in all three of the test's measurements; a steady load the
-    calibration absorbs (two CPU-bound processes: medians within 7 % of the model)."""
-    with suite_lock(item.get_closest_marker("alone") is not None):
-        yield
