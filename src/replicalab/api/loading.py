@@ -22,18 +22,43 @@ def _f(x: float | None, digits: int = 2) -> str:
 
 
 def load_table(results: dict[str, Any]) -> Table:
-    """Return one row per step of a load run."""
+    """Return one row per step of a load run: rates per s, the share of the requests sent
+    that failed (seed 003's Figure 12) and of the offered ones never sent, latencies in ms,
+    and for a ramp or an SLA search why the store failed a step."""
     from replicalab.checkers.load import p99_ms
 
+    judged = results["mode"] != "run"
     t = Table(f"load {results['mode']} on {results['store']}",
-              ["offered/s", "done/s", "% offered", "errors", "resp p50 ms", "resp p99 ms",
-               "serv p99 ms", "failure"], wrap=(7,), right=tuple(range(7)))
+              ["offered/s", "done/s", "% offered", "failed", "unsent", "resp p50 ms",
+               "resp p99 ms", "serv p99 ms"] + (["store failed"] if judged else []),
+              wrap=(8,) if judged else (), right=tuple(range(8)))
     for s in results["steps"]:
         lat = s["latency"]
+        failed = s.get("failure_rate")
         t.add(_f(s["rate_per_s"], 1), _f(s["throughput_rps"], 1), _f(s["throughput_pct"], 1),
-              f"{100 * s['error_rate']:.2f}%", _f(lat["response/all"].get("p50_ms")),
-              _f(p99_ms(s)), _f(p99_ms(s, "service/all")), s.get("failure", ""))
+              "n/a" if failed is None else f"{100 * failed:.2f}%",
+              f"{100 * s['error_rate_by_kind'].get('unsent', 0.0):.2f}%",
+              _f(lat["response/all"].get("p50_ms")), _f(p99_ms(s)),
+              _f(p99_ms(s, "service/all")), *([s.get("failure", "")] if judged else []))
     return t
+
+
+_KIND_WORDS = {"busy": "busy (the store said it is overloaded: 503 ServiceUnavailable, BUSY)",
+               "timeout": "no answer in time", "refused": "connection refused or lost",
+               "other": "other errors"}
+
+
+def failed_by_kind(step: dict[str, Any]) -> str:
+    """Return "" if no request of ``step`` failed, else one line: how many of the requests
+    sent failed, by kind (``checkers.load.ERROR_KINDS``), most frequent first."""
+    counts = step["counts"]
+    kinds = sorted(((n, k) for k, n in counts["errors"].items() if k != "unsent" and n),
+                   reverse=True)
+    if not kinds:
+        return ""
+    total = sum(n for n, _ in kinds)
+    return (f"{total:,} of {counts['sent']:,} requests sent at {step['rate_per_s']:g}/s "
+            "failed: " + ", ".join(f"{_KIND_WORDS[k]} {n:,}" for n, k in kinds))
 
 
 def _prices(text: str | None) -> Any:
@@ -190,6 +215,7 @@ def load_run(store: str = "sim://simpledb", rate: float = 100.0, duration: str |
     r = run.results
     report = render_load_report(r, run.run_dir)
     remarks = [r["stopped"]] if r.get("stopped") else []
+    remarks += [line for s in r["steps"] if (line := failed_by_kind(s))]
     if c := r.get("cost"):
         per = "n/a" if c["per_operation"] is None else f"{c['per_operation']:.3e}"
         remarks.append(f"cost: {c['total']:.6f} {c['currency']} total, {per} per operation "
