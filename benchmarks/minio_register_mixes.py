@@ -1,6 +1,6 @@
 """The register workload at MinIO's home site, by operation mix: which mixes are linearizable?
 
-    python benchmarks/minio_register_mixes.py [--runs 6] [--out docs/data/minio-register-mixes-DATE.json]
+    python benchmarks/minio_register_mixes.py [--runs 6] [--out FILE]
 
 Starts ``replicalab cluster up minio --regions dc3`` (three sites, asynchronous site
 replication, so every bucket is versioned) and runs, for each mix, ``--runs`` register
@@ -91,7 +91,7 @@ def main() -> None:
     finally:
         _cli("cluster", "down", "minio-dc3")
     doc = {"command": "python benchmarks/minio_register_mixes.py " + " ".join(sys.argv[1:]),
-           "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+           "date_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
            "load_1m_start": load_start, "load_1m_end": load_1m(), "cpus": os.cpu_count(),
            "cluster": "replicalab cluster up minio --regions dc3", "mixes": mixes}
     a.out.write_text(json.dumps(doc, indent=1) + "\n")
