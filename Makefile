@@ -67,6 +67,10 @@ demo: $(STAMP) $(NATIVE) bytecode
 # four workers rewrote and compiled all 200 test files again (a collection took 15.7 s of
 # CPU, 5.0 s from the cache). The suite may write .pyc files (gitignored): one collection
 # first fills the cache that the workers, and the commands the tests start, then read.
+#
+# Six workers on two cores: many tests wait (WAN delays, faults held for seconds, servers
+# starting), and with four workers the two cores were 145 % busy (fresh clone, 2026-11-30:
+# pytest 10 min 4 s); six keep them busier (169 %, 8 min 57 s).
 test: export REPLICALAB_MINIO_LATER = 1
 test: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP) $(NATIVE) bytecode browser servers
@@ -75,7 +79,7 @@ test: $(STAMP) $(NATIVE) bytecode browser servers
 	  > .replicalab/minio-build.log 2>&1 & echo $$! > .replicalab/minio-build.pid)
 	@$(BIN)/python -m pytest -q --collect-only -p no:cacheprovider > .replicalab/collect.log \
 	  || { cat .replicalab/collect.log; exit 1; }
-	$(BIN)/python -m pytest -q -n 4 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 6 --dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

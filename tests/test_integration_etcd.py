@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -262,12 +263,20 @@ def test_sweep_runs_in_real_time_on_etcd(etcd_dc3, tmp_path):
     assert len(pts) == 8 and all(p["ok"] == 24 for p in pts.values())
     assert all(p["background_writes"] > 0 for p in pts.values())
     rtt_s = 0.0815
+    def in_flight(p: dict[str, Any]) -> float:  # requests in flight, on average
+        return p["ok"] * p["mean_ms"] / 1000 / p["total_s"]
+
     for items in (1, 100):
-        one = pts[("consistent read", items, 1)]["total_s"]
-        assert one >= 24 * 0.8 * rtt_s, one                 # a quorum round trip each
-        # clients overlap: 4 take ~1/4 of one's time; under half a busy CI machine
-        # failed once (1.12 s vs 2.20 s), so the bound is 2/3, far from no overlap
-        assert pts[("consistent read", items, 4)]["total_s"] < one * 2 / 3
+        one = pts[("consistent read", items, 1)]
+        assert one["total_s"] >= 24 * 0.8 * rtt_s, one       # a quorum round trip each
+        # clients overlap: judged by the requests in flight, which a busy machine slows
+        # all alike (the time four took against one failed at 1.73 s vs 2.22 s beside
+        # six test workers: the machine's, not the sweep's); serial clients give 1
+        assert in_flight(one) <= 1.0 + 1e-6, one
+        four = pts[("consistent read", items, 4)]
+        print(f"{items} items: in flight {in_flight(one):.2f} with one client, "
+              f"{in_flight(four):.2f} with four")
+        assert in_flight(four) > 2.5, pts
     floor = NoiseFloor.from_json(run.results["noise"])
     h, _ = load_history(run.run_dir)
     inv, comp = h.column("invoke_ns"), h.column("complete_ns")
