@@ -91,5 +91,10 @@ if [ ! -e "$CASSANDRA_LIB/cassandra-all-$CASSANDRA_VERSION.jar" ]; then
   mv "$CASSANDRA_LIB.part" "$CASSANDRA_LIB"
 fi
 
-# MinIO last (the longest build); make test builds it in the background instead
-if [ "${REPLICALAB_MINIO_LATER:-}" != 1 ]; then build_minio; fi
+# MinIO last (the longest build); make test builds it in the background instead, unless a
+# build of these versions is kept already: then copying it takes a second
+if [ "${REPLICALAB_MINIO_LATER:-}" != 1 ]; then
+  build_minio
+elif [ -x "$GO_BIN_CACHE/minio-$MINIO_VERSION" ] && [ -x "$GO_BIN_CACHE/mc-$MC_VERSION" ]; then
+  build_minio
+fi
