@@ -72,23 +72,38 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO rm -f /usr/sbin/policy-rc.d
 fi
 
+# Toxiproxy and Cassandra's jars are kept per user by version too (beside MinIO's build), so
+# a fresh clone copies them instead of linking Toxiproxy again and starting Maven.
 mkdir -p .replicalab/bin
+TOXIPROXY_VERSION=v2.5.0
 if [ ! -x .replicalab/bin/toxiproxy-server ]; then
-  command -v go >/dev/null 2>&1 || { echo "error: Go is needed to build Toxiproxy" >&2; exit 2; }
-  echo "building Toxiproxy v2.5.0 from the Go module proxy..."
-  GOBIN="$PWD/.replicalab/bin" go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0
-  mv .replicalab/bin/server .replicalab/bin/toxiproxy-server
+  cached="$GO_BIN_CACHE/toxiproxy-server-$TOXIPROXY_VERSION"
+  if [ ! -x "$cached" ]; then
+    command -v go >/dev/null 2>&1 || { echo "error: Go is needed to build Toxiproxy" >&2; exit 2; }
+    echo "building Toxiproxy $TOXIPROXY_VERSION from the Go module proxy..."
+    mkdir -p "$GO_BIN_CACHE"
+    part=$(mktemp -d "$GO_BIN_CACHE/.toxiproxy.XXXXXX")
+    GOBIN="$part" go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION"
+    mv "$part/server" "$cached" && rm -rf "$part"
+  fi
+  cp "$cached" .replicalab/bin/.toxiproxy-server.part
+  mv .replicalab/bin/.toxiproxy-server.part .replicalab/bin/toxiproxy-server
 fi
 
 # Cassandra: cassandra-all and its ~100 runtime dependency jars, from Maven Central.
 CASSANDRA_VERSION=5.0.6
 CASSANDRA_LIB=.replicalab/cassandra/$CASSANDRA_VERSION/lib
 if [ ! -e "$CASSANDRA_LIB/cassandra-all-$CASSANDRA_VERSION.jar" ]; then
-  echo "copying Cassandra $CASSANDRA_VERSION jars from Maven Central (Maven)..."
-  rm -rf "$CASSANDRA_LIB.part"
-  mvn -q -B -Dstyle.color=never -f scripts/cassandra/pom.xml dependency:copy-dependencies \
-    -DincludeScope=runtime -DoutputDirectory="$PWD/$CASSANDRA_LIB.part" >/dev/null
-  mv "$CASSANDRA_LIB.part" "$CASSANDRA_LIB"
+  kept="${XDG_CACHE_HOME:-$HOME/.cache}/replicalab/cassandra/$CASSANDRA_VERSION/lib"
+  if [ ! -e "$kept/cassandra-all-$CASSANDRA_VERSION.jar" ]; then
+    echo "copying Cassandra $CASSANDRA_VERSION jars from Maven Central (Maven)..."
+    rm -rf "$kept.part" && mkdir -p "$(dirname "$kept")"
+    mvn -q -B -Dstyle.color=never -f scripts/cassandra/pom.xml dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$kept.part" >/dev/null
+    mv "$kept.part" "$kept"
+  fi
+  rm -rf "$CASSANDRA_LIB.part" && mkdir -p "$(dirname "$CASSANDRA_LIB")"
+  cp -r "$kept" "$CASSANDRA_LIB.part" && mv "$CASSANDRA_LIB.part" "$CASSANDRA_LIB"
 fi
 
 # MinIO last (the longest build); make test builds it in the background instead, unless a
