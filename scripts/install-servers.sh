@@ -19,24 +19,27 @@ MC_VERSION=v0.0.0-20250313080218-cf909e1063a9
 # A build is kept per user by version (~/.cache/replicalab/go-bin), so a fresh clone on the
 # same machine (CI's) copies it instead of building again.
 GO_BIN_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/replicalab/go-bin"
-build_minio() {
+# install_go_tool NAME PACKAGE VERSION: .replicalab/bin/NAME, copied from the per-user
+# cache, where `go install PACKAGE@VERSION` puts it first if it is not there yet
+install_go_tool() {
+  local name=$1 package=$2 version=$3 cached part
+  [ -x ".replicalab/bin/$name" ] && return 0
+  cached="$GO_BIN_CACHE/$name-$version"
+  if [ ! -x "$cached" ]; then
+    command -v go >/dev/null 2>&1 || { echo "error: Go is needed to build $name" >&2; exit 2; }
+    echo "building $name $version from the Go module proxy..."
+    mkdir -p "$GO_BIN_CACHE"
+    part=$(mktemp -d "$GO_BIN_CACHE/.$name.XXXXXX")
+    CGO_ENABLED=0 GOBIN="$part" \
+      go install -p "${REPLICALAB_GO_JOBS:-$(nproc)}" "$package@$version"
+    mv "$part/$(basename "$package")" "$cached" && rm -rf "$part"
+  fi
   mkdir -p .replicalab/bin
-  for tool in minio mc; do
-    if [ ! -x ".replicalab/bin/$tool" ]; then
-      version=$MINIO_VERSION; [ "$tool" = mc ] && version=$MC_VERSION
-      cached="$GO_BIN_CACHE/$tool-$version"
-      if [ ! -x "$cached" ]; then
-        command -v go >/dev/null 2>&1 || { echo "error: Go is needed to build MinIO" >&2; exit 2; }
-        echo "building $tool $version from the Go module proxy..."
-        mkdir -p "$GO_BIN_CACHE"
-        part=$(mktemp -d "$GO_BIN_CACHE/.$tool.XXXXXX")
-        CGO_ENABLED=0 GOBIN="$part" \
-          go install -p "${REPLICALAB_GO_JOBS:-$(nproc)}" "github.com/minio/$tool@$version"
-        mv "$part/$tool" "$cached" && rm -rf "$part"
-      fi
-      cp "$cached" ".replicalab/bin/.$tool.part" && mv ".replicalab/bin/.$tool.part" ".replicalab/bin/$tool"
-    fi
-  done
+  cp "$cached" ".replicalab/bin/.$name.part" && mv ".replicalab/bin/.$name.part" ".replicalab/bin/$name"
+}
+build_minio() {
+  install_go_tool minio github.com/minio/minio "$MINIO_VERSION"
+  install_go_tool mc github.com/minio/mc "$MC_VERSION"
 }
 if [ "${1:-}" = minio ]; then build_minio; exit 0; fi
 
@@ -74,21 +77,8 @@ fi
 
 # Toxiproxy and Cassandra's jars are kept per user by version too (beside MinIO's build), so
 # a fresh clone copies them instead of linking Toxiproxy again and starting Maven.
-mkdir -p .replicalab/bin
 TOXIPROXY_VERSION=v2.5.0
-if [ ! -x .replicalab/bin/toxiproxy-server ]; then
-  cached="$GO_BIN_CACHE/toxiproxy-server-$TOXIPROXY_VERSION"
-  if [ ! -x "$cached" ]; then
-    command -v go >/dev/null 2>&1 || { echo "error: Go is needed to build Toxiproxy" >&2; exit 2; }
-    echo "building Toxiproxy $TOXIPROXY_VERSION from the Go module proxy..."
-    mkdir -p "$GO_BIN_CACHE"
-    part=$(mktemp -d "$GO_BIN_CACHE/.toxiproxy.XXXXXX")
-    GOBIN="$part" go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION"
-    mv "$part/server" "$cached" && rm -rf "$part"
-  fi
-  cp "$cached" .replicalab/bin/.toxiproxy-server.part
-  mv .replicalab/bin/.toxiproxy-server.part .replicalab/bin/toxiproxy-server
-fi
+install_go_tool toxiproxy-server github.com/Shopify/toxiproxy/v2/cmd/server "$TOXIPROXY_VERSION"
 
 # Cassandra: cassandra-all and its ~100 runtime dependency jars, from Maven Central.
 CASSANDRA_VERSION=5.0.6

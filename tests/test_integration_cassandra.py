@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 import wan
+from replicalab.checkers import visibility
 from replicalab.checkers.accounting import availability, run_start_ns
 from replicalab.checkers.extract import element_ops
 from replicalab.checkers.freshness import judge, since_ack
@@ -33,6 +34,7 @@ from replicalab.cluster.cassandra import CQL_PORT, STORAGE_PORT, advertised
 from replicalab.cluster.state import Cluster
 from replicalab.faults.schedule import parse_fault
 from replicalab.history import F_NAMES, NEMESIS, load_history
+from replicalab.runtime.noise import NoiseFloor
 from replicalab.stores import ABSENT, ConditionFailed, Unsupported, open_store
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.register import RegisterConfig
@@ -143,9 +145,14 @@ def test_one_one_stale_for_the_one_way_delay_quorum_never_after_ack(cassandra_dc
     # 200 ms later is fresh). A fresh one would mean a read served by US-E, or no delay.
     early, stale = _done_before_ms(run_dir, 0.8 * one_way)
     assert early >= 10 and stale == early, (early, stale, r["fresh_by_range"])
-    # ... then fresh: every read started 150-400 ms after its write saw it
-    late = r["fresh_by_range"][1]
-    assert late["total"] >= 10 and late["p"] == 1.0, r["fresh_by_range"]
+    # ... then fresh: every write visible at US-W within 150 ms of its acknowledgement, a
+    # miss excused only where the run's noise floor measured the machine adding as much
+    # meanwhile (counting from the write's start failed beside a CPU hog: 5 of 518 reads
+    # begun 150-400 ms after it were stale, every one within 150 ms of a late ack)
+    h, _ = load_history(run_dir)
+    vis = visibility.of_element(*element_ops(h, KEY))
+    got = visibility.judge_window(vis, 0.0, 150.0, NoiseFloor.from_json(r["noise"]))
+    assert vis.writes >= 10 and got.verdict == "exact", got.line()
     # the last stale read's start, median over the writes: about the delay; longer by the
     # emulation's and a busy machine's own work (40-46 ms idle or at load 16; one slow
     # write moved the maximum over the writes, the figure this test used to take, to 95 ms)

@@ -70,6 +70,18 @@ def _staleness(url: str, out: Path, reader: str) -> dict[str, Any]:
     return run.results
 
 
+def _visible_within(run_dir: Path, hi_ms: float) -> Any:
+    """Return each write of a staleness run judged against [0, ``hi_ms``] ms after its ack
+    (``checkers/visibility.judge_window``, the run's noise floor explaining misses)."""
+    from replicalab.checkers import visibility
+    from replicalab.runtime.noise import NoiseFloor
+
+    h, _ = load_history(run_dir)
+    floor = NoiseFloor.from_json(json.loads((run_dir / "results.json").read_text())["noise"])
+    return visibility.judge_window(visibility.of_element(*element_ops(h, KEY)), 0.0, hi_ms,
+                                   floor)
+
+
 def test_overwrites_are_stale_across_sites_and_fresh_inside_one(minio_dc3, tmp_path):
     c, _ = minio_dc3
     far = _staleness(c.url, tmp_path / "far", "US-W")
@@ -77,7 +89,12 @@ def test_overwrites_are_stale_across_sites_and_fresh_inside_one(minio_dc3, tmp_p
     # 20 writes, a read each 10 ms: about 3 reads per write in [0, 30) ms
     assert early["total"] >= 30 and late["total"] >= 200, far["fresh_by_range"]
     assert early["p"] < 0.5, early  # the issue's bound
-    assert late["p"] == 1.0, late
+    # then fresh: every write visible at US-W within 250 ms of its acknowledgement, a miss
+    # excused only where the run's noise floor measured the machine adding as much meanwhile
+    # (counting from the write's start failed beside a CPU hog: 14 of 455 reads begun
+    # 250-1000 ms after it were stale, every one within 250 ms of a write acknowledged late)
+    got = _visible_within(next((tmp_path / "far").iterdir()), 250.0)
+    assert got.verdict == "exact", got.line()
     # stronger, from the link itself: the replication PUT starts once the write is applied
     # at US-E and needs 40 ms to reach US-W, so a read begun in the first 30 ms cannot see it
     # (10 ms to spare for a busy machine); only the key's creation may (MinIO answers a GET
@@ -94,7 +111,7 @@ def test_overwrites_are_stale_across_sites_and_fresh_inside_one(minio_dc3, tmp_p
     assert all(p == 1.0 for p, n in zip(after["p"], after["total"], strict=True) if n), after
     print(f"\nminio dc3, writer US-E: readers at US-W fresh in [0, 30) ms "
           f"{100 * early['p']:.1f}% ({early['total']} reads), after 250 ms "
-          f"{100 * late['p']:.1f}%; last stale at "
+          f"{100 * late['p']:.1f}%; {got.line()}; last stale at "
           f"{far['periods']['last_lt_100_median_ms']} ms (median); readers at US-E "
           f"fresh after every acknowledgement ({sum(after['total'])} reads)")
 
