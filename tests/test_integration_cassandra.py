@@ -25,10 +25,11 @@ import numpy as np
 import pytest
 
 import wan
+from freshcheck import done_before_ms
 from replicalab.checkers import visibility
 from replicalab.checkers.accounting import availability, run_start_ns
 from replicalab.checkers.extract import element_ops
-from replicalab.checkers.freshness import judge, since_ack
+from replicalab.checkers.freshness import since_ack
 from replicalab.cluster import base, process
 from replicalab.cluster.cassandra import CQL_PORT, STORAGE_PORT, advertised
 from replicalab.cluster.state import Cluster
@@ -123,17 +124,6 @@ def _staleness(url: str, consistency: str, out: Path, duration_s: float = 6.0,
     return run.results, run.run_dir
 
 
-def _done_before_ms(run_dir: Path, within_ms: float) -> tuple[int, int]:
-    """Return (reads, stale reads) among the reads that completed within ``within_ms`` of
-    the start of the latest write that started before them."""
-    h, _ = load_history(run_dir)
-    writes, reads = element_ops(h, KEY)
-    j = judge(writes, reads)
-    done_ns = h.column("complete_ns")[reads.index[j.read]]
-    early = (done_ns - writes.invoke_ns[j.write]) / 1e6 < within_ms
-    return int(early.sum()), int((~j.fresh[early]).sum())
-
-
 def test_one_one_stale_for_the_one_way_delay_quorum_never_after_ack(cassandra_dc3, tmp_path):
     c, _ = cassandra_dc3
     one_way = _one_way_ms(c, "US-E", "US-W")
@@ -143,7 +133,7 @@ def test_one_one_stale_for_the_one_way_delay_quorum_never_after_ack(cassandra_dc
     # write's start cannot have seen it, however busy the machine (judging reads by their
     # start instead failed under load: a read started 10 ms after the write but answered
     # 200 ms later is fresh). A fresh one would mean a read served by US-E, or no delay.
-    early, stale = _done_before_ms(run_dir, 0.8 * one_way)
+    early, stale = done_before_ms(run_dir, 0.8 * one_way)
     assert early >= 10 and stale == early, (early, stale, r["fresh_by_range"])
     # ... then fresh: every write visible at US-W within 150 ms of its acknowledgement, a
     # miss excused only where the run's noise floor measured the machine adding as much

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from freshcheck import done_before_ms
 from replicalab.workloads import reader_processes
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec, run_probe
@@ -57,12 +58,16 @@ def test_readers_in_separate_processes_see_the_remote_replica_stale(redis_dc3, t
     early, late = r["fresh_by_range"]
     assert early["total"] > 20 and late["total"] > 100  # both readers' reads were judged
     assert early["p"] < 0.05 and late["p"] >= 0.99, (early, late)
+    # the gross check: one replication hop, not none, not two. Not none: every read
+    # answered within 0.8 x the hop of a write's start was stale (the last stale read's
+    # time cannot say it: it trails the hop by up to a gap between reads, 20 ms here, and
+    # read 27 ms once in CI). Not two: the last stale read, median over the writes, within
+    # 1.3 x the hop, above it only by what the run's own noise floor measured the machine
+    # to add (a busy machine delays the reader processes' reads), printed when it does
+    early_n, stale_n = done_before_ms(run.run_dir, 0.8 * one_way_ms)
+    assert early_n >= 10 and stale_n == early_n, (early_n, stale_n)
     window = r["periods"]["last_lt_100_median_ms"]
-    # the gross check: one replication hop, not none, not two. Above it only by what the
-    # run's own noise floor measured the machine to add (a busy machine delays the reader
-    # processes' reads, so a replica looks stale for longer), and printed when it does
     added = float((r.get("noise") or {}).get("added_p99_ms", 0.0))
-    assert window >= 0.7 * one_way_ms, window
     assert window <= 1.3 * one_way_ms + added, (window, added)
     print(f"window {window} ms, one way {one_way_ms} ms, the machine added {added:g} ms at p99")
     assert r["config"]["placement"] == "separate-processes"
