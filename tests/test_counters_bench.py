@@ -168,6 +168,8 @@ def test_sim_strong_pays_the_round_trip_middlewares_stay_local(tmp_path: Path):
     strong, *mws = _run_points("sim", tmp_path, pts)
     with topology.start("sim", tmp_path, "rtt") as t:
         rtt = {dc: t.one_way_ms(dc, "US-E") + t.one_way_ms("US-E", dc) for dc in t.dcs}
+        nearest = {dc: min(t.one_way_ms(dc, x) + t.one_way_ms(x, dc) for x in t.dcs if x != dc)
+                   for dc in t.dcs}
     reg = strong["latency_by_region_ms"]
     assert reg["US-E"]["p50"] < 20
     for dc in ("US-W", "EU"):
@@ -175,9 +177,12 @@ def test_sim_strong_pays_the_round_trip_middlewares_stay_local(tmp_path: Path):
         assert rtt[dc] <= reg[dc]["p50"] <= 2 * rtt[dc] + 30, (dc, reg[dc])
     for r in mws:
         for dc, lat in r["latency_by_region_ms"].items():
-            # local: well under one round trip (beside a CPU hog a local answer's p50 was
-            # 21.8 ms, against the 81 ms US-E/US-W round trip)
-            assert lat["p50"] < rtt["US-W"] / 3, (r["spec"].config, dc, lat)
+            # local: most answers pay no round trip. The WAN delays are sleeps, so an answer
+            # that waits for another DC takes at least the round trip to the nearest one;
+            # a p50 under it says most did not, however busy the machine (beside a CPU hog
+            # with six test workers a local answer's p50 was 28.5 ms, over the third of the
+            # round trip this test used to ask for)
+            assert lat["p50"] < nearest[dc], (r["spec"].config, dc, lat, nearest[dc])
 
 
 def test_bench_writes_results_report_and_figures(tmp_path: Path):
