@@ -182,10 +182,10 @@ def test_a_client_pays_one_round_trip_to_a_remote_primary_and_reads_where_it_sta
     for variant in ("put", "consistent read"):
         p50 = west["variants"][variant]["p50_ms"]
         print(f"US-W {variant}: p50 {p50} ms in {rtt}: {wan.judge_round_trip(p50, rtt, noise)}")
-    assert west["variants"]["eventual read"]["p50_ms"] < 10, west["variants"]
+    wan.judge_local(west["variants"]["eventual read"]["p50_ms"], c, "US-W")
     east = latency("US-E")["variants"]
     for variant in ("put", "consistent read", "eventual read"):
-        assert east[variant]["p50_ms"] < 10, (variant, east)
+        wan.judge_local(east[variant]["p50_ms"], c, "US-E")
 
 
 def test_crashed_standby_restarts_from_its_data(pg_dc3):

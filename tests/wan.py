@@ -49,3 +49,16 @@ def judge_round_trip(p50_ms: float, bounds: tuple[float, float], noise: dict[str
         f"{max(slack_ms, added):g} ms (slack, or the {added:g} ms the machine added at p99): "
         "a hop too many")
     return f"inconclusive: the machine added {added:g} ms at p99"
+
+
+def judge_local(p50_ms: float, c: Cluster, client_region: str) -> float:
+    """Return the bound (ms) a local answer's p50 was judged under: the least round trip from
+    ``client_region`` to any other region's node. The WAN delays are Toxiproxy's sleeps, so
+    an answer from another region cannot come sooner; a p50 under it says most answers were
+    local, however busy the machine (a fixed 10 ms measured the machine, not the routing)."""
+    bound = min(client_round_trip_ms(c, client_region, x.dst_region)[0] for x in c.links
+                if x.kind == "client" and x.src_region == client_region
+                and x.dst_region != client_region)
+    assert p50_ms < bound, (f"p50 {p50_ms} ms not under the least round trip {bound} ms from "
+                            f"{client_region}: answered from another region")
+    return bound
