@@ -8,19 +8,22 @@ import shutil
 import socket
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import wan
 from faultcheck import crash_reader_node
+from replicalab.checkers import visibility
 from replicalab.checkers.extract import element_ops
-from replicalab.checkers.freshness import judge, since_ack
+from replicalab.checkers.freshness import since_ack
 from replicalab.cluster import base, process
 from replicalab.cluster.ports import is_free
+from replicalab.experiments import windows
 from replicalab.history import load_history
 from replicalab.history.rundir import Run
+from replicalab.runtime.noise import NoiseFloor
 from replicalab.stores import ABSENT, ConditionFailed, Feature, open_store
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.latency import LatencyConfig
@@ -46,24 +49,20 @@ def pg_dc3():
 
 
 def _probe(url: str, consistency: str, out: Path, duration_s: float = 10,
-           keep: bool = False) -> Run:
+           keep: bool = False, cluster: tuple | None = None, read_rate: float = 100) -> Run:
+    """Return the staleness probe's run; ``cluster`` (the fixture's (Cluster, root)) lets its
+    noise floor's echo go through the cluster's Toxiproxy, as the WAL does."""
+    c, root = cluster or (None, None)
     spec = ProbeSpec(store=url, workload="staleness", keep_keys=keep,
+                     cluster=c.name if c else None, cluster_root=str(root) if root else None,
                      options=ProbeOptions(consistency=consistency, duration_s=duration_s,
-                                          write_interval_s=1.0, read_rate=100),
+                                          write_interval_s=1.0, read_rate=read_rate),
                      config=StalenessConfig(placement="separate-clients",
                                                writer_region="US-E", reader_region="US-W",
                                                ranges="0-25,60-1000"))
     run = run_probe(spec, out)
     assert not run.error, run.error
     return run
-
-
-def _stale_windows_ms(run: Run) -> list[float]:
-    """Per write: the last time (ms after the write started) a read was stale."""
-    h, _ = load_history(run.run_dir)
-    j = judge(*element_ops(h, KEY))
-    return [float(j.elapsed_ms[(j.write == w) & ~j.fresh].max())
-            for w in np.unique(j.write[~j.fresh])]
 
 
 def _fresh_after_ack(run: Run) -> tuple[int, int]:
@@ -75,23 +74,36 @@ def _fresh_after_ack(run: Run) -> tuple[int, int]:
 
 
 def test_standby_stale_for_the_injected_delay(pg_dc3, tmp_path):
+    """Every write becomes visible at the US-W standby one US-E -> US-W delay after the
+    primary acknowledged it, inside the window the link allows (``experiments/windows.py``:
+    [d - jitter - 1, d + jitter + 5] ms), as the Redis test judges its replica: a write
+    outside counts only where the run's noise floor measured the machine adding as much, and
+    "inconclusive" is named when the machine added more than the slack at p99. The median is
+    the gross check (a hop too many or too few moves it out). Judged by each read's start
+    from the write's start instead, beside a CPU hog with six workers 2 of 17 reads begun
+    within 25 ms of a write's start were fresh: answered late, after the WAL had arrived."""
     c, _ = pg_dc3
-    link = next(x for x in c.links if x.src == "n1" and x.dst == "n0")
-    one_way_ms = link.downstream_ms  # primary (US-E) -> standby n1 (US-W): 40 ms of WAL
-    run = _probe(c.url, "eventual", tmp_path)
+    # reads 5 ms apart, as benchmarks/staleness_windows.py reads: the median is taken
+    # between each write's last stale and first fresh read, 10 ms apart at 100 reads/s
+    run = _probe(c.url, "eventual", tmp_path, cluster=pg_dc3, read_rate=200)
     r = run.results
     assert {n for n in r["latency"]} >= {"read/eventual", "write/none"}
-    early, late = r["fresh_by_range"]
-    assert early["total"] > 15 and late["total"] > 500
-    assert early["p"] < 0.05
-    # Noise, widened on purpose: on a busy 2-core machine a CPU stall now and then delays
-    # one write's apply past 60 ms (seen: 1-7 late stale reads of ~900), so ">= 99 %
-    # fresh after 60 ms" and "every write visible within 250 ms" instead of "all fresh".
-    assert late["p"] >= 0.99, late
-    windows = _stale_windows_ms(run)
-    assert len(windows) >= 8 and max(windows) < 250, windows
-    window = float(np.median(windows))
-    assert abs(window - one_way_ms) <= 0.3 * one_way_ms, windows
+    floor = NoiseFloor.from_json(r["noise"])
+    assert floor.echo_via.startswith("toxiproxy"), floor
+    h, _ = load_history(run.run_dir)
+    vis = visibility.of_element(*element_ops(h, KEY))
+    links = [asdict(x) for x in c.links if x.kind == "replication"]
+    lo, hi = windows.window_ms("postgres", links, "US-E", "US-W")
+    got = visibility.judge_window(vis, lo, hi, floor, windows.SLACK_MS["postgres"],
+                                  windows.write_path_ms("postgres", links, "US-E"))
+    print(f"PostgreSQL US-W standby: {got.line()}; {floor.line()}")
+    assert got.verdict in ("exact", "inconclusive"), got.line()
+    # the gross check, to the midpoints' resolution: a write's midpoint lies between its last
+    # stale and first fresh read, one gap between reads (5 ms) apart, and reads and writes
+    # keep one phase for the run (38.5 ms against a window from 38 ms, quiet)
+    gap_ms = 1000 / 200
+    assert vis.writes >= 8, got.line()
+    assert got.median_late_ack_ms >= lo - gap_ms and got.median_ms <= hi + gap_ms, got.line()
     # the primary never serves a value older than the last acknowledged write; the reader
     # in US-W reaches the US-E primary over its client link, one ~82 ms round trip a read
     fresh, total = _fresh_after_ack(_probe(c.url, "consistent", tmp_path, duration_s=5))
