@@ -172,7 +172,10 @@ def test_prometheus_p99_agrees_with_the_monitors_own(tmp_path: Path, prometheus)
               f"p99 {1000 * prom_p99_s:.2f} ms, the monitor's own p99 {1000 * own_p99_s:.2f} "
               f"ms, bucket ({1000 * lo:g}, {1000 * hi:g}] ms")
         assert abs(prom_p99_s - own_p99_s) <= hi - lo, (prom_p99_s, own_p99_s, (lo, hi))
-        assert 0.015 < own_p99_s < 0.1  # seed 000's SimpleDB reads, ~22 ms
+        # seed 000's SimpleDB reads, ~22 ms at the median (the p99 is no check of that: 1 %
+        # of the simulated reads hit a slow server, up to the 100 ms timeout; 101.8 ms once)
+        own_p50_s = percentile(sorted(own), 50.0) / 1000
+        assert 0.015 < own_p50_s < 0.05, own_p50_s
         # errors and timeouts: the unreachable backend fails every op, a SimpleDB write
         # (~110 ms) often outlasts --timeout 100ms
         at = _query(url, 'replicalab_watch_errors_total{backend="gone",op="read"}', at_s=t1)
