@@ -46,10 +46,11 @@ def test_a_partition_shows_as_staleness_and_availability_per_store(tmp_path: Pat
     # but it keeps answering, and consistent reads at the primary are unaffected
     assert row["eventual_stale_fraction"] > 0.2
     assert row["eventual_availability"] == 1.0 and row["consistent_stale_fraction"] == 0.0
-    # a read in flight at the heal counts as not served inside the fault (it may have waited it
-    # out): one such read on a busy machine gave 0.999961; one client's 2 s timeout in the
-    # 4 s fault would cost far more than the 0.1 % allowed
-    assert row["eventual_availability_during"] >= 0.999
+    # ... every read answered: a read that timed out or was refused fails its op. (The share
+    # of client time served inside the fault is no check of that: time a busy machine held
+    # a read counts against it, 0.998 beside a CPU hog with six test workers)
+    assert row["eventual_availability_ops"] == 1.0, row
+    assert row["eventual_read_ops"] > 100, row
     assert row["eventual_lost_writes"] == row["consistent_lost_writes"] == 0
     header = out["tables"][0]["header"]
     assert ("eventual: read time available during the fault / whole run (reads ok)"
