@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from tests.parked import Parked
 
 EXE = [sys.executable, "-m", "replicalab.cli.main"]
 
@@ -217,16 +218,13 @@ def test_version_prints_and_exits_0(tmp_path: Path):
 def test_an_interrupted_scorecard_never_says_finished(tmp_path: Path):
     """Issue 29: the scorecard catches Ctrl-C to keep its cells, then ended its progress
     with "finished (100% done)"; its last progress line now says it was interrupted."""
-    proc = subprocess.Popen([*EXE, "scorecard", "--kinds",
-                             "sim://primary?regions=dc3,sim://quorum,sim://simpledb",
-                             "--out", str(tmp_path)], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    first = proc.stderr.readline()  # the first piped progress line: cells are being measured
-    assert "% done" in first, first
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    err = first + err
-    assert proc.returncode == 130, err
+    # Ctrl-C while the scorecard waits at its first progress line (cells being measured;
+    # read first, the line left about 2 s of work for a busy machine to delay the signal past)
+    run = Parked([*EXE, "scorecard", "--kinds",
+                  "sim://primary?regions=dc3,sim://quorum,sim://simpledb", "--out", str(tmp_path)],
+                 cwd=tmp_path, stdout=subprocess.PIPE)
+    err = run.interrupt()
+    assert run.proc.returncode == 130, err
     assert "finished" not in err and "Traceback" not in err, err
     progress = [ln for ln in err.splitlines() if "% done" in ln]
     assert "interrupted, stopped before the end" in progress[-1], err

@@ -95,23 +95,19 @@ def test_report_and_export_work_on_a_placement_live_run(runs):
 
 
 def test_a_refused_or_interrupted_command_leaves_no_empty_run_directory(tmp_path: Path):
-    import signal
     import subprocess
     import sys
+
+    from tests.parked import Parked
 
     code, _, err = cli("load", "run", "--workers", "0", "--out", tmp_path / "load")
     assert code == 2 and "--workers 0" in err
     assert not list((tmp_path / "load").glob("*"))
-    p = subprocess.Popen([sys.executable, "-m", "replicalab.cli.main", "placement", "simulate",
-                          "--objects", "20000", "--requests", "5000000",
-                          "--out", str(tmp_path / "sim")],
-                         stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert "done" in p.stderr.readline()  # piped progress: the simulation is running
-        p.send_signal(signal.SIGINT)
-        p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == 130
+    # Ctrl-C while the simulation waits at its first progress line (a second into it)
+    run = Parked([sys.executable, "-m", "replicalab.cli.main", "placement", "simulate",
+                  "--objects", "20000", "--requests", "5000000", "--out", str(tmp_path / "sim")],
+                 stdout=subprocess.PIPE)
+    err = run.interrupt()
+    assert run.proc.returncode == 130, err
+    assert "% done" in err and "finished" not in err, err
     assert not list((tmp_path / "sim").glob("*"))
