@@ -354,8 +354,9 @@ def test_a_crashed_site_restarts_and_catches_up(minio_dc3, tmp_path):
 
 def test_list_after_write_across_sites(minio_dc3, tmp_path):
     """The list-after-write probe: a new object created at US-E is not in a LIST at US-W
-    before the replication PUT crossed the 40 ms link, and always is 250 ms on; at the
-    writer's site it lists once acknowledged. Every object it made is removed."""
+    before the replication PUT crossed the 40 ms link, and always is within 250 ms of its
+    acknowledgement; at the writer's site it lists once acknowledged. Every object it made
+    is removed."""
     c, _ = minio_dc3
     out = {}
     for reader in ("US-W", "US-E"):
@@ -371,7 +372,12 @@ def test_list_after_write_across_sites(minio_dc3, tmp_path):
         out[reader] = run
     early, late = out["US-W"].results["fresh_by_range"]
     assert early["total"] >= 15 and early["fresh"] <= 0.05 * early["total"], early
-    assert late["total"] >= 100 and late["p"] == 1.0, late
+    # counted from the ack, as the overwrites are: a PUT that took 1.16 s at US-E (quiet,
+    # the client's own stalls under 28 ms) left 37 reads begun 250-1000 ms after its start
+    # stale, every one before its ack
+    assert late["total"] >= 100, late
+    got = _visible_within(out["US-W"].run_dir, 250.0)
+    assert got.verdict == "exact", got.line()
     h, _ = load_history(out["US-E"].run_dir)
     after = since_ack(*element_ops(h, KEY))
     assert sum(after["total"]) >= 100
