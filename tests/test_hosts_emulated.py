@@ -23,6 +23,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from tests.freshcheck import visible_within
 from tests.servers import server_missing, shared_root
 from typer.testing import CliRunner
 
@@ -197,7 +198,11 @@ def test_redis_on_hosts_fresh_after_the_injected_delay_started_over_ssh(lab, red
     assert not run.error, run.error
     early, late = run.results["fresh_by_range"]
     assert early["total"] > 0 and late["total"] > 0, (early, late)
-    assert early["p"] == 0.0 and late["p"] == 1.0, (early, late)
+    assert early["p"] == 0.0, early
+    # then fresh, counted from each write's ack (a write the machine held up may still be in
+    # flight 250 ms after its start), a miss excused only by the run's measured noise
+    got = visible_within(Path(run.run_dir), 250.0)
+    assert got.verdict == "exact", got.line()
     # the window is the region matrix's primary (US-E) to US-W replica delay, the gross
     # check loopback's own live test makes (tests/test_integration_redis.py, 30 %), as the
     # median over the writes (one write a busy machine held up sets the aggregate's last

@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from tests.freshcheck import visible_within
 
 from faultcheck import crash_reader_node
 from replicalab.checkers.extract import element_ops
@@ -128,7 +129,12 @@ def test_serializable_stale_linearizable_fresh_and_slower(etcd_dc3, tmp_path):
     r = ev.results
     early, late = r["fresh_by_range"]
     assert early["total"] > 50 and early["p"] < 0.05, early  # before the window: stale
-    assert late["p"] == 1.0, late  # well after it: fresh
+    # well after it: fresh, counted from each write's ack (from its start, a write the
+    # machine held up 315 ms left 7 of 585 reads begun 202-1000 ms on stale, every one
+    # before or 5 ms after its ack), a miss excused only by the run's measured noise
+    assert late["total"] > 100, late
+    got = visible_within(ev.run_dir, 1.5 * window_ms + 20)
+    assert got.verdict == "exact", got.line()
     measured = r["periods"]["last_lt_100_median_ms"]
     assert measured is not None
     assert abs(measured - window_ms) <= 0.3 * window_ms, (leader, measured, window_ms)
@@ -141,7 +147,6 @@ def test_serializable_stale_linearizable_fresh_and_slower(etcd_dc3, tmp_path):
     writes, reads = element_ops(h, KEY)
     after_ack = since_ack(writes, reads)
     assert sum(after_ack["total"]) > 20 and all(p == 1.0 for p in after_ack["p"])
-    assert rc["fresh_by_range"][1]["p"] == 1.0
     # ... and it costs the ReadIndex round trip through the leader
     ser_p50 = r["latency"]["read/eventual"]["p50_ms"]
     lin_p50 = rc["latency"]["read/consistent"]["p50_ms"]

@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from tests.freshcheck import visible_within
 
 from replicalab.checkers.extract import element_ops
 from replicalab.checkers.freshness import since_ack
@@ -70,18 +71,6 @@ def _staleness(url: str, out: Path, reader: str) -> dict[str, Any]:
     return run.results
 
 
-def _visible_within(run_dir: Path, hi_ms: float) -> Any:
-    """Return each write of a staleness run judged against [0, ``hi_ms``] ms after its ack
-    (``checkers/visibility.judge_window``, the run's noise floor explaining misses)."""
-    from replicalab.checkers import visibility
-    from replicalab.runtime.noise import NoiseFloor
-
-    h, _ = load_history(run_dir)
-    floor = NoiseFloor.from_json(json.loads((run_dir / "results.json").read_text())["noise"])
-    return visibility.judge_window(visibility.of_element(*element_ops(h, KEY)), 0.0, hi_ms,
-                                   floor)
-
-
 def test_overwrites_are_stale_across_sites_and_fresh_inside_one(minio_dc3, tmp_path):
     c, _ = minio_dc3
     far = _staleness(c.url, tmp_path / "far", "US-W")
@@ -93,7 +82,7 @@ def test_overwrites_are_stale_across_sites_and_fresh_inside_one(minio_dc3, tmp_p
     # excused only where the run's noise floor measured the machine adding as much meanwhile
     # (counting from the write's start failed beside a CPU hog: 14 of 455 reads begun
     # 250-1000 ms after it were stale, every one within 250 ms of a write acknowledged late)
-    got = _visible_within(next((tmp_path / "far").iterdir()), 250.0)
+    got = visible_within(next((tmp_path / "far").iterdir()), 250.0)
     assert got.verdict == "exact", got.line()
     # stronger, from the link itself: the replication PUT starts once the write is applied
     # at US-E and needs 40 ms to reach US-W, so a read begun in the first 30 ms cannot see it
@@ -376,7 +365,7 @@ def test_list_after_write_across_sites(minio_dc3, tmp_path):
     # the client's own stalls under 28 ms) left 37 reads begun 250-1000 ms after its start
     # stale, every one before its ack
     assert late["total"] >= 100, late
-    got = _visible_within(out["US-W"].run_dir, 250.0)
+    got = visible_within(out["US-W"].run_dir, 250.0)
     assert got.verdict == "exact", got.line()
     h, _ = load_history(out["US-E"].run_dir)
     after = since_ack(*element_ops(h, KEY))
