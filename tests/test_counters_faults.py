@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replicalab.cluster import datacentres as topology
-from replicalab.counters import recovery
+from replicalab.counters import faults, recovery
 from replicalab.counters.bench import OK, OpLog, PointSpec, rights_accounting, run_point
 from replicalab.counters.bench_deploy import open_deployment
 from replicalab.counters.crdt import BoundedCounter, InsufficientRights
@@ -231,6 +231,84 @@ def test_a_lost_dc_whose_state_is_gone_has_its_rights_written_off(dcs, how):
     run(go())
 
 
+class _StillLoading:
+    """The data centres, but ``dc``'s restarted store refuses every session for ``for_s``
+    after its restart as a Redis replaying its append-only file does: it listens (the
+    restart has returned), then answers every command, PING included, with LOADING."""
+
+    def __init__(self, t: topology.DataCentres, dc: str, for_s: float) -> None:
+        self.t, self.dc, self.for_s = t, dc, for_s
+        self.until = 0.0
+        self.refused = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.t, name)
+
+    def start_store(self, dc: str) -> None:
+        self.t.start_store(dc)
+        if dc == self.dc:
+            self.until = time.monotonic() + self.for_s
+
+    def store(self, dc: str, from_dc: str | None = None) -> Any:
+        real = self.t.store(dc, from_dc)
+        if dc != self.dc or from_dc not in (None, dc):
+            return real
+        outer = self
+
+        class Loading:
+            async def connect(self) -> Any:
+                if time.monotonic() < outer.until:
+                    outer.refused += 1
+                    raise ValueError("cannot reach Redis at 127.0.0.1:1 (node n0): LOADING "
+                                     "Redis is loading the dataset in memory")
+                return await real.connect()
+
+            async def close(self) -> None:
+                await real.close()
+
+        return Loading()
+
+
+def test_a_restarted_lost_store_still_loading_is_waited_for_not_written_off(dcs):
+    """The bench's dc-loss restarts the lost DC's store and reads it at once: a store that
+    still loads its data must be waited for. Taking its LOADING refusal for a lost disk wrote
+    EU's rights off and left its 10 unsynchronised sales out of the survivors' state: a
+    drift of +10 (failed once on a busy machine)."""
+    async def go() -> None:
+        mws = await _lose_eu_with_unsynced_sales(dcs, sold=10)
+        try:
+            slow = _StillLoading(dcs, "EU", 0.5)
+            (r,) = await faults.recover_lost(slow, "EU", ("US-E", "US-W"), ["k"])
+            assert slow.refused > 0  # it did refuse first
+            assert (r.source, r.held, r.written_off) == ("final state", {"dec": 20},
+                                                         {"dec": 0})
+            for dc in ("US-E", "US-W"):
+                await mws[dc].absorb("k", r.state)
+            # EU's 10 sales are in every survivor's state: 90 - 10 - 80 = 0, no drift
+            assert await _sell_everything(mws, ("US-E", "US-W")) == 80
+            east, west = [await mws[dc].durable("k") for dc in ("US-E", "US-W")]
+            assert east is not None and west is not None and east.merge(west).value() == 0
+        finally:
+            for m in mws.values():
+                await m.close()
+
+    run(go())
+
+
+def test_a_restarted_lost_store_that_never_answers_has_its_rights_written_off(dcs):
+    async def go() -> None:
+        mws = await _lose_eu_with_unsynced_sales(dcs, sold=10)
+        try:
+            dead = _StillLoading(dcs, "EU", 60.0)
+            (r,) = await faults.recover_lost(dead, "EU", ("US-E", "US-W"), ["k"], ready_s=0.3)
+            assert (r.source, r.written_off) == ("unreadable", {"dec": 30})
+        finally:
+            for m in mws.values():
+                await m.close()
+
+    run(go())
+
+
 # -- counter bench's fault points on real Redis ------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -325,6 +403,45 @@ def test_a_lost_dc_on_redis_has_its_rights_recovered_and_the_survivors_use_them(
     (node,) = redis_dcs._cluster_of("EU").nodes
     os.kill(node.pid, 0)
     assert not redis_dcs.stopped and not redis_dcs.cuts
+
+
+@pytest.mark.integration
+def test_a_lost_redis_dc_is_read_once_its_restarted_server_has_loaded_its_log(tmp_path: Path):
+    """On real Redis: a restarted server listens (``start_store`` returns) while it still
+    replays its append-only file, answering LOADING; the recovery waits for it and recovers
+    from EU's final state. A long log (padding keys) makes the window certain here; a busy
+    machine opens it for a short one. Its own data centres: the padding would slow every
+    later restart of the shared ones."""
+    import redis
+
+    root = tmp_path / "dcs"
+    root.mkdir()
+    root.chmod(0o755)
+    try:
+        t = topology.start("redis", root, f"fld{os.getpid()}",
+                           settings={"appendonly": "yes", "appendfsync": "no"})
+    except ValueError as err:
+        server_missing("redis data centres", err)
+    try:
+        (node,) = t._cluster_of("EU").nodes
+        pad = redis.Redis("127.0.0.1", node.port).pipeline(transaction=False)
+        for i in range(200_000):
+            pad.set(f"pad/{i}/x", "v" * 50)
+        pad.execute()
+
+        async def go() -> None:
+            mws = await _lose_eu_with_unsynced_sales(t, sold=10)
+            try:
+                (r,) = await faults.recover_lost(t, "EU", ("US-E", "US-W"), ["k"])
+                assert (r.source, r.held, r.recovered_total()) == ("final state",
+                                                                   {"dec": 20}, 20)
+            finally:
+                for m in mws.values():
+                    await m.close()
+
+        run(go())
+    finally:
+        t.down()
 
 
 @pytest.mark.integration

@@ -326,6 +326,11 @@ def test_three_regions_measured_the_plumbing_and_a_hop_too_many_or_few(etcd_dc3,
     assert len(run.points) == 3 and all(x.leader_held for x in run.points)
     assert all(x.noise is not None and x.noise.echo_via.startswith("toxiproxy")
                for x in [run.calibration, *run.points])
+    # the servers watched too: etcd's threads (under its demultiplexer) and Toxiproxy's, and
+    # an fsync beside etcd's log, which every write waits for
+    assert all(x.noise.server_samples > 0 and x.noise.server_threads > 20
+               and x.noise.fsync_samples > 0 and x.noise.fsync_dir == c.nodes[0].data_dir
+               for x in [run.calibration, *run.points] if x.noise is not None)
     assert 0 < run.fsync_ms < 1000
     p = WanParams(regions=c.regions)
     fit = F.fit(p, run.calibration.leader, run.calibration.latencies_ms)

@@ -77,3 +77,17 @@ def test_a_wrong_path_misses(name):
     for wrong in ((-1.0, 1.0), (lo + d, hi + d)):  # visible at the ack; a hop too many
         got = _judge(doc, *wrong)
         assert not got.median_inside, got.line()
+
+
+def test_a_miss_larger_than_any_noise_the_run_measured_is_missed_not_inconclusive():
+    """A write 251.6 ms past the window while the machine added at most 10 ms to any one
+    measurement is a miss no noise explains ("missed"), even on a noisy run (p99 over what the
+    window can bear); one 8 ms past it on that run is "inconclusive"."""
+    def judged(miss_ms: float) -> V.WindowJudgement:
+        return V.WindowJudgement(0.0, 100.0, 20, 50.0, (), ((3, miss_ms, 0.5),),
+                                 noise_p99_ms=6.0, bearable_ms=5.0, median_late_ack_ms=50.0,
+                                 noise_max_ms=10.0)
+    assert judged(251.6).verdict == "missed" and "inconclusive" not in judged(251.6).line()
+    assert judged(8.0).verdict == "inconclusive"
+    quiet = V.WindowJudgement(0.0, 100.0, 20, 50.0, (), ((3, 8.0, 0.5),), 4.0, 5.0, 50.0, 10.0)
+    assert quiet.verdict == "missed"

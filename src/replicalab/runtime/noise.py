@@ -13,11 +13,25 @@ Two instruments run beside a workload, in its event loop, for as long as it runs
   the fastest one seen is what one hop through the emulation added: the emulated links of
   a run are the same Toxiproxy process on the same cores.
 
+and, in a thread, beside the servers the run measures (:class:`ServerWatch`):
+
+* their **run-queue wait**: how long the servers' threads (and their children's, and
+  Toxiproxy's) waited for a core each time they were woken, from the kernel's per-thread
+  ``/proc/PID/task/TID/schedstat``: a busy machine delays the servers as it delays the client,
+  and the client's stall detector cannot see it;
+* an **fsync** in a directory on the servers' disk, for a store whose writes wait for one
+  (etcd's log, MinIO's metadata): its time above the fastest is what the disk added to such a
+  write. A write that took 673 ms where its model said 175 (etcd, a quiet suite, the client
+  stalled 28 ms at most) is what this is for.
+
 :class:`NoiseFloor` is what they measured; ``added_p99_ms`` is the larger of the two p99
-figures, the "machine added X ms at p99" of a verdict that cannot be trusted beyond it.
+figures and, where measured, the servers' p99 wait per wake-up and the fsync's p99 above its
+fastest: the "machine added X ms at p99" of a verdict that cannot be trusted beyond it.
 Every stall or echo excess of ``EVENT_MS`` or more is kept with its time (``events``, time
 on the machine-wide monotonic clock of the history), so a single late measurement can be
-matched with what the machine did while it was taken (``added_between_ms``).
+matched with what the machine did while it was taken (``added_between_ms``); the servers'
+own (``server_events``) are kept apart, since what the client saw is also what the PBS model
+draws its added delays from (``draw_added``) and the servers' share of it is already there.
 """
 
 from __future__ import annotations
@@ -29,7 +43,9 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,6 +65,14 @@ EVENT_MS = 2.0
 late measurement can be matched with the noise that was there when it was taken."""
 MAX_EVENTS = 2000
 """Events kept per run (the longest, when there are more)."""
+SERVER_EVERY_MS = 100.0
+"""How often the servers' threads and the fsync are sampled (ms), at the most."""
+SERVER_CPU_SHARE = 0.04
+"""The share of one core the server watch may take: reading a thread's schedstat costs about
+11 µs here, and three Cassandra JVMs have some 450 threads, so it then samples less often."""
+TREE_EVERY = 10
+"""Samples between two walks of the servers' process trees (a restarted child is found)."""
+SYNC_BYTES = 4096
 
 
 def _pct(x: list[float], q: float) -> float:
@@ -83,6 +107,19 @@ class NoiseFloor:
     load_1m_end: float
     cores: int
     events: tuple[tuple[int, float], ...] = ()  # (monotonic ns at its end, ms added)
+    # the servers (ServerWatch; 0 samples: not watched, as in a floor recorded before them)
+    server_wait_p50_ms: float = 0.0  # a server thread's wait for a core per wake-up
+    server_wait_p99_ms: float = 0.0
+    server_wait_max_ms: float = 0.0
+    server_samples: int = 0
+    server_threads: int = 0  # the most threads one sample read
+    fsync_dir: str = ""  # where the fsync ran ("": not measured, the store waits for none)
+    fsync_min_ms: float = 0.0
+    fsync_p50_ms: float = 0.0
+    fsync_p99_ms: float = 0.0
+    fsync_max_ms: float = 0.0
+    fsync_samples: int = 0
+    server_events: tuple[tuple[int, float], ...] = ()
 
     @property
     def echo_added_p99_ms(self) -> float:
@@ -90,28 +127,57 @@ class NoiseFloor:
         return round(max(self.echo_p99_ms - self.echo_min_ms, 0.0), 3)
 
     @property
+    def fsync_added_p99_ms(self) -> float:
+        """Return the fsync's p99 above its fastest (ms; 0.0 when none was measured)."""
+        return round(max(self.fsync_p99_ms - self.fsync_min_ms, 0.0), 3)
+
+    @property
     def added_p99_ms(self) -> float:
-        """Return what the machine added at p99 (ms): the larger of the client loop's p99
-        stall and the echo's p99 above its fastest round trip."""
-        return round(max(self.stall_p99_ms, self.echo_added_p99_ms), 3)
+        """Return what the machine added at p99 (ms): the largest of the client loop's p99
+        stall, the echo's p99 above its fastest round trip, the servers' p99 wait for a core
+        per wake-up and the fsync's p99 above its fastest."""
+        return round(max(self.stall_p99_ms, self.echo_added_p99_ms, self.server_wait_p99_ms,
+                         self.fsync_added_p99_ms), 3)
+
+    @property
+    def added_max_ms(self) -> float:
+        """Return the most the machine added to one measurement during the run (ms): the
+        longest stall, echo excess, server wait per wake-up or fsync excess."""
+        return round(max(self.stall_max_ms, max(self.echo_max_ms - self.echo_min_ms, 0.0),
+                         self.server_wait_max_ms,
+                         max(self.fsync_max_ms - self.fsync_min_ms, 0.0)), 3)
+
+    @property
+    def cause(self) -> str:
+        """Return which instrument measured :attr:`added_p99_ms` ("client stalls", "the
+        echo", "server run-queue wait" or "fsync")."""
+        figures = [(self.stall_p99_ms, "client stalls"), (self.echo_added_p99_ms, "the echo"),
+                   (self.server_wait_p99_ms, "server run-queue wait"),
+                   (self.fsync_added_p99_ms, "fsync")]
+        return max(figures, key=lambda x: x[0])[1]
 
     def to_json(self) -> dict[str, Any]:
         """Return the floor as plain data (ms, counts, load averages; events as [ns, ms])."""
         return {**asdict(self), "events": [list(e) for e in self.events],
-                "echo_added_p99_ms": self.echo_added_p99_ms, "added_p99_ms": self.added_p99_ms}
+                "server_events": [list(e) for e in self.server_events],
+                "echo_added_p99_ms": self.echo_added_p99_ms,
+                "fsync_added_p99_ms": self.fsync_added_p99_ms,
+                "added_p99_ms": self.added_p99_ms, "cause": self.cause}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> NoiseFloor:
         """Return the floor :meth:`to_json` wrote."""
         names = cls.__dataclass_fields__
         got = {k: v for k, v in d.items() if k in names}
-        got["events"] = tuple((int(t), float(ms)) for t, ms in d.get("events", ()))
+        for k in ("events", "server_events"):
+            got[k] = tuple((int(t), float(ms)) for t, ms in d.get(k, ()))
         return cls(**got)
 
     def added_between_ms(self, start_ns: int, end_ns: int) -> float:
-        """Return the longest stall or echo excess (ms) that ended within [start, end + its
-        own length] ns: what the machine added while something between those times ran."""
-        return max((ms for t, ms in self.events
+        """Return the longest stall, echo excess, server wait or fsync excess (ms) that ended
+        within [start, end + its own length] ns: what the machine added while something
+        between those times ran."""
+        return max((ms for t, ms in (*self.events, *self.server_events)
                     if start_ns <= t <= end_ns + int(ms * 1e6)), default=0.0)
 
     def draw_added(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -129,10 +195,16 @@ class NoiseFloor:
 
     def line(self) -> str:
         """Return one sentence: what the machine added at p99 and from what."""
+        servers = "" if not self.server_samples else (
+            f"; the servers' threads waited {self.server_wait_p99_ms:.1f} ms per wake-up for "
+            f"a core at p99, max {self.server_wait_max_ms:.1f} ms")
+        disk = "" if not self.fsync_samples else (
+            f"; an fsync beside their data {self.fsync_added_p99_ms:.1f} ms over its fastest "
+            f"{self.fsync_min_ms:.2f} ms at p99, max {self.fsync_max_ms:.1f} ms")
         return (f"the machine added {self.added_p99_ms:.1f} ms at p99 (client stalls p99 "
                 f"{self.stall_p99_ms:.1f} ms, max {self.stall_max_ms:.1f} ms; a loopback echo "
                 f"through {self.echo_via} {self.echo_added_p99_ms:.1f} ms over its fastest "
-                f"{self.echo_min_ms:.2f} ms; load {self.load_1m_start:g} to "
+                f"{self.echo_min_ms:.2f} ms{servers}{disk}; load {self.load_1m_start:g} to "
                 f"{self.load_1m_end:g} on {self.cores} cores)")
 
 
@@ -186,14 +258,161 @@ class EchoServer:
         self._sock.close()
 
 
+def process_tree(pids: Iterable[int]) -> list[int]:
+    """Return those of ``pids`` that are alive and all their live descendants (the servers a
+    wrapper started: etcd under its demultiplexer, a JVM under its launcher)."""
+    out: list[int] = []
+    todo = [p for p in pids if p > 0]
+    while todo:
+        pid = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        if pid in out:
+            continue
+        out.append(pid)
+        for tid in tids:
+            with (contextlib.suppress(OSError, ValueError),
+                  open(f"/proc/{pid}/task/{tid}/children") as f):
+                todo += [int(x) for x in f.read().split()]
+    return out
+
+
+def run_queue(pids: Iterable[int]) -> dict[tuple[int, int], tuple[int, int]]:
+    """Return, per thread (pid, tid) of ``pids``, the ns it has waited for a core and how
+    many times it has run since it began (``/proc/PID/task/TID/schedstat``; a thread that
+    ended while being read is left out)."""
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+                    _, waited, runs = f.read().split()[:3]
+                out[(pid, int(tid))] = (int(waited), int(runs))
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+def wait_per_run_ms(before: dict[tuple[int, int], tuple[int, int]],
+                    after: dict[tuple[int, int], tuple[int, int]]) -> float | None:
+    """Return the mean wait for a core per time a thread ran (ms) between two
+    :func:`run_queue` samples, over the threads in both (None when none of them ran)."""
+    waited = runs = 0
+    for key, (w1, r1) in after.items():
+        if key in before:
+            w0, r0 = before[key]
+            waited += max(w1 - w0, 0)
+            runs += max(r1 - r0, 0)
+    return waited / runs / 1e6 if runs else None
+
+
+@dataclass(frozen=True)
+class ServerNoise:
+    """What :class:`ServerWatch` measured (ms; the events as (monotonic ns, ms))."""
+
+    waits_ms: tuple[float, ...]
+    threads: int
+    fsync_dir: str
+    fsyncs_ms: tuple[float, ...]
+    events: tuple[tuple[int, float], ...]
+
+
+class ServerWatch:
+    """Samples, in a thread of its own, the run-queue wait of ``pids``' threads (and their
+    descendants') and, when ``fsync_dir`` is given, how long a 4 KiB write and fsync take
+    there, every ``every_ms`` or less often (at most ``SERVER_CPU_SHARE`` of a core)."""
+
+    def __init__(self, pids: Iterable[int], fsync_dir: str | Path | None = None,
+                 every_ms: float = SERVER_EVERY_MS) -> None:
+        self.pids = list(pids)
+        self.fsync_dir = Path(fsync_dir) if fsync_dir else None
+        self.every_s = every_ms / 1000
+        self.waits_ms: list[float] = []
+        self.fsyncs_ms: list[float] = []
+        self.events: list[tuple[int, float]] = []
+        self.threads = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="noise-servers", daemon=True)
+
+    def start(self) -> None:
+        """Start sampling."""
+        self._thread.start()
+
+    def _run(self) -> None:
+        fd, path = -1, None
+        if self.fsync_dir is not None:
+            path = self.fsync_dir / f".replicalab-noise-{os.getpid()}-{id(self)}"
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+            except OSError:
+                self.fsync_dir = None  # the floor says it measured none
+        block = b"\0" * SYNC_BYTES
+        tree: list[int] = []
+        before: dict[tuple[int, int], tuple[int, int]] = {}
+        fastest, n = math.inf, 0
+        try:
+            while not self._stop.is_set():
+                t0 = time.perf_counter()
+                if n % TREE_EVERY == 0:
+                    tree = process_tree(self.pids)
+                n += 1
+                now = run_queue(tree)
+                self.threads = max(self.threads, len(now))
+                per = wait_per_run_ms(before, now) if before else None
+                before = now
+                if per is not None:
+                    self.waits_ms.append(per)
+                    if per >= EVENT_MS:
+                        self.events.append((time.monotonic_ns(), round(per, 3)))
+                cost = time.perf_counter() - t0
+                if fd >= 0:
+                    f0 = time.perf_counter()
+                    os.pwrite(fd, block, 0)
+                    os.fsync(fd)
+                    took = (time.perf_counter() - f0) * 1000
+                    self.fsyncs_ms.append(took)
+                    fastest = min(fastest, took)
+                    if took - fastest >= EVENT_MS:
+                        self.events.append((time.monotonic_ns(), round(took - fastest, 3)))
+                self._stop.wait(max(self.every_s, cost / SERVER_CPU_SHARE))
+        except OSError:
+            return  # the disk or /proc refused: what was measured stands
+        finally:
+            if fd >= 0:
+                os.close(fd)
+            if path is not None:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+
+    def stop(self, timeout_s: float = STOP_S) -> ServerNoise:
+        """Stop sampling (within ``timeout_s``, or leave the thread to end on its own: an
+        fsync can block longer) and return what was measured."""
+        self._stop.set()
+        self._thread.join(timeout_s)
+        return ServerNoise(tuple(self.waits_ms), self.threads,
+                           str(self.fsync_dir) if self.fsyncs_ms else "",
+                           tuple(self.fsyncs_ms), tuple(self.events))
+
+
 class NoiseMonitor:
     """Measures a :class:`NoiseFloor` in the running event loop between :meth:`start` and
     :meth:`stop` (``echo_port``: where the echo answers, directly or through a proxy;
-    None: no echo)."""
+    None: no echo), and the servers ``server_pids`` beside it (:class:`ServerWatch`, with an
+    fsync in ``fsync_dir`` when given; no pids and no directory: not watched)."""
 
     def __init__(self, echo_port: int | None, echo_via: str = "loopback",
-                 tick_ms: float = TICK_MS, echo_every_ms: float = ECHO_EVERY_MS) -> None:
+                 tick_ms: float = TICK_MS, echo_every_ms: float = ECHO_EVERY_MS,
+                 server_pids: Iterable[int] = (), fsync_dir: str | Path | None = None
+                 ) -> None:
         self.echo_port, self.echo_via = echo_port, echo_via
+        pids = list(server_pids)
+        self._servers = ServerWatch(pids, fsync_dir) if pids or fsync_dir else None
         self.tick_s, self.echo_every_s = tick_ms / 1000, echo_every_ms / 1000
         self.stalls_ms: list[float] = []
         self.echoes_ms: list[float] = []
@@ -205,6 +424,8 @@ class NoiseMonitor:
     def start(self) -> None:
         """Start both instruments as tasks of the running loop."""
         self._load_start = load_1m()
+        if self._servers is not None:
+            self._servers.start()
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._stalls())]
         if self.echo_port is not None:
@@ -262,7 +483,9 @@ class NoiseMonitor:
             t.cancel()
         if self._tasks:
             await asyncio.wait(self._tasks, timeout=STOP_S)
-        s, e = self.stalls_ms, self.echoes_ms
+        sv = (self._servers.stop() if self._servers is not None
+              else ServerNoise((), 0, "", (), ()))
+        s, e, w, f = self.stalls_ms, self.echoes_ms, list(sv.waits_ms), list(sv.fsyncs_ms)
         return NoiseFloor(
             stall_p50_ms=_pct(s, 50), stall_p99_ms=_pct(s, 99),
             stall_max_ms=round(max(s, default=0.0), 3), stall_samples=len(s),
@@ -271,4 +494,15 @@ class NoiseMonitor:
             echo_p99_ms=_pct(e, 99), echo_max_ms=round(max(e, default=0.0), 3),
             echo_samples=len(e), load_1m_start=self._load_start, load_1m_end=load_1m(),
             cores=os.cpu_count() or 1,
-            events=tuple(sorted(sorted(self.events, key=lambda x: -x[1])[:MAX_EVENTS])))
+            events=_longest(self.events),
+            server_wait_p50_ms=_pct(w, 50), server_wait_p99_ms=_pct(w, 99),
+            server_wait_max_ms=round(max(w, default=0.0), 3), server_samples=len(w),
+            server_threads=sv.threads, fsync_dir=sv.fsync_dir,
+            fsync_min_ms=round(min(f, default=0.0), 3), fsync_p50_ms=_pct(f, 50),
+            fsync_p99_ms=_pct(f, 99), fsync_max_ms=round(max(f, default=0.0), 3),
+            fsync_samples=len(f), server_events=_longest(list(sv.events)))
+
+
+def _longest(events: list[tuple[int, float]]) -> tuple[tuple[int, float], ...]:
+    """Return the ``MAX_EVENTS`` longest of ``events``, in time order."""
+    return tuple(sorted(sorted(events, key=lambda x: -x[1])[:MAX_EVENTS]))
