@@ -23,9 +23,8 @@ from replicalab.runtime.noise import (
     NoiseMonitor,
     ServerNoise,
     ServerWatch,
-    process_tree,
-    wait_per_run_ms,
 )
+from replicalab.runtime.serverwatch import process_tree, wait_per_run_ms
 
 
 def _measure(block_s: float) -> tuple[NoiseFloor, int, int]:
@@ -124,7 +123,7 @@ def _watched(pids: list[int], fsync_dir: Path | None = None, samples: int = 15
     w = ServerWatch(pids, fsync_dir)
     w.start()
     deadline = time.monotonic() + 30
-    while len(w.waits_ms) < samples and time.monotonic() < deadline:
+    while len(w.sofar().waits_ms) < samples and time.monotonic() < deadline:
         time.sleep(0.05)
     return w.stop()
 

@@ -13,7 +13,8 @@ Two instruments run beside a workload, in its event loop, for as long as it runs
   the fastest one seen is what one hop through the emulation added: the emulated links of
   a run are the same Toxiproxy process on the same cores.
 
-and, in a thread, beside the servers the run measures (:class:`ServerWatch`):
+and, in a process of its own beside the servers the run measures (:class:`ServerWatch`,
+``runtime/serverwatch.py``):
 
 * their **run-queue wait**: how long the servers' threads (and their children's, and
   Toxiproxy's) waited for a core each time they were woken, from the kernel's per-thread
@@ -41,6 +42,9 @@ import contextlib
 import math
 import os
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterable
@@ -67,12 +71,9 @@ MAX_EVENTS = 2000
 """Events kept per run (the longest, when there are more)."""
 SERVER_EVERY_MS = 100.0
 """How often the servers' threads and the fsync are sampled (ms), at the most."""
-SERVER_CPU_SHARE = 0.04
-"""The share of one core the server watch may take: reading a thread's schedstat costs about
-11 µs here, and three Cassandra JVMs have some 450 threads, so it then samples less often."""
-TREE_EVERY = 10
-"""Samples between two walks of the servers' process trees (a restarted child is found)."""
-SYNC_BYTES = 4096
+SERVER_MAX_S = 6 * 3600.0
+"""The longest the server watch runs if nobody stops it (a client killed with -9 closes its
+stdin, which stops it too)."""
 
 
 def _pct(x: list[float], q: float) -> float:
@@ -258,60 +259,6 @@ class EchoServer:
         self._sock.close()
 
 
-def process_tree(pids: Iterable[int]) -> list[int]:
-    """Return those of ``pids`` that are alive and all their live descendants (the servers a
-    wrapper started: etcd under its demultiplexer, a JVM under its launcher)."""
-    out: list[int] = []
-    todo = [p for p in pids if p > 0]
-    while todo:
-        pid = todo.pop()
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        if pid in out:
-            continue
-        out.append(pid)
-        for tid in tids:
-            with (contextlib.suppress(OSError, ValueError),
-                  open(f"/proc/{pid}/task/{tid}/children") as f):
-                todo += [int(x) for x in f.read().split()]
-    return out
-
-
-def run_queue(pids: Iterable[int]) -> dict[tuple[int, int], tuple[int, int]]:
-    """Return, per thread (pid, tid) of ``pids``, the ns it has waited for a core and how
-    many times it has run since it began (``/proc/PID/task/TID/schedstat``; a thread that
-    ended while being read is left out)."""
-    out: dict[tuple[int, int], tuple[int, int]] = {}
-    for pid in pids:
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
-                    _, waited, runs = f.read().split()[:3]
-                out[(pid, int(tid))] = (int(waited), int(runs))
-            except (OSError, ValueError):
-                continue
-    return out
-
-
-def wait_per_run_ms(before: dict[tuple[int, int], tuple[int, int]],
-                    after: dict[tuple[int, int], tuple[int, int]]) -> float | None:
-    """Return the mean wait for a core per time a thread ran (ms) between two
-    :func:`run_queue` samples, over the threads in both (None when none of them ran)."""
-    waited = runs = 0
-    for key, (w1, r1) in after.items():
-        if key in before:
-            w0, r0 = before[key]
-            waited += max(w1 - w0, 0)
-            runs += max(r1 - r0, 0)
-    return waited / runs / 1e6 if runs else None
-
-
 @dataclass(frozen=True)
 class ServerNoise:
     """What :class:`ServerWatch` measured (ms; the events as (monotonic ns, ms))."""
@@ -322,82 +269,82 @@ class ServerNoise:
     fsyncs_ms: tuple[float, ...]
     events: tuple[tuple[int, float], ...]
 
+    @classmethod
+    def parse(cls, text: str, fsync_dir: str) -> ServerNoise:
+        """Return what the lines of ``runtime/serverwatch.py`` say (a last line cut short
+        by a kill is left out); an fsync's event is its time above the fastest before it."""
+        waits, fsyncs, events, threads = [], [], [], 0
+        fastest = math.inf
+        for line in text.splitlines():
+            parts = line.split()
+            try:
+                if parts[0] == "t":
+                    threads = max(threads, int(parts[1]))
+                elif parts[0] in ("w", "f") and len(parts) == 3:
+                    ns, ms = int(parts[1]), float(parts[2])
+                    if parts[0] == "w":
+                        waits.append(ms)
+                        added = ms
+                    else:
+                        fsyncs.append(ms)
+                        fastest = min(fastest, ms)
+                        added = ms - fastest
+                    if added >= EVENT_MS:
+                        events.append((ns, round(added, 3)))
+            except (IndexError, ValueError):
+                continue
+        return cls(tuple(waits), threads, fsync_dir if fsyncs else "", tuple(fsyncs),
+                   tuple(events))
+
 
 class ServerWatch:
-    """Samples, in a thread of its own, the run-queue wait of ``pids``' threads (and their
-    descendants') and, when ``fsync_dir`` is given, how long a 4 KiB write and fsync take
-    there, every ``every_ms`` or less often (at most ``SERVER_CPU_SHARE`` of a core)."""
+    """Samples, in a process of its own (``runtime/serverwatch.py``), the run-queue wait of
+    ``pids``' threads (and their descendants') and, when ``fsync_dir`` is given, how long a
+    4 KiB write and fsync take there, every ``every_ms`` or less often (at most
+    ``serverwatch.CPU_SHARE`` of a core); ``max_s``: it stops on its own after that long."""
 
     def __init__(self, pids: Iterable[int], fsync_dir: str | Path | None = None,
-                 every_ms: float = SERVER_EVERY_MS) -> None:
-        self.pids = list(pids)
-        self.fsync_dir = Path(fsync_dir) if fsync_dir else None
-        self.every_s = every_ms / 1000
-        self.waits_ms: list[float] = []
-        self.fsyncs_ms: list[float] = []
-        self.events: list[tuple[int, float]] = []
-        self.threads = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="noise-servers", daemon=True)
+                 every_ms: float = SERVER_EVERY_MS, max_s: float = SERVER_MAX_S) -> None:
+        self.pids = [p for p in pids if p > 0]
+        self.fsync_dir = str(fsync_dir) if fsync_dir else ""
+        self.every_ms, self.max_s = every_ms, max_s
+        fd, name = tempfile.mkstemp(prefix="replicalab-serverwatch-", suffix=".txt")
+        os.close(fd)
+        self.out = Path(name)
+        self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        """Start sampling."""
-        self._thread.start()
+        """Start the watching process."""
+        argv = [sys.executable, "-m", "replicalab.runtime.serverwatch", str(self.out),
+                str(self.every_ms), str(self.max_s)]
+        argv += [self.fsync_dir] if self.fsync_dir else []
+        self._proc = subprocess.Popen([*argv, "--", *map(str, self.pids)],
+                                      stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
 
-    def _run(self) -> None:
-        fd, path = -1, None
-        if self.fsync_dir is not None:
-            path = self.fsync_dir / f".replicalab-noise-{os.getpid()}-{id(self)}"
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-            except OSError:
-                self.fsync_dir = None  # the floor says it measured none
-        block = b"\0" * SYNC_BYTES
-        tree: list[int] = []
-        before: dict[tuple[int, int], tuple[int, int]] = {}
-        fastest, n = math.inf, 0
+    def sofar(self) -> ServerNoise:
+        """Return what was measured so far (the process goes on)."""
         try:
-            while not self._stop.is_set():
-                t0 = time.perf_counter()
-                if n % TREE_EVERY == 0:
-                    tree = process_tree(self.pids)
-                n += 1
-                now = run_queue(tree)
-                self.threads = max(self.threads, len(now))
-                per = wait_per_run_ms(before, now) if before else None
-                before = now
-                if per is not None:
-                    self.waits_ms.append(per)
-                    if per >= EVENT_MS:
-                        self.events.append((time.monotonic_ns(), round(per, 3)))
-                cost = time.perf_counter() - t0
-                if fd >= 0:
-                    f0 = time.perf_counter()
-                    os.pwrite(fd, block, 0)
-                    os.fsync(fd)
-                    took = (time.perf_counter() - f0) * 1000
-                    self.fsyncs_ms.append(took)
-                    fastest = min(fastest, took)
-                    if took - fastest >= EVENT_MS:
-                        self.events.append((time.monotonic_ns(), round(took - fastest, 3)))
-                self._stop.wait(max(self.every_s, cost / SERVER_CPU_SHARE))
+            return ServerNoise.parse(self.out.read_text(), self.fsync_dir)
         except OSError:
-            return  # the disk or /proc refused: what was measured stands
-        finally:
-            if fd >= 0:
-                os.close(fd)
-            if path is not None:
-                with contextlib.suppress(OSError):
-                    path.unlink()
+            return ServerNoise((), 0, "", (), ())
 
     def stop(self, timeout_s: float = STOP_S) -> ServerNoise:
-        """Stop sampling (within ``timeout_s``, or leave the thread to end on its own: an
-        fsync can block longer) and return what was measured."""
-        self._stop.set()
-        self._thread.join(timeout_s)
-        return ServerNoise(tuple(self.waits_ms), self.threads,
-                           str(self.fsync_dir) if self.fsyncs_ms else "",
-                           tuple(self.fsyncs_ms), tuple(self.events))
+        """Stop the process (it ends at once unless an fsync holds it: then it is killed
+        after ``timeout_s``) and return what it measured."""
+        if self._proc is not None:
+            with contextlib.suppress(OSError):
+                assert self._proc.stdin is not None
+                self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        got = self.sofar()
+        with contextlib.suppress(OSError):
+            self.out.unlink()
+        return got
 
 
 class NoiseMonitor:
