@@ -295,6 +295,36 @@ def test_a_restarted_lost_store_still_loading_is_waited_for_not_written_off(dcs)
     run(go())
 
 
+def test_counter_recover_from_urls_waits_for_a_lost_store_still_loading(dcs):
+    """What ``replicalab counter recover`` runs, given each DC's store: an operator who runs
+    it just after restarting the lost DC's Redis, while it still answers LOADING, gets EU's
+    rights recovered, not written off; a store that never answers is written off after
+    ``ready_s``."""
+    from replicalab.counters.recovery import recover_from_urls
+
+    async def go() -> None:
+        mws = await _lose_eu_with_unsynced_sales(dcs, sold=10)
+        try:
+            urls = {dc: f"dc://{dc}" for dc in DCS}
+            dead = _StillLoading(dcs, "EU", 60.0)
+            dead.start_store("EU")
+            (r,) = await recover_from_urls(["k"], "EU", urls, ready_s=0.3,
+                                           opener=lambda u: dead.store(u[5:]))
+            assert (r.source, r.written_off) == ("unreadable", {"dec": 30})
+            slow = _StillLoading(dcs, "EU", 0.5)
+            slow.start_store("EU")
+            (r,) = await recover_from_urls(["k"], "EU", urls,
+                                           opener=lambda u: slow.store(u[5:]))
+            assert slow.refused > 0
+            assert (r.source, r.held, r.written_off) == ("final state", {"dec": 20},
+                                                         {"dec": 0})
+        finally:
+            for m in mws.values():
+                await m.close()
+
+    run(go())
+
+
 def test_a_restarted_lost_store_that_never_answers_has_its_rights_written_off(dcs):
     async def go() -> None:
         mws = await _lose_eu_with_unsynced_sales(dcs, sold=10)

@@ -209,7 +209,8 @@ def recover(
     as_json: JsonOpt = False,
 ) -> None:
     """Move every right a lost data centre held to the survivors (seed 004 §IV-E), from its
-    final state: its store, restarted from its disk; written off if that is gone.
+    final state: its store, restarted from its disk (given 10 s to finish loading it);
+    written off if that is gone.
 
     Example: replicalab counter recover stock --lost EU --store US-E=redis://127.0.0.1:7001
     --store US-W=redis://127.0.0.1:7002 --store EU=redis://127.0.0.1:7003

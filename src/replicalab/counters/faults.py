@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from replicalab.counters.crdt import BoundedCounter
-from replicalab.counters.recovery import Recovery, recover
-from replicalab.counters.service import state_key
+from replicalab.counters.recovery import READY_S, Recovery, open_answering, recover
 from replicalab.stores import Client, Store, StoreError
 
 FAULTS = ("partition", "dc-loss")
@@ -99,40 +98,6 @@ async def _sessions(topo: Topology, dcs: Sequence[str]) -> tuple[list[Store], di
     return stores, clients
 
 
-READY_S = 10.0
-"""How long a restarted lost store may take to answer (replay its log) before its DC's rights
-are written off as unreadable."""
-
-
-async def _open_restarted(topo: Topology, lost: str, keys: Sequence[str], ready_s: float
-                          ) -> tuple[Store, Client] | None:
-    """Return a session of ``lost``'s restarted store once it answers a consistent read, or
-    None when it has not within ``ready_s``.
-
-    A restarted server listens before it has loaded its data: Redis accepts connections and
-    answers "LOADING Redis is loading the dataset in memory" to every command (PING included)
-    while it replays its append-only file, and :meth:`Topology.start_store` returns as soon as
-    the port listens. Taking that first refusal for a lost disk wrote the lost DC's rights off
-    and left what it acknowledged since its last synchronisation out of every survivor's
-    state (a bench drift of + those decrements); on an idle machine the loader wins the race,
-    on a busy one the operator's first command arrives first. So wait until it answers."""
-    deadline = time.monotonic() + ready_s
-    probe = [state_key(keys[0])] if keys else []
-    while True:
-        store = topo.store(lost)
-        try:
-            client = await store.connect()
-            if probe:
-                await client.read(probe, consistent=True)
-            return store, client
-        except (ValueError, OSError, StoreError):
-            with contextlib.suppress(Exception):
-                await store.close()
-            if time.monotonic() >= deadline:
-                return None
-            await asyncio.sleep(0.05)
-
-
 async def recover_lost(topo: Topology, lost: str, survivors: Sequence[str],
                        keys: Sequence[str], ready_s: float = READY_S) -> list[Recovery]:
     """Restart ``lost``'s store from its data directory, recover every counter of ``keys``
@@ -144,7 +109,7 @@ async def recover_lost(topo: Topology, lost: str, survivors: Sequence[str],
     try:
         try:
             await _in_thread(topo.start_store, lost)
-            got = await _open_restarted(topo, lost, keys, ready_s)
+            got = await open_answering(lambda: topo.store(lost), keys, ready_s)
             if got is not None:
                 opened.append(got[0])
                 lost_client = got[1]

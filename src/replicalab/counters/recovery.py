@@ -33,15 +33,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from replicalab.counters.crdt import BoundedCounter, CounterError
 from replicalab.counters.rights import directions, rights_of
-from replicalab.counters.service import UnknownCounter, read_state, write_state
+from replicalab.counters.service import UnknownCounter, read_state, state_key, write_state
 from replicalab.errors import ParameterError
-from replicalab.stores import Client, ConditionFailed, StoreError
+from replicalab.stores import Client, ConditionFailed, Store, StoreError
 
 RETRIES = 20
 """Conditional-write attempts per store before recovery gives up (each loses only to a
@@ -185,12 +186,45 @@ async def _recover_at_lost(client: Client, key: str, lost: str, merged: BoundedC
                        "is its middleware still running? (a lost DC must be stopped)")
 
 
+READY_S = 10.0
+"""How long a restarted lost store may take to answer (replay its log) before its DC's rights
+are written off as unreadable (s)."""
+
+
+async def open_answering(make: Callable[[], Store], keys: Sequence[str], ready_s: float
+                         ) -> tuple[Store, Client] | None:
+    """Return a session of the store ``make`` opens once it answers a consistent read of the
+    first counter of ``keys``, or None when it has not within ``ready_s`` seconds.
+
+    A restarted server listens before it has loaded its data: Redis accepts connections and
+    answers "LOADING Redis is loading the dataset in memory" to every command (PING included)
+    while it replays its append-only file. Taking that first refusal for a lost disk wrote
+    the lost DC's rights off and left what it acknowledged since its last synchronisation out
+    of every survivor's state (a bench drift of + those decrements; on an idle machine the
+    loader wins the race, on a busy one the operator's first command arrives first)."""
+    deadline = time.monotonic() + ready_s
+    probe = [state_key(keys[0])] if keys else []
+    while True:
+        store = make()
+        try:
+            client = await store.connect()
+            if probe:
+                await client.read(probe, consistent=True)
+            return store, client
+        except (ValueError, OSError, StoreError):
+            with contextlib.suppress(Exception):
+                await store.close()
+            if time.monotonic() >= deadline:
+                return None
+            await asyncio.sleep(0.05)
+
+
 async def recover_from_urls(keys: Sequence[str], lost: str, urls: Mapping[str, str],
-                            opener: Any = None) -> list[Recovery]:
+                            opener: Any = None, ready_s: float = READY_S) -> list[Recovery]:
     """Recover every counter of ``keys`` from data centre ``lost``, each DC's store given
-    by its URL (``urls[lost]``: the lost DC's store restarted from its disk; when it cannot
-    be reached, its rights are written off). Unavailable naming a survivor that cannot be
-    reached; ValueError for a lost DC that is not among ``urls``."""
+    by its URL (``urls[lost]``: the lost DC's store restarted from its disk; when it has not
+    answered within ``ready_s`` seconds, its rights are written off). Unavailable naming a
+    survivor that cannot be reached; ValueError for a lost DC that is not among ``urls``."""
     from replicalab.stores import open_store
 
     opener = opener or open_store
@@ -204,18 +238,18 @@ async def recover_from_urls(keys: Sequence[str], lost: str, urls: Mapping[str, s
     lost_client = None
     try:
         for dc, url in urls.items():
+            if dc == lost:  # restarted just now, it may still be loading its data
+                got = await open_answering(lambda url=url: opener(url), keys, ready_s)
+                if got is not None:  # else its disk is gone too: its rights are written off
+                    stores.append(got[0])
+                    lost_client = got[1]
+                continue
             store = opener(url)
             stores.append(store)
             try:
-                client = await store.connect()
+                clients[dc] = await store.connect()
             except (ValueError, OSError, StoreError) as err:
-                if dc == lost:
-                    continue  # its disk is gone too: its rights are written off
                 raise StoreError(f"cannot reach {dc}'s store: {err}") from None
-            if dc == lost:
-                lost_client = client
-            else:
-                clients[dc] = client
         return [await recover(k, lost, lost_client, clients, seed=i)
                 for i, k in enumerate(keys)]
     finally:
