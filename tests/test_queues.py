@@ -161,6 +161,22 @@ def test_central_lease_processes_exactly_once_without_stalls(seed):
     assert s["added_latency_ms"] > 100  # a SimpleDB conditional put and a consistent read
 
 
+@pytest.mark.parametrize("strategy", ["central-lease", "central-detect"])
+def test_a_message_dead_lettered_while_its_owner_works_is_committed_once(strategy):
+    # each processing (1.5 s) outlasts two 0.5 s visibility timeouts (the lease strategies
+    # leave them as they are), and the second redelivery is the
+    # last: the message is dead-lettered while its owner still works. The run waits for
+    # that work (stopping at the dead-letter recorded "dead-lettered without a commit",
+    # which a CPU hog once made the real PostgreSQL run do); a strategy that lets the
+    # redeliveries process it too fails on the duplicates
+    s = summary(queue="sim://sqs?max_receives=2", consumers=3, messages=2, batch=1,
+                strategy=strategy, visibility_s=0.5, process_ms=1500, process_sigma=0.0,
+                slow_fraction=0.0, empty_poll_ms=20, seed=3)
+    assert s["dead_lettered"] >= 1, s  # the case under test happened
+    assert s["dead_lettered_without_commit"] == 0 and s["lost"] == 0, s
+    assert s["duplicate_processing"] == 0 and s["exactly_once"], s
+
+
 def test_conflict_detection_lowers_the_cost_and_stays_exactly_once():
     costs = {}
     for strategy in ("central-lease", "central-detect"):

@@ -66,6 +66,7 @@ class QueueLog:
         self.cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
         self.sink = sink
         self.open_commits: set[int] = set()  # commit rows not closed yet
+        self.open_processes: dict[int, str] = {}  # process rows not closed yet: message id
 
     def row(self, index: int) -> dict[str, Any]:
         """Return row ``index`` as a dict."""
@@ -89,6 +90,8 @@ class QueueLog:
         i = len(c["kind"]) - 1
         if kind == "commit":
             self.open_commits.add(i)
+        elif kind == "process":
+            self.open_processes[i] = msg_id
         if self.sink is not None:
             self.sink(i, self.row(i))
         return i
@@ -99,6 +102,7 @@ class QueueLog:
         c["complete_ns"][index] = now_ns
         c["outcome"][index] = outcome
         self.open_commits.discard(index)
+        self.open_processes.pop(index, None)
         for name, value in fields.items():
             c[name][index] = value
         if self.sink is not None:
@@ -119,6 +123,7 @@ class QueueLog:
             if outcome == "invoke" and (process is None or c["process"][i] == process):
                 c["outcome"][i], c["complete_ns"][i], c["note"][i] = "info", now_ns, note
                 self.open_commits.discard(i)
+                self.open_processes.pop(i, None)
                 n += 1
                 if self.sink is not None:
                     self.sink(i, self.row(i))

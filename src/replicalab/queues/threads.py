@@ -104,7 +104,7 @@ def run_threads(spec: QueueSpec, progress: Callable[[float], None] | None = None
         try:
             await _until_finished(spec, rt, queue, ctx, producers, tasks, acked, dead, notes,
                                   t0[0], progress)
-            await settle_commits(rt, log, CHECK_EVERY_NS[rt.virtual])
+            await settle_commits(rt, log, CHECK_EVERY_NS[rt.virtual], dead=lambda: dead)
         finally:
             ctx.stopping = True
             end[0] = rt.now_ns()

@@ -5,7 +5,7 @@ receipt, central-store clients, and the consumer's own clock."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -268,10 +268,21 @@ class Worker:
 
 
 async def settle_commits(rt: Runtime, log: QueueLog, every_ns: int,
-                         limit_ns: int = SETTLE_LIMIT_S * NS_PER_S) -> None:
-    """Wait (up to ``limit_ns``) for the commits still in flight to learn their outcome: a
-    consumer may be committing a message another has already found committed and deleted,
-    and a record cut before the reply could not say what happened."""
+                         limit_ns: int = SETTLE_LIMIT_S * NS_PER_S,
+                         dead: Callable[[], Collection[str]] = frozenset) -> None:
+    """Wait (up to ``limit_ns``) for the commits still in flight to learn their outcome, and
+    for the processing of a message in ``dead()`` (dead-lettered) to reach its commit: a
+    consumer may be committing a message another has already found committed and deleted, a
+    record cut before the reply could not say what happened, and a message dead-lettered
+    while its owner still works on it is committed once that work ends (stopping first
+    recorded it "dead-lettered without a commit" when a busy machine slowed the owner)."""
     deadline = rt.now_ns() + limit_ns
-    while log.open_commits and rt.now_ns() < deadline:
+
+    def working() -> bool:
+        if log.open_commits:
+            return True
+        gone = dead() if log.open_processes else ()
+        return any(m in gone for m in log.open_processes.values())
+
+    while working() and rt.now_ns() < deadline:
         await rt.sleep_ns(min(every_ns, deadline - rt.now_ns()))
