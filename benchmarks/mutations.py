@@ -40,20 +40,20 @@ class Mutant:
 
 PBS_TEST = ("tests/test_pbs_evidence.py",)
 _PBS = """
-from replicalab.models import pbs
+from replicalab.experiments import against
 import numpy as np
-_real = pbs.t_visibility_after_ack
-def t_visibility_after_ack(m, r, w, t_ms, hop_ms, trials=100_000, seed=1, added=None):
-    t = np.asarray(t_ms, dtype=float)
+_real = against.PbsPrediction.__call__
+def __call__(self, ts):
+    t = np.asarray(ts, dtype=float)
     return {body}
-pbs.t_visibility_after_ack = t_visibility_after_ack
+against.PbsPrediction.__call__ = __call__
 """
 
 MUTANTS = (
     Mutant("pbs-shift-late", "the shipped PBS prediction shifted 5 ms later", PBS_TEST,
-           _PBS.format(body="_real(m, r, w, t - 5.0, hop_ms, trials, seed, added)")),
+           _PBS.format(body="_real(self, t - 5.0)")),
     Mutant("pbs-shift-early", "the shipped PBS prediction shifted 5 ms earlier", PBS_TEST,
-           _PBS.format(body="_real(m, r, w, t + 5.0, hop_ms, trials, seed, added)")),
+           _PBS.format(body="_real(self, t + 5.0)")),
     Mutant("pbs-step", "a step at dc3's 40 ms US-E -> US-W one-way delay", PBS_TEST,
            _PBS.format(body="(t >= 40.0).astype(float)")),
     Mutant("pbs-constant", "a constant 1.0", PBS_TEST, _PBS.format(body="np.ones(len(t))")),

@@ -66,6 +66,11 @@ MODEL = against.PBS_MODEL
 EARLIER_MODEL = ("one-way legs of half the round trips' mean, deviations over sqrt 2, chosen "
                  "2026-11-27")
 """The model a recording judged before ``model`` was written into its files."""
+JUDGE = against.PBS_JUDGE
+"""How the shipped model is judged, as each file's ``shipped_model.judge`` names it."""
+EARLIER_JUDGE = ("each sampled t inside the writes' binomial band (Clopper-Pearson, "
+                 "Bonferroni over the t), the prediction taken as exact")
+"""The judge before ``judge`` was written into the files (until 2026-11-30)."""
 
 
 def shipped_prediction(cal: dict, floor: NoiseFloor | None) -> object:
@@ -96,10 +101,12 @@ def main() -> None:
         why = against.misread(1, doc.get("read_p50_ms"), cal["read_overhead_ms"],
                               traced=doc.get("read_paths", ()))
         was = doc["shipped_model"]
-        if was.get("model", EARLIER_MODEL) != MODEL:  # keep what an earlier model scored
+        if (was.get("model", EARLIER_MODEL), was.get("judge", EARLIER_JUDGE)) != (MODEL, JUDGE):
+            # keep what an earlier model, or an earlier judge, said
             doc["superseded"] = [*doc.get("superseded", []),
-                                 {**was, "model": was.get("model", EARLIER_MODEL)}]
-        doc["shipped_model"] = {**judged.to_json(), "model": MODEL,
+                                 {**was, "model": was.get("model", EARLIER_MODEL),
+                                  "judge": was.get("judge", EARLIER_JUDGE)}]
+        doc["shipped_model"] = {**judged.to_json(), "model": MODEL, "judge": JUDGE,
                                 "verdict": against.pbs_verdict([judged], floor, why=why)}
         args.rejudge.write_text(json.dumps(doc) + "\n")
         print(f"{args.rejudge}: {doc['shipped_model']['verdict']}; {judged.line()}")
@@ -156,7 +163,8 @@ def main() -> None:
         "read_p50_ms": read_p50_ms,
         "read_paths": paths,
         "visibility": vis.to_json(),
-        "shipped_model": {**judged.to_json(), "model": MODEL, "verdict": verdict},
+        "shipped_model": {**judged.to_json(), "model": MODEL, "judge": JUDGE,
+                          "verdict": verdict},
     }
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"pbs-cassandra-{started:%Y-%m-%d}-{args.label}.json"

@@ -15,7 +15,10 @@ those three mutants of the model)."""
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -48,16 +51,38 @@ MODEL = against.PBS_MODEL
 
 
 def _load(name: str) -> dict:
-    return json.loads((DATA / name).read_text())
+    return {**json.loads((DATA / name).read_text()), "name": name}
 
 
-def _shipped(doc: dict):
-    """The shipped model's prediction from a recording's legs and noise floor (what the
-    command predicts)."""
+@functools.cache
+def _shipped_of(name: str) -> against.PbsPrediction:
+    doc = _load(name)
     cal = doc["calibration"]
     floor = NoiseFloor.from_json(doc["noise"]) if doc.get("noise") else None
     return against.pbs_prediction(cal["write_rt_ms"], cal["read_rt_ms"], cal["hop_ms"], floor,
                                   trials=TRIALS)
+
+
+def _shipped(doc: dict) -> against.PbsPrediction:
+    """The shipped model's prediction from a recording's legs and noise floor (what the
+    command predicts), with its bootstrap spread (computed once per recording)."""
+    return _shipped_of(doc["name"])
+
+
+@dataclass(frozen=True)
+class _Wrong:
+    """A wrong prediction carrying the shipped one's spread (at the t it was taken from), so
+    that it is judged as leniently as the shipped model is."""
+
+    curve: Callable[[np.ndarray], np.ndarray]
+    shipped: against.PbsPrediction
+    shift_ms: float = 0.0
+
+    def __call__(self, t):
+        return self.curve(np.asarray(t, dtype=float))
+
+    def spread(self, t):
+        return self.shipped.spread(np.asarray(t, dtype=float) - self.shift_ms)
 
 
 def _misread(doc: dict) -> str | None:
@@ -91,6 +116,7 @@ def test_the_recordings_are_there_and_complete():
         assert doc["machine"]["load_1m"]["samples"] > 0 and doc["noise"]["stall_samples"] > 0
         assert doc["visibility"]["writes"] >= 500, name
         assert doc["shipped_model"]["model"] == MODEL, name
+        assert doc["shipped_model"]["judge"] == against.PBS_JUDGE, name
         if doc["date_utc"] > TRACED_FROM_UTC:
             paths = doc["read_paths"]
             assert len(paths) == 2 and all(p["trace"] and p["intended"] for p in paths), name
@@ -134,11 +160,11 @@ EVIDENCE = [n for n in RECORDINGS if _misread(_load(n)) is None]
 def test_wrong_predictions_fall_outside_the_band(name, wrong):
     doc = _load(name)
     shipped = _shipped(doc)
-    predict = {"5 ms late": lambda t: shipped(np.asarray(t, dtype=float) - 5.0),
-               "5 ms early": lambda t: shipped(np.asarray(t, dtype=float) + 5.0),
-               "a step at the one-way delay": lambda t: (
-                   np.asarray(t, dtype=float) >= doc["one_way_ms"]).astype(float),
-               "a constant 1.0": lambda t: np.ones(len(t))}[wrong]
+    predict = {"5 ms late": _Wrong(lambda t: shipped(t - 5.0), shipped, 5.0),
+               "5 ms early": _Wrong(lambda t: shipped(t + 5.0), shipped, -5.0),
+               "a step at the one-way delay": _Wrong(
+                   lambda t: (t >= doc["one_way_ms"]).astype(float), shipped),
+               "a constant 1.0": _Wrong(lambda t: np.ones(len(t)), shipped)}[wrong]
     j, _ = _judge(doc, predict)
     if not j.has_power:
         pytest.fail(f"{name}: no power to judge ({j.transition_points} t in the transition)")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -130,7 +131,9 @@ def visibility(write_of_read: np.ndarray, t_ms: np.ndarray, fresh: np.ndarray,
 @dataclass(frozen=True)
 class Point:
     """One sampled t: of ``writes`` observed, ``visible`` were surely visible by t,
-    ``undecided`` may have been; the measured fraction's band [lo, hi] and the prediction."""
+    ``undecided`` may have been; the measured fraction's band [lo, hi], the prediction, and
+    the prediction's own standard deviation ``spread`` (0: exact) with the ``z`` it is
+    counted at."""
 
     t_ms: float
     writes: int
@@ -139,6 +142,25 @@ class Point:
     lo: float
     hi: float
     predicted: float
+    spread: float = 0.0
+    z: float = 0.0
+
+    @property
+    def tol_lo(self) -> float:
+        """Return the lowest prediction the point accepts: the band's lower bound, widened
+        in quadrature by z times the prediction's spread."""
+        if self.spread <= 0:
+            return self.lo
+        m = self.measured
+        return max(0.0, m - math.hypot(m - self.lo, self.z * self.spread))
+
+    @property
+    def tol_hi(self) -> float:
+        """Return the highest prediction the point accepts (as :attr:`tol_lo`)."""
+        if self.spread <= 0:
+            return self.hi
+        m = self.measured
+        return min(1.0, m + math.hypot(self.hi - m, self.z * self.spread))
 
     @property
     def measured(self) -> float:
@@ -152,20 +174,22 @@ class Point:
 
     @property
     def inside(self) -> bool:
-        """Return True if the prediction lies within the band."""
-        return self.lo <= self.predicted <= self.hi
+        """Return True if the prediction lies within the band (widened by its spread)."""
+        return self.tol_lo <= self.predicted <= self.tol_hi
 
     @property
     def miss(self) -> float:
         """Return how far the prediction lies outside the band (0 inside; a fraction)."""
-        return max(self.lo - self.predicted, self.predicted - self.hi, 0.0)
+        return max(self.tol_lo - self.predicted, self.predicted - self.tol_hi, 0.0)
 
     def to_json(self) -> dict[str, float | int | bool]:
         """Return the point as plain data (ms, counts, fractions)."""
         return {"t_ms": self.t_ms, "writes": self.writes, "visible": self.visible,
                 "undecided": self.undecided, "measured": round(self.measured, 6),
                 "band_lo": round(self.lo, 6), "band_hi": round(self.hi, 6),
-                "predicted": round(self.predicted, 6), "judged": self.judged,
+                "predicted": round(self.predicted, 6),
+                "prediction_sd": round(self.spread, 6), "tol_lo": round(self.tol_lo, 6),
+                "tol_hi": round(self.tol_hi, 6), "judged": self.judged,
                 "inside": self.inside}
 
 
@@ -248,9 +272,12 @@ class Judgement:
         w = self.worst
         if w is None:
             return "no sampled t had enough writes to judge"
+        spread = ("" if w.spread <= 0 else
+                  f"; with the prediction's own spread {100 * w.tol_lo:.1f}-"
+                  f"{100 * w.tol_hi:.1f} %")
         where = (f"at {w.t_ms:g} ms predicted {100 * w.predicted:.1f} %, measured "
-                 f"{100 * w.measured:.1f} % (band {100 * w.lo:.1f}-{100 * w.hi:.1f} %, "
-                 f"{w.writes} writes)")
+                 f"{100 * w.measured:.1f} % (band {100 * w.lo:.1f}-{100 * w.hi:.1f} %"
+                 f"{spread}, {w.writes} writes)")
         if self.outside:
             return (f"outside the sampling band at {len(self.outside)} of {len(self.judged)} "
                     f"sampled t; farthest {where}")
@@ -269,7 +296,9 @@ class Judgement:
 def judge(predict: Callable[[np.ndarray], np.ndarray], v: Visibility,
           t_ms: Sequence[float] | None = None, alpha: float = ALPHA) -> Judgement:
     """Return ``predict`` (P(consistent) at each t, ms after the ack) judged against the
-    writes' visibility ``v`` at every sampled t (default :func:`sample_times`)."""
+    writes' visibility ``v`` at every sampled t (default :func:`sample_times`). A
+    ``predict`` with a ``spread(t)`` (its own standard deviation, e.g. from resampling its
+    calibration) widens each band in quadrature by z times it, z at the band's level."""
     ts = np.asarray(sample_times() if t_ms is None else t_ms, dtype=float)
     lo_t, hi_t = np.asarray(v.last_stale_ms), np.asarray(v.first_fresh_ms)
     visible = (hi_t[None, :] <= ts[:, None]).sum(axis=1)
@@ -282,9 +311,14 @@ def judge(predict: Callable[[np.ndarray], np.ndarray], v: Visibility,
     hi = (clopper_pearson((visible + undecided).tolist(), n, a, upper=True) if n
           else np.ones(len(ts)))
     pred = np.asarray(predict(ts), dtype=float)
-    return Judgement(tuple(Point(float(t), n, int(x), int(u), float(a_), float(b_), float(p))
-                           for t, x, u, a_, b_, p in zip(ts, visible, undecided, lo, hi, pred,
-                                                         strict=True)), alpha)
+    spread_of = getattr(predict, "spread", None)
+    sd = (np.zeros(len(ts)) if spread_of is None
+          else np.asarray(spread_of(ts), dtype=float))
+    z = NormalDist().inv_cdf(1 - a / 2)
+    return Judgement(tuple(Point(float(t), n, int(x), int(u), float(a_), float(b_), float(p),
+                                 float(s_), z if s_ > 0 else 0.0)
+                           for t, x, u, a_, b_, p, s_ in zip(ts, visible, undecided, lo, hi,
+                                                             pred, sd, strict=True)), alpha)
 
 
 @dataclass(frozen=True)

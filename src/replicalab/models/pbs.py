@@ -310,9 +310,17 @@ def t_visibility_after_ack(m: Wars, r: int, w: int, t_ms: Sequence[float], hop_m
     before the read reaches its coordinator, so the model is evaluated at t + hop_ms.
     ``added(rng, n)``: n draws (ms) of a delay the machine adds to a write's visibility
     (``NoiseFloor.draw_added``), one per trial on top of the legs' threshold."""
+    tau = thresholds_after_ack(m, r, w, trials, seed, added)
+    return np.searchsorted(tau, np.asarray(t_ms, dtype=float) + hop_ms, side="right") / len(tau)
+
+
+def thresholds_after_ack(m: Wars, r: int, w: int, trials: int = 100_000, seed: int = 1,
+                         added: Callable[[np.random.Generator, int], np.ndarray] | None
+                         = None) -> np.ndarray:
+    """Return the sorted thresholds (ms after commit) of :func:`t_visibility_after_ack`,
+    each trial's ``added`` delay included: P(consistent) at t is the share at most t +
+    hop."""
     tau = visibility_thresholds(m, r, w, trials, seed)
     if added is not None:
         tau = tau + added(np.random.default_rng(seed + 1), trials)
-    tau = np.sort(tau)
-    t = np.asarray(t_ms, dtype=float) + hop_ms
-    return np.searchsorted(tau, t, side="right") / len(tau)
+    return np.sort(tau)
