@@ -97,9 +97,10 @@ def main() -> None:
         vis = visibility.Visibility.from_json(doc["visibility"])
         floor = NoiseFloor.from_json(doc["noise"]) if doc.get("noise") else None
         cal = doc["calibration"]
-        judged = visibility.judge(shipped_prediction(cal, floor), vis)
         why = against.misread(1, doc.get("read_p50_ms"), cal["read_overhead_ms"],
                               traced=doc.get("read_paths", ()))
+        pair = against.judge_pbs(shipped_prediction(cal, floor), vis, floor, why)
+        judged = pair.judgement
         was = doc["shipped_model"]
         if (was.get("model", EARLIER_MODEL), was.get("judge", EARLIER_JUDGE)) != (MODEL, JUDGE):
             # keep what an earlier model, or an earlier judge, said
@@ -107,7 +108,7 @@ def main() -> None:
                                  {**was, "model": was.get("model", EARLIER_MODEL),
                                   "judge": was.get("judge", EARLIER_JUDGE)}]
         doc["shipped_model"] = {**judged.to_json(), "model": MODEL, "judge": JUDGE,
-                                "verdict": against.pbs_verdict([judged], floor, why=why)}
+                                "noise_fit_ms": pair.fit_ms, "verdict": pair.verdict}
         args.rejudge.write_text(json.dumps(doc) + "\n")
         print(f"{args.rejudge}: {doc['shipped_model']['verdict']}; {judged.line()}")
         return
@@ -140,9 +141,9 @@ def main() -> None:
                    "write_overhead_ms": cal.write_overhead_ms,
                    "read_overhead_ms": cal.read_overhead_ms, "hop_ms": round(cal.hop_ms, 4)}
     # judged from the file's own (rounded) figures, as the test judges it again
-    judged = visibility.judge(shipped_prediction(calibration, floor), vis)
     why = against.misread(1, read_p50_ms, calibration["read_overhead_ms"], traced=paths)
-    verdict = against.pbs_verdict([judged], floor, why=why)
+    pair = against.judge_pbs(shipped_prediction(calibration, floor), vis, floor, why)
+    judged, verdict = pair.judgement, pair.verdict
     doc = {
         "schema": "replicalab.pbs-recording/1",
         "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
@@ -164,12 +165,12 @@ def main() -> None:
         "read_paths": paths,
         "visibility": vis.to_json(),
         "shipped_model": {**judged.to_json(), "model": MODEL, "judge": JUDGE,
-                          "verdict": verdict},
+                          "noise_fit_ms": pair.fit_ms, "verdict": verdict},
     }
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"pbs-cassandra-{started:%Y-%m-%d}-{args.label}.json"
     path.write_text(json.dumps(doc) + "\n")
-    said = against.verdict_line(verdict, floor, against.PBS_NOISE_TOLERANCE_MS, why)
+    said = against.verdict_line(verdict, floor, against.PBS_NOISE_TOLERANCE_MS, why, pair.fit_ms)
     print(f"{path}: {vis.writes} writes, {vis.reads} reads, {vis.out_of_order} out of order; "
           f"shipped model {judged.line()}; {judged.transition_points} sampled t in the "
           f"transition; verdict: {said}; "

@@ -192,3 +192,29 @@ def test_model_pbs_refuses_a_jitter_it_cannot_use_in_one_line(tmp_path):
                                    "50ms", "--out", str(tmp_path)])
     assert big.exit_code == 2 and "at most the shortest one-way delay" in big.output
     assert "Traceback" not in big.output and not any(tmp_path.iterdir())
+
+
+def _floor(p99_ms: float) -> NoiseFloor:
+    """A noise floor whose client stalls reached ``p99_ms`` at p99 (nothing else added)."""
+    return NoiseFloor(0.1, p99_ms, p99_ms, 800, "toxiproxy", 0.1, 0.1, 0.1, 0.2, 200, 1.0,
+                      1.0, 2)
+
+
+def test_a_miss_within_the_machines_noise_is_inconclusive_beyond_it_disagrees(measured):
+    """The truth moved 3 ms later misses the band of 1,000 writes; a machine that added 4 ms
+    at p99 could have moved it so ("inconclusive", with the move that fits), one that added
+    1 ms could not ("disagrees"). A prediction that fits only once moved beyond the noise
+    is never excused, and a miss is never excused without a floor."""
+    from replicalab.experiments import against
+
+    late = against.Shifted(_truth, 3.0)
+    assert not V.judge(late, measured).within
+    busy = against.judge_pbs(late, measured, _floor(4.0))
+    assert busy.verdict == "inconclusive" and busy.fit_ms is not None
+    assert -4.0 <= busy.fit_ms < 0  # moved back, earlier, by at most the noise
+    line = against.verdict_line(busy.verdict, _floor(4.0), against.PBS_NOISE_TOLERANCE_MS,
+                                fit_ms=busy.fit_ms)
+    assert "earlier" in line and "4.0 ms the machine added at p99" in line
+    assert against.judge_pbs(late, measured, _floor(1.0)).verdict == "disagrees"
+    assert against.judge_pbs(late, measured, None).verdict == "disagrees"
+    assert against.judge_pbs(_truth, measured, _floor(1.0)).verdict == "agrees"

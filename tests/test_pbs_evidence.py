@@ -101,9 +101,10 @@ show by the reads' latency)."""
 
 
 def _judge(doc: dict, predict) -> tuple[V.Judgement, str]:
-    j = V.judge(predict, V.Visibility.from_json(doc["visibility"]))
     floor = NoiseFloor.from_json(doc["noise"]) if doc.get("noise") else None
-    return j, against.pbs_verdict([j], floor, why=_misread(doc))
+    got = against.judge_pbs(predict, V.Visibility.from_json(doc["visibility"]), floor,
+                            _misread(doc))
+    return got.judgement, got.verdict
 
 
 def test_the_recordings_are_there_and_complete():
@@ -165,7 +166,7 @@ def test_wrong_predictions_fall_outside_the_band(name, wrong):
                "a step at the one-way delay": _Wrong(
                    lambda t: (t >= doc["one_way_ms"]).astype(float), shipped),
                "a constant 1.0": _Wrong(lambda t: np.ones(len(t)), shipped)}[wrong]
-    j, _ = _judge(doc, predict)
+    j = V.judge(predict, V.Visibility.from_json(doc["visibility"]))
     if not j.has_power:
         pytest.fail(f"{name}: no power to judge ({j.transition_points} t in the transition)")
     assert not j.within, (name, wrong, j.line())

@@ -12,9 +12,11 @@ undecided (t between the two), so P(consistent at t) is a binomial proportion ov
 with its own interval: the prediction must lie between the Clopper-Pearson lower bound of the
 visible writes and the upper bound of the visible and undecided ones, at every sampled t, each
 bound at ``1 - alpha / points`` (Bonferroni over the sampled t, so a right model fails the
-whole curve with probability at most ``alpha``). The tolerance is the sampling band and
-nothing else: a curve of 1,000 writes tells a prediction shifted by 5 ms on a 40 ms-wide
-transition from the truth, a curve of 100 does not, and the verdict says which it had.
+whole curve with probability at most ``alpha``). A prediction that knows its own sampling
+error (``spread(t)``: PBS's legs come from a few hundred calibration round trips) widens the
+band by z times it, in quadrature, z at the band's own level; nothing else widens it: a curve
+of 1,000 writes still tells a prediction shifted by 5 ms on a 40 ms-wide transition from
+the truth, a curve of 100 does not, and the verdict says which it had.
 
 A judgement has power only with enough sampled t inside the transition (measured strictly
 between 2 % and 98 %): a step-shaped curve cannot tell one model from another.

@@ -384,12 +384,14 @@ PBS_BOOTSTRAP_TRIALS = 10_000
 spread)."""
 PBS_JUDGE = ("each sampled t inside the writes' binomial band (Clopper-Pearson, Bonferroni "
              "over the t) widened in quadrature by z times the prediction's bootstrap standard "
-             "deviation over resamples of the calibration; chosen 2026-11-30")
+             "deviation over resamples of the calibration; a miss inconclusive when the "
+             "prediction moved by no more than the machine added at p99 fits; chosen "
+             "2026-11-30")
 """How ``model pbs --against`` and each recording's ``shipped_model.judge`` judge a
-prediction. Until 2026-11-30 the prediction counted as exact: a run calibrates its legs from
-380 round trips per replica, whose own sampling error moves the predicted curve by 4-8
-points (95 %), and the command called the shipped model wrong in 3 of 9 runs, quiet or
-busy, each by less than a point outside the measurement's band."""
+prediction (:func:`judge_pbs`). Until 2026-11-30 the prediction counted as exact: a run
+calibrates its legs from 380 round trips per replica, whose own sampling error moves the
+predicted curve by 4-8 points (95 %), and the command called the shipped model wrong in 3
+of 9 runs, quiet or busy, each by less than a point outside the measurement's band."""
 
 
 @dataclass(frozen=True)
@@ -515,12 +517,75 @@ def misread(r: int, read_p50_ms: float | None, own_read_ms: float,
             "replica, so the measured curve is not the path the model was given")
 
 
+@dataclass(frozen=True)
+class Shifted:
+    """A prediction read ``by_ms`` later (negative: earlier) than given, its spread with it:
+    P(consistent) at t is the given one's at t - by_ms."""
+
+    predict: Callable[[Any], np.ndarray]
+    by_ms: float
+
+    def __call__(self, ts: Any) -> np.ndarray:
+        """Return P(consistent) at each t (ms after the ack)."""
+        return np.asarray(self.predict(np.asarray(ts, dtype=float) - self.by_ms), dtype=float)
+
+    def spread(self, ts: Any) -> np.ndarray:
+        """Return the given prediction's spread at each t, moved alike (0 without one)."""
+        t = np.asarray(ts, dtype=float)
+        of = getattr(self.predict, "spread", None)
+        return np.zeros(t.shape) if of is None else np.asarray(of(t - self.by_ms), dtype=float)
+
+
+PBS_SHIFT_STEP_MS = 0.5
+"""The moves :func:`noise_fit_ms` tries, in steps of this (ms)."""
+
+
+def noise_fit_ms(predict: Callable[[Any], np.ndarray], v: visibility.Visibility,
+                 floor: NoiseFloor | None) -> float | None:
+    """Return the smallest move (ms, positive: later) of ``predict``, no larger than what the
+    machine added at p99 while the probe ran, that puts it inside the band at every judged
+    t of ``v``; None when none does (or nothing was measured). The machine moves both ways:
+    a stall before a read or on the replication path makes writes look late, one before a
+    write's ack makes them look early, and the calibration's own round trips (the legs and
+    the clients' hop the model is read by) carry its delays too."""
+    if floor is None or floor.added_p99_ms > PBS_NOISE_TOLERANCE_MS:
+        return None  # inconclusive whatever fits
+    steps = int(floor.added_p99_ms // PBS_SHIFT_STEP_MS)
+    for k in range(1, steps + 1):
+        for by in (k * PBS_SHIFT_STEP_MS, -k * PBS_SHIFT_STEP_MS):
+            if visibility.judge(Shifted(predict, by), v).within:
+                return by
+    return None
+
+
+@dataclass(frozen=True)
+class PbsJudged:
+    """One (R, W) pair judged: the judgement against the sampling band, the move within the
+    machine's noise that fits it when it missed (:func:`noise_fit_ms`), the verdict alone."""
+
+    judgement: visibility.Judgement
+    fit_ms: float | None
+    verdict: str
+
+
+def judge_pbs(predict: Callable[[Any], np.ndarray], v: visibility.Visibility,
+              floor: NoiseFloor | None, why: str | None = None) -> PbsJudged:
+    """Return ``predict`` judged against the writes' visibility ``v``, the noise fit of a
+    miss, and the verdict of this pair alone (:func:`pbs_verdict`)."""
+    j = visibility.judge(predict, v)
+    fit = None if j.within or why is not None else noise_fit_ms(predict, v, floor)
+    return PbsJudged(j, fit, pbs_verdict([j], floor, why=why, fits=[fit]))
+
+
 def pbs_verdict(judged: list[visibility.Judgement], floor: NoiseFloor | None,
-                tolerance_ms: float = PBS_NOISE_TOLERANCE_MS, why: str | None = None) -> str:
+                tolerance_ms: float = PBS_NOISE_TOLERANCE_MS, why: str | None = None,
+                fits: Sequence[float | None] = ()) -> str:
     """Return "agrees", "disagrees", "inconclusive" or "no power" for the pairs judged:
     agreement needs a pair with power and every pair inside its sampling band; a miss is
-    "inconclusive" when the machine added more than ``tolerance_ms`` at p99 while it ran.
-    ``why`` (:func:`misread`): the probe measured another path, and so says nothing."""
+    "inconclusive" when the machine added more than ``tolerance_ms`` at p99 while it ran,
+    or when every pair that missed fits once moved by no more than the machine added
+    (``fits``, per pair: :func:`noise_fit_ms`). ``why`` (:func:`misread`): the probe
+    measured another path, and so says nothing."""
     if why is not None:
         return "inconclusive"
     if not any(j.has_power for j in judged):
@@ -529,15 +594,24 @@ def pbs_verdict(judged: list[visibility.Judgement], floor: NoiseFloor | None,
         return "agrees"
     if floor is not None and floor.added_p99_ms > tolerance_ms:
         return "inconclusive"
+    missed = [f for j, f in zip(judged, list(fits) + [None] * len(judged), strict=False)
+              if j.judged and not j.within]
+    if missed and all(f is not None for f in missed):
+        return "inconclusive"
     return "disagrees"
 
 
 def verdict_line(verdict: str, floor: NoiseFloor | None, tolerance_ms: float,
-                 why: str | None = None) -> str:
+                 why: str | None = None, fit_ms: float | None = None) -> str:
     """Return one sentence for a verdict, with the noise (or ``why``) that made it
-    inconclusive."""
+    inconclusive; ``fit_ms``: the move within the machine's noise that fits a miss."""
     if verdict == "inconclusive" and why is not None:
         return f"inconclusive: {why}"
+    if verdict == "inconclusive" and floor is not None and fit_ms is not None:
+        return (f"inconclusive: the prediction missed the measurement, but moved "
+                f"{abs(fit_ms):g} ms {'later' if fit_ms > 0 else 'earlier'}, "
+                f"within the {floor.added_p99_ms:.1f} ms the machine added at p99, it fits "
+                f"({floor.line()})")
     if verdict == "inconclusive" and floor is not None:
         return (f"inconclusive: the machine added {floor.added_p99_ms:.1f} ms at p99, over "
                 f"the {tolerance_ms:g} ms a verdict can bear ({floor.line()})")
@@ -545,6 +619,8 @@ def verdict_line(verdict: str, floor: NoiseFloor | None, tolerance_ms: float,
              f"the machine added {floor.added_p99_ms:.1f} ms at p99, "
              + ("within" if floor.added_p99_ms <= tolerance_ms else "over")
              + f" the {tolerance_ms:g} ms the verdict can bear")
+    if verdict == "disagrees" and floor is not None:
+        added += ", and no move within it fits"
     return {"agrees": f"the model agrees with the measurement within its tolerance ({added})",
             "disagrees": f"the model is off by more than its tolerance ({added})",
             "no power": "no measured curve has a transition to test the model on"}[verdict]
@@ -563,6 +639,7 @@ def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
     label = f"PBS N={n} against cassandra on {regions}"
     used = region_set(regions).regions[:n]
     judged: list[tuple[int, int, visibility.Judgement, int]] = []
+    fits: list[float | None] = []
     floors: list[NoiseFloor] = []
     whys: list[str] = []
     curves: list[dict[str, Any]] = []
@@ -583,8 +660,10 @@ def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
                 floors.append(floor)
             predict = pbs_prediction(cal.write_rt_ms, cal.read_rt_ms, cal.hop_ms, floor, r, w,
                                      trials, seed)
-            j = visibility.judge(predict, vis)
+            pair = judge_pbs(predict, vis, floor)
+            j = pair.judgement
             judged.append((r, w, j, vis.out_of_order))
+            fits.append(pair.fit_ms)
             path = pbs_real.read_path_of(c, r, w, reader)
             paths.append({"r": r, "w": w, **path.to_json()})
             why = misread(r, pbs_real.read_p50_ms_of_run(Path(m.run_dir)),
@@ -605,14 +684,16 @@ def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
                 "sampled": ([x.t_ms for x in points], [x.measured for x in points])})
     floor = noise.worst(floors)
     why = "; ".join(whys) or None
-    verdict = pbs_verdict([j for _, _, j, _ in judged], floor, why=why)
+    verdict = pbs_verdict([j for _, _, j, _ in judged], floor, why=why, fits=fits)
+    fit = next((f for f in fits if f is not None), None)
     results = pbs_against_results(n, regions, writer, reader, duration_s, trials, seed,
-                                  jitter_ms, used, cal, judged, label, floor, verdict, why)
+                                  jitter_ms, used, cal, judged, label, floor, verdict, why,
+                                  fit)
     results["read_paths"] = paths
     remarks = [f"R={r} W={w}: {j.line()} ({j.transition_points} sampled t inside the "
                f"transition, {visibility.MIN_TRANSITION_POINTS} needed)"
                for r, w, j, _ in judged]
-    remarks.append(verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS, why))
+    remarks.append(verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS, why, fit))
     if verdict == "no power":
         remarks.append("raise --jitter (e.g. 20ms) so that the measured curve has a "
                        "transition to judge")
@@ -624,7 +705,8 @@ def pbs_against_results(n: int, regions: str, writer: str, reader: str, duration
                         cal: pbs_real.Calibration,
                         judged: list[tuple[int, int, visibility.Judgement, int]],
                         label: str, floor: NoiseFloor | None, verdict: str,
-                        why: str | None = None) -> dict[str, Any]:
+                        why: str | None = None, fit_ms: float | None = None
+                        ) -> dict[str, Any]:
     """Return the results.json of ``model pbs --against``: every sampled t per pair with its
     counts and band, the verdict, and the noise floor it was reached under."""
     rows_out = [{"r": r, "w": w, **x.to_json()} for r, w, j, _ in judged for x in j.points]
@@ -646,7 +728,8 @@ def pbs_against_results(n: int, regions: str, writer: str, reader: str, duration
         "round_trips_ms": {"write": [list(x) for x in cal.write_rt_ms],
                            "read": [list(x) for x in cal.read_rt_ms]},
         "verdict": verdict, "exit_status": EXIT_STATUS[verdict],
-        "verdict_line": verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS, why),
+        "verdict_line": verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS, why, fit_ms),
+        "noise_fit_ms": fit_ms,
         "noise": None if floor is None else floor.to_json(),
         "noise_tolerance_ms": PBS_NOISE_TOLERANCE_MS,
         "has_power": any(j.has_power for _, _, j, _ in judged),
@@ -675,5 +758,5 @@ def pbs_against_results(n: int, regions: str, writer: str, reader: str, duration
                   "calibration keyspaces with one replica each; replication links jitter "
                   f"+-{jitter_ms:g} ms; the model is read {cal.hop_ms:.2f} ms later than t "
                   "(the clients' own hops, half their measured shares)",
-                  verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS, why)],
+                  verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS, why, fit_ms)],
     }
