@@ -43,6 +43,9 @@ def one(hogs: int) -> dict[str, object]:
             "load_1m_start": round(load0, 2), "verdict": doc["verdict"],
             "verdict_line": doc["verdict_line"], "pair": pair["line"],
             "added_p99_ms": noise.get("added_p99_ms"), "cause": noise.get("cause"),
+            "noise_fit_ms": doc.get("noise_fit_ms"), "late_acks": doc.get("late_acks"),
+            "outside_t_ms": [x["t_ms"] for x in pair["points"]
+                             if x["judged"] and not x["inside"]],
             "hop_ms": doc["params"]["hop_ms"],
             "write_overhead_ms": doc["params"]["write_overhead_ms"],
             "at_50_58_ms": [[x["t_ms"], x["predicted"], round(x["measured"], 4),

@@ -218,3 +218,37 @@ def test_a_miss_within_the_machines_noise_is_inconclusive_beyond_it_disagrees(me
     assert against.judge_pbs(late, measured, _floor(1.0)).verdict == "disagrees"
     assert against.judge_pbs(late, measured, None).verdict == "disagrees"
     assert against.judge_pbs(_truth, measured, _floor(1.0)).verdict == "agrees"
+
+
+def test_a_write_seen_early_because_its_ack_was_held_up_is_excused_only_by_a_measured_stall(
+        measured):
+    """A writer that sees its ack late counts t from after the commit: write 0 here looks
+    visible 1 ms after its ack, where the links allow 20 ms, and the truth misses the band.
+    A stall of 25 ms the floor measured while that write was in flight makes it undecided
+    over the stall: "inconclusive", naming the write. Without that stall, or with the stall
+    at another write, the miss stands ("disagrees"); and the allowance never makes a wrong
+    prediction agree."""
+    from replicalab.experiments import against
+
+    acks = tuple(1_000_000_000 + k * 100_000_000 for k in range(measured.writes))
+    early = V.Visibility((-math.inf, *measured.last_stale_ms[1:]),
+                         (1.0, *measured.first_fresh_ms[1:]), measured.reads, 0, acks,
+                         tuple([2.0] * measured.writes))
+    assert not V.judge(_truth, early).within
+
+    def floor(at_ns: int) -> NoiseFloor:
+        return NoiseFloor(0.1, 1.0, 25.0, 800, "toxiproxy", 0.1, 0.1, 0.1, 0.2, 200, 1.0,
+                          1.0, 2, events=((at_ns, 25.0),))
+
+    held = against.judge_pbs(_truth, early, floor(acks[0] - 1_000_000))
+    assert held.verdict == "inconclusive" and held.late_acks == 1 and held.fit_ms == 0.0
+    assert "1 writes whose acks the machine held up" in against.verdict_line(
+        held.verdict, floor(acks[0]), against.PBS_NOISE_TOLERANCE_MS, fit_ms=held.fit_ms,
+        late_acks=held.late_acks)
+    assert against.judge_pbs(_truth, early, floor(acks[500])).verdict == "disagrees"
+    assert against.judge_pbs(_truth, early, _floor(1.0)).verdict == "disagrees"
+    # a stall at every write: the wrong prediction still does not agree
+    everywhere = NoiseFloor(0.1, 1.0, 25.0, 800, "toxiproxy", 0.1, 0.1, 0.1, 0.2, 200, 1.0,
+                            1.0, 2, events=tuple((a - 1_000_000, 25.0) for a in acks))
+    assert against.judge_pbs(against.Shifted(_truth, 10.0), early,
+                             everywhere).verdict != "agrees"

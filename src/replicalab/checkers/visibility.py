@@ -86,6 +86,23 @@ class Visibility:
                    tuple(float(x) for x in d.get("write_ms", ())))  # type: ignore[attr-defined]
 
 
+def with_late_acks(v: Visibility, floor: NoiseFloor | None) -> Visibility:
+    """Return ``v`` with each write's first fresh read moved later by what ``floor``
+    measured the machine adding while the write was in flight (its invoke to its ack,
+    ``NoiseFloor.added_between_ms``): a writer that saw its ack that late counts t from a
+    moment after the commit, and its write may look visible earlier after the ack than the
+    links allow by that much. The write is then undecided over that span, not visible."""
+    if floor is None or not v.ack_ns or len(v.write_ms) != len(v.ack_ns):
+        return v
+    hi = list(v.first_fresh_ms)
+    for i, (ack, took) in enumerate(zip(v.ack_ns, v.write_ms, strict=True)):
+        added = floor.added_between_ms(ack - int(took * 1e6), ack)
+        if added > 0 and math.isfinite(hi[i]):
+            hi[i] += added
+    return Visibility(v.last_stale_ms, tuple(hi), v.reads, v.out_of_order, v.ack_ns,
+                      v.write_ms)
+
+
 def of_element(writes: WriteLog, reads: ReadLog) -> Visibility:
     """Return each write's visibility from one element's writes and reads, every read judged
     against the latest write acknowledged before it started (as ``freshness.since_ack``)."""

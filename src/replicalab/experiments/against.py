@@ -542,15 +542,17 @@ PBS_SHIFT_STEP_MS = 0.5
 
 def noise_fit_ms(predict: Callable[[Any], np.ndarray], v: visibility.Visibility,
                  floor: NoiseFloor | None) -> float | None:
-    """Return the smallest move (ms, positive: later) of ``predict``, no larger than what the
-    machine added at p99 while the probe ran, that puts it inside the band at every judged
-    t of ``v``; None when none does (or nothing was measured). The machine moves both ways:
-    a stall before a read or on the replication path makes writes look late, one before a
-    write's ack makes them look early, and the calibration's own round trips (the legs and
-    the clients' hop the model is read by) carry its delays too."""
+    """Return the smallest move (ms, positive: later; 0: none needed) of ``predict``, no
+    larger than what the machine added at p99 while the probe ran, that puts it inside the
+    band at every judged t of ``v``; None when none does (or nothing was measured). The
+    machine moves both ways: a stall before a read or on the replication path makes writes
+    look late, one before a write's ack makes them look early, and the calibration's own
+    round trips (the legs and the clients' hop the model is read by) carry its delays too."""
     if floor is None or floor.added_p99_ms > PBS_NOISE_TOLERANCE_MS:
         return None  # inconclusive whatever fits
     steps = int(floor.added_p99_ms // PBS_SHIFT_STEP_MS)
+    if visibility.judge(predict, v).within:
+        return 0.0
     for k in range(1, steps + 1):
         for by in (k * PBS_SHIFT_STEP_MS, -k * PBS_SHIFT_STEP_MS):
             if visibility.judge(Shifted(predict, by), v).within:
@@ -560,21 +562,30 @@ def noise_fit_ms(predict: Callable[[Any], np.ndarray], v: visibility.Visibility,
 
 @dataclass(frozen=True)
 class PbsJudged:
-    """One (R, W) pair judged: the judgement against the sampling band, the move within the
-    machine's noise that fits it when it missed (:func:`noise_fit_ms`), the verdict alone."""
+    """One (R, W) pair judged: the judgement against the sampling band, and for a miss the
+    move within the machine's noise that fits it (:func:`noise_fit_ms`, None: none does)
+    once the writes whose acks the machine held up are undecided over the hold-up
+    (``late_acks`` of them, :func:`visibility.with_late_acks`); the verdict of the pair."""
 
     judgement: visibility.Judgement
     fit_ms: float | None
     verdict: str
+    late_acks: int = 0
 
 
 def judge_pbs(predict: Callable[[Any], np.ndarray], v: visibility.Visibility,
               floor: NoiseFloor | None, why: str | None = None) -> PbsJudged:
-    """Return ``predict`` judged against the writes' visibility ``v``, the noise fit of a
-    miss, and the verdict of this pair alone (:func:`pbs_verdict`)."""
+    """Return ``predict`` judged against the writes' visibility ``v``, and for a miss what
+    the machine's measured noise can explain of it (:class:`PbsJudged`); "agrees" is judged
+    on ``v`` as measured, never on the allowances."""
     j = visibility.judge(predict, v)
-    fit = None if j.within or why is not None else noise_fit_ms(predict, v, floor)
-    return PbsJudged(j, fit, pbs_verdict([j], floor, why=why, fits=[fit]))
+    if j.within or why is not None:
+        return PbsJudged(j, None, pbs_verdict([j], floor, why=why))
+    held = visibility.with_late_acks(v, floor)
+    late = sum(1 for a, b in zip(v.first_fresh_ms, held.first_fresh_ms, strict=True)
+               if a != b)
+    fit = noise_fit_ms(predict, held, floor)
+    return PbsJudged(j, fit, pbs_verdict([j], floor, why=why, fits=[fit]), late)
 
 
 def pbs_verdict(judged: list[visibility.Judgement], floor: NoiseFloor | None,
@@ -602,16 +613,21 @@ def pbs_verdict(judged: list[visibility.Judgement], floor: NoiseFloor | None,
 
 
 def verdict_line(verdict: str, floor: NoiseFloor | None, tolerance_ms: float,
-                 why: str | None = None, fit_ms: float | None = None) -> str:
+                 why: str | None = None, fit_ms: float | None = None,
+                 late_acks: int = 0) -> str:
     """Return one sentence for a verdict, with the noise (or ``why``) that made it
-    inconclusive; ``fit_ms``: the move within the machine's noise that fits a miss."""
+    inconclusive; ``fit_ms``: the move within the machine's noise that fits a miss (0: none
+    needed once the ``late_acks`` writes held up are undecided)."""
     if verdict == "inconclusive" and why is not None:
         return f"inconclusive: {why}"
     if verdict == "inconclusive" and floor is not None and fit_ms is not None:
-        return (f"inconclusive: the prediction missed the measurement, but moved "
-                f"{abs(fit_ms):g} ms {'later' if fit_ms > 0 else 'earlier'}, "
-                f"within the {floor.added_p99_ms:.1f} ms the machine added at p99, it fits "
-                f"({floor.line()})")
+        held = (f" once the {late_acks} writes whose acks the machine held up are counted "
+                "undecided over the hold-up" if late_acks else "")
+        moved = ("" if fit_ms == 0 else
+                 f" moved {abs(fit_ms):g} ms {'later' if fit_ms > 0 else 'earlier'}, within "
+                 f"the {floor.added_p99_ms:.1f} ms the machine added at p99,")
+        return (f"inconclusive: the prediction missed the measurement, but{moved} it fits"
+                f"{held} ({floor.line()})")
     if verdict == "inconclusive" and floor is not None:
         return (f"inconclusive: the machine added {floor.added_p99_ms:.1f} ms at p99, over "
                 f"the {tolerance_ms:g} ms a verdict can bear ({floor.line()})")
@@ -640,6 +656,7 @@ def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
     used = region_set(regions).regions[:n]
     judged: list[tuple[int, int, visibility.Judgement, int]] = []
     fits: list[float | None] = []
+    late_acks = 0
     floors: list[NoiseFloor] = []
     whys: list[str] = []
     curves: list[dict[str, Any]] = []
@@ -664,6 +681,7 @@ def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
             j = pair.judgement
             judged.append((r, w, j, vis.out_of_order))
             fits.append(pair.fit_ms)
+            late_acks += pair.late_acks
             path = pbs_real.read_path_of(c, r, w, reader)
             paths.append({"r": r, "w": w, **path.to_json()})
             why = misread(r, pbs_real.read_p50_ms_of_run(Path(m.run_dir)),
@@ -688,12 +706,12 @@ def pbs_against(n: int, pairs: list[tuple[int, int]], regions: str, writer: str,
     fit = next((f for f in fits if f is not None), None)
     results = pbs_against_results(n, regions, writer, reader, duration_s, trials, seed,
                                   jitter_ms, used, cal, judged, label, floor, verdict, why,
-                                  fit)
+                                  fit, late_acks)
     results["read_paths"] = paths
     remarks = [f"R={r} W={w}: {j.line()} ({j.transition_points} sampled t inside the "
                f"transition, {visibility.MIN_TRANSITION_POINTS} needed)"
                for r, w, j, _ in judged]
-    remarks.append(verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS, why, fit))
+    remarks.append(verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS, why, fit, late_acks))
     if verdict == "no power":
         remarks.append("raise --jitter (e.g. 20ms) so that the measured curve has a "
                        "transition to judge")
@@ -705,8 +723,8 @@ def pbs_against_results(n: int, regions: str, writer: str, reader: str, duration
                         cal: pbs_real.Calibration,
                         judged: list[tuple[int, int, visibility.Judgement, int]],
                         label: str, floor: NoiseFloor | None, verdict: str,
-                        why: str | None = None, fit_ms: float | None = None
-                        ) -> dict[str, Any]:
+                        why: str | None = None, fit_ms: float | None = None,
+                        late_acks: int = 0) -> dict[str, Any]:
     """Return the results.json of ``model pbs --against``: every sampled t per pair with its
     counts and band, the verdict, and the noise floor it was reached under."""
     rows_out = [{"r": r, "w": w, **x.to_json()} for r, w, j, _ in judged for x in j.points]
@@ -728,8 +746,9 @@ def pbs_against_results(n: int, regions: str, writer: str, reader: str, duration
         "round_trips_ms": {"write": [list(x) for x in cal.write_rt_ms],
                            "read": [list(x) for x in cal.read_rt_ms]},
         "verdict": verdict, "exit_status": EXIT_STATUS[verdict],
-        "verdict_line": verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS, why, fit_ms),
-        "noise_fit_ms": fit_ms,
+        "verdict_line": verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS, why, fit_ms,
+                                     late_acks),
+        "noise_fit_ms": fit_ms, "late_acks": late_acks,
         "noise": None if floor is None else floor.to_json(),
         "noise_tolerance_ms": PBS_NOISE_TOLERANCE_MS,
         "has_power": any(j.has_power for _, _, j, _ in judged),
@@ -758,5 +777,6 @@ def pbs_against_results(n: int, regions: str, writer: str, reader: str, duration
                   "calibration keyspaces with one replica each; replication links jitter "
                   f"+-{jitter_ms:g} ms; the model is read {cal.hop_ms:.2f} ms later than t "
                   "(the clients' own hops, half their measured shares)",
-                  verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS, why, fit_ms)],
+                  verdict_line(verdict, floor, PBS_NOISE_TOLERANCE_MS, why, fit_ms,
+                               late_acks)],
     }
