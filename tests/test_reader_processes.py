@@ -12,10 +12,13 @@ from pathlib import Path
 import pytest
 
 from freshcheck import done_before_ms
+from replicalab.checkers import visibility
+from replicalab.checkers.extract import element_ops
+from replicalab.history.io import load_history
 from replicalab.workloads import reader_processes
 from replicalab.workloads.base import ProbeOptions
 from replicalab.workloads.runner import ProbeSpec, run_probe
-from replicalab.workloads.staleness import StalenessConfig
+from replicalab.workloads.staleness import KEY, StalenessConfig
 
 
 def test_separate_processes_on_a_simulated_store_is_one_line_and_exit_2(tmp_path: Path):
@@ -61,14 +64,17 @@ def test_readers_in_separate_processes_see_the_remote_replica_stale(redis_dc3, t
     # the gross check: one replication hop, not none, not two. Not none: every read
     # answered within 0.8 x the hop of a write's start was stale (the last stale read's
     # time cannot say it: it trails the hop by up to a gap between reads, 20 ms here, and
-    # read 27 ms once in CI). Not two: the last stale read, median over the writes, within
-    # 1.3 x the hop, above it only by what the run's own noise floor measured the machine
-    # to add (a busy machine delays the reader processes' reads), printed when it does
+    # read 27 ms once in CI). Not two: the median write visible within 1.3 x the hop of
+    # its ack (midway between its last stale and first fresh read). The run's
+    # `last_lt_100_median_ms`, which this test read until 2026-11-30, is the median over
+    # periods of the curve's last stale t: with one period, the worst write, counted
+    # from its start (beside a CPU hog, 73 ms where the median write took 38.5 ms)
     early_n, stale_n = done_before_ms(run.run_dir, 0.8 * one_way_ms)
     assert early_n >= 10 and stale_n == early_n, (early_n, stale_n)
-    window = r["periods"]["last_lt_100_median_ms"]
-    added = float((r.get("noise") or {}).get("added_p99_ms", 0.0))
-    assert window <= 1.3 * one_way_ms + added, (window, added)
-    print(f"window {window} ms, one way {one_way_ms} ms, the machine added {added:g} ms at p99")
+    h, _ = load_history(run.run_dir)
+    vis = visibility.of_element(*element_ops(h, KEY))
+    got = visibility.judge_window(vis, 0.0, 1.3 * one_way_ms, None)
+    assert vis.writes >= 10 and got.median_ms <= 1.3 * one_way_ms, got.line()
+    print(f"{got.line()}; one way {one_way_ms} ms")
     assert r["config"]["placement"] == "separate-processes"
     assert "store_url" not in str(r["config"])  # the URL (and a password) is not saved
