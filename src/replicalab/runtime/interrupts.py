@@ -15,6 +15,13 @@ import sys
 from types import FrameType
 from typing import Any
 
+STOP_WAIT_S = 5.0
+"""After Ctrl-C (or the end of a run), how long at most worker processes get to stop and
+send what they recorded (s); every wait for them ends as soon as each has answered or
+exited. Load workers had 0.8 s and reader processes 2 s until 2026-11-30: beside a CPU hog
+neither of two load workers had sent its record within 0.8 s, and the run kept an empty
+history of a step that had written to the store."""
+
 _COUNT = [0]
 
 

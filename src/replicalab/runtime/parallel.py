@@ -24,6 +24,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from replicalab.errors import ParameterError
+from replicalab.runtime.interrupts import STOP_WAIT_S
 from replicalab.runtime.virtual import note_stop, stop_requested
 
 Job = tuple[Any, ...]
@@ -42,10 +43,6 @@ class JobFailed(RuntimeError):
 # its first job; jobs are pure simulation and do not share this process's threads or files.
 _START_METHOD = ("fork" if sys.platform == "linux"
                  and "fork" in multiprocessing.get_all_start_methods() else "spawn")
-
-STOP_WAIT_S = 5.0
-"""After Ctrl-C, how long running jobs get to stop and send what they did (s)."""
-
 
 def _serve(jobs: Connection, results: Connection) -> None:
     """A worker: run each (index, fn, args) it is sent and send back (index, state, value)

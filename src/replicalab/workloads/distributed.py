@@ -23,15 +23,11 @@ from typing import Any
 
 from replicalab.cluster import process
 from replicalab.errors import ParameterError
-from replicalab.runtime.interrupts import stop_handler
+from replicalab.runtime.interrupts import STOP_WAIT_S, stop_handler
 from replicalab.workloads.load import LoadSpec, WorkerResult, run_worker
 
 START_LEAD_S = 1.0
 """Wall-clock lead given to workers before the common start (connections open meanwhile)."""
-STOP_WAIT_S = 0.8
-"""After Ctrl-C, how long the workers get to stop and send what they recorded (s)."""
-
-
 class StepInterrupted(KeyboardInterrupt):
     """Ctrl-C (or SIGTERM) during a step: ``results`` holds what the workers recorded."""
 

@@ -30,8 +30,6 @@ from replicalab.workloads.recorder import Recorder
 
 READY_LIMIT_S = 120.0
 """How long the readers get to start (spawn, import, connect) before the probe gives up."""
-STOP_WAIT_S = 2.0
-"""After the run (or Ctrl-C), how long the readers get to send what they recorded (s)."""
 POLL_NS = 20_000_000
 
 ReadLoop = Callable[[Recorder, Any, int, int], Awaitable[None]]
