@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from replicalab.models import pbs
 
@@ -77,3 +78,38 @@ def test_the_legs_add_up_to_the_round_trips():
     ks = np.abs(np.searchsorted(np.sort(rt), grid) / len(rt)
                 - np.searchsorted(again, grid) / len(again)).max()
     assert ks < 0.03, ks
+
+
+def test_a_calibration_round_trip_that_times_out_is_taken_again_not_fatal(monkeypatch):
+    """Beside a CPU hog one write of 2,400 outlasted the client's timeout and ended the
+    command: a timed-out round trip is taken again (it measured the machine), up to 5 % of
+    the samples; a store that keeps failing still ends the calibration."""
+    import asyncio
+
+    from replicalab.stores.base import Unavailable
+    from replicalab.workloads import pbs_real
+
+    class Flaky:
+        def __init__(self, fail_at: set[int]) -> None:
+            self.calls, self.fail_at = 0, fail_at
+
+        async def connect(self):
+            return self
+
+        async def close(self) -> None:
+            pass
+
+        async def write(self, values) -> None:
+            self.calls += 1
+            if self.calls in self.fail_at:
+                raise Unavailable("n0: OperationTimedOut")
+
+    once = Flaky({5})
+    monkeypatch.setattr(pbs_real, "open_store", lambda url, seed: once)
+    got = asyncio.run(pbs_real._round_trips("cassandra://x", "write", 100))
+    assert len(got) == 100 and once.calls == 103  # two warm-ups, one taken again
+    always = Flaky(set(range(1, 1000)))
+    monkeypatch.setattr(pbs_real, "open_store", lambda url, seed: always)
+    with pytest.raises(Unavailable):
+        asyncio.run(pbs_real._round_trips("cassandra://x", "write", 100))
+    assert always.calls == 6  # 5 % of 100 taken again, then the sixth failure ends it
